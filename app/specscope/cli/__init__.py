@@ -1,0 +1,42 @@
+"""The ``specscope`` command.
+
+Each submodule of this package adds its subcommands through ``register(subparsers)``
+and handles them in the function it sets as ``func``. Errors a user can cause are
+printed as one sentence with exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from specscope.errors import SpecScopeError
+
+__all__ = ["main", "build_parser"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="specscope", description=__doc__.splitlines()[0])
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except SpecScopeError as exc:
+        print(f"specscope: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("specscope: interrupted; finished results are kept.", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""``specscope import`` and ``specscope speedup``: the results store from the shell."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from specscope import importers
+from specscope.errors import ConfigError
+from specscope.store import Store
+
+__all__ = ["register"]
+
+JSON_FIELDS = ("source", "model", "draft_model", "method", "dataset", "hardware", "concurrency",
+               "k", "speedup", "acceptance_length", "acceptance_rate", "output_throughput",
+               "baseline_throughput", "run_id")
+
+
+def _column_map(text: str | None) -> dict[str, str] | None:
+    if not text:
+        return None
+    pairs = {}
+    for part in text.split(","):
+        canonical, sep, theirs = part.partition("=")
+        if not sep or not canonical.strip() or not theirs.strip():
+            raise ConfigError(f"--map entry {part!r} is not canonical=column; e.g. "
+                              "--map model=Model,concurrency=Users.")
+        pairs[canonical.strip()] = theirs.strip()
+    return pairs
+
+
+def _import(args: argparse.Namespace) -> int:
+    overrides = {key: getattr(args, key) for key in ("method", "k", "draft_model", "hardware",
+                                                     "label", "dataset", "model")
+                 if getattr(args, key) is not None}
+    for path in args.paths:
+        result = importers.import_file(path, source=args.source, column_map=_column_map(args.map),
+                                       overrides=overrides)
+        print(f"imported {result['rows']} rows from {path} ({result['format']}) -> {result['path']}")
+    return 0
+
+
+def _clean(value):
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def _speedup(args: argparse.Namespace) -> int:
+    filters = {key: values for key in ("source", "model", "draft_model", "method", "dataset",
+                                       "hardware", "concurrency", "k", "run_id")
+               if (values := getattr(args, key))}
+    frame = Store().speedup(filters, best=args.best)
+    if args.json:
+        records = [{f: _clean(rec.get(f)) for f in JSON_FIELDS} for rec in frame.to_dict("records")]
+        print(json.dumps(records, indent=1))
+        return 0
+    if frame.empty:
+        print("no rows match; `specscope import FILE` adds results")
+        return 0
+    cols = ["source", "model", "draft_model", "method", "dataset", "concurrency", "k", "speedup",
+            "acceptance_length"]
+    print(frame[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    return 0
+
+
+def register(subparsers) -> None:
+    imp = subparsers.add_parser("import", help="import benchmark results (vllm bench JSON, Ruiz "
+                                "Parquet, SpecScope Parquet, or CSV/Parquet with --map)")
+    imp.add_argument("paths", nargs="+", metavar="PATH")
+    imp.add_argument("--source", help="source name for the imported rows")
+    imp.add_argument("--map", help="column map canonical=column,... for foreign CSV/Parquet")
+    for key in ("method", "draft-model", "hardware", "label", "dataset", "model"):
+        imp.add_argument(f"--{key}", help=f"set {key.replace('-', '_')} on every imported row")
+    imp.add_argument("--k", type=int, help="set k (speculative tokens) on every imported row")
+    imp.set_defaults(func=_import)
+
+    sp = subparsers.add_parser("speedup", help="speedup over the matching baseline, per K and concurrency")
+    for key in ("source", "model", "draft-model", "method", "dataset", "hardware", "run-id"):
+        sp.add_argument(f"--{key}", action="append", help="filter (repeatable)")
+    sp.add_argument("--concurrency", type=int, action="append", help="filter (repeatable)")
+    sp.add_argument("--k", type=int, action="append", help="filter (repeatable)")
+    sp.add_argument("--best", action="store_true",
+                    help="keep the best K per source, model, draft, method, dataset, hardware, concurrency")
+    sp.add_argument("--json", action="store_true", help="print a JSON array")
+    sp.set_defaults(func=_speedup)

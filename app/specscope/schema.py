@@ -1,0 +1,87 @@
+"""The canonical result row and the per-request row, as Arrow schemas.
+
+One canonical row = one (model, method, K, concurrency) cell of one run on one prompt set.
+``data/SCHEMA.md`` documents every column; a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+__all__ = ["RESULT_SCHEMA", "REQUEST_SCHEMA", "RESULT_COLUMNS", "REQUEST_COLUMNS",
+           "LATENCY_METRICS", "BASELINE_METHOD", "empty_row"]
+
+BASELINE_METHOD = "none"
+LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
+
+_fields: list[pa.Field] = [
+    pa.field("run_id", pa.string()),
+    pa.field("created_at", pa.timestamp("us", tz="UTC")),
+    pa.field("source", pa.string()),
+    pa.field("label", pa.string()),
+    pa.field("model", pa.string()),
+    pa.field("draft_model", pa.string()),
+    pa.field("method", pa.string()),
+    pa.field("k", pa.int32()),
+    pa.field("method_params", pa.string()),
+    pa.field("tp", pa.int32()),
+    pa.field("hardware", pa.string()),
+    pa.field("vllm_version", pa.string()),
+    pa.field("dataset", pa.string()),
+    pa.field("num_prompts", pa.int64()),
+    pa.field("temperature", pa.float64()),
+    pa.field("output_len", pa.int64()),
+    pa.field("concurrency", pa.int64()),
+    pa.field("request_rate", pa.float64()),
+    pa.field("duration_s", pa.float64()),
+    pa.field("completed", pa.int64()),
+    pa.field("failed", pa.int64()),
+    pa.field("total_input_tokens", pa.int64()),
+    pa.field("total_output_tokens", pa.int64()),
+    pa.field("request_throughput", pa.float64()),
+    pa.field("output_throughput", pa.float64()),
+]
+for _metric in LATENCY_METRICS:
+    for _stat in ("mean", "median", "p99"):
+        _fields.append(pa.field(f"{_stat}_{_metric}_ms", pa.float64()))
+_fields += [
+    pa.field("acceptance_rate", pa.float64()),
+    pa.field("acceptance_length", pa.float64()),
+    pa.field("num_drafts", pa.int64()),
+    pa.field("draft_tokens", pa.int64()),
+    pa.field("accepted_tokens", pa.int64()),
+    pa.field("per_position_acceptance", pa.list_(pa.float64())),
+    pa.field("status", pa.string()),
+    pa.field("error", pa.string()),
+]
+
+RESULT_SCHEMA = pa.schema(_fields)
+RESULT_COLUMNS = tuple(RESULT_SCHEMA.names)
+
+REQUEST_SCHEMA = pa.schema([
+    pa.field("run_id", pa.string()),
+    pa.field("cell_id", pa.string()),
+    pa.field("prompt_id", pa.string()),
+    pa.field("method", pa.string()),
+    pa.field("k", pa.int32()),
+    pa.field("concurrency", pa.int64()),
+    pa.field("success", pa.bool_()),
+    pa.field("error", pa.string()),
+    pa.field("prompt_tokens", pa.int64()),
+    pa.field("output_tokens", pa.int64()),
+    pa.field("ttft_ms", pa.float64()),
+    pa.field("tpot_ms", pa.float64()),
+    pa.field("mean_itl_ms", pa.float64()),
+    pa.field("e2el_ms", pa.float64()),
+    pa.field("num_drafts", pa.int64()),
+    pa.field("draft_tokens", pa.int64()),
+    pa.field("accepted_tokens", pa.int64()),
+    pa.field("acceptance_rate", pa.float64()),
+    pa.field("acceptance_length", pa.float64()),
+])
+REQUEST_COLUMNS = tuple(REQUEST_SCHEMA.names)
+
+
+def empty_row() -> dict:
+    """A canonical row with every column present and unset."""
+    return {name: None for name in RESULT_COLUMNS}

@@ -1,0 +1,72 @@
+"""Where SpecScope keeps its files: the SpecScope home and the bundled data folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["home", "results_dir", "requests_dir", "servers_dir", "models_dir", "prompts_dir",
+           "runs_dir", "bundled_data_dir", "repo_root"]
+
+
+def repo_root() -> Path:
+    """The checkout SpecScope runs from (app/specscope/ is two levels below it)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def bundled_data_dir() -> Path:
+    return Path(os.environ.get("SPECSCOPE_DATA", repo_root() / "data"))
+
+
+def home() -> Path:
+    """``$SPECSCOPE_HOME``, else ``$XDG_DATA_HOME/specscope``, else ``~/.local/share/specscope``."""
+    env = os.environ.get("SPECSCOPE_HOME")
+    if env:
+        path = Path(env).expanduser()
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share"))
+        path = base / "specscope"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _sub(name: str) -> Path:
+    path = home() / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def results_dir() -> Path:
+    """One Parquet file per run of canonical rows."""
+    return _sub("results")
+
+
+def requests_dir() -> Path:
+    """One Parquet file per run of per-request rows."""
+    return _sub("requests")
+
+
+def servers_dir() -> Path:
+    """State and log files of launched servers."""
+    return _sub("servers")
+
+
+def models_dir() -> Path:
+    """Models SpecScope prepared locally (the CPU demo model and its draft).
+
+    ``$SPECSCOPE_MODELS`` points elsewhere, so tests with a throwaway home share one prepared copy.
+    """
+    env = os.environ.get("SPECSCOPE_MODELS")
+    path = Path(env).expanduser() if env else home() / "models"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def prompts_dir() -> Path:
+    """Uploaded prompt sets, stored under their content hash."""
+    return _sub("prompts")
+
+
+def runs_dir() -> Path:
+    """Sweep checkpoints and recordings."""
+    return _sub("runs")

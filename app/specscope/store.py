@@ -1,0 +1,244 @@
+"""The results store: Parquet files on disk, DuckDB over all of them.
+
+Writes: one Parquet file per run (``write_results``) and one per run of per-request rows
+(``write_requests``), each written to a temp file and renamed, never rewritten in place.
+
+Reads: ``Store`` loads every results file (bundled ``data/results`` and the home's
+``results/``) with ``union_by_name`` into an in-memory DuckDB table, refreshed when the
+files change. Speedup is derived in SQL: each row's output throughput over the mean
+throughput of the baseline rows (method ``none``) with the same source, model, dataset,
+hardware, output length and concurrency. User-influenced values are bound parameters;
+column names come only from the fixed schema.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import threading
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from specscope import settings
+from specscope.errors import StoreError
+from specscope.schema import (BASELINE_METHOD, REQUEST_SCHEMA, RESULT_COLUMNS, RESULT_SCHEMA)
+
+__all__ = ["write_results", "write_requests", "new_run_id", "to_table", "Store",
+           "FILTER_COLUMNS", "BASELINE_KEYS", "BEST_KEYS"]
+
+FILTER_COLUMNS = ("source", "label", "run_id", "model", "draft_model", "method", "dataset",
+                  "hardware", "k", "concurrency", "status")
+BASELINE_KEYS = ("source", "model", "dataset", "hardware", "output_len", "concurrency")
+BEST_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware", "concurrency")
+_RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,120}$")
+
+
+def new_run_id(prefix: str = "run") -> str:
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    return f"{prefix}-{stamp}-{uuid.uuid4().hex[:6]}"
+
+
+def to_table(rows: Iterable[Mapping] | pa.Table | pd.DataFrame, schema: pa.Schema) -> pa.Table:
+    """Rows (dicts, a DataFrame or a Table) as a Table of exactly ``schema``; unknown columns dropped."""
+    if isinstance(rows, pd.DataFrame):
+        rows = pa.Table.from_pandas(rows, preserve_index=False)
+    if isinstance(rows, pa.Table):
+        columns = {}
+        for field in schema:
+            if field.name in rows.column_names:
+                columns[field.name] = rows.column(field.name).cast(field.type)
+            else:
+                columns[field.name] = pa.nulls(rows.num_rows, field.type)
+        return pa.table(columns, schema=schema)
+    records = [dict(r) for r in rows]
+    try:
+        return pa.Table.from_pylist([{f.name: r.get(f.name) for f in schema} for r in records],
+                                    schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise StoreError(f"A result row has a value of the wrong type ({exc}); nothing was written.") from exc
+
+
+def _atomic_write(table: pa.Table, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StoreError(f"Could not write {path} ({exc.strerror or exc}); check the disk and "
+                         "permissions of the SpecScope home.") from exc
+    return path
+
+
+def _check_run_id(run_id: str) -> str:
+    if not _RUN_ID.match(run_id):
+        raise StoreError(f"Run id {run_id!r} may only hold letters, digits, '.', '_' and '-'.")
+    return run_id
+
+
+def write_results(rows, run_id: str | None = None, directory: Path | None = None) -> Path:
+    """Write canonical rows as one Parquet file ``<run_id>.parquet``; fills run_id and created_at."""
+    table = to_table(rows, RESULT_SCHEMA)
+    if table.num_rows == 0:
+        raise StoreError("There are no result rows to write.")
+    run_id = _check_run_id(run_id or _single(table, "run_id") or new_run_id())
+    now = dt.datetime.now(dt.timezone.utc)
+    table = table.set_column(table.schema.get_field_index("run_id"), "run_id",
+                             pa.array([run_id] * table.num_rows, pa.string()))
+    created = table.column("created_at").to_pylist()
+    table = table.set_column(table.schema.get_field_index("created_at"), "created_at",
+                             pa.array([c or now for c in created], RESULT_SCHEMA.field("created_at").type))
+    return _atomic_write(table, (directory or settings.results_dir()) / f"{run_id}.parquet")
+
+
+def write_requests(rows, run_id: str, directory: Path | None = None) -> Path:
+    """Write per-request rows of one run as ``<run_id>.parquet`` in the requests folder."""
+    table = to_table(rows, REQUEST_SCHEMA)
+    run_id = _check_run_id(run_id)
+    table = table.set_column(0, "run_id", pa.array([run_id] * table.num_rows, pa.string()))
+    return _atomic_write(table, (directory or settings.requests_dir()) / f"{run_id}.parquet")
+
+
+def _single(table: pa.Table, column: str):
+    values = set(table.column(column).to_pylist()) - {None}
+    return values.pop() if len(values) == 1 else None
+
+
+def _duck_type(field: pa.Field) -> str:
+    return {
+        pa.string(): "VARCHAR", pa.int32(): "INTEGER", pa.int64(): "BIGINT",
+        pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN",
+    }.get(field.type, "DOUBLE[]" if pa.types.is_list(field.type) else "TIMESTAMPTZ")
+
+
+def _select_list(schema: pa.Schema, present: set[str]) -> str:
+    parts = []
+    for field in schema:
+        if field.name in present:
+            parts.append(f'CAST("{field.name}" AS {_duck_type(field)}) AS "{field.name}"')
+        else:
+            parts.append(f'CAST(NULL AS {_duck_type(field)}) AS "{field.name}"')
+    return ", ".join(parts)
+
+
+class Store:
+    """DuckDB over every results Parquet file; thread-safe, refreshed when files change."""
+
+    def __init__(self, result_dirs: Sequence[Path] | None = None,
+                 request_dirs: Sequence[Path] | None = None):
+        self._result_dirs = list(result_dirs) if result_dirs is not None else [
+            settings.bundled_data_dir() / "results", settings.results_dir()]
+        self._request_dirs = list(request_dirs) if request_dirs is not None else [
+            settings.bundled_data_dir() / "requests", settings.requests_dir()]
+        self._con = duckdb.connect()
+        self._lock = threading.Lock()
+        self._signature: tuple | None = None
+
+    @staticmethod
+    def _files(dirs: Sequence[Path]) -> list[Path]:
+        return sorted(p for d in dirs if d.is_dir() for p in d.glob("*.parquet"))
+
+    def _load(self, name: str, files: list[Path], schema: pa.Schema) -> None:
+        if not files:
+            self._con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT "
+                              f"{_select_list(schema, set())} WHERE false")
+            return
+        paths = [str(p) for p in files]
+        try:
+            present = {row[0] for row in self._con.execute(
+                "SELECT column_name FROM (DESCRIBE SELECT * FROM read_parquet(?, union_by_name=true))",
+                [paths]).fetchall()}
+            self._con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT {_select_list(schema, present)} "
+                              "FROM read_parquet(?, union_by_name=true)", [paths])
+        except duckdb.Error as exc:
+            raise StoreError(f"A results file could not be read ({exc}); move the damaged file out of "
+                             f"{files[0].parent} and reload.") from exc
+
+    def refresh(self) -> None:
+        """Reload the tables if any results or requests file was added, removed or changed."""
+        results = self._files(self._result_dirs)
+        requests = self._files(self._request_dirs)
+        signature = tuple((str(p), p.stat().st_mtime_ns) for p in results + requests)
+        if signature == self._signature:
+            return
+        self._load("results", results, RESULT_SCHEMA)
+        self._load("requests", requests, REQUEST_SCHEMA)
+        self._signature = signature
+
+    def query(self, sql: str, params: Sequence | None = None) -> pd.DataFrame:
+        """Run SQL over the tables ``results`` and ``requests`` with bound parameters."""
+        with self._lock:
+            self.refresh()
+            try:
+                return self._con.execute(sql, list(params or [])).df()
+            except duckdb.Error as exc:
+                raise StoreError(f"The results query failed ({exc}).") from exc
+
+    @staticmethod
+    def where(filters: Mapping[str, Sequence] | None, alias: str = "r") -> tuple[str, list]:
+        """A WHERE clause for ``{column: [values]}`` over FILTER_COLUMNS, with its parameters."""
+        clauses, params = ["true"], []
+        for column, values in (filters or {}).items():
+            if column not in FILTER_COLUMNS:
+                raise StoreError(f"Cannot filter on {column!r}; use one of {', '.join(FILTER_COLUMNS)}.")
+            values = [v for v in (values if isinstance(values, (list, tuple, set)) else [values])]
+            if not values:
+                continue
+            clauses.append(f'{alias}."{column}" IN ({", ".join("?" * len(values))})')
+            params.extend(values)
+        return " AND ".join(clauses), params
+
+    def speedup(self, filters: Mapping[str, Sequence] | None = None, *, best: bool = False,
+                columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """Rows matching ``filters`` with ``speedup`` and ``baseline_throughput``; failed cells left out.
+
+        ``best`` keeps the highest-speedup K per BEST_KEYS group; ``columns`` limits the
+        canonical columns returned (the group keys, k and speedup always come back).
+        """
+        wanted = list(RESULT_COLUMNS) if columns is None else list(
+            dict.fromkeys([*BEST_KEYS, "k", *columns]))
+        unknown = [c for c in wanted if c not in RESULT_COLUMNS]
+        if unknown:
+            raise StoreError(f"Unknown result columns: {', '.join(unknown)}.")
+        where, params = self.where(filters)
+        on = " AND ".join(f"coalesce(CAST(r.{k} AS VARCHAR), '') = b.{k}" for k in BASELINE_KEYS)
+        base_keys = ", ".join(f"coalesce(CAST({k} AS VARCHAR), '') AS {k}" for k in BASELINE_KEYS)
+        select = ", ".join(f'r."{c}"' for c in wanted)
+        best_clause = ""
+        if best:
+            best_clause = (f"QUALIFY row_number() OVER (PARTITION BY {', '.join('r.' + k for k in BEST_KEYS)} "
+                           "ORDER BY speedup DESC NULLS LAST, r.k) = 1")
+        sql = f"""
+            WITH b AS (
+                SELECT {base_keys}, avg(output_throughput) AS baseline_throughput
+                FROM results
+                WHERE method = '{BASELINE_METHOD}' AND coalesce(status, 'ok') = 'ok'
+                GROUP BY ALL)
+            SELECT {select}, b.baseline_throughput,
+                   r.output_throughput / b.baseline_throughput AS speedup
+            FROM results r LEFT JOIN b ON {on}
+            WHERE {where} AND coalesce(r.status, 'ok') = 'ok'
+            {best_clause}
+            ORDER BY r.source, r.model, r.draft_model, r.method, r.dataset, r.hardware,
+                     r.concurrency, r.k"""
+        return self.query(sql, params)
+
+    def facets(self) -> dict[str, list]:
+        """Distinct values of each filter column, for filter widgets."""
+        out = {}
+        for column in FILTER_COLUMNS:
+            frame = self.query(f'SELECT DISTINCT "{column}" AS v FROM results '
+                               f'WHERE "{column}" IS NOT NULL ORDER BY 1')
+            out[column] = frame["v"].tolist()
+        return out
+
+    def count(self) -> int:
+        return int(self.query("SELECT count(*) AS n FROM results")["n"].iloc[0])
