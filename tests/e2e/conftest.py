@@ -1,0 +1,132 @@
+"""Browser tests: ``streamlit run app/main.py`` as a subprocess, driven by Debian's Chromium via Playwright.
+
+Fixtures: ``streamlit_server`` (base URL; the server log is attached to failures), ``page``
+(a Playwright page in headless /usr/bin/chromium), and ``wait_idle(page)`` which waits for
+Streamlit's script to finish instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("SPECSCOPE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+pytestmark = pytest.mark.e2e
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class StreamlitServer:
+    def __init__(self, home: Path, entry: Path = REPO / "app" / "main.py", env: dict | None = None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = home / "streamlit.log"
+        full_env = {**os.environ, "SPECSCOPE_HOME": str(home), **(env or {})}
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(entry), "--server.headless", "true",
+             "--server.port", str(self.port), "--server.address", "127.0.0.1",
+             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+            cwd=REPO, env=full_env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def wait_healthy(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                if requests.get(f"{self.url}/_stcore/health", timeout=2).ok:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.3)
+        raise RuntimeError(f"streamlit did not become healthy in {timeout}s:\n{self.log()}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        self._log.close()
+
+
+@pytest.fixture
+def streamlit_factory(tmp_path, request):
+    """Start a streamlit server with a given home and env; each is stopped after the test."""
+    servers: list[StreamlitServer] = []
+
+    def start(home: Path | None = None, env: dict | None = None, entry: Path | None = None) -> StreamlitServer:
+        home = home or tmp_path / "home"
+        home.mkdir(parents=True, exist_ok=True)
+        server = StreamlitServer(home, entry or REPO / "app" / "main.py", env)
+        servers.append(server)
+        server.wait_healthy()
+        return server
+
+    yield start
+    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+    for server in servers:
+        if failed:
+            print(f"--- streamlit log ({server.url}) ---\n{server.log()}")
+        server.stop()
+
+
+@pytest.fixture
+def streamlit_server(streamlit_factory, specscope_home) -> StreamlitServer:
+    return streamlit_factory(home=specscope_home)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None:
+        pytest.skip(f"{CHROMIUM} is missing; install Debian's chromium (launchers/install.sh --test)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1500, "height": 1000})
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+def wait_idle(page, timeout: float = 60_000) -> None:
+    """Wait until Streamlit has finished running the script after the last action."""
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']",
+                           timeout=timeout)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call":
+        item.rep_call = report
