@@ -1,7 +1,7 @@
 """Browser tests: ``streamlit run app/main.py`` as a subprocess, driven by Debian's Chromium via Playwright.
 
 Fixtures: ``streamlit_server`` (base URL; the server log is attached to failures), ``page``
-(a Playwright page in headless /usr/bin/chromium), and ``wait_idle(page)`` which waits for
+(a Playwright page in headless /usr/bin/chromium), and ``wait_idle`` (a function ``wait_idle(page)``) which waits for
 Streamlit's script to finish instead of sleeping.
 """
 
@@ -118,10 +118,15 @@ def page(browser):
     context.close()
 
 
-def wait_idle(page, timeout: float = 60_000) -> None:
-    """Wait until Streamlit has finished running the script after the last action."""
+def _wait_idle(page, timeout: float = 60_000) -> None:
     page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']",
                            timeout=timeout)
+
+
+@pytest.fixture
+def wait_idle():
+    """``wait_idle(page)`` waits until Streamlit has finished running the script after the last action."""
+    return _wait_idle
 
 
 @pytest.hookimpl(hookwrapper=True)
