@@ -1,0 +1,105 @@
+"""Build the bundled results Parquet from the transcribed article tables in data/sources/.
+
+``data/sources/articles.csv`` lists one article per row (source slug, seed file, title,
+fixed created_at); ``data/sources/<source>.csv`` holds its transcribed table rows. Each
+article becomes ``data/results/<source>.parquet`` with run id ``<source>``, so a rebuild
+from the same sources gives the same rows.
+
+Source columns named like canonical columns (data/SCHEMA.md) are copied with the schema's
+type; ``acceptance_rate_pct`` is the published percentage (stored as a fraction);
+``published_speedup`` and ``note`` stay in the CSV (the tests read them).
+
+    python data/build_bundled.py [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+
+DATA_DIR = Path(__file__).resolve().parent
+SOURCES_DIR = DATA_DIR / "sources"
+try:
+    from specscope.schema import RESULT_SCHEMA
+    from specscope.store import write_results
+except ImportError:  # a fresh clone without `pip install -e .`
+    sys.path.insert(0, str(DATA_DIR.parent / "app"))
+    from specscope.schema import RESULT_SCHEMA
+    from specscope.store import write_results
+
+__all__ = ["SOURCES_DIR", "read_articles", "read_rows", "build"]
+
+SOURCE_ONLY_COLUMNS = {"acceptance_rate_pct", "published_speedup", "note"}
+FIXED_COLUMNS = {"run_id", "created_at", "source", "status", "error"}
+
+
+def read_articles(sources_dir: Path = SOURCES_DIR) -> list[dict]:
+    with open(sources_dir / "articles.csv", newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _typed(field: pa.Field, text: str):
+    if text == "":
+        return None
+    if pa.types.is_integer(field.type):
+        return int(text)
+    if pa.types.is_floating(field.type):
+        return float(text)
+    if pa.types.is_string(field.type):
+        return text
+    raise ValueError(f"column {field.name} ({field.type}) cannot come from a source CSV")
+
+
+def read_rows(article: dict, sources_dir: Path = SOURCES_DIR) -> list[dict]:
+    """The canonical rows of one article, from ``<source>.csv``."""
+    source = article["source"]
+    created_at = dt.datetime.fromisoformat(article["created_at"].replace("Z", "+00:00"))
+    path = sources_dir / f"{source}.csv"
+    with open(path, newline="", encoding="utf-8") as fh:
+        records = list(csv.DictReader(fh))
+    allowed = (set(RESULT_SCHEMA.names) - FIXED_COLUMNS) | SOURCE_ONLY_COLUMNS
+    unknown = set(records[0]) - allowed if records else set()
+    if unknown:
+        raise ValueError(f"{path.name}: unknown column(s) {', '.join(sorted(unknown))}")
+    rows = []
+    for line, record in enumerate(records, start=2):
+        row = {"source": source, "created_at": created_at, "status": "ok"}
+        try:
+            for name, text in record.items():
+                if name in SOURCE_ONLY_COLUMNS:
+                    continue
+                row[name] = _typed(RESULT_SCHEMA.field(name), text.strip())
+            pct = record.get("acceptance_rate_pct", "").strip()
+            row["acceptance_rate"] = float(pct) / 100.0 if pct else None
+        except ValueError as exc:
+            raise ValueError(f"{path.name} line {line}: {exc}") from exc
+        rows.append(row)
+    return rows
+
+
+def build(out_dir: Path = DATA_DIR / "results", sources_dir: Path = SOURCES_DIR) -> list[Path]:
+    """Write one Parquet file per article; returns the paths written."""
+    written = []
+    for article in read_articles(sources_dir):
+        rows = read_rows(article, sources_dir)
+        written.append(write_results(rows, run_id=article["source"], directory=out_dir))
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=DATA_DIR / "results",
+                        help="folder for the Parquet files (default: data/results)")
+    args = parser.parse_args(argv)
+    for path in build(args.out):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
