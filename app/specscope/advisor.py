@@ -124,8 +124,8 @@ def family_label(keys: Mapping) -> str:
 
 def _rates_column(rows: pd.DataFrame) -> list[float]:
     """Mean measured per-position rates over the rows that carry them (longest prefix)."""
-    lists = [list(v) for v in rows["per_position_acceptance"] if v is not None
-             and not (isinstance(v, float) and math.isnan(v)) and len(v) > 0]
+    lists = [[float(x) for x in v] for v in rows["per_position_acceptance"]
+             if isinstance(v, (list, tuple, np.ndarray)) and len(v) > 0]
     if not lists:
         return []
     depth = max(len(v) for v in lists)
@@ -181,13 +181,20 @@ def _scalar(value):
 
 
 def fit_families(frame: pd.DataFrame, train_smallest: int | None = None) -> list[FamilyFit]:
-    """One fit per family in ``frame`` (rows of ``Store.speedup``)."""
+    """One fit per family in ``frame`` (rows of ``Store.speedup``); unfittable families are left out."""
     sd = frame[frame["method"] != BASELINE_METHOD]
     if sd.empty:
         raise InputError("No speculative rows match; widen the filters or import results first.")
     keyed = sd.assign(**{k: sd[k].astype(object).where(sd[k].notna(), "") for k in FAMILY_KEYS})
-    return [fit_family(sd.loc[g.index], train_smallest)
-            for _, g in keyed.groupby(list(FAMILY_KEYS), sort=True)]
+    fits, skipped = [], []
+    for _, g in keyed.groupby(list(FAMILY_KEYS), sort=True):
+        try:
+            fits.append(fit_family(sd.loc[g.index], train_smallest))
+        except InputError as exc:
+            skipped.append(str(exc))
+    if not fits:
+        raise InputError(skipped[0])
+    return fits
 
 
 @dataclass
@@ -267,9 +274,11 @@ def advise(fit: FamilyFit, concurrency: float, ks: Sequence[int] | None = None) 
                  f"{fit.cost.concurrencies[-1]:g} (no crossover in the data)")
     else:
         lo = fit.groups.iloc[0]
-        why_c = (f"above concurrency ~{crossover:.0f} the target is no longer memory-bound: each "
-                 f"draft token costs {d1:.3f} target steps here vs {lo.d1:.3f} at "
-                 f"{lo.concurrency:g}, and tokens/step cannot grow to match")
+        x0, x1 = fit.cost.at(crossover)
+        why_c = (f"above concurrency ~{crossover:.0f} speculation stops paying: the batch leaves "
+                 f"the memory-bound regime, so each draft token costs {x1:.3f} target steps "
+                 f"there (plus {x0 - 1:.2f} fixed) vs {lo.d1:.3f} at concurrency "
+                 f"{lo.concurrency:g}, more than the extra accepted tokens return")
     reason = f"{why_k}; {why_c}" + (" (extrapolated beyond the measured concurrencies)"
                                     if extrapolated else "")
     here = fit.rows[fit.rows["concurrency"] == concurrency]

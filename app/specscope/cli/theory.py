@@ -1,0 +1,55 @@
+"""``specscope advise``: the K advisor over the results store, per family and concurrency."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from specscope import advisor
+from specscope.errors import InputError
+from specscope.store import Store
+
+__all__ = ["register"]
+
+_FILTERS = ("source", "model", "draft_model", "method", "dataset", "hardware")
+
+
+def _advise(args: argparse.Namespace) -> int:
+    filters = {key: values for key in _FILTERS if (values := getattr(args, key))}
+    frame = Store().speedup(filters)
+    if frame.empty:
+        raise InputError("No results match these filters; `specscope import FILE` adds results.")
+    fits = advisor.fit_families(frame, train_smallest=args.train_smallest)
+    answers = []
+    for fit in fits:
+        concs = args.concurrency or sorted(int(c) for c in fit.rows["concurrency"].unique())
+        ks = list(range(1, args.max_k + 1)) if args.max_k else None
+        answers += [advisor.advise(fit, float(c), ks=ks) for c in concs]
+    if args.json:
+        print(json.dumps([a.as_dict() for a in answers], indent=1))
+        return 0
+    for answer in answers:
+        crossover = "none in data" if answer.crossover is None else f"~{answer.crossover:.0f}"
+        verdict = "" if answer.speculate else "  -> do not speculate here (speedup < 1)"
+        print(f"{advisor.family_label(answer.keys)}  conc={answer.concurrency:g}: K={answer.k} "
+              f"predicted {answer.predicted_speedup:.2f}x, stops paying above {crossover}{verdict}")
+        print(f"    why: {answer.reason}")
+        ev = answer.evidence
+        print(f"    fit: alpha={ev['alpha_iid']} rates={ev['rates_first']}*{ev['rates_decay']}^(i-1) "
+              f"d0={ev['d0']} d1={ev['d1']} c={ev['draft_cost_c']} "
+              f"train err={ev['train_median_rel_err']:.1%}")
+    return 0
+
+
+def register(subparsers) -> None:
+    sp = subparsers.add_parser("advise", help="recommended K, predicted speedup and the concurrency "
+                               "where speculation stops paying, fitted to stored results")
+    for key in ("source", "model", "draft-model", "method", "dataset", "hardware"):
+        sp.add_argument(f"--{key}", action="append", help="filter (repeatable)")
+    sp.add_argument("--concurrency", type=float, action="append",
+                    help="concurrency to advise for (repeatable; default every measured one)")
+    sp.add_argument("--max-k", type=int, help="largest K to consider (default: largest measured K)")
+    sp.add_argument("--train-smallest", type=int, metavar="N",
+                    help="fit each concurrency only on its N smallest measured K")
+    sp.add_argument("--json", action="store_true", help="print a JSON array")
+    sp.set_defaults(func=_advise)

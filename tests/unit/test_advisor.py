@@ -1,0 +1,112 @@
+"""Fits and the K advisor: exact recovery on formula data, and the held-out check on Ruiz's results."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from specscope import advisor, importers, theory
+from specscope.cli import main as cli_main
+from specscope.errors import InputError
+from specscope.store import Store
+
+
+@pytest.fixture
+def ruiz_frame(ruiz_parquet, tmp_path):
+    importers.import_file(ruiz_parquet, directory=tmp_path / "results")
+    return Store(result_dirs=[tmp_path / "results"], request_dirs=[]).speedup()
+
+
+def test_fit_alpha_recovers_iid_alpha():
+    ks = [1, 2, 3, 4]
+    alpha, rmse = advisor.fit_alpha(ks, [theory.tokens_per_step(0.8, k) for k in ks])
+    assert alpha == pytest.approx(0.8, abs=1e-3) and rmse < 1e-3
+
+
+def test_fit_rates_recovers_first_and_decay():
+    ks = [3, 4, 5]
+    first, decay, rmse = advisor.fit_rates(ks, [theory.tokens_per_step_rates(0.9, 0.85, k) for k in ks])
+    assert first == pytest.approx(0.9, abs=5e-3)
+    assert decay == pytest.approx(0.85, abs=2e-3)
+    assert rmse < 1e-3
+
+
+def test_fit_cost_line_and_single_k():
+    assert advisor.fit_cost([1, 2, 3], [1.15, 1.25, 1.35]) == pytest.approx((1.05, 0.10))
+    assert advisor.fit_cost([4], [1.2]) == pytest.approx((1.0, 0.05))   # Leviathan form d0 = 1
+
+
+def test_measured_crossover_interpolates_in_log2():
+    import pandas as pd
+
+    rows = pd.DataFrame({"concurrency": [64, 64, 128, 128], "speedup": [1.2, 1.1, 0.8, 0.7]})
+    # best 1.2 at 64, 0.8 at 128: crosses halfway in log2 -> 64 * 2^0.5
+    assert advisor.measured_crossover(rows) == pytest.approx(64 * 2 ** 0.5)
+    assert advisor.measured_crossover(rows[rows.concurrency == 64]) is None
+
+
+def test_held_out_k_never_enter_the_fit(ruiz_frame):
+    fit = advisor.fit_families(ruiz_frame, train_smallest=3)[0]
+    for _, g in fit.rows.groupby("concurrency"):
+        assert sorted(g[g["train"]]["k"]) == sorted(g["k"])[:3]
+    changed = ruiz_frame.copy()
+    smallest = changed.groupby(["model", "draft_model", "method", "concurrency"])["k"].transform(
+        lambda k: k.rank(method="dense"))
+    held = (changed["method"] != "none") & (smallest > 3)
+    changed.loc[held, "speedup"] *= 0.5
+    changed.loc[held, "acceptance_rate"] *= 0.5
+    refit = advisor.fit_families(changed, train_smallest=3)[0]
+    assert refit.predict(6, 8) == pytest.approx(fit.predict(6, 8), rel=1e-12)
+
+
+def test_must_show_advisor_on_ruiz(ruiz_frame):
+    within, groups, errors = 0, 0, []
+    for fit in advisor.fit_families(ruiz_frame, train_smallest=3):
+        for conc, g in fit.rows.groupby("concurrency"):
+            measured = dict(zip(g["k"].astype(int), g["speedup"]))
+            advice = advisor.advise(fit, float(conc), ks=list(measured))
+            within += measured[advice.k] >= 0.97 * max(measured.values())
+            groups += 1
+            errors += [abs(fit.predict(int(r.k), float(conc)) / r.speedup - 1)
+                       for r in g[~g["train"]].itertuples()]
+    assert groups == 41
+    assert within / groups >= 0.95
+    assert np.median(errors) <= 0.015
+
+
+def test_advise_answer_and_crossover(ruiz_frame):
+    fits = {(f.keys["model"], f.keys["draft_model"]): f for f in advisor.fit_families(ruiz_frame)}
+    qwen = fits[("Qwen/Qwen3-32B", "Qwen/Qwen3-1.7B")]
+    low = advisor.advise(qwen, 1)
+    assert low.speculate and 3 <= low.k <= 6 and low.predicted_speedup > 1.8
+    assert 128 < low.crossover < 256                       # measured: best 1.077 at 128, 0.80 at 256
+    assert "stops paying" in low.reason
+    high = advisor.advise(qwen, 256)
+    assert not high.speculate and high.k <= 2
+    llama = advisor.advise(fits[("meta-llama/Llama-3.3-70B-Instruct", "meta-llama/Llama-3.2-1B")], 1)
+    assert llama.crossover is None and llama.k == 8       # the largest candidate: the reason says so
+    assert "largest candidate" in llama.reason
+    between = advisor.advise(qwen, 48)
+    assert between.evidence["extrapolated"] is False
+    assert advisor.advise(qwen, 512).evidence["extrapolated"] is True
+
+
+def test_fit_without_sd_rows_says_what_to_do(ruiz_frame):
+    with pytest.raises(InputError, match="No speculative rows"):
+        advisor.fit_families(ruiz_frame[ruiz_frame["method"] == "none"])
+
+
+def test_cli_advise_json(ruiz_parquet, specscope_home, capsys, monkeypatch):
+    monkeypatch.setenv("SPECSCOPE_DATA", str(specscope_home / "no-bundled"))
+    assert cli_main(["import", str(ruiz_parquet)]) == 0
+    capsys.readouterr()
+    assert cli_main(["advise", "--model", "Qwen/Qwen3-32B", "--method", "eagle3",
+                     "--concurrency", "8", "--json"]) == 0
+    answers = json.loads(capsys.readouterr().out)
+    assert len(answers) == 1
+    assert answers[0]["family"]["draft_model"] == "RedHatAI/Qwen3-32B-speculator.eagle3"
+    assert answers[0]["k"] in range(1, 7) and answers[0]["predicted_speedup"] > 1.5
+    assert cli_main(["advise", "--model", "no/such-model"]) == 1
+    assert "No results match" in capsys.readouterr().err
