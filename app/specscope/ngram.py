@@ -22,7 +22,7 @@ from typing import Sequence
 
 from specscope.errors import ConfigError
 
-__all__ = ["NgramConfig", "NgramProposer", "NgramStep", "rebuild_steps"]
+__all__ = ["NgramConfig", "NgramProposer", "NgramStep", "NgramReplay", "rebuild_steps"]
 
 _DEFAULT_LOOKUP = 5  # vLLM's value when neither prompt_lookup_min nor _max is set
 
@@ -116,30 +116,47 @@ class NgramStep:
         return self.draft[self.accepted:]
 
 
+class NgramReplay:
+    """Replays a stream step by step as output tokens arrive (chunks always end on a step)."""
+
+    def __init__(self, config: NgramConfig, prompt_ids: Sequence[int]):
+        self._proposer = NgramProposer(config, prompt_ids)
+        self._output: list[int] = []
+        self.steps: list[NgramStep] = []
+
+    def feed(self, token_ids: Sequence[int]) -> list[NgramStep]:
+        """Add output tokens; return the steps they complete."""
+        output = self._output
+        output.extend(int(t) for t in token_ids)
+        new: list[NgramStep] = []
+        last = self.steps[-1] if self.steps else None
+        position = last.start + last.emitted if last else 0
+        total = len(output)
+        if last is None and total:
+            new.append(NgramStep(start=0, emitted=1, draft=(), accepted=0))
+            self._proposer.extend(output[:1])
+            position = 1
+        while position < total:
+            draft = self._proposer.propose()
+            accepted = 0
+            while (accepted < len(draft) and position + accepted < total
+                   and draft[accepted] == output[position + accepted]):
+                accepted += 1
+            emitted = min(accepted + 1, total - position)
+            new.append(NgramStep(start=position, emitted=emitted, draft=tuple(draft), accepted=accepted,
+                                 truncated=emitted == accepted))
+            self._proposer.extend(output[position:position + emitted])
+            position += emitted
+        self.steps.extend(new)
+        return new
+
+
 def rebuild_steps(prompt_ids: Sequence[int], output_ids: Sequence[int],
                   config: NgramConfig) -> list[NgramStep]:
-    """Split an output into the engine steps vLLM's ngram proposer produced.
+    """Split a whole output into the engine steps vLLM's ngram proposer produced.
 
     The first step is the prefill (one token, no draft). Each later step drafts from the
     context so far, accepts the longest common prefix of draft and output, and adds the
     target's own token.
     """
-    if not output_ids:
-        return []
-    proposer = NgramProposer(config, prompt_ids)
-    proposer.extend(output_ids[:1])
-    steps = [NgramStep(start=0, emitted=1, draft=(), accepted=0)]
-    position, total = 1, len(output_ids)
-    while position < total:
-        draft = proposer.propose()
-        accepted = 0
-        while (accepted < len(draft) and position + accepted < total
-               and draft[accepted] == output_ids[position + accepted]):
-            accepted += 1
-        emitted = min(accepted + 1, total - position)
-        truncated = emitted == accepted and position + emitted == total and bool(draft)
-        steps.append(NgramStep(start=position, emitted=emitted, draft=tuple(draft),
-                               accepted=accepted, truncated=truncated))
-        proposer.extend(output_ids[position:position + emitted])
-        position += emitted
-    return steps
+    return NgramReplay(config, prompt_ids).feed(output_ids)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specscope.errors import ConfigError
-from specscope.ngram import NgramConfig, NgramProposer, rebuild_steps
+from specscope.ngram import NgramConfig, NgramProposer, NgramReplay, rebuild_steps
 
 
 def vllm_kmp_port(tokens: list[int], min_n: int, max_n: int, max_model_len: int, k: int) -> list[int]:
@@ -125,3 +125,12 @@ def test_rebuild_flags_a_last_step_cut_short():
     config = NgramConfig(k=4, prompt_lookup_min=1, prompt_lookup_max=2)
     steps = rebuild_steps([7, 8, 9, 7], [8, 9], config)
     assert steps[-1].truncated and steps[-1].accepted == 1 and steps[-1].emitted == 1
+
+
+def test_replay_fed_chunk_by_chunk_equals_whole_rebuild():
+    config = NgramConfig(k=3, prompt_lookup_min=1, prompt_lookup_max=2)
+    prompt, output = [1, 2, 3, 4, 1, 2], [3, 4, 9, 1, 2, 3, 5]
+    replay = NgramReplay(config, prompt)
+    for chunk in ([3], [4, 9], [1], [2, 3, 5]):
+        replay.feed(chunk)
+    assert replay.steps == rebuild_steps(prompt, output, config)
