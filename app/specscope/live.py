@@ -1,0 +1,318 @@
+"""Live comparison of 2-6 servers on one prompt: panes, their metrics, race and fair replay.
+
+- *race*: every pane streams at once, one thread each.
+- *fair replay*: panes stream one after another (so methods sharing a CPU or GPU do not slow
+  each other down), then play back side by side on their recorded arrival times.
+
+A pane whose server dies or errors keeps what it received and shows the error; the others
+carry on. A session saves to a JSON recording (under ``runs_dir()/recordings``) that loads
+anywhere, e.g. a GPU run replayed on a laptop. Metrics follow ``vllm bench serve``: TTFT,
+TPOT (excludes the first token), ITL (gap between chunks), plus acceptance from the steps.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import httpx
+
+from specscope import settings
+from specscope.errors import ConfigError, InputError, SpecScopeError
+from specscope.ngram import NgramConfig
+from specscope.steps import Provenance, StepTracker
+from specscope.stream import Chunk, GenerationRequest, StreamClient
+
+__all__ = ["PaneSpec", "PaneMetrics", "PaneView", "Pane", "LiveSession", "pane_metrics",
+           "compare_lossless", "recordings_dir", "load_recording", "MODES", "MAX_PANES"]
+
+MODES = ("race", "fair")
+MAX_PANES = 6
+RECORDING_VERSION = 1
+
+
+@dataclass(frozen=True)
+class PaneSpec:
+    """One server to compare: ``method`` 'none' is a baseline; ``speculative_config`` the
+    server's ``--speculative-config`` (ngram settings enable the exact rebuild)."""
+
+    label: str
+    url: str
+    method: str = "none"
+    speculative_config: dict | None = None
+
+    @property
+    def speculative(self) -> bool:
+        return self.method != "none"
+
+
+@dataclass(frozen=True)
+class PaneMetrics:
+    tokens: int = 0
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    itl_ms: float | None = None
+    tokens_per_s: float | None = None
+    acceptance_length: float | None = None
+    acceptance_rate: float | None = None
+    per_position: tuple[float, ...] = ()
+    speedup: float | None = None
+
+
+@dataclass
+class PaneView:
+    """What a pane shows at one moment."""
+
+    spec: PaneSpec
+    provenance: Provenance
+    metrics: PaneMetrics
+    token_texts: dict[int, str]
+    error: str | None
+    done: bool
+    lossless: bool | None = None
+    divergence: int | None = None
+
+
+def pane_metrics(chunks: list[Chunk], provenance: Provenance) -> PaneMetrics:
+    """Latency and acceptance figures of the chunks received so far."""
+    timed = [c for c in chunks if c.token_ids]
+    count = sum(len(c.token_ids) for c in timed)
+    if not timed:
+        return PaneMetrics()
+    first, last = timed[0].arrival_s, timed[-1].arrival_s
+    gaps = [b.arrival_s - a.arrival_s for a, b in zip(timed, timed[1:])]
+    drafting = [s for s in provenance.steps if s.drafted]
+    drafted = sum(s.drafted for s in drafting)
+    accepted = sum(s.accepted for s in drafting)
+    depth = max((s.drafted for s in drafting), default=0)
+    return PaneMetrics(
+        tokens=count,
+        ttft_ms=first * 1000,
+        tpot_ms=(last - first) / (count - 1) * 1000 if count > 1 else None,
+        itl_ms=sum(gaps) / len(gaps) * 1000 if gaps else None,
+        tokens_per_s=count / last if last > 0 else None,
+        acceptance_length=1 + accepted / len(drafting) if drafting else None,
+        acceptance_rate=accepted / drafted if drafted else None,
+        per_position=tuple(sum(1 for s in drafting if s.accepted > i) / len(drafting) for i in range(depth)),
+    )
+
+
+def compare_lossless(baseline: list[int], other: list[int], complete: bool) -> tuple[bool | None, int | None]:
+    """(equal?, first differing index) of two greedy outputs; None while undecided."""
+    for i, (a, b) in enumerate(zip(baseline, other)):
+        if a != b:
+            return False, i
+    if not complete:
+        return None, None
+    if len(baseline) != len(other):
+        return False, min(len(baseline), len(other))
+    return True, None
+
+
+class Pane:
+    """One server's stream: filled by a worker thread, read by the UI at any time."""
+
+    def __init__(self, spec: PaneSpec, request: GenerationRequest):
+        self.spec = spec
+        self.request = request
+        self.chunks: list[Chunk] = []
+        self.error: str | None = None
+        self.done = False
+        self.token_texts: dict[int, str] = {}
+        self.max_model_len: int | None = None
+        self._lock = threading.Lock()
+
+    def ngram_config(self) -> NgramConfig | None:
+        config = self.spec.speculative_config
+        if not config or config.get("method") != "ngram":
+            return None
+        return NgramConfig.from_speculative_config(config, self.max_model_len)
+
+    def run(self, transport: httpx.BaseTransport | None = None) -> None:
+        """Stream to the end; any failure becomes the pane's error, keeping what arrived."""
+        try:
+            with StreamClient(self.spec.url, transport=transport) as client:
+                info = client.model_info()
+                self.max_model_len = info.get("max_model_len")
+                request = GenerationRequest(**{**asdict(self.request), "model": self.request.model or info["id"]})
+                for chunk in client.stream(request):
+                    with self._lock:
+                        self.chunks.append(chunk)
+                self._name_rejected_tokens(client)
+        except SpecScopeError as exc:
+            self.error = str(exc)
+        except Exception as exc:  # a pane must never take the others down
+            self.error = f"{self.spec.label} failed: {type(exc).__name__}: {exc}"
+        finally:
+            self.done = True
+
+    def _name_rejected_tokens(self, client: StreamClient) -> None:
+        if self.ngram_config() is None:
+            return
+        provenance = self.view_chunks(self.chunks)[0]
+        known = {t.id for t in provenance.tokens}
+        wanted = {i for s in provenance.steps for i in s.rejected_ids} - known
+        self.token_texts = client.detokenize(sorted(wanted))
+
+    def snapshot(self, until_s: float | None = None) -> list[Chunk]:
+        with self._lock:
+            chunks = list(self.chunks)
+        return chunks if until_s is None else [c for c in chunks if c.arrival_s <= until_s]
+
+    def view_chunks(self, chunks: list[Chunk]) -> tuple[Provenance, PaneMetrics]:
+        tracker = StepTracker(self.ngram_config(), self.spec.speculative)
+        for chunk in chunks:
+            tracker.add(chunk)
+        provenance = tracker.provenance()
+        return provenance, pane_metrics(chunks, provenance)
+
+    def to_dict(self) -> dict:
+        return {"spec": asdict(self.spec), "request": asdict(self.request), "error": self.error,
+                "max_model_len": self.max_model_len, "token_texts": {str(k): v for k, v in self.token_texts.items()},
+                "chunks": [asdict(c) for c in self.snapshot()]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Pane":
+        pane = cls(PaneSpec(**data["spec"]), GenerationRequest(**data["request"]))
+        pane.error = data.get("error")
+        pane.max_model_len = data.get("max_model_len")
+        pane.token_texts = {int(k): v for k, v in (data.get("token_texts") or {}).items()}
+        for raw in data["chunks"]:
+            raw = dict(raw)
+            for key in ("token_ids", "texts", "logprobs"):
+                raw[key] = tuple(raw.get(key) or ())
+            if raw.get("prompt_token_ids") is not None:
+                raw["prompt_token_ids"] = tuple(raw["prompt_token_ids"])
+            pane.chunks.append(Chunk(**raw))
+        pane.done = True
+        return pane
+
+
+@dataclass
+class LiveSession:
+    """Several panes run in ``mode`` ('race' or 'fair'); ``views()`` is safe to call any time."""
+
+    panes: list[Pane]
+    mode: str = "race"
+    replay_started: float | None = None
+    created_at: float = field(default_factory=time.time)
+    _threads: list[threading.Thread] = field(default_factory=list)
+
+    @classmethod
+    def create(cls, specs: list[PaneSpec], request: GenerationRequest, mode: str) -> "LiveSession":
+        if mode not in MODES:
+            raise ConfigError(f"Unknown mode {mode!r}; choose one of {', '.join(MODES)}.")
+        if not 1 <= len(specs) <= MAX_PANES:
+            raise ConfigError(f"Pick between 2 and {MAX_PANES} servers to compare (got {len(specs)}).")
+        if len({s.label for s in specs}) != len(specs):
+            raise ConfigError("Two panes have the same label; give each server its own name.")
+        return cls([Pane(spec, request) for spec in specs], mode)
+
+    def start(self, transports: dict[str, httpx.BaseTransport] | None = None) -> None:
+        transports = transports or {}
+        if self.mode == "race":
+            targets = [lambda p=p: p.run(transports.get(p.spec.label)) for p in self.panes]
+        else:
+            targets = [lambda: [p.run(transports.get(p.spec.label)) for p in self.panes]]
+        self._threads = [threading.Thread(target=t, daemon=True, name="specscope-live") for t in targets]
+        for thread in self._threads:
+            thread.start()
+
+    def wait(self, timeout: float | None = None) -> None:
+        for thread in self._threads:
+            thread.join(timeout)
+
+    @property
+    def finished(self) -> bool:
+        return all(p.done for p in self.panes)
+
+    @property
+    def replay_length_s(self) -> float:
+        return max((c.arrival_s for p in self.panes for c in p.snapshot()), default=0.0)
+
+    def replaying(self, now: float | None = None) -> bool:
+        """Fair mode (and loaded recordings) play back once every pane has finished."""
+        if self.mode != "fair" or not self.finished:
+            return False
+        now = time.monotonic() if now is None else now
+        if self.replay_started is None:
+            self.replay_started = now
+        return now - self.replay_started <= self.replay_length_s
+
+    def restart_replay(self) -> None:
+        self.replay_started = time.monotonic()
+
+    def views(self, now: float | None = None) -> list[PaneView]:
+        now = time.monotonic() if now is None else now
+        until = None
+        if self.mode == "fair" and self.finished:
+            self.replaying(now)
+            until = now - self.replay_started
+        views = []
+        for pane in self.panes:
+            chunks = pane.snapshot(until)
+            provenance, metrics = pane.view_chunks(chunks)
+            complete = pane.done and (until is None or until >= self.replay_length_s)
+            texts = {t.id: t.text for t in provenance.tokens} | pane.token_texts
+            views.append(PaneView(spec=pane.spec, provenance=provenance, metrics=metrics, token_texts=texts,
+                                  error=pane.error if complete or until is None else None,
+                                  done=complete))
+        self._compare(views)
+        return views
+
+    def _compare(self, views: list[PaneView]) -> None:
+        baseline = next((v for v in views if not v.spec.speculative), views[0])
+        greedy = self.panes[0].request.temperature == 0
+        base_ids = [t.id for t in baseline.provenance.tokens]
+        base_rate = baseline.metrics.tokens_per_s
+        for view in views:
+            if view is baseline:
+                continue
+            rate = view.metrics.tokens_per_s
+            if rate and base_rate:
+                view.metrics = replace(view.metrics, speedup=rate / base_rate)
+            if greedy and not baseline.error and not view.error:
+                view.lossless, view.divergence = compare_lossless(
+                    base_ids, [t.id for t in view.provenance.tokens], baseline.done and view.done)
+
+    def recording(self) -> dict:
+        return {"specscope_recording": RECORDING_VERSION, "mode": self.mode, "created_at": self.created_at,
+                "panes": [p.to_dict() for p in self.panes]}
+
+    def save(self, directory: Path | None = None, name: str | None = None) -> Path:
+        """Write the recording atomically; returns its path."""
+        folder = Path(directory) if directory else recordings_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self.created_at))
+        labels = "-".join(p.spec.label for p in self.panes)
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", name or f"{stamp}-{labels}").strip("-")[:80] or stamp
+        path = folder / f"{slug}.json"
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(self.recording()), encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+
+def recordings_dir() -> Path:
+    path = settings.runs_dir() / "recordings"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def load_recording(source: Path | str | bytes) -> LiveSession:
+    """A session from a recording file (path) or its bytes; it replays on its timestamps."""
+    try:
+        data = json.loads(source if isinstance(source, bytes) else Path(source).read_bytes())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"The recording cannot be read ({exc}); choose a file saved by SpecScope's Live page.") from exc
+    if not isinstance(data, dict) or data.get("specscope_recording") != RECORDING_VERSION:
+        raise InputError("This file is not a SpecScope recording (version 1); choose a file saved by the Live page.")
+    try:
+        panes = [Pane.from_dict(p) for p in data["panes"]]
+    except (KeyError, TypeError) as exc:
+        raise InputError(f"The recording is damaged ({type(exc).__name__}: {exc}).") from exc
+    return LiveSession(panes=panes, mode="fair", created_at=data.get("created_at", time.time()))

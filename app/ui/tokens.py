@@ -1,0 +1,79 @@
+"""A pane's tokens as HTML: colour plus a second cue for each provenance, a legend, hovers.
+
+accepted draft = green, underlined; bonus (all drafts accepted) = blue, bold; correction =
+amber, plain; target token of a step that drafted nothing = no colour; rejected draft =
+red, struck through (shown where known, e.g. the ngram rebuild). Hover shows the step
+number and logprob. Model text is untrusted: every piece is ``html.escape``d.
+Pure functions, no Streamlit: the page passes the string to ``st.html``.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Mapping, Sequence
+
+from specscope.steps import ACCEPTED, BONUS, CORRECTION, TARGET, Step, Token
+
+__all__ = ["STYLE", "legend_html", "tokens_html", "KIND_LABELS"]
+
+REJECTED = "rejected"
+KIND_LABELS = {
+    ACCEPTED: "accepted draft",
+    BONUS: "target: bonus",
+    CORRECTION: "target: correction",
+    TARGET: "target (no draft)",
+    REJECTED: "rejected draft",
+}
+
+STYLE = """<style>
+.ss-pane{white-space:pre-wrap;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:0.85rem;
+ line-height:1.6;max-height:26rem;overflow-y:auto;padding:0.4rem;border:1px solid #8884;border-radius:6px}
+.ss-tok{border-radius:3px}
+.ss-accepted{background:#2e7d3233;text-decoration:underline;text-decoration-color:#2e7d32;
+ text-decoration-thickness:2px;text-underline-offset:3px}
+.ss-bonus{background:#1565c033;font-weight:700}
+.ss-correction{background:#ef6c0033}
+.ss-rejected{background:#c6282822;color:#c62828;text-decoration:line-through;opacity:0.8}
+.ss-diverge{outline:2px solid #c62828;outline-offset:1px}
+.ss-legend span{margin-right:0.8rem;padding:0 0.3rem}
+</style>"""
+
+
+def _span(kind: str, text: str, title: str, extra: str = "") -> str:
+    classes = f"ss-tok ss-{kind}{extra}"
+    return (f'<span class="{classes}" data-kind="{kind}" title="{html.escape(title, quote=True)}">'
+            f"{html.escape(text, quote=True)}</span>")
+
+
+def legend_html() -> str:
+    samples = "".join(_span(kind, label, label) for kind, label in KIND_LABELS.items())
+    return f'<div class="ss-legend">{samples}</div>'
+
+
+def tokens_html(tokens: Sequence[Token], steps: Sequence[Step], *, show_rejected: bool = True,
+                token_texts: Mapping[int, str] | None = None, divergence: int | None = None) -> str:
+    """One pane: tokens in order, each step's rejected drafts after its last token.
+
+    ``token_texts`` names rejected token ids (their text is never streamed); ``divergence``
+    is the index of the first token that differs from the baseline pane.
+    """
+    texts = token_texts or {}
+    ends = {step.start + step.size - 1: step for step in steps} if show_rejected else {}
+    parts = ['<div class="ss-pane">']
+    for i, token in enumerate(tokens):
+        title = f"step {token.step} · {KIND_LABELS[token.kind]}"
+        if token.logprob is not None:
+            title += f" · logprob {token.logprob:.3f}"
+        extra = ""
+        if i == divergence:
+            extra, title = " ss-diverge", title + " · first token that differs from the baseline"
+        parts.append(_span(token.kind, token.text, title, extra))
+        step = ends.get(i)
+        if step is not None and step.rejected_ids:
+            for token_id in step.rejected_ids:
+                parts.append(_span(REJECTED, texts.get(token_id, f"⟨{token_id}⟩"),
+                                   f"step {step.index} · rejected draft (id {token_id})"))
+        elif step is not None and step.rejected:
+            parts.append(_span(REJECTED, "✕" * step.rejected, f"step {step.index} · {step.rejected} rejected drafts"))
+    parts.append("</div>")
+    return "".join(parts)
