@@ -1,0 +1,385 @@
+"""The load generator: one cell of a benchmark (a prompt set at one concurrency on one server).
+
+It follows ``vllm bench serve`` (DOMAIN.md section 4): requests go out in the set's order
+(cycled when ``num_prompts`` is larger), at ``request_rate`` (Poisson, ``inf`` = all at once)
+behind a ``max_concurrency`` semaphore; each asks for ``output_len`` tokens with EOS ignored
+at temperature 0. Per request: TTFT (first content chunk), ITL (gaps between chunks), TPOT
+((E2EL - TTFT) / (tokens - 1)) and E2EL (last content chunk). Throughput = output tokens of
+successful requests / wall time of the run. SD counters come from ``/metrics`` deltas around
+the run; per-request SD figures from ``metrics.speculative_decoding`` on the final usage chunk
+(servers started with ``--per-request-spec-decode-metrics``).
+
+    spec = LoadSpec(base_url="http://127.0.0.1:8000", max_concurrency=4, output_len=64)
+    cell = run_sync(run_load(spec, prompt_set, progress=print))
+    row = cell.row(method="ngram", k=4, dataset=prompt_set.name, ...)   # canonical row
+    rows = cell.request_rows(cell_id="ngram-k4-c4", method="ngram", k=4)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+import numpy as np
+
+from specscope import metrics
+from specscope.errors import ConfigError, ServerError, ServerUnreachable
+from specscope.prompts import Prompt, PromptSet
+
+__all__ = ["LoadSpec", "RequestResult", "CellResult", "ProgressEvent", "Progress", "ServerInfo",
+           "run_load", "run_sync", "server_info", "hardware_label", "DEFAULT_OUTPUT_LEN"]
+
+DEFAULT_OUTPUT_LEN = 128
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    """What a progress bar needs: where the sweep is and a one-line message."""
+
+    stage: Literal["cell_start", "request", "cell_done", "cell_failed", "cell_skipped", "server",
+                   "sweep_done"]
+    cell: str = ""
+    cells_done: int = 0
+    cells_total: int = 0
+    requests_done: int = 0
+    requests_total: int = 0
+    message: str = ""
+
+    @property
+    def fraction(self) -> float:
+        """Overall progress 0..1 (finished cells plus the share of the current one)."""
+        if not self.cells_total:
+            return self.requests_done / self.requests_total if self.requests_total else 0.0
+        within = self.requests_done / self.requests_total if self.requests_total else 0.0
+        if self.stage in ("cell_done", "cell_failed", "cell_skipped", "sweep_done"):
+            within = 0.0
+        return min(1.0, (self.cells_done + within) / self.cells_total)
+
+
+Progress = Callable[[ProgressEvent], None]
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """How to load one server (``vllm bench serve`` flags in brackets)."""
+
+    base_url: str                          # [--base-url]
+    model: str | None = None               # [--model] served name; None = the server's first model
+    num_prompts: int | None = None         # [--num-prompts] None = every prompt of the set once
+    max_concurrency: int = 1               # [--max-concurrency]
+    request_rate: float = math.inf         # [--request-rate]
+    burstiness: float = 1.0                # [--burstiness]
+    output_len: int | None = DEFAULT_OUTPUT_LEN  # [--custom-output-len]; None = each prompt's output_tokens
+    temperature: float = 0.0               # [--temperature]
+    ignore_eos: bool = True                # [--ignore-eos]
+    endpoint: Literal["chat", "completions"] = "chat"
+    warmups: int = 0                       # [--num-warmups] sent before the counters are read
+    seed: int = 0                          # [--seed]
+    timeout_s: float = 1800.0
+
+    def __post_init__(self):
+        if self.max_concurrency < 1:
+            raise ConfigError("Concurrency must be at least 1.")
+        if self.num_prompts is not None and self.num_prompts < 1:
+            raise ConfigError("The number of prompts must be at least 1.")
+        if self.output_len is not None and self.output_len < 1:
+            raise ConfigError("The output length must be at least 1 token.")
+        if not self.request_rate > 0:
+            raise ConfigError("The request rate must be positive (inf sends all requests at once).")
+        if self.endpoint not in ("chat", "completions"):
+            raise ConfigError("The endpoint must be 'chat' or 'completions'.")
+
+    @property
+    def root(self) -> str:
+        return self.base_url.rstrip("/").removesuffix("/v1")
+
+
+@dataclass
+class RequestResult:
+    """One request's outcome and timings (seconds, as vLLM's RequestFuncOutput)."""
+
+    prompt_id: str
+    success: bool = False
+    error: str = ""
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    ttft: float = 0.0
+    itl: list[float] = field(default_factory=list)
+    latency: float = 0.0
+    start_time: float = 0.0
+    text: str = ""
+    spec_decode: dict | None = None
+
+    @property
+    def tpot(self) -> float | None:
+        if self.output_tokens <= 1:
+            return None
+        return (self.latency - self.ttft) / (self.output_tokens - 1)
+
+
+def _stats(values_s: list[float]) -> dict[str, float | None]:
+    if not values_s:
+        return {"mean": None, "median": None, "p99": None}
+    array = np.asarray(values_s) * 1000.0
+    return {"mean": float(array.mean()), "median": float(np.median(array)),
+            "p99": float(np.percentile(array, 99))}
+
+
+@dataclass
+class CellResult:
+    """The requests of one cell, the run's wall time and the /metrics delta."""
+
+    spec: LoadSpec
+    requests: list[RequestResult]
+    duration_s: float
+    spec_delta: metrics.SpecDecodeDelta | None
+    server_alive: bool = True
+
+    @property
+    def ok(self) -> list[RequestResult]:
+        return [r for r in self.requests if r.success]
+
+    @property
+    def status(self) -> tuple[str, str | None]:
+        """("ok", None) or ("failed", reason)."""
+        failed = [r for r in self.requests if not r.success]
+        if not self.server_alive:
+            reason = failed[0].error if failed else "the server stopped answering"
+            return "failed", f"The server stopped answering during the run ({reason})."
+        if not self.ok:
+            return "failed", f"Every request failed; first error: {failed[0].error}" if failed else "No requests ran."
+        return "ok", None
+
+    def row(self, **labels: Any) -> dict:
+        """The canonical result row of this cell; ``labels`` fill model, method, k, dataset, ..."""
+        ok = self.ok
+        total_output = sum(r.output_tokens for r in ok)
+        status, error = self.status
+        row: dict[str, Any] = {
+            "num_prompts": len(self.requests), "temperature": self.spec.temperature,
+            "output_len": self.spec.output_len, "concurrency": self.spec.max_concurrency,
+            "request_rate": self.spec.request_rate, "duration_s": self.duration_s,
+            "completed": len(ok), "failed": len(self.requests) - len(ok),
+            "total_input_tokens": sum(r.prompt_tokens for r in ok),
+            "total_output_tokens": total_output,
+            "request_throughput": len(ok) / self.duration_s if self.duration_s else None,
+            "output_throughput": total_output / self.duration_s if self.duration_s else None,
+            "status": status, "error": error,
+        }
+        series = {"ttft": [r.ttft for r in ok], "tpot": [r.tpot for r in ok if r.tpot is not None],
+                  "itl": [gap for r in ok for gap in r.itl], "e2el": [r.latency for r in ok]}
+        for metric, values in series.items():
+            for stat, value in _stats(values).items():
+                row[f"{stat}_{metric}_ms"] = value
+        if self.spec_delta is not None:
+            row.update(self.spec_delta.as_row())
+        row.update(labels)
+        return row
+
+    def request_rows(self, *, cell_id: str, method: str, k: int) -> list[dict]:
+        """Per-request rows (REQUEST_SCHEMA) with per-request SD figures when the server gave them."""
+        rows = []
+        for r in self.requests:
+            sd = r.spec_decode or {}
+            tpot = r.tpot
+            rows.append({
+                "cell_id": cell_id, "prompt_id": r.prompt_id, "method": method, "k": k,
+                "concurrency": self.spec.max_concurrency, "success": r.success,
+                "error": r.error or None, "prompt_tokens": r.prompt_tokens,
+                "output_tokens": r.output_tokens,
+                "ttft_ms": r.ttft * 1000 if r.success else None,
+                "tpot_ms": tpot * 1000 if r.success and tpot is not None else None,
+                "mean_itl_ms": float(np.mean(r.itl)) * 1000 if r.itl else None,
+                "e2el_ms": r.latency * 1000 if r.success else None,
+                "num_drafts": sd.get("num_spec_steps"), "draft_tokens": sd.get("num_draft_tokens"),
+                "accepted_tokens": sd.get("num_accepted_draft_tokens"),
+                "acceptance_rate": sd.get("draft_acceptance_rate"),
+                "acceptance_length": sd.get("mean_acceptance_length"),
+            })
+        return rows
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    model: str
+    vllm_version: str | None
+    max_model_len: int | None
+
+
+def server_info(base_url: str, timeout: float = 10.0) -> ServerInfo:
+    """The served model name, vLLM version and context length of a running server."""
+    root = base_url.rstrip("/").removesuffix("/v1")
+    try:
+        models = httpx.get(f"{root}/v1/models", timeout=timeout)
+        models.raise_for_status()
+        data = models.json()["data"][0]
+        version = httpx.get(f"{root}/version", timeout=timeout)
+        vllm_version = version.json().get("version") if version.status_code == 200 else None
+    except httpx.HTTPError as exc:
+        raise ServerUnreachable(f"Could not reach {root} ({exc.__class__.__name__}); "
+                                "check that the server is running.") from exc
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise ServerError(f"{root}/v1/models did not list a model; is this a vLLM server?") from exc
+    return ServerInfo(data["id"], vllm_version, data.get("max_model_len"))
+
+
+def hardware_label() -> str:
+    """A short name for this machine (``$SPECSCOPE_HARDWARE`` wins), e.g. ``cpu-2core``."""
+    return os.environ.get("SPECSCOPE_HARDWARE") or f"cpu-{os.cpu_count()}core"
+
+
+def _payload(spec: LoadSpec, model: str, prompt: Prompt) -> tuple[str, dict]:
+    max_tokens = spec.output_len or prompt.output_tokens or DEFAULT_OUTPUT_LEN
+    common = {"model": model, "stream": True, "stream_options": {"include_usage": True},
+              "temperature": spec.temperature}
+    if spec.ignore_eos:
+        common["ignore_eos"] = True
+    if spec.endpoint == "chat":
+        return f"{spec.root}/v1/chat/completions", {
+            **common, "messages": prompt.chat_messages(), "max_completion_tokens": max_tokens}
+    return f"{spec.root}/v1/completions", {
+        **common, "prompt": prompt.text, "max_tokens": max_tokens, "repetition_penalty": 1.0}
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{exc.__class__.__name__}: {text[0][:200]}" if text else exc.__class__.__name__
+
+
+async def _one_request(client: httpx.AsyncClient, spec: LoadSpec, model: str,
+                       prompt: Prompt) -> RequestResult:
+    url, payload = _payload(spec, model, prompt)
+    result = RequestResult(prompt_id=prompt.prompt_id)
+    start = time.perf_counter()
+    result.start_time = last = start
+    first = True
+    text_key = "delta" if spec.endpoint == "chat" else None
+    try:
+        async with client.stream("POST", url, json=payload) as response:
+            if response.status_code != 200:
+                body = (await response.aread()).decode(errors="replace")
+                result.error = f"HTTP {response.status_code}: {body[:300]}"
+                return result
+            async for line in response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    continue
+                now = time.perf_counter()
+                chunk = json.loads(data)
+                if chunk.get("choices"):
+                    choice = chunk["choices"][0]
+                    piece = (choice.get("delta") or {}).get("content") if text_key else choice.get("text")
+                    result.text += piece or ""
+                    if first:
+                        result.ttft, first = now - start, False
+                    else:
+                        result.itl.append(now - last)
+                    last = now
+                elif chunk.get("usage"):
+                    usage = chunk["usage"]
+                    result.output_tokens = usage.get("completion_tokens") or 0
+                    result.prompt_tokens = usage.get("prompt_tokens") or 0
+                    result.spec_decode = (chunk.get("metrics") or {}).get("speculative_decoding")
+                elif chunk.get("error") or chunk.get("object") == "error":
+                    result.error = f"server error: {str(chunk.get('error') or chunk.get('message'))[:300]}"
+                    return result
+        if first:
+            result.error = "The stream ended without any token."
+            return result
+        result.latency = last - start
+        result.success = True
+    except (httpx.HTTPError, ValueError) as exc:
+        result.error = _short(exc)
+    return result
+
+
+def _schedule(spec: LoadSpec, count: int) -> list[float]:
+    """Delays between request arrivals (vLLM's get_request: gamma with shape = burstiness)."""
+    if math.isinf(spec.request_rate):
+        return [0.0] * count
+    rng = np.random.default_rng(spec.seed)
+    theta = 1.0 / (spec.request_rate * spec.burstiness)
+    return [float(x) for x in rng.gamma(shape=spec.burstiness, scale=theta, size=count)]
+
+
+def _snapshot(spec: LoadSpec, model: str) -> metrics.MetricsSnapshot | None:
+    try:
+        return metrics.scrape(spec.root, model_name=model)
+    except ServerError:
+        return None
+
+
+async def run_load(spec: LoadSpec, prompt_set: PromptSet, progress: Progress | None = None,
+                   *, cell: str = "", cells_done: int = 0, cells_total: int = 0) -> CellResult:
+    """Run one cell and return its requests, wall time and SD counter delta."""
+    if not prompt_set.prompts:
+        raise ConfigError("The prompt set is empty.")
+    count = spec.num_prompts or len(prompt_set.prompts)
+    chosen = [prompt_set.prompts[i % len(prompt_set.prompts)] for i in range(count)]
+    model = spec.model or (await asyncio.to_thread(server_info, spec.root)).model
+    limits = httpx.Limits(max_connections=spec.max_concurrency + 4,
+                          max_keepalive_connections=spec.max_concurrency + 4)
+    timeout = httpx.Timeout(spec.timeout_s, connect=10.0)
+    done = 0
+
+    def report(stage="request", message=""):
+        if progress is not None:
+            progress(ProgressEvent(stage, cell, cells_done, cells_total, done, count, message))
+
+    async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+        for i in range(spec.warmups):
+            await _one_request(client, spec, model, chosen[i % len(chosen)])
+        before = await asyncio.to_thread(_snapshot, spec, model)
+        semaphore = asyncio.Semaphore(spec.max_concurrency)
+
+        async def limited(prompt: Prompt) -> RequestResult:
+            nonlocal done
+            async with semaphore:
+                result = await _one_request(client, spec, model, prompt)
+            done += 1
+            report()
+            return result
+
+        report(message=f"{count} requests")
+        started = time.perf_counter()
+        tasks = []
+        for prompt, delay in zip(chosen, _schedule(spec, count)):
+            if delay:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(limited(prompt)))
+        results = await asyncio.gather(*tasks)
+        duration = time.perf_counter() - started
+    after = await asyncio.to_thread(_snapshot, spec, model)
+    sd_delta = None
+    if before is not None and after is not None and (before.spec_decode or after.spec_decode):
+        try:
+            sd_delta = metrics.delta(before, after)
+        except ServerError:
+            sd_delta = None
+    alive = after is not None or await asyncio.to_thread(_healthy, spec.root)
+    return CellResult(spec, list(results), duration, sd_delta, server_alive=alive)
+
+
+def _healthy(root: str) -> bool:
+    try:
+        return httpx.get(f"{root}/health", timeout=5.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def run_sync(coroutine: Coroutine):
+    """Run a coroutine from synchronous code (the CLI, a Streamlit script thread)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    raise ConfigError("run_sync was called inside a running event loop; await the coroutine instead.")
