@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from specscope import store
 from specscope.errors import InputError, StoreError
 from specscope.schema import LATENCY_METRICS, RESULT_COLUMNS, RESULT_SCHEMA
 
-__all__ = ["import_file", "read_rows", "RUIZ_SETUPS", "ImportResult"]
+__all__ = ["import_file", "import_upload", "read_rows", "RUIZ_SETUPS", "ImportResult"]
 
 # Ruiz's file names its setup in `analysis`, not its model.
 RUIZ_SETUPS = {
@@ -232,3 +233,15 @@ def import_file(path: Path, *, source: str | None = None, column_map: Mapping[st
     run_id = f"import-{_sha(data + (source or '').encode())[:12]}"
     written = store.write_results(table, run_id=run_id, directory=directory)
     return ImportResult(path=written, rows=table.num_rows, format=fmt, run_id=run_id)
+
+
+def import_upload(name: str, data: bytes, **kwargs) -> ImportResult:
+    """Import bytes uploaded under ``name`` (the name only picks the format; it is never a path)."""
+    suffix = Path(name).suffix.lower()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"upload{suffix}"
+        path.write_bytes(data)
+        try:
+            return import_file(path, **kwargs)
+        except InputError as exc:
+            raise InputError(str(exc).replace(path.name, Path(name).name), line=exc.line) from exc

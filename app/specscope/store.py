@@ -7,7 +7,7 @@ Reads: ``Store`` loads every results file (bundled ``data/results`` and the home
 ``results/``) with ``union_by_name`` into an in-memory DuckDB table, refreshed when the
 files change. Speedup is derived in SQL: each row's output throughput over the mean
 throughput of the baseline rows (method ``none``) with the same source, model, dataset,
-hardware, output length and concurrency. User-influenced values are bound parameters;
+hardware, output length, temperature and concurrency. User-influenced values are bound parameters;
 column names come only from the fixed schema.
 """
 
@@ -18,6 +18,7 @@ import os
 import re
 import threading
 import uuid
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -35,8 +36,9 @@ __all__ = ["write_results", "write_requests", "new_run_id", "to_table", "Store",
 
 FILTER_COLUMNS = ("source", "label", "run_id", "model", "draft_model", "method", "dataset",
                   "hardware", "k", "concurrency", "status")
-BASELINE_KEYS = ("source", "model", "dataset", "hardware", "output_len", "concurrency")
-BEST_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware", "concurrency")
+BASELINE_KEYS = ("source", "model", "dataset", "hardware", "output_len", "temperature", "concurrency")
+BEST_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware", "temperature",
+             "concurrency")
 _RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,120}$")
 
 
@@ -178,7 +180,9 @@ class Store:
         with self._lock:
             self.refresh()
             try:
-                return self._con.execute(sql, list(params or [])).df()
+                with warnings.catch_warnings():  # duckdb's pandas bridge uses a keyword pandas 3 deprecates
+                    warnings.filterwarnings("ignore", message=".*inplace.*")
+                    return self._con.execute(sql, list(params or [])).df()
             except duckdb.Error as exc:
                 raise StoreError(f"The results query failed ({exc}).") from exc
 
@@ -196,12 +200,12 @@ class Store:
             params.extend(values)
         return " AND ".join(clauses), params
 
-    def speedup(self, filters: Mapping[str, Sequence] | None = None, *, best: bool = False,
-                columns: Sequence[str] | None = None) -> pd.DataFrame:
-        """Rows matching ``filters`` with ``speedup`` and ``baseline_throughput``; failed cells left out.
+    def speedup_sql(self, filters: Mapping[str, Sequence] | None = None, *, best: bool = False,
+                    columns: Sequence[str] | None = None) -> tuple[str, list]:
+        """SQL (and its parameters) for rows matching ``filters`` with ``speedup`` and ``baseline_throughput``.
 
-        ``best`` keeps the highest-speedup K per BEST_KEYS group; ``columns`` limits the
-        canonical columns returned (the group keys, k and speedup always come back).
+        Failed cells are left out. ``best`` keeps the highest-speedup K per BEST_KEYS group;
+        ``columns`` limits the canonical columns returned (group keys and k always come back).
         """
         wanted = list(RESULT_COLUMNS) if columns is None else list(
             dict.fromkeys([*BEST_KEYS, "k", *columns]))
@@ -226,10 +230,15 @@ class Store:
                    r.output_throughput / b.baseline_throughput AS speedup
             FROM results r LEFT JOIN b ON {on}
             WHERE {where} AND coalesce(r.status, 'ok') = 'ok'
-            {best_clause}
-            ORDER BY r.source, r.model, r.draft_model, r.method, r.dataset, r.hardware,
-                     r.concurrency, r.k"""
-        return self.query(sql, params)
+            {best_clause}"""
+        return sql, params
+
+    def speedup(self, filters: Mapping[str, Sequence] | None = None, *, best: bool = False,
+                columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """The rows of ``speedup_sql``, ordered by setup, concurrency and K."""
+        sql, params = self.speedup_sql(filters, best=best, columns=columns)
+        order = ", ".join([*BEST_KEYS, "k"])
+        return self.query(f"SELECT * FROM ({sql}) ORDER BY {order}", params)
 
     def facets(self) -> dict[str, list]:
         """Distinct values of each filter column, for filter widgets."""

@@ -1,0 +1,119 @@
+"""Explorer: what speculative decoding buys, from every results file SpecScope knows."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from specscope import explore, importers
+from specscope.errors import SpecScopeError
+from ui import charts
+from ui.common import figure_download, show_error, store
+
+FILTERS = [("source", "Source"), ("model", "Model"), ("draft_model", "Draft / head"),
+           ("method", "Method"), ("dataset", "Dataset"), ("hardware", "Hardware")]
+
+st.title("Explorer")
+st.caption("Speedup = output throughput with speculative decoding / without, same model, dataset, "
+           "hardware, output length and concurrency.")
+
+db = store()
+
+with st.sidebar:
+    st.subheader("Import results")
+    upload = st.file_uploader("vllm bench JSON, Ruiz Parquet, SpecScope Parquet or CSV",
+                              type=["json", "parquet", "csv"], key="explorer_upload")
+    source_name = st.text_input("Source name (optional)", key="explorer_source")
+    if upload is not None and st.button("Import", key="explorer_import"):
+        try:
+            result = importers.import_upload(upload.name, upload.getvalue(), source=source_name or None)
+            st.success(f"Imported {result['rows']} rows ({result['format']}).")
+        except SpecScopeError as exc:
+            show_error(exc)
+    with st.expander("Published datasets"):
+        st.write("Ruiz 2026: draft_model and EAGLE-3 vs none on Qwen3-32B and Llama-3.3-70B, "
+                 "K 0–8, concurrency 1–256 (262 rows, needs internet).")
+        if st.button("Download and import", key="explorer_download_ruiz"):
+            from specscope import datasets
+
+            bar = st.progress(0.0, text="downloading")
+            try:
+                datasets.download_ruiz(progress=lambda done, total: bar.progress(
+                    min(1.0, done / total) if total else 0.0, text=f"{done // 1024} KiB"))
+                st.success("Imported the Ruiz results.")
+            except SpecScopeError as exc:
+                show_error(exc)
+
+try:
+    facets = db.facets()
+except SpecScopeError as exc:
+    show_error(exc)
+    st.stop()
+
+if not facets["model"]:
+    st.info("No results yet. Import a file in the sidebar, or run a sweep on the Runs page.")
+    st.stop()
+
+filters: dict[str, list] = {}
+run_id = st.query_params.get("run_id")
+if run_id:
+    filters["run_id"] = [run_id]
+    st.info(f"Showing run {run_id} only.")
+with st.sidebar:
+    st.subheader("Filters")
+    for column, label in FILTERS:
+        chosen = st.multiselect(label, facets[column], key=f"explorer_f_{column}")
+        if chosen:
+            filters[column] = chosen
+
+try:
+    vs_k = explore.speedup_vs_k(db, filters)
+    best = explore.by_concurrency(db, filters)
+    crossings = explore.crossovers(best)
+    accept = explore.acceptance_vs_k(db, filters)
+    positions = explore.per_position(db, filters)
+    rows = explore.filtered_rows(db, filters)
+except SpecScopeError as exc:
+    show_error(exc)
+    st.stop()
+
+spec_best = best[best["method"] != "none"].dropna(subset=["speedup"])
+cols = st.columns(4)
+cols[0].metric("Result rows", len(rows))
+cols[1].metric("Setups", best["setup"].nunique())
+if not spec_best.empty:
+    top = spec_best.loc[spec_best["speedup"].idxmax()]
+    cols[2].metric("Best speedup", f"{top['speedup']:.2f}×", help=f"{top['setup']}, K={top['k']}, "
+                   f"concurrency {top['concurrency']}")
+    cols[3].metric("Setups that fall below 1×", f"{len(crossings)} / {spec_best['setup'].nunique()}")
+
+k_setups = explore.k_sweep_setups(vs_k)
+shown = st.multiselect("Setups in the speedup-vs-K plot", k_setups, default=k_setups[:4],
+                       key="explorer_k_setups")
+figures = [
+    ("speedup_vs_k", "Speedup vs K", charts.speedup_vs_k(vs_k, shown)),
+    ("speedup_by_method", "Speedup by method", charts.speedup_by_method(best)),
+    ("speedup_vs_concurrency", "Speedup vs concurrency", charts.speedup_vs_concurrency(best, crossings)),
+    ("acceptance_vs_k", "Acceptance length vs K", charts.acceptance_vs_k(accept)),
+    ("throughput", "Throughput vs concurrency", charts.throughput_vs_concurrency(best)),
+    ("latency", "Tail latency vs concurrency", charts.latency_vs_concurrency(best)),
+    ("per_position", "Per-position acceptance", charts.per_position(positions)),
+]
+for key, name, fig in figures:
+    st.plotly_chart(fig, width="stretch", key=f"explorer_fig_{key}")
+    figure_download(fig, name, key=f"explorer_dl_{key}")
+    if key == "speedup_vs_concurrency" and not crossings.empty:
+        st.caption("Where speculation stops paying: " + "; ".join(
+            f"{row.setup} at concurrency ≈ {row.crossover_concurrency:.0f}"
+            for row in crossings.itertuples()))
+
+st.subheader("Best K per setup and concurrency")
+table = best[["setup", "concurrency", "k", "speedup", "acceptance_length", "output_throughput",
+              "p99_tpot_ms"]]
+st.dataframe(table, hide_index=True, width="stretch",
+             column_config={"speedup": st.column_config.NumberColumn(format="%.3f×")})
+
+left, right = st.columns(2)
+left.download_button("Download rows (CSV)", explore.to_csv_bytes(rows), "specscope-results.csv",
+                     "text/csv", key="explorer_dl_csv")
+right.download_button("Download rows (Parquet)", explore.to_parquet_bytes(rows),
+                      "specscope-results.parquet", "application/octet-stream", key="explorer_dl_parquet")

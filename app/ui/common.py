@@ -1,0 +1,32 @@
+"""Shared Streamlit pieces: the cached store, error display, and download buttons."""
+
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+from specscope.errors import SpecScopeError
+from specscope.store import Store
+
+__all__ = ["store", "show_error", "figure_download", "slug"]
+
+
+@st.cache_resource
+def store() -> Store:
+    """One DuckDB-backed store per SpecScope process; it reloads when result files change."""
+    return Store()
+
+
+def show_error(exc: SpecScopeError) -> None:
+    st.error(str(exc), icon="⚠️")
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "figure"
+
+
+def figure_download(fig, name: str, key: str) -> None:
+    """A button that downloads ``fig`` as a standalone interactive HTML file."""
+    st.download_button("Download figure (HTML)", fig.to_html(include_plotlyjs="cdn", full_html=True),
+                       file_name=f"{slug(name)}.html", mime="text/html", key=key)
