@@ -21,16 +21,17 @@ from pathlib import Path
 
 import httpx
 
-from specscope import settings
+from specscope import metrics, settings
 from specscope.errors import ConfigError, InputError, SpecScopeError
 from specscope.ngram import NgramConfig
 from specscope.steps import Provenance, StepTracker
 from specscope.stream import Chunk, GenerationRequest, StreamClient
 
-__all__ = ["PaneSpec", "PaneMetrics", "PaneView", "Pane", "LiveSession", "pane_metrics",
+__all__ = ["parse_server_lines", "PaneSpec", "PaneMetrics", "PaneView", "Pane", "LiveSession", "pane_metrics",
            "compare_lossless", "recordings_dir", "load_recording", "MODES", "MAX_PANES"]
 
 MODES = ("race", "fair")
+AUTO = "auto"
 MAX_PANES = 6
 RECORDING_VERSION = 1
 
@@ -206,10 +207,11 @@ class LiveSession:
     def create(cls, specs: list[PaneSpec], request: GenerationRequest, mode: str) -> "LiveSession":
         if mode not in MODES:
             raise ConfigError(f"Unknown mode {mode!r}; choose one of {', '.join(MODES)}.")
-        if not 1 <= len(specs) <= MAX_PANES:
+        if not 2 <= len(specs) <= MAX_PANES:
             raise ConfigError(f"Pick between 2 and {MAX_PANES} servers to compare (got {len(specs)}).")
         if len({s.label for s in specs}) != len(specs):
             raise ConfigError("Two panes have the same label; give each server its own name.")
+        specs = [_resolve_method(s) for s in specs]
         return cls([Pane(spec, request) for spec in specs], mode)
 
     def start(self, transports: dict[str, httpx.BaseTransport] | None = None) -> None:
@@ -255,10 +257,10 @@ class LiveSession:
         views = []
         for pane in self.panes:
             chunks = pane.snapshot(until)
-            provenance, metrics = pane.view_chunks(chunks)
+            provenance, figures = pane.view_chunks(chunks)
             complete = pane.done and (until is None or until >= self.replay_length_s)
             texts = {t.id: t.text for t in provenance.tokens} | pane.token_texts
-            views.append(PaneView(spec=pane.spec, provenance=provenance, metrics=metrics, token_texts=texts,
+            views.append(PaneView(spec=pane.spec, provenance=provenance, metrics=figures, token_texts=texts,
                                   error=pane.error if complete or until is None else None,
                                   done=complete))
         self._compare(views)
@@ -295,6 +297,44 @@ class LiveSession:
         tmp.write_text(json.dumps(self.recording()), encoding="utf-8")
         tmp.replace(path)
         return path
+
+
+def _resolve_method(spec: PaneSpec) -> PaneSpec:
+    """'auto' becomes 'none' or 'speculative' by whether the server exports SD counters."""
+    if spec.method != AUTO:
+        return spec
+    try:
+        speculative = metrics.scrape(spec.url, timeout=3.0).spec_decode
+    except SpecScopeError:
+        return replace(spec, method="unknown")
+    return replace(spec, method="speculative" if speculative else "none")
+
+
+def parse_server_lines(text: str) -> list[PaneSpec]:
+    """Servers typed one a line: ``label url [method] [speculative-config JSON]``.
+
+    ``none`` marks the baseline; a JSON config sets the method itself; without either the
+    method is found out from the server's /metrics when the session is created.
+    """
+    specs = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        head, brace, rest = line.partition("{")
+        words = head.split()
+        if len(words) < 2 or not words[1].startswith(("http://", "https://")):
+            raise ConfigError(f"Server line {number} needs 'label URL [method] [config JSON]', e.g. "
+                              "'ngram http://127.0.0.1:8000 ngram'.")
+        config = None
+        if brace:
+            try:
+                config = json.loads(brace + rest)
+            except ValueError as exc:
+                raise ConfigError(f"Server line {number}: the speculative config is not valid JSON ({exc}).") from exc
+        method = (config or {}).get("method") or (words[2] if len(words) > 2 else AUTO)
+        specs.append(PaneSpec(label=words[0], url=words[1], method=method, speculative_config=config))
+    return specs
 
 
 def recordings_dir() -> Path:

@@ -1,0 +1,136 @@
+"""Live: stream 2-6 servers side by side with token provenance, live metrics and a lossless check."""
+
+from __future__ import annotations
+
+import html
+
+import streamlit as st
+
+from specscope import live, prompts
+from specscope.errors import ConfigError, SpecScopeError
+from specscope.stream import GenerationRequest
+from ui.common import show_error
+from ui.tokens import STYLE, legend_html, tokens_html
+
+REFRESH_S = 0.3
+SESSION_KEY = "live_session"
+SERVER_HELP = ("One server a line: label URL [method] [speculative config JSON]. "
+               "'none' marks the baseline; with an ngram config the rejected tokens are rebuilt exactly.")
+
+st.title("Live")
+st.caption("Each token coloured by where it came from: accepted draft (underlined), the target's own "
+           "token (bonus in bold, correction plain), rejected drafts (struck through).")
+
+servers_text = st.text_area("Servers", key="live_servers", height=100, help=SERVER_HELP,
+                            placeholder="baseline http://127.0.0.1:8001 none\n"
+                                        'ngram http://127.0.0.1:8002 {"method": "ngram", "num_speculative_tokens": 4}')
+
+source = st.radio("Prompt", ["Typed", "Sample", "From a prompt set"], horizontal=True, key="live_prompt_source")
+sets = prompts.stored_sets() + prompts.bundled_sets()
+prompt_text = ""
+if source == "Typed":
+    prompt_text = st.text_area("Prompt text", key="live_prompt_text", height=80)
+elif not sets:
+    st.info("No prompt sets yet: upload one on the Prompt sets page, or type a prompt.")
+else:
+    chosen = sets if source == "From a prompt set" else prompts.bundled_sets()[:1] or sets[:1]
+    path = st.selectbox("Prompt set", chosen, format_func=lambda p: p.name, key="live_prompt_set")
+    try:
+        items = prompts.load(path).prompts
+        item = st.selectbox("Prompt", items, format_func=lambda p: f"{p.prompt_id}: {p.text[:70]}", key="live_prompt_item")
+        prompt_text = item.text if item else ""
+    except SpecScopeError as exc:
+        show_error(exc)
+
+cols = st.columns(5)
+temperature = cols[0].number_input("Temperature", 0.0, 2.0, 0.0, 0.1, key="live_temperature")
+max_tokens = cols[1].number_input("Max tokens", 1, 4096, 128, 16, key="live_max_tokens")
+chat = cols[2].toggle("Chat endpoint", value=True, key="live_chat")
+mode = cols[3].radio("Mode", live.MODES, key="live_mode", horizontal=True,
+                     format_func={"race": "Race", "fair": "Fair replay"}.get,
+                     help="Race runs every server at once; fair replay runs them one after another, "
+                          "then plays them back side by side on their recorded timestamps.")
+show_rejected = cols[4].toggle("Show rejected", value=True, key="live_show_rejected")
+
+start, save, replay_again = st.columns(3)
+if start.button("Start", type="primary", key="live_start"):
+    try:
+        specs = live.parse_server_lines(servers_text)
+        if not prompt_text.strip():
+            raise ConfigError("Type or pick a prompt first.")
+        request = GenerationRequest(prompt=prompt_text, max_tokens=int(max_tokens),
+                                    temperature=float(temperature), chat=chat)
+        session = live.LiveSession.create(specs, request, mode)
+        session.start()
+        st.session_state[SESSION_KEY] = session
+    except SpecScopeError as exc:
+        show_error(exc)
+
+with st.expander("Recordings"):
+    upload = st.file_uploader("Load a recording", type=["json"], key="live_upload")
+    if upload is not None and st.button("Load", key="live_load"):
+        try:
+            st.session_state[SESSION_KEY] = live.load_recording(upload.getvalue())
+        except SpecScopeError as exc:
+            show_error(exc)
+
+session: live.LiveSession | None = st.session_state.get(SESSION_KEY)
+if session is not None and session.finished:
+    if save.button("Save recording", key="live_save"):
+        st.success(f"Saved to {session.save()}")
+    if session.mode == "fair" and replay_again.button("Replay", key="live_replay"):
+        session.restart_replay()
+
+
+def _metric_rows(view: live.PaneView) -> str:
+    m = view.metrics
+    fmt = lambda v, spec, unit="": "–" if v is None else f"{v:{spec}}{unit}"  # noqa: E731
+    cells = [("tokens", str(m.tokens)), ("ttft", fmt(m.ttft_ms, ".0f", " ms")), ("tpot", fmt(m.tpot_ms, ".1f", " ms")),
+             ("itl", fmt(m.itl_ms, ".1f", " ms")), ("tok/s", fmt(m.tokens_per_s, ".1f")),
+             ("AL", fmt(m.acceptance_length, ".2f")), ("acceptance", fmt(m.acceptance_rate, ".0%")),
+             ("speedup", fmt(m.speedup, ".2f", "×"))]
+    row = "".join(f'<td data-metric="{name}"><small>{name}</small><br><b>{html.escape(value)}</b></td>'
+                  for name, value in cells)
+    positions = " · ".join(f"p{i} {rate:.0%}" for i, rate in enumerate(m.per_position))
+    return (f'<table class="ss-metrics"><tr>{row}</tr></table>'
+            + (f'<div data-metric="per-position"><small>per-position acceptance: {positions}</small></div>'
+               if positions else ""))
+
+
+def _pane_html(view: live.PaneView, show: bool) -> str:
+    spec = view.spec
+    badge = ""
+    if view.lossless is True:
+        badge = '<span data-lossless="pass">✓ lossless: identical to the baseline</span>'
+    elif view.lossless is False:
+        badge = f'<span data-lossless="fail">✗ differs from the baseline at token {view.divergence}</span>'
+    state = "done" if view.done else "streaming…"
+    notes = "".join(f"<div><small>{html.escape(n)}</small></div>" for n in view.provenance.notes)
+    source = f"labels: {view.provenance.source}" + (" (estimated)" if view.provenance.estimated else "")
+    error = f'<div class="ss-error" data-error="1">⚠️ {html.escape(view.error)}</div>' if view.error else ""
+    return (f'{STYLE}<div data-pane="{html.escape(spec.label, quote=True)}">'
+            f"<b>{html.escape(spec.label)}</b> <small>{html.escape(spec.method)} · {state} · {source}</small> {badge}"
+            f"{_metric_rows(view)}{error}"
+            f"{tokens_html(view.provenance.tokens, view.provenance.steps, show_rejected=show, token_texts=view.token_texts, divergence=view.divergence)}"
+            f"{notes}</div>")
+
+
+def _render(session: live.LiveSession) -> None:
+    views = session.views()
+    st.html(STYLE + legend_html())
+    per_row = 3 if len(views) > 4 else len(views)
+    for first in range(0, len(views), per_row):
+        for column, view in zip(st.columns(per_row), views[first:first + per_row]):
+            column.html(_pane_html(view, show_rejected))
+
+
+if session is not None:
+    active = not session.finished or session.replaying()
+
+    @st.fragment(run_every=REFRESH_S if active else None)
+    def _panes() -> None:
+        _render(session)
+        if active and session.finished and not session.replaying():
+            st.rerun()
+
+    _panes()
