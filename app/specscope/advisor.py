@@ -31,7 +31,8 @@ from specscope.schema import BASELINE_METHOD
 
 __all__ = ["FAMILY_KEYS", "FamilyFit", "Advice", "fit_alpha", "fit_rates", "fit_cost",
            "fit_family", "fit_families", "advise", "family_label", "measured_crossover",
-           "with_acceptance_length"]
+           "predicted_crossover", "with_acceptance_length", "model_curves", "fit_curves",
+           "concurrency_curves"]
 
 FAMILY_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware")
 _DECAYS = np.linspace(0.01, 1.0, 991)
@@ -296,3 +297,45 @@ def advise(fit: FamilyFit, concurrency: float, ks: Sequence[int] | None = None) 
     }
     return Advice(fit.keys, float(concurrency), k, best, best > 1.0, by_k, crossover, reason,
                   evidence)
+
+
+def model_curves(alpha: float, c: float, k_max: int) -> pd.DataFrame:
+    """The plain model for sliders: K, tokens per step (i.i.d. alpha) and Leviathan speedup."""
+    ks = range(0, k_max + 1)
+    return pd.DataFrame({"k": list(ks),
+                         "tokens_per_step": [theory.tokens_per_step(alpha, k) for k in ks],
+                         "speedup": [theory.leviathan_speedup(alpha, k, c) for k in ks]})
+
+
+def fit_curves(fit: FamilyFit, concurrency: float, k_max: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fitted curves against K at one concurrency, and the measured points there.
+
+    Curves: ``k, curve, tokens_per_step, speedup`` for the fitted rates and the i.i.d. alpha
+    (same cost); points: ``k, al, speedup, predicted, train``.
+    """
+    d0, d1 = fit.cost.at(concurrency)
+    records = []
+    for k in range(1, k_max + 1):
+        al_rates, al_iid = fit.al(k), theory.tokens_per_step(fit.alpha, k)
+        records.append({"k": k, "curve": "fitted per-position rates", "tokens_per_step": al_rates,
+                        "speedup": theory.speedup(al_rates, k, d0, d1)})
+        records.append({"k": k, "curve": f"i.i.d. alpha={fit.alpha:.3f}", "tokens_per_step": al_iid,
+                        "speedup": theory.speedup(al_iid, k, d0, d1)})
+    here = fit.rows[fit.rows["concurrency"] == concurrency]
+    points = pd.DataFrame({"k": here["k"].astype(int), "al": here["al"], "speedup": here["speedup"],
+                           "predicted": [fit.predict(int(k), concurrency) for k in here["k"]],
+                           "train": here["train"]})
+    return pd.DataFrame(records), points.reset_index(drop=True)
+
+
+def concurrency_curves(fit: FamilyFit, ks: Sequence[int], points: int = 120) -> tuple[pd.DataFrame,
+                                                                                      pd.DataFrame]:
+    """Best-K predicted speedup over the fitted concurrency range, and the best measured per concurrency."""
+    lo, hi = fit.cost.concurrencies[0], fit.cost.concurrencies[-1]
+    grid = np.exp2(np.linspace(math.log2(lo), math.log2(hi), points))
+    best = [_best(fit, ks, c)[:2] for c in grid]
+    curve = pd.DataFrame({"concurrency": grid, "k": [b[0] for b in best],
+                          "speedup": [b[1] for b in best]})
+    rows = fit.rows.sort_values("speedup", ascending=False).drop_duplicates("concurrency")
+    measured = rows[["concurrency", "k", "speedup"]].sort_values("concurrency").reset_index(drop=True)
+    return curve, measured

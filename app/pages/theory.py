@@ -1,0 +1,123 @@
+"""Theory: the speedup model with alpha, K and c, fitted to stored results, and the K advisor."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from specscope import advisor, theory
+from specscope.errors import SpecScopeError
+from ui import theory_charts
+from ui.common import show_error, store
+
+K_MAX = 16
+
+st.title("Theory")
+st.caption("One step drafts K tokens and emits accepted + 1. Tokens per step with i.i.d. acceptance "
+           "alpha: (1 − α^(K+1)) / (1 − α). Speedup (Leviathan et al. 2023): tokens per step / "
+           "(K·c + 1), where c = draft step cost / target step cost.")
+
+
+@st.cache_data(show_spinner="Fitting the model to the stored results…")
+def _fits(frame: pd.DataFrame, train_smallest: int | None) -> list[advisor.FamilyFit]:
+    return advisor.fit_families(frame, train_smallest=train_smallest)
+
+
+def _load_fit_into_sliders(alpha: float, c: float) -> None:
+    st.session_state["theory_alpha"] = round(min(0.99, max(0.05, alpha)), 2)
+    st.session_state["theory_c"] = round(min(1.0, max(0.0, c)), 3)
+
+
+st.subheader("The model")
+left, mid, right = st.columns(3)
+alpha = left.slider("Acceptance rate α", 0.05, 0.99, 0.80, 0.01, key="theory_alpha")
+k = mid.slider("Speculative tokens K", 1, K_MAX, 4, 1, key="theory_k")
+cost = right.slider("Draft cost c", 0.0, 1.0, 0.05, 0.005, key="theory_c", format="%.3f")
+
+curves = advisor.model_curves(alpha, cost, K_MAX)
+best_k = theory.optimal_k(dict(zip(curves["k"][1:], curves["speedup"][1:])))
+cols = st.columns(3)
+cols[0].metric("Tokens per step at K", f"{theory.tokens_per_step(alpha, k):.3f}")
+cols[1].metric("Speedup at K", f"{theory.leviathan_speedup(alpha, k, cost):.3f}×")
+cols[2].metric("Best K for this α and c", best_k)
+model_curves = curves.assign(curve=f"α={alpha:.2f}, c={cost:.3f}")
+left, right = st.columns(2)
+left.plotly_chart(theory_charts.tokens_per_step_figure(
+    model_curves, marker_k=k, title="Model: tokens per step vs K"), width="stretch",
+                  key="theory_fig_tokens")
+right.plotly_chart(theory_charts.speedup_vs_k_figure(
+    model_curves, marker_k=k, title="Model: speedup vs K"), width="stretch",
+                   key="theory_fig_speedup")
+
+st.subheader("Fitted to measured results")
+try:
+    frame = store().speedup()
+except SpecScopeError as exc:
+    show_error(exc)
+    st.stop()
+if frame.empty or (frame["method"] != "none").sum() == 0:
+    st.info("No speculative results yet. Import results on the Explorer page or run a sweep.")
+    st.stop()
+
+left, mid, right = st.columns([3, 1, 1])
+train_choice = right.selectbox("Fit on", ["all measured K", "3 smallest K per concurrency"],
+                               key="theory_train")
+train_smallest = 3 if train_choice.startswith("3") else None
+try:
+    fits = _fits(frame, train_smallest)
+except SpecScopeError as exc:
+    show_error(exc)
+    st.stop()
+labels = [advisor.family_label(f.keys) for f in fits]
+chosen = left.selectbox("Group (model | method | draft | source)", labels, key="theory_group")
+fit = fits[labels.index(chosen)]
+concs = sorted(int(c) for c in fit.rows["concurrency"].unique())
+conc = mid.selectbox("Concurrency", concs, key="theory_conc")
+k_top = int(fit.rows["k"].max())
+candidates = list(range(1, k_top + 1))
+
+try:
+    answer = advisor.advise(fit, float(conc), ks=candidates)
+except SpecScopeError as exc:
+    show_error(exc)
+    st.stop()
+
+crossover = ("not within the measured concurrencies" if answer.crossover is None
+             else f"above concurrency ≈ {answer.crossover:.0f}")
+verdict = (f"**Use K = {answer.k}**: predicted speedup **{answer.predicted_speedup:.2f}×** at "
+           f"concurrency {conc}. Speculation stops paying {crossover}.")
+if answer.speculate:
+    st.success(verdict)
+else:
+    st.warning(f"Do not speculate at concurrency {conc}: even K = {answer.k} is predicted at "
+               f"{answer.predicted_speedup:.2f}×. Speculation stops paying {crossover}.")
+st.write("Why: " + answer.reason)
+st.button("Load this fit into the sliders", key="theory_load_fit", on_click=_load_fit_into_sliders,
+          args=(fit.alpha, answer.evidence["d1"]))
+
+fit_lines, points = advisor.fit_curves(fit, float(conc), max(k_top, K_MAX // 2))
+left, right = st.columns(2)
+left.plotly_chart(theory_charts.tokens_per_step_figure(
+    fit_lines, points, marker_k=answer.k, title=f"Fitted at concurrency {conc}: tokens per step vs K"),
+                  width="stretch", key="theory_fig_fit_tokens")
+right.plotly_chart(theory_charts.speedup_vs_k_figure(
+    fit_lines, points, marker_k=answer.k, title=f"Fitted at concurrency {conc}: speedup vs K"),
+                   width="stretch", key="theory_fig_fit_speedup")
+curve, best_measured = advisor.concurrency_curves(fit, candidates)
+st.plotly_chart(theory_charts.speedup_vs_concurrency_figure(curve, best_measured, answer.crossover),
+                width="stretch", key="theory_fig_concurrency")
+
+with st.expander("Evidence: fit and measured points", expanded=False):
+    ev = answer.evidence
+    cols = st.columns(4)
+    cols[0].metric("i.i.d. α", f"{ev['alpha_iid']:.3f}", help=f"RMSE {ev['alpha_rmse_tokens']} tokens")
+    cols[1].metric("Rates", f"{ev['rates_first']:.3f}·{ev['rates_decay']:.3f}^(i−1)",
+                   help=f"RMSE {ev['rates_rmse_tokens']} tokens")
+    cols[2].metric("Step cost D(K)", f"{ev['d0']:.3f} + {ev['d1']:.3f}·K",
+                   help="SD step time over the baseline step time at this concurrency")
+    cols[3].metric("Median training error", f"{ev['train_median_rel_err']:.1%}")
+    st.dataframe(points, hide_index=True, width="stretch",
+                 column_config={"speedup": st.column_config.NumberColumn(format="%.3f×"),
+                                "predicted": st.column_config.NumberColumn(format="%.3f×")})
+    st.caption("Cost per concurrency (d1 grows as the batch leaves the memory-bound regime):")
+    st.dataframe(fit.groups, hide_index=True, width="stretch")

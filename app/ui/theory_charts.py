@@ -1,0 +1,88 @@
+"""Theory figures: pure functions from the frames of ``specscope.advisor`` to plotly figures.
+
+Curves are lines; measured points are markers on top (filled = used to fit, open = held out).
+"""
+
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+import plotly.graph_objects as go
+
+__all__ = ["tokens_per_step_figure", "speedup_vs_k_figure", "speedup_vs_concurrency_figure"]
+
+CURVE_COLORS = ["#4C78A8", "#F58518", "#54A24B", "#B279A2"]
+POINT_COLOR = "#E45756"
+
+
+def _layout(fig: go.Figure, title: str, x: str, y: str, *, log_x: bool = False) -> go.Figure:
+    fig.update_layout(title=title, template="plotly_white", hovermode="closest", height=400,
+                      margin=dict(l=60, r=20, t=60, b=50), legend=dict(font=dict(size=11)))
+    fig.update_xaxes(title_text=x, type="log" if log_x else "linear")
+    fig.update_yaxes(title_text=y)
+    return fig
+
+
+def _curves(fig: go.Figure, curves: pd.DataFrame, y: str) -> None:
+    for i, (name, line) in enumerate(curves.groupby("curve", sort=False)):
+        fig.add_trace(go.Scatter(x=line["k"], y=line[y], mode="lines", name=html.escape(str(name)),
+                                 line=dict(color=CURVE_COLORS[i % len(CURVE_COLORS)], width=2.5)))
+
+
+def _points(fig: go.Figure, points: pd.DataFrame | None, y: str, label: str) -> None:
+    if points is None or points.empty:
+        return
+    for train, part in points.groupby("train"):
+        fig.add_trace(go.Scatter(
+            x=part["k"], y=part[y], mode="markers",
+            name=f"{label} ({'fit on' if train else 'held out'})",
+            marker=dict(color=POINT_COLOR if train else "white", size=10,
+                        line=dict(color=POINT_COLOR, width=2)),
+            hovertemplate="K=%{x}<br>" + label + "=%{y:.3f}<extra></extra>"))
+
+
+def _mark_k(fig: go.Figure, k: int | None) -> None:
+    if k is not None:
+        fig.add_vline(x=k, line_dash="dot", line_color="#888",
+                      annotation_text=f"K={k}", annotation_position="top")
+
+
+def tokens_per_step_figure(curves: pd.DataFrame, points: pd.DataFrame | None = None,
+                           marker_k: int | None = None, title: str = "Tokens per step vs K") -> go.Figure:
+    """Expected tokens per step against K; ``curves`` has k, curve, tokens_per_step; points k, al, train."""
+    fig = go.Figure()
+    _curves(fig, curves, "tokens_per_step")
+    _points(fig, points, "al", "measured AL")
+    _mark_k(fig, marker_k)
+    return _layout(fig, title, "K (speculative tokens)", "tokens per step")
+
+
+def speedup_vs_k_figure(curves: pd.DataFrame, points: pd.DataFrame | None = None,
+                        marker_k: int | None = None, title: str = "Speedup vs K") -> go.Figure:
+    """Speedup against K; ``curves`` has k, curve, speedup; points k, speedup, train."""
+    fig = go.Figure()
+    _curves(fig, curves, "speedup")
+    _points(fig, points, "speedup", "measured speedup")
+    fig.add_hline(y=1.0, line_dash="dot", line_color="#888")
+    _mark_k(fig, marker_k)
+    return _layout(fig, title, "K (speculative tokens)", "speedup ×")
+
+
+def speedup_vs_concurrency_figure(curve: pd.DataFrame, measured: pd.DataFrame,
+                                  crossover: float | None = None) -> go.Figure:
+    """Best-K speedup against concurrency: the fitted curve and the best measured point per concurrency."""
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=curve["concurrency"], y=curve["speedup"], mode="lines",
+                             name="predicted (best K)", customdata=curve["k"],
+                             hovertemplate="conc=%{x:.0f}<br>K=%{customdata}<br>%{y:.3f}×<extra></extra>",
+                             line=dict(color=CURVE_COLORS[0], width=2.5)))
+    fig.add_trace(go.Scatter(x=measured["concurrency"], y=measured["speedup"], mode="markers",
+                             name="measured (best K)", customdata=measured["k"],
+                             hovertemplate="conc=%{x}<br>K=%{customdata}<br>%{y:.3f}×<extra></extra>",
+                             marker=dict(color=POINT_COLOR, size=10)))
+    fig.add_hline(y=1.0, line_dash="dot", line_color="#888")
+    if crossover is not None:
+        fig.add_vline(x=crossover, line_dash="dash", line_color=POINT_COLOR,
+                      annotation_text=f"stops paying ~{crossover:.0f}", annotation_position="top")
+    return _layout(fig, "Best-K speedup vs concurrency", "concurrency", "speedup ×", log_x=True)

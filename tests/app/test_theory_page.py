@@ -1,0 +1,93 @@
+"""The Theory page under Streamlit's AppTest: sliders drive the curves; the advisor answers from the store."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from specscope import importers
+
+pytestmark = pytest.mark.app
+
+APP = Path(__file__).resolve().parents[2] / "app"
+PAGE = APP / "pages" / "theory.py"
+
+
+@pytest.fixture
+def page_env(specscope_home, monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(APP))
+    monkeypatch.setenv("SPECSCOPE_DATA", str(tmp_path / "no-bundled-data"))
+    st.cache_resource.clear()   # the page's store is cached per process; each test has its own home
+    st.cache_data.clear()
+    return specscope_home
+
+
+def _run() -> AppTest:
+    at = AppTest.from_file(str(PAGE), default_timeout=120).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def _values(array) -> list:
+    """A plotly JSON array, plain or binary-encoded ({dtype, bdata})."""
+    if isinstance(array, dict):
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).tolist()
+    return list(array)
+
+
+def _figure(at: AppTest, title: str) -> dict:
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        if spec["layout"].get("title", {}).get("text") == title:
+            return spec
+    raise AssertionError(f"no figure titled {title!r}")
+
+
+def test_sliders_drive_the_model(page_env):
+    at = _run()
+    assert _metric(at, "Tokens per step at K") == "3.362"          # alpha 0.8, K 4
+    assert _metric(at, "Speedup at K") == f"{3.3616 / 1.2:.3f}×"    # c 0.05
+    before = _values(_figure(at, "Model: speedup vs K")["data"][0]["y"])
+    at.slider(key="theory_alpha").set_value(0.6).run()
+    assert not at.exception
+    assert _metric(at, "Tokens per step at K") == f"{(1 - 0.6 ** 5) / 0.4:.3f}"
+    after = _values(_figure(at, "Model: speedup vs K")["data"][0]["y"])
+    assert after != before and after[4] == pytest.approx((1 - 0.6 ** 5) / 0.4 / 1.2)
+    assert any("No speculative results yet" in info.value for info in at.info)
+
+
+def test_advisor_answer_over_imported_results(page_env, ruiz_parquet):
+    importers.import_file(ruiz_parquet)
+    at = _run()
+    groups = at.selectbox(key="theory_group")
+    llama = next(o for o in groups.options if "Llama-3.2-1B" in o)
+    groups.set_value(llama).run()
+    at.selectbox(key="theory_conc").set_value(1).run()
+    assert not at.exception
+    assert "Use K = 8" in at.success[0].value
+    fitted = _figure(at, "Fitted at concurrency 1: speedup vs K")
+    measured = [t for t in fitted["data"] if t.get("mode") == "markers"]
+    assert any(round(y, 3) == 3.555 for t in measured for y in _values(t["y"]))
+    at.selectbox(key="theory_group").set_value(
+        next(o for o in at.selectbox(key="theory_group").options if "Qwen3-1.7B" in o)).run()
+    at.selectbox(key="theory_conc").set_value(256).run()
+    assert "Do not speculate" in at.warning[0].value
+
+
+def test_load_fit_into_sliders(page_env, ruiz_parquet):
+    importers.import_file(ruiz_parquet)
+    at = _run()
+    at.button(key="theory_load_fit").click().run()
+    assert not at.exception
+    assert at.slider(key="theory_alpha").value != 0.80
+    assert at.slider(key="theory_c").value != 0.05
