@@ -176,7 +176,7 @@ def _mapped_rows(name: str, table: pa.Table, column_map: Mapping[str, str]) -> l
     out["status"] = out.get("status", "ok")
     if "k" not in out:
         out["k"] = 0
-    return out.to_dict("records")
+    return out.astype(object).where(out.notna(), None).to_dict("records")
 
 
 def read_rows(path: Path, column_map: Mapping[str, str] | None = None,
@@ -222,6 +222,8 @@ def import_file(path: Path, *, source: str | None = None, column_map: Mapping[st
         for key in ("method", "k", "draft_model", "hardware", "label", "dataset", "model"):
             if overrides.get(key) is not None:
                 row[key] = overrides[key]
+        if row.get("k") is None and row.get("method") == "none":
+            row["k"] = 0
     try:
         table = store.to_table(rows, RESULT_SCHEMA)
     except StoreError as exc:

@@ -149,20 +149,32 @@ class Store:
         return sorted(p for d in dirs if d.is_dir() for p in d.glob("*.parquet"))
 
     def _load(self, name: str, files: list[Path], schema: pa.Schema) -> None:
-        if not files:
-            self._con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT "
-                              f"{_select_list(schema, set())} WHERE false")
-            return
-        paths = [str(p) for p in files]
+        """Load ``files`` into the table ``_<name>`` and expose its schema's columns as view ``<name>``.
+
+        The results table also holds ``_baseline_key``, a hash of BASELINE_KEYS, so the
+        speedup join compares one integer per row.
+        """
+        if files:
+            paths = [str(p) for p in files]
+            try:
+                present = {row[0] for row in self._con.execute(
+                    "SELECT column_name FROM (DESCRIBE SELECT * FROM read_parquet(?, union_by_name=true))",
+                    [paths]).fetchall()}
+            except duckdb.Error as exc:
+                raise StoreError(f"A results file could not be read ({exc}); move the damaged file out of "
+                                 f"{files[0].parent} and reload.") from exc
+            source, params = "FROM read_parquet(?, union_by_name=true)", [paths]
+        else:
+            present, source, params = set(), "WHERE false", []
+        key = f", hash({', '.join(BASELINE_KEYS)}) AS _baseline_key" if name == "results" else ""
+        columns = ", ".join(f'"{f.name}"' for f in schema)
         try:
-            present = {row[0] for row in self._con.execute(
-                "SELECT column_name FROM (DESCRIBE SELECT * FROM read_parquet(?, union_by_name=true))",
-                [paths]).fetchall()}
-            self._con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT {_select_list(schema, present)} "
-                              "FROM read_parquet(?, union_by_name=true)", [paths])
+            self._con.execute(f"CREATE OR REPLACE TABLE _{name} AS SELECT *{key} FROM "
+                              f"(SELECT {_select_list(schema, present)} {source})", params)
         except duckdb.Error as exc:
             raise StoreError(f"A results file could not be read ({exc}); move the damaged file out of "
                              f"{files[0].parent} and reload.") from exc
+        self._con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT {columns} FROM _{name}")
 
     def refresh(self) -> None:
         """Reload the tables if any results or requests file was added, removed or changed."""
@@ -213,8 +225,6 @@ class Store:
         if unknown:
             raise StoreError(f"Unknown result columns: {', '.join(unknown)}.")
         where, params = self.where(filters)
-        on = " AND ".join(f"coalesce(CAST(r.{k} AS VARCHAR), '') = b.{k}" for k in BASELINE_KEYS)
-        base_keys = ", ".join(f"coalesce(CAST({k} AS VARCHAR), '') AS {k}" for k in BASELINE_KEYS)
         select = ", ".join(f'r."{c}"' for c in wanted)
         best_clause = ""
         if best:
@@ -222,13 +232,13 @@ class Store:
                            "ORDER BY speedup DESC NULLS LAST, r.k) = 1")
         sql = f"""
             WITH b AS (
-                SELECT {base_keys}, avg(output_throughput) AS baseline_throughput
-                FROM results
+                SELECT _baseline_key, avg(output_throughput) AS baseline_throughput
+                FROM _results
                 WHERE method = '{BASELINE_METHOD}' AND coalesce(status, 'ok') = 'ok'
                 GROUP BY ALL)
             SELECT {select}, b.baseline_throughput,
                    r.output_throughput / b.baseline_throughput AS speedup
-            FROM results r LEFT JOIN b ON {on}
+            FROM _results r LEFT JOIN b USING (_baseline_key)
             WHERE {where} AND coalesce(r.status, 'ok') = 'ok'
             {best_clause}"""
         return sql, params

@@ -6,6 +6,7 @@ import re
 
 import streamlit as st
 
+from specscope import settings
 from specscope.errors import SpecScopeError
 from specscope.store import Store
 
@@ -13,9 +14,13 @@ __all__ = ["store", "show_error", "figure_download", "slug"]
 
 
 @st.cache_resource
-def store() -> Store:
-    """One DuckDB-backed store per SpecScope process; it reloads when result files change."""
+def _store(home: str, bundled: str) -> Store:
     return Store()
+
+
+def store() -> Store:
+    """One DuckDB-backed store per SpecScope home; it reloads when result files change."""
+    return _store(str(settings.home()), str(settings.bundled_data_dir()))
 
 
 def show_error(exc: SpecScopeError) -> None:

@@ -1,0 +1,43 @@
+"""AppTest of the Explorer page: bundled data shows, filters narrow, a bad upload is one sentence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from specscope import importers
+
+pytestmark = pytest.mark.app
+MAIN = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
+
+
+def _run(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_bundled_results_show_without_any_server(specscope_home):
+    at = _run(AppTest.from_file(MAIN, default_timeout=60))
+    metrics = {m.label: m.value for m in at.metric}
+    assert int(metrics["Result rows"]) > 0
+    assert "Best speedup" in metrics
+
+
+def test_filter_on_imported_results(specscope_home, ruiz_parquet):
+    importers.import_file(ruiz_parquet)
+    at = _run(AppTest.from_file(MAIN, default_timeout=60))
+    at.multiselect(key="explorer_f_source").select("ruiz-2026")
+    at.multiselect(key="explorer_f_method").select("eagle3")
+    _run(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Result rows"] == "96"
+    assert metrics["Best speedup"] == "2.95×"
+
+
+def test_empty_store_says_what_to_do(specscope_home, monkeypatch, tmp_path):
+    monkeypatch.setenv("SPECSCOPE_DATA", str(tmp_path / "none"))
+    at = _run(AppTest.from_file(MAIN, default_timeout=60))
+    assert any("No results yet" in i.value for i in at.info)
