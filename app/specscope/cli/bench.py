@@ -1,0 +1,122 @@
+"""``specscope bench`` (sweep methods x K x concurrency on a preset) and ``specscope prompts check``."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from specscope import bench, prompts, sweep
+from specscope.errors import ConfigError
+
+__all__ = ["register"]
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of whole numbers") from None
+    if not values:
+        raise argparse.ArgumentTypeError("give at least one value")
+    return values
+
+
+def _names(text: str) -> tuple[str, ...]:
+    values = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not values:
+        raise argparse.ArgumentTypeError("give at least one method, e.g. none,ngram")
+    return values
+
+
+class ProgressBar:
+    """A one-line text progress bar on stderr for sweep events."""
+
+    def __init__(self, stream=sys.stderr, width: int = 30):
+        self.stream, self.width = stream, width
+        self.tty = stream.isatty()
+
+    def __call__(self, event: bench.ProgressEvent) -> None:
+        if event.stage == "request" and not self.tty:
+            return
+        filled = int(event.fraction * self.width)
+        bar = "#" * filled + "-" * (self.width - filled)
+        detail = {"request": f"{event.cell} {event.requests_done}/{event.requests_total} requests",
+                  "server": event.message, "cell_start": f"{event.cell} running",
+                  "cell_done": f"{event.cell} done", "cell_skipped": f"{event.cell} kept from earlier",
+                  "cell_failed": f"{event.cell} FAILED: {event.message}",
+                  "sweep_done": event.message}[event.stage]
+        line = f"[{bar}] {event.cells_done}/{event.cells_total} cells  {detail}"
+        if self.tty and event.stage == "request":
+            self.stream.write("\r" + line[:160].ljust(160))
+        else:
+            self.stream.write(("\r" if self.tty else "") + line + "\n")
+        self.stream.flush()
+
+
+def _bench(args: argparse.Namespace) -> int:
+    prompt_path = Path(args.prompts)
+    prompts.load(prompt_path)
+    spec = sweep.SweepSpec(
+        preset=args.preset, methods=args.methods, ks=args.k, concurrencies=args.concurrency,
+        prompts=prompt_path.resolve(), num_prompts=args.num_prompts, output_len=args.output_len,
+        request_rate=args.request_rate, label=args.label, hardware=args.hardware, run_id=args.run_id,
+        warmups=args.warmups)
+    result = sweep.run_sweep(spec, sweep.PresetLauncher(args.preset), progress=ProgressBar())
+    print(f"run {result.run_id}: {len(result.ran)} cells ran, {len(result.skipped)} kept from an "
+          f"earlier run, {len(result.failed)} failed")
+    for cell_id, reason in result.failed.items():
+        print(f"  {cell_id}: {reason}")
+    if result.results_path:
+        print(f"results: {result.results_path}")
+    return 1 if result.failed else 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path} cannot be read ({exc.strerror}); check the path.") from exc
+    found = prompts.problems(data, path.name)
+    if found:
+        for problem in found[:50]:
+            print(problem)
+        if len(found) > 50:
+            print(f"... and {len(found) - 50} more problems")
+        return 1
+    prompt_set = prompts.parse(data, path.name)
+    print(f"{path.name}: {len(prompt_set)} prompts ({prompt_set.format}), set name "
+          f"'{prompt_set.name}', sha256 {prompt_set.sha256[:16]}")
+    if args.save:
+        print(f"saved as {prompts.save(data, path.name)[1]}")
+    return 0
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "bench", help="sweep methods x K x concurrency on a preset's servers",
+        description="Sweep methods x K x concurrency on one preset; each finished cell is kept, "
+                    "so running the same command again resumes where it stopped.")
+    parser.add_argument("--preset", required=True, help="preset name (see launchers/)")
+    parser.add_argument("--methods", type=_names, default=("none", "ngram"), help="e.g. none,ngram")
+    parser.add_argument("--k", type=_ints, default=(1, 2, 4), help="K values, e.g. 1,2,4")
+    parser.add_argument("--concurrency", type=_ints, default=(1, 4), help="e.g. 1,4,16")
+    parser.add_argument("--prompts", required=True, help="prompt set file (JSONL, CSV, TXT, ShareGPT JSON)")
+    parser.add_argument("--num-prompts", type=int, default=None, help="requests per cell (default: the set's size)")
+    parser.add_argument("--output-len", type=int, default=bench.DEFAULT_OUTPUT_LEN,
+                        help="tokens per request, EOS ignored (default %(default)s)")
+    parser.add_argument("--request-rate", type=float, default=math.inf, help="requests/s (default: inf)")
+    parser.add_argument("--warmups", type=int, default=1, help="unmeasured requests before each cell")
+    parser.add_argument("--label", default=None)
+    parser.add_argument("--hardware", default=None, help=f"default: {bench.hardware_label()}")
+    parser.add_argument("--run-id", default=None, help="default: derived from the sweep, so reruns resume")
+    parser.set_defaults(func=_bench)
+
+    prompts_parser = subparsers.add_parser("prompts", help="check and store prompt sets")
+    sub = prompts_parser.add_subparsers(dest="prompts_command", required=True)
+    check = sub.add_parser("check", help="validate a prompt set file, naming every problem's line")
+    check.add_argument("file")
+    check.add_argument("--save", action="store_true", help="store it in the SpecScope home")
+    check.set_defaults(func=_check)

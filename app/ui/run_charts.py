@@ -1,0 +1,50 @@
+"""Charts of one sweep's per-prompt results: pure ``(DataFrame) -> go.Figure`` functions."""
+
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+import plotly.graph_objects as go
+
+__all__ = ["per_prompt_acceptance", "per_prompt_speedup"]
+
+
+def _setup(row) -> str:
+    return html.escape(f"{row.method} K={int(row.k)} c={int(row.concurrency)}")
+
+
+def _empty(message: str) -> go.Figure:
+    fig = go.Figure()
+    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
+    fig.update_layout(xaxis_visible=False, yaxis_visible=False, height=260)
+    return fig
+
+
+def _bars(frame: pd.DataFrame, column: str, title: str, y_title: str) -> go.Figure:
+    fig = go.Figure()
+    for (method, k, concurrency), group in frame.groupby(["method", "k", "concurrency"], sort=True):
+        label = _setup(group.iloc[0])
+        fig.add_bar(x=[html.escape(str(p)) for p in group["prompt_id"]], y=group[column], name=label,
+                    hovertemplate=f"{label}<br>prompt %{{x}}<br>{y_title} %{{y:.3f}}<extra></extra>")
+    fig.update_layout(title=title, barmode="group", xaxis_title="prompt", yaxis_title=y_title,
+                      legend_title="cell", height=380, margin=dict(t=50, b=40))
+    return fig
+
+
+def per_prompt_acceptance(frame: pd.DataFrame) -> go.Figure:
+    """Per-request draft acceptance rate of each prompt, one bar group per SD cell."""
+    data = frame[(frame["method"] != "none") & frame["acceptance_rate"].notna()]
+    if data.empty:
+        return _empty("No per-request acceptance: the servers did not report per-request SD metrics.")
+    return _bars(data, "acceptance_rate", "Acceptance rate per prompt", "acceptance rate")
+
+
+def per_prompt_speedup(frame: pd.DataFrame) -> go.Figure:
+    """Baseline E2EL / SD E2EL per prompt (same concurrency): above 1 the prompt gains."""
+    data = frame[(frame["method"] != "none") & frame["speedup"].notna()]
+    if data.empty:
+        return _empty("No per-prompt speedup yet: it needs the baseline (none) and an SD cell.")
+    fig = _bars(data, "speedup", "Speedup per prompt (baseline latency / SD latency)", "speedup")
+    fig.add_hline(y=1.0, line_dash="dot", line_color="grey")
+    return fig

@@ -1,0 +1,102 @@
+"""Sweep planning, run ids that make reruns resume, kept cells and the CLI's argument handling."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from specscope import bench, sweep
+from specscope.cli import build_parser
+from specscope.cli import bench as bench_cli
+from specscope.errors import ConfigError
+from specscope.store import Store
+
+PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "open-chat.jsonl"
+
+
+def spec(**overrides) -> sweep.SweepSpec:
+    values = dict(preset="cpu-smollm2", methods=("none", "ngram"), ks=(1, 2, 4), concurrencies=(1, 4),
+                  prompts=PROMPTS, num_prompts=4, output_len=16)
+    values.update(overrides)
+    return sweep.SweepSpec(**values)
+
+
+def test_plan_runs_the_baseline_once_and_groups_by_method_and_k():
+    cells = [c.cell_id for c in sweep.plan(spec())]
+    assert cells == ["none-k0-c1", "none-k0-c4", "ngram-k1-c1", "ngram-k1-c4", "ngram-k2-c1",
+                     "ngram-k2-c4", "ngram-k4-c1", "ngram-k4-c4"]
+
+
+def test_run_id_is_stable_for_equal_sweeps_and_changes_with_them():
+    assert spec().resolved_run_id("abc") == spec(label="other label").resolved_run_id("abc")
+    assert spec().resolved_run_id("abc") != spec().resolved_run_id("abd")
+    assert spec().resolved_run_id("abc") != spec(output_len=32).resolved_run_id("abc")
+    assert spec(run_id="mine").resolved_run_id("abc") == "mine"
+    assert spec().resolved_run_id("abc").startswith("sweep-cpu-smollm2-")
+
+
+@pytest.mark.parametrize("overrides", [{"methods": ()}, {"ks": (0,)}, {"concurrencies": ()},
+                                       {"concurrencies": (0,)}, {"ks": ()}])
+def test_bad_sweeps_are_config_errors(overrides):
+    with pytest.raises(ConfigError):
+        spec(**overrides)
+
+
+def test_kept_cells_become_the_runs_parquet_with_speedups(specscope_home):
+    run_id = "sweep-unit"
+    base = {"source": "specscope", "model": "m", "dataset": "open-chat", "hardware": "cpu-2core",
+            "output_len": 16, "concurrency": 1, "status": "ok", "error": None,
+            "created_at": "2026-11-21T22:00:00+00:00", "request_rate": float("inf")}
+    sweep._keep(run_id, sweep.Cell("none", 0, 1), {**base, "method": "none", "k": 0,
+                                                    "output_throughput": 40.0}, [])
+    sweep._keep(run_id, sweep.Cell("ngram", 4, 1), {**base, "method": "ngram", "k": 4,
+                                                     "output_throughput": 60.0},
+                [{"cell_id": "ngram-k4-c1", "prompt_id": "p", "method": "ngram", "k": 4,
+                  "concurrency": 1, "success": True, "e2el_ms": 100.0, "acceptance_rate": 0.5}])
+    sweep._keep(run_id, sweep.Cell("ngram", 2, 1), {**base, "method": "ngram", "k": 2, "status": "failed",
+                                                     "error": "The server stopped answering."}, [])
+    path = sweep._write_run(run_id)
+    assert path.name == f"{run_id}.parquet"
+    table = sweep.cell_table(Store(), run_id)
+    assert table["method"].tolist() == ["none", "ngram", "ngram"]
+    failed = table[table["status"] == "failed"].iloc[0]
+    assert failed["error"] == "The server stopped answering." and failed["speedup"] != failed["speedup"]
+    assert table[table["k"] == 4]["speedup"].iloc[0] == pytest.approx(1.5)
+    assert set(sweep.finished_cells(run_id)) == {"none-k0-c1", "ngram-k4-c1", "ngram-k2-c1"}
+
+
+def test_lock_refuses_a_second_live_sweep(specscope_home):
+    folder = sweep.run_dir("locked")
+    folder.mkdir(parents=True)
+    (folder / "lock").write_text("1")  # pid 1 is alive and is not us
+    with pytest.raises(ConfigError, match="already running"):
+        with sweep._lock("locked"):
+            pass
+    (folder / "lock").write_text("999999999")  # a dead sweep's lock is taken over
+    with sweep._lock("locked"):
+        assert (folder / "lock").read_text() != "999999999"
+
+
+def test_cli_parses_lists_and_checks_prompt_files(tmp_path, capsys):
+    args = build_parser().parse_args(["bench", "--preset", "p", "--methods", "none,ngram", "--k", "1,2",
+                                      "--concurrency", "1,4,16", "--prompts", "x.jsonl"])
+    assert args.methods == ("none", "ngram") and args.k == (1, 2) and args.concurrency == (1, 4, 16)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["bench", "--preset", "p", "--k", "1,x", "--prompts", "x.jsonl"])
+    bad = tmp_path / "bad.csv"
+    bad.write_text("prompt,id\nhello,1\nhi\n")
+    assert build_parser().parse_args(["prompts", "check", str(bad)]).func(
+        build_parser().parse_args(["prompts", "check", str(bad)])) == 1
+    assert "bad.csv line 3" in capsys.readouterr().out
+
+
+def test_progress_bar_lines():
+    out = io.StringIO()
+    bar = bench_cli.ProgressBar(stream=out)
+    bar(bench.ProgressEvent("cell_failed", "ngram-k2-c4", 3, 6, message="server exited"))
+    bar(bench.ProgressEvent("request", "x", 3, 6, 1, 4))  # request ticks only on a terminal
+    assert out.getvalue() == "[###############---------------] 3/6 cells  ngram-k2-c4 FAILED: server exited\n"
+    assert json.dumps(bench.ProgressEvent("sweep_done").fraction) == "0.0"
