@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import importlib.util
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -40,10 +41,12 @@ def version_tuple(version: str) -> tuple[int, ...]:
     """'0.32.0+cpu' -> (0, 32, 0)."""
     parts = []
     for piece in version.split("+")[0].split("."):
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        if not digits:
+        digits = re.match(r"\d+", piece)
+        if digits is None:
             break
-        parts.append(int(digits))
+        parts.append(int(digits.group()))
+        if digits.end() < len(piece):  # '0rc1': a pre-release of this number
+            break
     return tuple(parts)
 
 
