@@ -159,7 +159,10 @@ def fit_family(rows: pd.DataFrame, train_smallest: int | None = None) -> FamilyF
         ks = sorted(set(ks) | set(range(1, len(measured) + 1)))
         als = [float(pooled.get(k, 1.0 + sum(measured[:k]))) for k in ks]
     alpha, alpha_rmse = fit_alpha(ks, als)
-    first, decay, rates_rmse = fit_rates(ks, als)
+    if len(ks) >= 2:
+        first, decay, rates_rmse = fit_rates(ks, als)
+    else:  # one K cannot tell how acceptance falls with position: i.i.d.
+        first, decay, rates_rmse = alpha, alpha, alpha_rmse
     groups = []
     for conc, g in fit_rows.groupby("concurrency"):
         d0, d1 = fit_cost(g["k"].to_numpy(), (g["al"] / g["speedup"]).to_numpy())

@@ -110,3 +110,36 @@ def test_cli_advise_json(ruiz_parquet, specscope_home, capsys, monkeypatch):
     assert answers[0]["k"] in range(1, 7) and answers[0]["predicted_speedup"] > 1.5
     assert cli_main(["advise", "--model", "no/such-model"]) == 1
     assert "No results match" in capsys.readouterr().err
+
+
+def test_single_k_family_falls_back_to_iid_and_leviathan_cost():
+    import pandas as pd
+
+    al = theory.tokens_per_step(0.7, 3)
+    rows = pd.DataFrame({
+        "source": "own", "model": "m", "draft_model": "d", "method": "draft_model", "dataset": "x",
+        "hardware": "cpu", "k": [3, 3], "concurrency": [1, 4], "acceptance_rate": (al - 1) / 3,
+        "acceptance_length": al, "per_position_acceptance": None,
+        "speedup": [al / 1.3, al / 1.6], "baseline_throughput": [10.0, 30.0]})
+    fit = advisor.fit_family(rows)
+    assert fit.alpha == pytest.approx(0.7, abs=1e-3) and fit.decay == fit.first == fit.alpha
+    assert fit.cost.at(1) == pytest.approx((1.0, 0.1))
+    assert fit.predict(3, 4) == pytest.approx(al / 1.6, rel=1e-3)
+    assert advisor.advise(fit, 2).k in (1, 2, 3)
+
+
+def test_measured_per_position_rates_are_used_directly():
+    import pandas as pd
+
+    rates = [0.714, 0.498, 0.363, 0.270]
+    rows = pd.DataFrame({
+        "source": "own", "model": "m", "draft_model": "d", "method": "draft_model", "dataset": "x",
+        "hardware": "cpu", "k": [4, 4], "concurrency": [1, 8],
+        "acceptance_rate": sum(rates) / 4, "acceptance_length": 1 + sum(rates),
+        "per_position_acceptance": [rates, rates], "speedup": [2.0, 1.5],
+        "baseline_throughput": [10.0, 60.0]})
+    fit = advisor.fit_family(rows)
+    assert fit.al(4) == pytest.approx(2.845)
+    assert fit.al(2) == pytest.approx(1 + 0.714 + 0.498)
+    assert fit.al(6) < 2.845 + 2 * 0.270          # beyond the measured positions: fitted decay
+    assert fit.predict(4, 1) == pytest.approx(2.0)
