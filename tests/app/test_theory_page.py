@@ -91,3 +91,13 @@ def test_load_fit_into_sliders(page_env, ruiz_parquet):
     assert not at.exception
     assert at.slider(key="theory_alpha").value != 0.80
     assert at.slider(key="theory_c").value != 0.05
+
+
+def test_held_out_view_marks_points_not_fitted(page_env, ruiz_parquet):
+    importers.import_file(ruiz_parquet)
+    at = _run()
+    at.selectbox(key="theory_train").set_value("3 smallest K per concurrency").run()
+    assert not at.exception
+    fitted = _figure(at, "Fitted at concurrency 1: speedup vs K")
+    names = [t.get("name", "") for t in fitted["data"] if t.get("mode") == "markers"]
+    assert any("held out" in n for n in names) and any("fit on" in n for n in names)
