@@ -21,7 +21,14 @@ st.title("Live")
 st.caption("Each token coloured by where it came from: accepted draft (underlined), the target's own "
            "token (bonus in bold, correction plain), rejected drafts (struck through).")
 
-servers_text = st.text_area("Servers", key="live_servers", height=100, help=SERVER_HELP,
+try:
+    launched = {spec.label: spec for spec in live.launched_specs()}
+except SpecScopeError as exc:
+    launched = {}
+    show_error(exc)
+picked = st.multiselect("Started or attached servers", list(launched), key="live_launched",
+                        help="Start servers on the Servers page or with `specscope serve`.")
+servers_text = st.text_area("More servers by URL", key="live_servers", height=100, help=SERVER_HELP,
                             placeholder="baseline http://127.0.0.1:8001 none\n"
                                         'ngram http://127.0.0.1:8002 {"method": "ngram", "num_speculative_tokens": 4}')
 
@@ -55,7 +62,7 @@ show_rejected = cols[4].toggle("Show rejected", value=True, key="live_show_rejec
 start, save, replay_again = st.columns(3)
 if start.button("Start", type="primary", key="live_start"):
     try:
-        specs = live.parse_server_lines(servers_text)
+        specs = [launched[name] for name in picked] + live.parse_server_lines(servers_text)
         if not prompt_text.strip():
             raise ConfigError("Type or pick a prompt first.")
         request = GenerationRequest(prompt=prompt_text, max_tokens=int(max_tokens),

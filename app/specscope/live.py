@@ -27,7 +27,7 @@ from specscope.ngram import NgramConfig
 from specscope.steps import Provenance, StepTracker
 from specscope.stream import Chunk, GenerationRequest, StreamClient
 
-__all__ = ["parse_server_lines", "PaneSpec", "PaneMetrics", "PaneView", "Pane", "LiveSession", "pane_metrics",
+__all__ = ["launched_specs", "parse_server_lines", "PaneSpec", "PaneMetrics", "PaneView", "Pane", "LiveSession", "pane_metrics",
            "compare_lossless", "recordings_dir", "load_recording", "MODES", "MAX_PANES"]
 
 MODES = ("race", "fair")
@@ -297,6 +297,16 @@ class LiveSession:
         tmp.write_text(json.dumps(self.recording()), encoding="utf-8")
         tmp.replace(path)
         return path
+
+
+def launched_specs() -> list[PaneSpec]:
+    """The healthy servers SpecScope started or attached (state files under ``servers_dir()``)."""
+    from specscope import launch
+
+    return [PaneSpec(label=s.state.name, url=s.state.url,
+                     method=s.state.method,
+                     speculative_config=s.state.speculative_config or None)
+            for s in launch.list_servers() if s.status == "healthy"]
 
 
 def _resolve_method(spec: PaneSpec) -> PaneSpec:

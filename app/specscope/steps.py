@@ -204,6 +204,8 @@ class StepTracker:
         server = self.spec_decoding or {}
         server_accepted = server.get("per_step_accepted")
         server_drafted = server.get("per_step_drafted")
+        if server.get("num_spec_steps") == 0:  # the server leaves out arrays that would be empty
+            server_accepted, server_drafted = [], []
         if server_accepted is not None and server_drafted is not None:
             steps, source, estimated = self._from_server(server_accepted, server_drafted, rebuilt, notes)
         elif rebuilt is not None:

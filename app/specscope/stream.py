@@ -194,9 +194,12 @@ class StreamClient:
                         for line in event.split(b"\n"):
                             if line.startswith(b"data:"):
                                 chunk = parse_event(line[5:].strip(), now)
-                                if chunk is not None:
-                                    received += len(chunk.token_ids)
-                                    yield chunk
+                                if chunk is None:
+                                    return
+                                received += len(chunk.token_ids)
+                                yield chunk
+            raise StreamError(f"The stream from {self.base_url} ended after {received} tokens without "
+                              "finishing; the server may have stopped.")
         except httpx.ConnectError as exc:
             raise ServerUnreachable(f"Nothing answers at {self.base_url}: {exc}. Start or attach the server first.") from exc
         except httpx.HTTPError as exc:

