@@ -82,8 +82,10 @@ except SpecScopeError as exc:
     show_error(exc)
     st.stop()
 
-crossover = ("not within the measured concurrencies" if answer.crossover is None
-             else f"above concurrency ≈ {answer.crossover:.0f}")
+beyond = answer.evidence["crossover_extrapolated"]
+crossover = (f"above concurrency ≈ {answer.crossover:.0f}" if answer.crossover is not None else
+             f"near concurrency ≈ {beyond:.0f} (extrapolated past the measured range)"
+             if beyond is not None else "nowhere in or near the measured range")
 verdict = (f"**Use K = {answer.k}**: predicted speedup **{answer.predicted_speedup:.2f}×** at "
            f"concurrency {conc}. Speculation stops paying {crossover}.")
 if answer.speculate:

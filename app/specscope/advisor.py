@@ -36,6 +36,7 @@ __all__ = ["FAMILY_KEYS", "FamilyFit", "Advice", "fit_alpha", "fit_rates", "fit_
 
 FAMILY_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware")
 _DECAYS = np.linspace(0.01, 1.0, 991)
+EXTRAPOLATE = 4  # how far past the largest measured concurrency a crossover is extrapolated
 _ALPHAS = np.linspace(0.0, 0.999, 1999)
 
 
@@ -229,9 +230,13 @@ def _best(fit: FamilyFit, ks: Sequence[int], conc: float) -> tuple[int, float, d
     return k, by_k[k], by_k
 
 
-def predicted_crossover(fit: FamilyFit, ks: Sequence[int], points: int = 240) -> float | None:
-    """Lowest concurrency in the fitted range where the best-K predicted speedup drops below 1."""
-    lo, hi = fit.cost.concurrencies[0], fit.cost.concurrencies[-1]
+def predicted_crossover(fit: FamilyFit, ks: Sequence[int], points: int = 240,
+                        upto: float | None = None) -> float | None:
+    """Lowest concurrency where the best-K predicted speedup drops below 1.
+
+    Scans the measured concurrency range, or up to ``upto`` (an extrapolation past it).
+    """
+    lo, hi = fit.cost.concurrencies[0], max(fit.cost.concurrencies[-1], upto or 0)
     grid = np.exp2(np.linspace(math.log2(lo), math.log2(hi), points))
     best = np.array([_best(fit, ks, c)[1] for c in grid])
     return _first_below_one(grid, best)
@@ -274,9 +279,16 @@ def advise(fit: FamilyFit, concurrency: float, ks: Sequence[int] | None = None) 
                  f"the gain exceeds {d1:.3f} x {best:.2f} = {d1 * best:.3f}")
     extrapolated = not fit.cost.inside(concurrency)
     if crossover is None:
-        why_c = (f"speculation pays at every measured concurrency up to "
-                 f"{fit.cost.concurrencies[-1]:g} (no crossover in the data)")
+        top = fit.cost.concurrencies[-1]
+        beyond = predicted_crossover(fit, ks, upto=EXTRAPOLATE * top)
+        why_c = (f"speculation pays at every measured concurrency up to {top:g}" +
+                 (f"; extrapolating the cost trend, it stops near {beyond:.0f} (not measured)"
+                  if beyond is not None else
+                  f" and, extrapolating the cost trend, still up to {EXTRAPOLATE * top:g}"))
+        evidence_beyond = beyond
     else:
+        evidence_beyond = None
+    if crossover is not None:
         lo = fit.groups.iloc[0]
         x0, x1 = fit.cost.at(crossover)
         why_c = (f"above concurrency ~{crossover:.0f} speculation stops paying: the batch leaves "
@@ -292,6 +304,7 @@ def advise(fit: FamilyFit, concurrency: float, ks: Sequence[int] | None = None) 
         "rates_rmse_tokens": round(fit.rates_rmse, 4),
         "tokens_per_step": round(fit.al(k), 4), "d0": round(d0, 4), "d1": round(d1, 4),
         "draft_cost_c": round(fit.draft_cost, 4), "extrapolated": extrapolated,
+        "crossover_extrapolated": None if evidence_beyond is None else round(evidence_beyond, 1),
         "train_smallest": fit.train_smallest,
         "train_median_rel_err": round(fit.train_error(), 4),
         "measured": [{"k": int(r.k), "speedup": round(float(r.speedup), 4),

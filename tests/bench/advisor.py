@@ -8,6 +8,7 @@ family with ``train_smallest=3`` (a group's held-out K never enter any fit), the
    measured speedup against the best measured one, and the relative error of the predicted
    speedup at each held-out K;
 2. per family: predicted vs measured concurrency above which speedup < 1.
+3. the scatter floor: the median error of the same model fitted on every K, in-sample.
 Last line: ``advisor groups=<n> within_3pct=<m> share=<m/n> median_err=<e>``.
 """
 
@@ -52,13 +53,19 @@ def main(path: Path) -> int:
                   f"{measured[advice.k]:>6.3f} {best_k:>5} {measured[best_k]:>6.3f} "
                   f"{'yes' if ok else 'NO':>3}  " + " ".join(f"K{k}:{e * 100:+.1f}" for k, e in errs))
         ks = sorted(int(k) for k in rows["k"].unique())
-        crossings.append((fit, advisor.predicted_crossover(fit, ks), advisor.measured_crossover(rows)))
+        crossings.append((fit, advisor.predicted_crossover(fit, ks), advisor.measured_crossover(rows),
+                          advisor.predicted_crossover(fit, ks, upto=4 * rows["concurrency"].max())))
     print()
-    print(f"{'model':<34} {'method':<11} {'draft':<38} {'pred crossover':>14} {'measured':>9}")
-    for fit, pred, meas in crossings:
-        show = [f"{v:.0f}" if v is not None else "none" for v in (pred, meas)]
+    print(f"{'model':<34} {'method':<11} {'draft':<38} {'pred crossover':>14} {'measured':>9} "
+          f"{'pred, extrapolated to 4x max conc':>34}")
+    for fit, pred, meas, beyond in crossings:
+        show = [f"{v:.0f}" if v is not None else "none" for v in (pred, meas, beyond)]
         print(f"{fit.keys['model']:<34} {fit.keys['method']:<11} {fit.keys['draft_model'] or '-':<38} "
-              f"{show[0]:>14} {show[1]:>9}")
+              f"{show[0]:>14} {show[1]:>9} {show[2]:>34}")
+    in_sample = [abs(fit.predict(int(r.k), float(r.concurrency)) / r.speedup - 1.0)
+                 for fit in advisor.fit_families(frame) for r in fit.rows.itertuples()]
+    print(f"\nscatter floor: the same model fitted on every K (in-sample) leaves "
+          f"median_err={np.median(in_sample):.4f} over {len(in_sample)} SD cells")
     median = float(np.median(errors)) if errors else float("nan")
     print(f"advisor groups={groups} within_3pct={within} share={within / groups:.3f} "
           f"median_err={median:.4f}")

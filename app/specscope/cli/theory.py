@@ -29,10 +29,12 @@ def _advise(args: argparse.Namespace) -> int:
         print(json.dumps([a.as_dict() for a in answers], indent=1))
         return 0
     for answer in answers:
-        crossover = "none in data" if answer.crossover is None else f"~{answer.crossover:.0f}"
+        beyond = answer.evidence["crossover_extrapolated"]
+        crossover = (f"above ~{answer.crossover:.0f}" if answer.crossover is not None else
+                     f"near ~{beyond:.0f} (extrapolated)" if beyond is not None else "nowhere measured")
         verdict = "" if answer.speculate else "  -> do not speculate here (speedup < 1)"
         print(f"{advisor.family_label(answer.keys)}  conc={answer.concurrency:g}: K={answer.k} "
-              f"predicted {answer.predicted_speedup:.2f}x, stops paying above {crossover}{verdict}")
+              f"predicted {answer.predicted_speedup:.2f}x, stops paying {crossover}{verdict}")
         print(f"    why: {answer.reason}")
         ev = answer.evidence
         print(f"    fit: alpha={ev['alpha_iid']} rates={ev['rates_first']}*{ev['rates_decay']}^(i-1) "
