@@ -82,7 +82,9 @@ def speedup_vs_concurrency_figure(curve: pd.DataFrame, measured: pd.DataFrame,
                              hovertemplate="conc=%{x}<br>K=%{customdata}<br>%{y:.3f}×<extra></extra>",
                              marker=dict(color=POINT_COLOR, size=10)))
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888")
-    if crossover is not None:
-        fig.add_vline(x=crossover, line_dash="dash", line_color=POINT_COLOR,
-                      annotation_text=f"stops paying ~{crossover:.0f}", annotation_position="top")
+    if crossover is not None:  # a trace, not add_vline: shapes on a log axis take log10 positions
+        top = max(curve["speedup"].max(), measured["speedup"].max())
+        fig.add_trace(go.Scatter(x=[crossover, crossover], y=[0, top], mode="lines",
+                                 name=f"stops paying ~{crossover:.0f}",
+                                 line=dict(color=POINT_COLOR, dash="dash")))
     return _layout(fig, "Best-K speedup vs concurrency", "concurrency", "speedup ×", log_x=True)

@@ -145,3 +145,20 @@ def test_measured_per_position_rates_are_used_directly():
     assert fit.al(2) == pytest.approx(1 + 0.714 + 0.498)
     assert fit.al(6) < 2.845 + 2 * 0.270          # beyond the measured positions: fitted decay
     assert fit.predict(4, 1) == pytest.approx(2.0)
+
+
+def test_concurrency_figure_marks_crossover_in_data_units(ruiz_frame, monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "app"))
+    from ui import theory_charts
+
+    fit = next(f for f in advisor.fit_families(ruiz_frame) if f.keys["draft_model"] == "Qwen/Qwen3-1.7B")
+    ks = range(1, 7)
+    curve, measured = advisor.concurrency_curves(fit, ks)
+    crossover = advisor.predicted_crossover(fit, ks)
+    fig = theory_charts.speedup_vs_concurrency_figure(curve, measured, crossover)
+    assert not fig.layout.shapes or all(s.xref != "x" for s in fig.layout.shapes)
+    marker = [t for t in fig.data if t.name.startswith("stops paying")]
+    assert list(marker[0].x) == [crossover, crossover] and 128 < crossover < 256
+    assert list(measured["concurrency"]) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
