@@ -62,8 +62,15 @@ def test_held_out_k_never_enter_the_fit(ruiz_frame):
 
 
 def test_must_show_advisor_on_ruiz(ruiz_frame):
-    within, groups, errors = 0, 0, []
+    within, groups, errors, crossovers = 0, 0, [], 0
     for fit in advisor.fit_families(ruiz_frame, train_smallest=3):
+        measured_crossover = advisor.measured_crossover(fit.rows)
+        predicted = advisor.predicted_crossover(fit, sorted(fit.rows["k"].unique()))
+        if measured_crossover is None:
+            assert predicted is None
+        else:
+            crossovers += 1
+            assert predicted == pytest.approx(measured_crossover, rel=0.12)
         for conc, g in fit.rows.groupby("concurrency"):
             measured = dict(zip(g["k"].astype(int), g["speedup"]))
             advice = advisor.advise(fit, float(conc), ks=list(measured))
@@ -71,7 +78,7 @@ def test_must_show_advisor_on_ruiz(ruiz_frame):
             groups += 1
             errors += [abs(fit.predict(int(r.k), float(conc)) / r.speedup - 1)
                        for r in g[~g["train"]].itertuples()]
-    assert groups == 41
+    assert groups == 41 and crossovers == 3
     assert within / groups >= 0.95
     assert np.median(errors) <= 0.015
 
