@@ -345,7 +345,7 @@ def stop(server: str | ServerState, *, timeout: float = 20.0) -> None:
     if state.attached or state.pgid is None:
         _state_path(name).unlink(missing_ok=True)
         return
-    if _alive(state):
+    if group_pids(state.pgid):  # the API server, or engine processes it left behind
         try:
             os.killpg(state.pgid, signal.SIGTERM)
         except ProcessLookupError:
