@@ -113,6 +113,21 @@ def _ruiz_rows(table: pa.Table) -> list[dict]:
     return rows
 
 
+def _coerce(row: dict, name: str) -> dict:
+    """Turn numeric text (``--metadata k=4`` is saved as "4") into the schema's number types."""
+    for field in RESULT_SCHEMA:
+        value = row.get(field.name)
+        if not isinstance(value, str):
+            continue
+        if pa.types.is_integer(field.type) or pa.types.is_floating(field.type):
+            try:
+                number = float(value)
+            except ValueError as exc:
+                raise InputError(f"{name}: {field.name}={value!r} is not a number.", field=field.name) from exc
+            row[field.name] = int(number) if pa.types.is_integer(field.type) else number
+    return row
+
+
 def _bench_json_row(name: str, data: bytes, overrides: Mapping) -> list[dict]:
     try:
         obj = json.loads(data)
@@ -127,11 +142,15 @@ def _bench_json_row(name: str, data: bytes, overrides: Mapping) -> list[dict]:
     if k is None:
         k = len(per_pos) if per_pos else 0
     method = overrides.get("method") or obj.get("method") or ("unknown" if sd_on else "none")
+    try:
+        k = int(float(k))
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name}: k={k!r} is not a whole number.", field="k") from exc
     rate = obj.get("spec_decode_acceptance_rate")
     row = {
         "source": "vllm-bench", "label": obj.get("label"),
         "created_at": None, "model": obj.get("model_id"),
-        "draft_model": obj.get("draft_model"), "method": method, "k": int(k),
+        "draft_model": obj.get("draft_model"), "method": method, "k": k,
         "hardware": obj.get("hardware"), "vllm_version": obj.get("vllm_version"),
         "dataset": obj.get("dataset") or obj.get("dataset_name"),
         "num_prompts": obj.get("num_prompts"), "temperature": obj.get("temperature"),
@@ -153,7 +172,7 @@ def _bench_json_row(name: str, data: bytes, overrides: Mapping) -> list[dict]:
     for metric in LATENCY_METRICS:
         for stat in ("mean", "median", "p99"):
             row[f"{stat}_{metric}_ms"] = obj.get(f"{stat}_{metric}_ms")
-    return [row]
+    return [_coerce(row, name)]
 
 
 def _mapped_rows(name: str, table: pa.Table, column_map: Mapping[str, str]) -> list[dict]:
