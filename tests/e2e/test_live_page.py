@@ -83,7 +83,7 @@ def test_none_and_ngram_side_by_side(launched, streamlit_factory, specscope_home
     assert title.startswith("step ") and "logprob" in title
 
     page.get_by_role("button", name="Save recording").click()
-    wait_idle(page)
+    page.get_by_text("Saved to", exact=False).wait_for(timeout=30_000)
     saved = list(live.recordings_dir().glob("*.json"))
     assert len(saved) == 1 and live.load_recording(saved[0]).panes[1].spec.label == ngram
 
