@@ -122,10 +122,10 @@ def _progress() -> None:
         st.progress(event.fraction, text=text)
         if st.button("Stop after this cell", key=f"runs_cancel_{run_id}"):
             job.cancel()
-    finished = [job for job in _jobs().values() if job.done and not getattr(job, "_shown", False)]
-    for job in finished:
-        job._shown = True
+    shown = st.session_state.setdefault("runs_finished_seen", set())
+    finished = {run_id for run_id, job in _jobs().items() if job.done} - shown
     if finished:
+        shown.update(finished)
         st.rerun()
 
 
@@ -140,8 +140,8 @@ for run_id, job in _jobs().items():
 st.subheader("3. Results")
 db = store()
 try:
-    runs = db.query("SELECT run_id, max(created_at) AS at, any_value(dataset) AS dataset, count(*) AS cells "
-                    "FROM results WHERE source = 'specscope' GROUP BY run_id ORDER BY at DESC")
+    runs = db.query("SELECT run_id, max(created_at) AS finished_at, any_value(dataset) AS dataset, count(*) AS cells "
+                    "FROM results WHERE source = 'specscope' GROUP BY run_id ORDER BY finished_at DESC")
 except SpecScopeError as exc:
     show_error(exc)
     st.stop()

