@@ -178,3 +178,24 @@ def _processes_mentioning(text: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def test_models_prepare_is_idempotent_and_checksummed(home, tmp_path):
+    stages = []
+    paths = models.prepare(progress=lambda stage, fraction: stages.append(stage))
+    assert stages == ["checking prepared models", "models ready"]  # nothing rebuilt
+    assert models.is_prepared()
+    copy = tmp_path / "models"
+    for directory in (paths.target, paths.draft):
+        (copy / directory.name).mkdir(parents=True)
+        for file in directory.iterdir():
+            (copy / directory.name / file.name).write_bytes(file.read_bytes())
+    assert models.is_prepared(copy)
+    config = copy / models.DRAFT_NAME / "config.json"
+    config.write_text(config.read_text().replace('"num_hidden_layers": 24', '"num_hidden_layers": 23'))
+    assert not models.is_prepared(copy)
+    draft = json.loads((paths.draft / "config.json").read_text())
+    target = json.loads((paths.target / "config.json").read_text())
+    assert (draft["num_hidden_layers"], target["num_hidden_layers"]) == (24, 30)
+    assert draft["vocab_size"] == target["vocab_size"]
+    assert (paths.draft / "tokenizer.json").read_bytes() == (paths.target / "tokenizer.json").read_bytes()
