@@ -295,6 +295,9 @@ async def _one_request(client: httpx.AsyncClient, spec: LoadSpec, model: str,
         if first:
             result.error = "The stream ended without any token."
             return result
+        if not result.output_tokens:
+            result.error = "The stream ended before its usage summary; the server may have stopped."
+            return result
         result.latency = last - start
         result.success = True
     except (httpx.HTTPError, ValueError) as exc:

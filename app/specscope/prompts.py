@@ -31,7 +31,7 @@ from specscope import settings
 from specscope.errors import InputError
 
 __all__ = ["Prompt", "PromptSet", "parse", "problems", "load", "save", "stored_sets",
-           "bundled_sets", "FORMATS", "MAX_BYTES", "MAX_PROMPTS", "MAX_PROMPT_CHARS"]
+           "bundled_sets", "set_name", "FORMATS", "MAX_BYTES", "MAX_PROMPTS", "MAX_PROMPT_CHARS"]
 
 MAX_BYTES = 10 * 1024 * 1024
 MAX_PROMPTS = 10_000
