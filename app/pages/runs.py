@@ -139,8 +139,7 @@ for run_id, job in _jobs().items():
 st.subheader("3. Results")
 db = store()
 try:
-    runs = db.query("SELECT run_id, max(created_at) AS finished_at, any_value(dataset) AS dataset, count(*) AS cells "
-                    "FROM results WHERE source = 'specscope' GROUP BY run_id ORDER BY finished_at DESC")
+    runs = sweep.list_runs(db)
 except SpecScopeError as exc:
     show_error(exc)
     st.stop()

@@ -36,7 +36,7 @@ from specscope.schema import BASELINE_METHOD
 
 __all__ = ["SweepSpec", "Cell", "Launcher", "RunningServer", "PresetLauncher", "SweepResult",
            "SweepJob", "run_sweep", "plan", "run_dir", "finished_cells", "installed_vllm_version",
-           "cell_table", "per_prompt", "CELL_COLUMNS"]
+           "cell_table", "per_prompt", "list_runs", "CELL_COLUMNS"]
 
 CELL_COLUMNS = ("method", "k", "concurrency", "status", "completed", "failed", "output_throughput",
                 "mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "p99_e2el_ms", "acceptance_rate",
@@ -366,6 +366,13 @@ class SweepJob:
     @property
     def done(self) -> bool:
         return not self._thread.is_alive() and (self.result is not None or self.error is not None)
+
+
+def list_runs(db: store.Store) -> pd.DataFrame:
+    """SpecScope's own runs in the store, newest first: run_id, finished_at, dataset, cells."""
+    return db.query("SELECT run_id, max(created_at) AS finished_at, any_value(dataset) AS dataset, "
+                    "count(*) AS cells FROM results WHERE source = 'specscope' GROUP BY run_id "
+                    "ORDER BY finished_at DESC")
 
 
 def cell_table(db: store.Store, run_id: str) -> pd.DataFrame:

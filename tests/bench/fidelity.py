@@ -65,7 +65,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", help="a running ngram server; without it one is started")
     parser.add_argument("--tokenizer", help="tokenizer directory for vllm bench (default: the CPU demo model)")
-    parser.add_argument("--preset", default="smollm2-cpu")
+    parser.add_argument("--preset", default="cpu-smollm2")
     parser.add_argument("--prompts", type=Path, default=REPO / "data" / "prompts" / "code-editing.jsonl")
     parser.add_argument("--num-prompts", type=int, default=12)
     parser.add_argument("--output-len", type=int, default=64)

@@ -19,7 +19,7 @@ IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 
 
 def _runs_page_in_main() -> bool:
-    return "pages/runs.py" in (REPO / "app" / "main.py").read_text()
+    return 'url_path="runs"' in (REPO / "app" / "main.py").read_text()
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def runs_app(streamlit_factory, specscope_home, tmp_path):
         server = streamlit_factory(home=specscope_home, env=env)
         url = f"{server.url}/runs"
     else:
-        server = streamlit_factory(home=specscope_home, env=env, entry=REPO / "app" / "pages" / "runs.py")
+        server = streamlit_factory(home=specscope_home, env=env, entry=next((REPO / "app").glob("*/runs.py")))
         url = server.url
     yield url
     from specscope import launch
