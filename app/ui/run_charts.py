@@ -45,6 +45,6 @@ def per_prompt_speedup(frame: pd.DataFrame) -> go.Figure:
     data = frame[(frame["method"] != "none") & frame["speedup"].notna()]
     if data.empty:
         return _empty("No per-prompt speedup yet: it needs the baseline (none) and an SD cell.")
-    fig = _bars(data, "speedup", "Speedup per prompt (baseline latency / SD latency)", "speedup")
+    fig = _bars(data, "speedup", "Speedup per prompt", "baseline E2EL / SD E2EL")
     fig.add_hline(y=1.0, line_dash="dot", line_color="grey")
     return fig
