@@ -80,6 +80,10 @@ class SweepSpec:
             raise ConfigError("K values must be whole numbers of at least 1, e.g. 1,2,4.")
         if not self.concurrencies or any(c < 1 for c in self.concurrencies):
             raise ConfigError("Concurrency values must be whole numbers of at least 1, e.g. 1,4,16.")
+        if self.num_prompts is not None and self.num_prompts < 1:
+            raise ConfigError("The number of prompts per cell must be at least 1.")
+        if self.output_len is not None and self.output_len < 1:
+            raise ConfigError("The output length must be at least 1 token.")
 
     def resolved_run_id(self, prompt_sha: str) -> str:
         if self.run_id:

@@ -39,7 +39,8 @@ def test_run_id_is_stable_for_equal_sweeps_and_changes_with_them():
 
 
 @pytest.mark.parametrize("overrides", [{"methods": ()}, {"ks": (0,)}, {"concurrencies": ()},
-                                       {"concurrencies": (0,)}, {"ks": ()}])
+                                       {"concurrencies": (0,)}, {"ks": ()},
+                                       {"num_prompts": 0}, {"output_len": 0}])
 def test_bad_sweeps_are_config_errors(overrides):
     with pytest.raises(ConfigError):
         spec(**overrides)
