@@ -177,7 +177,7 @@ def test_fuzz_raw_bytes(data, ext):
 def test_fuzz_one_bad_record_is_found_on_its_line(bad, before):
     """A valid JSONL set with one record replaced: if it fails, it fails on that record's line."""
     records = [{"prompt": f"p{i}"} for i in range(before)] + [bad, {"prompt": "last"}]
-    data = jsonl(*records)
+    data = "\n".join(json.dumps(r) for r in records).encode()
     try:
         prompts.parse(data, "f.jsonl")
     except InputError as exc:
