@@ -7,7 +7,9 @@ cell is kept under ``runs_dir()/<run_id>/cells/<cell>.json``, and the run's Parq
 loses only the cell it was in. Rerunning the same sweep (same run id, derived from its spec
 and the prompt set's hash) skips every cell that finished ``ok``; failed cells run again.
 A server that dies marks its cell ``failed`` with the reason; the sweep goes on with the
-next cell (restarting the server).
+next cell (restarting the server). ``restart_each_cell`` gives every cell a fresh server, so
+no cell inherits another's caches (suffix decoding learns from earlier responses, and the
+prefix cache holds earlier prompts).
 
     spec = SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(1, 2, 4),
                      concurrencies=(1, 4), prompts=Path("data/prompts/code-editing.jsonl"))
@@ -68,6 +70,7 @@ class SweepSpec:
     request_rate: float = math.inf
     temperature: float = 0.0
     warmups: int = 1
+    restart_each_cell: bool = False
     source: str = "specscope"
     label: str | None = None
     hardware: str | None = None
@@ -313,7 +316,7 @@ def run_sweep(spec: SweepSpec, launcher: Launcher, progress: bench.Progress | No
                     else:
                         row, requests = _run_cell(spec, prompt_set, cell, server, launcher, emit, done,
                                                   len(cells))
-                    if row["status"] != "ok" and server is not None:
+                    if server is not None and (row["status"] != "ok" or spec.restart_each_cell):
                         launcher.stop(server)
                         server = None
                     _keep(run_id, cell, row, requests)

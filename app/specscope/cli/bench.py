@@ -62,7 +62,7 @@ def _bench(args: argparse.Namespace) -> int:
         preset=args.preset, methods=args.methods, ks=args.k, concurrencies=args.concurrency,
         prompts=prompt_path.resolve(), num_prompts=args.num_prompts, output_len=args.output_len,
         request_rate=args.request_rate, label=args.label, hardware=args.hardware, run_id=args.run_id,
-        warmups=args.warmups)
+        warmups=args.warmups, restart_each_cell=args.restart_each_cell)
     result = sweep.run_sweep(spec, sweep.PresetLauncher(args.preset), progress=ProgressBar())
     print(f"run {result.run_id}: {len(result.ran)} cells ran, {len(result.skipped)} kept from an "
           f"earlier run, {len(result.failed)} failed")
@@ -109,6 +109,8 @@ def register(subparsers) -> None:
                         help="tokens per request, EOS ignored (default %(default)s)")
     parser.add_argument("--request-rate", type=float, default=math.inf, help="requests/s (default: inf)")
     parser.add_argument("--warmups", type=int, default=1, help="unmeasured requests before each cell")
+    parser.add_argument("--restart-each-cell", action="store_true",
+                        help="a fresh server for every cell (no caches carried over, e.g. suffix's)")
     parser.add_argument("--label", default=None)
     parser.add_argument("--hardware", default=None, help=f"default: {bench.hardware_label()}")
     parser.add_argument("--run-id", default=None, help="default: derived from the sweep, so reruns resume")
