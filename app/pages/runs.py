@@ -148,7 +148,10 @@ if runs.empty:
     st.stop()
 run_ids = runs["run_id"].tolist()
 current = st.session_state.get("runs_current")
-run_id = st.selectbox("Run", run_ids, index=run_ids.index(current) if current in run_ids else 0,
+if current in run_ids and st.session_state.get("runs_followed") != current:
+    st.session_state["runs_view"] = current  # show the sweep just started once its first cell lands
+    st.session_state["runs_followed"] = current
+run_id = st.selectbox("Run", run_ids,
                       format_func=lambda r: f"{r} ({runs.set_index('run_id').loc[r, 'dataset']}, "
                                             f"{runs.set_index('run_id').loc[r, 'cells']} cells)",
                       key="runs_view")
