@@ -15,7 +15,7 @@ from specscope import launch, settings
 pytestmark = pytest.mark.app
 
 APP = Path(__file__).resolve().parents[2] / "app"
-PAGE = APP / "pages" / "servers.py"
+PAGE = APP / "views" / "servers.py"
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from specscope import importers
 pytestmark = pytest.mark.app
 
 APP = Path(__file__).resolve().parents[2] / "app"
-PAGE = APP / "pages" / "theory.py"
+PAGE = APP / "views" / "theory.py"
 
 
 @pytest.fixture
