@@ -98,8 +98,10 @@ def streamlit_server(streamlit_factory, specscope_home) -> StreamlitServer:
     return streamlit_factory(home=specscope_home)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """One Chromium per test module: Playwright's sync API keeps an event loop running while it
+    is open, which must not outlive the browser tests (later tests call asyncio.run)."""
     if not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None:
         pytest.skip(f"{CHROMIUM} is missing; install Debian's chromium (launchers/install.sh --test)")
     from playwright.sync_api import sync_playwright
