@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zlib
+
 import streamlit as st
 
 from specscope import explore, importers
@@ -87,8 +89,9 @@ if not spec_best.empty:
     cols[3].metric("Setups that fall below 1×", f"{len(crossings)} / {spec_best['setup'].nunique()}")
 
 k_setups = explore.k_sweep_setups(vs_k)
+# Keyed by the choices, so new results (an import, a finished run) bring a fresh default.
 shown = st.multiselect("Setups in the speedup-vs-K plot", k_setups, default=k_setups[:4],
-                       key="explorer_k_setups")
+                       key=f"explorer_k_setups_{zlib.crc32(repr(k_setups).encode())}")
 figures = [
     ("speedup_vs_k", "Speedup vs K", charts.speedup_vs_k(vs_k, shown)),
     ("speedup_by_method", "Speedup by method", charts.speedup_by_method(best)),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from urllib.parse import quote
 
 import pandas as pd
 import streamlit as st
@@ -161,7 +160,8 @@ try:
 except SpecScopeError as exc:
     show_error(exc)
     st.stop()
-st.markdown(f"[Open this run in the Explorer](explorer?run_id={quote(run_id)})")
+st.page_link("views/explorer.py", label="Open this run in the Explorer", icon="📈",
+             query_params={"run_id": run_id})
 st.table(cells.rename(columns={"output_throughput": "tok/s"}).style.format(
     {"tok/s": "{:.1f}", "speedup": "{:.3f}", "acceptance_rate": "{:.3f}", "acceptance_length": "{:.2f}",
      "mean_ttft_ms": "{:.1f}", "mean_tpot_ms": "{:.1f}", "mean_itl_ms": "{:.1f}", "p99_e2el_ms": "{:.0f}"},

@@ -14,7 +14,7 @@ TRACE_POINTS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot
 
 
 def test_import_ruiz_and_find_headline_point(streamlit_server, page, wait_idle, ruiz_parquet):
-    page.goto(f"{streamlit_server.url}/explorer")
+    page.goto(streamlit_server.url)  # the Explorer is the default page
     wait_idle(page)
     page.get_by_text("No results yet", exact=False).or_(page.locator(".js-plotly-plot").first).wait_for()
 
