@@ -75,7 +75,9 @@ def test_upload_check_and_one_cell_sweep(runs_app, page, tmp_path, wait_idle):
     page.wait_for_function(
         "() => [...document.querySelectorAll('a')].some(a => a.href.includes('run_id=sweep-cpu-smollm2-'))"
         " && [...document.querySelectorAll(\"[data-testid='stTable'] tr\")].some("
-        "r => r.innerText.includes('none') && r.innerText.includes('ok'))", timeout=300_000)
+        "r => r.innerText.includes('none') && r.innerText.includes('ok'))"
+        # an element left from the previous script run is marked stale until it is replaced
+        " && !document.querySelector(\"[data-stale='true'] [data-testid='stTable']\")", timeout=300_000)
     cells = table.locator("tr").filter(has_text="none").first.inner_text().split()
     # method, k, concurrency, status, completed, failed
     assert cells[:6] == ["none", "0", "1", "ok", "2", "0"], cells
