@@ -236,7 +236,6 @@ def import_file(path: Path, *, source: str | None = None, column_map: Mapping[st
     for row in rows:
         if source:
             row["source"] = source
-        row.setdefault("source", "import")
         row["source"] = row.get("source") or "import"
         for key in ("method", "k", "draft_model", "hardware", "label", "dataset", "model"):
             if overrides.get(key) is not None:

@@ -154,26 +154,21 @@ class Store:
         The results table also holds ``_baseline_key``, a hash of BASELINE_KEYS, so the
         speedup join compares one integer per row.
         """
-        if files:
-            paths = [str(p) for p in files]
-            try:
-                present = {row[0] for row in self._con.execute(
-                    "SELECT column_name FROM (DESCRIBE SELECT * FROM read_parquet(?, union_by_name=true))",
-                    [paths]).fetchall()}
-            except duckdb.Error as exc:
-                raise StoreError(f"A results file could not be read ({exc}); move the damaged file out of "
-                                 f"{files[0].parent} and reload.") from exc
-            source, params = "FROM read_parquet(?, union_by_name=true)", [paths]
-        else:
-            present, source, params = set(), "WHERE false", []
         key = f", hash({', '.join(BASELINE_KEYS)}) AS _baseline_key" if name == "results" else ""
         columns = ", ".join(f'"{f.name}"' for f in schema)
+        present, source, params = set(), "WHERE false", []
         try:
+            if files:
+                params = [[str(p) for p in files]]
+                source = "FROM read_parquet(?, union_by_name=true)"
+                present = {row[0] for row in self._con.execute(
+                    f"SELECT column_name FROM (DESCRIBE SELECT * {source})", params).fetchall()}
             self._con.execute(f"CREATE OR REPLACE TABLE _{name} AS SELECT *{key} FROM "
                               f"(SELECT {_select_list(schema, present)} {source})", params)
         except duckdb.Error as exc:
+            folder = files[0].parent if files else "the results folder"
             raise StoreError(f"A results file could not be read ({exc}); move the damaged file out of "
-                             f"{files[0].parent} and reload.") from exc
+                             f"{folder} and reload.") from exc
         self._con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT {columns} FROM _{name}")
 
     def refresh(self) -> None:

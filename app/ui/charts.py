@@ -53,6 +53,13 @@ def _safe(text) -> str:
     return html.escape(str(text))
 
 
+def _setup_line(line: pd.DataFrame, j: int) -> tuple[bool, dict]:
+    """Whether ``line`` is a baseline, and its line style (baselines dark and dashed)."""
+    is_base = bool((line["method"] == BASELINE_METHOD).all())
+    return is_base, dict(color="#333" if is_base else PALETTE[j % len(PALETTE)],
+                         dash="dash" if is_base else "solid")
+
+
 def speedup_vs_k(frame: pd.DataFrame, setups: list[str]) -> go.Figure:
     """Speedup against K: one panel per chosen setup, one line per concurrency."""
     frame = frame[frame["setup"].isin(setups)]
@@ -164,12 +171,10 @@ def throughput_vs_concurrency(best: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     for j, (setup, line) in enumerate(best.groupby("setup", sort=False)):
         line = line.sort_values("concurrency")
-        is_base = (line["method"] == BASELINE_METHOD).all()
+        is_base, style = _setup_line(line, j)
         data, template = _hover(line)
         fig.add_trace(go.Scatter(x=line["concurrency"], y=line["output_throughput"], mode="lines+markers",
-                                 name=_safe(setup) + (" (baseline)" if is_base else ""),
-                                 line=dict(color="#333" if is_base else PALETTE[j % len(PALETTE)],
-                                           dash="dash" if is_base else "solid"),
+                                 name=_safe(setup) + (" (baseline)" if is_base else ""), line=style,
                                  customdata=data, hovertemplate=template))
     return _layout(fig, "Output throughput vs concurrency (best K; dashed = baseline)", "concurrency",
                    "output tokens/s", log_x=True)
@@ -183,13 +188,12 @@ def latency_vs_concurrency(best: pd.DataFrame) -> go.Figure:
     fig = make_subplots(rows=1, cols=3, subplot_titles=[t for _, t in metrics])
     for j, (setup, line) in enumerate(best.groupby("setup", sort=False)):
         line = line.sort_values("concurrency")
-        is_base = (line["method"] == BASELINE_METHOD).all()
+        _, style = _setup_line(line, j)
         for col, (metric, _) in enumerate(metrics, start=1):
             data, template = _hover(line, (*HOVER_COLUMNS, metric))
             fig.add_trace(go.Scatter(x=line["concurrency"], y=line[metric], mode="lines+markers",
                                      name=_safe(setup), legendgroup=setup, showlegend=col == 1,
-                                     line=dict(color="#333" if is_base else PALETTE[j % len(PALETTE)],
-                                               dash="dash" if is_base else "solid"),
+                                     line=style,
                                      customdata=data, hovertemplate=template), row=1, col=col)
     _layout(fig, "Tail latency vs concurrency (best K; dashed = baseline)", "concurrency", "ms", log_x=True)
     fig.update_xaxes(type="log")
