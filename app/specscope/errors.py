@@ -5,7 +5,8 @@
     ├── InputError           a file SpecScope cannot read (results, prompt sets, recordings)
     ├── ServerError
     │   ├── LaunchFailed     a server did not come up (carries the log tail)
-    │   └── ServerUnreachable
+    │   ├── ServerUnreachable
+    │   └── UnknownServer    no known server has that name
     ├── StreamError          a stream broke or the server answered with an error
     └── StoreError           the results store could not be read or written
 
@@ -21,6 +22,7 @@ __all__ = [
     "ServerError",
     "LaunchFailed",
     "ServerUnreachable",
+    "UnknownServer",
     "StreamError",
     "StoreError",
 ]
@@ -57,6 +59,10 @@ class LaunchFailed(ServerError):
 
 class ServerUnreachable(ServerError):
     """Nothing answers at the given URL."""
+
+
+class UnknownServer(ServerError):
+    """No launched or attached server has the given name."""
 
 
 class StreamError(SpecScopeError):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 
-from specscope import metrics, settings
+from specscope import launch, metrics, settings
 from specscope.errors import ConfigError, InputError, SpecScopeError
 from specscope.ngram import NgramConfig
 from specscope.steps import Provenance, StepTracker
@@ -301,8 +301,6 @@ class LiveSession:
 
 def launched_specs() -> list[PaneSpec]:
     """The healthy servers SpecScope started or attached (state files under ``servers_dir()``)."""
-    from specscope import launch
-
     return [PaneSpec(label=s.state.name, url=s.state.url,
                      method=s.state.method,
                      speculative_config=s.state.speculative_config or None)

@@ -32,7 +32,7 @@ from typing import Protocol
 
 import pandas as pd
 
-from specscope import bench, prompts, settings, store
+from specscope import bench, launch, prompts, settings, store
 from specscope.errors import ConfigError, SpecScopeError
 from specscope.schema import BASELINE_METHOD
 
@@ -135,20 +135,25 @@ class Launcher(Protocol):
 class PresetLauncher:
     """A Launcher on ``specscope.launch``: servers of one preset, one method and K at a time."""
 
-    def __init__(self, preset: str):
-        from specscope import launch
-
-        self._launch = launch
+    def __init__(self, preset: str, timeout: float = 300.0):
         self.preset = preset
+        self.timeout = timeout
 
     def start(self, method: str, k: int) -> RunningServer:
-        return self._launch.sweep_server(self.preset, method, k)
+        """Start one (method, K) of the preset; K=0 means the baseline takes no K."""
+        state = launch.start(launch.plan_for(self.preset, method, k or None), timeout=self.timeout)
+        config = state.speculative_config
+        return RunningServer(url=state.url, model=state.model, draft_model=config.get("model"),
+                             method_params=json.dumps(config) if config else None, tp=state.tp,
+                             handle=state)
 
     def stop(self, server: RunningServer) -> None:
-        self._launch.stop_sweep_server(server)
+        """Stop the server ``start`` returned."""
+        launch.stop(server.handle)
 
     def death(self, server: RunningServer) -> str | None:
-        return self._launch.sweep_server_death(server)
+        """None while the server's process lives; else how it ended."""
+        return launch.death(server.handle)
 
 
 def run_dir(run_id: str) -> Path:

@@ -6,7 +6,7 @@ import zlib
 
 import streamlit as st
 
-from specscope import explore, importers
+from specscope import datasets, explore, importers
 from specscope.errors import SpecScopeError
 from ui import charts
 from ui.common import figure_download, show_error, store
@@ -35,8 +35,6 @@ with st.sidebar:
         st.write("Ruiz 2026: draft_model and EAGLE-3 vs none on Qwen3-32B and Llama-3.3-70B, "
                  "K 0–8, concurrency 1–256 (262 rows, needs internet).")
         if st.button("Download and import", key="explorer_download_ruiz"):
-            from specscope import datasets
-
             bar = st.progress(0.0, text="downloading")
             try:
                 datasets.download_ruiz(progress=lambda done, total: bar.progress(

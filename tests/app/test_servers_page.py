@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from specscope import launch, settings
+from specscope import catalog, launch, settings
 
 pytestmark = pytest.mark.app
 
@@ -70,7 +70,7 @@ def test_k_follows_the_method_range(page_env):
 
 
 def test_start_on_a_busy_port_shows_one_sentence(page_env):
-    if launch.catalog.installed_vllm() is None:
+    if catalog.installed_vllm() is None:
         pytest.skip("vLLM is not installed; run launchers/install.sh")
     _mark_model_prepared()
     with socket.socket() as busy:
@@ -114,7 +114,7 @@ def test_clean_stale_forgets_dead_servers(page_env):
 
 def test_start_reports_progress_and_success(page_env, monkeypatch):
     """launch.start is replaced here to check the page's wiring; tests/integration starts real servers."""
-    if launch.catalog.installed_vllm() is None:
+    if catalog.installed_vllm() is None:
         pytest.skip("vLLM is not installed; run launchers/install.sh")
     stages = []
 

@@ -10,7 +10,7 @@ median acceptance rate of each tool (both from /metrics deltas). The last line i
     fidelity throughput_ratio=<x> tpot_ratio=<y> ttft_ratio=<z> acceptance_specscope=<a> acceptance_vllm=<b>
 
     python tests/bench/fidelity.py --base-url http://127.0.0.1:8000 --tokenizer DIR
-    python tests/bench/fidelity.py            # starts its own ngram K=4 server (launch.py)
+    python tests/bench/fidelity.py            # starts its own ngram K=4 server (specscope.launch)
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def specscope_run(args, model: str, prompt_set) -> dict:
 def start_server(args):
     from specscope import launch
 
-    server = launch.start(launch.spec_for(args.preset, "ngram", args.k))
+    server = launch.start(launch.plan_for(args.preset, "ngram", args.k))
     return server
 
 

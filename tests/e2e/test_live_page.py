@@ -43,7 +43,7 @@ def launched(specscope_home):
     states = []
     try:
         for method, core in (("none", "0"), ("ngram", "1")):
-            states.append(launch.start(launch.spec_for("cpu-smollm2", method, cpu_cores=core), timeout=400))
+            states.append(launch.start(launch.plan_for("cpu-smollm2", method, cpu_cores=core), timeout=400))
         yield states
     finally:
         for state in states:

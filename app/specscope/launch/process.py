@@ -1,0 +1,148 @@
+"""Server processes: start a planned server in its own process group, wait until healthy, stop it.
+
+    state = start(plan, progress=lambda stage, fraction: ...)  # waits for /health; LaunchFailed on death
+    stop(state.name)                                          # TERM the process group, then KILL
+
+Argv lists only, never a shell; output goes to the log file the plan names.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+
+from specscope.errors import ConfigError, LaunchFailed
+from specscope.launch import procfs, registry
+from specscope.launch.command import LaunchPlan
+from specscope.launch.registry import ServerState
+
+__all__ = ["Progress", "start", "wait_healthy", "stop", "stop_all", "death"]
+
+Progress = Callable[[str, float], None]
+_STAGES = (  # log marker -> (stage shown to the user, fraction of startup done)
+    ("non-default args", ("parsing arguments", 0.05)),
+    ("Initializing a V1 LLM engine", ("starting the engine", 0.15)),
+    ("Loading weights took", ("weights loaded", 0.5)),
+    ("Loading drafter model", ("loading the draft", 0.55)),
+    ("init engine", ("KV cache allocated, engine warmed up", 0.85)),
+    ("Starting vLLM API server", ("starting the HTTP server", 0.95)),
+)
+
+
+def _last_error_line(tail: str) -> str:
+    for line in reversed(tail.splitlines()):
+        if "Error" in line or "error" in line:
+            return line.split("] ", 1)[-1].strip()[:300]
+    return "no error line in the log"
+
+
+def start(launch_plan: LaunchPlan, *, wait: bool = True, timeout: float = 300.0,
+          progress: Progress | None = None) -> ServerState:
+    """Start the planned server in its own process group and (by default) wait until healthy."""
+    state = launch_plan.state
+    for old in registry.read_states():
+        if old.name == state.name:
+            if procfs.alive(old.pid, old.pgid) or old.attached:
+                raise ConfigError(f"A server named {state.name} already runs at {old.url}; "
+                                  f"stop it first (specscope stop {state.name}).")
+            registry.remove_state(old.name)
+    env = {**os.environ, **launch_plan.extra_env}
+    log = open(state.log_path, "wb")
+    try:
+        proc = subprocess.Popen(state.argv, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    except OSError as exc:
+        raise LaunchFailed(f"Could not run {state.argv[0]} ({exc}); check the vLLM install.") from exc
+    finally:
+        log.close()
+    procfs.CHILDREN[proc.pid] = proc
+    state = state.model_copy(update={"pid": proc.pid, "pgid": proc.pid,
+                                     "started_at": datetime.now(timezone.utc).isoformat()})
+    registry.write_state(state)
+    if wait:
+        wait_healthy(state, timeout=timeout, progress=progress)
+    return state
+
+
+def wait_healthy(state: ServerState, *, timeout: float = 300.0,
+                 progress: Progress | None = None) -> ServerState:
+    """Poll /health until it answers, reporting log stages; on death or timeout raise LaunchFailed."""
+    report = progress or (lambda stage, fraction: None)
+    began = time.monotonic()
+    shown = ("starting", 0.0)
+    report(*shown)
+    while True:
+        if not state.attached and not procfs.alive(state.pid, state.pgid):
+            tail = registry.log_tail(state)
+            registry.remove_state(state.name)
+            child = procfs.CHILDREN.pop(state.pid or -1, None)
+            code = f" with code {child.returncode}" if child is not None else ""
+            raise LaunchFailed(f"The {state.name} server exited during startup{code}: "
+                               f"{_last_error_line(tail)} (log: {state.log_path}).", log_tail=tail)
+        if registry.healthy(state.url):
+            report("healthy", 1.0)
+            return state
+        elapsed = time.monotonic() - began
+        if elapsed > timeout:
+            tail = registry.log_tail(state)
+            stop(state.name)
+            raise LaunchFailed(f"The {state.name} server was not healthy after {timeout:.0f} s and "
+                               f"was stopped (log: {state.log_path}).", log_tail=tail)
+        text = registry.log_tail(state, lines=400)
+        for marker, stage in _STAGES:
+            if marker in text and stage[1] > shown[1]:
+                shown = stage
+        report(f"{shown[0]} ({elapsed:.0f} s)", shown[1])
+        time.sleep(0.5)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def stop(server: str | ServerState, *, timeout: float = 20.0) -> None:
+    """TERM the server's process group, KILL what is left after ``timeout``; remove its state file."""
+    name = server.name if isinstance(server, ServerState) else server
+    state = registry.find(name)
+    if state.attached or state.pgid is None:
+        registry.remove_state(name)
+        return
+    if procfs.group_pids(state.pgid):  # the API server, or engine processes it left behind
+        _signal_group(state.pgid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    child = procfs.CHILDREN.get(state.pid or -1)
+    while procfs.group_pids(state.pgid) and time.monotonic() < deadline:
+        if child is not None:
+            child.poll()
+        time.sleep(0.2)
+    if procfs.group_pids(state.pgid):
+        _signal_group(state.pgid, signal.SIGKILL)
+        while procfs.group_pids(state.pgid) and time.monotonic() < deadline + 5:
+            time.sleep(0.1)
+    if child is not None:
+        child.wait(timeout=5)
+        procfs.CHILDREN.pop(state.pid, None)
+    registry.remove_state(name)
+
+
+def stop_all() -> list[str]:
+    """Stop every launched server and forget every attached one; returns their names."""
+    names = [state.name for state in registry.read_states()]
+    for name in names:
+        stop(name)
+    return names
+
+
+def death(state: ServerState) -> str | None:
+    """None while a launched server's process lives; else one sentence on how it ended."""
+    if state.attached or procfs.alive(state.pid, state.pgid):
+        return None
+    return (f"The {state.name} server exited: {_last_error_line(registry.log_tail(state))} "
+            f"(log: {state.log_path}).")

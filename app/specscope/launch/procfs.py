@@ -1,0 +1,68 @@
+"""Processes as Linux's ``/proc`` shows them: is a server's process alive, which processes its
+group holds, how much memory they use. Reads only; starting and signalling live in ``process``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+__all__ = ["CHILDREN", "proc_stat", "alive", "pid_exists", "group_pids", "group_rss_bytes"]
+
+CHILDREN: dict[int, subprocess.Popen] = {}  # servers this process started, so exits get reaped
+
+
+def proc_stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` from 'state' on (None when the process is gone)."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return raw[raw.rindex(")") + 2:].split()
+
+
+def pid_exists(pid: int) -> bool:
+    """Whether a process ``pid`` exists, whoever owns it (a process of another user counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, it is just not ours to signal
+        return True
+    return True
+
+
+def alive(pid: int | None, pgid: int | None) -> bool:
+    """Whether the process ``pid`` still runs as the leader-or-member of group ``pgid`` (not a zombie)."""
+    if pid is None:
+        return False
+    child = CHILDREN.get(pid)
+    if child is not None and child.poll() is not None:
+        return False
+    stat = proc_stat(pid)
+    if stat is not None:
+        return stat[0] not in ("Z", "X") and int(stat[2]) == pgid
+    return pid_exists(pid)
+
+
+def group_pids(pgid: int) -> list[int]:
+    """Live processes of a process group (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            stat = proc_stat(int(entry.name))
+            if stat is not None and int(stat[2]) == pgid and stat[0] not in ("Z", "X"):
+                found.append(int(entry.name))
+    return found
+
+
+def group_rss_bytes(pgid: int) -> int:
+    """Resident memory of every process in the group."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    total = 0
+    for pid in group_pids(pgid):
+        try:
+            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * page
+        except (OSError, IndexError, ValueError):
+            continue
+    return total

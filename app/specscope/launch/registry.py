@@ -1,0 +1,222 @@
+"""The servers SpecScope knows: one JSON state file per server under ``servers_dir()``.
+
+A launched server's file says how to find its process group again (pid, pgid, argv, log);
+an attached server's file only remembers its URL. ``list_servers`` reads every file and
+adds each server's status. A file this version cannot read is kept (a newer or older
+SpecScope may own it) with a warning, and what it still says (pid, process group) lets
+``stop`` end its server.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+import httpx
+from pydantic import BaseModel, Field
+
+from specscope import metrics, settings
+from specscope.errors import ConfigError, ServerError, ServerUnreachable, UnknownServer
+from specscope.launch import procfs
+
+__all__ = ["ServerState", "ServerStatus", "Status", "state_path", "write_state", "remove_state",
+           "read_states", "find", "list_servers", "cleanup_stale", "attach", "forget", "log_tail",
+           "healthy", "free_port", "port_in_use"]
+
+Status = Literal["healthy", "starting", "exited", "unreachable"]
+_log = logging.getLogger(__name__)
+_warned: set[str] = set()
+
+
+class ServerState(BaseModel):
+    """What a state file holds."""
+
+    name: str
+    preset: str = ""
+    method: str = "none"
+    kind: str = "none"
+    k: int | None = None
+    model: str = ""
+    model_path: str = ""
+    url: str
+    port: int | None = None
+    pid: int | None = None
+    pgid: int | None = None
+    argv: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    log_path: str = ""
+    started_at: str = ""
+    engine: str = ""
+    vllm_version: str = ""
+    speculative_config: dict = Field(default_factory=dict)
+    tp: int = 1
+    attached: bool = False
+
+
+class ServerStatus(BaseModel):
+    """A known server and how it is doing now."""
+
+    state: ServerState
+    status: Status
+    rss_bytes: int | None = None
+
+
+def state_path(name: str) -> Path:
+    """The state file of the server called ``name``."""
+    return settings.servers_dir() / f"{name}.json"
+
+
+def write_state(state: ServerState) -> None:
+    """Write (or replace) a server's state file atomically."""
+    path = state_path(state.name)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(state.model_dump_json(indent=1))
+    tmp.replace(path)
+
+
+def remove_state(name: str) -> None:
+    """Forget the server called ``name`` (its process, if any, is left alone)."""
+    state_path(name).unlink(missing_ok=True)
+
+
+def _salvage(path: Path, exc: Exception) -> ServerState:
+    """What an unreadable state file still says: its name, and the process group to stop."""
+    if str(path) not in _warned:
+        _warned.add(str(path))
+        _log.warning("%s is not a state file this SpecScope reads (%s); it is kept, and "
+                     "`specscope stop %s` still ends its process group.", path,
+                     str(exc).splitlines()[0], path.stem)
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, ValueError):
+        raw = {}
+    raw = raw if isinstance(raw, dict) else {}
+    numbers = {key: raw[key] for key in ("pid", "pgid", "port") if type(raw.get(key)) is int}
+    texts = {key: raw[key] for key in ("url", "log_path") if isinstance(raw.get(key), str)}
+    return ServerState(name=path.stem, **{"url": "", **texts}, **numbers,
+                       attached=raw.get("attached") is True)
+
+
+def read_states() -> list[ServerState]:
+    """Every state file, by name; unreadable ones as far as they can be read."""
+    states = []
+    for path in sorted(settings.servers_dir().glob("*.json")):
+        try:
+            states.append(ServerState.model_validate_json(path.read_text()))
+        except (OSError, ValueError) as exc:
+            states.append(_salvage(path, exc))
+    return states
+
+
+def find(name: str) -> ServerState:
+    """The state of the server called ``name``; UnknownServer lists the known ones."""
+    states = read_states()
+    for state in states:
+        if state.name == name:
+            return state
+    names = ", ".join(s.name for s in states) or "none"
+    raise UnknownServer(f"No server named {name}; known servers: {names}.")
+
+
+def log_tail(state: ServerState, lines: int = 30) -> str:
+    """The last ``lines`` lines of a launched server's log ('' when there is none)."""
+    try:
+        text = Path(state.log_path).read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def healthy(url: str, timeout: float = 2.0) -> bool:
+    """Whether ``url``/health answers 200."""
+    try:
+        return httpx.get(f"{url}/health", timeout=timeout).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def list_servers(*, check_health: bool = True) -> list[ServerStatus]:
+    """Every known server with its status; launched servers whose process is gone show 'exited'."""
+    rows = []
+    for state in read_states():
+        if state.attached:
+            status = "healthy" if healthy(state.url) else "unreachable"
+            rows.append(ServerStatus(state=state, status=status))
+            continue
+        if not procfs.alive(state.pid, state.pgid):
+            rows.append(ServerStatus(state=state, status="exited"))
+            continue
+        status = "healthy" if check_health and healthy(state.url) else "starting"
+        rows.append(ServerStatus(state=state, status=status, rss_bytes=procfs.group_rss_bytes(state.pgid)))
+    return rows
+
+
+def cleanup_stale() -> list[str]:
+    """Remove state files of launched servers whose process is gone; returns their names."""
+    gone = [s.name for s in read_states() if not s.attached and not procfs.alive(s.pid, s.pgid)]
+    for name in gone:
+        remove_state(name)
+    return gone
+
+
+def forget(name: str) -> None:
+    """Drop an attached server from the list (the server itself keeps running)."""
+    find(name)
+    remove_state(name)
+
+
+def attach(url: str, name: str | None = None) -> ServerState:
+    """Check a running server (``/v1/models``, ``/version``, ``/metrics``) and remember it."""
+    base = url.strip().rstrip("/").removesuffix("/v1")
+    if not base.startswith(("http://", "https://")):
+        raise ConfigError(f"'{url}' is not an http(s) URL; give one like http://host:8000.")
+    try:
+        listed = httpx.get(f"{base}/v1/models", timeout=5.0)
+        listed.raise_for_status()
+        model_ids = [m["id"] for m in listed.json()["data"]]
+    except (httpx.HTTPError, ValueError, KeyError) as exc:
+        raise ServerUnreachable(f"No OpenAI-compatible server answers at {base}/v1/models "
+                                f"({exc.__class__.__name__}); check the URL and that it runs.") from exc
+    try:
+        version = httpx.get(f"{base}/version", timeout=5.0).json().get("version", "")
+    except (httpx.HTTPError, ValueError):
+        version = ""
+    try:
+        snapshot = metrics.scrape(base)
+    except ServerError:  # /metrics may be hidden behind a proxy; the server is still usable
+        snapshot = None
+    spec_on = bool(snapshot and snapshot.spec_decode)
+    k = len(snapshot.accepted_per_position) if spec_on and snapshot.accepted_per_position else None
+    host_port = base.split("://", 1)[1].replace(":", "-").replace("/", "-")
+    state = ServerState(name=name or f"attached-{host_port}", method="speculative" if spec_on else "none",
+                        kind="unknown" if spec_on else "none", k=k,
+                        model=model_ids[0] if model_ids else "", url=base, attached=True,
+                        vllm_version=version, started_at=datetime.now(timezone.utc).isoformat())
+    write_state(state)
+    return state
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether something on this machine holds ``host:port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing holds now and no known server's state file names."""
+    taken = {s.port for s in read_states()}
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            port = sock.getsockname()[1]
+        if port not in taken:
+            return port
