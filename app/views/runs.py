@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from specscope import bench, presets, prompts, sweep
+from specscope import bench, presets, prompts, run_results, sweep
 from specscope.errors import SpecScopeError
 from ui import run_charts
 from ui.common import show_error, store
@@ -138,7 +138,7 @@ for run_id, job in _jobs().items():
 st.subheader("3. Results")
 db = store()
 try:
-    runs = sweep.list_runs(db)
+    runs = run_results.list_runs(db)
 except SpecScopeError as exc:
     show_error(exc)
     st.stop()
@@ -155,8 +155,8 @@ run_id = st.selectbox("Run", run_ids,
                                             f"{runs.set_index('run_id').loc[r, 'cells']} cells)",
                       key="runs_view")
 try:
-    cells = sweep.cell_table(db, run_id)
-    prompt_rows = sweep.per_prompt(db, run_id)
+    cells = run_results.cell_table(db, run_id)
+    prompt_rows = run_results.per_prompt(db, run_id)
 except SpecScopeError as exc:
     show_error(exc)
     st.stop()

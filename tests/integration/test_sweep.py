@@ -77,7 +77,7 @@ def test_sweep_lands_in_explorer_and_a_killed_sweep_resumes_without_repeating(sw
     assert second.returncode == 0, second.stdout + second.stderr
     assert f"{len(kept_times)} kept from an earlier run" in second.stdout
     after = _cells(run_id)
-    assert sorted(after) == sorted(c.cell_id for c in sweep.plan(spec))
+    assert sorted(after) == sorted(c.cell_id for c in sweep.plan_cells(spec))
     for cell_id, created in kept_times.items():
         assert after[cell_id]["created_at"] == created, f"{cell_id} was measured again"
 

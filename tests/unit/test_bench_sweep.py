@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from specscope import bench, sweep
+from specscope import bench, run_results, sweep
 from specscope.cli import build_parser
 from specscope.cli import bench as bench_cli
 from specscope.errors import ConfigError
@@ -25,7 +25,7 @@ def spec(**overrides) -> sweep.SweepSpec:
 
 
 def test_plan_runs_the_baseline_once_and_groups_by_method_and_k():
-    cells = [c.cell_id for c in sweep.plan(spec())]
+    cells = [c.cell_id for c in sweep.plan_cells(spec())]
     assert cells == ["none-k0-c1", "none-k0-c4", "ngram-k1-c1", "ngram-k1-c4", "ngram-k2-c1",
                      "ngram-k2-c4", "ngram-k4-c1", "ngram-k4-c4"]
 
@@ -61,7 +61,7 @@ def test_kept_cells_become_the_runs_parquet_with_speedups(specscope_home):
                                                      "error": "The server stopped answering."}, [])
     path = sweep._write_run(run_id)
     assert path.name == f"{run_id}.parquet"
-    table = sweep.cell_table(Store(), run_id)
+    table = run_results.cell_table(Store(), run_id)
     assert table["method"].tolist() == ["none", "ngram", "ngram"]
     failed = table[table["status"] == "failed"].iloc[0]
     assert failed["error"] == "The server stopped answering." and failed["speedup"] != failed["speedup"]
