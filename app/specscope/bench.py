@@ -18,7 +18,6 @@ the run; per-request SD figures from ``metrics.speculative_decoding`` on the fin
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import os
 import time
@@ -29,8 +28,8 @@ from typing import Any, Literal
 import httpx
 import numpy as np
 
-from specscope import metrics
-from specscope.errors import ConfigError, ServerError, ServerUnreachable
+from specscope import metrics, probe, sse
+from specscope.errors import ConfigError, InputError, ServerError, SpecScopeError, UsageError
 from specscope.prompts import Prompt, PromptSet
 
 __all__ = ["LoadSpec", "RequestResult", "CellResult", "ProgressEvent", "Progress", "ServerInfo",
@@ -98,7 +97,8 @@ class LoadSpec:
 
     @property
     def root(self) -> str:
-        return self.base_url.rstrip("/").removesuffix("/v1")
+        """The server's base URL without a trailing ``/v1``."""
+        return probe.base_url(self.base_url)
 
 
 @dataclass
@@ -215,19 +215,8 @@ class ServerInfo:
 
 def server_info(base_url: str, timeout: float = 10.0) -> ServerInfo:
     """The served model name, vLLM version and context length of a running server."""
-    root = base_url.rstrip("/").removesuffix("/v1")
-    try:
-        models = httpx.get(f"{root}/v1/models", timeout=timeout)
-        models.raise_for_status()
-        data = models.json()["data"][0]
-        version = httpx.get(f"{root}/version", timeout=timeout)
-        vllm_version = version.json().get("version") if version.status_code == 200 else None
-    except httpx.HTTPError as exc:
-        raise ServerUnreachable(f"Could not reach {root} ({exc.__class__.__name__}); "
-                                "check that the server is running.") from exc
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise ServerError(f"{root}/v1/models did not list a model; is this a vLLM server?") from exc
-    return ServerInfo(data["id"], vllm_version, data.get("max_model_len"))
+    data = probe.models(base_url, timeout)[0]
+    return ServerInfo(data["id"], probe.vllm_version(base_url, timeout), data.get("max_model_len"))
 
 
 def hardware_label() -> str:
@@ -268,13 +257,13 @@ async def _one_request(client: httpx.AsyncClient, spec: LoadSpec, model: str,
                 result.error = f"HTTP {response.status_code}: {body[:300]}"
                 return result
             async for line in response.aiter_lines():
-                if not line.startswith("data:"):
-                    continue
-                data = line[5:].strip()
-                if data == "[DONE]":
+                data = sse.data_of(line)
+                if data is None:
                     continue
                 now = time.perf_counter()
-                chunk = json.loads(data)
+                chunk = sse.decode(data)
+                if chunk is sse.DONE:
+                    continue
                 if chunk.get("choices"):
                     choice = chunk["choices"][0]
                     piece = (choice.get("delta") or {}).get("content") if text_key else choice.get("text")
@@ -289,9 +278,6 @@ async def _one_request(client: httpx.AsyncClient, spec: LoadSpec, model: str,
                     result.output_tokens = usage.get("completion_tokens") or 0
                     result.prompt_tokens = usage.get("prompt_tokens") or 0
                     result.spec_decode = (chunk.get("metrics") or {}).get("speculative_decoding")
-                elif chunk.get("error") or chunk.get("object") == "error":
-                    result.error = f"server error: {str(chunk.get('error') or chunk.get('message'))[:300]}"
-                    return result
         if first:
             result.error = "The stream ended without any token."
             return result
@@ -300,6 +286,8 @@ async def _one_request(client: httpx.AsyncClient, spec: LoadSpec, model: str,
             return result
         result.latency = last - start
         result.success = True
+    except SpecScopeError as exc:
+        result.error = str(exc)[:300]
     except (httpx.HTTPError, ValueError) as exc:
         result.error = _short(exc)
     return result
@@ -325,7 +313,7 @@ async def run_load(spec: LoadSpec, prompt_set: PromptSet, progress: Progress | N
                    *, cell: str = "", cells_done: int = 0, cells_total: int = 0) -> CellResult:
     """Run one cell and return its requests, wall time and SD counter delta."""
     if not prompt_set.prompts:
-        raise ConfigError("The prompt set is empty.")
+        raise InputError("The prompt set is empty.")
     count = spec.num_prompts or len(prompt_set.prompts)
     chosen = [prompt_set.prompts[i % len(prompt_set.prompts)] for i in range(count)]
     model = spec.model or (await asyncio.to_thread(server_info, spec.root)).model
@@ -368,15 +356,8 @@ async def run_load(spec: LoadSpec, prompt_set: PromptSet, progress: Progress | N
             sd_delta = metrics.delta(before, after)
         except ServerError:
             sd_delta = None
-    alive = after is not None or await asyncio.to_thread(_healthy, spec.root)
+    alive = after is not None or await asyncio.to_thread(probe.healthy, spec.root, 5.0)
     return CellResult(spec, list(results), duration, sd_delta, server_alive=alive)
-
-
-def _healthy(root: str) -> bool:
-    try:
-        return httpx.get(f"{root}/health", timeout=5.0).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def run_sync(coroutine: Coroutine):
@@ -385,4 +366,4 @@ def run_sync(coroutine: Coroutine):
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coroutine)
-    raise ConfigError("run_sync was called inside a running event loop; await the coroutine instead.")
+    raise UsageError("run_sync was called inside a running event loop; await the coroutine instead.")

@@ -9,13 +9,12 @@ deleted and nothing is imported.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import requests
 
-from specscope import importers, settings
+from specscope import files, importers, settings
 from specscope.errors import InputError, StoreError
 
 __all__ = ["RUIZ_COMMIT", "RUIZ_URL", "RUIZ_SHA256", "RUIZ_FILENAME", "MAX_DOWNLOAD_BYTES",
@@ -80,21 +79,18 @@ def fetch_verified(url: str, sha256: str, filename: str, progress: Progress | No
             size = target.stat().st_size
             progress(size, size)
         return target
-    part = target.with_name(f".{filename}.{os.getpid()}.part")
     try:
-        actual = _stream_to(url, part, progress, timeout)
-        if actual != sha256:
-            raise InputError(f"The file from {url} has sha256 {actual}, not the expected {sha256}; "
-                             "nothing was kept (the download was corrupted or the file changed).")
-        os.replace(part, target)
+        with files.atomic_target(target) as part:
+            actual = _stream_to(url, part, progress, timeout)
+            if actual != sha256:
+                raise InputError(f"The file from {url} has sha256 {actual}, not the expected {sha256}; "
+                                 "nothing was kept (the download was corrupted or the file changed).")
     except requests.RequestException as exc:
         raise InputError(f"Could not download {url} ({exc}); check the network connection "
                          "and retry.") from exc
     except OSError as exc:
         raise StoreError(f"Could not save the download to {target.parent} "
                          f"({exc.strerror or exc}); check the disk and permissions.") from exc
-    finally:
-        part.unlink(missing_ok=True)
     return target
 
 

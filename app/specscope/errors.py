@@ -8,7 +8,8 @@
     │   ├── ServerUnreachable
     │   └── UnknownServer    no known server has that name
     ├── StreamError          a stream broke or the server answered with an error
-    └── StoreError           the results store could not be read or written
+    ├── StoreError           the results store could not be read or written
+    └── UsageError           the library was called in a way it does not support
 
 The UI shows ``str(exc)``; the CLI prints it and exits 1.
 """
@@ -25,6 +26,7 @@ __all__ = [
     "UnknownServer",
     "StreamError",
     "StoreError",
+    "UsageError",
 ]
 
 
@@ -71,3 +73,7 @@ class StreamError(SpecScopeError):
 
 class StoreError(SpecScopeError):
     """The results store could not be read or written."""
+
+
+class UsageError(SpecScopeError):
+    """The library was called in a way it does not support (a bug in the caller, not bad input)."""

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 
-from specscope import launch, metrics, settings
+from specscope import files, launch, metrics, settings
 from specscope.errors import ConfigError, InputError, SpecScopeError
 from specscope.ngram import NgramConfig
 from specscope.steps import Provenance, StepTracker
@@ -292,11 +292,7 @@ class LiveSession:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self.created_at))
         labels = "-".join(p.spec.label for p in self.panes)
         slug = re.sub(r"[^A-Za-z0-9]+", "-", name or f"{stamp}-{labels}").strip("-")[:80] or stamp
-        path = folder / f"{slug}.json"
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(self.recording()), encoding="utf-8")
-        tmp.replace(path)
-        return path
+        return files.write_atomic(folder / f"{slug}.json", json.dumps(self.recording()))
 
 
 def launched_specs() -> list[PaneSpec]:

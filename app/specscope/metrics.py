@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from specscope import probe
 from specscope.errors import ServerError, ServerUnreachable
 
 __all__ = ["MetricsSnapshot", "SpecDecodeDelta", "parse", "scrape", "delta"]
@@ -112,7 +113,7 @@ def parse(text: str, model_name: str | None = None) -> MetricsSnapshot:
 def scrape(url: str, *, model_name: str | None = None, timeout: float = 5.0,
            client: httpx.Client | None = None) -> MetricsSnapshot:
     """GET ``<url>/metrics`` (``url`` is the server's base URL, with or without ``/v1``)."""
-    base = url.rstrip("/").removesuffix("/v1")
+    base = probe.base_url(url)
     try:
         if client is not None:
             response = client.get(f"{base}/metrics", timeout=timeout)

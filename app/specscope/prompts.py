@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from specscope import settings
+from specscope import files, settings
 from specscope.errors import InputError
 
 __all__ = ["Prompt", "PromptSet", "parse", "problems", "load", "save", "stored_sets",
@@ -399,10 +399,7 @@ def save(data: bytes, filename: str) -> tuple[PromptSet, Path]:
     folder = settings.prompts_dir() / prompt_set.sha256[:16]
     path = folder / f"{prompt_set.name}{Path(filename).suffix.lower()}"
     if not path.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
+        files.write_atomic(path, data)
     return prompt_set, path
 
 

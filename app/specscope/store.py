@@ -14,7 +14,6 @@ column names come only from the fixed schema.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 import threading
 import uuid
@@ -27,7 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from specscope import settings
+from specscope import files, settings
 from specscope.errors import StoreError
 from specscope.schema import (BASELINE_METHOD, REQUEST_SCHEMA, RESULT_COLUMNS, RESULT_SCHEMA)
 
@@ -68,13 +67,10 @@ def to_table(rows: Iterable[Mapping] | pa.Table | pd.DataFrame, schema: pa.Schem
 
 
 def _atomic_write(table: pa.Table, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
+        with files.atomic_target(path) as tmp:
+            pq.write_table(table, tmp)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise StoreError(f"Could not write {path} ({exc.strerror or exc}); check the disk and "
                          "permissions of the SpecScope home.") from exc
     return path

@@ -12,13 +12,13 @@ through ``httpx.MockTransport``.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from typing import Iterator
 
 import httpx
 
+from specscope import probe, sse
 from specscope.errors import ServerUnreachable, StreamError
 
 __all__ = ["GenerationRequest", "Chunk", "StreamClient", "request_body", "parse_event"]
@@ -84,23 +84,11 @@ def request_body(request: GenerationRequest, model: str) -> dict:
     return body
 
 
-def _error_sentence(payload) -> str:
-    error = payload.get("error", payload) if isinstance(payload, dict) else payload
-    if isinstance(error, dict):
-        return str(error.get("message") or error)
-    return str(error)
-
-
 def parse_event(data: bytes, arrival_s: float) -> Chunk | None:
     """Turn one SSE ``data:`` payload into a Chunk (None for ``[DONE]``)."""
-    if data == b"[DONE]":
+    event = sse.decode(data)
+    if event is sse.DONE:
         return None
-    try:
-        event = json.loads(data)
-    except ValueError as exc:
-        raise StreamError(f"The server sent a stream event that is not JSON: {data[:80]!r}.") from exc
-    if "error" in event and "choices" not in event:
-        raise StreamError(f"The server reported an error mid-stream: {_error_sentence(event)}")
     choices = event.get("choices") or []
     metrics = event.get("metrics") or {}
     if not choices:
@@ -133,7 +121,7 @@ class StreamClient:
 
     def __init__(self, base_url: str, *, transport: httpx.BaseTransport | None = None,
                  timeout: httpx.Timeout = _TIMEOUT):
-        self.base_url = base_url.rstrip("/")
+        self.base_url = probe.base_url(base_url)
         self._http = httpx.Client(base_url=self.base_url, transport=transport, timeout=timeout)
 
     def __enter__(self) -> "StreamClient":
@@ -145,21 +133,9 @@ class StreamClient:
     def close(self) -> None:
         self._http.close()
 
-    def _get_json(self, path: str) -> dict:
-        try:
-            response = self._http.get(path)
-        except httpx.HTTPError as exc:
-            raise ServerUnreachable(f"Nothing answers at {self.base_url}: {exc}. Start or attach the server first.") from exc
-        if response.status_code >= 400:
-            raise StreamError(f"{self.base_url}{path} answered HTTP {response.status_code}: {response.text[:200]}")
-        return response.json()
-
     def model_info(self) -> dict:
         """The first entry of /v1/models (``id``, ``max_model_len``, ...)."""
-        models = self._get_json("/v1/models").get("data") or []
-        if not models:
-            raise StreamError(f"The server at {self.base_url} serves no model.")
-        return models[0]
+        return probe.models(self.base_url, client=self._http)[0]
 
     def detokenize(self, token_ids) -> dict[int, str]:
         """The text of each token id on its own, via the server's /detokenize."""
@@ -184,7 +160,7 @@ class StreamClient:
                 if response.status_code >= 400:
                     response.read()
                     raise StreamError(f"{self.base_url} refused the request (HTTP {response.status_code}): "
-                                      f"{_error_sentence(_json_or_text(response))}")
+                                      f"{sse.error_sentence(_json_or_text(response))}")
                 buffer = b""
                 for raw in response.iter_bytes():
                     now = time.perf_counter() - start
@@ -192,8 +168,9 @@ class StreamClient:
                     *events, buffer = buffer.split(b"\n\n")
                     for event in events:
                         for line in event.split(b"\n"):
-                            if line.startswith(b"data:"):
-                                chunk = parse_event(line[5:].strip(), now)
+                            data = sse.data_of(line)
+                            if data is not None:
+                                chunk = parse_event(data, now)
                                 if chunk is None:
                                     return
                                 received += len(chunk.token_ids)

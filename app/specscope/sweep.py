@@ -30,12 +30,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from specscope import bench, catalog, launch, prompts, settings, store
+from specscope import bench, catalog, files, launch, prompts, settings, store
 from specscope.errors import ConfigError, SpecScopeError
+from specscope.launch import procfs
 from specscope.schema import BASELINE_METHOD
 
 __all__ = ["SweepSpec", "Cell", "Launcher", "RunningServer", "PresetLauncher", "SweepResult",
-           "SweepJob", "run_sweep", "plan_cells", "run_dir", "finished_cells"]
+           "SweepJob", "run_sweep", "parse_ints", "plan_cells", "run_dir", "finished_cells"]
 
 @dataclass(frozen=True)
 class Cell:
@@ -94,6 +95,14 @@ class SweepSpec:
 
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "-" for c in text)[:60]
+
+
+def parse_ints(text: str) -> tuple[int, ...]:
+    """K or concurrency values typed as ``1, 2,4`` -> (1, 2, 4); ConfigError on anything else."""
+    try:
+        return tuple(int(part) for part in text.replace(" ", "").split(",") if part)
+    except ValueError:
+        raise ConfigError(f"{text!r} is not a comma-separated list of whole numbers, e.g. 1,2,4.") from None
 
 
 def plan_cells(spec: SweepSpec) -> list[Cell]:
@@ -179,12 +188,8 @@ class SweepResult:
 
 
 def _keep(run_id: str, cell: Cell, row: dict, requests: list[dict]) -> None:
-    folder = run_dir(run_id) / "cells"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{cell.cell_id}.json"
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps({"row": row, "requests": requests}, default=str))
-    os.replace(tmp, path)
+    path = run_dir(run_id) / "cells" / f"{cell.cell_id}.json"
+    files.write_atomic(path, json.dumps({"row": row, "requests": requests}, default=str))
 
 
 def _write_run(run_id: str) -> Path | None:
@@ -209,15 +214,13 @@ def _lock(run_id: str) -> Iterator[None]:
     folder = run_dir(run_id)
     folder.mkdir(parents=True, exist_ok=True)
     lock = folder / "lock"
-    if lock.exists():
-        try:
-            pid = int(lock.read_text())
-            os.kill(pid, 0)
-            if pid != os.getpid():
-                raise ConfigError(f"Sweep {run_id} is already running (process {pid}); wait for it "
-                                  "or stop that process.")
-        except (ValueError, ProcessLookupError, PermissionError):
-            pass
+    try:
+        pid = int(lock.read_text())
+    except (OSError, ValueError):  # no lock, or a torn one
+        pid = None
+    if pid is not None and pid != os.getpid() and procfs.pid_exists(pid):
+        raise ConfigError(f"Sweep {run_id} is already running (process {pid}); wait for it "
+                          "or stop that process.")
     lock.write_text(str(os.getpid()))
     try:
         yield

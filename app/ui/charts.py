@@ -12,30 +12,13 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from specscope.schema import BASELINE_METHOD
+from ui.chart_style import PALETTE, empty_figure, layout
 
 __all__ = ["speedup_vs_k", "speedup_by_method", "speedup_vs_concurrency", "acceptance_vs_k", "throughput_vs_concurrency",
-           "latency_vs_concurrency", "per_position", "empty_figure"]
+           "latency_vs_concurrency", "per_position"]
 
-PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D",
-           "#EECA3B", "#BAB0AC"]
 HOVER_COLUMNS = ("source", "model", "draft_model", "method", "dataset", "hardware", "concurrency", "k",
                  "speedup", "acceptance_length", "output_throughput")
-
-
-def _layout(fig: go.Figure, title: str, x: str, y: str, *, log_x: bool = False) -> go.Figure:
-    fig.update_layout(title=title, template="plotly_white", hovermode="closest",
-                      legend=dict(orientation="v", font=dict(size=11)),
-                      margin=dict(l=60, r=20, t=60, b=50), height=460)
-    fig.update_xaxes(title_text=x, type="log" if log_x else "linear")
-    fig.update_yaxes(title_text=y)
-    return fig
-
-
-def empty_figure(message: str) -> go.Figure:
-    fig = go.Figure()
-    fig.add_annotation(text=html.escape(message), showarrow=False, font=dict(size=15))
-    fig.update_layout(template="plotly_white", height=300, xaxis_visible=False, yaxis_visible=False)
-    return fig
 
 
 def _hover(frame: pd.DataFrame, columns=HOVER_COLUMNS) -> tuple[list, str]:
@@ -49,7 +32,7 @@ def _hover(frame: pd.DataFrame, columns=HOVER_COLUMNS) -> tuple[list, str]:
     return data, "<br>".join(lines) + "<extra></extra>"
 
 
-def _safe(text) -> str:
+def _escape(text) -> str:
     return html.escape(str(text))
 
 
@@ -68,7 +51,7 @@ def speedup_vs_k(frame: pd.DataFrame, setups: list[str]) -> go.Figure:
     concs = sorted(frame["concurrency"].dropna().unique())
     cols = 1 if len(setups) == 1 else 2
     rows = -(-len(setups) // cols)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[_safe(s) for s in setups],
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[_escape(s) for s in setups],
                         vertical_spacing=min(0.3, 0.45 / rows), horizontal_spacing=0.08)
     for n, setup in enumerate(setups):
         row, col = n // cols + 1, n % cols + 1
@@ -83,7 +66,7 @@ def speedup_vs_k(frame: pd.DataFrame, setups: list[str]) -> go.Figure:
                 legendgroup=f"c{conc}", showlegend=n == 0, line=dict(color=PALETTE[j % len(PALETTE)]),
                 customdata=data, hovertemplate=template), row=row, col=col)
         fig.add_hline(y=1.0, line_dash="dot", line_color="#888", row=row, col=col)
-    _layout(fig, "Speedup vs K (a line per concurrency)", "K (speculative tokens)", "speedup ×")
+    layout(fig, "Speedup vs K (a line per concurrency)", "K (speculative tokens)", "speedup ×")
     fig.update_annotations(font_size=11)
     fig.update_layout(height=max(460, 380 * rows))
     return fig
@@ -107,12 +90,12 @@ def speedup_by_method(best: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     for j, (variant, bars) in enumerate(spec.groupby("variant", sort=True)):
         data, template = _hover(bars)
-        fig.add_trace(go.Bar(x=[_safe(p) for p in bars["point"]], y=bars["speedup"], name=_safe(variant),
+        fig.add_trace(go.Bar(x=[_escape(p) for p in bars["point"]], y=bars["speedup"], name=_escape(variant),
                              marker_color=PALETTE[j % len(PALETTE)], customdata=data,
                              hovertemplate=template, text=[f"{v:.2f}×" for v in bars["speedup"]],
                              textposition="outside"))
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888")
-    _layout(fig, "Speedup by method (best K at each operating point)", "", "speedup ×")
+    layout(fig, "Speedup by method (best K at each operating point)", "", "speedup ×")
     fig.update_layout(barmode="group", height=520, xaxis_tickangle=-25)
     return fig
 
@@ -127,7 +110,7 @@ def speedup_vs_concurrency(best: pd.DataFrame, crossings: pd.DataFrame) -> go.Fi
         line = line.sort_values("concurrency")
         data, template = _hover(line)
         fig.add_trace(go.Scatter(x=line["concurrency"], y=line["speedup"], mode="lines+markers",
-                                 name=_safe(setup), line=dict(color=PALETTE[j % len(PALETTE)]),
+                                 name=_escape(setup), line=dict(color=PALETTE[j % len(PALETTE)]),
                                  text=[f"K={k}" for k in line["k"]], textposition="top center",
                                  customdata=data, hovertemplate=template))
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888", annotation_text="no gain",
@@ -139,7 +122,7 @@ def speedup_vs_concurrency(best: pd.DataFrame, crossings: pd.DataFrame) -> go.Fi
             customdata=crossings[["setup", "crossover_concurrency", "measured_below"]].to_numpy().tolist(),
             hovertemplate="%{customdata[0]}<br>crosses 1 at concurrency ≈ %{customdata[1]:.0f}"
                           "<br>first measured below 1: %{customdata[2]}<extra></extra>"))
-    return _layout(fig, "Speedup vs concurrency (best K per point)", "concurrency", "speedup ×", log_x=True)
+    return layout(fig, "Speedup vs concurrency (best K per point)", "concurrency", "speedup ×", log_x=True)
 
 
 def acceptance_vs_k(frame: pd.DataFrame) -> go.Figure:
@@ -157,11 +140,11 @@ def acceptance_vs_k(frame: pd.DataFrame) -> go.Figure:
         data, template = _hover(line, ("source", "model", "draft_model", "method", "k", "acceptance_length",
                                        "al_min", "al_max", "concurrencies"))
         fig.add_trace(go.Scatter(x=line["k"], y=line["acceptance_length"], mode="lines+markers",
-                                 name=_safe(setup), legendgroup=setup, line=dict(color=color),
+                                 name=_escape(setup), legendgroup=setup, line=dict(color=color),
                                  customdata=data, hovertemplate=template))
     fig.add_trace(go.Scatter(x=[0, frame["k"].max()], y=[1, frame["k"].max() + 1], mode="lines",
                              name="ideal (all accepted)", line=dict(dash="dot", color="#999")))
-    return _layout(fig, "Acceptance length vs K (band: min–max over concurrency)", "K", "tokens per step")
+    return layout(fig, "Acceptance length vs K (band: min–max over concurrency)", "K", "tokens per step")
 
 
 def throughput_vs_concurrency(best: pd.DataFrame) -> go.Figure:
@@ -174,9 +157,9 @@ def throughput_vs_concurrency(best: pd.DataFrame) -> go.Figure:
         is_base, style = _setup_line(line, j)
         data, template = _hover(line)
         fig.add_trace(go.Scatter(x=line["concurrency"], y=line["output_throughput"], mode="lines+markers",
-                                 name=_safe(setup) + (" (baseline)" if is_base else ""), line=style,
+                                 name=_escape(setup) + (" (baseline)" if is_base else ""), line=style,
                                  customdata=data, hovertemplate=template))
-    return _layout(fig, "Output throughput vs concurrency (best K; dashed = baseline)", "concurrency",
+    return layout(fig, "Output throughput vs concurrency (best K; dashed = baseline)", "concurrency",
                    "output tokens/s", log_x=True)
 
 
@@ -192,10 +175,10 @@ def latency_vs_concurrency(best: pd.DataFrame) -> go.Figure:
         for col, (metric, _) in enumerate(metrics, start=1):
             data, template = _hover(line, (*HOVER_COLUMNS, metric))
             fig.add_trace(go.Scatter(x=line["concurrency"], y=line[metric], mode="lines+markers",
-                                     name=_safe(setup), legendgroup=setup, showlegend=col == 1,
+                                     name=_escape(setup), legendgroup=setup, showlegend=col == 1,
                                      line=style,
                                      customdata=data, hovertemplate=template), row=1, col=col)
-    _layout(fig, "Tail latency vs concurrency (best K; dashed = baseline)", "concurrency", "ms", log_x=True)
+    layout(fig, "Tail latency vs concurrency (best K; dashed = baseline)", "concurrency", "ms", log_x=True)
     fig.update_xaxes(type="log")
     return fig
 
@@ -208,8 +191,8 @@ def per_position(frame: pd.DataFrame) -> go.Figure:
     groups = frame.groupby(["setup", "k", "concurrency"], sort=False)
     for j, ((setup, k, conc), line) in enumerate(groups):
         fig.add_trace(go.Scatter(x=line["position"], y=line["rate"], mode="lines+markers",
-                                 name=f"{_safe(setup)} · K={k} · c={conc}",
+                                 name=f"{_escape(setup)} · K={k} · c={conc}",
                                  line=dict(color=PALETTE[j % len(PALETTE)]),
                                  hovertemplate="position %{x}: %{y:.3f}<extra></extra>"))
     fig.update_yaxes(range=[0, 1.02])
-    return _layout(fig, "Per-position acceptance", "draft position", "acceptance rate")
+    return layout(fig, "Per-position acceptance", "draft position", "acceptance rate")

@@ -7,18 +7,13 @@ import html
 import pandas as pd
 import plotly.graph_objects as go
 
+from ui.chart_style import empty_figure
+
 __all__ = ["per_prompt_acceptance", "per_prompt_speedup"]
 
 
 def _setup(row) -> str:
     return html.escape(f"{row.method} K={int(row.k)} c={int(row.concurrency)}")
-
-
-def _empty(message: str) -> go.Figure:
-    fig = go.Figure()
-    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
-    fig.update_layout(xaxis_visible=False, yaxis_visible=False, height=260)
-    return fig
 
 
 def _bars(frame: pd.DataFrame, column: str, title: str, y_title: str) -> go.Figure:
@@ -36,7 +31,8 @@ def per_prompt_acceptance(frame: pd.DataFrame) -> go.Figure:
     """Per-request draft acceptance rate of each prompt, one bar group per SD cell."""
     data = frame[(frame["method"] != "none") & frame["acceptance_rate"].notna()]
     if data.empty:
-        return _empty("No per-request acceptance: the servers did not report per-request SD metrics.")
+        return empty_figure("No per-request acceptance: the servers did not report per-request SD metrics.",
+                            height=260)
     return _bars(data, "acceptance_rate", "Acceptance rate per prompt", "acceptance rate")
 
 
@@ -44,7 +40,7 @@ def per_prompt_speedup(frame: pd.DataFrame) -> go.Figure:
     """Baseline E2EL / SD E2EL per prompt (same concurrency): above 1 the prompt gains."""
     data = frame[(frame["method"] != "none") & frame["speedup"].notna()]
     if data.empty:
-        return _empty("No per-prompt speedup yet: it needs the baseline (none) and an SD cell.")
+        return empty_figure("No per-prompt speedup yet: it needs the baseline (none) and an SD cell.", height=260)
     fig = _bars(data, "speedup", "Speedup per prompt", "baseline E2EL / SD E2EL")
     fig.add_hline(y=1.0, line_dash="dot", line_color="grey")
     return fig

@@ -10,18 +10,12 @@ import html
 import pandas as pd
 import plotly.graph_objects as go
 
+from ui.chart_style import layout
+
 __all__ = ["tokens_per_step_figure", "speedup_vs_k_figure", "speedup_vs_concurrency_figure"]
 
 CURVE_COLORS = ["#4C78A8", "#F58518", "#54A24B", "#B279A2"]
 POINT_COLOR = "#E45756"
-
-
-def _layout(fig: go.Figure, title: str, x: str, y: str, *, log_x: bool = False) -> go.Figure:
-    fig.update_layout(title=title, template="plotly_white", hovermode="closest", height=400,
-                      margin=dict(l=60, r=20, t=60, b=50), legend=dict(font=dict(size=11)))
-    fig.update_xaxes(title_text=x, type="log" if log_x else "linear")
-    fig.update_yaxes(title_text=y)
-    return fig
 
 
 def _curves(fig: go.Figure, curves: pd.DataFrame, y: str) -> None:
@@ -55,7 +49,7 @@ def tokens_per_step_figure(curves: pd.DataFrame, points: pd.DataFrame | None = N
     _curves(fig, curves, "tokens_per_step")
     _points(fig, points, "al", "measured AL")
     _mark_k(fig, marker_k)
-    return _layout(fig, title, "K (speculative tokens)", "tokens per step")
+    return layout(fig, title, "K (speculative tokens)", "tokens per step", height=400)
 
 
 def speedup_vs_k_figure(curves: pd.DataFrame, points: pd.DataFrame | None = None,
@@ -66,7 +60,7 @@ def speedup_vs_k_figure(curves: pd.DataFrame, points: pd.DataFrame | None = None
     _points(fig, points, "speedup", "measured speedup")
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888")
     _mark_k(fig, marker_k)
-    return _layout(fig, title, "K (speculative tokens)", "speedup ×")
+    return layout(fig, title, "K (speculative tokens)", "speedup ×", height=400)
 
 
 def speedup_vs_concurrency_figure(curve: pd.DataFrame, measured: pd.DataFrame,
@@ -87,4 +81,4 @@ def speedup_vs_concurrency_figure(curve: pd.DataFrame, measured: pd.DataFrame,
         fig.add_trace(go.Scatter(x=[crossover, crossover], y=[0, top], mode="lines",
                                  name=f"stops paying ~{crossover:.0f}",
                                  line=dict(color=POINT_COLOR, dash="dash")))
-    return _layout(fig, "Best-K speedup vs concurrency", "concurrency", "speedup ×", log_x=True)
+    return layout(fig, "Best-K speedup vs concurrency", "concurrency", "speedup ×", log_x=True, height=400)

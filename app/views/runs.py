@@ -22,10 +22,6 @@ def _jobs() -> dict[str, sweep.SweepJob]:
     return {}
 
 
-def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.replace(" ", "").split(",") if part)
-
-
 # --- 1. the prompt set -------------------------------------------------------------------
 st.subheader("1. Prompt set")
 choices = {f"sample: {p.name}": p for p in prompts.bundled_sets()}
@@ -89,8 +85,8 @@ with st.form("runs_sweep_form"):
 
 if submitted:
     try:
-        spec = sweep.SweepSpec(preset=preset_name, methods=tuple(methods), ks=_ints(ks_text),
-                               concurrencies=_ints(conc_text), prompts=choices[chosen].resolve(),
+        spec = sweep.SweepSpec(preset=preset_name, methods=tuple(methods), ks=sweep.parse_ints(ks_text),
+                               concurrencies=sweep.parse_ints(conc_text), prompts=choices[chosen].resolve(),
                                num_prompts=int(num_prompts) or None, output_len=int(output_len))
         run_id = spec.resolved_run_id(prompt_set.sha256)
         running = _jobs().get(run_id)
@@ -99,8 +95,6 @@ if submitted:
         else:
             _jobs()[run_id] = sweep.SweepJob(spec).start()
         st.session_state["runs_current"] = run_id
-    except ValueError:
-        st.error("K and concurrency must be comma-separated whole numbers, e.g. 1,2,4.", icon="⚠️")
     except SpecScopeError as exc:
         show_error(exc)
 

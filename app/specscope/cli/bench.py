@@ -1,4 +1,4 @@
-"""``specscope bench`` (sweep methods x K x concurrency on a preset) and ``specscope prompts check``."""
+"""``specscope bench``: sweep methods x K x concurrency on a preset."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ __all__ = ["register"]
 
 def _ints(text: str) -> tuple[int, ...]:
     try:
-        values = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of whole numbers") from None
+        values = sweep.parse_ints(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     if not values:
         raise argparse.ArgumentTypeError("give at least one value")
     return values
@@ -73,27 +73,6 @@ def _bench(args: argparse.Namespace) -> int:
     return 1 if result.failed else 0
 
 
-def _check(args: argparse.Namespace) -> int:
-    path = Path(args.file)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{path} cannot be read ({exc.strerror}); check the path.") from exc
-    found = prompts.problems(data, path.name)
-    if found:
-        for problem in found[:50]:
-            print(problem)
-        if len(found) > 50:
-            print(f"... and {len(found) - 50} more problems")
-        return 1
-    prompt_set = prompts.parse(data, path.name)
-    print(f"{path.name}: {len(prompt_set)} prompts ({prompt_set.format}), set name "
-          f"'{prompt_set.name}', sha256 {prompt_set.sha256[:16]}")
-    if args.save:
-        print(f"saved as {prompts.save(data, path.name)[1]}")
-    return 0
-
-
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "bench", help="sweep methods x K x concurrency on a preset's servers",
@@ -115,10 +94,3 @@ def register(subparsers) -> None:
     parser.add_argument("--hardware", default=None, help=f"default: {bench.hardware_label()}")
     parser.add_argument("--run-id", default=None, help="default: derived from the sweep, so reruns resume")
     parser.set_defaults(func=_bench)
-
-    prompts_parser = subparsers.add_parser("prompts", help="check and store prompt sets")
-    sub = prompts_parser.add_subparsers(dest="prompts_command", required=True)
-    check = sub.add_parser("check", help="validate a prompt set file, naming every problem's line")
-    check.add_argument("file")
-    check.add_argument("--save", action="store_true", help="store it in the SpecScope home")
-    check.set_defaults(func=_check)

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 
+from specscope import probe
 from specscope.errors import ConfigError, LaunchFailed
 from specscope.launch import procfs, registry
 from specscope.launch.command import LaunchPlan
@@ -83,7 +84,7 @@ def wait_healthy(state: ServerState, *, timeout: float = 300.0,
             code = f" with code {child.returncode}" if child is not None else ""
             raise LaunchFailed(f"The {state.name} server exited during startup{code}: "
                                f"{_last_error_line(tail)} (log: {state.log_path}).", log_tail=tail)
-        if registry.healthy(state.url):
+        if probe.healthy(state.url):
             report("healthy", 1.0)
             return state
         elapsed = time.monotonic() - began

@@ -16,16 +16,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-import httpx
 from pydantic import BaseModel, Field
 
-from specscope import metrics, settings
+from specscope import files, metrics, probe, settings
 from specscope.errors import ConfigError, ServerError, ServerUnreachable, UnknownServer
 from specscope.launch import procfs
 
 __all__ = ["ServerState", "ServerStatus", "Status", "state_path", "write_state", "remove_state",
            "read_states", "find", "list_servers", "cleanup_stale", "attach", "forget", "log_tail",
-           "healthy", "free_port", "port_in_use"]
+           "free_port", "port_in_use"]
 
 Status = Literal["healthy", "starting", "exited", "unreachable"]
 _log = logging.getLogger(__name__)
@@ -72,10 +71,7 @@ def state_path(name: str) -> Path:
 
 def write_state(state: ServerState) -> None:
     """Write (or replace) a server's state file atomically."""
-    path = state_path(state.name)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(state.model_dump_json(indent=1))
-    tmp.replace(path)
+    files.write_atomic(state_path(state.name), state.model_dump_json(indent=1))
 
 
 def remove_state(name: str) -> None:
@@ -131,26 +127,18 @@ def log_tail(state: ServerState, lines: int = 30) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def healthy(url: str, timeout: float = 2.0) -> bool:
-    """Whether ``url``/health answers 200."""
-    try:
-        return httpx.get(f"{url}/health", timeout=timeout).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
 def list_servers(*, check_health: bool = True) -> list[ServerStatus]:
     """Every known server with its status; launched servers whose process is gone show 'exited'."""
     rows = []
     for state in read_states():
         if state.attached:
-            status = "healthy" if healthy(state.url) else "unreachable"
+            status = "healthy" if probe.healthy(state.url) else "unreachable"
             rows.append(ServerStatus(state=state, status=status))
             continue
         if not procfs.alive(state.pid, state.pgid):
             rows.append(ServerStatus(state=state, status="exited"))
             continue
-        status = "healthy" if check_health and healthy(state.url) else "starting"
+        status = "healthy" if check_health and probe.healthy(state.url) else "starting"
         rows.append(ServerStatus(state=state, status=status, rss_bytes=procfs.group_rss_bytes(state.pgid)))
     return rows
 
@@ -171,20 +159,15 @@ def forget(name: str) -> None:
 
 def attach(url: str, name: str | None = None) -> ServerState:
     """Check a running server (``/v1/models``, ``/version``, ``/metrics``) and remember it."""
-    base = url.strip().rstrip("/").removesuffix("/v1")
+    base = probe.base_url(url)
     if not base.startswith(("http://", "https://")):
         raise ConfigError(f"'{url}' is not an http(s) URL; give one like http://host:8000.")
     try:
-        listed = httpx.get(f"{base}/v1/models", timeout=5.0)
-        listed.raise_for_status()
-        model_ids = [m["id"] for m in listed.json()["data"]]
-    except (httpx.HTTPError, ValueError, KeyError) as exc:
+        model_ids = [m["id"] for m in probe.models(base, 5.0)]
+    except ServerError as exc:
         raise ServerUnreachable(f"No OpenAI-compatible server answers at {base}/v1/models "
-                                f"({exc.__class__.__name__}); check the URL and that it runs.") from exc
-    try:
-        version = httpx.get(f"{base}/version", timeout=5.0).json().get("version", "")
-    except (httpx.HTTPError, ValueError):
-        version = ""
+                                f"({exc.__cause__.__class__.__name__}); check the URL and that it runs.") from exc
+    version = probe.vllm_version(base, 5.0) or ""
     try:
         snapshot = metrics.scrape(base)
     except ServerError:  # /metrics may be hidden behind a proxy; the server is still usable

@@ -1,0 +1,31 @@
+"""The look every SpecScope figure shares: colours, the common layout, and the empty-figure message."""
+
+from __future__ import annotations
+
+import html
+
+import plotly.graph_objects as go
+
+__all__ = ["PALETTE", "layout", "empty_figure"]
+
+PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D",
+           "#EECA3B", "#BAB0AC"]
+
+
+def layout(fig: go.Figure, title: str, x: str, y: str, *, log_x: bool = False, height: int = 460) -> go.Figure:
+    """Title, axis titles, white template and margins; ``log_x`` for concurrency axes."""
+    fig.update_layout(title=title, template="plotly_white", hovermode="closest",
+                      legend=dict(orientation="v", font=dict(size=11)),
+                      margin=dict(l=60, r=20, t=60, b=50), height=height)
+    fig.update_xaxes(title_text=x, type="log" if log_x else "linear")
+    fig.update_yaxes(title_text=y)
+    return fig
+
+
+def empty_figure(message: str, height: int = 300) -> go.Figure:
+    """A blank figure that says why there is nothing to draw."""
+    fig = go.Figure()
+    fig.add_annotation(text=html.escape(message), showarrow=False, font=dict(size=15),
+                       x=0.5, y=0.5, xref="paper", yref="paper")
+    fig.update_layout(template="plotly_white", height=height, xaxis_visible=False, yaxis_visible=False)
+    return fig
