@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -29,7 +29,7 @@ from specscope import theory
 from specscope.errors import InputError
 from specscope.schema import BASELINE_METHOD
 
-__all__ = ["FAMILY_KEYS", "FamilyFit", "Advice", "fit_alpha", "fit_rates", "fit_cost",
+__all__ = ["FAMILY_KEYS", "FamilyFit", "Advice", "Evidence", "MeasuredPoint", "fit_alpha", "fit_rates", "fit_cost",
            "fit_family", "fit_families", "advise", "family_label", "measured_crossover",
            "predicted_crossover", "with_acceptance_length", "model_curves", "fit_curves",
            "concurrency_curves"]
@@ -202,7 +202,37 @@ def fit_families(frame: pd.DataFrame, train_smallest: int | None = None) -> list
     return fits
 
 
-@dataclass
+@dataclass(frozen=True)
+class MeasuredPoint:
+    """A measured row at the advised concurrency, with what the fit predicts for it."""
+
+    k: int
+    speedup: float
+    predicted: float
+    train: bool
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The fit behind an answer (figures rounded to 4 digits), as the Theory page and CLI show it."""
+
+    alpha_iid: float
+    alpha_rmse_tokens: float
+    rates_first: float
+    rates_decay: float
+    rates_rmse_tokens: float
+    tokens_per_step: float
+    d0: float
+    d1: float
+    draft_cost_c: float
+    extrapolated: bool                     # the concurrency lies outside the measured ones
+    crossover_extrapolated: float | None   # where best-K speedup falls below 1 past the data
+    train_smallest: int | None
+    train_median_rel_err: float
+    measured: tuple[MeasuredPoint, ...]
+
+
+@dataclass(frozen=True)
 class Advice:
     """The advisor's answer for one family at one concurrency."""
 
@@ -214,13 +244,23 @@ class Advice:
     speedup_by_k: dict[int, float]
     crossover: float | None      # predicted concurrency above which best-K speedup < 1
     reason: str
-    evidence: dict
+    evidence: Evidence
+
+    def stops_paying(self) -> str:
+        """Where speculation stops paying, e.g. 'above concurrency ≈ 24'."""
+        beyond = self.evidence.crossover_extrapolated
+        if self.crossover is not None:
+            return f"above concurrency ≈ {self.crossover:.0f}"
+        if beyond is not None:
+            return f"near concurrency ≈ {beyond:.0f} (extrapolated past the measured range)"
+        return "nowhere in or near the measured range"
 
     def as_dict(self) -> dict:
+        """The answer as JSON-ready values."""
         return {"family": self.keys, "concurrency": self.concurrency, "k": self.k,
                 "predicted_speedup": round(self.predicted_speedup, 4), "speculate": self.speculate,
                 "crossover_concurrency": None if self.crossover is None else round(self.crossover, 1),
-                "reason": self.reason, "evidence": self.evidence,
+                "reason": self.reason, "evidence": asdict(self.evidence),
                 "speedup_by_k": {str(k): round(v, 4) for k, v in self.speedup_by_k.items()}}
 
 
@@ -298,19 +338,18 @@ def advise(fit: FamilyFit, concurrency: float, ks: Sequence[int] | None = None) 
     reason = f"{why_k}; {why_c}" + (" (extrapolated beyond the measured concurrencies)"
                                     if extrapolated else "")
     here = fit.rows[fit.rows["concurrency"] == concurrency]
-    evidence = {
-        "alpha_iid": round(fit.alpha, 4), "alpha_rmse_tokens": round(fit.alpha_rmse, 4),
-        "rates_first": round(fit.first, 4), "rates_decay": round(fit.decay, 4),
-        "rates_rmse_tokens": round(fit.rates_rmse, 4),
-        "tokens_per_step": round(fit.al(k), 4), "d0": round(d0, 4), "d1": round(d1, 4),
-        "draft_cost_c": round(fit.draft_cost, 4), "extrapolated": extrapolated,
-        "crossover_extrapolated": None if evidence_beyond is None else round(evidence_beyond, 1),
-        "train_smallest": fit.train_smallest,
-        "train_median_rel_err": round(fit.train_error(), 4),
-        "measured": [{"k": int(r.k), "speedup": round(float(r.speedup), 4),
-                      "predicted": round(fit.predict(int(r.k), concurrency), 4),
-                      "train": bool(r.train)} for r in here.itertuples()],
-    }
+    evidence = Evidence(
+        alpha_iid=round(fit.alpha, 4), alpha_rmse_tokens=round(fit.alpha_rmse, 4),
+        rates_first=round(fit.first, 4), rates_decay=round(fit.decay, 4),
+        rates_rmse_tokens=round(fit.rates_rmse, 4),
+        tokens_per_step=round(fit.al(k), 4), d0=round(d0, 4), d1=round(d1, 4),
+        draft_cost_c=round(fit.draft_cost, 4), extrapolated=extrapolated,
+        crossover_extrapolated=None if evidence_beyond is None else round(evidence_beyond, 1),
+        train_smallest=fit.train_smallest,
+        train_median_rel_err=round(fit.train_error(), 4),
+        measured=tuple(MeasuredPoint(int(r.k), round(float(r.speedup), 4),
+                                     round(fit.predict(int(r.k), concurrency), 4), bool(r.train))
+                       for r in here.itertuples()))
     return Advice(fit.keys, float(concurrency), k, best, best > 1.0, by_k, crossover, reason,
                   evidence)
 

@@ -103,4 +103,4 @@ def fetch_ruiz(progress: Progress | None = None, *, url: str = RUIZ_URL,
 def download_ruiz(progress: Progress | None = None, *, url: str = RUIZ_URL,
                   sha256: str = RUIZ_SHA256) -> Path:
     """Fetch and verify the Ruiz Parquet, import it, and return the results file written."""
-    return importers.import_file(fetch_ruiz(progress, url=url, sha256=sha256))["path"]
+    return importers.import_file(fetch_ruiz(progress, url=url, sha256=sha256)).path

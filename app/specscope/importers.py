@@ -17,6 +17,7 @@ import json
 import math
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -39,8 +40,14 @@ _RUIZ_COLUMNS = {"sd_method", "num_spec_toks", "analysis", "output_token_through
 _REQUIRED_MAPPED = ("model", "method", "concurrency", "output_throughput")
 
 
-class ImportResult(dict):
-    """``path``, ``rows`` and ``format`` of one import."""
+@dataclass(frozen=True)
+class ImportResult:
+    """Where one import was written, how many rows it holds, the format it was read as, its run id."""
+
+    path: Path
+    rows: int
+    format: str
+    run_id: str
 
 
 def _sha(data: bytes) -> str:

@@ -28,7 +28,7 @@ with st.sidebar:
     if upload is not None and st.button("Import", key="explorer_import"):
         try:
             result = importers.import_upload(upload.name, upload.getvalue(), source=source_name or None)
-            st.success(f"Imported {result['rows']} rows ({result['format']}).")
+            st.success(f"Imported {result.rows} rows ({result.format}).")
         except SpecScopeError as exc:
             show_error(exc)
     with st.expander("Published datasets"):

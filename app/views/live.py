@@ -9,11 +9,11 @@ import streamlit as st
 from specscope import live, prompts
 from specscope.errors import ConfigError, SpecScopeError
 from specscope.stream import GenerationRequest
+from ui import state
 from ui.common import show_error
 from ui.tokens import STYLE, legend_html, tokens_html
 
 REFRESH_S = 0.3
-SESSION_KEY = "live_session"
 SERVER_HELP = ("One server a line: label URL [method] [speculative config JSON]. "
                "'none' marks the baseline; with an ngram config the rejected tokens are rebuilt exactly.")
 
@@ -69,7 +69,7 @@ if start.button("Start", type="primary", key="live_start"):
                                     temperature=float(temperature), chat=chat)
         session = live.LiveSession.create(specs, request, mode)
         session.start()
-        st.session_state[SESSION_KEY] = session
+        st.session_state[state.LIVE_SESSION] = session
     except SpecScopeError as exc:
         show_error(exc)
 
@@ -77,11 +77,11 @@ with st.expander("Recordings"):
     upload = st.file_uploader("Load a recording", type=["json"], key="live_upload")
     if upload is not None and st.button("Load", key="live_load"):
         try:
-            st.session_state[SESSION_KEY] = live.load_recording(upload.getvalue())
+            st.session_state[state.LIVE_SESSION] = live.load_recording(upload.getvalue())
         except SpecScopeError as exc:
             show_error(exc)
 
-session: live.LiveSession | None = st.session_state.get(SESSION_KEY)
+session: live.LiveSession | None = st.session_state.get(state.LIVE_SESSION)
 if session is not None and session.finished:
     if save.button("Save recording", key="live_save"):
         st.success(f"Saved to {session.save()}")
@@ -111,12 +111,12 @@ def _pane_html(view: live.PaneView, show: bool) -> str:
         badge = '<span data-lossless="pass">✓ lossless: identical to the baseline</span>'
     elif view.lossless is False:
         badge = f'<span data-lossless="fail">✗ differs from the baseline at token {view.divergence}</span>'
-    state = "done" if view.done else "streaming…"
+    phase = "done" if view.done else "streaming…"
     notes = "".join(f"<div><small>{html.escape(n)}</small></div>" for n in view.provenance.notes)
     source = f"labels: {view.provenance.source}" + (" (estimated)" if view.provenance.estimated else "")
     error = f'<div class="ss-error" data-error="1">⚠️ {html.escape(view.error)}</div>' if view.error else ""
     return (f'{STYLE}<div data-pane="{html.escape(spec.label, quote=True)}">'
-            f"<b>{html.escape(spec.label)}</b> <small>{html.escape(spec.method)} · {state} · {source}</small> {badge}"
+            f"<b>{html.escape(spec.label)}</b> <small>{html.escape(spec.method)} · {phase} · {source}</small> {badge}"
             f"{_metric_rows(view)}{error}"
             f"{tokens_html(view.provenance.tokens, view.provenance.steps, show_rejected=show, token_texts=view.token_texts, divergence=view.divergence)}"
             f"{notes}</div>")

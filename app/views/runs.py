@@ -2,106 +2,67 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from specscope import bench, presets, prompts, run_results, sweep
 from specscope.errors import SpecScopeError
-from ui import run_charts
+from ui import run_charts, state
 from ui.common import show_error, store
+from ui.jobs import start_sweep, sweep_jobs
 
-st.title("Prompt sets & runs")
-st.caption("Which method, with which K, helps on your prompts at your load? Each finished cell is "
-           "kept: starting the same sweep again resumes where it stopped.")
-
-
-@st.cache_resource
-def _jobs() -> dict[str, sweep.SweepJob]:
-    """Sweeps running in this SpecScope process, by run id (they outlive page reruns)."""
-    return {}
+CELL_FORMATS = {"tok/s": "{:.1f}", "speedup": "{:.3f}", "acceptance_rate": "{:.3f}",
+                "acceptance_length": "{:.2f}", "mean_ttft_ms": "{:.1f}", "mean_tpot_ms": "{:.1f}",
+                "mean_itl_ms": "{:.1f}", "p99_e2el_ms": "{:.0f}"}
 
 
-# --- 1. the prompt set -------------------------------------------------------------------
-st.subheader("1. Prompt set")
-choices = {f"sample: {p.name}": p for p in prompts.bundled_sets()}
-choices.update({f"uploaded: {p.name} ({p.parent.name[:8]})": p for p in prompts.stored_sets()})
-upload = st.file_uploader("Upload a prompt set (JSONL with prompt/messages, CSV, TXT, ShareGPT JSON)",
-                          type=[ext.lstrip(".") for ext in prompts.FORMATS], key="runs_upload")
-if upload is not None:
-    found = prompts.problems(upload.getvalue(), upload.name)
-    if found:
-        st.error(f"{upload.name} has {len(found)} problem{'s' if len(found) > 1 else ''}; fix them and "
-                 "upload it again.", icon="⚠️")
-        st.dataframe(pd.DataFrame([{"line": e.line, "field": e.field or "", "problem": str(e)}
-                                   for e in found[:200]]), hide_index=True, key="runs_problems")
-    else:
-        try:
-            saved_set, saved_path = prompts.save(upload.getvalue(), upload.name)
-            label = f"uploaded: {saved_path.name} ({saved_path.parent.name[:8]})"
-            choices[label] = saved_path
-            if st.session_state.get("runs_uploaded") != saved_set.sha256:
-                st.session_state["runs_uploaded"] = saved_set.sha256
-                st.session_state["runs_set"] = label
-            st.success(f"{upload.name}: {len(saved_set)} prompts, stored as set '{saved_set.name}'.")
-        except SpecScopeError as exc:
-            show_error(exc)
-
-if not choices:
-    st.info("Upload a prompt set to start.")
-    st.stop()
-chosen = st.selectbox("Prompt set", list(choices), key="runs_set")
-try:
-    prompt_set = prompts.load(choices[chosen])
-except SpecScopeError as exc:
-    show_error(exc)
-    st.stop()
-with st.expander(f"Preview: {prompt_set.name}, {len(prompt_set)} prompts ({prompt_set.format})"):
-    st.dataframe(pd.DataFrame([{"id": p.prompt_id, "line": p.line, "turns": len(p.messages),
-                                "prompt": p.text[:300], "output_tokens": p.output_tokens}
-                               for p in prompt_set.prompts]), hide_index=True, key="runs_preview")
-
-# --- 2. the sweep --------------------------------------------------------------------------
-st.subheader("2. Sweep")
-try:
-    all_presets = presets.load_presets()
-except SpecScopeError as exc:
-    show_error(exc)
-    st.stop()
-with st.form("runs_sweep_form"):
-    cols = st.columns(3)
-    preset_name = cols[0].selectbox("Preset", sorted(all_presets), key="runs_preset",
-                                    index=sorted(all_presets).index("cpu-smollm2")
-                                    if "cpu-smollm2" in all_presets else 0)
-    methods = cols[1].multiselect("Methods", sorted({m for p in all_presets.values() for m in p.methods}),
-                                  default=["none", "ngram"], key="runs_methods")
-    ks_text = cols[2].text_input("K values", "1,2,4", key="runs_ks")
-    cols = st.columns(3)
-    conc_text = cols[0].text_input("Concurrency values", "1,4", key="runs_conc")
-    num_prompts = cols[1].number_input("Requests per cell (0 = the whole set)", 0, 100_000,
-                                       min(len(prompt_set), 8), key="runs_num_prompts")
-    output_len = cols[2].number_input("Output tokens per request", 1, 8192, 64, key="runs_output_len")
-    submitted = st.form_submit_button("Start sweep")
-
-if submitted:
-    try:
-        spec = sweep.SweepSpec(preset=preset_name, methods=tuple(methods), ks=sweep.parse_ints(ks_text),
-                               concurrencies=sweep.parse_ints(conc_text), prompts=choices[chosen].resolve(),
-                               num_prompts=int(num_prompts) or None, output_len=int(output_len))
-        run_id = spec.resolved_run_id(prompt_set.sha256)
-        running = _jobs().get(run_id)
-        if running is not None and not running.done:
-            st.warning(f"Sweep {run_id} is already running.")
+def prompt_set_section() -> tuple[prompts.PromptSet, Path]:
+    """1. Pick a bundled or stored prompt set, or upload one (every problem listed with its line)."""
+    st.subheader("1. Prompt set")
+    choices = {f"sample: {p.name}": p for p in prompts.bundled_sets()}
+    choices.update({f"uploaded: {p.name} ({p.parent.name[:8]})": p for p in prompts.stored_sets()})
+    upload = st.file_uploader("Upload a prompt set (JSONL with prompt/messages, CSV, TXT, ShareGPT JSON)",
+                              type=[ext.lstrip(".") for ext in prompts.FORMATS], key="runs_upload")
+    if upload is not None:
+        found = prompts.problems(upload.getvalue(), upload.name)
+        if found:
+            st.error(f"{upload.name} has {len(found)} problem{'s' if len(found) > 1 else ''}; fix them and "
+                     "upload it again.", icon="⚠️")
+            st.dataframe(pd.DataFrame([{"line": e.line, "field": e.field or "", "problem": str(e)}
+                                       for e in found[:200]]), hide_index=True, key="runs_problems")
         else:
-            _jobs()[run_id] = sweep.SweepJob(spec).start()
-        st.session_state["runs_current"] = run_id
+            try:
+                saved_set, saved_path = prompts.save(upload.getvalue(), upload.name)
+                label = f"uploaded: {saved_path.name} ({saved_path.parent.name[:8]})"
+                choices[label] = saved_path
+                if st.session_state.get(state.RUNS_UPLOADED) != saved_set.sha256:
+                    st.session_state[state.RUNS_UPLOADED] = saved_set.sha256
+                    st.session_state[state.RUNS_SET] = label
+                st.success(f"{upload.name}: {len(saved_set)} prompts, stored as set '{saved_set.name}'.")
+            except SpecScopeError as exc:
+                show_error(exc)
+
+    if not choices:
+        st.info("Upload a prompt set to start.")
+        st.stop()
+    chosen = st.selectbox("Prompt set", list(choices), key=state.RUNS_SET)
+    try:
+        prompt_set = prompts.load(choices[chosen])
     except SpecScopeError as exc:
         show_error(exc)
+        st.stop()
+    with st.expander(f"Preview: {prompt_set.name}, {len(prompt_set)} prompts ({prompt_set.format})"):
+        st.dataframe(pd.DataFrame([{"id": p.prompt_id, "line": p.line, "turns": len(p.messages),
+                                    "prompt": p.text[:300], "output_tokens": p.output_tokens}
+                                   for p in prompt_set.prompts]), hide_index=True, key="runs_preview")
+    return prompt_set, choices[chosen]
 
 
 @st.fragment(run_every=1.0)
 def _progress() -> None:
-    active = {run_id: job for run_id, job in _jobs().items() if not job.done}
+    active = {run_id: job for run_id, job in sweep_jobs().items() if not job.done}
     for run_id, job in active.items():
         event = job.event or bench.ProgressEvent("server", message="starting")
         text = f"{run_id}: {event.cells_done}/{event.cells_total} cells"
@@ -114,52 +75,93 @@ def _progress() -> None:
         st.progress(event.fraction, text=text)
         if st.button("Stop after this cell", key=f"runs_cancel_{run_id}"):
             job.cancel()
-    shown = st.session_state.setdefault("runs_finished_seen", set())
-    finished = {run_id for run_id, job in _jobs().items() if job.done} - shown
+    shown = st.session_state.setdefault(state.RUNS_FINISHED_SEEN, set())
+    finished = {run_id for run_id, job in sweep_jobs().items() if job.done} - shown
     if finished:
         shown.update(finished)
         st.rerun()
 
 
-_progress()
-for run_id, job in _jobs().items():
-    if job.done and job.error:
-        st.error(f"Sweep {run_id}: {job.error}", icon="⚠️")
-    elif job.done and job.result is not None and job.result.failed:
-        st.warning(f"Sweep {run_id}: {len(job.result.failed)} cell(s) failed; see the table below.")
+def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
+    """2. Sweep a preset's methods x K x concurrency on the set in the background, with progress."""
+    st.subheader("2. Sweep")
+    try:
+        all_presets = presets.load_presets()
+    except SpecScopeError as exc:
+        show_error(exc)
+        st.stop()
+    with st.form("runs_sweep_form"):
+        cols = st.columns(3)
+        preset_name = cols[0].selectbox("Preset", sorted(all_presets), key="runs_preset",
+                                        index=sorted(all_presets).index("cpu-smollm2")
+                                        if "cpu-smollm2" in all_presets else 0)
+        methods = cols[1].multiselect("Methods", sorted({m for p in all_presets.values() for m in p.methods}),
+                                      default=["none", "ngram"], key="runs_methods")
+        ks_text = cols[2].text_input("K values", "1,2,4", key="runs_ks")
+        cols = st.columns(3)
+        conc_text = cols[0].text_input("Concurrency values", "1,4", key="runs_conc")
+        num_prompts = cols[1].number_input("Requests per cell (0 = the whole set)", 0, 100_000,
+                                           min(len(prompt_set), 8), key="runs_num_prompts")
+        output_len = cols[2].number_input("Output tokens per request", 1, 8192, 64, key="runs_output_len")
+        submitted = st.form_submit_button("Start sweep")
 
-# --- 3. results --------------------------------------------------------------------------
-st.subheader("3. Results")
-db = store()
-try:
-    runs = run_results.list_runs(db)
-except SpecScopeError as exc:
-    show_error(exc)
-    st.stop()
-if runs.empty:
-    st.info("No sweeps yet.")
-    st.stop()
-run_ids = runs["run_id"].tolist()
-current = st.session_state.get("runs_current")
-if current in run_ids and st.session_state.get("runs_followed") != current:
-    st.session_state["runs_view"] = current  # show the sweep just started once its first cell lands
-    st.session_state["runs_followed"] = current
-run_id = st.selectbox("Run", run_ids,
-                      format_func=lambda r: f"{r} ({runs.set_index('run_id').loc[r, 'dataset']}, "
-                                            f"{runs.set_index('run_id').loc[r, 'cells']} cells)",
-                      key="runs_view")
-try:
-    cells = run_results.cell_table(db, run_id)
-    prompt_rows = run_results.per_prompt(db, run_id)
-except SpecScopeError as exc:
-    show_error(exc)
-    st.stop()
-st.page_link("views/explorer.py", label="Open this run in the Explorer", icon="📈",
-             query_params={"run_id": run_id})
-st.table(cells.rename(columns={"output_throughput": "tok/s"}).style.format(
-    {"tok/s": "{:.1f}", "speedup": "{:.3f}", "acceptance_rate": "{:.3f}", "acceptance_length": "{:.2f}",
-     "mean_ttft_ms": "{:.1f}", "mean_tpot_ms": "{:.1f}", "mean_itl_ms": "{:.1f}", "p99_e2el_ms": "{:.0f}"},
-    na_rep="–"))
-left, right = st.columns(2)
-left.plotly_chart(run_charts.per_prompt_acceptance(prompt_rows), key="runs_chart_acceptance")
-right.plotly_chart(run_charts.per_prompt_speedup(prompt_rows), key="runs_chart_speedup")
+    if submitted:
+        try:
+            spec = sweep.SweepSpec(preset=preset_name, methods=tuple(methods), ks=sweep.parse_ints(ks_text),
+                                   concurrencies=sweep.parse_ints(conc_text), prompts=prompt_path.resolve(),
+                                   num_prompts=int(num_prompts) or None, output_len=int(output_len))
+            run_id = spec.resolved_run_id(prompt_set.sha256)
+            if not start_sweep(spec, run_id):
+                st.warning(f"Sweep {run_id} is already running.")
+            st.session_state[state.RUNS_CURRENT] = run_id
+        except SpecScopeError as exc:
+            show_error(exc)
+
+    _progress()
+    for run_id, job in sweep_jobs().items():
+        if job.done and job.error:
+            st.error(f"Sweep {run_id}: {job.error}", icon="⚠️")
+        elif job.done and job.result is not None and job.result.failed:
+            st.warning(f"Sweep {run_id}: {len(job.result.failed)} cell(s) failed; see the table below.")
+
+
+def results_section() -> None:
+    """3. One run's cells (with speedups) and per-prompt charts; follows the sweep just started."""
+    st.subheader("3. Results")
+    db = store()
+    try:
+        runs = run_results.list_runs(db)
+    except SpecScopeError as exc:
+        show_error(exc)
+        st.stop()
+    if runs.empty:
+        st.info("No sweeps yet.")
+        st.stop()
+    run_ids = runs["run_id"].tolist()
+    current = st.session_state.get(state.RUNS_CURRENT)
+    if current in run_ids and st.session_state.get(state.RUNS_FOLLOWED) != current:
+        st.session_state[state.RUNS_VIEW] = current  # show the sweep just started once its first cell lands
+        st.session_state[state.RUNS_FOLLOWED] = current
+    by_id = runs.set_index("run_id")
+    run_id = st.selectbox("Run", run_ids, key=state.RUNS_VIEW,
+                          format_func=lambda r: f"{r} ({by_id.loc[r, 'dataset']}, {by_id.loc[r, 'cells']} cells)")
+    try:
+        cells = run_results.cell_table(db, run_id)
+        prompt_rows = run_results.per_prompt(db, run_id)
+    except SpecScopeError as exc:
+        show_error(exc)
+        st.stop()
+    st.page_link("views/explorer.py", label="Open this run in the Explorer", icon="📈",
+                 query_params={"run_id": run_id})
+    st.table(cells.rename(columns={"output_throughput": "tok/s"}).style.format(CELL_FORMATS, na_rep="–"))
+    left, right = st.columns(2)
+    left.plotly_chart(run_charts.per_prompt_acceptance(prompt_rows), key="runs_chart_acceptance")
+    right.plotly_chart(run_charts.per_prompt_speedup(prompt_rows), key="runs_chart_speedup")
+
+
+st.title("Prompt sets & runs")
+st.caption("Which method, with which K, helps on your prompts at your load? Each finished cell is "
+           "kept: starting the same sweep again resumes where it stopped.")
+chosen_set, chosen_path = prompt_set_section()
+sweep_section(chosen_set, chosen_path)
+results_section()

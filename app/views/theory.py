@@ -82,10 +82,7 @@ except SpecScopeError as exc:
     show_error(exc)
     st.stop()
 
-beyond = answer.evidence["crossover_extrapolated"]
-crossover = (f"above concurrency ≈ {answer.crossover:.0f}" if answer.crossover is not None else
-             f"near concurrency ≈ {beyond:.0f} (extrapolated past the measured range)"
-             if beyond is not None else "nowhere in or near the measured range")
+crossover = answer.stops_paying()
 verdict = (f"**Use K = {answer.k}**: predicted speedup **{answer.predicted_speedup:.2f}×** at "
            f"concurrency {conc}. Speculation stops paying {crossover}.")
 if answer.speculate:
@@ -95,7 +92,7 @@ else:
                f"{answer.predicted_speedup:.2f}×. Speculation stops paying {crossover}.")
 st.write("Why: " + answer.reason)
 st.button("Load this fit into the sliders", key="theory_load_fit", on_click=_load_fit_into_sliders,
-          args=(fit.alpha, answer.evidence["d1"]))
+          args=(fit.alpha, answer.evidence.d1))
 
 fit_lines, points = advisor.fit_curves(fit, float(conc), max(k_top, K_MAX // 2))
 left, right = st.columns(2)
@@ -112,12 +109,12 @@ st.plotly_chart(theory_charts.speedup_vs_concurrency_figure(curve, best_measured
 with st.expander("Evidence: fit and measured points", expanded=False):
     ev = answer.evidence
     cols = st.columns(4)
-    cols[0].metric("i.i.d. α", f"{ev['alpha_iid']:.3f}", help=f"RMSE {ev['alpha_rmse_tokens']} tokens")
-    cols[1].metric("Rates", f"{ev['rates_first']:.3f}·{ev['rates_decay']:.3f}^(i−1)",
-                   help=f"RMSE {ev['rates_rmse_tokens']} tokens")
-    cols[2].metric("Step cost D(K)", f"{ev['d0']:.3f} + {ev['d1']:.3f}·K",
+    cols[0].metric("i.i.d. α", f"{ev.alpha_iid:.3f}", help=f"RMSE {ev.alpha_rmse_tokens} tokens")
+    cols[1].metric("Rates", f"{ev.rates_first:.3f}·{ev.rates_decay:.3f}^(i−1)",
+                   help=f"RMSE {ev.rates_rmse_tokens} tokens")
+    cols[2].metric("Step cost D(K)", f"{ev.d0:.3f} + {ev.d1:.3f}·K",
                    help="SD step time over the baseline step time at this concurrency")
-    cols[3].metric("Median training error", f"{ev['train_median_rel_err']:.1%}")
+    cols[3].metric("Median training error", f"{ev.train_median_rel_err:.1%}")
     st.dataframe(points, hide_index=True, width="stretch",
                  column_config={"speedup": st.column_config.NumberColumn(format="%.3f×"),
                                 "predicted": st.column_config.NumberColumn(format="%.3f×")})

@@ -95,11 +95,11 @@ def test_advise_answer_and_crossover(ruiz_frame):
     llama = advisor.advise(fits[("meta-llama/Llama-3.3-70B-Instruct", "meta-llama/Llama-3.2-1B")], 1)
     assert llama.crossover is None and llama.k == 8       # the largest candidate: the reason says so
     assert "largest candidate" in llama.reason
-    assert 64 < llama.evidence["crossover_extrapolated"] < 256   # past the data: said as extrapolated
+    assert 64 < llama.evidence.crossover_extrapolated < 256   # past the data: said as extrapolated
     assert "not measured" in llama.reason
     between = advisor.advise(qwen, 48)
-    assert between.evidence["extrapolated"] is False
-    assert advisor.advise(qwen, 512).evidence["extrapolated"] is True
+    assert between.evidence.extrapolated is False
+    assert advisor.advise(qwen, 512).evidence.extrapolated is True
 
 
 def test_fit_without_sd_rows_says_what_to_do(ruiz_frame):

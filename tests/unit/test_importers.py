@@ -47,7 +47,7 @@ def test_importing_the_same_file_twice_does_not_duplicate(specscope_home, ruiz_p
     monkeypatch.setenv("SPECSCOPE_DATA", str(specscope_home / "no-bundled"))
     first = importers.import_file(ruiz_parquet)
     second = importers.import_file(ruiz_parquet)
-    assert first["path"] == second["path"]
+    assert first.path == second.path
     assert Store().count() == 262
 
 
@@ -55,7 +55,7 @@ def test_importing_the_same_file_twice_does_not_duplicate(specscope_home, ruiz_p
 def test_vllm_bench_json_from_a_real_run(specscope_home, capture):
     raw = json.loads(capture.read_text())
     result = importers.import_file(capture)
-    row = Store().query("SELECT * FROM results WHERE run_id = ?", [result["run_id"]]).iloc[0]
+    row = Store().query("SELECT * FROM results WHERE run_id = ?", [result.run_id]).iloc[0]
     assert row["output_throughput"] == pytest.approx(raw["output_throughput"])
     assert row["concurrency"] == raw["max_concurrency"]
     assert row["mean_tpot_ms"] == pytest.approx(raw["mean_tpot_ms"])
@@ -71,7 +71,7 @@ def test_csv_with_a_column_map(specscope_home, tmp_path):
     result = importers.import_file(path, column_map={"model": "Model", "method": "Method",
                                                      "concurrency": "Users",
                                                      "output_throughput": "TokPerSec", "k": "K"})
-    assert result["rows"] == 2
+    assert result.rows == 2
     frame = Store().speedup({"method": ["ngram"], "source": ["import"]})
     assert frame["speedup"].round(3).tolist() == [1.3]
 
@@ -115,4 +115,4 @@ def test_cli_reports_a_bad_file_in_one_line(specscope_home, tmp_path, capsys):
 
 def test_upload_names_never_become_paths(specscope_home, ruiz_parquet):
     result = importers.import_upload("../../etc/evil.parquet", ruiz_parquet.read_bytes())
-    assert result["path"].parent == specscope_home / "results"
+    assert result.path.parent == specscope_home / "results"

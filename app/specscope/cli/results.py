@@ -37,7 +37,7 @@ def _import(args: argparse.Namespace) -> int:
     for path in args.paths:
         result = importers.import_file(path, source=args.source, column_map=_column_map(args.map),
                                        overrides=overrides)
-        print(f"imported {result['rows']} rows from {path} ({result['format']}) -> {result['path']}")
+        print(f"imported {result.rows} rows from {path} ({result.format}) -> {result.path}")
     return 0
 
 

@@ -29,17 +29,14 @@ def _advise(args: argparse.Namespace) -> int:
         print(json.dumps([a.as_dict() for a in answers], indent=1))
         return 0
     for answer in answers:
-        beyond = answer.evidence["crossover_extrapolated"]
-        crossover = (f"above ~{answer.crossover:.0f}" if answer.crossover is not None else
-                     f"near ~{beyond:.0f} (extrapolated)" if beyond is not None else "nowhere measured")
         verdict = "" if answer.speculate else "  -> do not speculate here (speedup < 1)"
         print(f"{advisor.family_label(answer.keys)}  conc={answer.concurrency:g}: K={answer.k} "
-              f"predicted {answer.predicted_speedup:.2f}x, stops paying {crossover}{verdict}")
+              f"predicted {answer.predicted_speedup:.2f}x, stops paying {answer.stops_paying()}{verdict}")
         print(f"    why: {answer.reason}")
         ev = answer.evidence
-        print(f"    fit: alpha={ev['alpha_iid']} rates={ev['rates_first']}*{ev['rates_decay']}^(i-1) "
-              f"d0={ev['d0']} d1={ev['d1']} c={ev['draft_cost_c']} "
-              f"train err={ev['train_median_rel_err']:.1%}")
+        print(f"    fit: alpha={ev.alpha_iid} rates={ev.rates_first}*{ev.rates_decay}^(i-1) "
+              f"d0={ev.d0} d1={ev.d1} c={ev.draft_cost_c} "
+              f"train err={ev.train_median_rel_err:.1%}")
     return 0
 
 

@@ -1,0 +1,17 @@
+"""The session-state keys the pages set and read themselves (widget keys stay beside their widgets).
+
+One place, so two pages never pick the same key and a reader sees what a session remembers.
+"""
+
+from __future__ import annotations
+
+__all__ = ["LIVE_SESSION", "RUNS_UPLOADED", "RUNS_SET", "RUNS_CURRENT", "RUNS_VIEW", "RUNS_FOLLOWED",
+           "RUNS_FINISHED_SEEN"]
+
+LIVE_SESSION = "live_session"              # the Live page's LiveSession (running, finished or loaded)
+RUNS_UPLOADED = "runs_uploaded"            # sha256 of the prompt set uploaded last
+RUNS_SET = "runs_set"                      # the prompt-set selectbox (set to a new upload)
+RUNS_CURRENT = "runs_current"              # run id of the sweep started last
+RUNS_VIEW = "runs_view"                    # the results' run selectbox (follows a new sweep)
+RUNS_FOLLOWED = "runs_followed"            # the run id the results already switched to
+RUNS_FINISHED_SEEN = "runs_finished_seen"  # run ids whose end already refreshed the page
