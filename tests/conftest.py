@@ -34,6 +34,5 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     if IN_CI and report.skipped and call.when in ("setup", "call"):
-        if not item.get_closest_marker("allow_skip_in_ci"):
-            report.outcome = "failed"
-            report.longrepr = f"skipped under CI=true, which counts as a failure: {report.longrepr}"
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI=true, which counts as a failure: {report.longrepr}"

@@ -104,6 +104,7 @@ class FamilyFit:
         return theory.acceptance_length(known + rates[len(known):])
 
     def predict(self, k: int, concurrency: float) -> float:
+        """Predicted speedup at K and concurrency: tokens per step over the fitted step cost."""
         d0, d1 = self.cost.at(concurrency)
         return theory.speedup(self.al(k), k, d0, d1)
 
@@ -120,6 +121,7 @@ class FamilyFit:
 
 
 def family_label(keys: Mapping) -> str:
+    """A family's name for menus: ``model | method | draft | source``."""
     draft = keys.get("draft_model") or "-"
     return f"{keys['model']} | {keys['method']} | {draft} | {keys.get('source') or '-'}"
 

@@ -119,6 +119,7 @@ class RequestResult:
 
     @property
     def tpot(self) -> float | None:
+        """Time per output token after the first (None with one token or less)."""
         if self.output_tokens <= 1:
             return None
         return (self.latency - self.ttft) / (self.output_tokens - 1)
@@ -144,6 +145,7 @@ class CellResult:
 
     @property
     def ok(self) -> list[RequestResult]:
+        """The requests that succeeded."""
         return [r for r in self.requests if r.success]
 
     @property
@@ -208,6 +210,8 @@ class CellResult:
 
 @dataclass(frozen=True)
 class ServerInfo:
+    """What a running server says about itself: served model, vLLM version, context length."""
+
     model: str
     vllm_version: str | None
     max_model_len: int | None

@@ -81,9 +81,11 @@ class MethodSpec(BaseModel):
 
     @property
     def num_speculative_tokens(self) -> int | None:
+        """K as the server gets it: the given K, else the method's default."""
         return self.default_k if self.k is None else self.k
 
     def speculative_config(self) -> dict:
+        """The ``--speculative-config`` dict (empty for the baseline)."""
         if self.kind == "none":
             return {}
         config: dict = {"method": self.kind}
@@ -228,6 +230,7 @@ class MlpSpeculator(_DraftModelFields):
 
 
 def method_class(kind: str) -> type[MethodSpec]:
+    """The catalog class of a method kind; ConfigError lists the known kinds."""
     try:
         return METHODS[kind]
     except KeyError:

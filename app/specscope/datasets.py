@@ -33,6 +33,7 @@ Progress = Callable[[int, "int | None"], None]
 
 
 def downloads_dir() -> Path:
+    """Where verified downloads are kept in the SpecScope home."""
     path = settings.home() / "downloads"
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -22,6 +22,7 @@ __all__ = ["SETUP_KEYS", "setup_label", "speedup_vs_k", "k_sweep_setups", "best_
            "to_parquet_bytes"]
 
 SETUP_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware")
+_KEYS = ", ".join(SETUP_KEYS)  # the setup columns in SQL
 Filters = Mapping[str, Sequence] | None
 
 
@@ -45,13 +46,12 @@ def _with_labels(frame: pd.DataFrame) -> pd.DataFrame:
 def speedup_vs_k(store: Store, filters: Filters = None) -> pd.DataFrame:
     """Mean speedup, acceptance length and throughput per (setup, concurrency, K); baseline rows left out."""
     sql, params = store.speedup_sql(filters, columns=["acceptance_length", "output_throughput"])
-    keys = ", ".join(SETUP_KEYS)
     frame = store.query(
-        f"""SELECT {keys}, concurrency, k, avg(speedup) AS speedup,
+        f"""SELECT {_KEYS}, concurrency, k, avg(speedup) AS speedup,
                    avg(acceptance_length) AS acceptance_length,
                    avg(output_throughput) AS output_throughput, count(*) AS runs
             FROM ({sql}) WHERE method <> '{BASELINE_METHOD}' AND speedup IS NOT NULL
-            GROUP BY ALL ORDER BY {keys}, concurrency, k""", params)
+            GROUP BY ALL ORDER BY {_KEYS}, concurrency, k""", params)
     return _with_labels(frame)
 
 
@@ -72,14 +72,13 @@ def best_k(store: Store, filters: Filters = None) -> pd.DataFrame:
 def acceptance_vs_k(store: Store, filters: Filters = None) -> pd.DataFrame:
     """Acceptance length per (setup, K): median, min and max over concurrency."""
     where, params = store.where(filters)
-    keys = ", ".join(SETUP_KEYS)
     frame = store.query(
-        f"""SELECT {keys}, k, median(acceptance_length) AS acceptance_length,
+        f"""SELECT {_KEYS}, k, median(acceptance_length) AS acceptance_length,
                    min(acceptance_length) AS al_min, max(acceptance_length) AS al_max,
                    count(DISTINCT concurrency) AS concurrencies
             FROM results r WHERE {where} AND acceptance_length IS NOT NULL
                  AND method <> '{BASELINE_METHOD}' AND coalesce(status, 'ok') = 'ok'
-            GROUP BY ALL ORDER BY {keys}, k""", params)
+            GROUP BY ALL ORDER BY {_KEYS}, k""", params)
     return _with_labels(frame)
 
 
@@ -117,14 +116,13 @@ def crossovers(best: pd.DataFrame) -> pd.DataFrame:
 def per_position(store: Store, filters: Filters = None) -> pd.DataFrame:
     """Per-position acceptance rates, one row per (setup, K, concurrency, position), where present."""
     where, params = store.where(filters)
-    keys = ", ".join(SETUP_KEYS)
     frame = store.query(
-        f"""SELECT {keys}, k, concurrency,
+        f"""SELECT {_KEYS}, k, concurrency,
                    generate_subscripts(per_position_acceptance, 1) AS position,
                    unnest(per_position_acceptance) AS rate
             FROM results r WHERE {where} AND len(per_position_acceptance) > 0
                  AND coalesce(status, 'ok') = 'ok'
-            ORDER BY {keys}, k, concurrency, position""", params)
+            ORDER BY {_KEYS}, k, concurrency, position""", params)
     return _with_labels(frame)
 
 
@@ -134,10 +132,12 @@ def filtered_rows(store: Store, filters: Filters = None) -> pd.DataFrame:
 
 
 def to_csv_bytes(frame: pd.DataFrame) -> bytes:
+    """A frame as CSV bytes, for a download button."""
     return frame.to_csv(index=False).encode()
 
 
 def to_parquet_bytes(frame: pd.DataFrame) -> bytes:
+    """A frame as Parquet bytes, for a download button."""
     buffer = io.BytesIO()
     frame.to_parquet(buffer, index=False)
     return buffer.getvalue()

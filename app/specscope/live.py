@@ -48,11 +48,14 @@ class PaneSpec:
 
     @property
     def speculative(self) -> bool:
+        """Whether the server speculates (its method is not 'none')."""
         return self.method != "none"
 
 
 @dataclass(frozen=True)
 class PaneMetrics:
+    """A pane's figures so far (``vllm bench serve`` definitions), speedup against the baseline pane."""
+
     tokens: int = 0
     ttft_ms: float | None = None
     tpot_ms: float | None = None
@@ -128,6 +131,7 @@ class Pane:
         self._lock = threading.Lock()
 
     def ngram_config(self) -> NgramConfig | None:
+        """The ngram settings that rebuild this server's drafts exactly, if it runs ngram."""
         config = self.spec.speculative_config
         if not config or config.get("method") != "ngram":
             return None
@@ -160,11 +164,13 @@ class Pane:
         self.token_texts = client.detokenize(sorted(wanted))
 
     def snapshot(self, until_s: float | None = None) -> list[Chunk]:
+        """The chunks received so far (up to ``until_s`` into the stream when given)."""
         with self._lock:
             chunks = list(self.chunks)
         return chunks if until_s is None else [c for c in chunks if c.arrival_s <= until_s]
 
     def view_chunks(self, chunks: list[Chunk]) -> tuple[Provenance, PaneMetrics]:
+        """Provenance and metrics of ``chunks``."""
         tracker = StepTracker(self.ngram_config(), self.spec.speculative)
         for chunk in chunks:
             tracker.add(chunk)
@@ -172,12 +178,14 @@ class Pane:
         return provenance, pane_metrics(chunks, provenance)
 
     def to_dict(self) -> dict:
+        """The pane as JSON-ready values, for a recording."""
         return {"spec": asdict(self.spec), "request": asdict(self.request), "error": self.error,
                 "max_model_len": self.max_model_len, "token_texts": {str(k): v for k, v in self.token_texts.items()},
                 "chunks": [asdict(c) for c in self.snapshot()]}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Pane":
+        """A finished pane from a recording's entry."""
         pane = cls(PaneSpec(**data["spec"]), GenerationRequest(**data["request"]))
         pane.error = data.get("error")
         pane.max_model_len = data.get("max_model_len")
@@ -205,6 +213,7 @@ class LiveSession:
 
     @classmethod
     def create(cls, specs: list[PaneSpec], request: GenerationRequest, mode: str) -> "LiveSession":
+        """A session of 2-6 panes on one request; ConfigError on a bad mode, count or label."""
         if mode not in MODES:
             raise ConfigError(f"Unknown mode {mode!r}; choose one of {', '.join(MODES)}.")
         if not 2 <= len(specs) <= MAX_PANES:
@@ -215,6 +224,7 @@ class LiveSession:
         return cls([Pane(spec, request) for spec in specs], mode)
 
     def start(self, transports: dict[str, httpx.BaseTransport] | None = None) -> None:
+        """Start streaming: every pane at once (race) or one after another (fair)."""
         transports = transports or {}
         if self.mode == "race":
             targets = [lambda p=p: p.run(transports.get(p.spec.label)) for p in self.panes]
@@ -225,15 +235,18 @@ class LiveSession:
             thread.start()
 
     def wait(self, timeout: float | None = None) -> None:
+        """Wait for the streaming threads to end."""
         for thread in self._threads:
             thread.join(timeout)
 
     @property
     def finished(self) -> bool:
+        """Whether every pane has ended (done or failed)."""
         return all(p.done for p in self.panes)
 
     @property
     def replay_length_s(self) -> float:
+        """The latest arrival time over all panes: how long a replay lasts."""
         return max((c.arrival_s for p in self.panes for c in p.snapshot()), default=0.0)
 
     def replaying(self, now: float | None = None) -> bool:
@@ -246,9 +259,11 @@ class LiveSession:
         return now - self.replay_started <= self.replay_length_s
 
     def restart_replay(self) -> None:
+        """Play the recorded streams again from the start."""
         self.replay_started = time.monotonic()
 
     def views(self, now: float | None = None) -> list[PaneView]:
+        """What every pane shows at ``now`` (replayed on recorded times in fair mode), compared to the baseline."""
         now = time.monotonic() if now is None else now
         until = None
         if self.mode == "fair" and self.finished:
@@ -282,6 +297,7 @@ class LiveSession:
                     base_ids, [t.id for t in view.provenance.tokens], baseline.done and view.done)
 
     def recording(self) -> dict:
+        """The session as a JSON-ready recording."""
         return {"specscope_recording": RECORDING_VERSION, "mode": self.mode, "created_at": self.created_at,
                 "panes": [p.to_dict() for p in self.panes]}
 
@@ -342,6 +358,7 @@ def parse_server_lines(text: str) -> list[PaneSpec]:
 
 
 def recordings_dir() -> Path:
+    """Where recordings are saved by default."""
     path = settings.runs_dir() / "recordings"
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -59,11 +59,14 @@ Progress = Callable[[str, float], None]
 
 @dataclass(frozen=True)
 class ModelPaths:
+    """Where the prepared target model and its draft live."""
+
     target: Path
     draft: Path
 
 
 def model_paths(directory: Path | None = None) -> ModelPaths:
+    """The prepared models' directories under ``directory`` (default: the models folder)."""
     root = Path(directory) if directory else settings.models_dir()
     return ModelPaths(target=root / TARGET_NAME, draft=root / DRAFT_NAME)
 
@@ -98,6 +101,7 @@ def _manifest_ok(directory: Path) -> bool:
 
 
 def is_prepared(directory: Path | None = None) -> bool:
+    """Whether both models are prepared and match their checksums."""
     paths = model_paths(directory)
     return _manifest_ok(paths.target) and _manifest_ok(paths.draft)
 

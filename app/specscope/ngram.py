@@ -113,6 +113,7 @@ class NgramStep:
 
     @property
     def rejected(self) -> tuple[int, ...]:
+        """The drafted tokens the target did not accept."""
         return self.draft[self.accepted:]
 
 

@@ -53,6 +53,8 @@ class MethodEntry(BaseModel):
 
 
 class Preset(BaseModel):
+    """A model family on one engine, with its flags, env and the methods to compare."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
@@ -66,6 +68,7 @@ class Preset(BaseModel):
     methods: dict[str, MethodEntry]
 
     def method(self, name: str) -> MethodEntry:
+        """The preset's method called ``name``; ConfigError lists the others."""
         try:
             return self.methods[name]
         except KeyError:
@@ -73,6 +76,7 @@ class Preset(BaseModel):
                               f"choose one of: {', '.join(self.methods)}.") from None
 
     def resolved_model(self) -> str:
+        """The model path or hub id to serve (``local:`` names resolved)."""
         return models.resolve(self.model)
 
 
@@ -82,6 +86,7 @@ def preset_dirs() -> list[Path]:
 
 
 def load_preset(path: Path) -> Preset:
+    """Read and validate one preset file; ConfigError names the file and the problem."""
     path = Path(path)
     try:
         raw = tomllib.loads(path.read_text())
@@ -108,6 +113,7 @@ def load_preset(path: Path) -> Preset:
 
 
 def load_presets() -> dict[str, Preset]:
+    """Every preset by name, the user's own files winning over bundled ones."""
     found: dict[str, Preset] = {}
     for directory in preset_dirs():
         if directory.is_dir():
@@ -117,6 +123,7 @@ def load_presets() -> dict[str, Preset]:
 
 
 def get_preset(name: str) -> Preset:
+    """The preset called ``name``; ConfigError lists the known ones."""
     presets = load_presets()
     if name not in presets:
         raise ConfigError(f"No preset named '{name}'; choose one of: {', '.join(sorted(presets))}.")

@@ -57,6 +57,7 @@ class Prompt:
         return next(content for role, content in reversed(self.messages) if role == "user")
 
     def chat_messages(self) -> list[dict]:
+        """The prompt as OpenAI chat messages."""
         return [{"role": role, "content": content} for role, content in self.messages]
 
 

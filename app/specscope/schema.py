@@ -9,7 +9,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 __all__ = ["RESULT_SCHEMA", "REQUEST_SCHEMA", "RESULT_COLUMNS", "REQUEST_COLUMNS",
-           "LATENCY_METRICS", "BASELINE_METHOD", "empty_row"]
+           "LATENCY_METRICS", "BASELINE_METHOD"]
 
 BASELINE_METHOD = "none"
 LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
@@ -81,7 +81,3 @@ REQUEST_SCHEMA = pa.schema([
 ])
 REQUEST_COLUMNS = tuple(REQUEST_SCHEMA.names)
 
-
-def empty_row() -> dict:
-    """A canonical row with every column present and unset."""
-    return {name: None for name in RESULT_COLUMNS}

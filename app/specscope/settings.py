@@ -15,6 +15,7 @@ def repo_root() -> Path:
 
 
 def bundled_data_dir() -> Path:
+    """The bundled data folder (``$SPECSCOPE_DATA`` overrides it)."""
     return Path(os.environ.get("SPECSCOPE_DATA", repo_root() / "data"))
 
 
@@ -26,14 +27,16 @@ def home() -> Path:
     else:
         base = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share"))
         path = base / "specscope"
+    return _made(path)
+
+
+def _made(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
 def _sub(name: str) -> Path:
-    path = home() / name
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return _made(home() / name)
 
 
 def results_dir() -> Path:
@@ -57,9 +60,7 @@ def models_dir() -> Path:
     ``$SPECSCOPE_MODELS`` points elsewhere, so tests with a throwaway home share one prepared copy.
     """
     env = os.environ.get("SPECSCOPE_MODELS")
-    path = Path(env).expanduser() if env else home() / "models"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return _made(Path(env).expanduser() if env else home() / "models")
 
 
 def prompts_dir() -> Path:

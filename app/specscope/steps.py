@@ -33,6 +33,8 @@ ACCEPTED, BONUS, CORRECTION, TARGET = "accepted", "bonus", "correction", "target
 
 @dataclass(frozen=True)
 class Token:
+    """One output token with its text, step and provenance kind."""
+
     id: int
     text: str
     logprob: float | None
@@ -61,6 +63,7 @@ class Step:
 
     @property
     def rejected(self) -> int | None:
+        """How many drafted tokens the target rejected (None when unknown)."""
         return None if self.drafted is None else self.drafted - self.accepted
 
 
@@ -169,6 +172,7 @@ class StepTracker:
         self._replay_broken = False
 
     def add(self, chunk: Chunk) -> None:
+        """Take one more chunk of the stream."""
         if chunk.prompt_token_ids is not None and self.prompt_ids is None:
             self.prompt_ids = chunk.prompt_token_ids
             if self.ngram is not None:
@@ -195,6 +199,7 @@ class StepTracker:
                 self._replay_broken = True
 
     def provenance(self) -> Provenance:
+        """The steps and labelled tokens of the chunks added so far."""
         notes: list[str] = []
         if not self.speculative:
             steps = [Step(index=i, start=i, size=1, drafted=0, accepted=0, arrival_s=self.arrivals[i])

@@ -42,6 +42,7 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,120}$")
 
 
 def new_run_id(prefix: str = "run") -> str:
+    """A fresh run id: prefix, UTC time and a random suffix."""
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
     return f"{prefix}-{stamp}-{uuid.uuid4().hex[:6]}"
 
@@ -251,4 +252,5 @@ class Store:
         return out
 
     def count(self) -> int:
+        """How many result rows the store holds."""
         return int(self.query("SELECT count(*) AS n FROM results")["n"].iloc[0])

@@ -39,6 +39,7 @@ class GenerationRequest:
 
     @property
     def path(self) -> str:
+        """The endpoint this request goes to."""
         return "/v1/chat/completions" if self.chat else "/v1/completions"
 
 
@@ -131,6 +132,7 @@ class StreamClient:
         self.close()
 
     def close(self) -> None:
+        """Close the HTTP connections."""
         self._http.close()
 
     def model_info(self) -> dict:

@@ -48,6 +48,7 @@ class Cell:
 
     @property
     def cell_id(self) -> str:
+        """The cell's name, e.g. ``ngram-k4-c1``."""
         return f"{self.method}-k{self.k}-c{self.concurrency}"
 
 
@@ -129,11 +130,14 @@ class RunningServer:
 class Launcher(Protocol):
     """Starts and stops the server of one (method, K); ``death`` explains a server that died."""
 
-    def start(self, method: str, k: int) -> RunningServer: ...
+    def start(self, method: str, k: int) -> RunningServer:
+        """Start the server of one (method, K)."""
 
-    def stop(self, server: RunningServer) -> None: ...
+    def stop(self, server: RunningServer) -> None:
+        """Stop a server ``start`` returned."""
 
-    def death(self, server: RunningServer) -> str | None: ...
+    def death(self, server: RunningServer) -> str | None:
+        """None while the server lives; else one sentence on how it ended."""
 
 
 class PresetLauncher:
@@ -352,6 +356,7 @@ class SweepJob:
         self._thread = threading.Thread(target=self._run, name=f"sweep-{spec.preset}", daemon=True)
 
     def start(self) -> SweepJob:
+        """Start the sweep's thread; returns the job."""
         self._thread.start()
         return self
 
@@ -372,4 +377,5 @@ class SweepJob:
 
     @property
     def done(self) -> bool:
+        """Whether the sweep has ended, with a result or an error."""
         return not self._thread.is_alive() and (self.result is not None or self.error is not None)

@@ -120,4 +120,5 @@ class CostCurve:
         return max(0.5, self._at(self.d0, conc)), max(0.0, self._at(self.d1, conc))
 
     def inside(self, conc: float) -> bool:
+        """Whether ``concurrency`` lies within the measured range."""
         return self.concurrencies[0] <= conc <= self.concurrencies[-1]

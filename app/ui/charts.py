@@ -43,6 +43,12 @@ def _setup_line(line: pd.DataFrame, j: int) -> tuple[bool, dict]:
                          dash="dash" if is_base else "solid")
 
 
+def _setup_lines(frame: pd.DataFrame, order: str):
+    """(index, setup, its rows sorted by ``order``) for each setup, in first-seen order."""
+    for j, (setup, line) in enumerate(frame.groupby("setup", sort=False)):
+        yield j, setup, line.sort_values(order)
+
+
 def speedup_vs_k(frame: pd.DataFrame, setups: list[str]) -> go.Figure:
     """Speedup against K: one panel per chosen setup, one line per concurrency."""
     frame = frame[frame["setup"].isin(setups)]
@@ -106,8 +112,7 @@ def speedup_vs_concurrency(best: pd.DataFrame, crossings: pd.DataFrame) -> go.Fi
     if spec.empty:
         return empty_figure("No speculative rows with a matching baseline for these filters.")
     fig = go.Figure()
-    for j, (setup, line) in enumerate(spec.groupby("setup", sort=False)):
-        line = line.sort_values("concurrency")
+    for j, setup, line in _setup_lines(spec, "concurrency"):
         data, template = _hover(line)
         fig.add_trace(go.Scatter(x=line["concurrency"], y=line["speedup"], mode="lines+markers",
                                  name=_escape(setup), line=dict(color=PALETTE[j % len(PALETTE)]),
@@ -130,8 +135,7 @@ def acceptance_vs_k(frame: pd.DataFrame) -> go.Figure:
     if frame.empty:
         return empty_figure("No acceptance data for these filters.")
     fig = go.Figure()
-    for j, (setup, line) in enumerate(frame.groupby("setup", sort=False)):
-        line = line.sort_values("k")
+    for j, setup, line in _setup_lines(frame, "k"):
         color = PALETTE[j % len(PALETTE)]
         fig.add_trace(go.Scatter(x=list(line["k"]) + list(line["k"])[::-1],
                                  y=list(line["al_max"]) + list(line["al_min"])[::-1],
@@ -152,8 +156,7 @@ def throughput_vs_concurrency(best: pd.DataFrame) -> go.Figure:
     if best.empty:
         return empty_figure("No rows for these filters.")
     fig = go.Figure()
-    for j, (setup, line) in enumerate(best.groupby("setup", sort=False)):
-        line = line.sort_values("concurrency")
+    for j, setup, line in _setup_lines(best, "concurrency"):
         is_base, style = _setup_line(line, j)
         data, template = _hover(line)
         fig.add_trace(go.Scatter(x=line["concurrency"], y=line["output_throughput"], mode="lines+markers",
@@ -169,8 +172,7 @@ def latency_vs_concurrency(best: pd.DataFrame) -> go.Figure:
     if best.empty or best[[m for m, _ in metrics]].isna().all().all():
         return empty_figure("No latency data for these filters.")
     fig = make_subplots(rows=1, cols=3, subplot_titles=[t for _, t in metrics])
-    for j, (setup, line) in enumerate(best.groupby("setup", sort=False)):
-        line = line.sort_values("concurrency")
+    for j, setup, line in _setup_lines(best, "concurrency"):
         _, style = _setup_line(line, j)
         for col, (metric, _) in enumerate(metrics, start=1):
             data, template = _hover(line, (*HOVER_COLUMNS, metric))

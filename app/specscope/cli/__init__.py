@@ -18,6 +18,7 @@ __all__ = ["main", "build_parser"]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``specscope`` argument parser with every submodule's subcommands."""
     parser = argparse.ArgumentParser(prog="specscope", description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(dest="command", required=True)
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
@@ -27,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command; a SpecScopeError prints one sentence and returns 1."""
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -74,6 +74,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
+    """Add ``specscope bench``."""
     parser = subparsers.add_parser(
         "bench", help="sweep methods x K x concurrency on a preset's servers",
         description="Sweep methods x K x concurrency on one preset; each finished cell is kept, "

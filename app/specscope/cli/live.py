@@ -15,6 +15,7 @@ __all__ = ["register"]
 
 
 def register(subparsers) -> None:
+    """Add ``specscope stream`` and ``specscope replay``."""
     stream = subparsers.add_parser("stream", help="stream a prompt to 2-6 servers and show token provenance",
                                    description="Each SERVER is 'label=URL' or a URL. Methods come from "
                                                "--config or the server's /metrics.")

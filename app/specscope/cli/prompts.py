@@ -33,6 +33,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
+    """Add ``specscope prompts check``."""
     prompts_parser = subparsers.add_parser("prompts", help="check and store prompt sets")
     sub = prompts_parser.add_subparsers(dest="prompts_command", required=True)
     check = sub.add_parser("check", help="validate a prompt set file, naming every problem's line")

@@ -68,6 +68,7 @@ def _speedup(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
+    """Add ``specscope import`` and ``specscope speedup``."""
     imp = subparsers.add_parser("import", help="import benchmark results (vllm bench JSON, Ruiz "
                                 "Parquet, SpecScope Parquet, or CSV/Parquet with --map)")
     imp.add_argument("paths", nargs="+", metavar="PATH")

@@ -15,6 +15,7 @@ DEMO_METHODS = ("none", "ngram", "suffix", "draft_model")
 
 
 def register(subparsers) -> None:
+    """Add ``specscope serve``, ``ps``, ``stop``, ``attach``, ``demo`` and ``models prepare``."""
     serve = subparsers.add_parser("serve", help="start a vLLM server from a preset and method")
     serve.add_argument("preset", help="a preset name (launchers/*.toml or $SPECSCOPE_HOME/presets)")
     serve.add_argument("--method", required=True, help="one of the preset's methods")

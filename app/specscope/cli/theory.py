@@ -41,6 +41,7 @@ def _advise(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
+    """Add ``specscope advise``."""
     sp = subparsers.add_parser("advise", help="recommended K, predicted speedup and the concurrency "
                                "where speculation stops paying, fitted to stored results")
     for key in ("source", "model", "draft-model", "method", "dataset", "hardware"):
