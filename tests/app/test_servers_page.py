@@ -18,13 +18,6 @@ APP = Path(__file__).resolve().parents[2] / "app"
 PAGE = APP / "views" / "servers.py"
 
 
-@pytest.fixture
-def page_env(specscope_home, monkeypatch, tmp_path):
-    monkeypatch.syspath_prepend(str(APP))
-    monkeypatch.setenv("SPECSCOPE_MODELS", str(tmp_path / "models"))
-    return specscope_home
-
-
 def _run(at: AppTest | None = None) -> AppTest:
     at = (at or AppTest.from_file(str(PAGE), default_timeout=60)).run()
     assert not at.exception, at.exception

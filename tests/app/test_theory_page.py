@@ -8,24 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from specscope import importers
 
-pytestmark = pytest.mark.app
+pytestmark = [pytest.mark.app, pytest.mark.usefixtures("no_bundled_results")]
 
 APP = Path(__file__).resolve().parents[2] / "app"
 PAGE = APP / "views" / "theory.py"
-
-
-@pytest.fixture
-def page_env(specscope_home, monkeypatch, tmp_path):
-    monkeypatch.syspath_prepend(str(APP))
-    monkeypatch.setenv("SPECSCOPE_DATA", str(tmp_path / "no-bundled-data"))
-    st.cache_resource.clear()   # the page's store is cached per process; each test has its own home
-    st.cache_data.clear()
-    return specscope_home
 
 
 def _run() -> AppTest:

