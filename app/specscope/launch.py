@@ -30,7 +30,7 @@ from typing import Callable
 import httpx
 from pydantic import BaseModel, Field
 
-from specscope import catalog, metrics, settings
+from specscope import catalog, metrics, serverlog, settings
 from specscope.errors import ConfigError, LaunchFailed, ServerError, ServerUnreachable
 from specscope.presets import Preset
 
@@ -258,13 +258,6 @@ def log_tail(state: ServerState, lines: int = 30) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def _last_error_line(tail: str) -> str:
-    for line in reversed(tail.splitlines()):
-        if "Error" in line or "error" in line:
-            return line.split("] ", 1)[-1].strip()[:300]
-    return "no error line in the log"
-
-
 def _healthy(url: str, timeout: float = 2.0) -> bool:
     try:
         return httpx.get(f"{url}/health", timeout=timeout).status_code == 200
@@ -314,7 +307,7 @@ def wait_healthy(state: ServerState, *, timeout: float = 300.0,
             child = _CHILDREN.pop(state.pid or -1, None)
             code = f" with code {child.returncode}" if child is not None else ""
             raise LaunchFailed(f"The {state.name} server exited during startup{code}: "
-                               f"{_last_error_line(tail)} (log: {state.log_path}).", log_tail=tail)
+                               f"{serverlog.explain_file(state.log_path)} (log: {state.log_path}).", log_tail=tail)
         if _healthy(state.url):
             report("healthy", 1.0)
             return state
@@ -450,7 +443,7 @@ def death(state: ServerState) -> str | None:
     """None while a launched server's process lives; else one sentence on how it ended."""
     if state.attached or _alive(state):
         return None
-    return f"The {state.name} server exited: {_last_error_line(log_tail(state))} (log: {state.log_path})."
+    return f"The {state.name} server exited: {serverlog.explain_file(state.log_path)} (log: {state.log_path})."
 
 
 def sweep_server(preset: str, method: str, k: int, *, timeout: float = 300.0):
