@@ -8,12 +8,14 @@
 
 fresh_log() { echo "[fresh $(date -u +%H:%M:%S)] $*" >&2; }
 
-# The environment a command in the chroot gets: a clean one, plus this host's CA bundle variables
-# (its HTTPS traffic to PyPI passes a proxy with its own CA, bound read-only from the host).
+# The environment a command in the chroot gets: a clean one, this host's CA bundle variables (its
+# HTTPS traffic to PyPI passes a proxy with its own CA, bound read-only from the host), then the
+# caller's CHROOT_ENV entries (VAR=VALUE, no spaces).
+CHROOT_ENV=()
 chroot_env() {
   echo PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
     SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt PIP_CERT=/etc/ssl/certs/ca-certificates.crt \
-    REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
+    REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt "${CHROOT_ENV[@]}"
 }
 
 chroot_mount() {  # ROOT
@@ -39,15 +41,27 @@ chroot_pids() {  # ROOT: processes whose root directory is the chroot
   return 0
 }
 
-# Runs DIR/launchers/start.sh inside the chroot in its own session; prints the session's pid.
-chroot_start() {  # ROOT WORKDIR PORT LOG [VAR=VALUE...]
-  local root=$1 workdir=$2 port=$3 log=$4
-  shift 4
+# Runs COMMAND in WORKDIR inside the chroot in its own session; prints the session's pid.
+chroot_start() {  # ROOT WORKDIR LOG COMMAND...
+  local root=$1 workdir=$2 log=$3
+  shift 3
   # shellcheck disable=SC2046
-  setsid chroot "$root" /usr/bin/env -i $(chroot_env) PORT="$port" "$@" \
-    /bin/bash -c "cd '$workdir' && exec bash launchers/start.sh --server.address 127.0.0.1 --server.headless true" \
+  setsid chroot "$root" /usr/bin/env -i $(chroot_env) /bin/bash -c 'cd "$0" && exec "$@"' "$workdir" "$@" \
     >"$log" 2>&1 </dev/null &
   echo $!
+}
+
+# Waits (up to MINUTES) until GIB GiB of memory are available (the demo's 4 servers need about 16);
+# returns 1 if they never are, so a crowded machine is not pushed out of memory.
+wait_memory() {  # GIB MINUTES
+  local deadline=$(( $(date +%s) + $2 * 60 )) available
+  while true; do
+    available=$(awk '/MemAvailable/ {print int($2 / 1048576)}' /proc/meminfo)
+    [ "$available" -ge "$1" ] && return 0
+    [ "$(date +%s)" -ge "$deadline" ] && { fresh_log "only $available GiB available (want $1); run again later"; return 1; }
+    fresh_log "$available GiB available, waiting for $1"
+    sleep 30
+  done
 }
 
 dashboard_healthy() {  # PORT
@@ -66,22 +80,20 @@ wait_dashboard() {  # PID PORT MINUTES
   echo 0
 }
 
-healthy_servers() {  # ROOT WORKDIR [VAR=VALUE...]: servers `specscope ps` reports healthy
+healthy_servers() {  # ROOT WORKDIR: servers `specscope ps` reports healthy
   local root=$1 workdir=$2
-  shift 2
   # shellcheck disable=SC2046
-  chroot "$root" /usr/bin/env -i $(chroot_env) "$@" "$workdir/.venv/bin/specscope" ps --json 2>/dev/null \
+  chroot "$root" /usr/bin/env -i $(chroot_env) "$workdir/.venv/bin/specscope" ps --json 2>/dev/null \
     | python3 -c "import json, sys; print(sum(row['status'] == 'healthy' for row in json.load(sys.stdin)))" \
     2>/dev/null || echo 0
 }
 
 # Stops the servers by their state files, then the start.sh session, then anything left in the root.
-chroot_stop() {  # ROOT WORKDIR SESSION_PID [VAR=VALUE...]
+chroot_stop() {  # ROOT WORKDIR SESSION_PID
   local root=$1 workdir=$2 session=$3 pid
-  shift 3
-  if [ -x "$root$workdir/.venv/bin/specscope" ]; then
+  if [ -x "$root$workdir/.venv/bin/specscope" ] && [ -d "$root/proc/self" ]; then
     # shellcheck disable=SC2046
-    chroot "$root" /usr/bin/env -i $(chroot_env) "$@" "$workdir/.venv/bin/specscope" stop --all >&2 || true
+    chroot "$root" /usr/bin/env -i $(chroot_env) "$workdir/.venv/bin/specscope" stop --all >&2 || true
   fi
   if [ -n "$session" ]; then
     kill -TERM -- "-$session" 2>/dev/null || true

@@ -12,7 +12,8 @@
 # Environment: FRESH_DIR (work folder, default /var/tmp/specscope-fresh), MIRROR (Debian mirror),
 # FRESH_WHEELS (a folder of wheels copied into the root and given to pip as --find-links; default
 # /opt/wheels when it exists: the torch==2.13.0+cpu wheel, for machines that cannot reach PyTorch's
-# CPU index; a user's machine fetches it from that index instead), FRESH_MINUTES (default 90).
+# CPU index; a user's machine fetches it from that index instead), FRESH_MINUTES (default 90),
+# FRESH_MIN_GIB (GiB of available memory to wait for, up to 30 min, else stop before start.sh; default 18).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(git -C "$here" rev-parse --show-toplevel)
@@ -45,20 +46,22 @@ debootstrap --variant=minbase --include=python3,python3-venv,python3-pip,ca-cert
   bookworm "$root" "${MIRROR:-http://deb.debian.org/debian}" >"$work/debootstrap.log" 2>&1
 fresh_log "root ready after $(( $(date +%s) - began )) s; copying a clean clone of $repo"
 git clone -q --no-hardlinks "$repo" "$root/specscope"
-extra=()
+CHROOT_ENV=(PORT="$port")
 if [ -d "$wheels" ]; then
   mkdir -p "$root/wheels"
   cp "$wheels"/*.whl "$root/wheels/"
-  extra+=(PIP_FIND_LINKS=/wheels)
+  CHROOT_ENV+=(PIP_FIND_LINKS=/wheels)
   fresh_log "pip finds local wheels in /wheels (copied from $wheels): $(ls "$root/wheels" | tr '\n' ' ')"
 fi
 chroot_mount "$root"
 
+wait_memory "${FRESH_MIN_GIB:-18}" 30 || exit 1
 started=$(date +%s)
 fresh_log "running 'bash launchers/start.sh' in the chroot (dashboard on 127.0.0.1:$port, log $log)"
-session=$(chroot_start "$root" /specscope "$port" "$log" "${extra[@]}")
+session=$(chroot_start "$root" /specscope "$log" bash launchers/start.sh --server.address 127.0.0.1 \
+  --server.headless true)
 dashboard=$(wait_dashboard "$session" "$port" "${FRESH_MINUTES:-90}")
-servers=$(healthy_servers "$root" /specscope "${extra[@]}")
+servers=$(healthy_servers "$root" /specscope)
 fresh_log "start.sh: dashboard_healthy=$dashboard after $(( ($(date +%s) - started) / 60 )) min; last lines:"
 tail -n 15 "$log" >&2
 minutes=$(python3 -c "print(round(($(date +%s) - $began) / 60, 1))")
