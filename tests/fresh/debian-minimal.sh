@@ -55,6 +55,13 @@ if [ -d "$wheels" ]; then
 fi
 chroot_mount "$root"
 
+# launchers/install.sh first on its own (start.sh runs it again and finds everything in place), so
+# the wait for memory comes right before the servers start.
+install_began=$(date +%s)
+# shellcheck disable=SC2046
+chroot "$root" /usr/bin/env -i $(chroot_env) /bin/bash -c 'cd /specscope && bash launchers/install.sh' \
+  >"$work/install.log" 2>&1 || fresh_log "install.sh failed (start.sh goes on; see $work/install.log)"
+fresh_log "install.sh took $(( ($(date +%s) - install_began) / 60 )) min: $(tail -n 1 "$work/install.log")"
 wait_memory "${FRESH_MIN_GIB:-18}" 30 || exit 1
 started=$(date +%s)
 fresh_log "running 'bash launchers/start.sh' in the chroot (dashboard on 127.0.0.1:$port, log $log)"
