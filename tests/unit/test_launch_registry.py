@@ -59,7 +59,10 @@ def test_unknown_names_list_the_known_ones(specscope_home):
 
 
 def test_state_files_round_trip_and_name_free_ports(specscope_home, sleeper):
-    state = registry.ServerState(name="s", url="http://127.0.0.1:8", port=8, pid=sleeper.pid, pgid=sleeper.pid)
+    log = specscope_home / "s.log"
+    log.write_text("INFO started\n")
+    state = registry.ServerState(name="s", url="http://127.0.0.1:8", port=8, pid=sleeper.pid, pgid=sleeper.pid,
+                                 log_path=str(log))
     registry.write_state(state)
     assert registry.read_states() == [state] and registry.find("s") == state
     assert launch.free_port() != 8

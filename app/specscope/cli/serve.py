@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from specscope import launch, models, presets
-from specscope.errors import LaunchFailed
+from specscope.errors import ConfigError, LaunchFailed
 
 __all__ = ["register", "DEMO_PRESET", "DEMO_METHODS"]
 
@@ -41,7 +42,8 @@ def register(subparsers) -> None:
     attach.set_defaults(func=_attach)
 
     demo = subparsers.add_parser("demo", help="prepare the small CPU model and start the CPU demo set")
-    demo.add_argument("--methods", default=",".join(DEMO_METHODS), help="comma-separated methods")
+    demo.add_argument("--methods", default=os.environ.get("SPECSCOPE_DEMO_METHODS", ",".join(DEMO_METHODS)),
+                      help="comma-separated methods (default: $SPECSCOPE_DEMO_METHODS, else all four)")
     demo.add_argument("--timeout", type=float, default=600.0)
     demo.set_defaults(func=_demo)
 
@@ -122,15 +124,39 @@ def _prepare(args) -> int:
 
 
 def _demo(args) -> int:
-    """Start the demo methods one after another (startups compete for the cores), each on its least used core."""
+    """Start the demo methods one after another (startups compete for the cores), each on its least used core.
+
+    A method this machine cannot run (a missing package, say) is skipped with one line saying why;
+    a server that dies is reported with its root cause; the others still start. Ctrl-C stops the
+    servers this call started. Exit code 1 when a server died.
+    """
     models.prepare(progress=_progress("[models] "))
     launch.cleanup_stale()
     running = {s.state.method: s for s in launch.list_servers()
                if s.state.preset == DEMO_PRESET and s.status in ("healthy", "starting")}
-    for method in (m.strip() for m in args.methods.split(",") if m.strip()):
-        if method in running:
-            print(f"{running[method].state.name} already running at {running[method].state.url}")
-            continue
-        state = _start(DEMO_PRESET, method, None, timeout=args.timeout)
-        print(f"{state.name} healthy at {state.url}")
-    return 0
+    started: list[str] = []
+    died = 0
+    try:
+        for method in (m.strip() for m in args.methods.split(",") if m.strip()):
+            if method in running:
+                print(f"{running[method].state.name} already running at {running[method].state.url}")
+                continue
+            try:
+                plan = launch.plan(presets.get_preset(DEMO_PRESET), method)
+            except ConfigError as exc:
+                print(f"skipping {method}: {exc}", file=sys.stderr)
+                continue
+            started.append(plan.state.name)
+            try:
+                state = launch.start(plan, timeout=args.timeout, progress=_progress(f"[{plan.state.name}] "))
+            except LaunchFailed as exc:
+                print(f"specscope: {exc}", file=sys.stderr)
+                died += 1
+                continue
+            print(f"{state.name} healthy at {state.url}")
+    except KeyboardInterrupt:
+        for name in started:
+            if any(s.name == name for s in launch.list_servers(check_health=False)):
+                launch.stop(name)
+        raise
+    return 1 if died else 0

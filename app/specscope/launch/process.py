@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 
-from specscope import probe
+from specscope import probe, serverlog
 from specscope.errors import ConfigError, LaunchFailed
 from specscope.launch import procfs, registry
 from specscope.launch.command import LaunchPlan
@@ -32,13 +32,6 @@ _STAGES = (  # log marker -> (stage shown to the user, fraction of startup done)
     ("init engine", ("KV cache allocated, engine warmed up", 0.85)),
     ("Starting vLLM API server", ("starting the HTTP server", 0.95)),
 )
-
-
-def _last_error_line(tail: str) -> str:
-    for line in reversed(tail.splitlines()):
-        if "Error" in line or "error" in line:
-            return line.split("] ", 1)[-1].strip()[:300]
-    return "no error line in the log"
 
 
 def start(launch_plan: LaunchPlan, *, wait: bool = True, timeout: float = 300.0,
@@ -83,7 +76,7 @@ def wait_healthy(state: ServerState, *, timeout: float = 300.0,
             child = procfs.CHILDREN.pop(state.pid or -1, None)
             code = f" with code {child.returncode}" if child is not None else ""
             raise LaunchFailed(f"The {state.name} server exited during startup{code}: "
-                               f"{_last_error_line(tail)} (log: {state.log_path}).", log_tail=tail)
+                               f"{serverlog.explain_file(state.log_path)} (log: {state.log_path}).", log_tail=tail)
         if probe.healthy(state.url):
             report("healthy", 1.0)
             return state
@@ -145,5 +138,5 @@ def death(state: ServerState) -> str | None:
     """None while a launched server's process lives; else one sentence on how it ended."""
     if state.attached or procfs.alive(state.pid, state.pgid):
         return None
-    return (f"The {state.name} server exited: {_last_error_line(registry.log_tail(state))} "
+    return (f"The {state.name} server exited: {serverlog.explain_file(state.log_path)} "
             f"(log: {state.log_path}).")

