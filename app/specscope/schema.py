@@ -26,6 +26,7 @@ _fields: list[pa.Field] = [
     pa.field("method_params", pa.string()),
     pa.field("tp", pa.int32()),
     pa.field("hardware", pa.string()),
+    pa.field("host", pa.string()),
     pa.field("vllm_version", pa.string()),
     pa.field("dataset", pa.string()),
     pa.field("num_prompts", pa.int64()),
