@@ -34,6 +34,7 @@ _fields: list[pa.Field] = [
     pa.field("output_len", pa.int64()),
     pa.field("concurrency", pa.int64()),
     pa.field("request_rate", pa.float64()),
+    pa.field("repeat", pa.int32()),
     pa.field("duration_s", pa.float64()),
     pa.field("completed", pa.int64()),
     pa.field("failed", pa.int64()),
