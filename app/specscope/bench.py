@@ -9,6 +9,11 @@ successful requests / wall time of the run. SD counters come from ``/metrics`` d
 the run; per-request SD figures from ``metrics.speculative_decoding`` on the final usage chunk
 (servers started with ``--per-request-spec-decode-metrics``).
 
+Warm-up requests send a fixed prompt that is not in the set, so they fill no cache the
+measured requests could hit (prefix cache, suffix decoding's response cache). A cell also
+records what the hygiene checks need (``specscope.hygiene``): the prefix-cache hit rate
+during the measurement and the share of requests that started in synchronized waves.
+
     spec = LoadSpec(base_url="http://127.0.0.1:8000", max_concurrency=4, output_len=64)
     cell = run_sync(run_load(spec, prompt_set, progress=print))
     row = cell.row(method="ngram", k=4, dataset=prompt_set.name, ...)   # canonical row
@@ -18,6 +23,7 @@ the run; per-request SD figures from ``metrics.speculative_decoding`` on the fin
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import math
 import os
@@ -37,6 +43,10 @@ __all__ = ["LoadSpec", "RequestResult", "CellResult", "ProgressEvent", "Progress
            "run_load", "run_sync", "server_info", "hardware_label", "DEFAULT_OUTPUT_LEN"]
 
 DEFAULT_OUTPUT_LEN = 128
+_WAVE_GAP_S = 0.005
+# Warm-ups send this, never a prompt of the set, so no cache carries a measured prompt over.
+_WARMUP_PROMPT = Prompt(prompt_id="warmup", line=0,
+                        messages=(("user", "Count from one to twenty in words, separated by commas."),))
 
 
 @dataclass(frozen=True)
@@ -118,6 +128,11 @@ class RequestResult:
     spec_decode: dict | None = None
 
     @property
+    def text_sha256(self) -> str:
+        """Hash of the generated text (what a lossless check compares)."""
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    @property
     def tpot(self) -> float | None:
         if self.output_tokens <= 1:
             return None
@@ -141,6 +156,18 @@ class CellResult:
     duration_s: float
     spec_delta: metrics.SpecDecodeDelta | None
     server_alive: bool = True
+    prefix_cache_hit_rate: float | None = None
+
+    @property
+    def wave_share(self) -> float | None:
+        """Share of requests that started within 5 ms of another (lockstep waves); None for one stream."""
+        if self.spec.max_concurrency < 2 or len(self.requests) < 2:
+            return None
+        starts = sorted(r.start_time for r in self.requests)
+        together = sum(1 for i, t in enumerate(starts)
+                       if (i > 0 and t - starts[i - 1] < _WAVE_GAP_S)
+                       or (i + 1 < len(starts) and starts[i + 1] - t < _WAVE_GAP_S))
+        return together / len(starts)
 
     @property
     def ok(self) -> list[RequestResult]:
@@ -171,7 +198,8 @@ class CellResult:
             "total_output_tokens": total_output,
             "request_throughput": len(ok) / self.duration_s if self.duration_s else None,
             "output_throughput": total_output / self.duration_s if self.duration_s else None,
-            "status": status, "error": error,
+            "status": status, "error": error, "warmups": self.spec.warmups,
+            "prefix_cache_hit_rate": self.prefix_cache_hit_rate, "wave_share": self.wave_share,
         }
         series = {"ttft": [r.ttft for r in ok], "tpot": [r.tpot for r in ok if r.tpot is not None],
                   "itl": [gap for r in ok for gap in r.itl], "e2el": [r.latency for r in ok]}
@@ -339,8 +367,8 @@ async def run_load(spec: LoadSpec, prompt_set: PromptSet, progress: Progress | N
             progress(ProgressEvent(stage, cell, cells_done, cells_total, done, count, message))
 
     async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
-        for i in range(spec.warmups):
-            await _one_request(client, spec, model, chosen[i % len(chosen)])
+        for _ in range(spec.warmups):
+            await _one_request(client, spec, model, _WARMUP_PROMPT)
         before = await asyncio.to_thread(_snapshot, spec, model)
         semaphore = asyncio.Semaphore(spec.max_concurrency)
 
@@ -369,7 +397,9 @@ async def run_load(spec: LoadSpec, prompt_set: PromptSet, progress: Progress | N
         except ServerError:
             sd_delta = None
     alive = after is not None or await asyncio.to_thread(_healthy, spec.root)
-    return CellResult(spec, list(results), duration, sd_delta, server_alive=alive)
+    hit_rate = metrics.prefix_cache_hit_rate(before, after) if before and after else None
+    return CellResult(spec, list(results), duration, sd_delta, server_alive=alive,
+                      prefix_cache_hit_rate=hit_rate)
 
 
 def _healthy(root: str) -> bool:

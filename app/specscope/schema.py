@@ -55,6 +55,15 @@ _fields += [
     pa.field("per_position_acceptance", pa.list_(pa.float64())),
     pa.field("status", pa.string()),
     pa.field("error", pa.string()),
+    # benchmark hygiene: what the checks of specscope.hygiene read, and the checks that flagged
+    pa.field("warmups", pa.int64()),
+    pa.field("prefix_cache_hit_rate", pa.float64()),
+    pa.field("wave_share", pa.float64()),
+    pa.field("max_num_seqs", pa.int64()),
+    pa.field("foreign_cpu", pa.float64()),
+    pa.field("prior_requests", pa.int64()),
+    pa.field("lossless_mismatches", pa.int64()),
+    pa.field("hygiene", pa.list_(pa.string())),
 ]
 
 RESULT_SCHEMA = pa.schema(_fields)
