@@ -19,7 +19,7 @@ from specscope import stats
 from specscope.schema import BASELINE_METHOD
 from specscope.store import Store
 
-__all__ = ["SETUP_KEYS", "setup_label", "interval_text", "tie_text", "speedup_vs_k", "k_sweep_setups", "best_k", "acceptance_vs_k",
+__all__ = ["SETUP_KEYS", "setup_label", "interval_text", "tie_text", "best_k_table", "interval_summary", "speedup_vs_k", "k_sweep_setups", "best_k", "acceptance_vs_k",
            "by_concurrency", "crossovers", "per_position", "filtered_rows", "to_csv_bytes",
            "to_parquet_bytes"]
 
@@ -115,6 +115,33 @@ def k_sweep_setups(vs_k: pd.DataFrame) -> list[str]:
 def best_k(store: Store, filters: Filters = None) -> pd.DataFrame:
     """The best K per setup and concurrency (baseline rows kept, at 1), with ``tied_ks``."""
     return _with_labels(store.speedup(filters, best=True))
+
+
+def best_k_table(best: pd.DataFrame) -> pd.DataFrame:
+    """The best-K table as shown: speedup and throughput with ``±``, ties, repeats and the baseline run."""
+    records = best.to_dict("records")
+    return pd.DataFrame({
+        "setup": best["setup"], "concurrency": best["concurrency"], "K": best["k"],
+        "speedup (95%)": [interval_text(r) for r in records],
+        "tied (within noise)": [tie_text(r) for r in records],
+        "acceptance length": best["acceptance_length"],
+        "output tok/s (95%)": [interval_text(r, "output_throughput", "") for r in records],
+        "p99 TPOT ms": best["p99_tpot_ms"], "repeats": best["repeats"],
+        "baseline run": best["baseline_run_id"]})
+
+
+def interval_summary(frame: pd.DataFrame) -> str:
+    """One sentence on how many shown points have an interval."""
+    spec = frame[frame["method"] != BASELINE_METHOD].dropna(subset=["speedup"])
+    if spec.empty:
+        return ""
+    bounded = int((spec["speedup_lo"].notna() & spec["speedup_hi"].notna()).sum())
+    single = len(spec) - bounded
+    if single == 0:
+        return f"All {bounded} speedups carry a 95% interval."
+    return (f"{bounded} of {len(spec)} speedups carry a 95% interval; the other {single} come from "
+            "single runs (published or imported, or measured once), so they have none: treat "
+            "differences of about 10% between them as noise.")
 
 
 def acceptance_vs_k(store: Store, filters: Filters = None) -> pd.DataFrame:
