@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import socket
 
 import numpy as np
@@ -11,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from specscope import stats, store
+from specscope.cli import main as cli_main
 from specscope.errors import StoreError
 from specscope.schema import RESULT_COLUMNS
 
@@ -173,3 +175,19 @@ def test_own_runs_record_their_host(tmp_path):
     assert pq.read_table(path).column("host").to_pylist() == [None]
     assert store.host_of("http://127.0.0.1:8000") == socket.gethostname()
     assert store.host_of("http://gpu-box:8000/v1") == "gpu-box"
+
+
+def test_cli_json_gives_intervals_ties_and_the_baseline_run(specscope_home, monkeypatch, capsys):
+    monkeypatch.setenv("SPECSCOPE_DATA", str(specscope_home / "no-bundled"))
+    rows = [_cpu_row("none", 0, 1, v, repeat=i, host="box") for i, v in enumerate([20.0, 21.0, 19.0])]
+    for k, values in {2: [30.0, 31.0, 29.5], 4: [30.0, 29.0, 31.0]}.items():
+        rows += [_cpu_row("ngram", k, 1, v, repeat=i, host="box") for i, v in enumerate(values)]
+    store.write_results(rows, run_id="cli-run")
+    assert cli_main(["speedup", "--best", "--json", "--method", "ngram"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["k"] == 2 and row["tied_ks"] == [4] and row["baseline_run_id"] == "cli-run"
+    assert row["speedup_lo"] < row["speedup"] < row["speedup_hi"] and row["speedup_interval"] == "fieller"
+    assert row["repeats"] == 3 and row["baseline_repeats"] == 3 and row["host"] == "box"
+    assert cli_main(["speedup", "--best"]) == 0
+    text = capsys.readouterr().out
+    assert "1.000× (baseline)" in text and "tied with K 4 (within noise)" in text and " ± " in text
