@@ -169,7 +169,10 @@ def _select_list(schema: pa.Schema, present: set[str]) -> str:
 
 
 def _aggregate(field: pa.Field) -> str:
-    """How a column folds over a cell's repeats: keys are equal, figures are averaged."""
+    """How a column folds over a cell's repeats: keys are equal, figures averaged, lists united.
+
+    (``per_position_acceptance`` is averaged position by position apart.)
+    """
     name = f'"{field.name}"'
     if field.name in CELL_KEYS:
         return f"any_value({name}) AS {name}"
@@ -182,8 +185,9 @@ def _aggregate(field: pa.Field) -> str:
     if pa.types.is_boolean(field.type):
         return f"bool_or({name}) AS {name}"
     if pa.types.is_string(field.type):
-        return f"string_agg(DISTINCT {name}, '; ') AS {name}"
-    return f"NULL AS {name}"  # lists: per_position_acceptance is averaged per position apart
+        # e.g. comma-separated check ids: the union over repeats ('' when none flagged any)
+        return f"coalesce(string_agg(DISTINCT nullif({name}, ''), ','), any_value({name})) AS {name}"
+    return f"list_distinct(flatten(list({name}))) AS {name}"  # e.g. the hygiene flags of any repeat
 
 
 _CELL_AGGREGATES = ", ".join(_aggregate(f) for f in RESULT_SCHEMA
