@@ -86,7 +86,9 @@ beyond = answer.evidence["crossover_extrapolated"]
 crossover = (f"above concurrency ≈ {answer.crossover:.0f}" if answer.crossover is not None else
              f"near concurrency ≈ {beyond:.0f} (extrapolated past the measured range)"
              if beyond is not None else "nowhere in or near the measured range")
-verdict = (f"**Use K = {answer.k}**: predicted speedup **{answer.predicted_speedup:.2f}×** at "
+pick = (f"K = {answer.k}" if not answer.tied_ks else
+        f"K = {answer.k} (or {', '.join(map(str, answer.tied_ks))}: tied within noise)")
+verdict = (f"**Use {pick}**: predicted speedup **{answer.predicted_speedup:.2f}×** at "
            f"concurrency {conc}. Speculation stops paying {crossover}.")
 if answer.speculate:
     st.success(verdict)

@@ -33,7 +33,8 @@ def _advise(args: argparse.Namespace) -> int:
         crossover = (f"above ~{answer.crossover:.0f}" if answer.crossover is not None else
                      f"near ~{beyond:.0f} (extrapolated)" if beyond is not None else "nowhere measured")
         verdict = "" if answer.speculate else "  -> do not speculate here (speedup < 1)"
-        print(f"{advisor.family_label(answer.keys)}  conc={answer.concurrency:g}: K={answer.k} "
+        tied = f" (tied within noise with K={','.join(map(str, answer.tied_ks))})" if answer.tied_ks else ""
+        print(f"{advisor.family_label(answer.keys)}  conc={answer.concurrency:g}: K={answer.k}{tied} "
               f"predicted {answer.predicted_speedup:.2f}x, stops paying {crossover}{verdict}")
         print(f"    why: {answer.reason}")
         ev = answer.evidence
