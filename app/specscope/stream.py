@@ -30,10 +30,12 @@ import httpx
 from specscope.errors import ServerUnreachable, StreamError
 
 __all__ = ["GenerationRequest", "Chunk", "StreamClient", "request_body", "parse_event",
-           "spec_decode_stats", "METRICS_FORMAT", "STATS_FORMAT"]
+           "spec_decode_stats", "spec_format", "METRICS_FORMAT", "STATS_FORMAT", "FORMAT_FLAGS"]
 
 METRICS_FORMAT = "metrics.speculative_decoding"   # --per-request-spec-decode-metrics
 STATS_FORMAT = "speculative_decoding_stats"        # --per-request-spec-decode-stats
+FORMAT_FLAGS = {METRICS_FORMAT: "--per-request-spec-decode-metrics",
+                STATS_FORMAT: "--per-request-spec-decode-stats"}
 
 _TIMEOUT = httpx.Timeout(connect=5.0, read=300.0, write=30.0, pool=5.0)
 
@@ -143,6 +145,11 @@ def spec_decode_stats(event: dict) -> dict | None:
                                                        figures.get("num_spec_tokens"))
     figures["format"] = fmt
     return figures
+
+
+def spec_format(chunks) -> str | None:
+    """Which per-request format the server used in these chunks (METRICS_FORMAT, STATS_FORMAT or None)."""
+    return next((c.spec_decoding.get("format") for c in reversed(list(chunks)) if c.spec_decoding), None)
 
 
 def parse_event(data: bytes, arrival_s: float) -> Chunk | None:

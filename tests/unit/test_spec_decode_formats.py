@@ -16,7 +16,7 @@ import pytest
 
 from specscope.errors import StreamError
 from specscope.steps import label_steps
-from specscope.stream import METRICS_FORMAT, STATS_FORMAT, parse_event, spec_decode_stats
+from specscope.stream import METRICS_FORMAT, STATS_FORMAT, parse_event, spec_decode_stats, spec_format
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 
@@ -107,3 +107,11 @@ def test_both_streamed_formats_label_the_same_steps_from_the_server():
     assert before.source == after.source == "server"
     assert [(s.drafted, s.accepted) for s in before.steps] == [(s.drafted, s.accepted) for s in after.steps]
     assert after.server_accepted == [0, 0, 0, 2] and after.server_drafted == [4, 4, 4, 4]
+
+
+def test_the_format_a_stream_used_is_named():
+    recorded = _events("ngram_completion.sse")
+    old = [parse_event(json.dumps(e).encode(), 0.0) for e in recorded]
+    new = [parse_event(json.dumps(e).encode(), 0.0) for e in _as_stats_format(recorded)]
+    assert spec_format(old) == METRICS_FORMAT and spec_format(new) == STATS_FORMAT
+    assert spec_format(old[:-1]) is None  # before the final usage chunk nothing says
