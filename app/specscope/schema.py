@@ -63,7 +63,7 @@ _fields += [
     pa.field("foreign_cpu", pa.float64()),
     pa.field("prior_requests", pa.int64()),
     pa.field("lossless_mismatches", pa.int64()),
-    pa.field("hygiene", pa.list_(pa.string())),
+    pa.field("hygiene", pa.string()),  # comma-separated check ids
 ]
 
 RESULT_SCHEMA = pa.schema(_fields)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from specscope import bench, presets, prompts, sweep
+from specscope import bench, hygiene, presets, prompts, sweep
 from specscope.errors import SpecScopeError
-from ui import run_charts
+from ui import run_charts, run_table
 from ui.common import show_error, store
 
 st.title("Prompt sets & runs")
@@ -20,6 +20,9 @@ st.caption("Which method, with which K, helps on your prompts at your load? Each
 def _jobs() -> dict[str, sweep.SweepJob]:
     """Sweeps running in this SpecScope process, by run id (they outlive page reruns)."""
     return {}
+
+
+SMALL_SET = 32  # prompts; sweeps of sets this small repeat every cell 3 times by default
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -85,13 +88,22 @@ with st.form("runs_sweep_form"):
     num_prompts = cols[1].number_input("Requests per cell (0 = the whole set)", 0, 100_000,
                                        min(len(prompt_set), 8), key="runs_num_prompts")
     output_len = cols[2].number_input("Output tokens per request", 1, 8192, 64, key="runs_output_len")
+    cols = st.columns(3)
+    repeats = cols[0].number_input("Repeats per cell (interleaved)", 1, 20, 3 if len(prompt_set) <= SMALL_SET else 1,
+                                   key="runs_repeats",
+                                   help="Each cell is measured this many times, repeats interleaved, so "
+                                        "throughput and speedup get a 95% interval.")
+    alongside = cols[1].checkbox("Baseline alongside (two servers at once)", True, key="runs_alongside",
+                                 help="Keeps the baseline server up and spreads its repeats over the run, "
+                                      "so speedups divide by a baseline measured under the run's conditions.")
     submitted = st.form_submit_button("Start sweep")
 
 if submitted:
     try:
         spec = sweep.SweepSpec(preset=preset_name, methods=tuple(methods), ks=_ints(ks_text),
                                concurrencies=_ints(conc_text), prompts=choices[chosen].resolve(),
-                               num_prompts=int(num_prompts) or None, output_len=int(output_len))
+                               num_prompts=int(num_prompts) or None, output_len=int(output_len),
+                               repeats=int(repeats), baseline_alongside=bool(alongside))
         run_id = spec.resolved_run_id(prompt_set.sha256)
         running = _jobs().get(run_id)
         if running is not None and not running.done:
@@ -162,10 +174,22 @@ except SpecScopeError as exc:
     st.stop()
 st.page_link("views/explorer.py", label="Open this run in the Explorer", icon="📈",
              query_params={"run_id": run_id})
-st.table(cells.rename(columns={"output_throughput": "tok/s"}).style.format(
-    {"tok/s": "{:.1f}", "speedup": "{:.3f}", "acceptance_rate": "{:.3f}", "acceptance_length": "{:.2f}",
-     "mean_ttft_ms": "{:.1f}", "mean_tpot_ms": "{:.1f}", "mean_itl_ms": "{:.1f}", "p99_e2el_ms": "{:.0f}"},
-    na_rep="–"))
+counts = run_table.hygiene_counts(cells)
+failed_checks = {check_id: n for check_id, n in counts.items() if n}
+if failed_checks:
+    st.warning("Hygiene: " + " · ".join(f"⚠ {hygiene.CHECKS[c].title} ({n} cell{'s' if n > 1 else ''})"
+                                        for c, n in failed_checks.items()), icon="🧪")
+else:
+    st.success("Hygiene: every check passed.", icon="🧪")
+with st.expander("What the hygiene checks mean"):
+    for check_id, check in hygiene.CHECKS.items():
+        mark = f"⚠ failed in {counts[check_id]} cells" if counts[check_id] else "✓ passed"
+        st.markdown(f"**{check.title}** ({mark}): {check.explanation}")
+st.caption("Throughput: mean over repeats ± half the 95% t-interval. Speedup: 95% Fieller interval "
+           "of mean throughput / mean baseline throughput of this run. A cell measured once has no "
+           "interval.")
+st.table(run_table.display_table(cells).style.format(
+    {"acceptance": "{:.3f}", "mean TTFT ms": "{:.1f}", "mean TPOT ms": "{:.1f}"}, na_rep="–"))
 left, right = st.columns(2)
 left.plotly_chart(run_charts.per_prompt_acceptance(prompt_rows), key="runs_chart_acceptance")
 right.plotly_chart(run_charts.per_prompt_speedup(prompt_rows), key="runs_chart_speedup")
