@@ -6,8 +6,10 @@ behind a ``max_concurrency`` semaphore; each asks for ``output_len`` tokens with
 at temperature 0. Per request: TTFT (first content chunk), ITL (gaps between chunks), TPOT
 ((E2EL - TTFT) / (tokens - 1)) and E2EL (last content chunk). Throughput = output tokens of
 successful requests / wall time of the run. SD counters come from ``/metrics`` deltas around
-the run; per-request SD figures from ``metrics.speculative_decoding`` on the final usage chunk
-(servers started with ``--per-request-spec-decode-metrics``).
+the run; per-request SD figures through ``stream.spec_decode_stats``, which reads both vLLM
+formats (``metrics.speculative_decoding`` on the final usage chunk with
+``--per-request-spec-decode-metrics``, per-choice ``speculative_decoding_stats`` with
+``--per-request-spec-decode-stats``); each request row names the format it came from.
 
 Warm-up requests send a fixed prompt that is not in the set, so they fill no cache the
 measured requests could hit (prefix cache, suffix decoding's response cache). A cell also
@@ -35,8 +37,8 @@ from typing import Any, Literal
 import httpx
 import numpy as np
 
-from specscope import metrics
-from specscope.errors import ConfigError, ServerError, ServerUnreachable
+from specscope import metrics, stream
+from specscope.errors import ConfigError, ServerError, ServerUnreachable, StreamError
 from specscope.prompts import Prompt, PromptSet
 
 __all__ = ["LoadSpec", "RequestResult", "CellResult", "ProgressEvent", "Progress", "ServerInfo",
@@ -230,6 +232,7 @@ class CellResult:
                 "accepted_tokens": sd.get("num_accepted_draft_tokens"),
                 "acceptance_rate": sd.get("draft_acceptance_rate"),
                 "acceptance_length": sd.get("mean_acceptance_length"),
+                "spec_decode_format": sd.get("format"),
             })
         return rows
 
@@ -303,6 +306,9 @@ async def _one_request(client: httpx.AsyncClient, spec: LoadSpec, model: str,
                     continue
                 now = time.perf_counter()
                 chunk = json.loads(data)
+                figures = stream.spec_decode_stats(chunk)
+                if figures is not None:
+                    result.spec_decode = figures
                 if chunk.get("choices"):
                     choice = chunk["choices"][0]
                     piece = (choice.get("delta") or {}).get("content") if text_key else choice.get("text")
@@ -316,7 +322,6 @@ async def _one_request(client: httpx.AsyncClient, spec: LoadSpec, model: str,
                     usage = chunk["usage"]
                     result.output_tokens = usage.get("completion_tokens") or 0
                     result.prompt_tokens = usage.get("prompt_tokens") or 0
-                    result.spec_decode = (chunk.get("metrics") or {}).get("speculative_decoding")
                 elif chunk.get("error") or chunk.get("object") == "error":
                     result.error = f"server error: {str(chunk.get('error') or chunk.get('message'))[:300]}"
                     return result
@@ -330,6 +335,8 @@ async def _one_request(client: httpx.AsyncClient, spec: LoadSpec, model: str,
         result.success = True
     except (httpx.HTTPError, ValueError) as exc:
         result.error = _short(exc)
+    except StreamError as exc:
+        result.error = str(exc)
     return result
 
 

@@ -89,6 +89,7 @@ REQUEST_SCHEMA = pa.schema([
     pa.field("accepted_tokens", pa.int64()),
     pa.field("acceptance_rate", pa.float64()),
     pa.field("acceptance_length", pa.float64()),
+    pa.field("spec_decode_format", pa.string()),
 ])
 REQUEST_COLUMNS = tuple(REQUEST_SCHEMA.names)
 

@@ -501,12 +501,13 @@ def cell_table(db: store.Store, run_id: str) -> pd.DataFrame:
 
 
 def per_prompt(db: store.Store, run_id: str) -> pd.DataFrame:
-    """Per prompt and cell: acceptance, mean E2EL, and speedup = baseline E2EL / this E2EL."""
+    """Per prompt and cell: acceptance (and the per-request format it came from), mean E2EL, and
+    speedup = baseline E2EL / this E2EL."""
     return db.query("""
         WITH r AS (
             SELECT method, k, concurrency, prompt_id, avg(acceptance_rate) AS acceptance_rate,
                    avg(acceptance_length) AS acceptance_length, avg(e2el_ms) AS e2el_ms,
-                   avg(output_tokens) AS output_tokens
+                   avg(output_tokens) AS output_tokens, any_value(spec_decode_format) AS spec_decode_format
             FROM requests WHERE run_id = ? AND success GROUP BY ALL),
         b AS (SELECT concurrency, prompt_id, e2el_ms AS baseline_e2el_ms FROM r WHERE method = 'none')
         SELECT r.*, b.baseline_e2el_ms / r.e2el_ms AS speedup
