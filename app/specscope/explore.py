@@ -42,7 +42,7 @@ def setup_label(row: Mapping) -> str:
     return " · ".join(str(p) for p in parts if isinstance(p, str) and p)
 
 
-def interval_text(row: Mapping, value: str = "speedup", unit: str = "×") -> str:
+def interval_text(row: Mapping, value: str = "speedup", unit: str = "×", short: bool = False) -> str:
     """``1.35× ± 0.04`` with its interval, or say why there is none (single run, noisy baseline)."""
     mid = row.get(value)
     if mid is None or pd.isna(mid):
@@ -55,7 +55,7 @@ def interval_text(row: Mapping, value: str = "speedup", unit: str = "×") -> str
         return f"{text} ± {(hi - lo) / 2:.{3 if unit == '×' else 1}f}"
     if value == "speedup" and row.get("speedup_interval") == "unbounded":
         return f"{text} (baseline too noisy for an interval)"
-    return f"{text} (single run: no interval)"
+    return f"{text} (single run)" if short else f"{text} (single run: no interval)"
 
 
 def tie_text(row: Mapping) -> str:
@@ -125,7 +125,7 @@ def best_k_table(best: pd.DataFrame) -> pd.DataFrame:
         "speedup (95%)": [interval_text(r) for r in records],
         "tied (within noise)": [tie_text(r) for r in records],
         "acceptance length": best["acceptance_length"],
-        "output tok/s (95%)": [interval_text(r, "output_throughput", "") for r in records],
+        "output tok/s (95%)": [interval_text(r, "output_throughput", "", short=True) for r in records],
         "p99 TPOT ms": best["p99_tpot_ms"], "repeats": best["repeats"],
         "baseline run": best["baseline_run_id"]})
 

@@ -148,6 +148,7 @@ def speedup_by_method(best: pd.DataFrame) -> go.Figure:
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888")
     _layout(fig, "Speedup by method (best K at each operating point; bars: 95% interval)", "", "speedup ×")
     fig.update_layout(barmode="group", height=520, xaxis_tickangle=-25)
+    fig.update_xaxes(type="category")  # _layout's linear axis would place the named points nowhere
     return fig
 
 

@@ -92,7 +92,7 @@ if not spec_best.empty:
     cols[2].metric("Best speedup", f"{top['speedup']:.2f}×" + (
         f" ± {(top['speedup_hi'] - top['speedup_lo']) / 2:.2f}" if bounded else ""),
                    delta="95% interval over repeats" if bounded else "single run: no interval",
-                   delta_color="off", help=f"{top['setup']}, K={top['k']}, concurrency {top['concurrency']}")
+                   delta_color="off", delta_arrow="off", help=f"{top['setup']}, K={top['k']}, concurrency {top['concurrency']}")
     cols[3].metric("Setups that fall below 1×", f"{len(crossings)} / {spec_best['setup'].nunique()}")
 
 k_setups = explore.k_sweep_setups(vs_k)

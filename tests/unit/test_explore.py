@@ -122,3 +122,8 @@ def test_single_runs_say_they_have_no_interval(ruiz_store):
     assert "single runs" in explore.interval_summary(best)
     fig = charts.speedup_vs_concurrency(best, explore.crossovers(best))
     assert fig.data[0].error_y.visible is False
+
+
+def test_speedup_by_method_places_its_bars_on_named_points(ruiz_store):
+    fig = charts.speedup_by_method(explore.by_concurrency(ruiz_store))
+    assert fig.layout.xaxis.type == "category" and all(isinstance(x, str) for x in fig.data[0].x)
