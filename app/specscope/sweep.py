@@ -46,7 +46,7 @@ from specscope.schema import BASELINE_METHOD
 
 __all__ = ["SweepSpec", "Cell", "Launcher", "RunningServer", "PresetLauncher", "SweepResult",
            "SweepJob", "run_sweep", "plan", "run_dir", "finished_cells", "installed_vllm_version",
-           "cell_table", "per_prompt", "list_runs", "CELL_COLUMNS", "CELL_TABLE_COLUMNS"]
+           "cell_table", "per_prompt", "list_runs", "run_hygiene", "CELL_COLUMNS", "CELL_TABLE_COLUMNS"]
 
 CELL_COLUMNS = ("method", "k", "concurrency", "status", "completed", "failed", "output_throughput",
                 "mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "p99_e2el_ms", "acceptance_rate",
@@ -264,6 +264,17 @@ def _with_hygiene(rows: list[dict], outputs: list[dict[str, str]]) -> list[dict]
             row["lossless_mismatches"] = hygiene.lossless_mismatches(out, baseline[row["concurrency"]])
         row["hygiene"] = ",".join(hygiene.flags(row, repeats[key(row)]))
     return rows
+
+
+def run_hygiene(run_id: str) -> dict[str, int]:
+    """Per hygiene check id: how many of the run's kept ok rows (repeats counted) fail it."""
+    kept = list(finished_cells(run_id).values())
+    rows = _with_hygiene([dict(e["row"]) for e in kept], [e.get("outputs") or {} for e in kept])
+    counts = {check_id: 0 for check_id in hygiene.CHECKS}
+    for row in rows:
+        for check_id in hygiene.flagged_ids(row.get("hygiene")):
+            counts[check_id] += 1
+    return counts
 
 
 def _write_run(run_id: str) -> Path | None:

@@ -149,6 +149,8 @@ def test_written_runs_carry_lossless_mismatches_and_hygiene_flags(specscope_home
     assert got[("none", 1)][1] == "waves"  # two repeats: enough for an interval
     assert got[("ngram", 1)] == (0, "waves,few_requests")
     assert got[("suffix", 1)] == (1, "waves,suffix_cache,few_requests,lossless")
+    counts = sweep.run_hygiene(run_id)
+    assert (counts["waves"], counts["few_requests"], counts["lossless"], counts["warmup"]) == (4, 2, 1, 0)
     table = sweep.cell_table(Store(), run_id)
     none = table[table["method"] == "none"].iloc[0]
     assert none["repeats"] == 2 and none["output_throughput"] == pytest.approx(41.0)

@@ -7,7 +7,7 @@ import math
 import sys
 from pathlib import Path
 
-from specscope import bench, prompts, sweep
+from specscope import bench, hygiene, prompts, sweep
 from specscope.errors import ConfigError
 
 __all__ = ["register"]
@@ -69,6 +69,10 @@ def _bench(args: argparse.Namespace) -> int:
           f"earlier run, {len(result.failed)} failed")
     for cell_id, reason in result.failed.items():
         print(f"  {cell_id}: {reason}")
+    for check_id, count in sweep.run_hygiene(result.run_id).items():
+        if count:
+            check = hygiene.CHECKS[check_id]
+            print(f"  hygiene: {check.title} in {count} measurement{'s' if count > 1 else ''}. {check.explanation}")
     if result.results_path:
         print(f"results: {result.results_path}")
     return 1 if result.failed else 0
