@@ -12,8 +12,9 @@ hygiene checks the cells failed, then
 
 Resumable: both runs keep every finished cell under the SpecScope home (run ids
 ``truth-<tag>-1`` and ``truth-<tag>-2``); running the same command again measures only what is
-missing. Budget on a 2-core machine: 5 server starts (each 1-3 minutes, depending on the
-machine's load) and 75 cells of 8 prompts x 32 tokens per run, about 15-20 minutes each.
+missing. Budget on a 2-core machine shared with other work: 5 server starts (1-5 minutes
+each, depending on the load) and 75 cells of 5 prompts x 16 tokens (10-20 s each) per run,
+about 25 minutes per run.
 
     python tests/bench/truth.py                       # ngram and suffix, K=2,4 x c=1..5: 20 cells
     python tests/bench/truth.py --tag quick --methods ngram --k 2 --concurrency 1,4 --repeats 2
@@ -72,8 +73,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="cpu-smollm2")
     parser.add_argument("--prompts", type=Path, default=REPO / "data" / "prompts" / "code-editing.jsonl")
-    parser.add_argument("--num-prompts", type=int, default=8)
-    parser.add_argument("--output-len", type=int, default=32)
+    parser.add_argument("--num-prompts", type=int, default=5)
+    parser.add_argument("--output-len", type=int, default=16)
     parser.add_argument("--methods", type=lambda t: tuple(m for m in t.split(",") if m), default=("ngram", "suffix"))
     parser.add_argument("--k", type=_ints, default=(2, 4))
     parser.add_argument("--concurrency", type=_ints, default=(1, 2, 3, 4, 5))
