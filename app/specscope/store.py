@@ -187,7 +187,7 @@ def _aggregate(field: pa.Field) -> str:
     if pa.types.is_string(field.type):
         # e.g. comma-separated check ids: the union over repeats ('' when none flagged any)
         return f"coalesce(string_agg(DISTINCT nullif({name}, ''), ','), any_value({name})) AS {name}"
-    return f"list_distinct(flatten(list({name}))) AS {name}"  # e.g. the hygiene flags of any repeat
+    return f"list_distinct(flatten(list({name}))) AS {name}"  # other lists: the union over repeats
 
 
 _CELL_AGGREGATES = ", ".join(_aggregate(f) for f in RESULT_SCHEMA
@@ -195,12 +195,13 @@ _CELL_AGGREGATES = ", ".join(_aggregate(f) for f in RESULT_SCHEMA
 
 
 def _samples(values) -> list[float]:
+    """A cell's folded throughputs as a list (DuckDB gives an array, or NA without any)."""
     return [] if values is None or values is pd.NA or isinstance(values, float) else list(values)
 
 
 def _interval(values, baseline, is_baseline: bool) -> dict:
     samples = _samples(values)
-    out = {"repeats_ok": len(samples), "output_throughput_lo": None, "output_throughput_hi": None,
+    out = {"output_throughput_lo": None, "output_throughput_hi": None,
            "speedup_lo": None, "speedup_hi": None, "speedup_interval": "none"}
     if samples:
         tp = stats.mean_interval(samples, LEVEL)
@@ -219,9 +220,9 @@ def _with_intervals(frame: pd.DataFrame) -> pd.DataFrame:
     rows = [_interval(v, b, m == BASELINE_METHOD) for v, b, m in
             zip(frame["_samples"], frame["_baseline_samples"], frame["method"])]
     extra = pd.DataFrame(rows, index=frame.index,
-                         columns=["repeats_ok", "output_throughput_lo", "output_throughput_hi",
+                         columns=["output_throughput_lo", "output_throughput_hi",
                                   "speedup_lo", "speedup_hi", "speedup_interval"])
-    out = pd.concat([frame, extra.drop(columns="repeats_ok")], axis=1)
+    out = pd.concat([frame, extra], axis=1)
     out["baseline_repeats"] = [len(_samples(b)) or None for b in frame["_baseline_samples"]]
     out["speedup"] = out["output_throughput"] / out["baseline_throughput"]
     out.loc[out["method"] == BASELINE_METHOD, "speedup"] = 1.0
