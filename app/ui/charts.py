@@ -1,6 +1,8 @@
 """Explorer figures: pure functions from the frames of ``specscope.explore`` to plotly figures.
 
-Every trace carries the row it came from in ``customdata`` so hovering shows it.
+Every trace carries the row it came from in ``customdata`` so hovering shows it. Speedups
+and throughputs carry their 95% interval as error bars and as ``±`` in the hover; a point
+from a single run has no bar, and its hover says so.
 """
 
 from __future__ import annotations
@@ -11,17 +13,40 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from specscope.explore import interval_text
 from specscope.schema import BASELINE_METHOD
 from ui.chart_style import PALETTE, empty_figure, layout
 
 __all__ = ["speedup_vs_k", "speedup_by_method", "speedup_vs_concurrency", "acceptance_vs_k", "throughput_vs_concurrency",
            "latency_vs_concurrency", "per_position"]
 
-HOVER_COLUMNS = ("source", "model", "draft_model", "method", "dataset", "hardware", "concurrency", "k",
-                 "speedup", "acceptance_length", "output_throughput")
+HOVER_COLUMNS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host", "concurrency",
+                 "k", "speedup ± 95%", "acceptance_length", "output tok/s ± 95%", "repeats", "runs",
+                 "baseline_run_id")
+
+
+def _with_interval_text(frame: pd.DataFrame) -> pd.DataFrame:
+    records = frame.to_dict("records")
+    out = frame.copy()
+    if "speedup" in frame.columns:
+        out["speedup ± 95%"] = [interval_text(r) for r in records]
+    if "output_throughput" in frame.columns:
+        out["output tok/s ± 95%"] = [interval_text(r, "output_throughput", " tok/s") for r in records]
+    return out
+
+
+def _error_bars(frame: pd.DataFrame, value: str = "speedup") -> dict:
+    """Asymmetric error bars from ``<value>_lo``/``_hi``; none where a point has no interval."""
+    lo, hi = f"{value}_lo", f"{value}_hi"
+    if lo not in frame.columns or frame[lo].isna().all():
+        return dict(visible=False)
+    y = frame[value].astype(float)
+    return dict(type="data", symmetric=False, array=(frame[hi].astype(float) - y).tolist(),
+                arrayminus=(y - frame[lo].astype(float)).tolist(), thickness=1.2, width=4)
 
 
 def _hover(frame: pd.DataFrame, columns=HOVER_COLUMNS) -> tuple[list, str]:
+    frame = _with_interval_text(frame)
     cols = [c for c in columns if c in frame.columns]
     lines = []
     for i, col in enumerate(cols):
@@ -70,12 +95,20 @@ def speedup_vs_k(frame: pd.DataFrame, setups: list[str]) -> go.Figure:
             fig.add_trace(go.Scatter(
                 x=line["k"], y=line["speedup"], mode="lines+markers", name=f"concurrency {int(conc)}",
                 legendgroup=f"c{conc}", showlegend=n == 0, line=dict(color=PALETTE[j % len(PALETTE)]),
-                customdata=data, hovertemplate=template), row=row, col=col)
+                error_y=_error_bars(line), customdata=data, hovertemplate=template), row=row, col=col)
         fig.add_hline(y=1.0, line_dash="dot", line_color="#888", row=row, col=col)
-    layout(fig, "Speedup vs K (a line per concurrency)", "K (speculative tokens)", "speedup ×")
+    layout(fig, "Speedup vs K (a line per concurrency; bars: 95% interval)", "K (speculative tokens)",
+            "speedup ×")
     fig.update_annotations(font_size=11)
     fig.update_layout(height=max(460, 380 * rows))
     return fig
+
+
+def _bar_text(row: dict) -> str:
+    lo, hi = row.get("speedup_lo"), row.get("speedup_hi")
+    if pd.notna(lo) and pd.notna(hi):
+        return f"{row['speedup']:.2f}× ±{(hi - lo) / 2:.2f}"
+    return f"{row['speedup']:.2f}×"
 
 
 def speedup_by_method(best: pd.DataFrame) -> go.Figure:
@@ -98,11 +131,13 @@ def speedup_by_method(best: pd.DataFrame) -> go.Figure:
         data, template = _hover(bars)
         fig.add_trace(go.Bar(x=[_escape(p) for p in bars["point"]], y=bars["speedup"], name=_escape(variant),
                              marker_color=PALETTE[j % len(PALETTE)], customdata=data,
-                             hovertemplate=template, text=[f"{v:.2f}×" for v in bars["speedup"]],
+                             hovertemplate=template, error_y=_error_bars(bars),
+                             text=[_bar_text(r) for r in bars.to_dict("records")],
                              textposition="outside"))
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888")
-    layout(fig, "Speedup by method (best K at each operating point)", "", "speedup ×")
+    layout(fig, "Speedup by method (best K at each operating point; bars: 95% interval)", "", "speedup ×")
     fig.update_layout(barmode="group", height=520, xaxis_tickangle=-25)
+    fig.update_xaxes(type="category")  # _layout's linear axis would place the named points nowhere
     return fig
 
 
@@ -117,7 +152,7 @@ def speedup_vs_concurrency(best: pd.DataFrame, crossings: pd.DataFrame) -> go.Fi
         fig.add_trace(go.Scatter(x=line["concurrency"], y=line["speedup"], mode="lines+markers",
                                  name=_escape(setup), line=dict(color=PALETTE[j % len(PALETTE)]),
                                  text=[f"K={k}" for k in line["k"]], textposition="top center",
-                                 customdata=data, hovertemplate=template))
+                                 error_y=_error_bars(line), customdata=data, hovertemplate=template))
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888", annotation_text="no gain",
                   annotation_position="bottom right")
     if not crossings.empty:
@@ -127,7 +162,7 @@ def speedup_vs_concurrency(best: pd.DataFrame, crossings: pd.DataFrame) -> go.Fi
             customdata=crossings[["setup", "crossover_concurrency", "measured_below"]].to_numpy().tolist(),
             hovertemplate="%{customdata[0]}<br>crosses 1 at concurrency ≈ %{customdata[1]:.0f}"
                           "<br>first measured below 1: %{customdata[2]}<extra></extra>"))
-    return layout(fig, "Speedup vs concurrency (best K per point)", "concurrency", "speedup ×", log_x=True)
+    return layout(fig, "Speedup vs concurrency (best K per point; bars: 95% interval)", "concurrency", "speedup ×", log_x=True)
 
 
 def acceptance_vs_k(frame: pd.DataFrame) -> go.Figure:
@@ -161,8 +196,9 @@ def throughput_vs_concurrency(best: pd.DataFrame) -> go.Figure:
         data, template = _hover(line)
         fig.add_trace(go.Scatter(x=line["concurrency"], y=line["output_throughput"], mode="lines+markers",
                                  name=_escape(setup) + (" (baseline)" if is_base else ""), line=style,
+                                 error_y=_error_bars(line, "output_throughput"),
                                  customdata=data, hovertemplate=template))
-    return layout(fig, "Output throughput vs concurrency (best K; dashed = baseline)", "concurrency",
+    return layout(fig, "Output throughput vs concurrency (best K; dashed = baseline; bars: 95% interval)", "concurrency",
                    "output tokens/s", log_x=True)
 
 

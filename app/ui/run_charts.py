@@ -33,7 +33,9 @@ def per_prompt_acceptance(frame: pd.DataFrame) -> go.Figure:
     if data.empty:
         return empty_figure("No per-request acceptance: the servers did not report per-request SD metrics.",
                             height=260)
-    return _bars(data, "acceptance_rate", "Acceptance rate per prompt", "acceptance rate")
+    formats = sorted(set(data.get("spec_decode_format", pd.Series(dtype=object)).dropna()))
+    source = f" (server per-request figures: {html.escape(', '.join(formats))})" if formats else ""
+    return _bars(data, "acceptance_rate", f"Acceptance rate per prompt{source}", "acceptance rate")
 
 
 def per_prompt_speedup(frame: pd.DataFrame) -> go.Figure:

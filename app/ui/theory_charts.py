@@ -1,6 +1,7 @@
 """Theory figures: pure functions from the frames of ``specscope.advisor`` to plotly figures.
 
-Curves are lines; measured points are markers on top (filled = used to fit, open = held out).
+Curves are lines; measured points are markers on top (filled = used to fit, open = held out),
+with their 95% interval as error bars when they have repeats.
 """
 
 from __future__ import annotations
@@ -33,7 +34,29 @@ def _points(fig: go.Figure, points: pd.DataFrame | None, y: str, label: str) -> 
             name=f"{label} ({'fit on' if train else 'held out'})",
             marker=dict(color=POINT_COLOR if train else "white", size=10,
                         line=dict(color=POINT_COLOR, width=2)),
-            hovertemplate="K=%{x}<br>" + label + "=%{y:.3f}<extra></extra>"))
+            error_y=_error_bars(part, y), customdata=_interval_labels(part, y),
+            hovertemplate="K=%{x}<br>" + label + "=%{y:.3f} %{customdata}<extra></extra>"))
+
+
+def _has_bounds(part: pd.DataFrame, y: str) -> bool:
+    return y == "speedup" and "speedup_lo" in part.columns and part["speedup_lo"].notna().any()
+
+
+def _error_bars(part: pd.DataFrame, y: str) -> dict:
+    if not _has_bounds(part, y):
+        return dict(visible=False)
+    value = part[y].astype(float)
+    return dict(type="data", symmetric=False, array=(part["speedup_hi"].astype(float) - value).tolist(),
+                arrayminus=(value - part["speedup_lo"].astype(float)).tolist(), color=POINT_COLOR)
+
+
+def _interval_labels(part: pd.DataFrame, y: str) -> list[str]:
+    if y != "speedup":
+        return [""] * len(part)
+    if not _has_bounds(part, y):
+        return ["(single run: no interval)"] * len(part)
+    return [f"(95%: {lo:.3f}–{hi:.3f})" if pd.notna(lo) else "(single run: no interval)"
+            for lo, hi in zip(part["speedup_lo"], part["speedup_hi"])]
 
 
 def _mark_k(fig: go.Figure, k: int | None) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import zlib
 
+import pandas as pd
 import streamlit as st
 
 from specscope import datasets, explore, importers
@@ -12,11 +13,14 @@ from ui import charts
 from ui.common import figure_download, show_error, store
 
 FILTERS = [("source", "Source"), ("model", "Model"), ("draft_model", "Draft / head"),
-           ("method", "Method"), ("dataset", "Dataset"), ("hardware", "Hardware")]
+           ("method", "Method"), ("dataset", "Dataset"), ("hardware", "Hardware"), ("host", "Host")]
 
 st.title("Explorer")
 st.caption("Speedup = output throughput with speculative decoding / without, same model, dataset, "
-           "hardware, output length and concurrency.")
+           "hardware, host, output length and concurrency, over the baseline **the same run** measured "
+           "(a run without one uses the newest matching baseline of another run; the table names the "
+           "baseline run). Error bars and ± are 95% intervals over a cell's repeats (Fieller for "
+           "speedup); a single run has none.")
 
 db = store()
 
@@ -82,8 +86,11 @@ cols[0].metric("Result rows", len(rows))
 cols[1].metric("Setups", best["setup"].nunique())
 if not spec_best.empty:
     top = spec_best.loc[spec_best["speedup"].idxmax()]
-    cols[2].metric("Best speedup", f"{top['speedup']:.2f}×", help=f"{top['setup']}, K={top['k']}, "
-                   f"concurrency {top['concurrency']}")
+    bounded = pd.notna(top["speedup_lo"]) and pd.notna(top["speedup_hi"])
+    cols[2].metric("Best speedup", f"{top['speedup']:.2f}×" + (
+        f" ± {(top['speedup_hi'] - top['speedup_lo']) / 2:.2f}" if bounded else ""),
+                   delta="95% interval over repeats" if bounded else "single run: no interval",
+                   delta_color="off", delta_arrow="off", help=f"{top['setup']}, K={top['k']}, concurrency {top['concurrency']}")
     cols[3].metric("Setups that fall below 1×", f"{len(crossings)} / {spec_best['setup'].nunique()}")
 
 k_setups = explore.k_sweep_setups(vs_k)
@@ -108,10 +115,12 @@ for key, name, fig in figures:
             for row in crossings.itertuples()))
 
 st.subheader("Best K per setup and concurrency")
-table = best[["setup", "concurrency", "k", "speedup", "acceptance_length", "output_throughput",
-              "p99_tpot_ms"]]
-st.dataframe(table, hide_index=True, width="stretch",
-             column_config={"speedup": st.column_config.NumberColumn(format="%.3f×")})
+st.caption("A K whose 95% speedup interval overlaps the best K's is marked as tied: the "
+           "measurements cannot tell them apart. " + explore.interval_summary(best))
+st.dataframe(explore.best_k_table(best), hide_index=True, width="stretch",
+             column_config={"acceptance length": st.column_config.NumberColumn(format="%.2f"),
+                            "p99 TPOT ms": st.column_config.NumberColumn(format="%.1f")},
+             key="explorer_best_table")
 
 left, right = st.columns(2)
 left.download_button("Download rows (CSV)", explore.to_csv_bytes(rows), "specscope-results.csv",

@@ -6,7 +6,7 @@ import html
 
 import streamlit as st
 
-from specscope import live, prompts
+from specscope import live, prompts, stream
 from specscope.errors import ConfigError, SpecScopeError
 from specscope.stream import GenerationRequest
 from ui import state
@@ -104,7 +104,20 @@ def _metric_rows(view: live.PaneView) -> str:
                if positions else ""))
 
 
-def _pane_html(view: live.PaneView, show: bool) -> str:
+def _figure_source(view: live.PaneView, spec_format: str | None) -> str:
+    """Where the pane's acceptance figures and token labels come from, in words."""
+    source = view.provenance.source
+    if source == "server":
+        flag = stream.FORMAT_FLAGS.get(spec_format or "", "")
+        return f"figures: the server's per-request SD stats ({spec_format or 'per request'}, {flag})"
+    if source == "ngram":
+        return "figures: ngram proposer rebuilt from the token ids (exact)"
+    if source == "chunks":
+        return "figures: chunk sizes (estimated: the server can merge steps into one chunk)"
+    return "figures: no speculative decoding (every token is the target's)"
+
+
+def _pane_html(view: live.PaneView, show: bool, spec_format: str | None) -> str:
     spec = view.spec
     badge = ""
     if view.lossless is True:
@@ -113,10 +126,10 @@ def _pane_html(view: live.PaneView, show: bool) -> str:
         badge = f'<span data-lossless="fail">✗ differs from the baseline at token {view.divergence}</span>'
     phase = "done" if view.done else "streaming…"
     notes = "".join(f"<div><small>{html.escape(n)}</small></div>" for n in view.provenance.notes)
-    source = f"labels: {view.provenance.source}" + (" (estimated)" if view.provenance.estimated else "")
+    source = _figure_source(view, spec_format)
     error = f'<div class="ss-error" data-error="1">⚠️ {html.escape(view.error)}</div>' if view.error else ""
     return (f'{STYLE}<div data-pane="{html.escape(spec.label, quote=True)}">'
-            f"<b>{html.escape(spec.label)}</b> <small>{html.escape(spec.method)} · {phase} · {source}</small> {badge}"
+            f"<b>{html.escape(spec.label)}</b> <small>{html.escape(spec.method)} · {phase} · {html.escape(source)}</small> {badge}"
             f"{_metric_rows(view)}{error}"
             f"{tokens_html(view.provenance.tokens, view.provenance.steps, show_rejected=show, token_texts=view.token_texts, divergence=view.divergence)}"
             f"{notes}</div>")
@@ -126,9 +139,10 @@ def _render(session: live.LiveSession) -> None:
     views = session.views()
     st.html(STYLE + legend_html())
     per_row = 3 if len(views) > 4 else len(views)
+    formats = [stream.spec_format(pane.snapshot()) for pane in session.panes]
     for first in range(0, len(views), per_row):
-        for column, view in zip(st.columns(per_row), views[first:first + per_row]):
-            column.html(_pane_html(view, show_rejected))
+        for column, view, fmt in zip(st.columns(per_row), views[first:first + per_row], formats[first:]):
+            column.html(_pane_html(view, show_rejected, fmt))
 
 
 if session is not None:

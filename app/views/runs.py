@@ -7,15 +7,14 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from specscope import bench, presets, prompts, run_results, sweep
+from specscope import bench, hygiene, presets, prompts, run_results, sweep
 from specscope.errors import SpecScopeError
-from ui import run_charts, state
+from ui import run_charts, run_table, state
 from ui.common import show_error, store
 from ui.jobs import start_sweep, sweep_jobs
 
-CELL_FORMATS = {"tok/s": "{:.1f}", "speedup": "{:.3f}", "acceptance_rate": "{:.3f}",
-                "acceptance_length": "{:.2f}", "mean_ttft_ms": "{:.1f}", "mean_tpot_ms": "{:.1f}",
-                "mean_itl_ms": "{:.1f}", "p99_e2el_ms": "{:.0f}"}
+
+SMALL_SET = 32  # prompts; sweeps of sets this small repeat every cell 3 times by default
 
 
 def prompt_set_section() -> tuple[prompts.PromptSet, Path]:
@@ -103,13 +102,22 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
         num_prompts = cols[1].number_input("Requests per cell (0 = the whole set)", 0, 100_000,
                                            min(len(prompt_set), 8), key="runs_num_prompts")
         output_len = cols[2].number_input("Output tokens per request", 1, 8192, 64, key="runs_output_len")
+        cols = st.columns(3)
+        repeats = cols[0].number_input("Repeats per cell (interleaved)", 1, 20,
+                                       3 if len(prompt_set) <= SMALL_SET else 1, key="runs_repeats",
+                                       help="Each cell is measured this many times, repeats interleaved, so "
+                                            "throughput and speedup get a 95% interval.")
+        alongside = cols[1].checkbox("Baseline alongside (two servers at once)", True, key="runs_alongside",
+                                     help="Keeps the baseline server up and spreads its repeats over the run, "
+                                          "so speedups divide by a baseline measured under the run's conditions.")
         submitted = st.form_submit_button("Start sweep")
 
     if submitted:
         try:
             spec = sweep.SweepSpec(preset=preset_name, methods=tuple(methods), ks=sweep.parse_ints(ks_text),
                                    concurrencies=sweep.parse_ints(conc_text), prompts=prompt_path.resolve(),
-                                   num_prompts=int(num_prompts) or None, output_len=int(output_len))
+                                   num_prompts=int(num_prompts) or None, output_len=int(output_len),
+                                   repeats=int(repeats), baseline_alongside=bool(alongside))
             run_id = spec.resolved_run_id(prompt_set.sha256)
             if not start_sweep(spec, run_id):
                 st.warning(f"Sweep {run_id} is already running.")
@@ -123,6 +131,21 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
             st.error(f"Sweep {run_id}: {job.error}", icon="⚠️")
         elif job.done and job.result is not None and job.result.failed:
             st.warning(f"Sweep {run_id}: {len(job.result.failed)} cell(s) failed; see the table below.")
+
+
+def _hygiene(cells: pd.DataFrame) -> None:
+    """The run's hygiene badge: which checks failed in how many cells, and what each means."""
+    counts = run_table.hygiene_counts(cells)
+    failed_checks = {check_id: n for check_id, n in counts.items() if n}
+    if failed_checks:
+        st.warning("Hygiene: " + " · ".join(f"⚠ {hygiene.CHECKS[c].title} ({n} cell{'s' if n > 1 else ''})"
+                                            for c, n in failed_checks.items()), icon="🧪")
+    else:
+        st.success("Hygiene: every check passed.", icon="🧪")
+    with st.expander("What the hygiene checks mean"):
+        for check_id, check in hygiene.CHECKS.items():
+            mark = f"⚠ failed in {counts[check_id]} cells" if counts[check_id] else "✓ passed"
+            st.markdown(f"**{check.title}** ({mark}): {check.explanation}")
 
 
 def results_section() -> None:
@@ -153,7 +176,12 @@ def results_section() -> None:
         st.stop()
     st.page_link("views/explorer.py", label="Open this run in the Explorer", icon="📈",
                  query_params={"run_id": run_id})
-    st.table(cells.rename(columns={"output_throughput": "tok/s"}).style.format(CELL_FORMATS, na_rep="–"))
+    _hygiene(cells)
+    st.caption("Throughput: mean over repeats ± half the 95% t-interval. Speedup: 95% Fieller interval "
+               "of mean throughput / mean baseline throughput of this run. A cell measured once has no "
+               "interval.")
+    st.table(run_table.display_table(cells).style.format(
+        {"acceptance": "{:.3f}", "mean TTFT ms": "{:.1f}", "mean TPOT ms": "{:.1f}"}, na_rep="–"))
     left, right = st.columns(2)
     left.plotly_chart(run_charts.per_prompt_acceptance(prompt_rows), key="runs_chart_acceptance")
     right.plotly_chart(run_charts.per_prompt_speedup(prompt_rows), key="runs_chart_speedup")

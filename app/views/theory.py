@@ -83,7 +83,9 @@ except SpecScopeError as exc:
     st.stop()
 
 crossover = answer.stops_paying()
-verdict = (f"**Use K = {answer.k}**: predicted speedup **{answer.predicted_speedup:.2f}×** at "
+pick = (f"K = {answer.k}" if not answer.tied_ks else
+        f"K = {answer.k} (or {', '.join(map(str, answer.tied_ks))}: tied within noise)")
+verdict = (f"**Use {pick}**: predicted speedup **{answer.predicted_speedup:.2f}×** at "
            f"concurrency {conc}. Speculation stops paying {crossover}.")
 if answer.speculate:
     st.success(verdict)

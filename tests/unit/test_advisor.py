@@ -169,3 +169,38 @@ def test_concurrency_figure_marks_crossover_in_data_units(ruiz_frame, monkeypatc
     marker = [t for t in fig.data if t.name.startswith("stops paying")]
     assert list(marker[0].x) == [crossover, crossover] and 128 < crossover < 256
     assert list(measured["concurrency"]) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+
+
+def test_advisor_does_not_rank_k_it_cannot_tell_apart(tmp_path):
+    import numpy as np
+
+    from specscope import store
+
+    rates = [0.8, 0.6, 0.45, 0.3]
+    base = [20.0, 21.0, 19.0, 20.5]
+    # K=2 and K=3 within noise of each other; K=1 and K=4 clearly below them
+    tput = {1: [26.0, 26.5, 25.5, 26.2], 2: [31.0, 29.0, 30.5, 29.5], 3: [30.0, 31.5, 29.0, 30.8],
+            4: [24.0, 24.5, 23.5, 24.2]}
+    rows = [{"source": "specscope", "model": "m", "dataset": "d", "hardware": "cpu-2core", "host": "box",
+             "concurrency": 1, "method": "none", "k": 0, "repeat": i, "output_throughput": v, "status": "ok"}
+            for i, v in enumerate(base)]
+    for k, values in tput.items():
+        rows += [{"source": "specscope", "model": "m", "dataset": "d", "hardware": "cpu-2core", "host": "box",
+                  "concurrency": 1, "method": "ngram", "k": k, "repeat": i, "output_throughput": v,
+                  "acceptance_rate": float(np.mean(rates[:k])), "acceptance_length": 1 + sum(rates[:k]),
+                  "status": "ok"} for i, v in enumerate(values)]
+    store.write_results(rows, run_id="noisy", directory=tmp_path)
+    frame = Store(result_dirs=[tmp_path], request_dirs=[]).speedup()
+    answer = advisor.advise(advisor.fit_family(frame[frame["method"] != "none"]), 1)
+    assert answer.k in (2, 3)
+    assert answer.tied_ks == [5 - answer.k]  # the other of 2 and 3
+    assert "cannot be told apart" in answer.reason
+    measured = {m["k"]: m for m in answer.as_dict()["evidence"]["measured"]}
+    assert measured[answer.k]["speedup_95"][0] < measured[answer.k]["speedup"] < measured[answer.k]["speedup_95"][1]
+
+
+def test_single_runs_warn_that_close_k_may_swap(ruiz_frame):
+    fit = advisor.fit_family(ruiz_frame[(ruiz_frame["model"] == "Qwen/Qwen3-32B")
+                                        & (ruiz_frame["method"] == "eagle3")])
+    answer = advisor.advise(fit, 1)
+    assert answer.tied_ks == [] and "single runs without intervals" in answer.reason

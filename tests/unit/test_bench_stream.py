@@ -63,3 +63,34 @@ def test_a_stream_cut_before_its_usage_summary_is_a_failure(cut):
     partial = b"\n\n".join(events[: int(len(events) * cut)]) + b"\n\n"
     result = replay(200, partial)
     assert not result.success and "usage summary" in result.error and result.ttft > 0
+
+
+def _as_stats_format(data: bytes) -> bytes:
+    """The recorded stream as newer vLLM sends it (--per-request-spec-decode-stats, the shape of
+    vLLM's acceptance_metrics.md): the figures on the finish chunk's choice with a sparse
+    histogram, no ``metrics`` on the usage chunk."""
+    lines = [line for line in data.decode().splitlines() if line.startswith("data:")]
+    events = [json.loads(line[5:]) for line in lines if line[5:].strip() != "[DONE]"]
+    figures = dict(next(e for e in events if e.get("metrics"))["metrics"]["speculative_decoding"])
+    figures["acceptance_histogram"] = {str(j): n for j, n in enumerate(figures["acceptance_histogram"]) if n}
+    out = []
+    for event in events:
+        event = {k: v for k, v in event.items() if k != "metrics"}
+        if event.get("choices"):
+            done = event["choices"][0].get("finish_reason")
+            event["choices"] = [{**event["choices"][0], "speculative_decoding_stats": figures if done else None}]
+        out.append(f"data: {json.dumps(event)}\n\n")
+    return ("".join(out) + "data: [DONE]\n\n").encode()
+
+
+def test_both_per_request_formats_give_the_same_row_and_name_their_source():
+    data = (CAPTURES / "sse_chat_ngram_k4.txt").read_bytes()
+    old, new = replay(200, data), replay(200, _as_stats_format(data))
+    assert new.success and new.spec_decode is not None
+    cell = bench.CellResult(SPEC, [old, new], duration_s=1.0, spec_delta=None)
+    rows = cell.request_rows(cell_id="ngram-k4-c1", method="ngram", k=4)
+    assert [r["spec_decode_format"] for r in rows] == ["metrics.speculative_decoding",
+                                                       "speculative_decoding_stats"]
+    figures = ("num_drafts", "draft_tokens", "accepted_tokens", "acceptance_rate", "acceptance_length")
+    assert [rows[0][f] for f in figures] == [rows[1][f] for f in figures]
+    assert rows[0]["draft_tokens"] == 16

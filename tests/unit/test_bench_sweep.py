@@ -136,3 +136,58 @@ def test_a_lock_held_by_another_users_live_process_is_not_taken_over(specscope_h
         with sweep._lock("theirs"):
             pass
     assert (folder / "lock").read_text() == "1"
+
+
+def test_repeats_interleave_per_server_and_keep_the_old_cell_ids_without_them():
+    cells = [c.cell_id for c in sweep.plan_cells(spec(ks=(4,), repeats=2))]
+    assert cells == ["none-k0-c1-r1", "none-k0-c4-r1", "none-k0-c1-r2", "none-k0-c4-r2",
+                     "ngram-k4-c1-r1", "ngram-k4-c4-r1", "ngram-k4-c1-r2", "ngram-k4-c4-r2"]
+    assert sweep.Cell("ngram", 4, 1).cell_id == "ngram-k4-c1"
+
+
+def test_baseline_alongside_spreads_its_repeats_over_the_run():
+    cells = [c.cell_id for c in sweep.plan_cells(spec(methods=("none", "ngram", "suffix"), ks=(2,),
+                                                concurrencies=(1,), repeats=3, baseline_alongside=True))]
+    assert cells == ["none-k0-c1-r1", "ngram-k2-c1-r1", "ngram-k2-c1-r2", "ngram-k2-c1-r3",
+                     "none-k0-c1-r2", "suffix-k2-c1-r1", "suffix-k2-c1-r2", "suffix-k2-c1-r3",
+                     "none-k0-c1-r3"]
+    # without repeats there is nothing to spread
+    assert sweep.plan_cells(spec(ks=(2,), concurrencies=(1,), baseline_alongside=True))[0].cell_id == "none-k0-c1"
+
+
+def test_repeats_and_alongside_change_the_run_id_only_when_used():
+    assert spec(repeats=1).resolved_run_id("abc") == spec().resolved_run_id("abc")
+    assert spec(repeats=3).resolved_run_id("abc") != spec().resolved_run_id("abc")
+    with pytest.raises(ConfigError, match="Repeats"):
+        spec(repeats=0)
+
+
+def test_written_runs_carry_lossless_mismatches_and_hygiene_flags(specscope_home):
+    run_id = "sweep-hygiene"
+    base = {"source": "specscope", "model": "m", "dataset": "open-chat", "hardware": "cpu-2core",
+            "output_len": 16, "concurrency": 4, "status": "ok", "error": None, "temperature": 0.0,
+            "created_at": "2026-11-21T22:00:00+00:00", "request_rate": float("inf"), "completed": 8,
+            "warmups": 1, "wave_share": 1.0, "max_num_seqs": 8}
+    same, other = {"p1": "aa", "p2": "bb"}, {"p1": "aa", "p2": "cc"}
+    for r, tps in ((1, 40.0), (2, 42.0)):
+        sweep._keep(run_id, sweep.Cell("none", 0, 4, r),
+                    {**base, "method": "none", "k": 0, "repeat": r, "output_throughput": tps}, [], same)
+    sweep._keep(run_id, sweep.Cell("ngram", 4, 4, 1), {**base, "method": "ngram", "k": 4, "repeat": 1,
+                                                        "output_throughput": 60.0}, [], same)
+    sweep._keep(run_id, sweep.Cell("suffix", 4, 4, 1), {**base, "method": "suffix", "k": 4, "repeat": 1,
+                                                         "output_throughput": 70.0, "prior_requests": 8},
+                [], other)
+    sweep._write_run(run_id)
+    rows = Store().query("SELECT method, repeat, lossless_mismatches, hygiene FROM results "
+                         "WHERE run_id = ? ORDER BY method, repeat", [run_id])
+    got = {(m, r): (lm, h) for m, r, lm, h in rows.itertuples(index=False)}
+    assert got[("none", 1)][1] == "waves"  # two repeats: enough for an interval
+    assert got[("ngram", 1)] == (0, "waves,few_requests")
+    assert got[("suffix", 1)] == (1, "waves,suffix_cache,few_requests,lossless")
+    counts = sweep.run_hygiene(run_id)
+    assert (counts["waves"], counts["few_requests"], counts["lossless"], counts["warmup"]) == (4, 2, 1, 0)
+    table = run_results.cell_table(Store(), run_id)
+    none = table[table["method"] == "none"].iloc[0]
+    assert none["repeats"] == 2 and none["output_throughput"] == pytest.approx(41.0)
+    assert none["output_throughput_lo"] < 41.0 < none["output_throughput_hi"]
+    assert table[table["method"] == "ngram"]["speedup"].iloc[0] == pytest.approx(60 / 41)

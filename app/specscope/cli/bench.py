@@ -7,7 +7,7 @@ import math
 import sys
 from pathlib import Path
 
-from specscope import bench, prompts, sweep
+from specscope import bench, hygiene, prompts, sweep
 from specscope.errors import ConfigError
 
 __all__ = ["register"]
@@ -62,12 +62,17 @@ def _bench(args: argparse.Namespace) -> int:
         preset=args.preset, methods=args.methods, ks=args.k, concurrencies=args.concurrency,
         prompts=prompt_path.resolve(), num_prompts=args.num_prompts, output_len=args.output_len,
         request_rate=args.request_rate, label=args.label, hardware=args.hardware, run_id=args.run_id,
-        warmups=args.warmups, restart_each_cell=args.restart_each_cell)
+        warmups=args.warmups, restart_each_cell=args.restart_each_cell, repeats=args.repeats,
+        baseline_alongside=args.baseline_alongside)
     result = sweep.run_sweep(spec, sweep.PresetLauncher(args.preset), progress=ProgressBar())
     print(f"run {result.run_id}: {len(result.ran)} cells ran, {len(result.skipped)} kept from an "
           f"earlier run, {len(result.failed)} failed")
     for cell_id, reason in result.failed.items():
         print(f"  {cell_id}: {reason}")
+    for check_id, count in sweep.run_hygiene(result.run_id).items():
+        if count:
+            check = hygiene.CHECKS[check_id]
+            print(f"  hygiene: {check.title} in {count} measurement{'s' if count > 1 else ''}. {check.explanation}")
     if result.results_path:
         print(f"results: {result.results_path}")
     return 1 if result.failed else 0
@@ -91,6 +96,11 @@ def register(subparsers) -> None:
     parser.add_argument("--warmups", type=int, default=1, help="unmeasured requests before each cell")
     parser.add_argument("--restart-each-cell", action="store_true",
                         help="a fresh server for every cell (no caches carried over, e.g. suffix's)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="measure every cell N times, repeats interleaved (default %(default)s)")
+    parser.add_argument("--baseline-alongside", action="store_true",
+                        help="with --repeats: keep the baseline server up beside the others and "
+                             "spread its repeats over the run (two servers at once)")
     parser.add_argument("--label", default=None)
     parser.add_argument("--hardware", default=None, help=f"default: {bench.hardware_label()}")
     parser.add_argument("--run-id", default=None, help="default: derived from the sweep, so reruns resume")

@@ -1,4 +1,10 @@
-"""``specscope import`` and ``specscope speedup``: the results store from the shell."""
+"""``specscope import`` and ``specscope speedup``: the results store from the shell.
+
+``speedup --json`` gives each figure with its 95% interval (``speedup_lo``/``speedup_hi``,
+``speedup_interval`` says how it was made; null bounds for a single run) and the run whose
+baseline it divides by (``baseline_run_id``); with ``--best``, ``tied_ks`` lists the K the
+best one cannot be told apart from.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +12,19 @@ import argparse
 import json
 import math
 
-from specscope import importers
+import numpy as np
+import pandas as pd
+
+from specscope import explore, importers
 from specscope.errors import ConfigError
 from specscope.store import Store
 
 __all__ = ["register"]
 
-JSON_FIELDS = ("source", "model", "draft_model", "method", "dataset", "hardware", "concurrency",
-               "k", "speedup", "acceptance_length", "acceptance_rate", "output_throughput",
-               "baseline_throughput", "run_id")
+JSON_FIELDS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host", "concurrency",
+               "k", "speedup", "speedup_lo", "speedup_hi", "speedup_interval", "acceptance_length",
+               "acceptance_rate", "output_throughput", "output_throughput_lo", "output_throughput_hi",
+               "repeats", "baseline_throughput", "baseline_repeats", "baseline_run_id", "run_id")
 
 
 def _column_map(text: str | None) -> dict[str, str] | None:
@@ -42,10 +52,12 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _clean(value):
-    if isinstance(value, float) and math.isnan(value):
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_clean(v) for v in value]
+    if value is None or value is pd.NA or isinstance(value, float) and math.isnan(value):
         return None
     if hasattr(value, "item"):
-        return value.item()
+        return _clean(value.item())
     return value
 
 
@@ -54,16 +66,20 @@ def _speedup(args: argparse.Namespace) -> int:
                                        "hardware", "concurrency", "k", "run_id")
                if (values := getattr(args, key))}
     frame = Store().speedup(filters, best=args.best)
+    fields = JSON_FIELDS + (("tied_ks",) if args.best else ())
     if args.json:
-        records = [{f: _clean(rec.get(f)) for f in JSON_FIELDS} for rec in frame.to_dict("records")]
+        records = [{f: _clean(rec.get(f)) for f in fields} for rec in frame.to_dict("records")]
         print(json.dumps(records, indent=1))
         return 0
     if frame.empty:
         print("no rows match; `specscope import FILE` adds results")
         return 0
-    cols = ["source", "model", "draft_model", "method", "dataset", "concurrency", "k", "speedup",
-            "acceptance_length"]
-    print(frame[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    records = frame.to_dict("records")
+    table = frame[["source", "model", "draft_model", "method", "dataset", "concurrency", "k"]].assign(
+        speedup=[explore.interval_text(r) for r in records], baseline_run=frame["baseline_run_id"])
+    if args.best:
+        table["tied"] = [explore.tie_text(r) for r in records]
+    print(table.to_string(index=False))
     return 0
 
 

@@ -30,7 +30,8 @@ def _advise(args: argparse.Namespace) -> int:
         return 0
     for answer in answers:
         verdict = "" if answer.speculate else "  -> do not speculate here (speedup < 1)"
-        print(f"{advisor.family_label(answer.keys)}  conc={answer.concurrency:g}: K={answer.k} "
+        tied = f" (tied within noise with K={','.join(map(str, answer.tied_ks))})" if answer.tied_ks else ""
+        print(f"{advisor.family_label(answer.keys)}  conc={answer.concurrency:g}: K={answer.k}{tied} "
               f"predicted {answer.predicted_speedup:.2f}x, stops paying {answer.stops_paying()}{verdict}")
         print(f"    why: {answer.reason}")
         ev = answer.evidence

@@ -1,0 +1,226 @@
+"""Interval maths for repeated measurements: means, ratios of means, and a rerun's prediction.
+
+    mean_interval([21.0, 22.5, 20.9])                   # t-interval for the mean throughput
+    ratio_interval(method_tps, baseline_tps)           # Fieller interval for a speedup
+    ratio_prediction_interval(method_tps, baseline_tps) # where a rerun's speedup should land
+
+Every function returns an ``Interval``. One value gives no interval (``low``/``high`` are
+``None``, ``method="none"``): a single run says nothing about its own spread. A speedup whose
+baseline mean is not significantly above zero has no bounded Fieller interval; it says so
+(``method="unbounded"``) rather than inventing bounds. Student-t quantiles are computed here
+(regularised incomplete beta, bisection) so no scipy is needed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+__all__ = [
+    "Interval",
+    "mean_interval",
+    "ratio_interval",
+    "ratio_prediction_interval",
+    "t_quantile",
+]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with its two-sided interval at ``level`` (bounds ``None`` when there is none)."""
+
+    estimate: float
+    low: float | None
+    high: float | None
+    level: float
+    n: int
+    method: str  # "t", "fieller", "log-t prediction", "none" or "unbounded"
+
+    @property
+    def bounded(self) -> bool:
+        """True when both bounds exist."""
+        return self.low is not None and self.high is not None
+
+    @property
+    def half_width(self) -> float | None:
+        """Half the interval's width (the ``±`` figure), or ``None`` without bounds."""
+        if not self.bounded:
+            return None
+        return (self.high - self.low) / 2
+
+    def covers(self, value: float) -> bool:
+        """True when ``value`` lies inside the bounds (never for an interval without bounds)."""
+        return self.bounded and self.low <= value <= self.high
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction for the incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _betai(a: float, b: float, x: float) -> float:
+    """Regularised incomplete beta I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def _t_cdf(t: float, df: float) -> float:
+    tail = 0.5 * _betai(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t with ``df`` (possibly fractional) degrees of freedom."""
+    if not 0.0 < p < 1.0 or df <= 0:
+        raise ValueError(f"t_quantile needs 0 < p < 1 and df > 0, got p={p}, df={df}")
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    lo, hi = 0.0, 1.0
+    while _t_cdf(hi, df) < p:
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if _t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12 * max(1.0, hi):
+            break
+    return (lo + hi) / 2.0
+
+
+def _sample(values: Sequence[float], what: str) -> np.ndarray:
+    arr = np.asarray(list(values), dtype=float)
+    if arr.size == 0:
+        raise ValueError(f"{what} needs at least one value")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{what} values must be finite numbers")
+    return arr
+
+
+def _check_level(level: float) -> None:
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be between 0 and 1, got {level}")
+
+
+def mean_interval(values: Sequence[float], level: float = 0.95) -> Interval:
+    """Student-t interval for the mean of ``values``; one value gives no interval."""
+    _check_level(level)
+    x = _sample(values, "mean_interval")
+    n = int(x.size)
+    mean = float(x.mean())
+    if n < 2:
+        return Interval(mean, None, None, level, n, "none")
+    half = t_quantile(0.5 + level / 2.0, n - 1) * float(x.std(ddof=1)) / math.sqrt(n)
+    return Interval(mean, mean - half, mean + half, level, n, "t")
+
+
+def _welch_df(terms: Sequence[tuple[float, int]]) -> float:
+    """Welch-Satterthwaite degrees of freedom for a sum of variance terms (var, n)."""
+    total = sum(v for v, _ in terms)
+    denom = sum(v * v / (n - 1) for v, n in terms)
+    if denom == 0.0:
+        return float(sum(n - 1 for _, n in terms))
+    return total * total / denom
+
+
+def ratio_interval(
+    num_values: Sequence[float], den_values: Sequence[float], level: float = 0.95
+) -> Interval:
+    """Fieller interval for mean(num) / mean(den), the two samples independent (e.g. a speedup).
+
+    Solves (a - r b)^2 <= t^2 (va + r^2 vb) for r, where a, b are the means and va, vb the
+    squared standard errors; t uses Welch-Satterthwaite degrees of freedom at the point
+    estimate. When the denominator mean is not significantly above zero (b^2 <= t^2 vb or
+    b <= 0) the set is not a bounded interval and the result is ``method="unbounded"``.
+    Either sample with a single value gives no interval.
+    """
+    _check_level(level)
+    num = _sample(num_values, "ratio_interval numerator")
+    den = _sample(den_values, "ratio_interval denominator")
+    a, b = float(num.mean()), float(den.mean())
+    n = int(min(num.size, den.size))
+    if b == 0.0:
+        return Interval(math.nan, None, None, level, n, "unbounded")
+    r = a / b
+    if num.size < 2 or den.size < 2:
+        return Interval(r, None, None, level, n, "none")
+    va = float(num.var(ddof=1)) / num.size
+    vb = float(den.var(ddof=1)) / den.size
+    df = _welch_df([(va, int(num.size)), (r * r * vb, int(den.size))])
+    t2 = t_quantile(0.5 + level / 2.0, df) ** 2
+    qa = b * b - t2 * vb
+    if b <= 0.0 or qa <= 0.0:
+        return Interval(r, None, None, level, n, "unbounded")
+    disc = (a * b) ** 2 - qa * (a * a - t2 * va)
+    root = math.sqrt(max(disc, 0.0))
+    return Interval(r, (a * b - root) / qa, (a * b + root) / qa, level, n, "fieller")
+
+
+def ratio_prediction_interval(
+    num_values: Sequence[float],
+    den_values: Sequence[float],
+    level: float = 0.95,
+    rerun_repeats: int | None = None,
+) -> Interval:
+    """Prediction interval for the ratio of means a rerun with ``rerun_repeats`` repeats will show.
+
+    Works on the log scale: log(a2/b2) - log(a1/b1) has variance about
+    cv_a^2 (1/n_a + 1/m) + cv_b^2 (1/n_b + 1/m) (delta method, cv = sd / mean), so the
+    interval is log(a1/b1) +- t * sqrt(that), exponentiated; t uses Welch-Satterthwaite
+    degrees of freedom. ``rerun_repeats`` defaults to the first run's own count.
+    """
+    _check_level(level)
+    num = _sample(num_values, "ratio_prediction_interval numerator")
+    den = _sample(den_values, "ratio_prediction_interval denominator")
+    a, b = float(num.mean()), float(den.mean())
+    n = int(min(num.size, den.size))
+    if a <= 0.0 or b <= 0.0:
+        raise ValueError("ratio_prediction_interval needs positive means (throughputs)")
+    r = a / b
+    if num.size < 2 or den.size < 2:
+        return Interval(r, None, None, level, n, "none")
+    m_a = rerun_repeats or int(num.size)
+    m_b = rerun_repeats or int(den.size)
+    cv2_a = float(num.var(ddof=1)) / (a * a)
+    cv2_b = float(den.var(ddof=1)) / (b * b)
+    terms = [
+        (cv2_a * (1.0 / num.size + 1.0 / m_a), int(num.size)),
+        (cv2_b * (1.0 / den.size + 1.0 / m_b), int(den.size)),
+    ]
+    se = math.sqrt(sum(v for v, _ in terms))
+    half = t_quantile(0.5 + level / 2.0, _welch_df(terms)) * se
+    return Interval(r, r * math.exp(-half), r * math.exp(half), level, n, "log-t prediction")

@@ -1,0 +1,52 @@
+"""The Runs page under AppTest on a kept run with repeats: intervals, speedup bounds, hygiene badges,
+and the repeats default for a small prompt set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from specscope import sweep
+
+pytestmark = pytest.mark.app
+
+APP = Path(__file__).resolve().parents[2] / "app"
+
+
+@pytest.fixture
+def kept_run(specscope_home, monkeypatch):
+    """A run of the baseline and ngram K=4 at concurrency 4, three repeats each, written as a sweep does."""
+    monkeypatch.syspath_prepend(str(APP))
+    run_id = "sweep-cpu-smollm2-apptest"
+    base = {"source": "specscope", "model": "SmolLM2-135M-Instruct", "dataset": "code-editing",
+            "hardware": "cpu-2core", "output_len": 32, "concurrency": 4, "status": "ok", "error": None,
+            "temperature": 0.0, "created_at": "2026-11-22T03:00:00+00:00", "request_rate": float("inf"),
+            "completed": 8, "failed": 0, "warmups": 1, "wave_share": 1.0, "max_num_seqs": 8,
+            "foreign_cpu": 0.0, "prior_requests": 0}
+    outputs = {"p1": "aa"}
+    for repeat, (b, n) in enumerate([(40.0, 60.0), (42.0, 63.0), (41.0, 61.0)], start=1):
+        sweep._keep(run_id, sweep.Cell("none", 0, 4, repeat),
+                    {**base, "method": "none", "k": 0, "repeat": repeat, "output_throughput": b}, [], outputs)
+        sweep._keep(run_id, sweep.Cell("ngram", 4, 4, repeat),
+                    {**base, "method": "ngram", "k": 4, "repeat": repeat, "output_throughput": n}, [], outputs)
+    sweep._write_run(run_id)
+    return run_id
+
+
+def test_cells_show_intervals_and_the_run_shows_its_hygiene(kept_run):
+    at = AppTest.from_file(str(APP / "main.py"), default_timeout=90).run()
+    at.switch_page("views/runs.py").run()
+    at.selectbox(key="runs_view").set_value(kept_run).run()
+    assert not at.exception, at.exception
+    assert at.number_input(key="runs_repeats").value == 3  # the bundled sample sets are small
+    table = at.table[0].value
+    none = table[table["method"] == "none"].iloc[0]
+    ngram = table[table["method"] == "ngram"].iloc[0]
+    assert none["repeats"] == 3 and none["tok/s (mean ± 95%)"].startswith("41.0 ± ")
+    assert none["speedup [95%]"] == "1.000 (baseline)"
+    low, high = (float(x) for x in ngram["speedup [95%]"].split("[")[1].rstrip("]").split(", "))
+    assert low < 184 / 123 < high  # mean 61.33 / mean 41.0
+    assert ngram["checks"] == "⚠ Synchronized waves"
+    assert any("Synchronized waves (2 cells)" in w.value for w in at.warning)

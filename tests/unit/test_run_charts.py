@@ -1,0 +1,49 @@
+"""Runs page charts and table text: per-request format named, intervals and badges written out."""
+
+import pandas as pd
+
+from ui import run_charts, run_table
+
+FRAME = pd.DataFrame([
+    {"method": "ngram", "k": 4, "concurrency": 1, "prompt_id": "<b>p1</b>", "acceptance_rate": 0.4,
+     "speedup": 1.2, "spec_decode_format": "metrics.speculative_decoding"},
+    {"method": "none", "k": 0, "concurrency": 1, "prompt_id": "<b>p1</b>", "acceptance_rate": None,
+     "speedup": 1.0, "spec_decode_format": None},
+])
+
+
+def test_per_prompt_acceptance_names_the_per_request_format_and_escapes_prompt_ids():
+    fig = run_charts.per_prompt_acceptance(FRAME)
+    assert "metrics.speculative_decoding" in fig.layout.title.text
+    assert list(fig.data[0].x) == ["&lt;b&gt;p1&lt;/b&gt;"]
+
+
+def test_without_per_request_figures_the_chart_says_so():
+    fig = run_charts.per_prompt_acceptance(FRAME.assign(acceptance_rate=None))
+    assert "did not report per-request" in fig.layout.annotations[0].text
+
+
+def test_table_text_for_repeats_single_runs_and_unbounded_speedups():
+    cells = pd.DataFrame([
+        {"method": "none", "k": 0, "concurrency": 1, "status": "ok", "repeats": 3,
+         "output_throughput": 40.0, "output_throughput_lo": 38.0, "output_throughput_hi": 42.0,
+         "speedup": 1.0, "hygiene": ""},
+        {"method": "ngram", "k": 4, "concurrency": 1, "status": "ok", "repeats": 3,
+         "output_throughput": 60.0, "output_throughput_lo": 55.0, "output_throughput_hi": 65.0,
+         "speedup": 1.5, "speedup_lo": 1.3, "speedup_hi": 1.7, "speedup_interval": "fieller",
+         "hygiene": "waves; few_requests"},
+        {"method": "suffix", "k": 4, "concurrency": 1, "status": "ok", "repeats": 1,
+         "output_throughput": 70.0, "speedup": 1.75, "speedup_interval": "none", "hygiene": "few_requests"},
+        {"method": "suffix", "k": 8, "concurrency": 1, "status": "ok", "repeats": 2,
+         "output_throughput": 50.0, "output_throughput_lo": 10.0, "output_throughput_hi": 90.0,
+         "speedup": 1.25, "speedup_interval": "unbounded", "hygiene": None},
+    ])
+    table = run_table.display_table(cells)
+    assert table["tok/s (mean ± 95%)"].tolist()[:3] == ["40.0 ± 2.0", "60.0 ± 5.0", "70.0 (1 run: no interval)"]
+    assert table["speedup [95%]"].tolist() == ["1.000 (baseline)", "1.500 [1.300, 1.700]",
+                                               "1.750 (1 run: no interval)",
+                                               "1.250 (interval unbounded: baseline too noisy)"]
+    assert table["checks"].tolist() == ["✓", "⚠ Synchronized waves · ⚠ Too few requests for an interval",
+                                        "⚠ Too few requests for an interval", "–"]
+    counts = run_table.hygiene_counts(cells)
+    assert counts["few_requests"] == 2 and counts["waves"] == 1 and counts["lossless"] == 0

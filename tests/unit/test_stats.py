@@ -1,0 +1,113 @@
+"""stats: t quantiles against closed forms and table values; intervals against hand-worked cases."""
+
+import math
+
+import pytest
+
+from specscope.stats import (
+    mean_interval,
+    ratio_interval,
+    ratio_prediction_interval,
+    t_quantile,
+)
+
+T2 = 4.302652729911275  # t(0.975, df=2), closed form below
+
+
+@pytest.mark.parametrize("p", [0.6, 0.9, 0.975, 0.995])
+def test_t_quantile_matches_the_closed_forms_for_one_and_two_df(p):
+    assert t_quantile(p, 1) == pytest.approx(math.tan(math.pi * (p - 0.5)), rel=1e-8)
+    assert t_quantile(p, 2) == pytest.approx((2 * p - 1) * math.sqrt(2 / (4 * p * (1 - p))), rel=1e-8)
+
+
+def test_t_quantile_matches_table_values_and_the_normal_limit():
+    assert t_quantile(0.975, 4) == pytest.approx(2.776445105, rel=1e-8)
+    assert t_quantile(0.975, 10) == pytest.approx(2.228138852, rel=1e-8)
+    assert t_quantile(0.975, 1e7) == pytest.approx(1.959963985, rel=1e-6)
+    assert t_quantile(0.025, 10) == pytest.approx(-2.228138852, rel=1e-8)
+    # fractional df (Welch) lies between its integer neighbours
+    assert t_quantile(0.975, 3) > t_quantile(0.975, 3.5) > t_quantile(0.975, 4)
+
+
+def test_t_quantile_rejects_impossible_arguments():
+    with pytest.raises(ValueError):
+        t_quantile(1.0, 3)
+    with pytest.raises(ValueError):
+        t_quantile(0.9, 0)
+
+
+def test_mean_interval_is_the_t_interval():
+    iv = mean_interval([10.0, 12.0, 14.0])  # mean 12, sd 2, se 2/sqrt(3)
+    half = T2 * 2 / math.sqrt(3)
+    assert (iv.estimate, iv.n, iv.method) == (12.0, 3, "t")
+    assert iv.low == pytest.approx(12 - half) and iv.high == pytest.approx(12 + half)
+    assert iv.half_width == pytest.approx(half)
+    assert iv.covers(8.0) and not iv.covers(17.0)
+
+
+def test_one_value_has_no_interval():
+    iv = mean_interval([21.5])
+    assert (iv.estimate, iv.low, iv.high, iv.method) == (21.5, None, None, "none")
+    assert not iv.bounded and iv.half_width is None and not iv.covers(21.5)
+
+
+def test_bad_input_is_refused_with_a_sentence():
+    with pytest.raises(ValueError, match="at least one value"):
+        mean_interval([])
+    with pytest.raises(ValueError, match="finite"):
+        mean_interval([1.0, float("nan")])
+    with pytest.raises(ValueError, match="level"):
+        mean_interval([1.0, 2.0], level=95)
+
+
+def test_fieller_with_an_exact_denominator_is_the_scaled_t_interval():
+    iv = ratio_interval([10.0, 12.0, 14.0], [5.0, 5.0, 5.0])
+    half = T2 * 2 / math.sqrt(3) / 5
+    assert iv.method == "fieller" and iv.estimate == pytest.approx(2.4)
+    assert iv.low == pytest.approx(2.4 - half) and iv.high == pytest.approx(2.4 + half)
+
+
+def test_fieller_with_a_noisy_denominator_is_asymmetric_and_solves_its_equation():
+    # a = 6 exactly, b = 3 with se^2 = 1/3 on df = 2: (6 - 3r)^2 = t^2 r^2 / 3 at both ends
+    iv = ratio_interval([6.0, 6.0, 6.0], [2.0, 3.0, 4.0])
+    assert iv.method == "fieller" and iv.estimate == pytest.approx(2.0)
+    for r in (iv.low, iv.high):
+        assert (6 - 3 * r) ** 2 == pytest.approx(T2**2 * r * r / 3)
+    # by hand: r = 6 / (3 +- t/sqrt(3))
+    assert iv.low == pytest.approx(6 / (3 + T2 / math.sqrt(3)))
+    assert iv.high == pytest.approx(6 / (3 - T2 / math.sqrt(3)))
+    assert iv.high - 2.0 > 2.0 - iv.low  # a noisy denominator stretches the upper side
+
+
+def test_fieller_says_unbounded_when_the_denominator_is_not_clearly_above_zero():
+    iv = ratio_interval([6.0, 6.0, 6.0], [1.0, 10.0])
+    assert iv.method == "unbounded" and not iv.bounded
+    assert iv.estimate == pytest.approx(6 / 5.5)
+
+
+def test_ratio_with_a_single_run_on_either_side_has_no_interval():
+    assert ratio_interval([20.0, 21.0, 22.0], [10.0]).method == "none"
+    assert ratio_interval([20.0], [10.0]).estimate == 2.0
+
+
+def test_prediction_interval_by_hand_on_the_log_scale():
+    num, den = [10.0, 12.0, 14.0], [4.5, 5.0, 5.5]
+    iv = ratio_prediction_interval(num, den)
+    va = (4 / 144) * (2 / 3)  # cv_a^2 (1/3 + 1/3)
+    vb = (0.25 / 25) * (2 / 3)
+    df = (va + vb) ** 2 / (va**2 / 2 + vb**2 / 2)
+    half = t_quantile(0.975, df) * math.sqrt(va + vb)
+    assert iv.estimate == pytest.approx(2.4)
+    assert iv.low == pytest.approx(2.4 * math.exp(-half))
+    assert iv.high == pytest.approx(2.4 * math.exp(half))
+    # it is wider than the confidence interval of the same speedup: a rerun has its own noise
+    ci = ratio_interval(num, den)
+    assert iv.low < ci.low and iv.high > ci.high
+
+
+def test_prediction_interval_narrows_when_the_rerun_has_more_repeats():
+    num, den = [10.0, 12.0, 14.0], [4.5, 5.0, 5.5]
+    assert (
+        ratio_prediction_interval(num, den, rerun_repeats=10).half_width
+        < ratio_prediction_interval(num, den).half_width
+    )
