@@ -1,6 +1,7 @@
 """Explorer figures: pure functions from the frames of ``specscope.explore`` to plotly figures.
 
-Every trace carries the row it came from in ``customdata`` so hovering shows it.
+Hover shows the trace's name, x, y and only the few values not drawn already (``customdata``
+holds just those), so a figure's payload grows with its points, not with whole rows.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ __all__ = ["speedup_vs_k", "speedup_by_method", "speedup_vs_concurrency", "accep
 
 PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D",
            "#EECA3B", "#BAB0AC"]
-HOVER_COLUMNS = ("source", "model", "draft_model", "method", "dataset", "hardware", "concurrency", "k",
-                 "speedup", "acceptance_length", "output_throughput")
 
 
 def _layout(fig: go.Figure, title: str, x: str, y: str, *, log_x: bool = False) -> go.Figure:
@@ -38,14 +37,14 @@ def empty_figure(message: str) -> go.Figure:
     return fig
 
 
-def _hover(frame: pd.DataFrame, columns=HOVER_COLUMNS) -> tuple[list, str]:
-    cols = [c for c in columns if c in frame.columns]
-    lines = []
+def _hover(frame: pd.DataFrame, x: str, y: str, extra: tuple[str, ...] = ()) -> tuple[list | None, str]:
+    """``customdata`` with only the ``extra`` columns and a template naming the trace, x and y."""
+    lines = ["%{fullData.name}", f"{x}: %{{x}}", f"{y}: %{{y:.3f}}"]
+    cols = [c for c in extra if c in frame.columns]
     for i, col in enumerate(cols):
         fmt = ":.3f" if frame[col].dtype.kind == "f" else ""
         lines.append(f"{col}: %{{customdata[{i}]{fmt}}}")
-    data = [[html.escape(v) if isinstance(v, str) else v for v in row]
-            for row in frame[cols].astype(object).where(frame[cols].notna(), "—").to_numpy().tolist()]
+    data = frame[cols].astype(object).where(frame[cols].notna(), "—").to_numpy().tolist() if cols else None
     return data, "<br>".join(lines) + "<extra></extra>"
 
 
@@ -77,7 +76,7 @@ def speedup_vs_k(frame: pd.DataFrame, setups: list[str]) -> go.Figure:
             line = sub[sub["concurrency"] == conc].sort_values("k")
             if line.empty:
                 continue
-            data, template = _hover(line)
+            data, template = _hover(line, "K", "speedup", ("acceptance_length", "output_throughput", "runs"))
             fig.add_trace(go.Scatter(
                 x=line["k"], y=line["speedup"], mode="lines+markers", name=f"concurrency {int(conc)}",
                 legendgroup=f"c{conc}", showlegend=n == 0, line=dict(color=PALETTE[j % len(PALETTE)]),
@@ -106,7 +105,7 @@ def speedup_by_method(best: pd.DataFrame) -> go.Figure:
                        for m, d in zip(spec["method"], spec["draft_model"])]
     fig = go.Figure()
     for j, (variant, bars) in enumerate(spec.groupby("variant", sort=True)):
-        data, template = _hover(bars)
+        data, template = _hover(bars, "at", "speedup", ("k", "acceptance_length"))
         fig.add_trace(go.Bar(x=[_safe(p) for p in bars["point"]], y=bars["speedup"], name=_safe(variant),
                              marker_color=PALETTE[j % len(PALETTE)], customdata=data,
                              hovertemplate=template, text=[f"{v:.2f}×" for v in bars["speedup"]],
@@ -125,7 +124,7 @@ def speedup_vs_concurrency(best: pd.DataFrame, crossings: pd.DataFrame) -> go.Fi
     fig = go.Figure()
     for j, (setup, line) in enumerate(spec.groupby("setup", sort=False)):
         line = line.sort_values("concurrency")
-        data, template = _hover(line)
+        data, template = _hover(line, "concurrency", "speedup", ("k", "acceptance_length"))
         fig.add_trace(go.Scatter(x=line["concurrency"], y=line["speedup"], mode="lines+markers",
                                  name=_safe(setup), line=dict(color=PALETTE[j % len(PALETTE)]),
                                  text=[f"K={k}" for k in line["k"]], textposition="top center",
@@ -154,8 +153,7 @@ def acceptance_vs_k(frame: pd.DataFrame) -> go.Figure:
                                  y=list(line["al_max"]) + list(line["al_min"])[::-1],
                                  fill="toself", fillcolor=color, opacity=0.18, line=dict(width=0),
                                  hoverinfo="skip", showlegend=False, legendgroup=setup))
-        data, template = _hover(line, ("source", "model", "draft_model", "method", "k", "acceptance_length",
-                                       "al_min", "al_max", "concurrencies"))
+        data, template = _hover(line, "K", "acceptance length", ("al_min", "al_max", "concurrencies"))
         fig.add_trace(go.Scatter(x=line["k"], y=line["acceptance_length"], mode="lines+markers",
                                  name=_safe(setup), legendgroup=setup, line=dict(color=color),
                                  customdata=data, hovertemplate=template))
@@ -172,7 +170,7 @@ def throughput_vs_concurrency(best: pd.DataFrame) -> go.Figure:
     for j, (setup, line) in enumerate(best.groupby("setup", sort=False)):
         line = line.sort_values("concurrency")
         is_base, style = _setup_line(line, j)
-        data, template = _hover(line)
+        data, template = _hover(line, "concurrency", "output tokens/s", ("k", "speedup"))
         fig.add_trace(go.Scatter(x=line["concurrency"], y=line["output_throughput"], mode="lines+markers",
                                  name=_safe(setup) + (" (baseline)" if is_base else ""), line=style,
                                  customdata=data, hovertemplate=template))
@@ -190,7 +188,7 @@ def latency_vs_concurrency(best: pd.DataFrame) -> go.Figure:
         line = line.sort_values("concurrency")
         _, style = _setup_line(line, j)
         for col, (metric, _) in enumerate(metrics, start=1):
-            data, template = _hover(line, (*HOVER_COLUMNS, metric))
+            data, template = _hover(line, "concurrency", metric, ("k",))
             fig.add_trace(go.Scatter(x=line["concurrency"], y=line[metric], mode="lines+markers",
                                      name=_safe(setup), legendgroup=setup, showlegend=col == 1,
                                      line=style,
