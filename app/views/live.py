@@ -10,9 +10,9 @@ from specscope import live, prompts
 from specscope.errors import ConfigError, SpecScopeError
 from specscope.stream import GenerationRequest
 from ui.common import show_error
+from ui.live_panes import stream_panes
 from ui.tokens import STYLE, legend_html, tokens_html
 
-REFRESH_S = 0.3
 SESSION_KEY = "live_session"
 SERVER_HELP = ("One server a line: label URL [method] [speculative config JSON]. "
                "'none' marks the baseline; with an ngram config the rejected tokens are rebuilt exactly.")
@@ -115,29 +115,15 @@ def _pane_html(view: live.PaneView, show: bool) -> str:
     notes = "".join(f"<div><small>{html.escape(n)}</small></div>" for n in view.provenance.notes)
     source = f"labels: {view.provenance.source}" + (" (estimated)" if view.provenance.estimated else "")
     error = f'<div class="ss-error" data-error="1">⚠️ {html.escape(view.error)}</div>' if view.error else ""
-    return (f'{STYLE}<div data-pane="{html.escape(spec.label, quote=True)}">'
+    t0 = "" if view.t0 is None else f' data-t0="{view.t0:.6f}"'
+    return (f'{STYLE}<div data-pane="{html.escape(spec.label, quote=True)}"{t0}>'
             f"<b>{html.escape(spec.label)}</b> <small>{html.escape(spec.method)} · {state} · {source}</small> {badge}"
             f"{_metric_rows(view)}{error}"
             f"{tokens_html(view.provenance.tokens, view.provenance.steps, show_rejected=show, token_texts=view.token_texts, divergence=view.divergence)}"
             f"{notes}</div>")
 
 
-def _render(session: live.LiveSession) -> None:
-    views = session.views()
-    st.html(STYLE + legend_html())
-    per_row = 3 if len(views) > 4 else len(views)
-    for first in range(0, len(views), per_row):
-        for column, view in zip(st.columns(per_row), views[first:first + per_row]):
-            column.html(_pane_html(view, show_rejected))
-
-
 if session is not None:
-    active = not session.finished or session.replaying()
-
-    @st.fragment(run_every=REFRESH_S if active else None)
-    def _panes() -> None:
-        _render(session)
-        if active and session.finished and not session.replaying():
-            st.rerun()
-
-    _panes()
+    st.html(STYLE + legend_html())
+    if stream_panes(session, lambda view: _pane_html(view, show_rejected)):
+        st.rerun()  # finished: show the save and replay buttons
