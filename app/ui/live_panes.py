@@ -20,14 +20,13 @@ __all__ = ["stream_panes", "IDLE_WAIT_S"]
 IDLE_WAIT_S = 0.25  # longest wait between checks when nothing arrives
 
 
-def stream_panes(session: LiveSession, pane_html: Callable[[PaneView], str]) -> bool:
-    """Draw every pane, then keep them current until the session is done; True if it was
-    still streaming or replaying when called (the caller reruns to show its final controls)."""
+def stream_panes(session: LiveSession, pane_html: Callable[[PaneView], str]) -> None:
+    """Draw every pane, then keep them current until the session is done streaming or replaying."""
     views = session.views()
     per_row = 3 if len(views) > 4 else len(views)
     slots = [column.empty() for first in range(0, len(views), per_row) for column in st.columns(per_row)]
     shown: list[str | None] = [None] * len(views)
-    active = was_active = not session.finished or session.replaying()
+    active = not session.finished or session.replaying()
     while True:
         for i, view in enumerate(views):
             text = pane_html(view)
@@ -35,7 +34,7 @@ def stream_panes(session: LiveSession, pane_html: Callable[[PaneView], str]) -> 
                 slots[i].html(text)
                 shown[i] = text
         if not active:
-            return was_active
+            return
         session.wait_for_change(IDLE_WAIT_S)
         active = not session.finished or session.replaying()
         views = session.views()

@@ -82,11 +82,17 @@ with st.expander("Recordings"):
             show_error(exc)
 
 session: live.LiveSession | None = st.session_state.get(SESSION_KEY)
-if session is not None and session.finished:
+
+
+def _finished_controls(session: live.LiveSession) -> None:
     if save.button("Save recording", key="live_save"):
         st.success(f"Saved to {session.save()}")
     if session.mode == "fair" and replay_again.button("Replay", key="live_replay"):
         session.restart_replay()
+
+
+if session is not None and session.finished:
+    _finished_controls(session)
 
 
 def _metric_rows(view: live.PaneView) -> str:
@@ -116,7 +122,7 @@ def _pane_html(view: live.PaneView, show: bool) -> str:
     source = f"labels: {view.provenance.source}" + (" (estimated)" if view.provenance.estimated else "")
     error = f'<div class="ss-error" data-error="1">⚠️ {html.escape(view.error)}</div>' if view.error else ""
     t0 = "" if view.t0 is None else f' data-t0="{view.t0:.6f}"'
-    return (f'{STYLE}<div data-pane="{html.escape(spec.label, quote=True)}"{t0}>'
+    return (f'<div data-pane="{html.escape(spec.label, quote=True)}"{t0}>'
             f"<b>{html.escape(spec.label)}</b> <small>{html.escape(spec.method)} · {state} · {source}</small> {badge}"
             f"{_metric_rows(view)}{error}"
             f"{tokens_html(view.provenance.tokens, view.provenance.steps, show_rejected=show, token_texts=view.token_texts, divergence=view.divergence)}"
@@ -125,5 +131,7 @@ def _pane_html(view: live.PaneView, show: bool) -> str:
 
 if session is not None:
     st.html(STYLE + legend_html())
-    if stream_panes(session, lambda view: _pane_html(view, show_rejected)):
-        st.rerun()  # finished: show the save and replay buttons
+    streaming = not session.finished
+    stream_panes(session, lambda view: _pane_html(view, show_rejected))
+    if streaming:  # it finished while this run drew it: its controls go in their place above
+        _finished_controls(session)
