@@ -22,7 +22,7 @@ advisor does not rank them.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -190,8 +190,13 @@ def _scalar(value):
     return value.item() if hasattr(value, "item") else value
 
 
-def fit_families(frame: pd.DataFrame, train_smallest: int | None = None) -> list[FamilyFit]:
-    """One fit per family in ``frame`` (rows of ``Store.speedup``); unfittable families are left out."""
+def fit_families(frame: pd.DataFrame, train_smallest: int | None = None,
+                 fit: Callable[[pd.DataFrame, int | None], FamilyFit] | None = None) -> list[FamilyFit]:
+    """One fit per family in ``frame`` (rows of ``Store.speedup``); unfittable families are left out.
+
+    ``fit(rows, train_smallest)`` fits one family (default ``fit_family``; a cache may wrap it).
+    """
+    fit = fit or fit_family
     sd = frame[frame["method"] != BASELINE_METHOD]
     if sd.empty:
         raise InputError("No speculative rows match; widen the filters or import results first.")
@@ -199,7 +204,7 @@ def fit_families(frame: pd.DataFrame, train_smallest: int | None = None) -> list
     fits, skipped = [], []
     for _, g in keyed.groupby(list(FAMILY_KEYS), sort=True):
         try:
-            fits.append(fit_family(sd.loc[g.index], train_smallest))
+            fits.append(fit(sd.loc[g.index], train_smallest))
         except InputError as exc:
             skipped.append(str(exc))
     if not fits:

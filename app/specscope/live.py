@@ -16,6 +16,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -79,6 +80,7 @@ class PaneView:
     done: bool
     lossless: bool | None = None
     divergence: int | None = None
+    t0: float | None = None  # wall-clock second the chunks' arrival_s count from (None: not started)
 
 
 def pane_metrics(chunks: list[Chunk], provenance: Provenance) -> PaneMetrics:
@@ -128,7 +130,10 @@ class Pane:
         self.done = False
         self.token_texts: dict[int, str] = {}
         self.max_model_len: int | None = None
+        self.started_at: float | None = None  # wall clock when the request was sent
+        self.on_change: Callable[[], None] | None = None
         self._lock = threading.Lock()
+        self._view: tuple[int, tuple[Provenance, PaneMetrics]] | None = None
 
     def ngram_config(self) -> NgramConfig | None:
         """The ngram settings that rebuild this server's drafts exactly, if it runs ngram."""
@@ -144,9 +149,11 @@ class Pane:
                 info = client.model_info()
                 self.max_model_len = info.get("max_model_len")
                 request = GenerationRequest(**{**asdict(self.request), "model": self.request.model or info["id"]})
+                self.started_at = time.time()
                 for chunk in client.stream(request):
                     with self._lock:
                         self.chunks.append(chunk)
+                    self._notify()
                 self._name_rejected_tokens(client)
         except SpecScopeError as exc:
             self.error = str(exc)
@@ -154,6 +161,11 @@ class Pane:
             self.error = f"{self.spec.label} failed: {type(exc).__name__}: {exc}"
         finally:
             self.done = True
+            self._notify()
+
+    def _notify(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
 
     def _name_rejected_tokens(self, client: StreamClient) -> None:
         if self.ngram_config() is None:
@@ -170,12 +182,18 @@ class Pane:
         return chunks if until_s is None else [c for c in chunks if c.arrival_s <= until_s]
 
     def view_chunks(self, chunks: list[Chunk]) -> tuple[Provenance, PaneMetrics]:
-        """Provenance and metrics of ``chunks``."""
+        """Provenance and metrics of ``chunks`` (a prefix of this pane's chunks); the last one is kept,
+        so redrawing a pane that received nothing new costs nothing."""
+        last = self._view
+        if last is not None and last[0] == len(chunks):
+            return last[1]
         tracker = StepTracker(self.ngram_config(), self.spec.speculative)
         for chunk in chunks:
             tracker.add(chunk)
         provenance = tracker.provenance()
-        return provenance, pane_metrics(chunks, provenance)
+        result = (provenance, pane_metrics(chunks, provenance))
+        self._view = (len(chunks), result)
+        return result
 
     def to_dict(self) -> dict:
         """The pane as JSON-ready values, for a recording."""
@@ -209,7 +227,32 @@ class LiveSession:
     mode: str = "race"
     replay_started: float | None = None
     created_at: float = field(default_factory=time.time)
+    replay_started_wall: float | None = None
     _threads: list[threading.Thread] = field(default_factory=list)
+    _changed: threading.Condition = field(default_factory=threading.Condition)
+    _arrivals: int = 0       # chunks received (and panes finished) so far
+    _shown: int = 0          # _arrivals at the last views()
+    _shown_until: float | None = None  # replay time of the last views()
+
+    def __post_init__(self):
+        for pane in self.panes:
+            pane.on_change = self._arrived
+
+    def _arrived(self) -> None:
+        with self._changed:
+            self._arrivals += 1
+            self._changed.notify_all()
+
+    def wait_for_change(self, timeout: float) -> None:
+        """Return as soon as a pane has something ``views()`` did not show yet (a chunk arrived,
+        a pane finished, a replayed chunk came due), or after ``timeout`` seconds."""
+        if self._shown_until is not None and self.replaying():
+            due = [c.arrival_s for p in self.panes for c in p.snapshot() if c.arrival_s > self._shown_until]
+            wait = min(due, default=self._shown_until + timeout) - (time.monotonic() - self.replay_started)
+            time.sleep(min(timeout, max(0.0, wait)))
+            return
+        with self._changed:
+            self._changed.wait_for(lambda: self._arrivals != self._shown, timeout)
 
     @classmethod
     def create(cls, specs: list[PaneSpec], request: GenerationRequest, mode: str) -> "LiveSession":
@@ -256,19 +299,23 @@ class LiveSession:
         now = time.monotonic() if now is None else now
         if self.replay_started is None:
             self.replay_started = now
+            self.replay_started_wall = time.time() - (time.monotonic() - now)
         return now - self.replay_started <= self.replay_length_s
 
     def restart_replay(self) -> None:
         """Play the recorded streams again from the start."""
         self.replay_started = time.monotonic()
+        self.replay_started_wall = time.time()
 
     def views(self, now: float | None = None) -> list[PaneView]:
         """What every pane shows at ``now`` (replayed on recorded times in fair mode), compared to the baseline."""
         now = time.monotonic() if now is None else now
+        self._shown = self._arrivals
         until = None
         if self.mode == "fair" and self.finished:
             self.replaying(now)
             until = now - self.replay_started
+        self._shown_until = until
         views = []
         for pane in self.panes:
             chunks = pane.snapshot(until)
@@ -277,7 +324,7 @@ class LiveSession:
             texts = {t.id: t.text for t in provenance.tokens} | pane.token_texts
             views.append(PaneView(spec=pane.spec, provenance=provenance, metrics=figures, token_texts=texts,
                                   error=pane.error if complete or until is None else None,
-                                  done=complete))
+                                  done=complete, t0=pane.started_at if until is None else self.replay_started_wall))
         self._compare(views)
         return views
 

@@ -11,18 +11,22 @@ intervals come from ``stats``: Student-t for throughput, Fieller for speedup. Sp
 cell's mean output throughput over its baseline's (method ``none``, same BASELINE_KEYS,
 host included): the baseline its own run measured when there is one, otherwise the newest
 matching baseline of another run; ``baseline_run_id`` says which. User-influenced values are
-bound parameters; column names come only from the fixed schema.
+bound parameters; column names come only from the fixed schema. Each content version is an
+immutable snapshot (its own in-memory database) read through a cursor per query, so many
+sessions query at once and a reload never changes a query already running.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import re
 import socket
 import threading
 import uuid
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -246,8 +250,32 @@ def _best_with_ties(frame: pd.DataFrame) -> pd.DataFrame:
     return best.sort_values([*BEST_KEYS, "k"], na_position="first").reset_index(drop=True)
 
 
+@dataclass(frozen=True)
+class _Snapshot:
+    """One content version of the store, loaded once and never changed."""
+
+    signature: tuple
+    version: str
+    con: duckdb.DuckDBPyConnection
+
+
+def _stat_signature(paths: list[Path]) -> tuple:
+    signature = []
+    for path in paths:
+        try:
+            stat = path.stat()
+        except FileNotFoundError:  # deleted between listing and stat: it is gone
+            continue
+        signature.append((str(path), stat.st_mtime_ns, stat.st_size))
+    return tuple(signature)
+
+
 class Store:
-    """DuckDB over every results Parquet file; thread-safe, refreshed when files change."""
+    """DuckDB over every results Parquet file; thread-safe, refreshed when files change.
+
+    Reads never wait for each other: each query gets its own cursor on the current
+    snapshot. Only a reload (a file added, removed or changed) takes the lock.
+    """
 
     def __init__(self, result_dirs: Sequence[Path] | None = None,
                  request_dirs: Sequence[Path] | None = None):
@@ -255,15 +283,14 @@ class Store:
             settings.bundled_data_dir() / "results", settings.results_dir()]
         self._request_dirs = list(request_dirs) if request_dirs is not None else [
             settings.bundled_data_dir() / "requests", settings.requests_dir()]
-        self._con = duckdb.connect()
         self._lock = threading.Lock()
-        self._signature: tuple | None = None
+        self._snapshot: _Snapshot | None = None
 
     @staticmethod
     def _files(dirs: Sequence[Path]) -> list[Path]:
         return sorted(p for d in dirs if d.is_dir() for p in d.glob("*.parquet"))
 
-    def _load(self, name: str, files: list[Path], schema: pa.Schema) -> None:
+    def _load(self, con: duckdb.DuckDBPyConnection, name: str, files: list[Path], schema: pa.Schema) -> None:
         """Load ``files`` into the table ``_<name>`` and expose its schema's columns as view ``<name>``.
 
         The results table also holds ``_baseline_key`` (a hash of BASELINE_KEYS) and ``_cell``
@@ -281,37 +308,50 @@ class Store:
             if files:
                 params = [[str(p) for p in files]]
                 source = "FROM read_parquet(?, union_by_name=true)"
-                present = {row[0] for row in self._con.execute(
+                present = {row[0] for row in con.execute(
                     f"SELECT column_name FROM (DESCRIBE SELECT * {source})", params).fetchall()}
-            self._con.execute(f"CREATE OR REPLACE TABLE _{name} AS SELECT *{key} FROM "
-                              f"(SELECT {_select_list(schema, present)} {source})", params)
+            con.execute(f"CREATE OR REPLACE TABLE _{name} AS SELECT *{key} FROM "
+                        f"(SELECT {_select_list(schema, present)} {source})", params)
         except duckdb.Error as exc:
             folder = files[0].parent if files else "the results folder"
             raise StoreError(f"A results file could not be read ({exc}); move the damaged file out of "
                              f"{folder} and reload.") from exc
-        self._con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT {columns} FROM _{name}")
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT {columns} FROM _{name}")
 
-    def refresh(self) -> None:
-        """Reload the tables if any results or requests file was added, removed or changed."""
+    def _current(self) -> _Snapshot:
+        """The snapshot of the files as they are now, loading a new one if any changed."""
         results = self._files(self._result_dirs)
         requests = self._files(self._request_dirs)
-        signature = tuple((str(p), p.stat().st_mtime_ns) for p in results + requests)
-        if signature == self._signature:
-            return
-        self._load("results", results, RESULT_SCHEMA)
-        self._load("requests", requests, REQUEST_SCHEMA)
-        self._signature = signature
+        signature = (_stat_signature(results), _stat_signature(requests))
+        snapshot = self._snapshot
+        if snapshot is not None and snapshot.signature == signature:
+            return snapshot
+        with self._lock:  # one reload at a time; queries on older snapshots carry on
+            snapshot = self._snapshot
+            if snapshot is not None and snapshot.signature == signature:
+                return snapshot
+            con = duckdb.connect()
+            self._load(con, "results", [Path(p) for p, *_ in signature[0]], RESULT_SCHEMA)
+            self._load(con, "requests", [Path(p) for p, *_ in signature[1]], REQUEST_SCHEMA)
+            version = hashlib.blake2b(repr(signature).encode(), digest_size=8).hexdigest()
+            self._snapshot = _Snapshot(signature, version, con)
+            return self._snapshot
+
+    def refresh(self) -> str:
+        """Reload if any results or requests file was added, removed or changed; returns the
+        content version, a string that changes exactly when the files do (a cache key)."""
+        return self._current().version
 
     def query(self, sql: str, params: Sequence | None = None) -> pd.DataFrame:
         """Run SQL over the tables ``results`` and ``requests`` with bound parameters."""
-        with self._lock:
-            self.refresh()
-            try:
-                with warnings.catch_warnings():  # duckdb's pandas bridge uses a keyword pandas 3 deprecates
-                    warnings.filterwarnings("ignore", message=".*inplace.*")
-                    return self._con.execute(sql, list(params or [])).df()
-            except duckdb.Error as exc:
-                raise StoreError(f"The results query failed ({exc}).") from exc
+        snapshot = self._current()
+        try:
+            with snapshot.con.cursor() as cursor, warnings.catch_warnings():
+                # duckdb's pandas bridge uses a keyword pandas 3 deprecates
+                warnings.filterwarnings("ignore", message=".*inplace.*")
+                return cursor.execute(sql, list(params or [])).df()
+        except duckdb.Error as exc:
+            raise StoreError(f"The results query failed ({exc}).") from exc
 
     @staticmethod
     def where(filters: Mapping[str, Sequence] | None, alias: str = "r") -> tuple[str, list]:

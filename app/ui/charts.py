@@ -1,6 +1,7 @@
 """Explorer figures: pure functions from the frames of ``specscope.explore`` to plotly figures.
 
-Every trace carries the row it came from in ``customdata`` so hovering shows it. Speedups
+Hover shows the trace's name, x, y and only the few values not drawn already (``customdata``
+holds just those), so a figure's payload grows with its points, not with whole rows. Speedups
 and throughputs carry their 95% interval as error bars and as ``±`` in the hover; a point
 from a single run has no bar, and its hover says so.
 """
@@ -20,12 +21,10 @@ from ui.chart_style import PALETTE, empty_figure, layout
 __all__ = ["speedup_vs_k", "speedup_by_method", "speedup_vs_concurrency", "acceptance_vs_k", "throughput_vs_concurrency",
            "latency_vs_concurrency", "per_position"]
 
-HOVER_COLUMNS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host", "concurrency",
-                 "k", "speedup ± 95%", "acceptance_length", "output tok/s ± 95%", "repeats", "runs",
-                 "baseline_run_id")
 
 
 def _with_interval_text(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with ``speedup ± 95%`` and ``output tok/s ± 95%`` texts for the hover."""
     records = frame.to_dict("records")
     out = frame.copy()
     if "speedup" in frame.columns:
@@ -45,15 +44,18 @@ def _error_bars(frame: pd.DataFrame, value: str = "speedup") -> dict:
                 arrayminus=(y - frame[lo].astype(float)).tolist(), thickness=1.2, width=4)
 
 
-def _hover(frame: pd.DataFrame, columns=HOVER_COLUMNS) -> tuple[list, str]:
+def _hover(frame: pd.DataFrame, x: str, y: str, extra: tuple[str, ...] = ()) -> tuple[list | None, str]:
+    """``customdata`` with only the ``extra`` columns (``± 95%`` texts included) and a template
+    naming the trace, x and y; text values escaped."""
     frame = _with_interval_text(frame)
-    cols = [c for c in columns if c in frame.columns]
-    lines = []
+    lines = ["%{fullData.name}", f"{x}: %{{x}}", f"{y}: %{{y:.3f}}"]
+    cols = [c for c in extra if c in frame.columns]
     for i, col in enumerate(cols):
         fmt = ":.3f" if frame[col].dtype.kind == "f" else ""
         lines.append(f"{col}: %{{customdata[{i}]{fmt}}}")
     data = [[html.escape(v) if isinstance(v, str) else v for v in row]
-            for row in frame[cols].astype(object).where(frame[cols].notna(), "—").to_numpy().tolist()]
+            for row in frame[cols].astype(object).where(frame[cols].notna(), "—").to_numpy().tolist()
+            ] if cols else None
     return data, "<br>".join(lines) + "<extra></extra>"
 
 
@@ -91,7 +93,9 @@ def speedup_vs_k(frame: pd.DataFrame, setups: list[str]) -> go.Figure:
             line = sub[sub["concurrency"] == conc].sort_values("k")
             if line.empty:
                 continue
-            data, template = _hover(line)
+            data, template = _hover(line, "K", "speedup", ("speedup ± 95%", "acceptance_length",
+                                                             "output tok/s ± 95%", "repeats", "runs",
+                                                             "baseline_run_id"))
             fig.add_trace(go.Scatter(
                 x=line["k"], y=line["speedup"], mode="lines+markers", name=f"concurrency {int(conc)}",
                 legendgroup=f"c{conc}", showlegend=n == 0, line=dict(color=PALETTE[j % len(PALETTE)]),
@@ -128,7 +132,7 @@ def speedup_by_method(best: pd.DataFrame) -> go.Figure:
                        for m, d in zip(spec["method"], spec["draft_model"])]
     fig = go.Figure()
     for j, (variant, bars) in enumerate(spec.groupby("variant", sort=True)):
-        data, template = _hover(bars)
+        data, template = _hover(bars, "at", "speedup", ("k", "speedup ± 95%", "acceptance_length", "baseline_run_id"))
         fig.add_trace(go.Bar(x=[_escape(p) for p in bars["point"]], y=bars["speedup"], name=_escape(variant),
                              marker_color=PALETTE[j % len(PALETTE)], customdata=data,
                              hovertemplate=template, error_y=_error_bars(bars),
@@ -148,7 +152,8 @@ def speedup_vs_concurrency(best: pd.DataFrame, crossings: pd.DataFrame) -> go.Fi
         return empty_figure("No speculative rows with a matching baseline for these filters.")
     fig = go.Figure()
     for j, setup, line in _setup_lines(spec, "concurrency"):
-        data, template = _hover(line)
+        data, template = _hover(line, "concurrency", "speedup", ("k", "speedup ± 95%", "acceptance_length",
+                                                                 "baseline_run_id"))
         fig.add_trace(go.Scatter(x=line["concurrency"], y=line["speedup"], mode="lines+markers",
                                  name=_escape(setup), line=dict(color=PALETTE[j % len(PALETTE)]),
                                  text=[f"K={k}" for k in line["k"]], textposition="top center",
@@ -176,8 +181,7 @@ def acceptance_vs_k(frame: pd.DataFrame) -> go.Figure:
                                  y=list(line["al_max"]) + list(line["al_min"])[::-1],
                                  fill="toself", fillcolor=color, opacity=0.18, line=dict(width=0),
                                  hoverinfo="skip", showlegend=False, legendgroup=setup))
-        data, template = _hover(line, ("source", "model", "draft_model", "method", "k", "acceptance_length",
-                                       "al_min", "al_max", "concurrencies"))
+        data, template = _hover(line, "K", "acceptance length", ("al_min", "al_max", "concurrencies"))
         fig.add_trace(go.Scatter(x=line["k"], y=line["acceptance_length"], mode="lines+markers",
                                  name=_escape(setup), legendgroup=setup, line=dict(color=color),
                                  customdata=data, hovertemplate=template))
@@ -193,7 +197,8 @@ def throughput_vs_concurrency(best: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     for j, setup, line in _setup_lines(best, "concurrency"):
         is_base, style = _setup_line(line, j)
-        data, template = _hover(line)
+        data, template = _hover(line, "concurrency", "output tokens/s", ("k", "output tok/s ± 95%",
+                                                                           "speedup ± 95%"))
         fig.add_trace(go.Scatter(x=line["concurrency"], y=line["output_throughput"], mode="lines+markers",
                                  name=_escape(setup) + (" (baseline)" if is_base else ""), line=style,
                                  error_y=_error_bars(line, "output_throughput"),
@@ -211,7 +216,7 @@ def latency_vs_concurrency(best: pd.DataFrame) -> go.Figure:
     for j, setup, line in _setup_lines(best, "concurrency"):
         _, style = _setup_line(line, j)
         for col, (metric, _) in enumerate(metrics, start=1):
-            data, template = _hover(line, (*HOVER_COLUMNS, metric))
+            data, template = _hover(line, "concurrency", metric, ("k",))
             fig.add_trace(go.Scatter(x=line["concurrency"], y=line[metric], mode="lines+markers",
                                      name=_escape(setup), legendgroup=setup, showlegend=col == 1,
                                      line=style,

@@ -32,6 +32,6 @@ def slug(text: str) -> str:
 
 
 def figure_download(fig, name: str, key: str) -> None:
-    """A button that downloads ``fig`` as a standalone interactive HTML file."""
-    st.download_button("Download figure (HTML)", fig.to_html(include_plotlyjs="cdn", full_html=True),
-                       file_name=f"{slug(name)}.html", mime="text/html", key=key)
+    """A button that downloads ``fig`` as a standalone interactive HTML file, built on click."""
+    st.download_button("Download figure (HTML)", lambda: fig.to_html(include_plotlyjs="cdn", full_html=True),
+                       file_name=f"{slug(name)}.html", mime="text/html", key=key, on_click="ignore")

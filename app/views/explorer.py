@@ -9,8 +9,8 @@ import streamlit as st
 
 from specscope import datasets, explore, importers
 from specscope.errors import SpecScopeError
-from ui import charts
-from ui.common import figure_download, show_error, store
+from ui import cache, charts
+from ui.common import figure_download, show_error
 
 FILTERS = [("source", "Source"), ("model", "Model"), ("draft_model", "Draft / head"),
            ("method", "Method"), ("dataset", "Dataset"), ("hardware", "Hardware"), ("host", "Host")]
@@ -21,8 +21,6 @@ st.caption("Speedup = output throughput with speculative decoding / without, sam
            "(a run without one uses the newest matching baseline of another run; the table names the "
            "baseline run). Error bars and ± are 95% intervals over a cell's repeats (Fieller for "
            "speedup); a single run has none.")
-
-db = store()
 
 with st.sidebar:
     st.subheader("Import results")
@@ -48,7 +46,7 @@ with st.sidebar:
                 show_error(exc)
 
 try:
-    facets = db.facets()
+    facets = cache.facets()
 except SpecScopeError as exc:
     show_error(exc)
     st.stop()
@@ -70,12 +68,10 @@ with st.sidebar:
             filters[column] = chosen
 
 try:
-    vs_k = explore.speedup_vs_k(db, filters)
-    best = explore.by_concurrency(db, filters)
-    crossings = explore.crossovers(best)
-    accept = explore.acceptance_vs_k(db, filters)
-    positions = explore.per_position(db, filters)
-    rows = explore.filtered_rows(db, filters)
+    vs_k = cache.frame(explore.speedup_vs_k, filters)
+    best = cache.frame(explore.by_concurrency, filters)
+    crossings = cache.built("crossovers", lambda: explore.crossovers(best), best)
+    rows = cache.frame(explore.filtered_rows, filters)
 except SpecScopeError as exc:
     show_error(exc)
     st.stop()
@@ -97,22 +93,52 @@ k_setups = explore.k_sweep_setups(vs_k)
 # Keyed by the choices, so new results (an import, a finished run) bring a fresh default.
 shown = st.multiselect("Setups in the speedup-vs-K plot", k_setups, default=k_setups[:4],
                        key=f"explorer_k_setups_{zlib.crc32(repr(k_setups).encode())}")
+
+
+def _accept():
+    accept = cache.frame(explore.acceptance_vs_k, filters)
+    return cache.built("fig_acceptance_vs_k", lambda: charts.acceptance_vs_k(accept), accept)
+
+
+def _positions():
+    positions = cache.frame(explore.per_position, filters)
+    return cache.built("fig_per_position", lambda: charts.per_position(positions), positions)
+
+
+# The first figure paints with the headline; the rest build only when their tab is opened.
 figures = [
-    ("speedup_vs_k", "Speedup vs K", charts.speedup_vs_k(vs_k, shown)),
-    ("speedup_by_method", "Speedup by method", charts.speedup_by_method(best)),
-    ("speedup_vs_concurrency", "Speedup vs concurrency", charts.speedup_vs_concurrency(best, crossings)),
-    ("acceptance_vs_k", "Acceptance length vs K", charts.acceptance_vs_k(accept)),
-    ("throughput", "Throughput vs concurrency", charts.throughput_vs_concurrency(best)),
-    ("latency", "Tail latency vs concurrency", charts.latency_vs_concurrency(best)),
-    ("per_position", "Per-position acceptance", charts.per_position(positions)),
+    ("speedup_vs_k", "Speedup vs K",
+     lambda: cache.built("fig_speedup_vs_k", lambda: charts.speedup_vs_k(vs_k, shown), vs_k, shown)),
+    ("speedup_by_method", "Speedup by method",
+     lambda: cache.built("fig_speedup_by_method", lambda: charts.speedup_by_method(best), best)),
+    ("speedup_vs_concurrency", "Speedup vs concurrency",
+     lambda: cache.built("fig_speedup_vs_concurrency", lambda: charts.speedup_vs_concurrency(best, crossings),
+                         best, crossings)),
+    ("acceptance_vs_k", "Acceptance length vs K", _accept),
+    ("throughput", "Throughput vs concurrency",
+     lambda: cache.built("fig_throughput", lambda: charts.throughput_vs_concurrency(best), best)),
+    ("latency", "Tail latency vs concurrency",
+     lambda: cache.built("fig_latency", lambda: charts.latency_vs_concurrency(best), best)),
+    ("per_position", "Per-position acceptance", _positions),
 ]
-for key, name, fig in figures:
+
+
+def _show(key: str, name: str, build) -> None:
+    fig = build()
     st.plotly_chart(fig, width="stretch", key=f"explorer_fig_{key}")
     figure_download(fig, name, key=f"explorer_dl_{key}")
     if key == "speedup_vs_concurrency" and not crossings.empty:
         st.caption("Where speculation stops paying: " + "; ".join(
             f"{row.setup} at concurrency ≈ {row.crossover_concurrency:.0f}"
             for row in crossings.itertuples()))
+
+
+_show(*figures[0])
+tabs = st.tabs([name for _, name, _ in figures[1:]], key="explorer_tabs", on_change="rerun")
+for tab, (key, name, build) in zip(tabs, figures[1:]):
+    if tab.open:
+        with tab:
+            _show(key, name, build)
 
 st.subheader("Best K per setup and concurrency")
 st.caption("A K whose 95% speedup interval overlaps the best K's is marked as tied: the "
@@ -123,7 +149,8 @@ st.dataframe(explore.best_k_table(best), hide_index=True, width="stretch",
              key="explorer_best_table")
 
 left, right = st.columns(2)
-left.download_button("Download rows (CSV)", explore.to_csv_bytes(rows), "specscope-results.csv",
-                     "text/csv", key="explorer_dl_csv")
-right.download_button("Download rows (Parquet)", explore.to_parquet_bytes(rows),
-                      "specscope-results.parquet", "application/octet-stream", key="explorer_dl_parquet")
+left.download_button("Download rows (CSV)", lambda: explore.to_csv_bytes(rows), "specscope-results.csv",
+                     "text/csv", key="explorer_dl_csv", on_click="ignore")
+right.download_button("Download rows (Parquet)", lambda: explore.to_parquet_bytes(rows),
+                      "specscope-results.parquet", "application/octet-stream", key="explorer_dl_parquet",
+                      on_click="ignore")

@@ -11,9 +11,9 @@ from specscope.errors import ConfigError, SpecScopeError
 from specscope.stream import GenerationRequest
 from ui import state
 from ui.common import show_error
+from ui.live_panes import stream_panes
 from ui.tokens import STYLE, legend_html, tokens_html
 
-REFRESH_S = 0.3
 SERVER_HELP = ("One server a line: label URL [method] [speculative config JSON]. "
                "'none' marks the baseline; with an ngram config the rejected tokens are rebuilt exactly.")
 
@@ -82,11 +82,17 @@ with st.expander("Recordings"):
             show_error(exc)
 
 session: live.LiveSession | None = st.session_state.get(state.LIVE_SESSION)
-if session is not None and session.finished:
+
+
+def _finished_controls(session: live.LiveSession) -> None:
     if save.button("Save recording", key="live_save"):
         st.success(f"Saved to {session.save()}")
     if session.mode == "fair" and replay_again.button("Replay", key="live_replay"):
         session.restart_replay()
+
+
+if session is not None and session.finished:
+    _finished_controls(session)
 
 
 def _metric_rows(view: live.PaneView) -> str:
@@ -128,30 +134,22 @@ def _pane_html(view: live.PaneView, show: bool, spec_format: str | None) -> str:
     notes = "".join(f"<div><small>{html.escape(n)}</small></div>" for n in view.provenance.notes)
     source = _figure_source(view, spec_format)
     error = f'<div class="ss-error" data-error="1">⚠️ {html.escape(view.error)}</div>' if view.error else ""
-    return (f'{STYLE}<div data-pane="{html.escape(spec.label, quote=True)}">'
+    t0 = "" if view.t0 is None else f' data-t0="{view.t0:.6f}"'
+    return (f'<div data-pane="{html.escape(spec.label, quote=True)}"{t0}>'
             f"<b>{html.escape(spec.label)}</b> <small>{html.escape(spec.method)} · {phase} · {html.escape(source)}</small> {badge}"
             f"{_metric_rows(view)}{error}"
             f"{tokens_html(view.provenance.tokens, view.provenance.steps, show_rejected=show, token_texts=view.token_texts, divergence=view.divergence)}"
             f"{notes}</div>")
 
 
-def _render(session: live.LiveSession) -> None:
-    views = session.views()
-    st.html(STYLE + legend_html())
-    per_row = 3 if len(views) > 4 else len(views)
-    formats = [stream.spec_format(pane.snapshot()) for pane in session.panes]
-    for first in range(0, len(views), per_row):
-        for column, view, fmt in zip(st.columns(per_row), views[first:first + per_row], formats[first:]):
-            column.html(_pane_html(view, show_rejected, fmt))
+def _spec_format(session: live.LiveSession, label: str) -> str | None:
+    """The per-request format the server of pane ``label`` answered in, once it has."""
+    return next((stream.spec_format(p.snapshot()) for p in session.panes if p.spec.label == label), None)
 
 
 if session is not None:
-    active = not session.finished or session.replaying()
-
-    @st.fragment(run_every=REFRESH_S if active else None)
-    def _panes() -> None:
-        _render(session)
-        if active and session.finished and not session.replaying():
-            st.rerun()
-
-    _panes()
+    st.html(STYLE + legend_html())
+    streaming = not session.finished
+    stream_panes(session, lambda view: _pane_html(view, show_rejected, _spec_format(session, view.spec.label)))
+    if streaming:  # it finished while this run drew it: its controls go in their place above
+        _finished_controls(session)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from specscope import advisor, theory
 from specscope.errors import SpecScopeError
-from ui import theory_charts
-from ui.common import show_error, store
+from ui import cache, theory_charts
+from ui.common import show_error
 
 K_MAX = 16
 
@@ -16,11 +15,6 @@ st.title("Theory")
 st.caption("One step drafts K tokens and emits accepted + 1. Tokens per step with i.i.d. acceptance "
            "alpha: (1 − α^(K+1)) / (1 − α). Speedup (Leviathan et al. 2023): tokens per step / "
            "(K·c + 1), where c = draft step cost / target step cost.")
-
-
-@st.cache_data(show_spinner="Fitting the model to the stored results…")
-def _fits(frame: pd.DataFrame, train_smallest: int | None) -> list[advisor.FamilyFit]:
-    return advisor.fit_families(frame, train_smallest=train_smallest)
 
 
 def _load_fit_into_sliders(alpha: float, c: float) -> None:
@@ -42,16 +36,16 @@ cols[1].metric("Speedup at K", f"{theory.leviathan_speedup(alpha, k, cost):.3f}�
 cols[2].metric("Best K for this α and c", best_k)
 model_curves = curves.assign(curve=f"α={alpha:.2f}, c={cost:.3f}")
 left, right = st.columns(2)
-left.plotly_chart(theory_charts.tokens_per_step_figure(
-    model_curves, marker_k=k, title="Model: tokens per step vs K"), width="stretch",
+left.plotly_chart(cache.built("theory_model_tokens", lambda: theory_charts.tokens_per_step_figure(
+    model_curves, marker_k=k, title="Model: tokens per step vs K"), alpha, cost, k), width="stretch",
                   key="theory_fig_tokens")
-right.plotly_chart(theory_charts.speedup_vs_k_figure(
-    model_curves, marker_k=k, title="Model: speedup vs K"), width="stretch",
+right.plotly_chart(cache.built("theory_model_speedup", lambda: theory_charts.speedup_vs_k_figure(
+    model_curves, marker_k=k, title="Model: speedup vs K"), alpha, cost, k), width="stretch",
                    key="theory_fig_speedup")
 
 st.subheader("Fitted to measured results")
 try:
-    frame = store().speedup()
+    frame = cache.speedup_rows()
 except SpecScopeError as exc:
     show_error(exc)
     st.stop()
@@ -64,7 +58,7 @@ train_choice = right.selectbox("Fit on", ["all measured K", "3 smallest K per co
                                key="theory_train")
 train_smallest = 3 if train_choice.startswith("3") else None
 try:
-    fits = _fits(frame, train_smallest)
+    fits = cache.fits(train_smallest)
 except SpecScopeError as exc:
     show_error(exc)
     st.stop()
@@ -77,7 +71,7 @@ k_top = int(fit.rows["k"].max())
 candidates = list(range(1, k_top + 1))
 
 try:
-    answer = advisor.advise(fit, float(conc), ks=candidates)
+    answer = cache.built("theory_advice", lambda: advisor.advise(fit, float(conc), ks=candidates), fit.rows, conc)
 except SpecScopeError as exc:
     show_error(exc)
     st.stop()
@@ -96,16 +90,17 @@ st.write("Why: " + answer.reason)
 st.button("Load this fit into the sliders", key="theory_load_fit", on_click=_load_fit_into_sliders,
           args=(fit.alpha, answer.evidence.d1))
 
-fit_lines, points = advisor.fit_curves(fit, float(conc), max(k_top, K_MAX // 2))
+fit_lines, points = cache.built("theory_fit_curves", lambda: advisor.fit_curves(
+    fit, float(conc), max(k_top, K_MAX // 2)), fit.rows, conc)
 left, right = st.columns(2)
-left.plotly_chart(theory_charts.tokens_per_step_figure(
+left.plotly_chart(cache.built("theory_fit_tokens", lambda: theory_charts.tokens_per_step_figure(
     fit_lines, points, marker_k=answer.k, title=f"Fitted at concurrency {conc}: tokens per step vs K"),
-                  width="stretch", key="theory_fig_fit_tokens")
-right.plotly_chart(theory_charts.speedup_vs_k_figure(
+                              fit.rows, conc), width="stretch", key="theory_fig_fit_tokens")
+right.plotly_chart(cache.built("theory_fit_speedup", lambda: theory_charts.speedup_vs_k_figure(
     fit_lines, points, marker_k=answer.k, title=f"Fitted at concurrency {conc}: speedup vs K"),
-                   width="stretch", key="theory_fig_fit_speedup")
-curve, best_measured = advisor.concurrency_curves(fit, candidates)
-st.plotly_chart(theory_charts.speedup_vs_concurrency_figure(curve, best_measured, answer.crossover),
+                               fit.rows, conc), width="stretch", key="theory_fig_fit_speedup")
+st.plotly_chart(cache.built("theory_concurrency", lambda: theory_charts.speedup_vs_concurrency_figure(
+    *advisor.concurrency_curves(fit, candidates), answer.crossover), fit.rows),
                 width="stretch", key="theory_fig_concurrency")
 
 with st.expander("Evidence: fit and measured points", expanded=False):

@@ -1,0 +1,150 @@
+"""Work done once and shared by every viewer: figure data, figures and fits, across sessions.
+
+Everything here lives in ``st.cache_resource`` (one object per key for the whole server, no
+copy per session) and is keyed on what it is computed from:
+
+- query results on (the store's content version, the query, the filters): the SQL of a view
+  runs once per version of the results files, whoever asks;
+- figures (and frames derived in pandas) on a digest of the frames they are drawn from, plus
+  their options, so a new run rebuilds only the figures whose data it changes;
+- fits per family on a digest of that family's rows, so a new run refits only its family.
+
+The content version comes from ``Store.refresh`` on every call, so a new run, an import or a
+deleted file shows up on the next rerun of every session. What these functions return is
+shared: callers must not mutate it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from specscope import advisor
+from specscope.store import Store
+from ui.common import store
+
+__all__ = ["version", "facets", "frame", "speedup_rows", "built", "fits", "digest"]
+
+T = TypeVar("T")
+Filters = Mapping[str, Sequence] | None
+_DIGESTS: dict[int, tuple[weakref.ref, str]] = {}  # id of a shared frame -> (the frame, its digest)
+
+
+def version() -> str:
+    """The store's content version now (reloading it if a results file changed)."""
+    return store().refresh()
+
+
+def _filters_key(filters: Filters) -> tuple:
+    return tuple(sorted((column, tuple(values)) for column, values in (filters or {}).items()))
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _facets(content: str, _store: Store) -> dict[str, list]:
+    return _store.facets()
+
+
+def facets() -> dict[str, list]:
+    """Distinct values of each filter column, computed once per content version."""
+    db = store()
+    return _facets(db.refresh(), db)
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _frame(name: str, content: str, filters: tuple, _query: Callable, _store: Store) -> pd.DataFrame:
+    return _remember(_query(_store, {column: list(values) for column, values in filters}))
+
+
+def frame(query: Callable[[Store, Filters], pd.DataFrame], filters: Filters = None) -> pd.DataFrame:
+    """``query(store, filters)`` (e.g. ``explore.speedup_vs_k``) once per content version and filters."""
+    db = store()
+    return _frame(f"{query.__module__}.{query.__qualname__}", db.refresh(), _filters_key(filters), query, db)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _speedup_rows(content: str, _store: Store) -> pd.DataFrame:
+    return _remember(_store.speedup())
+
+
+def speedup_rows() -> pd.DataFrame:
+    """Every row with its speedup (``Store.speedup()``), once per content version."""
+    db = store()
+    return _speedup_rows(db.refresh(), db)
+
+
+def _cell(value: Any) -> bytes:
+    if isinstance(value, np.ndarray):
+        return value.dtype.str.encode() + value.tobytes()
+    return repr(value).encode()
+
+
+def _frame_digest(frame: pd.DataFrame) -> str:
+    known = _DIGESTS.get(id(frame))
+    if known is not None and known[0]() is frame:
+        return known[1]
+    h = hashlib.blake2b(repr((list(frame.columns), len(frame))).encode(), digest_size=12)
+    for name in frame.columns:
+        values = frame[name].to_numpy()
+        h.update(values.dtype.str.encode())
+        if values.dtype == object:
+            h.update(b"\x1f".join(_cell(v) for v in values))
+        else:
+            h.update(np.ascontiguousarray(values).tobytes())
+    return h.hexdigest()
+
+
+def _remember(frame: pd.DataFrame) -> pd.DataFrame:
+    """Digest a shared (cached, never mutated) frame once; later digests of it are a lookup."""
+    key = id(frame)
+    _DIGESTS[key] = (weakref.ref(frame, lambda _: _DIGESTS.pop(key, None)), _frame_digest(frame))
+    return frame
+
+
+def digest(*parts: Any) -> str:
+    """A short digest of the content of frames (cells holding lists included) and plain values."""
+    h = hashlib.blake2b(digest_size=12)
+    for part in parts:
+        h.update((_frame_digest(part) if isinstance(part, pd.DataFrame) else repr(part)).encode())
+        h.update(b"\x1e")
+    return h.hexdigest()
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _built(name: str, key: str, _build: Callable[[], T]) -> T:
+    result = _build()
+    return _remember(result) if isinstance(result, pd.DataFrame) else result
+
+
+def built(name: str, build: Callable[[], T], *inputs: Any) -> T:
+    """``build()`` (a figure, a derived frame) once per (name, content of ``inputs``) for the
+    whole server; ``inputs`` are the frames and options it is computed from."""
+    return _built(name, digest(*inputs), build)
+
+
+@st.cache_resource(max_entries=512, show_spinner=False)
+def _family_fit(key: str, train_smallest: int | None, _rows: pd.DataFrame) -> advisor.FamilyFit:
+    fit = advisor.fit_family(_rows, train_smallest)
+    _remember(fit.rows)  # figures drawn from this fit are keyed on its rows
+    return fit
+
+
+def _cached_fit(rows: pd.DataFrame, train_smallest: int | None) -> advisor.FamilyFit:
+    return _family_fit(digest(rows), train_smallest, rows)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _fits(content: str, train_smallest: int | None, _store: Store) -> list[advisor.FamilyFit]:
+    return advisor.fit_families(_speedup_rows(content, _store), train_smallest, fit=_cached_fit)
+
+
+def fits(train_smallest: int | None) -> list[advisor.FamilyFit]:
+    """One fit per family of ``speedup_rows()``; each family is fitted once per content of its
+    own rows, so a new run refits only the family it belongs to."""
+    db = store()
+    return _fits(db.refresh(), train_smallest, db)

@@ -1,0 +1,28 @@
+"""Content digests that key the dashboard's shared cache: equal content, equal key."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ui.cache import digest
+
+
+def _frame() -> pd.DataFrame:
+    return pd.DataFrame({"setup": ["a", "b"], "k": pd.array([2, None], dtype="Int32"),
+                         "speedup": [1.5, np.nan],
+                         "per_position_acceptance": [np.array([0.7, 0.5]), None]})
+
+
+def test_equal_content_built_twice_has_one_digest():
+    assert digest(_frame(), ["a"], 3) == digest(_frame().copy(), ["a"], 3)
+
+
+def test_any_changed_cell_or_option_changes_the_digest():
+    base = digest(_frame(), ["a"])
+    changed_list = _frame()
+    changed_list.at[0, "per_position_acceptance"] = np.array([0.7, 0.4])
+    changed_number = _frame()
+    changed_number.loc[1, "speedup"] = 0.9
+    assert len({base, digest(changed_list, ["a"]), digest(changed_number, ["a"]),
+                digest(_frame(), ["b"]), digest(_frame().iloc[:1], ["a"])}) == 5
