@@ -178,14 +178,15 @@ class Launcher(Protocol):
 class PresetLauncher:
     """A Launcher on ``specscope.launch``: servers of one preset, one method and K at a time."""
 
-    def __init__(self, preset: str):
+    def __init__(self, preset: str, start_timeout: float = 600.0):
         from specscope import launch
 
         self._launch = launch
         self.preset = preset
+        self.start_timeout = start_timeout  # a CPU server on a busy machine can take minutes
 
     def start(self, method: str, k: int) -> RunningServer:
-        server = self._launch.sweep_server(self.preset, method, k)
+        server = self._launch.sweep_server(self.preset, method, k, timeout=self.start_timeout)
         state = server.handle
         return replace(server, max_num_seqs=hygiene.max_num_seqs_of(state.argv),
                        cores=frozenset(hygiene.cores_of(state.env)) if state.engine == "vllm-cpu"
