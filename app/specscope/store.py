@@ -230,23 +230,18 @@ def _with_intervals(frame: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns=["_samples", "_baseline_samples"])
 
 
-def _overlaps(row, best) -> bool:
-    bounded = pd.notna([row.speedup_lo, row.speedup_hi, best.speedup_lo, best.speedup_hi]).all()
-    return bool(bounded and row.speedup_hi >= best.speedup_lo and row.speedup_lo <= best.speedup_hi)
-
-
 def _best_with_ties(frame: pd.DataFrame) -> pd.DataFrame:
     """The highest-speedup K per BEST_KEYS group, with ``tied_ks``: other K whose interval overlaps it."""
     if frame.empty:
         return frame.assign(tied_ks=pd.Series(dtype=object))
-    keep, ties = [], []
-    for _, group in frame.groupby(list(BEST_KEYS), dropna=False, sort=False):
-        ranked = group.sort_values(["speedup", "k"], ascending=[False, True], na_position="last")
-        top = ranked.iloc[0]
-        keep.append(ranked.index[0])
-        ties.append(sorted({int(r.k) for r in ranked.iloc[1:].itertuples()
-                            if pd.notna(r.k) and r.k != top.k and _overlaps(r, top)}))
-    best = frame.loc[keep].assign(tied_ks=ties)
+    frame = frame.assign(_group=frame.groupby(list(BEST_KEYS), dropna=False, sort=False).ngroup())
+    ranked = frame.sort_values(["_group", "speedup", "k"], ascending=[True, False, True], na_position="last")
+    best = ranked.drop_duplicates("_group")
+    pairs = frame.merge(best[["_group", "k", "speedup_lo", "speedup_hi"]], on="_group", suffixes=("", "_best"))
+    tied = pairs[(pairs["k"] != pairs["k_best"]) & (pairs["speedup_hi"] >= pairs["speedup_lo_best"])
+                 & (pairs["speedup_lo"] <= pairs["speedup_hi_best"])]  # NaN bounds compare False
+    ties = tied.groupby("_group")["k"].agg(lambda ks: sorted({int(k) for k in ks}))
+    best = best.assign(tied_ks=[ties.get(g, []) for g in best["_group"]]).drop(columns="_group")
     return best.sort_values([*BEST_KEYS, "k"], na_position="first").reset_index(drop=True)
 
 

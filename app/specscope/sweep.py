@@ -182,13 +182,13 @@ class Launcher(Protocol):
 class PresetLauncher:
     """A Launcher on ``specscope.launch``: servers of one preset, one method and K at a time."""
 
-    def __init__(self, preset: str, timeout: float = 300.0):
+    def __init__(self, preset: str, start_timeout: float = 600.0):
         self.preset = preset
-        self.timeout = timeout
+        self.start_timeout = start_timeout  # a CPU server on a busy machine can take minutes
 
     def start(self, method: str, k: int) -> RunningServer:
         """Start one (method, K) of the preset; K=0 means the baseline takes no K."""
-        state = launch.start(launch.plan_for(self.preset, method, k or None), timeout=self.timeout)
+        state = launch.start(launch.plan_for(self.preset, method, k or None), timeout=self.start_timeout)
         config = state.speculative_config
         return RunningServer(url=state.url, model=state.model, draft_model=config.get("model"),
                              method_params=json.dumps(config) if config else None, tp=state.tp,

