@@ -10,7 +10,7 @@ from specscope import settings
 from specscope.errors import SpecScopeError
 from specscope.store import Store
 
-__all__ = ["store", "show_error", "figure_download", "slug"]
+__all__ = ["store", "show_error", "or_stop", "figure_download", "slug"]
 
 
 @st.cache_resource
@@ -24,7 +24,17 @@ def store() -> Store:
 
 
 def show_error(exc: SpecScopeError) -> None:
+    """The error's one sentence, as an error box."""
     st.error(str(exc), icon="⚠️")
+
+
+def or_stop(call, *args, **kwargs):
+    """``call(*args, **kwargs)``; on a SpecScopeError, show its sentence and stop the page there."""
+    try:
+        return call(*args, **kwargs)
+    except SpecScopeError as exc:
+        show_error(exc)
+        st.stop()
 
 
 def slug(text: str) -> str:

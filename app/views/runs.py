@@ -10,7 +10,7 @@ import streamlit as st
 from specscope import bench, hygiene, presets, prompts, run_results, sweep
 from specscope.errors import SpecScopeError
 from ui import run_charts, run_table, state
-from ui.common import show_error, store
+from ui.common import or_stop, show_error, store
 from ui.jobs import start_sweep, sweep_jobs
 
 
@@ -84,11 +84,7 @@ def _progress() -> None:
 def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
     """2. Sweep a preset's methods x K x concurrency on the set in the background, with progress."""
     st.subheader("2. Sweep")
-    try:
-        all_presets = presets.load_presets()
-    except SpecScopeError as exc:
-        show_error(exc)
-        st.stop()
+    all_presets = or_stop(presets.load_presets)
     with st.form("runs_sweep_form"):
         cols = st.columns(3)
         preset_name = cols[0].selectbox("Preset", sorted(all_presets), key="runs_preset",

@@ -7,7 +7,7 @@ import streamlit as st
 from specscope import advisor, theory
 from specscope.errors import SpecScopeError
 from ui import cache, theory_charts
-from ui.common import show_error
+from ui.common import or_stop, show_error
 
 K_MAX = 16
 
@@ -44,11 +44,7 @@ right.plotly_chart(cache.built("theory_model_speedup", lambda: theory_charts.spe
                    key="theory_fig_speedup")
 
 st.subheader("Fitted to measured results")
-try:
-    frame = cache.speedup_rows()
-except SpecScopeError as exc:
-    show_error(exc)
-    st.stop()
+frame = or_stop(cache.speedup_rows)
 if frame.empty or (frame["method"] != "none").sum() == 0:
     st.info("No speculative results yet. Import results on the Explorer page or run a sweep.")
     st.stop()
