@@ -94,9 +94,12 @@ def flags(row: Mapping, repeats: int) -> list[str]:
     return out
 
 
-def flagged_ids(text: str | None) -> list[str]:
-    """The known check ids in a ``hygiene`` value (comma- or semicolon-separated), in CHECKS order."""
-    found = set(re.split(r"[,;\s]+", text or ""))
+def flagged_ids(text) -> list[str]:
+    """The known check ids in a ``hygiene`` value (comma- or semicolon-separated), in CHECKS order;
+    none for a missing value (null, or NaN from a DataFrame)."""
+    if not isinstance(text, str):
+        return []
+    found = set(re.split(r"[,;\s]+", text))
     return [check_id for check_id in CHECKS if check_id in found]
 
 

@@ -141,4 +141,5 @@ def test_cores_and_max_num_seqs_from_a_server_launch():
 def test_flagged_ids_read_a_cell_folded_over_repeats():
     assert hygiene.flagged_ids("waves,few_requests; waves") == ["waves", "few_requests"]
     assert hygiene.flagged_ids("") == [] and hygiene.flagged_ids(None) == []
+    assert hygiene.flagged_ids(float("nan")) == []  # a failed row's null, read through pandas
     assert hygiene.flagged_ids("not_a_check") == []
