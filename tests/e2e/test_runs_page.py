@@ -68,7 +68,7 @@ def test_upload_check_and_one_cell_sweep(runs_app, page, tmp_path, wait_idle):
     page.get_by_label("Concurrency values").fill("1")
     page.get_by_label("Requests per cell (0 = the whole set)").fill("2")
     page.get_by_label("Output tokens per request").fill("8")
-    repeats = page.get_by_label("Repeats per cell (interleaved)")
+    repeats = page.get_by_role("spinbutton", name="Repeats per cell (interleaved)")
     assert repeats.input_value() == "3"  # a small set repeats every cell by default
     repeats.fill("2")
     page.get_by_role("button", name="Start sweep").click()
