@@ -1,8 +1,10 @@
-"""The Explorer in a real Chromium: import the Ruiz results through the page, find the 3.555 point."""
+"""The Explorer in a real Chromium: import the Ruiz results through the page, find the 3.555 point; a run with repeats draws its intervals."""
 
 from __future__ import annotations
 
+import shutil
 import time
+from pathlib import Path
 
 import pytest
 
@@ -39,3 +41,34 @@ def test_import_ruiz_and_find_headline_point(streamlit_server, page, wait_idle, 
         page.wait_for_timeout(500)
     assert speedup_vs_k, f"no speedup-vs-K figure among {[f['title'] for f in figures]}"
     assert found, points[:20]
+
+
+# Each trace's error bars as drawn (null where a trace has none).
+ERROR_BARS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(
+    el => ({title: (el.layout && el.layout.title && el.layout.title.text) || '',
+            bars: (el._fullData || []).map(t => t.error_y && t.error_y.visible
+                                                 ? Array.from(t.error_y.array || []) : null)}))"""
+REPEATED_RUN = Path(__file__).resolve().parents[1] / "captures" / "cpu-repeats-code-editing.parquet"
+
+
+def test_a_run_with_repeats_shows_its_intervals(streamlit_server, page, wait_idle, specscope_home):
+    run_id = REPEATED_RUN.stem
+    (specscope_home / "results").mkdir(exist_ok=True)
+    shutil.copy(REPEATED_RUN, specscope_home / "results" / f"{run_id}.parquet")
+    page.goto(f"{streamlit_server.url}/?run_id={run_id}")
+    wait_idle(page, timeout=180_000)
+    page.get_by_text(f"Showing run {run_id} only").wait_for(timeout=180_000)
+    page.wait_for_function("""() => Array.from(document.querySelectorAll('.js-plotly-plot')).some(
+        el => ((el.layout && el.layout.title && el.layout.title.text) || '').includes('Speedup vs K'))""",
+                           timeout=120_000)
+    figures = {f["title"]: f["bars"] for f in page.evaluate(ERROR_BARS_JS)}
+    matches = [bars for title, bars in figures.items() if "Speedup vs K" in title]
+    assert len(matches) == 1, list(figures)
+    vs_k = matches[0]
+    drawn = [b for bars in vs_k if bars for b in bars]
+    assert drawn and all(b > 0 for b in drawn), figures
+    # the best-K table is a canvas grid; its caption and the headline metric are text
+    text = page.locator("[data-testid='stMain']").inner_text()
+    assert "speedups carry a 95% interval." in text and "single runs" not in text
+    best = page.locator("[data-testid='stMetric']").filter(has_text="Best speedup").inner_text()
+    assert " ± " in best and "95% interval over repeats" in best
