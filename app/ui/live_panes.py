@@ -22,13 +22,14 @@ IDLE_WAIT_S = 0.25  # longest wait between checks when nothing arrives
 
 def stream_panes(session: LiveSession, pane_html: Callable[[PaneView], str]) -> None:
     """Draw every pane, then keep them current until the session is done streaming or replaying."""
-    views = session.views()
-    per_row = 3 if len(views) > 4 else len(views)
-    slots = [column.empty() for first in range(0, len(views), per_row) for column in st.columns(per_row)]
-    shown: list[str | None] = [None] * len(views)
-    active = not session.finished or session.replaying()
+    count = len(session.panes)
+    per_row = 3 if count > 4 else count
+    slots = [column.empty() for first in range(0, count, per_row) for column in st.columns(per_row)]
+    shown: list[str | None] = [None] * count
     while True:
-        for i, view in enumerate(views):
+        # asked before the views are taken, so the last views drawn are those of the finished state
+        active = not session.finished or session.replaying()
+        for i, view in enumerate(session.views()):
             text = pane_html(view)
             if text != shown[i]:
                 slots[i].html(text)
@@ -36,5 +37,3 @@ def stream_panes(session: LiveSession, pane_html: Callable[[PaneView], str]) -> 
         if not active:
             return
         session.wait_for_change(IDLE_WAIT_S)
-        active = not session.finished or session.replaying()
-        views = session.views()
