@@ -81,7 +81,7 @@ def _fold_runs(group: pd.DataFrame) -> dict:
              "acceptance_length": group["acceptance_length"].mean(),
              "output_throughput": group["output_throughput"].mean(), "repeats": int(group["repeats"].sum())}
     if len(group) > 1:
-        folded = stats.mean_interval(group["speedup"].to_numpy(float))
+        folded = stats.mean_interval(group["speedup"].to_numpy(float), lower=0.0)
         point.update(speedup=folded.estimate, speedup_lo=folded.low, speedup_hi=folded.high)
     return point
 

@@ -136,8 +136,9 @@ def _check_level(level: float) -> None:
         raise ValueError(f"level must be between 0 and 1, got {level}")
 
 
-def mean_interval(values: Sequence[float], level: float = 0.95) -> Interval:
-    """Student-t interval for the mean of ``values``; one value gives no interval."""
+def mean_interval(values: Sequence[float], level: float = 0.95, lower: float | None = None) -> Interval:
+    """Student-t interval for the mean of ``values``; one value gives no interval. ``lower``: the
+    least the quantity can be (0 for a throughput or a speedup); a bound below it is raised to it."""
     _check_level(level)
     x = _sample(values, "mean_interval")
     n = int(x.size)
@@ -145,7 +146,11 @@ def mean_interval(values: Sequence[float], level: float = 0.95) -> Interval:
     if n < 2:
         return Interval(mean, None, None, level, n, "none")
     half = t_quantile(0.5 + level / 2.0, n - 1) * float(x.std(ddof=1)) / math.sqrt(n)
-    return Interval(mean, mean - half, mean + half, level, n, "t")
+    return Interval(mean, _at_least(mean - half, lower), mean + half, level, n, "t")
+
+
+def _at_least(bound: float, lower: float | None) -> float:
+    return bound if lower is None else max(bound, lower)
 
 
 def _welch_df(terms: Sequence[tuple[float, int]]) -> float:
@@ -158,7 +163,7 @@ def _welch_df(terms: Sequence[tuple[float, int]]) -> float:
 
 
 def ratio_interval(
-    num_values: Sequence[float], den_values: Sequence[float], level: float = 0.95
+    num_values: Sequence[float], den_values: Sequence[float], level: float = 0.95, lower: float | None = None
 ) -> Interval:
     """Fieller interval for mean(num) / mean(den), the two samples independent (e.g. a speedup).
 
@@ -166,7 +171,7 @@ def ratio_interval(
     squared standard errors; t uses Welch-Satterthwaite degrees of freedom at the point
     estimate. When the denominator mean is not significantly above zero (b^2 <= t^2 vb or
     b <= 0) the set is not a bounded interval and the result is ``method="unbounded"``.
-    Either sample with a single value gives no interval.
+    Either sample with a single value gives no interval; ``lower`` as in ``mean_interval``.
     """
     _check_level(level)
     num = _sample(num_values, "ratio_interval numerator")
@@ -187,7 +192,7 @@ def ratio_interval(
         return Interval(r, None, None, level, n, "unbounded")
     disc = (a * b) ** 2 - qa * (a * a - t2 * va)
     root = math.sqrt(max(disc, 0.0))
-    return Interval(r, (a * b - root) / qa, (a * b + root) / qa, level, n, "fieller")
+    return Interval(r, _at_least((a * b - root) / qa, lower), (a * b + root) / qa, level, n, "fieller")
 
 
 def ratio_prediction_interval(

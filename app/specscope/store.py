@@ -205,13 +205,13 @@ def _interval(values, baseline, is_baseline: bool) -> dict:
     out = {"output_throughput_lo": None, "output_throughput_hi": None,
            "speedup_lo": None, "speedup_hi": None, "speedup_interval": "none"}
     if samples:
-        tp = stats.mean_interval(samples, LEVEL)
+        tp = stats.mean_interval(samples, LEVEL, lower=0.0)
         out["output_throughput_lo"], out["output_throughput_hi"] = tp.low, tp.high
     if is_baseline:
         return {**out, "speedup_lo": 1.0, "speedup_hi": 1.0, "speedup_interval": "baseline"}
     base = _samples(baseline)
     if samples and base:
-        ratio = stats.ratio_interval(samples, base, LEVEL)
+        ratio = stats.ratio_interval(samples, base, LEVEL, lower=0.0)
         out.update(speedup_lo=ratio.low, speedup_hi=ratio.high, speedup_interval=ratio.method)
     return out
 

@@ -111,3 +111,13 @@ def test_prediction_interval_narrows_when_the_rerun_has_more_repeats():
         ratio_prediction_interval(num, den, rerun_repeats=10).half_width
         < ratio_prediction_interval(num, den).half_width
     )
+
+
+def test_a_throughput_or_speedup_bound_never_goes_below_zero():
+    wide = [1.0, 40.0, 2.0]   # a noisy throughput: the plain t-interval reaches below 0
+    assert mean_interval(wide).low < 0
+    clipped = mean_interval(wide, lower=0.0)
+    assert clipped.low == 0.0 and clipped.high == mean_interval(wide).high
+    ratio = ratio_interval(wide, [10.0, 10.5, 9.5])
+    assert ratio.low < 0
+    assert ratio_interval(wide, [10.0, 10.5, 9.5], lower=0.0).low == 0.0
