@@ -75,6 +75,13 @@ class Preset(BaseModel):
             raise ConfigError(f"Preset '{self.name}' has no method '{name}'; "
                               f"choose one of: {', '.join(self.methods)}.") from None
 
+    @property
+    def served_model(self) -> str:
+        """The model name its servers answer to (a ``local:`` model's last path part)."""
+        if self.model.startswith("local:"):
+            return self.model.removeprefix("local:").rsplit("/", 1)[-1]
+        return self.model
+
     def resolved_model(self) -> str:
         """The model path or hub id to serve (``local:`` names resolved)."""
         return models.resolve(self.model)

@@ -18,12 +18,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from specscope import advisor
 from specscope.errors import ConfigError
 
+if TYPE_CHECKING:  # only for the annotation: launch imports this module, and needs no pandas
+    from specscope.advisor import FamilyFit
+
 __all__ = ["KRange", "KSchedule", "ScheduledPoint", "parse", "validate", "from_best", "advise_schedule",
-           "SCHEDULE_KEY"]
+           "from_results", "SCHEDULE_KEY"]
 
 SCHEDULE_KEY = "num_speculative_tokens_per_batch_size"
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?:(\d+)$")
@@ -143,7 +146,7 @@ def from_best(best: Mapping[int, int]) -> KSchedule:
     return validate(ranges)
 
 
-def advise_schedule(fit: advisor.FamilyFit, ks: Sequence[int] | None = None, max_batch: int = 256,
+def advise_schedule(fit: FamilyFit, ks: Sequence[int] | None = None, max_batch: int = 256,
                     allow_zero: bool = True) -> tuple[KSchedule, list[ScheduledPoint]]:
     """The best K at each batch size 1..``max_batch``: measured where every candidate K was measured
     at that concurrency (training rows only), predicted elsewhere.
@@ -171,3 +174,20 @@ def advise_schedule(fit: advisor.FamilyFit, ks: Sequence[int] | None = None, max
             k, speedup = (0, 1.0) if allow_zero else (ks[0], by_k[ks[0]])
         points.append(ScheduledPoint(size, k, float(speedup), from_measure))
     return from_best({p.batch_size: p.k for p in points}), points
+
+
+def from_results(model: str, method: str, dataset: str | None = None, max_batch: int = 256) -> KSchedule:
+    """The schedule advised from the stored results of ``model`` and ``method`` (and ``dataset``);
+    ConfigError when none match or several families (datasets, hardware) would need a choice."""
+    from specscope import advisor, store  # pandas and DuckDB only when a schedule is fitted
+
+    filters = {"model": [model], "method": [method], **({"dataset": [dataset]} if dataset else {})}
+    frame = store.Store().speedup(filters)
+    if frame.empty or (frame["method"] == method).sum() == 0:
+        raise ConfigError(f"No stored results of {model} with method {method}"
+                          + (f" on {dataset}" if dataset else "") + "; run a sweep first, or give the schedule itself.")
+    fits = advisor.fit_families(frame)
+    if len(fits) > 1:
+        names = "; ".join(f"{f.keys['dataset']} on {f.keys['hardware']}" for f in fits)
+        raise ConfigError(f"Results of {len(fits)} setups match ({names}); pick one with --dataset.")
+    return advise_schedule(fits[0], max_batch=max_batch)[0]

