@@ -121,3 +121,13 @@ def test_cli_prints_each_familys_schedule_as_a_speculative_config(ruiz_parquet, 
         assert config["method"] == entry["family"]["method"]
     assert cli_main(["advise", "--schedule", "--model", "Qwen/Qwen3-32B"]) == 0
     assert "--speculative-config '{" in capsys.readouterr().out
+
+
+def test_auto_schedule_from_the_bundled_cpu_results(specscope_home):
+    with pytest.raises(ConfigError, match="pick one with --dataset"):
+        schedule.from_results("SmolLM2-135M-Instruct", "ngram", max_batch=8)
+    with pytest.raises(ConfigError, match="No stored results of SmolLM2-135M-Instruct with method eagle"):
+        schedule.from_results("SmolLM2-135M-Instruct", "eagle", max_batch=8)
+    advised = schedule.from_results("SmolLM2-135M-Instruct", "ngram", "code-editing", max_batch=8)
+    assert advised.ranges[0].start == 1 and advised.ranges[-1].end == 8
+    assert {r.k for r in advised.ranges} <= {0, 2, 4}
