@@ -41,6 +41,7 @@ from typing import Protocol
 from specscope import bench, catalog, files, hygiene, launch, prompts, settings, store
 from specscope.errors import ConfigError, SpecScopeError
 from specscope.launch import procfs
+from specscope.schedule import KSchedule
 from specscope.schema import BASELINE_METHOD
 
 __all__ = ["SweepSpec", "Cell", "Launcher", "RunningServer", "PresetLauncher", "SweepResult",
@@ -182,13 +183,16 @@ class Launcher(Protocol):
 class PresetLauncher:
     """A Launcher on ``specscope.launch``: servers of one preset, one method and K at a time."""
 
-    def __init__(self, preset: str, start_timeout: float = 600.0):
+    def __init__(self, preset: str, start_timeout: float = 600.0, k_schedule: KSchedule | None = None):
         self.preset = preset
         self.start_timeout = start_timeout  # a CPU server on a busy machine can take minutes
+        self.k_schedule = k_schedule        # speculative servers draft K by batch size (K = its maximum)
 
     def start(self, method: str, k: int) -> RunningServer:
         """Start one (method, K) of the preset; K=0 means the baseline takes no K."""
-        state = launch.start(launch.plan_for(self.preset, method, k or None), timeout=self.start_timeout)
+        schedule = self.k_schedule if k else None
+        state = launch.start(launch.plan_for(self.preset, method, k or None, k_schedule=schedule),
+                             timeout=self.start_timeout)
         config = state.speculative_config
         return RunningServer(url=state.url, model=state.model, draft_model=config.get("model"),
                              method_params=json.dumps(config) if config else None, tp=state.tp,
