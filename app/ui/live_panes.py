@@ -1,26 +1,110 @@
-"""The Live page's panes, redrawn the moment a token arrives, one pane at a time.
+"""The Live page's panes: their HTML, and their redraw the moment a token arrives, one pane at a time.
 
 Instead of rerunning on a timer, the script holds one ``st.empty`` slot per pane and, while
 the session streams (or replays), waits on the session for the next arrival and rewrites
 only the slots whose HTML changed. A token therefore reaches the browser within the time
 it takes to draw one pane, and panes that received nothing are never resent. A click on
 any widget stops the loop at the next arrival and reruns the page, which resumes it.
+
+Metrics sit in a grid that wraps inside the pane, so they stay in it however narrow it is.
 """
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 
 import streamlit as st
 
+from specscope import live, stream
 from specscope.live import LiveSession, PaneView
+from ui.tokens import tokens_html
 
-__all__ = ["stream_panes", "IDLE_WAIT_S"]
+__all__ = ["stream_panes", "pane_html", "session_pane_html", "PANE_STYLE", "IDLE_WAIT_S"]
 
 IDLE_WAIT_S = 0.25  # longest wait between checks when nothing arrives
 
+PANE_STYLE = """<style>
+[data-pane]{min-width:0;overflow-wrap:anywhere}
+.ss-metrics{display:grid;grid-template-columns:repeat(auto-fill,minmax(4.6rem,1fr));gap:0.2rem 0.5rem;margin:0.3rem 0}
+.ss-metrics>div{min-width:0;line-height:1.25}
+.ss-metrics small,.ss-source small{color:#888}
+.ss-warn{color:#b26a00}
+.ss-source{cursor:help;text-decoration:underline dotted #8888}
+</style>"""
 
-def stream_panes(session: LiveSession, pane_html: Callable[[PaneView], str]) -> None:
+MODE_WORDS = {"race": "raced", "fair": "fair replay"}
+METRIC_HELP = {
+    "tokens": "output tokens so far",
+    "ttft": "time to first token",
+    "tpot": "time per output token, after the first",
+    "itl": "inter-token latency: mean gap between arrivals",
+    "tok/s": "output tokens per second",
+    "AL": "acceptance length: tokens per step (accepted drafts + 1)",
+    "acceptance": "share of drafted tokens the model accepted",
+}
+
+
+def _speedup(value: str, timing: str, contention: bool) -> str:
+    title = f"tok/s against the baseline pane, measured in {'fair replay' if timing == 'fair' else 'a race'}"
+    warn = ""
+    if contention:
+        title += ("; these servers share CPU cores, so a race speedup measures how they slow each other "
+                  "down, not what speculation gains: use fair replay")
+        warn = '<br><small class="ss-warn">contention</small>'
+    return (f'<div data-metric="speedup" data-timing="{timing}" title="{html.escape(title, quote=True)}">'
+            f"<small>{timing} speedup</small><br><b>{html.escape(value)}</b>{warn}</div>")
+
+
+def _metrics(view: PaneView, timing: str, contention: bool) -> str:
+    m = view.metrics
+    fmt = lambda v, spec, unit="": "–" if v is None else f"{v:{spec}}{unit}"  # noqa: E731
+    cells = [("tokens", str(m.tokens)), ("ttft", fmt(m.ttft_ms, ".0f", " ms")), ("tpot", fmt(m.tpot_ms, ".1f", " ms")),
+             ("itl", fmt(m.itl_ms, ".1f", " ms")), ("tok/s", fmt(m.tokens_per_s, ".1f")),
+             ("AL", fmt(m.acceptance_length, ".2f")), ("acceptance", fmt(m.acceptance_rate, ".0%"))]
+    grid = "".join(f'<div data-metric="{name}" title="{METRIC_HELP[name]}"><small>{name}</small><br>'
+                   f"<b>{html.escape(value)}</b></div>" for name, value in cells)
+    grid += _speedup(fmt(m.speedup, ".2f", "×"), timing, contention)
+    positions = " · ".join(f"{i + 1}: {rate:.0%}" for i, rate in enumerate(m.per_position))
+    per_position = (f'<div data-metric="per-position" title="share of drafting steps whose n-th draft token '
+                    f'was accepted"><small>accepted by draft position: {positions}</small></div>' if positions else "")
+    return f'<div class="ss-metrics">{grid}</div>{per_position}'
+
+
+def pane_html(view: PaneView, *, show_rejected: bool, spec_format: str | None = None,
+              timing: str = "race", contention: bool = False) -> str:
+    """One pane: header, lossless badge, metrics, where its colours come from, then its tokens.
+    ``timing`` is the mode the speedup was measured in; ``contention`` marks a race on shared cores."""
+    spec = view.spec
+    badge = ""
+    if view.lossless is True:
+        badge = '<span data-lossless="pass">✓ lossless: identical to the baseline</span>'
+    elif view.lossless is False:
+        badge = f'<span data-lossless="fail">✗ differs from the baseline at token {view.divergence}</span>'
+    phase = "done" if view.done else "streaming…"
+    plain, detail = live.describe_source(view.provenance, spec_format)
+    source = (f'<div class="ss-source" data-source="{view.provenance.source}" '
+              f'title="{html.escape(detail, quote=True)}"><small>{html.escape(plain)}</small></div>')
+    error = f'<div class="ss-error" data-error="1">⚠️ {html.escape(view.error)}</div>' if view.error else ""
+    t0 = "" if view.t0 is None else f' data-t0="{view.t0:.6f}"'
+    tokens = tokens_html(view.provenance.tokens, view.provenance.steps, show_rejected=show_rejected,
+                         token_texts=view.token_texts, divergence=view.divergence, special=view.special)
+    return (f'<div data-pane="{html.escape(spec.label, quote=True)}"{t0}>'
+            f"<b>{html.escape(spec.label)}</b> <small>{html.escape(spec.method)} · {phase} · {MODE_WORDS[timing]}</small> "
+            f"{badge}"
+            f"{_metrics(view, timing, contention)}{source}{error}{tokens}</div>")
+
+
+def session_pane_html(session: LiveSession, show_rejected: bool) -> Callable[[PaneView], str]:
+    """``pane_html`` with the session's mode, contention and each server's per-request format."""
+    def draw(view: PaneView) -> str:
+        pane = next(p for p in session.panes if p.spec.label == view.spec.label)
+        return pane_html(view, show_rejected=show_rejected, timing=session.timing, contention=session.contention,
+                         spec_format=stream.spec_format(pane.snapshot()))
+    return draw
+
+
+def stream_panes(session: LiveSession, draw: Callable[[PaneView], str]) -> None:
     """Draw every pane, then keep them current until the session is done streaming or replaying."""
     count = len(session.panes)
     per_row = 3 if count > 4 else count
@@ -30,7 +114,7 @@ def stream_panes(session: LiveSession, pane_html: Callable[[PaneView], str]) -> 
         # asked before the views are taken, so the last views drawn are those of the finished state
         active = not session.finished or session.replaying()
         for i, view in enumerate(session.views()):
-            text = pane_html(view)
+            text = draw(view)
             if text != shown[i]:
                 slots[i].html(text)
                 shown[i] = text
