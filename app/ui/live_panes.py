@@ -26,8 +26,10 @@ IDLE_WAIT_S = 0.25  # longest wait between checks when nothing arrives
 
 PANE_STYLE = """<style>
 [data-pane]{min-width:0;overflow-wrap:anywhere}
-.ss-metrics{display:grid;grid-template-columns:repeat(auto-fill,minmax(4.6rem,1fr));gap:0.2rem 0.5rem;margin:0.3rem 0}
-.ss-metrics>div{min-width:0;line-height:1.25}
+.ss-metrics{display:grid;grid-template-columns:repeat(auto-fill,minmax(3.6rem,1fr));gap:0.15rem 0.4rem;margin:0.3rem 0}
+.ss-metrics>div{min-width:0;line-height:1.2;font-size:0.85rem}
+.ss-metrics small{font-size:0.75rem}
+.ss-below{margin-top:0.2rem;line-height:1.3}
 .ss-metrics small,.ss-source small{color:#888}
 .ss-warn{color:#b26a00}
 .ss-source{cursor:help;text-decoration:underline dotted #8888}
@@ -45,6 +47,13 @@ METRIC_HELP = {
 }
 
 
+def _duration(ms: float | None) -> str:
+    """Milliseconds short enough for a narrow cell: '7.1 ms', '284 ms', '24.7 s'."""
+    if ms is None:
+        return "–"
+    return f"{ms:.1f} ms" if ms < 100 else f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+
+
 def _speedup(value: str, timing: str, contention: bool) -> str:
     title = f"tok/s against the baseline pane, measured in {'fair replay' if timing == 'fair' else 'a race'}"
     warn = ""
@@ -56,43 +65,48 @@ def _speedup(value: str, timing: str, contention: bool) -> str:
             f"<small>{timing} speedup</small><br><b>{html.escape(value)}</b>{warn}</div>")
 
 
-def _metrics(view: PaneView, timing: str, contention: bool) -> str:
+def _metrics(view: PaneView, timing: str, contention: bool) -> tuple[str, str]:
+    """The metric grid, and the per-position acceptance line (shown below the tokens)."""
     m = view.metrics
     fmt = lambda v, spec, unit="": "–" if v is None else f"{v:{spec}}{unit}"  # noqa: E731
-    cells = [("tokens", str(m.tokens)), ("ttft", fmt(m.ttft_ms, ".0f", " ms")), ("tpot", fmt(m.tpot_ms, ".1f", " ms")),
-             ("itl", fmt(m.itl_ms, ".1f", " ms")), ("tok/s", fmt(m.tokens_per_s, ".1f")),
+    cells = [("tokens", str(m.tokens)), ("ttft", _duration(m.ttft_ms)), ("tpot", _duration(m.tpot_ms)),
+             ("itl", _duration(m.itl_ms)), ("tok/s", fmt(m.tokens_per_s, ".1f")),
              ("AL", fmt(m.acceptance_length, ".2f")), ("acceptance", fmt(m.acceptance_rate, ".0%"))]
     grid = "".join(f'<div data-metric="{name}" title="{METRIC_HELP[name]}"><small>{name}</small><br>'
                    f"<b>{html.escape(value)}</b></div>" for name, value in cells)
     grid += _speedup(fmt(m.speedup, ".2f", "×"), timing, contention)
     positions = " · ".join(f"{i + 1}: {rate:.0%}" for i, rate in enumerate(m.per_position))
-    per_position = (f'<div data-metric="per-position" title="share of drafting steps whose n-th draft token '
+    per_position = (f'<div class="ss-below" data-metric="per-position" title="share of drafting steps whose n-th draft token '
                     f'was accepted"><small>accepted by draft position: {positions}</small></div>' if positions else "")
-    return f'<div class="ss-metrics">{grid}</div>{per_position}'
+    return f'<div class="ss-metrics">{grid}</div>', per_position
 
 
 def pane_html(view: PaneView, *, show_rejected: bool, spec_format: str | None = None,
               timing: str = "race", contention: bool = False) -> str:
-    """One pane: header, lossless badge, metrics, where its colours come from, then its tokens.
+    """One pane: header, lossless badge, metrics, its tokens, then per-position acceptance and
+    where its colours come from.
     ``timing`` is the mode the speedup was measured in; ``contention`` marks a race on shared cores."""
     spec = view.spec
     badge = ""
     if view.lossless is True:
-        badge = '<span data-lossless="pass">✓ lossless: identical to the baseline</span>'
+        badge = ('<span data-lossless="pass" title="lossless: identical to the baseline\'s output, token for '
+                 'token">✓ lossless</span>')
     elif view.lossless is False:
-        badge = f'<span data-lossless="fail">✗ differs from the baseline at token {view.divergence}</span>'
+        badge = (f'<span data-lossless="fail" title="not lossless: the output differs from the baseline\'s">'
+                 f"✗ differs at token {view.divergence}</span>")
     phase = "done" if view.done else "streaming…"
     plain, detail = live.describe_source(view.provenance, spec_format)
-    source = (f'<div class="ss-source" data-source="{view.provenance.source}" '
+    source = (f'<div class="ss-source ss-below" data-source="{view.provenance.source}" '
               f'title="{html.escape(detail, quote=True)}"><small>{html.escape(plain)}</small></div>')
     error = f'<div class="ss-error" data-error="1">⚠️ {html.escape(view.error)}</div>' if view.error else ""
     t0 = "" if view.t0 is None else f' data-t0="{view.t0:.6f}"'
+    grid, per_position = _metrics(view, timing, contention)
     tokens = tokens_html(view.provenance.tokens, view.provenance.steps, show_rejected=show_rejected,
                          token_texts=view.token_texts, divergence=view.divergence, special=view.special)
     return (f'<div data-pane="{html.escape(spec.label, quote=True)}"{t0}>'
             f"<b>{html.escape(spec.label)}</b> <small>{html.escape(spec.method)} · {phase} · {MODE_WORDS[timing]}</small> "
             f"{badge}"
-            f"{_metrics(view, timing, contention)}{source}{error}{tokens}</div>")
+            f"{grid}{error}{tokens}{per_position}{source}</div>")
 
 
 def session_pane_html(session: LiveSession, show_rejected: bool) -> Callable[[PaneView], str]:

@@ -66,6 +66,11 @@ def test_none_and_ngram_side_by_side(launched, streamlit_factory, specscope_home
     page.get_by_label("Max tokens").press("Enter")
     wait_idle(page)
     page.get_by_role("button", name="Start", exact=True).click()
+    # the panes open in the first viewport, where the viewer is looking, while they stream
+    page.locator(f"[data-pane='{ngram}'] .ss-metrics").wait_for(timeout=300_000)
+    for label in (baseline, ngram):
+        box = pane(page, label).locator(".ss-metrics").bounding_box()
+        assert 0 <= box["y"] and box["y"] + box["height"] <= 1000, (label, box)
     wait_done(page, [baseline, ngram])
     wait_idle(page)
 
