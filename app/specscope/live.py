@@ -153,11 +153,16 @@ def describe_source(provenance: Provenance, spec_format: str | None = None) -> t
     source, notes = provenance.source, " ".join(provenance.notes)
     if source == "baseline":
         return "No speculation: every token is the model's own.", "A server without speculative decoding."
+    if not provenance.tokens:
+        return "Waiting for the first tokens.", "No token has arrived yet."
     if source == "ngram":
         return ("Colours are exact: SpecScope re-ran the ngram drafter on the same text.",
                 "vLLM's ngram proposer rebuilt from the token ids; it also names the rejected drafts. " + notes)
     if source == "chunks":
-        return ("Colours are a guess from how tokens arrived together; the server did not report its steps.",
+        plain = ("Colours are a guess from how tokens arrived together; the server did not report its steps."
+                 if notes else "Colours so far are a guess from how tokens arrived together; the server's own "
+                               "counts come at the end, if it sends them.")
+        return (plain,
                 "One chunk = one engine step, accepted drafts = chunk size - 1; the server can merge steps "
                 "under load. " + (notes or "Start it with --per-request-spec-decode-metrics detailed "
                                            "for exact colours."))

@@ -93,3 +93,11 @@ def test_every_metric_has_a_definition_on_hover():
     assert {a["data-metric"] for a in cells} >= {"tokens", "ttft", "tpot", "itl", "tok/s", "AL", "acceptance",
                                                  "speedup", "per-position"}
     assert all(a.get("title") for a in cells)
+
+
+def test_while_streaming_the_sentence_does_not_claim_what_the_end_may_change():
+    session = live.load_recording(CAPTURES / "live_4panes.json")
+    pane = next(p for p in session.panes if p.spec.label == "draft_model")
+    assert live.describe_source(pane.view_chunks([])[0])[0] == "Waiting for the first tokens."
+    streaming = pane.view_chunks(pane.chunks[:5])[0]
+    assert streaming.source == "chunks" and "come at the end" in live.describe_source(streaming)[0]
