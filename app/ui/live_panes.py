@@ -74,7 +74,7 @@ def _metrics(view: PaneView, timing: str, contention: bool) -> tuple[str, str]:
              ("AL", fmt(m.acceptance_length, ".2f")), ("acceptance", fmt(m.acceptance_rate, ".0%"))]
     grid = "".join(f'<div data-metric="{name}" title="{METRIC_HELP[name]}"><small>{name}</small><br>'
                    f"<b>{html.escape(value)}</b></div>" for name, value in cells)
-    grid += _speedup(fmt(m.speedup, ".2f", "×"), timing, contention)
+    grid += _speedup(fmt(m.speedup, ".2f", "×"), timing, contention and m.speedup is not None)
     positions = " · ".join(f"{i + 1}: {rate:.0%}" for i, rate in enumerate(m.per_position))
     per_position = (f'<div class="ss-below" data-metric="per-position" title="share of drafting steps whose n-th draft token '
                     f'was accepted"><small>accepted by draft position: {positions}</small></div>' if positions else "")

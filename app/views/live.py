@@ -22,7 +22,7 @@ MODE_CHOSEN = "live_mode_chosen"
 st.title("Live")
 st.caption("Each token coloured by where it came from: accepted draft (underlined), the target's own "
            "token (bonus in bold, correction plain), rejected drafts (struck through).")
-start, save, replay_again, _ = st.columns([1, 1.6, 1.1, 3])
+start, save, replay_again, _ = st.columns([0.8, 1.4, 0.9, 4])
 start_clicked = start.button("Start", type="primary", key="live_start")
 messages = st.container()
 board = st.container()  # the running comparison, above its settings

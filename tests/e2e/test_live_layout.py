@@ -124,3 +124,18 @@ def test_special_tokens_show_as_a_mark_not_as_text(streamlit_server, page, wait_
         assert mark.evaluate("el => getComputedStyle(el, '::after').content") == '"end"'
     source = page.locator("[data-pane='draft_model'] [data-source]")
     assert "best guess" in source.inner_text() and "1 step that drafted nothing" in source.get_attribute("title")
+
+
+def test_a_race_on_shared_cores_says_its_speedups_measure_contention(streamlit_server, page, wait_idle, tmp_path):
+    data = json.loads((CAPTURES / "live_4panes.json").read_text())
+    labels = [p["spec"]["label"] for p in data["panes"]]
+    raced = tmp_path / "raced.json"
+    raced.write_text(json.dumps({**data, "mode": "race", "shared_cores": labels}))
+    page.set_viewport_size({"width": 1600, "height": 1000})
+    load(page, streamlit_server.url, raced, labels, wait_idle)
+    page.screenshot(path="/tmp/demo-live-race-shared-1600x1000.png")
+    assert page.get_by_text("raced on shared CPU cores", exact=False).count() == 1
+    speedup = page.locator("[data-pane='ngram'] [data-metric='speedup']")
+    assert "race speedup" in speedup.inner_text() and "contention" in speedup.inner_text()
+    assert "measures how they slow each other down" in speedup.get_attribute("title")
+    assert "contention" not in page.locator("[data-pane='none'] [data-metric='speedup']").inner_text()
