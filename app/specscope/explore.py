@@ -267,7 +267,10 @@ def bundled_summary(sources: pd.DataFrame) -> str:
     """One sentence: what the bundled results are, with each group's vLLM version and hardware."""
     if sources.empty:
         return ""
-    parts = [f"{row['from']} ({row['models']} on {row['hardware']}, vLLM {row['vLLM']})"
+    def short(text: str, width: int = 50) -> str:  # the table below gives the full title
+        return text if len(text) <= width else text[:width].rsplit(" ", 1)[0] + "…"
+
+    parts = [f"{short(row['from'])} ({row['models']} on {row['hardware']}, vLLM {row['vLLM']})"
              for row in sources.drop_duplicates(["from", "models", "hardware", "vLLM"]).to_dict("records")]
     return "Bundled results: " + "; ".join(parts) + "."
 

@@ -242,8 +242,10 @@ def _mapped_rows(name: str, table: pa.Table, column_map: Mapping[str, str], give
     missing_req = [c for c in REQUIRED_FIELDS
                    if c not in column_map and c not in table.column_names and c not in given]
     if missing_req:
-        raise InputError(f"{name} needs a column for {', '.join(missing_req)}; map one, or give one "
-                         f"value for every row (e.g. --{missing_req[0].replace('_', '-')}).")
+        model = (" (the model may instead be one value for all rows: the Explorer's \"model for every "
+                 "row\", or --model on the command line)") if "model" in missing_req else ""
+        raise InputError(f"{name} needs a column for {', '.join(missing_req)}; map each to a column of "
+                         f"the file{model}.")
     absent = [f"{c}={src}" for c, src in column_map.items() if src not in table.column_names]
     if absent:
         raise InputError(f"{name} lacks the mapped column(s) {', '.join(absent)}; its columns are "
