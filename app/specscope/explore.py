@@ -8,6 +8,7 @@ filters ``{column: [values]}`` the page chose, and return DataFrames ready to pl
 
 from __future__ import annotations
 
+import csv
 import io
 import math
 from collections.abc import Mapping, Sequence
@@ -15,13 +16,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from specscope import stats
+from specscope import settings, stats
 from specscope.schema import BASELINE_METHOD
-from specscope.store import Store
+from specscope.store import OWN_SOURCE, Store
 
-__all__ = ["SETUP_KEYS", "setup_label", "interval_text", "tie_text", "best_k_table", "interval_summary", "speedup_vs_k", "k_sweep_setups", "best_k", "acceptance_vs_k",
-           "by_concurrency", "crossovers", "per_position", "filtered_rows", "to_csv_bytes",
-           "to_parquet_bytes"]
+__all__ = ["SETUP_KEYS", "setup_label", "interval_text", "tie_text", "point_label", "best_k_table", "unmatched_setups",
+           "headline", "interval_summary", "speedup_vs_k", "k_sweep_setups", "best_k", "acceptance_vs_k",
+           "by_concurrency", "crossovers", "crossover_caption", "bundled_sources", "bundled_summary", "per_position",
+           "filtered_rows", "to_csv_bytes", "to_parquet_bytes"]
 
 SETUP_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host")
 _KEYS = ", ".join(SETUP_KEYS)  # the setup columns in SQL
@@ -118,17 +120,51 @@ def best_k(store: Store, filters: Filters = None) -> pd.DataFrame:
     return _with_labels(store.speedup(filters, best=True))
 
 
+def point_label(row: Mapping) -> str:
+    """``setup, K=4, concurrency 8``, leaving out a K or concurrency the source does not state."""
+    parts = [str(row.get("setup"))]
+    for name, value in (("K=", row.get("k")), ("concurrency ", row.get("concurrency"))):
+        if value is not None and pd.notna(value):
+            parts.append(f"{name}{value:.0f}")
+    return ", ".join(parts)
+
+
+def _blank(values, fmt: str = "{:.0f}") -> list[str]:
+    """Numbers as text, blank where there is none (a grid would print "None")."""
+    return ["" if v is None or pd.isna(v) else fmt.format(v) for v in values]
+
+
 def best_k_table(best: pd.DataFrame) -> pd.DataFrame:
-    """The best-K table as shown: speedup and throughput with ``±``, ties, repeats and the baseline run."""
-    records = best.to_dict("records")
+    """The best-K table as shown: speculative rows with a speedup only, units in the headers,
+    blank where a value was not measured or not stated."""
+    spec = best[(best["method"] != BASELINE_METHOD) & best["speedup"].notna()]
+    records = spec.to_dict("records")
     return pd.DataFrame({
-        "setup": best["setup"], "concurrency": best["concurrency"], "K": best["k"],
-        "speedup (95%)": [interval_text(r) for r in records],
+        "setup": spec["setup"], "concurrency (requests)": _blank(spec["concurrency"]),
+        "K (draft tokens)": _blank(spec["k"]),
+        "speedup (× baseline, 95%)": [interval_text(r) for r in records],
         "tied (within noise)": [tie_text(r) for r in records],
-        "acceptance length": best["acceptance_length"],
-        "output tok/s (95%)": [interval_text(r, "output_throughput", "", short=True) for r in records],
-        "p99 TPOT ms": best["p99_tpot_ms"], "repeats": best["repeats"],
-        "baseline run": best["baseline_run_id"]})
+        "acceptance length (tokens/step)": _blank(spec["acceptance_length"], "{:.2f}"),
+        "output (tok/s, 95%)": [interval_text(r, "output_throughput", "", short=True) for r in records],
+        "p99 TPOT (ms)": _blank(spec["p99_tpot_ms"], "{:.1f}"),
+        "repeats": _blank(spec["repeats"]),
+        "baseline run": _blank(spec["baseline_run_id"], "{}")})
+
+
+def unmatched_setups(best: pd.DataFrame) -> list[str]:
+    """Speculative setups none of whose points has a matching baseline (so no speedup at all)."""
+    spec = best[best["method"] != BASELINE_METHOD]
+    has = spec.groupby("setup", sort=True)["speedup"].apply(lambda s: s.notna().any())
+    return has[~has].index.tolist()
+
+
+def headline(best: pd.DataFrame) -> dict[str, int]:
+    """Counts for the page header: speculative setups with a speedup, and how many of them are
+    slower than their baseline (best K below 1×) at one or more measured operating points."""
+    spec = best[(best["method"] != BASELINE_METHOD) & best["speedup"].notna()]
+    slower = spec[spec["speedup"] < 1.0]["setup"].nunique()
+    return {"setups": int(spec["setup"].nunique()), "slower": int(slower),
+            "baselines": int(best[best["method"] == BASELINE_METHOD]["setup"].nunique())}
 
 
 def interval_summary(frame: pd.DataFrame) -> str:
@@ -164,29 +200,79 @@ def by_concurrency(store: Store, filters: Filters = None) -> pd.DataFrame:
 
 
 def crossovers(best: pd.DataFrame) -> pd.DataFrame:
-    """Per speculative setup, the concurrency where best-K speedup first falls below 1.
+    """Per speculative setup, the concurrency where best-K speedup falls from at or above 1 to below 1.
 
     Interpolated on log2(concurrency) between the last point at or above 1 and the first
-    below; ``measured_below`` is that first concurrency measured below 1.
+    below; ``measured_below`` is that first concurrency measured below 1. A setup below 1 from
+    its lowest concurrency, or with points of unknown concurrency only, has no crossover.
     """
     rows = []
-    spec = best[best["method"] != BASELINE_METHOD].dropna(subset=["speedup"])
+    spec = best[best["method"] != BASELINE_METHOD].dropna(subset=["speedup", "concurrency"])
     for setup, group in spec.groupby("setup", sort=False):
         group = group.sort_values("concurrency")
         conc, speed = group["concurrency"].to_numpy(float), group["speedup"].to_numpy(float)
         below = np.nonzero(speed < 1.0)[0]
-        if below.size == 0:
+        if below.size == 0 or below[0] == 0:
             continue
         i = int(below[0])
-        if i == 0:
-            at = conc[0]
-        else:
-            x0, x1 = math.log2(conc[i - 1]), math.log2(conc[i])
-            y0, y1 = speed[i - 1], speed[i]
-            at = 2 ** (x0 + (1.0 - y0) * (x1 - x0) / (y1 - y0))
+        x0, x1 = math.log2(conc[i - 1]), math.log2(conc[i])
+        y0, y1 = speed[i - 1], speed[i]
+        at = 2 ** (x0 + (1.0 - y0) * (x1 - x0) / (y1 - y0))
         rows.append({"setup": setup, "crossover_concurrency": at, "measured_below": conc[i],
                      "speedup_there": speed[i]})
     return pd.DataFrame(rows, columns=["setup", "crossover_concurrency", "measured_below", "speedup_there"])
+
+
+def crossover_caption(crossings: pd.DataFrame) -> str:
+    """One sentence naming where each setup stops paying; empty when none crosses 1."""
+    if crossings.empty:
+        return ""
+    return "Where speculation stops paying: " + "; ".join(
+        f"{row.setup} at concurrency ≈ {row.crossover_concurrency:.0f} (first measured below 1× at "
+        f"{row.measured_below:.0f})" for row in crossings.itertuples()) + "."
+
+
+def bundled_sources(store: Store) -> pd.DataFrame:
+    """Where each bundled results file comes from: the article (or SpecScope's own runs), its
+    models, hardware, vLLM version, datasets and row count; one row per bundled file."""
+    folder = settings.bundled_data_dir()
+    run_ids = sorted(p.stem for p in (folder / "results").glob("*.parquet"))
+    columns = ["source", "from", "models", "hardware", "vLLM", "datasets", "rows"]
+    if not run_ids:
+        return pd.DataFrame(columns=columns)
+    frame = store.query(
+        f"""SELECT run_id, any_value(source) AS source,
+                   string_agg(DISTINCT split_part(model, '/', -1), ', ' ORDER BY split_part(model, '/', -1)) AS models,
+                   string_agg(DISTINCT hardware, ', ' ORDER BY hardware) AS hardware,
+                   string_agg(DISTINCT vllm_version, ', ' ORDER BY vllm_version) AS vllm,
+                   string_agg(DISTINCT dataset, ', ' ORDER BY dataset) AS datasets, count(*) AS rows
+            FROM results WHERE run_id IN ({", ".join("?" * len(run_ids))}) GROUP BY run_id ORDER BY run_id""",
+        run_ids)
+    titles = {}
+    path = folder / "sources" / "articles.csv"
+    if path.exists():
+        with open(path, newline="", encoding="utf-8") as fh:
+            titles = {row["source"]: row["title"] for row in csv.DictReader(fh)}
+    return pd.DataFrame({
+        "source": frame["run_id"],
+        "from": [f"article: {titles[s]}" if s in titles else
+                 "SpecScope's own measurements" if s == OWN_SOURCE else s
+                 for s in frame["source"]],
+        "models": frame["models"], "hardware": frame["hardware"],
+        "vLLM": frame["vllm"].fillna("not stated"), "datasets": frame["datasets"].fillna("not stated"),
+        "rows": frame["rows"]}, columns=columns)
+
+
+def bundled_summary(sources: pd.DataFrame) -> str:
+    """One sentence: what the bundled results are, with each group's vLLM version and hardware."""
+    if sources.empty:
+        return ""
+    def short(text: str, width: int = 50) -> str:  # the table below gives the full title
+        return text if len(text) <= width else text[:width].rsplit(" ", 1)[0] + "…"
+
+    parts = [f"{short(row['from'])} ({row['models']} on {row['hardware']}, vLLM {row['vLLM']})"
+             for row in sources.drop_duplicates(["from", "models", "hardware", "vLLM"]).to_dict("records")]
+    return "Bundled results: " + "; ".join(parts) + "."
 
 
 def per_position(store: Store, filters: Filters = None) -> pd.DataFrame:

@@ -1,13 +1,20 @@
 """Importers: foreign benchmark results into canonical rows, checked before anything is written.
 
 Recognised inputs:
-- ``vllm bench serve --save-result`` JSON (one object; ``--metadata method=... k=...`` keys are used),
-- Ruiz-style Parquet (columns ``sd_method, num_spec_toks, analysis, output_token_throughput``),
+- ``vllm bench serve --save-result`` JSON (one object; ``--metadata method=... k=...`` keys are used;
+  files from before ``--max-concurrency`` existed are read too),
+- Ruiz-style Parquet (columns ``sd_method, num_spec_toks, analysis, output_token_throughput``;
+  without ``analysis`` the model comes from ``--model``; the earlier export holding only total
+  throughput is named as such, since output throughput cannot be derived from it),
 - canonical Parquet (SpecScope's own rows, e.g. a download from the Explorer),
 - CSV or Parquet with a user-given column map ``{canonical column: file column}``.
 
-``import_file`` returns the written path; a file that fits none of them raises InputError
-and writes nothing. Importing the same content twice replaces the earlier import.
+``import_file`` returns the written path; a file that fits none of them raises
+ColumnMapNeeded (an InputError carrying the file's columns) and writes nothing. Importing
+the same content twice replaces the earlier import. Baselines labelled ``None``, ``nosd``,
+``baseline``, ``no-spec`` or left empty become method ``none``, and the result says so.
+Values given for every row (``overrides``, e.g. ``--model``) stand in for a required
+column the file lacks.
 """
 
 from __future__ import annotations
@@ -27,27 +34,45 @@ import pyarrow.parquet as pq
 
 from specscope import store
 from specscope.errors import InputError, StoreError
-from specscope.schema import LATENCY_METRICS, RESULT_COLUMNS, RESULT_SCHEMA
+from specscope.schema import BASELINE_METHOD, LATENCY_METRICS, RESULT_COLUMNS, RESULT_SCHEMA
 
-__all__ = ["import_file", "import_upload", "read_rows", "RUIZ_SETUPS", "ImportResult"]
+__all__ = ["import_file", "import_upload", "preview_upload", "upload_columns", "guess_map", "read_rows",
+           "RUIZ_SETUPS", "ImportResult", "ColumnMapNeeded", "MAP_FIELDS", "REQUIRED_FIELDS",
+           "BASELINE_LABELS"]
 
 # Ruiz's file names its setup in `analysis`, not its model.
 RUIZ_SETUPS = {
     "qwen": {"model": "Qwen/Qwen3-32B", "hardware": "1xH100"},
     "llama70b": {"model": "meta-llama/Llama-3.3-70B-Instruct", "hardware": "2xH100"},
 }
-_RUIZ_COLUMNS = {"sd_method", "num_spec_toks", "analysis", "output_token_throughput"}
-_REQUIRED_MAPPED = ("model", "method", "concurrency", "output_throughput")
+_RUIZ_COLUMNS = {"sd_method", "num_spec_toks"}  # every version has these; see _check_ruiz_version
+REQUIRED_FIELDS = ("model", "method", "concurrency", "output_throughput")
+# The canonical fields a column map offers, required ones first.
+MAP_FIELDS = (*REQUIRED_FIELDS, "k", "draft_model", "dataset", "hardware", "output_len", "temperature",
+              "acceptance_length", "mean_tpot_ms", "p99_tpot_ms", "mean_ttft_ms", "p99_ttft_ms")
+# Method labels foreign files use for "no speculative decoding" (compared lower-case, stripped).
+BASELINE_LABELS = ("none", "nosd", "no-sd", "no_sd", "baseline", "no-spec", "no_spec", "nospec", "")
+_MAP_EXAMPLE = "model=Model,method=Method,concurrency=Users,output_throughput=TokPerSec"
+
+
+class ColumnMapNeeded(InputError):
+    """A CSV or Parquet file that fits no known format; ``columns`` are its columns."""
+
+    def __init__(self, message: str, columns: list[str]):
+        super().__init__(message)
+        self.columns = columns
 
 
 @dataclass(frozen=True)
 class ImportResult:
-    """Where one import was written, how many rows it holds, the format it was read as, its run id."""
+    """Where one import was written, how many rows it holds, the format it was read as, its run id,
+    and notes such as which method label was taken as the baseline."""
 
     path: Path
     rows: int
     format: str
     run_id: str
+    notes: tuple[str, ...] = ()
 
 
 def _sha(data: bytes) -> str:
@@ -68,7 +93,10 @@ def _read_bytes(path: Path) -> bytes:
 
 def _read_parquet(name: str, data: bytes) -> pa.Table:
     try:
-        return pq.read_table(pa.BufferReader(data))
+        # No Arrow pool threads (pq.read_table starts some even with use_threads=False): one can
+        # still be starting when a failing command exits, and the C++ runtime then aborts the
+        # process ("terminate called without an active exception", exit 134) instead of exit 1.
+        return pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{name} is not a readable Parquet file (it may be truncated or damaged): "
                          f"{exc}.") from exc
@@ -76,7 +104,7 @@ def _read_parquet(name: str, data: bytes) -> pa.Table:
 
 def _read_csv(name: str, data: bytes) -> pa.Table:
     try:
-        return pacsv.read_csv(pa.BufferReader(data))
+        return pacsv.read_csv(pa.BufferReader(data), read_options=pacsv.ReadOptions(use_threads=False))
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{name} is not a readable CSV file: {exc}.") from exc
 
@@ -87,13 +115,28 @@ def _num(value):
     return value
 
 
-def _ruiz_rows(table: pa.Table) -> list[dict]:
+def _check_ruiz_version(name: str, columns: set[str], given: set[str]) -> None:
+    """Earlier Ruiz exports lack ``analysis`` (the model) and may hold only total throughput."""
+    if "output_token_throughput" not in columns:
+        raise InputError(f"{name} is an earlier Ruiz export: it has total_token_throughput (input + output "
+                         "tokens/s) but no output_token_throughput, which speedups compare; import "
+                         "full-bench-data.parquet instead (the Explorer's Published datasets).")
+    if "analysis" not in columns and "model" not in given:
+        raise InputError(f"{name} is a Ruiz export without the analysis column that names its model; "
+                         "give the model (and hardware) for every row, e.g. --model Qwen/Qwen3-32B "
+                         "--hardware 1xH100.")
+
+
+def _ruiz_rows(table: pa.Table, given: set[str]) -> list[dict]:
     rows = []
     for i, rec in enumerate(table.to_pylist(), start=1):
         setup = RUIZ_SETUPS.get(rec.get("analysis"))
+        if setup is None and "model" in given:  # the model comes from --model
+            setup = {"model": None, "hardware": None}
         if setup is None:
             raise InputError(f"Row {i} has analysis={rec.get('analysis')!r}, which names no known setup "
-                             f"({', '.join(RUIZ_SETUPS)}); map its columns with --map instead.", line=i)
+                             f"({', '.join(RUIZ_SETUPS)}); give --model and --hardware, or map its "
+                             "columns.", line=i)
         method = rec.get("sd_method")
         method = "none" if method in (None, "None", "") else method
         draft = rec.get("draft_model")
@@ -135,14 +178,22 @@ def _coerce(row: dict, name: str) -> dict:
     return row
 
 
+def _bench_concurrency(obj: dict):
+    """``max_concurrency``; files of vLLM versions before that flag sent every prompt at once when
+    the request rate was unlimited (so concurrency = num_prompts) and state none otherwise."""
+    if "max_concurrency" in obj:
+        return obj["max_concurrency"]
+    return obj.get("num_prompts") if obj.get("request_rate") in (None, "inf", float("inf")) else None
+
+
 def _bench_json_row(name: str, data: bytes, overrides: Mapping) -> list[dict]:
     try:
         obj = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"{name} is not valid JSON ({exc}).") from exc
-    if not isinstance(obj, dict) or "output_throughput" not in obj or "max_concurrency" not in obj:
+    if not isinstance(obj, dict) or "output_throughput" not in obj or "model_id" not in obj:
         raise InputError(f"{name} is JSON but not a `vllm bench serve --save-result` file "
-                         "(it needs output_throughput and max_concurrency).")
+                         "(it needs model_id and output_throughput).")
     per_pos = obj.get("spec_decode_per_position_acceptance_rates")
     sd_on = obj.get("spec_decode_acceptance_rate") is not None
     k = overrides.get("k", obj.get("k", obj.get("num_speculative_tokens")))
@@ -162,7 +213,7 @@ def _bench_json_row(name: str, data: bytes, overrides: Mapping) -> list[dict]:
         "dataset": obj.get("dataset") or obj.get("dataset_name"),
         "num_prompts": obj.get("num_prompts"), "temperature": obj.get("temperature"),
         "output_len": obj.get("output_len"),
-        "concurrency": obj.get("max_concurrency"),
+        "concurrency": _bench_concurrency(obj),
         "request_rate": None if obj.get("request_rate") in (None, "inf") else float(obj["request_rate"]),
         "duration_s": obj.get("duration"), "completed": obj.get("completed"),
         "failed": obj.get("failed"), "total_input_tokens": obj.get("total_input_tokens"),
@@ -182,27 +233,56 @@ def _bench_json_row(name: str, data: bytes, overrides: Mapping) -> list[dict]:
     return [_coerce(row, name)]
 
 
-def _mapped_rows(name: str, table: pa.Table, column_map: Mapping[str, str]) -> list[dict]:
+def _mapped_rows(name: str, table: pa.Table, column_map: Mapping[str, str], given: set[str]) -> list[dict]:
+    """Rows of ``table`` under ``column_map``; ``given`` names fields set on every row instead."""
     unknown = [c for c in column_map if c not in RESULT_COLUMNS]
     if unknown:
         raise InputError(f"The column map names {', '.join(unknown)}, which SpecScope does not know; "
                          "see data/SCHEMA.md for the canonical columns.")
-    missing_req = [c for c in _REQUIRED_MAPPED if c not in column_map and c not in table.column_names]
+    missing_req = [c for c in REQUIRED_FIELDS
+                   if c not in column_map and c not in table.column_names and c not in given]
     if missing_req:
-        raise InputError(f"{name} needs a column for {', '.join(missing_req)}; add it to the column map.")
+        model = (" (the model may instead be one value for all rows: the Explorer's \"model for every "
+                 "row\", or --model on the command line)") if "model" in missing_req else ""
+        raise InputError(f"{name} needs a column for {', '.join(missing_req)}; map each to a column of "
+                         f"the file{model}.")
     absent = [f"{c}={src}" for c, src in column_map.items() if src not in table.column_names]
     if absent:
         raise InputError(f"{name} lacks the mapped column(s) {', '.join(absent)}; its columns are "
                          f"{', '.join(table.column_names)}.")
-    frame = table.to_pandas()
+    frame = table.to_pandas(use_threads=False)
     out = pd.DataFrame({c: frame[src] for c, src in column_map.items()})
     for column in RESULT_COLUMNS:
         if column not in out and column in frame:
             out[column] = frame[column]
     out["status"] = out.get("status", "ok")
-    if "k" not in out:
-        out["k"] = 0
     return out.astype(object).where(out.notna(), None).to_dict("records")
+
+
+def _is_baseline_label(method) -> bool:
+    return method is None or (isinstance(method, float) and math.isnan(method)) or (
+        isinstance(method, str) and method.strip().lower() in BASELINE_LABELS)
+
+
+def _mark_baselines(rows: list[dict], empty_is_baseline: bool) -> tuple[str, ...]:
+    """Set method ``none`` (and K 0 when unset) on rows whose method labels a baseline; say which labels."""
+    taken = set()
+    for row in rows:
+        method = row.get("method")
+        if not empty_is_baseline and (method is None or not str(method).strip()):
+            continue  # left for the "has no method" check
+        if _is_baseline_label(method):
+            if method != BASELINE_METHOD:
+                taken.add("(empty)" if method is None or not str(method).strip() else str(method))
+            row["method"] = BASELINE_METHOD
+            if row.get("k") is None:
+                row["k"] = 0
+    notes = tuple(f"Took method {label!r} as the baseline (no speculative decoding)."
+                  for label in sorted(taken))
+    if rows and not any(row.get("method") == BASELINE_METHOD for row in rows):
+        notes += ("No row is a baseline (method none, nosd, baseline, no-spec or empty), so speedups "
+                  "use a matching baseline from other results, if any.",)
+    return notes
 
 
 def read_rows(path: Path, column_map: Mapping[str, str] | None = None,
@@ -221,21 +301,24 @@ def read_rows(path: Path, column_map: Mapping[str, str] | None = None,
     else:
         raise InputError(f"{path.name}: SpecScope imports .json (vllm bench serve), .parquet and .csv "
                          "files; rename or convert it.")
+    given = {key for key, value in overrides.items() if value is not None}
     columns = set(table.column_names)
     if column_map:
-        return "mapped", _mapped_rows(path.name, table, column_map), data
+        return "mapped", _mapped_rows(path.name, table, column_map, given), data
     if _RUIZ_COLUMNS <= columns:
-        return "ruiz-parquet", _ruiz_rows(table), data
-    if {"method", "model", "concurrency", "output_throughput"} <= columns:
+        _check_ruiz_version(path.name, columns, given)
+        return "ruiz-parquet", _ruiz_rows(table, given), data
+    if set(REQUIRED_FIELDS) <= columns | given:
         return "canonical", table.to_pylist(), data
-    raise InputError(f"{path.name} fits no known results format (vllm bench JSON, Ruiz Parquet, "
-                     "SpecScope Parquet); give a column map, e.g. --map model=Model,method=Method,"
-                     "concurrency=Users,output_throughput=TokPerSec.")
+    raise ColumnMapNeeded(
+        f"{path.name} fits no known results format (vllm bench JSON, Ruiz Parquet, SpecScope "
+        f"Parquet), so its columns need mapping to {', '.join(REQUIRED_FIELDS)}: pick them in the "
+        f"Explorer's import, or on the command line give --map {_MAP_EXAMPLE}.", table.column_names)
 
 
-def import_file(path: Path, *, source: str | None = None, column_map: Mapping[str, str] | None = None,
-                overrides: Mapping | None = None, directory: Path | None = None) -> ImportResult:
-    """Import one file into the home's results; returns its path, row count and format."""
+def _prepare(path: Path, source: str | None, column_map: Mapping[str, str] | None,
+             overrides: Mapping | None) -> tuple[str, pa.Table, bytes, tuple[str, ...]]:
+    """Read, map, label and type-check one file: (format, table, raw bytes, notes); writes nothing."""
     fmt, rows, data = read_rows(Path(path), column_map, overrides)
     if not rows:
         raise InputError(f"{Path(path).name} holds no result rows.")
@@ -247,8 +330,7 @@ def import_file(path: Path, *, source: str | None = None, column_map: Mapping[st
         for key in ("method", "k", "draft_model", "hardware", "label", "dataset", "model"):
             if overrides.get(key) is not None:
                 row[key] = overrides[key]
-        if row.get("k") is None and row.get("method") == "none":
-            row["k"] = 0
+    notes = _mark_baselines(rows, empty_is_baseline=fmt == "mapped")
     try:
         table = store.to_table(rows, RESULT_SCHEMA)
     except StoreError as exc:
@@ -257,18 +339,63 @@ def import_file(path: Path, *, source: str | None = None, column_map: Mapping[st
     if bad:
         raise InputError(f"{Path(path).name}: row {bad[0]} has no method; map a method column or "
                          "pass --method.", line=bad[0])
+    return fmt, table, data, notes
+
+
+def import_file(path: Path, *, source: str | None = None, column_map: Mapping[str, str] | None = None,
+                overrides: Mapping | None = None, directory: Path | None = None) -> ImportResult:
+    """Import one file into the home's results; returns its path, row count, format and notes."""
+    fmt, table, data, notes = _prepare(path, source, column_map, overrides)
     run_id = f"import-{_sha(data + (source or '').encode())[:12]}"
     written = store.write_results(table, run_id=run_id, directory=directory)
-    return ImportResult(path=written, rows=table.num_rows, format=fmt, run_id=run_id)
+    return ImportResult(path=written, rows=table.num_rows, format=fmt, run_id=run_id, notes=notes)
 
 
-def import_upload(name: str, data: bytes, **kwargs) -> ImportResult:
-    """Import bytes uploaded under ``name`` (the name only picks the format; it is never a path)."""
+def _as_upload(name: str, data: bytes, call, **kwargs):
+    """``call(path, **kwargs)`` on the bytes saved under a temporary name; errors name the upload."""
     suffix = Path(name).suffix.lower()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"upload{suffix}"
         path.write_bytes(data)
         try:
-            return import_file(path, **kwargs)
+            return call(path, **kwargs)
+        except ColumnMapNeeded as exc:
+            raise ColumnMapNeeded(str(exc).replace(path.name, Path(name).name), exc.columns) from exc
         except InputError as exc:
             raise InputError(str(exc).replace(path.name, Path(name).name), line=exc.line) from exc
+
+
+def import_upload(name: str, data: bytes, **kwargs) -> ImportResult:
+    """Import bytes uploaded under ``name`` (the name only picks the format; it is never a path)."""
+    return _as_upload(name, data, import_file, **kwargs)
+
+
+def upload_columns(name: str, data: bytes) -> list[str] | None:
+    """The columns of an upload that needs a column map; None when its format is recognised."""
+    try:
+        _as_upload(name, data, read_rows)
+    except ColumnMapNeeded as exc:
+        return exc.columns
+    return None
+
+
+def preview_upload(name: str, data: bytes, column_map: Mapping[str, str], overrides: Mapping | None = None,
+                   rows: int = 5) -> tuple[pd.DataFrame, tuple[str, ...], int]:
+    """The first ``rows`` canonical rows an import with ``column_map`` would write (the mapped and
+    given fields only), its notes and its row count; writes nothing."""
+    def prepare(path):
+        return _prepare(path, None, column_map, overrides)
+
+    _, table, _, notes = _as_upload(name, data, prepare)
+    shown = [c for c in MAP_FIELDS if c in column_map or (overrides or {}).get(c) is not None
+             or c in ("method", "k")]
+    return table.select(shown).slice(0, rows).to_pandas(), notes, table.num_rows
+
+
+def guess_map(columns: list[str]) -> dict[str, str]:
+    """A first column map: each field to the column named like it (case and ``_``/space/``-`` ignored)."""
+    def plain(text: str) -> str:
+        return "".join(ch for ch in text.lower() if ch.isalnum())
+
+    by_name = {plain(c): c for c in columns}
+    return {field: by_name[plain(field)] for field in MAP_FIELDS if plain(field) in by_name}

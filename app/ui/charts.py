@@ -78,7 +78,7 @@ def _setup_lines(frame: pd.DataFrame, order: str):
 
 def speedup_vs_k(frame: pd.DataFrame, setups: list[str]) -> go.Figure:
     """Speedup against K: one panel per chosen setup, one line per concurrency."""
-    frame = frame[frame["setup"].isin(setups)]
+    frame = frame[frame["setup"].isin(setups)].dropna(subset=["k", "speedup"])
     if frame.empty:
         return empty_figure("Choose a setup measured at two or more K.")
     concs = sorted(frame["concurrency"].dropna().unique())
@@ -125,8 +125,9 @@ def speedup_by_method(best: pd.DataFrame) -> go.Figure:
         return empty_figure("No speculative rows with a matching baseline for these filters.")
     spec["point"] = [
         " · ".join(str(v) for v in (str(r["model"]).split("/")[-1], r["dataset"], r["hardware"],
-                                     f"c={int(r['concurrency'])}" if pd.notna(r["concurrency"]) else None)
-                   if v not in (None, "None") and not (isinstance(v, float) and pd.isna(v)))
+                                     f"c={int(r['concurrency'])}" if pd.notna(r["concurrency"]) else None,
+                                     f"T={r['temperature']:g}" if pd.notna(r.get("temperature")) else None)
+                   if v is not None and pd.notna(v) and v != "None")
         for r in spec.to_dict("records")]
     spec["variant"] = [f"{m} ({str(d).split('/')[-1]})" if isinstance(d, str) and d else m
                        for m, d in zip(spec["method"], spec["draft_model"])]
@@ -147,9 +148,10 @@ def speedup_by_method(best: pd.DataFrame) -> go.Figure:
 
 def speedup_vs_concurrency(best: pd.DataFrame, crossings: pd.DataFrame) -> go.Figure:
     """Best-K speedup against concurrency, a line per setup; crossings below 1 marked."""
-    spec = best[best["method"] != BASELINE_METHOD].dropna(subset=["speedup"])
+    spec = best[best["method"] != BASELINE_METHOD].dropna(subset=["speedup", "concurrency"])
     if spec.empty:
-        return empty_figure("No speculative rows with a matching baseline for these filters.")
+        return empty_figure("No speculative rows with a matching baseline and a stated concurrency "
+                            "for these filters.")
     fig = go.Figure()
     for j, setup, line in _setup_lines(spec, "concurrency"):
         data, template = _hover(line, "concurrency", "speedup", ("k", "speedup ± 95%", "acceptance_length",
@@ -160,6 +162,7 @@ def speedup_vs_concurrency(best: pd.DataFrame, crossings: pd.DataFrame) -> go.Fi
                                  error_y=_error_bars(line), customdata=data, hovertemplate=template))
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888", annotation_text="no gain",
                   annotation_position="bottom right")
+    crossings = crossings.dropna(subset=["crossover_concurrency"])
     if not crossings.empty:
         fig.add_trace(go.Scatter(
             x=crossings["crossover_concurrency"], y=[1.0] * len(crossings), mode="markers",
@@ -172,6 +175,7 @@ def speedup_vs_concurrency(best: pd.DataFrame, crossings: pd.DataFrame) -> go.Fi
 
 def acceptance_vs_k(frame: pd.DataFrame) -> go.Figure:
     """Acceptance length against K per setup; the band spans min to max over concurrency."""
+    frame = frame.dropna(subset=["k", "acceptance_length"])
     if frame.empty:
         return empty_figure("No acceptance data for these filters.")
     fig = go.Figure()
@@ -192,10 +196,11 @@ def acceptance_vs_k(frame: pd.DataFrame) -> go.Figure:
 
 def throughput_vs_concurrency(best: pd.DataFrame) -> go.Figure:
     """Output throughput against concurrency: the baseline and each setup at its best K."""
-    if best.empty:
+    drawn = ["concurrency", "output_throughput"]  # a point without either has no place on the axes
+    if best[drawn].isna().any(axis=1).all():
         return empty_figure("No rows for these filters.")
     fig = go.Figure()
-    for j, setup, line in _setup_lines(best, "concurrency"):
+    for j, setup, line in _setup_lines(best.dropna(subset=drawn), "concurrency"):
         is_base, style = _setup_line(line, j)
         data, template = _hover(line, "concurrency", "output tokens/s", ("k", "output tok/s ± 95%",
                                                                            "speedup ± 95%"))
@@ -210,17 +215,22 @@ def throughput_vs_concurrency(best: pd.DataFrame) -> go.Figure:
 def latency_vs_concurrency(best: pd.DataFrame) -> go.Figure:
     """p99 TTFT, TPOT and ITL against concurrency, side by side."""
     metrics = [("p99_ttft_ms", "p99 TTFT (ms)"), ("p99_tpot_ms", "p99 TPOT (ms)"), ("p99_itl_ms", "p99 ITL (ms)")]
+    best = best.dropna(subset=["concurrency"])
     if best.empty or best[[m for m, _ in metrics]].isna().all().all():
         return empty_figure("No latency data for these filters.")
     fig = make_subplots(rows=1, cols=3, subplot_titles=[t for _, t in metrics])
     for j, setup, line in _setup_lines(best, "concurrency"):
         _, style = _setup_line(line, j)
+        legend = True
         for col, (metric, _) in enumerate(metrics, start=1):
-            data, template = _hover(line, "concurrency", metric, ("k",))
-            fig.add_trace(go.Scatter(x=line["concurrency"], y=line[metric], mode="lines+markers",
-                                     name=_escape(setup), legendgroup=setup, showlegend=col == 1,
-                                     line=style,
-                                     customdata=data, hovertemplate=template), row=1, col=col)
+            points = line.dropna(subset=[metric])  # a latency the source does not state is not drawn
+            if points.empty:
+                continue
+            data, template = _hover(points, "concurrency", metric, ("k",))
+            fig.add_trace(go.Scatter(x=points["concurrency"], y=points[metric], mode="lines+markers",
+                                     name=_escape(setup), legendgroup=setup, showlegend=legend,
+                                     line=style, customdata=data, hovertemplate=template), row=1, col=col)
+            legend = False
     layout(fig, "Tail latency vs concurrency (best K; dashed = baseline)", "concurrency", "ms", log_x=True)
     fig.update_xaxes(type="log")
     return fig

@@ -7,10 +7,10 @@ import zlib
 import pandas as pd
 import streamlit as st
 
-from specscope import datasets, explore, importers
+from specscope import datasets, explore
 from specscope.errors import SpecScopeError
-from ui import cache, charts
-from ui.common import figure_download, show_error
+from ui import cache, charts, import_form
+from ui.common import figure_download, or_stop, show_error, store
 
 FILTERS = [("source", "Source"), ("model", "Model"), ("draft_model", "Draft / head"),
            ("method", "Method"), ("dataset", "Dataset"), ("hardware", "Hardware"), ("host", "Host")]
@@ -24,15 +24,11 @@ st.caption("Speedup = output throughput with speculative decoding / without, sam
 
 with st.sidebar:
     st.subheader("Import results")
-    upload = st.file_uploader("vllm bench JSON, Ruiz Parquet, SpecScope Parquet or CSV",
-                              type=["json", "parquet", "csv"], key="explorer_upload")
+    upload = st.file_uploader("vllm bench JSON, Ruiz Parquet, SpecScope Parquet or any CSV / Parquet "
+                              "(you map its columns)", type=["json", "parquet", "csv"], key="explorer_upload")
     source_name = st.text_input("Source name (optional)", key="explorer_source")
-    if upload is not None and st.button("Import", key="explorer_import"):
-        try:
-            result = importers.import_upload(upload.name, upload.getvalue(), source=source_name or None)
-            st.success(f"Imported {result.rows} rows ({result.format}).")
-        except SpecScopeError as exc:
-            show_error(exc)
+    if upload is not None:
+        import_form.import_upload(upload, source_name or None)
     with st.expander("Published datasets"):
         st.write("Ruiz 2026: draft_model and EAGLE-3 vs none on Qwen3-32B and Llama-3.3-70B, "
                  "K 0–8, concurrency 1–256 (262 rows, needs internet).")
@@ -55,6 +51,14 @@ if not facets["model"]:
     st.info("No results yet. Import a file in the sidebar, or run a sweep on the Runs page.")
     st.stop()
 
+sources = or_stop(explore.bundled_sources, store())
+if not sources.empty:
+    st.caption(explore.bundled_summary(sources) + " Each source's rows are kept apart: a speedup always "
+               "divides by a baseline of the same source.")
+    with st.expander("Where the bundled results come from"):
+        st.dataframe(sources, hide_index=True, width="stretch", key="explorer_sources")
+        st.caption("Transcriptions keep the published digits; data/README.md lists every table and choice.")
+
 filters: dict[str, list] = {}
 run_id = st.query_params.get("run_id")
 if run_id:
@@ -76,18 +80,29 @@ except SpecScopeError as exc:
     show_error(exc)
     st.stop()
 
+counts = explore.headline(best)
 spec_best = best[best["method"] != "none"].dropna(subset=["speedup"])
 cols = st.columns(4)
-cols[0].metric("Result rows", len(rows))
-cols[1].metric("Setups", best["setup"].nunique())
+cols[0].metric("Result rows", len(rows), help="Rows of the results files after the filters: one per "
+               "measured configuration (model, method, K, concurrency) of a run, baselines included.")
+cols[1].metric("Speculative setups", counts["setups"],
+               help="A setup is one model · method (draft) · dataset · hardware from one source. Counted: "
+                    "setups with speculative decoding that have a matching baseline, so a speedup "
+                    f"(besides {counts['baselines']} baseline setups).")
 if not spec_best.empty:
     top = spec_best.loc[spec_best["speedup"].idxmax()]
     bounded = pd.notna(top["speedup_lo"]) and pd.notna(top["speedup_hi"])
     cols[2].metric("Best speedup", f"{top['speedup']:.2f}×" + (
         f" ± {(top['speedup_hi'] - top['speedup_lo']) / 2:.2f}" if bounded else ""),
                    delta="95% interval over repeats" if bounded else "single run: no interval",
-                   delta_color="off", delta_arrow="off", help=f"{top['setup']}, K={top['k']}, concurrency {top['concurrency']}")
-    cols[3].metric("Setups that fall below 1×", f"{len(crossings)} / {spec_best['setup'].nunique()}")
+                   delta_color="off", delta_arrow="off", help=explore.point_label(top))
+    cols[3].metric("Slower than baseline", f"{counts['slower']} of {counts['setups']} setups",
+                   help="Speculative setups whose best K is below 1× (slower than the baseline) at one "
+                        "or more of their measured operating points.")
+
+st.caption(f"A setup is one model · method (draft) · dataset · hardware of one source. {counts['setups']} "
+           f"speculative setups have a matching baseline; {counts['slower']} of them are slower than it "
+           "(below 1×) at one or more measured concurrencies.")
 
 k_setups = explore.k_sweep_setups(vs_k)
 # Keyed by the choices, so new results (an import, a finished run) bring a fresh default.
@@ -127,10 +142,8 @@ def _show(key: str, name: str, build) -> None:
     fig = build()
     st.plotly_chart(fig, width="stretch", key=f"explorer_fig_{key}")
     figure_download(fig, name, key=f"explorer_dl_{key}")
-    if key == "speedup_vs_concurrency" and not crossings.empty:
-        st.caption("Where speculation stops paying: " + "; ".join(
-            f"{row.setup} at concurrency ≈ {row.crossover_concurrency:.0f}"
-            for row in crossings.itertuples()))
+    if key == "speedup_vs_concurrency" and (caption := explore.crossover_caption(crossings)):
+        st.caption(caption)
 
 
 _show(*figures[0])
@@ -141,12 +154,13 @@ for tab, (key, name, build) in zip(tabs, figures[1:]):
             _show(key, name, build)
 
 st.subheader("Best K per setup and concurrency")
-st.caption("A K whose 95% speedup interval overlaps the best K's is marked as tied: the "
-           "measurements cannot tell them apart. " + explore.interval_summary(best))
-st.dataframe(explore.best_k_table(best), hide_index=True, width="stretch",
-             column_config={"acceptance length": st.column_config.NumberColumn(format="%.2f"),
-                            "p99 TPOT ms": st.column_config.NumberColumn(format="%.1f")},
-             key="explorer_best_table")
+unmatched = explore.unmatched_setups(best)
+st.caption("Speculative setups only (the baseline is 1× by definition); blank = not measured or not "
+           "stated by the source. A K whose 95% speedup interval overlaps the best K's is marked as tied: "
+           "the measurements cannot tell them apart. " + explore.interval_summary(best) + (
+               f" Not listed: {len(unmatched)} setup(s) without a matching baseline, so without a speedup."
+               if unmatched else ""))
+st.dataframe(explore.best_k_table(best), hide_index=True, width="stretch", key="explorer_best_table")
 
 left, right = st.columns(2)
 left.download_button("Download rows (CSV)", lambda: explore.to_csv_bytes(rows), "specscope-results.csv",

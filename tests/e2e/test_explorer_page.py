@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from pathlib import Path
@@ -72,3 +73,49 @@ def test_a_run_with_repeats_shows_its_intervals(streamlit_server, page, wait_idl
     assert "speedups carry a 95% interval." in text and "single runs" not in text
     best = page.locator("[data-testid='stMetric']").filter(has_text="Best speedup").inner_text()
     assert " ± " in best and "95% interval over repeats" in best
+
+
+def _streamlit_404(message) -> bool:
+    """Streamlit's own health and host-config probes, which may answer 404 while it starts."""
+    return "404" in message.text and "/_stcore/" in (message.location or {}).get("url", "")
+
+
+# Per figure: its title, how many points it draws, and its x range as laid out.
+FIGURES_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => ({
+    title: (el.layout && el.layout.title && el.layout.title.text) || '',
+    points: (el._fullData || []).reduce((n, t) => n + (t.y ? Array.from(t.y).length : 0), 0),
+    xrange: el._fullLayout && el._fullLayout.xaxis ? Array.from(el._fullLayout.xaxis.range) : null}))"""
+# Each tab and the title its figure starts with.
+TABS = {"Speedup by method": "Speedup by method", "Speedup vs concurrency": "Speedup vs concurrency",
+        "Acceptance length vs K": "Acceptance length vs K", "Throughput vs concurrency": "Output throughput",
+        "Tail latency vs concurrency": "Tail latency", "Per-position acceptance": "Per-position acceptance"}
+
+
+def test_explorer_draws_every_figure_without_console_errors_at_demo_sizes(streamlit_server, page, wait_idle):
+    errors = []
+    page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" and not _streamlit_404(m)
+            else None)
+    page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
+    for width, height in ((1600, 1000), (1280, 800)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.goto(streamlit_server.url)  # the Explorer, on the bundled results
+        wait_idle(page, timeout=120_000)
+        page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
+        page.screenshot(path=f"/tmp/demo-explorer-top-{width}x{height}.png")
+        for name, title in TABS.items():
+            page.get_by_role("tab", name=name).click()
+            wait_idle(page, timeout=120_000)
+            deadline = time.monotonic() + 60
+            figures = page.evaluate(FIGURES_JS)
+            while not any(title in f["title"] for f in figures):
+                assert time.monotonic() < deadline, (name, [f["title"] for f in figures])
+                page.wait_for_timeout(300)
+                figures = page.evaluate(FIGURES_JS)
+            page.wait_for_timeout(300)  # let plotly finish drawing before the next tab
+            text = page.locator("[data-testid='stMain']").inner_text()
+            assert not re.search(r"\bnan\b", text, re.I), f"a NaN reached the page under {name}"
+            if name == "Speedup by method":
+                page.screenshot(path=f"/tmp/demo-explorer-by-method-{width}x{height}.png", full_page=True)
+                by_method = [f for f in figures if "Speedup by method" in f["title"]]
+                assert by_method and by_method[0]["points"] > 0 and by_method[0]["xrange"] != [-1, 6], by_method
+    assert errors == []

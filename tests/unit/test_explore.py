@@ -98,9 +98,9 @@ def test_intervals_reach_the_figures_and_the_best_k_table(tmp_path):
     assert bars.visible is not False and len(bars.array) == 3 and all(v > 0 for v in bars.array)
     assert "speedup ± 95%" in fig.data[0].hovertemplate
     best = explore.by_concurrency(db)
-    table = explore.best_k_table(best).set_index("K")
-    assert table.loc[2, "tied (within noise)"] == "tied with K 4 (within noise)"
-    assert " ± " in table.loc[2, "speedup (95%)"] and table.loc[0, "speedup (95%)"] == "1.000× (baseline)"
+    table = explore.best_k_table(best).set_index("K (draft tokens)")
+    assert table.loc["2", "tied (within noise)"] == "tied with K 4 (within noise)"
+    assert " ± " in table.loc["2", "speedup (× baseline, 95%)"] and "0" not in table.index
     assert explore.interval_summary(best) == "All 1 speedups carry a 95% interval."
 
 
@@ -116,9 +116,8 @@ def test_two_runs_of_one_setup_fold_into_a_mean_with_an_interval_over_runs(tmp_p
 def test_single_runs_say_they_have_no_interval(ruiz_store):
     best = explore.by_concurrency(ruiz_store, {"draft_model": ["Qwen/Qwen3-1.7B"]})
     table = explore.best_k_table(best)
-    spec = table[table["K"] > 0]
-    assert spec["speedup (95%)"].str.endswith("(single run: no interval)").all()
-    assert (spec["tied (within noise)"] == "").all()
+    assert len(table) > 0 and table["speedup (× baseline, 95%)"].str.endswith("(single run: no interval)").all()
+    assert (table["tied (within noise)"] == "").all()
     assert "single runs" in explore.interval_summary(best)
     fig = charts.speedup_vs_concurrency(best, explore.crossovers(best))
     assert fig.data[0].error_y.visible is False

@@ -116,3 +116,89 @@ def test_cli_reports_a_bad_file_in_one_line(specscope_home, tmp_path, capsys):
 def test_upload_names_never_become_paths(specscope_home, ruiz_parquet):
     result = importers.import_upload("../../etc/evil.parquet", ruiz_parquet.read_bytes())
     assert result.path.parent == specscope_home / "results"
+
+
+@pytest.mark.parametrize("label", ["None", "nosd", "baseline", "no-spec", ""])
+def test_a_mapped_import_recognises_the_baseline_label_and_says_so(specscope_home, tmp_path, label):
+    path = tmp_path / "foreign.csv"
+    path.write_text(f"Model,Method,Users,TokPerSec,K\nm,{label},4,100,\nm,ngram,4,130,3\n")
+    result = importers.import_file(path, column_map={"model": "Model", "method": "Method", "concurrency": "Users",
+                                                     "output_throughput": "TokPerSec", "k": "K"})
+    shown = repr(label) if label else "'(empty)'"
+    assert result.notes == (f"Took method {shown} as the baseline (no speculative decoding).",)
+    frame = Store().speedup({"source": ["import"]}).set_index("method")
+    assert frame.loc["none", "k"] == 0 and round(frame.loc["ngram", "speedup"], 3) == 1.3
+
+
+def test_a_flag_stands_in_for_a_required_column_the_file_lacks(specscope_home, tmp_path, capsys):
+    path = tmp_path / "no-model.csv"
+    path.write_text("Method,Users,TokPerSec\nnosd,1,50\nsuffix,1,80\n")
+    assert main(["import", str(path), "--map", "method=Method,concurrency=Users,output_throughput=TokPerSec",
+                 "--model", "org/m"]) == 0
+    out = capsys.readouterr().out
+    assert "imported 2 rows" in out and "Took method 'nosd' as the baseline" in out
+    canonical = tmp_path / "canonical-no-model.csv"
+    canonical.write_text("method,concurrency,output_throughput\nnone,2,40\nngram,2,60\n")
+    assert main(["import", str(canonical), "--model", "org/other"]) == 0
+    capsys.readouterr()
+    rows = _best(capsys, "--model", "org/m") + _best(capsys, "--model", "org/other")
+    assert sorted(round(r["speedup"], 2) for r in rows if r["method"] != "none") == [1.5, 1.6]
+
+
+def test_speedup_best_never_reports_a_row_without_a_speedup(specscope_home, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SPECSCOPE_DATA", str(specscope_home / "no-bundled"))
+    path = tmp_path / "unmatched.csv"  # speculative rows only, and no baseline anywhere
+    path.write_text("model,method,k,concurrency,output_throughput\nm,ngram,2,1,50\nm,ngram,4,1,55\n")
+    assert main(["import", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["speedup", "--best", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == []
+    assert "1 group(s) have no matching baseline" in captured.err
+
+
+def test_a_file_needing_a_column_map_says_how_on_page_and_command_line(specscope_home, tmp_path):
+    path = tmp_path / "foreign.csv"
+    path.write_text("Model,Method,Users,TokPerSec\nm,nosd,4,100\n")
+    with pytest.raises(importers.ColumnMapNeeded) as info:
+        importers.import_file(path)
+    assert info.value.columns == ["Model", "Method", "Users", "TokPerSec"]
+    assert "Explorer's import" in str(info.value) and "--map" in str(info.value)
+    assert importers.guess_map(["Model", "Method", "Users", "output throughput", "K"]) == {
+        "model": "Model", "method": "Method", "output_throughput": "output throughput", "k": "K"}
+
+
+def test_an_earlier_ruiz_export_is_recognised_and_told_apart(specscope_home, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # the columns of vllm-scripts' results/data-2026-01-23.parquet (commit fccb861), before full-bench-data
+    earlier = {"directory": ["vllm-throughput-InstructCoder-nosd-t0.0-tp1"], "temp": [0.0], "tp": [1],
+               "sd_method": ["None"], "num_spec_toks": [0], "draft_model": ["None"], "dataset": ["InstructCoder"],
+               "concurrency": [1], "n_reqs": [100], "total_token_throughput": [900.0]}
+    old = tmp_path / "data-2026-01-23.parquet"
+    pq.write_table(pa.table(earlier), old)
+    with pytest.raises(InputError, match="earlier Ruiz export: it has total_token_throughput"):
+        importers.import_file(old)
+    # a Ruiz export without `analysis`: the model comes from --model
+    no_setup = tmp_path / "no-analysis.parquet"
+    pq.write_table(pa.table({**{k: v * 2 for k, v in earlier.items() if k != "total_token_throughput"},
+                             "sd_method": ["None", "draft_model"], "num_spec_toks": [0, 4],
+                             "draft_model": ["None", "Qwen/Qwen3-1.7B"], "output_token_throughput": [100.0, 150.0]}),
+                   no_setup)
+    with pytest.raises(InputError, match="without the analysis column"):
+        importers.import_file(no_setup)
+    result = importers.import_file(no_setup, overrides={"model": "Qwen/Qwen3-32B", "hardware": "1xH100"})
+    assert result.format == "ruiz-parquet"
+    [row] = Store().speedup({"model": ["Qwen/Qwen3-32B"], "method": ["draft_model"]}).to_dict("records")
+    assert row["k"] == 4 and row["speedup"] == pytest.approx(1.5) and row["hardware"] == "1xH100"
+
+
+def test_vllm_bench_json_from_before_max_concurrency(specscope_home, tmp_path):
+    raw = json.loads((CAPTURES / "vllm_bench_none_c2.json").read_text())
+    del raw["max_concurrency"]  # earlier vLLM sent every prompt at once when the rate was unlimited
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(raw))
+    result = importers.import_file(path)
+    row = Store().query("SELECT * FROM results WHERE run_id = ?", [result.run_id]).iloc[0]
+    assert row["concurrency"] == raw["num_prompts"] and raw["request_rate"] == "inf"

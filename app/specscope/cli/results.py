@@ -1,9 +1,11 @@
 """``specscope import`` and ``specscope speedup``: the results store from the shell.
 
-``speedup --json`` gives each figure with its 95% interval (``speedup_lo``/``speedup_hi``,
-``speedup_interval`` says how it was made; null bounds for a single run) and the run whose
-baseline it divides by (``baseline_run_id``); with ``--best``, ``tied_ks`` lists the K the
-best one cannot be told apart from.
+``import`` says which method label it took as the baseline. ``speedup --json`` gives each
+figure with its 95% interval (``speedup_lo``/``speedup_hi``, ``speedup_interval`` says how it
+was made; null bounds for a single run) and the run whose baseline it divides by
+(``baseline_run_id``); with ``--best``, ``tied_ks`` lists the K the best one cannot be told
+apart from, and a group without a matching baseline is left out (said on stderr), since none
+of its K has a speedup.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 
 import numpy as np
 import pandas as pd
@@ -48,6 +51,8 @@ def _import(args: argparse.Namespace) -> int:
         result = importers.import_file(path, source=args.source, column_map=_column_map(args.map),
                                        overrides=overrides)
         print(f"imported {result.rows} rows from {path} ({result.format}) -> {result.path}")
+        for note in result.notes:
+            print(f"  {note}")
     return 0
 
 
@@ -66,6 +71,13 @@ def _speedup(args: argparse.Namespace) -> int:
                                        "hardware", "concurrency", "k", "run_id")
                if (values := getattr(args, key))}
     frame = Store().speedup(filters, best=args.best)
+    if args.best:
+        unmatched = frame["speedup"].isna()
+        if unmatched.any():  # no baseline to divide by: no K of the group can be called best
+            print(f"specscope: {int(unmatched.sum())} group(s) have no matching baseline (method none, "
+                  "same model, dataset, hardware, host, output length, temperature and concurrency) "
+                  "and are left out.", file=sys.stderr)
+            frame = frame[~unmatched]
     fields = JSON_FIELDS + (("tied_ks",) if args.best else ())
     if args.json:
         records = [{f: _clean(rec.get(f)) for f in fields} for rec in frame.to_dict("records")]

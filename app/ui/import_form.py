@@ -1,0 +1,86 @@
+"""The Explorer's import: a recognised file imports at once; any other CSV or Parquet gets a
+column map (a column per canonical field, or one value for every row), a preview, then import."""
+
+from __future__ import annotations
+
+import zlib
+
+import streamlit as st
+
+from specscope import importers
+from specscope.errors import SpecScopeError
+from ui.common import show_error
+
+__all__ = ["import_upload"]
+
+NOT_MAPPED = "(not in the file)"
+HELP = {"model": "the target model", "method": "ngram, suffix, eagle3, ...; the baseline may read none, "
+        "nosd, baseline, no-spec or be empty", "concurrency": "requests in flight",
+        "output_throughput": "output tokens per second", "k": "speculative tokens per step"}
+# Fields a file may lack but the user can state once for every row.
+GIVEN = ("model", "hardware", "dataset", "draft_model")
+
+
+def _run_import(name: str, data: bytes, **kwargs) -> None:
+    try:
+        result = importers.import_upload(name, data, **kwargs)
+    except SpecScopeError as exc:
+        show_error(exc)
+        return
+    st.success(f"Imported {result.rows} rows ({result.format}).")
+    for note in result.notes:
+        st.caption(note)
+
+
+def _field_picker(field: str, columns: list[str], guess: dict[str, str], key: str) -> str | None:
+    options = [NOT_MAPPED, *columns]
+    required = field in importers.REQUIRED_FIELDS
+    chosen = st.selectbox(f"{field}{' (required)' if required else ''}", options,
+                          index=options.index(guess[field]) if field in guess else 0,
+                          help=HELP.get(field), key=f"{key}_{field}")
+    return None if chosen == NOT_MAPPED else chosen
+
+
+def _column_map(name: str, data: bytes, columns: list[str], source: str | None) -> None:
+    st.info(f"{name} is not a format SpecScope knows. Pick the column that holds each field (or give "
+            "one value for every row), check the preview, then import.")
+    key = f"explorer_map_{zlib.crc32(data)}"
+    guess = importers.guess_map(columns)
+    column_map, given = {}, {}
+    optional = [f for f in importers.MAP_FIELDS if f not in importers.REQUIRED_FIELDS]
+    for field in importers.REQUIRED_FIELDS:
+        column_map[field] = _field_picker(field, columns, guess, key)
+    with st.expander("More fields", expanded=False):
+        for field in optional:
+            column_map[field] = _field_picker(field, columns, guess, key)
+    for field in GIVEN:
+        if column_map.get(field) is None:
+            given[field] = st.text_input(f"{field} for every row", key=f"{key}_given_{field}",
+                                         help=f"the file has no {field} column: one value for all its rows")
+    column_map = {f: c for f, c in column_map.items() if c}
+    given = {f: v.strip() for f, v in given.items() if v and v.strip()}
+    try:
+        preview, notes, rows = importers.preview_upload(name, data, column_map, given)
+    except SpecScopeError as exc:
+        show_error(exc)
+        return
+    st.caption(f"Preview: the first {len(preview)} of {rows} rows as SpecScope will store them.")
+    st.dataframe(preview, hide_index=True, key=f"{key}_preview")
+    for note in notes:
+        st.caption(note)
+    if st.button(f"Import {rows} rows", key="explorer_import_mapped"):
+        _run_import(name, data, source=source, column_map=column_map, overrides=given)
+
+
+def import_upload(upload, source: str | None) -> None:
+    """The import controls for one uploaded file (``st.file_uploader``'s value)."""
+    data = upload.getvalue()
+    try:
+        columns = importers.upload_columns(upload.name, data)
+    except SpecScopeError as exc:
+        show_error(exc)
+        return
+    if columns is not None:
+        _column_map(upload.name, data, columns, source)
+    elif st.button("Import", key="explorer_import"):
+        _run_import(upload.name, data, source=source)
