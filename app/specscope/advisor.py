@@ -16,7 +16,9 @@ held-out checks). ``advise`` turns a fit into a recommended K, a predicted speed
 concurrency above which speculation stops paying, with the reason and its evidence. Where
 measured K at that concurrency have 95% speedup intervals overlapping the recommended K's,
 the answer lists them in ``tied_ks``: the measurements cannot tell those K apart, so the
-advisor does not rank them.
+advisor does not rank them. Where the fit misses the measured points at a concurrency by a
+median of more than ``POOR_FIT``, the advice follows the best measured K there instead, and
+says so. Every answer has a plain-words reason and, apart, the formulas behind it.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from specscope.errors import InputError
 from specscope.schema import BASELINE_METHOD
 
 __all__ = ["FAMILY_KEYS", "FamilyFit", "Advice", "Evidence", "MeasuredPoint", "fit_alpha", "fit_rates", "fit_cost",
-           "fit_family", "fit_families", "advise", "family_label", "measured_crossover",
+           "fit_family", "fit_families", "advise", "family_label", "family_labels", "missing", "unfitted", "measured_crossover",
            "predicted_crossover", "with_acceptance_length", "model_curves", "fit_curves",
            "concurrency_curves", "measured_ties"]
 
@@ -41,13 +43,19 @@ FAMILY_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware"
 _DECAYS = np.linspace(0.01, 1.0, 991)
 EXTRAPOLATE = 4  # how far past the largest measured concurrency a crossover is extrapolated
 _ALPHAS = np.linspace(0.0, 0.999, 1999)
+AL_ROUNDING = 0.01  # acceptance lengths published with two decimals
+POOR_FIT = 0.10     # above this median error at a concurrency, the advice follows the measurements
 
 
 def with_acceptance_length(rows: pd.DataFrame) -> pd.DataFrame:
-    """Rows with column ``al``: ``1 + acceptance_rate * K`` (4-digit rates), else acceptance_length."""
+    """Rows with column ``al`` (tokens per step): the measured acceptance length, or
+    ``1 + acceptance_rate * K`` where it agrees with it to rounding (rates carry more digits)
+    or the length is missing. They disagree when steps draft fewer than K tokens (suffix)."""
     out = rows.copy()
+    length = out["acceptance_length"].astype(float)
     from_rate = 1.0 + out["acceptance_rate"].astype(float) * out["k"].astype(float)
-    out["al"] = from_rate.where(out["acceptance_rate"].notna(), out["acceptance_length"].astype(float))
+    agrees = from_rate.notna() & (length.isna() | ((from_rate - length).abs() <= AL_ROUNDING))
+    out["al"] = from_rate.where(agrees, length)
     return out
 
 
@@ -76,12 +84,14 @@ def fit_rates(ks: Sequence[int], al: Sequence[float]) -> tuple[float, float, flo
 
 
 def fit_cost(ks: Sequence[int], cost: Sequence[float]) -> tuple[float, float]:
-    """``(d0, d1)`` of ``D(K) = d0 + d1*K``; with one K, the Leviathan form d0 = 1."""
+    """``(d0, d1)`` of ``D(K) = d0 + d1*K`` with d1 >= 0; with one K, the Leviathan form d0 = 1."""
     ks_arr, d = np.asarray(ks, float), np.asarray(cost, float)
     if len(set(ks_arr.tolist())) < 2:
         return 1.0, float(max(0.0, (d.mean() - 1.0) / ks_arr.mean()))
     d1, d0 = np.polyfit(ks_arr, d, 1)
-    return float(d0), float(max(d1, 0.0))
+    if d1 < 0:  # drafting cannot make a step cheaper: the best fit with d1 = 0 is the mean
+        return float(d.mean()), 0.0
+    return float(d0), float(d1)
 
 
 @dataclass
@@ -124,9 +134,64 @@ class FamilyFit:
 
 
 def family_label(keys: Mapping) -> str:
-    """A family's name for menus: ``model | method | draft | source``."""
-    draft = keys.get("draft_model") or "-"
-    return f"{keys['model']} | {keys['method']} | {draft} | {keys.get('source') or '-'}"
+    """A family's name for menus: ``model · method [+ draft] · dataset · hardware (source)``."""
+    method = keys["method"] + (f" + {keys['draft_model']}" if keys.get("draft_model") else "")
+    return (f"{keys['model']} · {method} · {keys.get('dataset') or 'no dataset'} · "
+            f"{keys.get('hardware') or 'no hardware'} ({keys.get('source') or 'no source'})")
+
+
+def family_labels(keys: Sequence[Mapping]) -> list[str]:
+    """``family_label`` of each, numbered where two would read the same, so every menu entry is distinct."""
+    labels = [family_label(k) for k in keys]
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if labels.count(label) == 1 else f"{label} #{seen[label]}")
+    return out
+
+
+def _usable(rows: pd.DataFrame) -> pd.DataFrame:
+    """SD rows with a speedup, K and concurrency, with their tokens per step (column ``al``)."""
+    rows = with_acceptance_length(rows[rows["method"] != BASELINE_METHOD])
+    rows = rows.dropna(subset=["speedup", "k", "concurrency"])
+    return rows[(rows["k"] > 0) & (rows["speedup"] > 0)]
+
+
+def missing(rows: pd.DataFrame) -> str | None:
+    """What one family's rows lack for a fit, in words, or None if they can be fitted."""
+    sd = rows[rows["method"] != BASELINE_METHOD]
+    if sd.empty:
+        return "there is no speculative row"
+    usable = _usable(sd)
+    if usable.empty:
+        lacks = [what for column, what in (("k", "K (speculative tokens)"),
+                                           ("concurrency", "a concurrency (rate-limited runs, or not published)"),
+                                           ("speedup", "a speedup (no baseline row with the same setup)"))
+                 if sd[column].isna().all()]
+        return "no row states " + (" or ".join(lacks) if lacks else "a speedup, K and concurrency together")
+    if usable["al"].isna().all():
+        return ("no acceptance rate or length is given, so the tokens each step gains cannot be told "
+                "apart from what drafting costs")
+    return None
+
+
+def unfitted(frame: pd.DataFrame) -> list[tuple[dict, str]]:
+    """The families of ``frame`` the advisor cannot fit, each with what it lacks (``missing``)."""
+    out = []
+    for keys, rows in _families(frame):
+        problem = missing(rows)
+        if problem:
+            out.append((keys, problem))
+    return out
+
+
+def _families(frame: pd.DataFrame):
+    """``(keys, rows)`` of each family with speculative rows in ``frame``."""
+    sd = frame[frame["method"] != BASELINE_METHOD]
+    keyed = sd.assign(**{k: sd[k].astype(object).where(sd[k].notna(), "") for k in FAMILY_KEYS})
+    for values, g in keyed.groupby(list(FAMILY_KEYS), sort=True):
+        yield {k: (v if v != "" else None) for k, v in zip(FAMILY_KEYS, values)}, sd.loc[g.index]
 
 
 def _rates_column(rows: pd.DataFrame) -> list[float]:
@@ -141,13 +206,10 @@ def _rates_column(rows: pd.DataFrame) -> list[float]:
 
 def fit_family(rows: pd.DataFrame, train_smallest: int | None = None) -> FamilyFit:
     """Fit one family's SD rows (columns of ``Store.speedup``); see the module docstring."""
-    rows = with_acceptance_length(rows[rows["method"] != BASELINE_METHOD])
-    rows = rows.dropna(subset=["speedup", "k", "concurrency"])
-    rows = rows[(rows["k"] > 0) & (rows["speedup"] > 0)]
-    if rows.empty:
-        raise InputError("No speculative rows with a speedup match; import or run results with a "
-                         "baseline (method 'none') at the same concurrency.")
-    rows = rows.sort_values(["concurrency", "k"]).reset_index(drop=True)
+    problem = missing(rows)
+    if problem:
+        raise InputError(f"These results cannot be fitted: {problem}.")
+    rows = _usable(rows).sort_values(["concurrency", "k"]).reset_index(drop=True)
     train = np.zeros(len(rows), bool)
     for _, idx in rows.groupby("concurrency").groups.items():
         ks = sorted(rows.loc[idx, "k"].unique())
@@ -156,8 +218,7 @@ def fit_family(rows: pd.DataFrame, train_smallest: int | None = None) -> FamilyF
     rows["train"] = train
     fit_rows = rows[rows["train"] & rows["al"].notna()]
     if fit_rows.empty:
-        raise InputError("The matching rows carry no acceptance rate or length, so acceptance "
-                         "cannot be fitted; re-run with speculative decoding metrics on.")
+        raise InputError("The rows chosen for the fit carry no acceptance rate or length; fit on all measured K.")
     pooled = fit_rows.groupby("k")["al"].mean()
     measured = [] if train_smallest else _rates_column(fit_rows)
     ks, als = list(pooled.index.astype(int)), list(pooled.to_numpy())
@@ -197,14 +258,12 @@ def fit_families(frame: pd.DataFrame, train_smallest: int | None = None,
     ``fit(rows, train_smallest)`` fits one family (default ``fit_family``; a cache may wrap it).
     """
     fit = fit or fit_family
-    sd = frame[frame["method"] != BASELINE_METHOD]
-    if sd.empty:
+    if (frame["method"] != BASELINE_METHOD).sum() == 0:
         raise InputError("No speculative rows match; widen the filters or import results first.")
-    keyed = sd.assign(**{k: sd[k].astype(object).where(sd[k].notna(), "") for k in FAMILY_KEYS})
     fits, skipped = [], []
-    for _, g in keyed.groupby(list(FAMILY_KEYS), sort=True):
+    for _, rows in _families(frame):
         try:
-            fits.append(fit(sd.loc[g.index], train_smallest))
+            fits.append(fit(rows, train_smallest))
         except InputError as exc:
             skipped.append(str(exc))
     if not fits:
@@ -240,23 +299,33 @@ class Evidence:
     crossover_extrapolated: float | None   # where best-K speedup falls below 1 past the data
     train_smallest: int | None
     train_median_rel_err: float
+    here_median_rel_err: float | None      # the same over the fitted points at this concurrency
     measured: tuple[MeasuredPoint, ...]
 
 
 @dataclass(frozen=True)
 class Advice:
-    """The advisor's answer for one family at one concurrency."""
+    """The advisor's answer for one family at one concurrency.
+
+    ``basis`` is "model" (K ranked by the fit) or "measured": where the fit misses the
+    measured points at this concurrency by more than ``POOR_FIT``, K is the best measured one.
+    ``reason`` says why in plain words; ``details`` holds the formulas and numbers behind it.
+    """
 
     keys: dict
     concurrency: float
-    k: int                       # best K among the candidates
-    predicted_speedup: float
-    speculate: bool              # predicted speedup > 1
+    k: int                       # the recommended K
+    predicted_speedup: float     # the fit's speedup at k
+    speculate: bool              # speedup at k > 1 (measured when basis is "measured")
     speedup_by_k: dict[int, float]
     crossover: float | None      # predicted concurrency above which best-K speedup < 1
     reason: str
     evidence: Evidence
     tied_ks: list[int] = field(default_factory=list)  # measured K it cannot tell apart from k
+    basis: str = "model"
+    model_k: int | None = None   # the fit's own pick, when the advice follows the measurements
+    measured_speedup: float | None = None  # measured speedup at k and this concurrency, if any
+    details: list[str] = field(default_factory=list)
 
     def stops_paying(self) -> str:
         """Where speculation stops paying, e.g. 'above concurrency ≈ 24'."""
@@ -267,12 +336,39 @@ class Advice:
             return f"near concurrency ≈ {beyond:.0f} (extrapolated past the measured range)"
         return "nowhere in or near the measured range"
 
+    def summary(self) -> str:
+        """The answer in one or two sentences, e.g. 'Use K = 4: predicted speedup 2.16× ...'."""
+        conc = f"{self.concurrency:g}"
+        pick = f"K = {self.k}" + (f" (or {', '.join(map(str, self.tied_ks))}: tied within noise)"
+                                  if self.tied_ks else "")
+        measured = "" if self.measured_speedup is None else f", measured {self.measured_speedup:.2f}×"
+        if self.basis == "measured":
+            head = (f"Use {pick}: measured speedup {self.measured_speedup:.2f}× at concurrency {conc}, the best "
+                    f"measured there (the fit misses there by a median {self.evidence.here_median_rel_err:.0%}, "
+                    "so this follows the measurements)." if self.speculate else
+                    f"Do not speculate at concurrency {conc}: the best measured, K = {self.k}, gave "
+                    f"{self.measured_speedup:.2f}×.")
+        elif self.measured_speedup is not None and (self.measured_speedup > 1.0) != self.speculate:
+            head = (f"About break-even at concurrency {conc}: K = {self.k} is predicted at "
+                    f"{self.predicted_speedup:.2f}× and measured at {self.measured_speedup:.2f}×, on "
+                    "either side of 1×, so any gain or loss is within noise.")
+        else:
+            head = (f"Use {pick}: predicted speedup {self.predicted_speedup:.2f}× at concurrency {conc}"
+                    f"{measured}." if self.speculate else
+                    f"Do not speculate at concurrency {conc}: even K = {self.k} is predicted at "
+                    f"{self.predicted_speedup:.2f}×{measured}.")
+        if self.crossover is None and self.evidence.crossover_extrapolated is None:
+            return f"{head} Speculation pays at every measured concurrency."
+        return f"{head} Speculation stops paying {self.stops_paying()}."
+
     def as_dict(self) -> dict:
         """The answer as JSON-ready values."""
         return {"family": self.keys, "concurrency": self.concurrency, "k": self.k, "tied_ks": self.tied_ks,
+                "basis": self.basis, "model_k": self.model_k,
                 "predicted_speedup": round(self.predicted_speedup, 4), "speculate": self.speculate,
+                "measured_speedup": self.measured_speedup,
                 "crossover_concurrency": None if self.crossover is None else round(self.crossover, 1),
-                "reason": self.reason, "evidence": asdict(self.evidence),
+                "reason": self.reason, "details": self.details, "evidence": asdict(self.evidence),
                 "speedup_by_k": {str(k): round(v, 4) for k, v in self.speedup_by_k.items()}}
 
 
@@ -330,69 +426,134 @@ def measured_ties(here: pd.DataFrame, k: int) -> list[int]:
 
 def _interval_note(here: pd.DataFrame, k: int, tied: list[int]) -> str:
     if tied:
-        return (f"; measured here, K={k} cannot be told apart from K={', '.join(map(str, tied))} "
-                "(their 95% speedup intervals overlap), so any of them will do")
+        return (f" Measured here, K = {k} cannot be told apart from K = {', '.join(map(str, tied))} "
+                "(their 95% speedup intervals overlap), so any of them will do.")
     if not any(_bounds(r) is not None for r in here.itertuples()):
-        return "; the measured points here are single runs without intervals, so close K may swap on a rerun"
+        return (" The measured points here are single runs without intervals, so K close in speedup "
+                "may swap on a rerun.")
     return ""
 
 
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def _why_k(fit: FamilyFit, k: int, largest: bool, d0: float, d1: float) -> tuple[str, str]:
+    """Why K = k, in plain words and as the formula: one more token pays iff it adds a larger
+    share of tokens per step than of step time (``ΔAL / AL > d1 / D``, i.e. ``ΔAL > d1 · S``)."""
+    al, gain, cost = fit.al(k), fit.al(k + 1) - fit.al(k), theory.step_cost(k, d0, d1)
+    more_tokens, more_time = gain / al, d1 / cost
+    pays = more_tokens > more_time
+    rule = ("One more draft token pays only if it adds a larger share of tokens per step than it "
+            "adds to the time of a step.")
+    step = (f"A {_ordinal(k + 1)} draft token would be accepted {gain:.0%} of the time, adding "
+            f"{more_tokens:.0%} more tokens per step for {more_time:.0%} more time")
+    if largest:
+        plain = (f"{rule} K = {k} is the largest K considered. {step}, so a larger K "
+                 + ("may pay: measure one." if pays else "would not pay either."))
+    else:
+        plain = (f"{rule} {step}, " + ("so it does not pay: " if not pays else "and the tokens after it add "
+                 "less, so overall ") + f"K = {k} gives the most tokens per second.")
+    speedup = al / cost
+    formula = (f"At K = {k}: AL = {al:.3f} tokens per step, D = d0 + d1·K = {d0:.3f} + {d1:.3f}·{k} = "
+               f"{cost:.3f} baseline steps, S = AL / D = {speedup:.3f}. K + 1 pays iff ΔAL > d1·S: "
+               f"{gain:.3f} {'>' if pays else '≤'} {d1:.3f} × {speedup:.3f} = {d1 * speedup:.3f}.")
+    return plain, formula
+
+
+def _why_concurrency(fit: FamilyFit, crossover: float | None, beyond: float | None) -> tuple[str, str]:
+    """Where speculation stops paying, in plain words and as the cost figures behind it."""
+    lo = fit.groups.iloc[0]
+    top = fit.cost.concurrencies[-1]
+    if crossover is None:
+        plain = (f" It pays at every measured concurrency up to {top:g}"
+                 + (f"; if the cost keeps growing as measured, it stops near {beyond:.0f} (not measured)."
+                    if beyond is not None else
+                    f" and, if the cost keeps growing as measured, still up to {EXTRAPOLATE * top:g} (not measured)."))
+        return plain, f"d1 (draft cost per token, in baseline steps) = {lo.d1:.3f} at concurrency {lo.concurrency:g}."
+    x0, x1 = fit.cost.at(crossover)
+    plain = (f" Above about {crossover:.0f} concurrent requests speculation stops paying: with that "
+             "many requests in each batch the hardware is busy anyway, so checking draft tokens is "
+             "no longer almost free and costs more than the accepted tokens return.")
+    formula = (f"At concurrency {crossover:.0f}: d0 = {x0:.3f}, d1 = {x1:.3f}, against d1 = {lo.d1:.3f} "
+               f"at concurrency {lo.concurrency:g}; the best K's S = AL / D falls below 1 there.")
+    return plain, formula
+
+
+def _measured_here(here: pd.DataFrame) -> dict[int, float]:
+    """The best measured speedup per K among fitted rows at one concurrency."""
+    train = here[here["train"]]
+    return {int(k): float(v) for k, v in train.groupby("k")["speedup"].max().items()}
+
+
+def _error_here(fit: FamilyFit, here: pd.DataFrame, concurrency: float) -> float | None:
+    train = here[here["train"]]
+    if train.empty:
+        return None
+    pred = np.array([fit.predict(int(k), concurrency) for k in train["k"]])
+    return float(np.median(np.abs(pred / train["speedup"].to_numpy(float) - 1.0)))
+
+
 def advise(fit: FamilyFit, concurrency: float, ks: Sequence[int] | None = None) -> Advice:
-    """Recommended K (from ``ks``, default 1..largest measured K), speedup and crossover."""
+    """Recommended K (from ``ks``, default 1..largest measured K), speedup and crossover.
+
+    K is the fit's best, unless the fit misses the measured points at this concurrency by a
+    median of more than ``POOR_FIT``: then it is the best measured K there, and the reason says so.
+    """
     if concurrency <= 0:
         raise InputError(f"Concurrency must be a positive number, got {concurrency}.")
     ks = sorted(set(int(k) for k in ks)) if ks else list(range(1, int(fit.rows["k"].max()) + 1))
-    k, best, by_k = _best(fit, ks, concurrency)
+    model_k, _, by_k = _best(fit, ks, concurrency)
+    here = fit.rows[fit.rows["concurrency"] == concurrency]
+    measured = {x: v for x, v in _measured_here(here).items() if x in ks}
+    error_here = _error_here(fit, here, concurrency)
+    poor = bool(measured) and error_here is not None and error_here > POOR_FIT
+    k = min(measured, key=lambda x: (-measured[x], x)) if poor else model_k
     d0, d1 = fit.cost.at(concurrency)
     crossover = predicted_crossover(fit, ks)
-    nxt = fit.al(k + 1) - fit.al(k)
-    if k == ks[-1]:
-        why_k = (f"K={k} is the largest candidate; position {k + 1} would still add "
-                 f"{nxt:.2f} tokens/step against {d1:.3f} steps of cost (worth it above "
-                 f"{d1 * best:.2f}), so a larger K may pay: measure it")
-    else:
-        why_k = (f"K={k}: one more draft token would be accepted {nxt:.0%} of the time, adding "
-                 f"{nxt:.3f} tokens/step, but costs {d1:.3f} target steps, which pays only if "
-                 f"the gain exceeds {d1:.3f} x {best:.2f} = {d1 * best:.3f}")
+    top = fit.cost.concurrencies[-1]
+    beyond = predicted_crossover(fit, ks, upto=EXTRAPOLATE * top) if crossover is None else None
+    plain_k, formula_k = _why_k(fit, k, k == ks[-1], d0, d1)
+    plain_c, formula_c = _why_concurrency(fit, crossover, beyond)
+    if poor:
+        plain_k = (f"The fitted model misses the measured speedups here by a median {error_here:.0%}, more "
+                   f"than the {POOR_FIT:.0%} the advisor trusts, so this follows the measurements: K = {k} "
+                   f"was the fastest measured ({measured[k]:.2f}×). The model alone would pick K = {model_k} "
+                   f"({by_k[model_k]:.2f}× predicted).")
     extrapolated = not fit.cost.inside(concurrency)
-    if crossover is None:
-        top = fit.cost.concurrencies[-1]
-        beyond = predicted_crossover(fit, ks, upto=EXTRAPOLATE * top)
-        why_c = (f"speculation pays at every measured concurrency up to {top:g}" +
-                 (f"; extrapolating the cost trend, it stops near {beyond:.0f} (not measured)"
-                  if beyond is not None else
-                  f" and, extrapolating the cost trend, still up to {EXTRAPOLATE * top:g}"))
-        evidence_beyond = beyond
-    else:
-        evidence_beyond = None
-    if crossover is not None:
-        lo = fit.groups.iloc[0]
-        x0, x1 = fit.cost.at(crossover)
-        why_c = (f"above concurrency ~{crossover:.0f} speculation stops paying: the batch leaves "
-                 f"the memory-bound regime, so each draft token costs {x1:.3f} target steps "
-                 f"there (plus {x0 - 1:.2f} fixed) vs {lo.d1:.3f} at concurrency "
-                 f"{lo.concurrency:g}, more than the extra accepted tokens return")
-    reason = f"{why_k}; {why_c}" + (" (extrapolated beyond the measured concurrencies)"
-                                    if extrapolated else "")
-    here = fit.rows[fit.rows["concurrency"] == concurrency]
+    reason = plain_k + plain_c + (" This concurrency lies outside the measured ones: the advice extrapolates."
+                                  if extrapolated else "")
     tied = measured_ties(here, k)
     if not here.empty:
         reason += _interval_note(here, k, tied)
+    details = ["S(K) = AL(K) / D(K): tokens per step over the step's time in baseline steps, "
+               "D(K) = d0 + d1·K (d1: what each draft token costs, d0 − 1: fixed overhead per step).",
+               f"AL(K) = 1 + Σ rateᵢ, rateᵢ = {fit.first:.3f}·{fit.decay:.3f}^(i−1)"
+               + (" (measured per-position rates where known)." if fit.measured_rates else "."),
+               formula_k, formula_c]
+    if error_here is not None:
+        details.append(f"Median |predicted / measured − 1| over the fitted points: {error_here:.1%} at this "
+                       f"concurrency, {fit.train_error():.1%} over all.")
+    speculate = measured[k] > 1.0 if poor else by_k[k] > 1.0
     evidence = Evidence(
         alpha_iid=round(fit.alpha, 4), alpha_rmse_tokens=round(fit.alpha_rmse, 4),
         rates_first=round(fit.first, 4), rates_decay=round(fit.decay, 4),
         rates_rmse_tokens=round(fit.rates_rmse, 4),
         tokens_per_step=round(fit.al(k), 4), d0=round(d0, 4), d1=round(d1, 4),
         draft_cost_c=round(fit.draft_cost, 4), extrapolated=extrapolated,
-        crossover_extrapolated=None if evidence_beyond is None else round(evidence_beyond, 1),
+        crossover_extrapolated=None if beyond is None else round(beyond, 1),
         train_smallest=fit.train_smallest,
         train_median_rel_err=round(fit.train_error(), 4),
+        here_median_rel_err=None if error_here is None else round(error_here, 4),
         measured=tuple(MeasuredPoint(int(r.k), round(float(r.speedup), 4),
                                      round(fit.predict(int(r.k), concurrency), 4), bool(r.train),
                                      None if (b := _bounds(r)) is None else (round(b[0], 4), round(b[1], 4)))
                        for r in here.itertuples()))
-    return Advice(fit.keys, float(concurrency), k, best, best > 1.0, by_k, crossover, reason,
-                  evidence, tied)
+    return Advice(fit.keys, float(concurrency), k, by_k.get(k, fit.predict(k, concurrency)), speculate, by_k,
+                  crossover, reason, evidence, tied, basis="measured" if poor else "model",
+                  model_k=model_k, measured_speedup=None if k not in measured else round(measured[k], 4),
+                  details=details)
 
 
 def model_curves(alpha: float, c: float, k_max: int) -> pd.DataFrame:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from specscope import advisor, theory
@@ -12,14 +13,33 @@ from ui.common import or_stop, show_error
 K_MAX = 16
 
 st.title("Theory")
-st.caption("One step drafts K tokens and emits accepted + 1. Tokens per step with i.i.d. acceptance "
-           "alpha: (1 − α^(K+1)) / (1 − α). Speedup (Leviathan et al. 2023): tokens per step / "
-           "(K·c + 1), where c = draft step cost / target step cost.")
+st.caption("Each step, a cheap drafter guesses K tokens and the model checks them all at once: every "
+           "accepted guess is a token without a step of its own. Speed comes from guesses accepted "
+           "often (α) and cheap to make (c).")
+with st.expander("Formulas"):
+    st.markdown("- Tokens per step, each guess accepted with chance α: (1 − α^(K+1)) / (1 − α)\n"
+                "- Speedup (Leviathan et al. 2023): tokens per step / (K·c + 1), where c = the draft's "
+                "step cost / the model's step cost\n"
+                "- Fitted to measurements: speedup = tokens per step / (d0 + d1·K), with d0 and d1 "
+                "measured per concurrency")
 
 
 def _load_fit_into_sliders(alpha: float, c: float) -> None:
     st.session_state["theory_alpha"] = round(min(0.99, max(0.05, alpha)), 2)
     st.session_state["theory_c"] = round(min(1.0, max(0.0, c)), 3)
+
+
+def _unfitted(frame) -> None:
+    """The groups the advisor cannot fit, and what each lacks."""
+    unfit = cache.built("theory_unfitted", lambda: advisor.unfitted(frame), frame)
+    if not unfit:
+        return
+    with st.expander(f"Not fitted: {len(unfit)} groups lack what the advisor needs"):
+        st.caption("A fit needs speedups measured at a known K and concurrency, with an acceptance "
+                   "rate or length. Import or run results that have them to get advice here.")
+        st.dataframe(pd.DataFrame({"group": [advisor.family_label(keys) for keys, _ in unfit],
+                                   "what is missing": [problem for _, problem in unfit]}),
+                     hide_index=True, width="stretch")
 
 
 st.subheader("The model")
@@ -57,9 +77,10 @@ try:
     fits = cache.fits(train_smallest)
 except SpecScopeError as exc:
     show_error(exc)
+    _unfitted(frame)
     st.stop()
-labels = [advisor.family_label(f.keys) for f in fits]
-chosen = left.selectbox("Group (model | method | draft | source)", labels, key="theory_group")
+labels = advisor.family_labels([f.keys for f in fits])
+chosen = left.selectbox("Group (model · method · prompt set · hardware (source))", labels, key="theory_group")
 fit = fits[labels.index(chosen)]
 concs = sorted(int(c) for c in fit.rows["concurrency"].unique())
 conc = mid.selectbox("Concurrency", concs, key="theory_conc")
@@ -72,17 +93,14 @@ except SpecScopeError as exc:
     show_error(exc)
     st.stop()
 
-crossover = answer.stops_paying()
-pick = (f"K = {answer.k}" if not answer.tied_ks else
-        f"K = {answer.k} (or {', '.join(map(str, answer.tied_ks))}: tied within noise)")
-verdict = (f"**Use {pick}**: predicted speedup **{answer.predicted_speedup:.2f}×** at "
-           f"concurrency {conc}. Speculation stops paying {crossover}.")
-if answer.speculate:
-    st.success(verdict)
-else:
-    st.warning(f"Do not speculate at concurrency {conc}: even K = {answer.k} is predicted at "
-               f"{answer.predicted_speedup:.2f}×. Speculation stops paying {crossover}.")
-st.write("Why: " + answer.reason)
+(st.success if answer.speculate else st.warning)(answer.summary())
+st.markdown("**Why:** " + answer.reason)
+error = answer.evidence.here_median_rel_err
+st.caption(f"The fit misses the measured speedups at this concurrency by a median {error:.1%} "
+           f"({answer.evidence.train_median_rel_err:.1%} over all)." if error is not None else
+           "Nothing was measured at this concurrency: the advice rests on the fit alone.")
+with st.expander("The formulas behind this advice"):
+    st.markdown("\n".join(f"- {line}" for line in answer.details))
 st.button("Load this fit into the sliders", key="theory_load_fit", on_click=_load_fit_into_sliders,
           args=(fit.alpha, answer.evidence.d1))
 
@@ -113,3 +131,5 @@ with st.expander("Evidence: fit and measured points", expanded=False):
                                 "predicted": st.column_config.NumberColumn(format="%.3f×")})
     st.caption("Cost per concurrency (d1 grows as the batch leaves the memory-bound regime):")
     st.dataframe(fit.groups, hide_index=True, width="stretch")
+
+_unfitted(frame)

@@ -38,3 +38,44 @@ def test_moving_alpha_slider_redraws_curve(streamlit_server, page, wait_idle):
     after = _model_curve(page)
     assert after != before
     assert after[4] == pytest.approx((1 - 0.6 ** 5) / 0.4 / 1.2)
+
+
+# Streamlit's frontend probes /_stcore/health and /_stcore/host-config under the page's path
+# first; those 404s are its own and expected.
+HEALTH_404 = ("/_stcore/health", "/_stcore/host-config")
+
+CHARTS_DRAWN_JS = """() => {
+    const charts = document.querySelectorAll("[data-testid='stPlotlyChart']");
+    return charts.length >= 5 && Array.from(charts).every(c => c.querySelector('.main-svg'));
+}"""
+
+
+def _own_errors(messages: list) -> list[str]:
+    return [f"{text} @ {url}" for kind, text, url in messages
+            if kind == "error" and not ("404" in text and any(p in url for p in HEALTH_404))]
+
+
+@pytest.mark.parametrize("width,height", [(1600, 1000), (1280, 800)])
+def test_theory_page_logs_no_console_error(streamlit_factory, specscope_home, page, wait_idle, width, height):
+    """On the bundled results (no file hidden), at demo sizes, picking another group included."""
+    server = streamlit_factory(home=specscope_home)
+    messages = []
+    page.on("console", lambda m: messages.append((m.type, m.text, (m.location or {}).get("url", ""))))
+    page.on("pageerror", lambda exc: messages.append(("error", str(exc), "")))
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(f"{server.url}/theory")
+    wait_idle(page)
+    page.wait_for_function(CHARTS_DRAWN_JS, timeout=60_000)
+    page.screenshot(path=f"/tmp/demo-theory-theory-{width}x{height}.png", full_page=True)
+
+    page.get_by_test_id("stSelectbox").filter(has_text="Group").locator("input").click()
+    page.keyboard.type("suffix · code-editing")
+    page.keyboard.press("Enter")
+    page.get_by_text("measured 2.26×", exact=False).first.wait_for(timeout=60_000)  # suffix's own advice
+    wait_idle(page)
+    page.wait_for_function(CHARTS_DRAWN_JS, timeout=60_000)
+    page.get_by_text("The formulas behind this advice").click()
+    page.get_by_text("ΔAL > d1·S", exact=False).first.wait_for(timeout=10_000)
+    page.screenshot(path=f"/tmp/demo-theory-suffix-{width}x{height}.png", full_page=False)
+    wait_idle(page)
+    assert _own_errors(messages) == []

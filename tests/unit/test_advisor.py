@@ -94,7 +94,7 @@ def test_advise_answer_and_crossover(ruiz_frame):
     assert not high.speculate and high.k <= 2
     llama = advisor.advise(fits[("meta-llama/Llama-3.3-70B-Instruct", "meta-llama/Llama-3.2-1B")], 1)
     assert llama.crossover is None and llama.k == 8       # the largest candidate: the reason says so
-    assert "largest candidate" in llama.reason
+    assert "largest K considered" in llama.reason
     assert 64 < llama.evidence.crossover_extrapolated < 256   # past the data: said as extrapolated
     assert "not measured" in llama.reason
     between = advisor.advise(qwen, 48)
@@ -204,3 +204,105 @@ def test_single_runs_warn_that_close_k_may_swap(ruiz_frame):
                                         & (ruiz_frame["method"] == "eagle3")])
     answer = advisor.advise(fit, 1)
     assert answer.tied_ks == [] and "single runs without intervals" in answer.reason
+
+
+@pytest.fixture
+def bundled_frame(specscope_home):
+    """Every bundled result (published articles and SpecScope's own CPU runs) with its speedup."""
+    return Store().speedup()
+
+
+def _cpu_fits(frame):
+    return [f for f in advisor.fit_families(frame) if f.keys["source"] == "specscope"]
+
+
+def test_group_labels_name_prompt_set_and_hardware_and_are_distinct(bundled_frame):
+    fits = _cpu_fits(bundled_frame)
+    labels = advisor.family_labels([f.keys for f in fits])
+    assert len(fits) == 6 and len(set(labels)) == 6
+    for fit, label in zip(fits, labels):
+        assert fit.keys["dataset"] in label and fit.keys["hardware"] in label and fit.keys["method"] in label
+    same = {"source": "s", "model": "m", "draft_model": None, "method": "ngram", "dataset": None, "hardware": "h"}
+    assert advisor.family_labels([same, same]) == [advisor.family_label(same) + " #1",
+                                                   advisor.family_label(same) + " #2"]
+
+
+def test_bundled_cpu_advice_picks_the_best_measured_k(bundled_frame):
+    """Suffix on code-editing measured 2.217x at K=2 and 2.259x at K=4 at concurrency 1: no K=1 advice."""
+    for fit in _cpu_fits(bundled_frame):
+        for conc, here in fit.rows.groupby("concurrency"):
+            answer = advisor.advise(fit, float(conc))
+            measured = dict(zip(here["k"].astype(int), here["speedup"]))
+            assert answer.k == max(measured, key=measured.get), (fit.keys, conc)
+            assert answer.measured_speedup == pytest.approx(measured[answer.k], abs=1e-4)
+            assert answer.evidence.here_median_rel_err <= advisor.POOR_FIT
+    suffix = next(f for f in _cpu_fits(bundled_frame)
+                  if f.keys["method"] == "suffix" and f.keys["dataset"] == "code-editing")
+    answer = advisor.advise(suffix, 1)
+    assert answer.k == 4 and answer.predicted_speedup == pytest.approx(2.259, rel=0.05)
+    assert "measured 2.26×" in answer.summary()
+
+
+def test_acceptance_length_wins_when_steps_draft_fewer_than_k():
+    import pandas as pd
+
+    rows = pd.DataFrame({"k": [2, 4, 4], "acceptance_rate": [0.6545, 0.5123, 0.5],
+                         "acceptance_length": [2.121, 3.05, None]})
+    al = advisor.with_acceptance_length(rows)["al"].tolist()
+    assert al[0] == pytest.approx(2.121)            # suffix: 1 + 0.6545*2 = 2.309 disagrees: not every step drafts K
+    assert al[1] == pytest.approx(1 + 0.5123 * 4)   # agrees to rounding: the 4-digit rate is finer
+    assert al[2] == pytest.approx(3.0)
+
+
+def test_negative_cost_slope_fits_a_flat_cost():
+    assert advisor.fit_cost([2, 2, 4, 4], [1.02, 1.04, 0.90, 0.92]) == pytest.approx((0.97, 0.0))
+
+
+def _zigzag_rows():
+    """Measured speedups no cost line can follow: the fit misses them widely."""
+    import pandas as pd
+
+    speedups = {1: 1.25, 2: 1.0, 3: 1.9, 4: 1.05}
+    return pd.DataFrame({
+        "source": "own", "model": "m", "draft_model": None, "method": "ngram", "dataset": "x",
+        "hardware": "cpu", "k": list(speedups), "concurrency": 1,
+        "acceptance_rate": [(theory.tokens_per_step(0.7, k) - 1) / k for k in speedups],
+        "acceptance_length": [theory.tokens_per_step(0.7, k) for k in speedups],
+        "per_position_acceptance": None, "speedup": list(speedups.values()), "baseline_throughput": 10.0})
+
+
+def test_poor_fit_follows_the_best_measured_k_and_says_why():
+    fit = advisor.fit_family(_zigzag_rows())
+    answer = advisor.advise(fit, 1)
+    assert answer.evidence.here_median_rel_err > advisor.POOR_FIT
+    assert answer.basis == "measured" and answer.k == 3 and answer.measured_speedup == pytest.approx(1.9)
+    assert answer.model_k is not None and f"would pick K = {answer.model_k}" in answer.reason
+    assert f"misses the measured speedups here by a median {answer.evidence.here_median_rel_err:.0%}" in answer.reason
+    assert answer.summary().startswith("Use K = 3: measured speedup 1.90×")
+
+
+def test_published_results_without_what_a_fit_needs_say_what_is_missing(bundled_frame, capsys):
+    unfit = {advisor.family_label(keys): problem for keys, problem in advisor.unfitted(bundled_frame)}
+    guide = {label: p for label, p in unfit.items() if "(vllm-sd-guide)" in label}
+    assert len(guide) == 16                      # 2 models x 4 methods x 2 prompt sets
+    eagle3 = ("meta-llama/Llama-3.3-70B-Instruct · eagle3 + RedHatAI/Llama-3.3-70B-Instruct-speculator.eagle3 · "
+              "sharegpt · 2xH200 (vllm-sd-guide)")
+    assert "no acceptance rate or length" in guide[eagle3]
+    assert all("K (speculative tokens)" in p for label, p in guide.items() if "· suffix ·" in label)
+    assert all("concurrency" in p for label, p in unfit.items() if "(pace-sd-lab)" in label)
+    assert not any("(specscope)" in label for label in unfit)
+    assert cli_main(["advise", "--source", "specscope", "--source", "vllm-sd-guide"]) == 0
+    out = capsys.readouterr().out
+    assert f"not fitted: {eagle3}: no acceptance rate or length" in out
+    assert "SmolLM2-135M-Instruct · suffix · code-editing · cpu-2core (specscope)  conc=1: Use K = 4" in out
+
+
+def test_reason_is_plain_words_and_the_formulas_come_apart(bundled_frame):
+    import re
+
+    for fit in _cpu_fits(bundled_frame):
+        answer = advisor.advise(fit, 1)
+        assert answer.reason.startswith("One more draft token pays only if")
+        assert not re.search(r"\bd[01]\b|\bAL\b|\^|·|tokens/step", answer.reason), answer.reason
+        formulas = " ".join(answer.details)
+        assert "ΔAL > d1·S" in formulas and "D(K) = d0 + d1·K" in formulas

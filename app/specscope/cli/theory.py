@@ -32,15 +32,12 @@ def _advise(args: argparse.Namespace) -> int:
         print(json.dumps([a.as_dict() for a in answers], indent=1))
         return 0
     for answer in answers:
-        verdict = "" if answer.speculate else "  -> do not speculate here (speedup < 1)"
-        tied = f" (tied within noise with K={','.join(map(str, answer.tied_ks))})" if answer.tied_ks else ""
-        print(f"{advisor.family_label(answer.keys)}  conc={answer.concurrency:g}: K={answer.k}{tied} "
-              f"predicted {answer.predicted_speedup:.2f}x, stops paying {answer.stops_paying()}{verdict}")
+        print(f"{advisor.family_label(answer.keys)}  conc={answer.concurrency:g}: {answer.summary()}")
         print(f"    why: {answer.reason}")
-        ev = answer.evidence
-        print(f"    fit: alpha={ev.alpha_iid} rates={ev.rates_first}*{ev.rates_decay}^(i-1) "
-              f"d0={ev.d0} d1={ev.d1} c={ev.draft_cost_c} "
-              f"train err={ev.train_median_rel_err:.1%}")
+        for line in answer.details:
+            print(f"    formula: {line}")
+    for keys, problem in advisor.unfitted(frame):
+        print(f"not fitted: {advisor.family_label(keys)}: {problem}")
     return 0
 
 

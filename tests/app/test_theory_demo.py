@@ -1,0 +1,86 @@
+"""The Theory page on the bundled results, as a new user first sees it: every group is its own,
+the advice agrees with what was measured, and the reason reads in plain words."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from specscope.store import Store
+
+pytestmark = pytest.mark.app
+
+PAGE = Path(__file__).resolve().parents[2] / "app" / "views" / "theory.py"
+
+
+def _run() -> AppTest:
+    at = AppTest.from_file(str(PAGE), default_timeout=120).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _values(array) -> list:
+    if isinstance(array, dict):
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).tolist()
+    return list(array)
+
+
+def _measured_markers(at: AppTest, title: str) -> list[float]:
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        if spec["layout"].get("title", {}).get("text") == title:
+            return sorted(round(y, 4) for t in spec["data"] if t.get("mode") == "markers" for y in _values(t["y"]))
+    raise AssertionError(f"no figure titled {title!r}")
+
+
+def test_every_group_choice_is_distinct_and_shows_its_own_group(page_env):
+    frame = Store().speedup()
+    at = _run()
+    options = at.selectbox(key="theory_group").options
+    assert len(options) == len(set(options)) == 6
+    shown = set()
+    for option in options:
+        at.selectbox(key="theory_group").set_value(option).run()
+        assert not at.exception
+        model, method, dataset, _ = option.split(" · ", 3)
+        rows = frame[(frame["method"] == method) & (frame["dataset"] == dataset) & (frame["concurrency"] == 1)]
+        expected = sorted(round(v, 4) for v in rows["speedup"])
+        assert _measured_markers(at, "Fitted at concurrency 1: speedup vs K") == expected, option
+        shown.add(at.success[0].value if at.success else at.warning[0].value)
+    assert len(shown) == 6          # six groups, six different answers
+
+
+def _pick(at: AppTest, method: str, dataset: str) -> AppTest:
+    option = next(o for o in at.selectbox(key="theory_group").options if f" · {method} · {dataset} · " in o)
+    at.selectbox(key="theory_group").set_value(option).run()
+    assert not at.exception
+    return at
+
+
+def test_suffix_code_editing_advice_agrees_with_its_measurements(page_env):
+    at = _pick(_run(), "suffix", "code-editing")
+    verdict = at.success[0].value
+    assert verdict.startswith("Use K = 4:") and "measured 2.26×" in verdict
+    assert any("The fit misses the measured speedups at this concurrency by a median" in c.value for c in at.caption)
+
+
+def test_published_results_without_a_fit_say_what_is_missing(page_env):
+    at = _run()
+    unfit = next(e for e in at.expander if e.label.startswith("Not fitted:"))
+    table = unfit.dataframe[0].value
+    guide = table[table["group"].str.contains("Llama-3.3-70B-Instruct · eagle3")]
+    assert len(guide) == 2 and guide["what is missing"].str.contains("no acceptance rate or length").all()
+
+
+def test_why_reads_plainly_and_the_formulas_wait_in_an_expander(page_env):
+    at = _pick(_run(), "ngram", "summarisation")
+    why = next(m.value for m in at.markdown if m.value.startswith("**Why:**"))
+    assert "One more draft token pays only if" in why
+    assert "d1" not in why and "AL" not in why and "^" not in why
+    formulas = next(e for e in at.expander if e.label == "The formulas behind this advice")
+    assert "ΔAL > d1·S" in " ".join(m.value for m in formulas.markdown)

