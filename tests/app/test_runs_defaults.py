@@ -26,7 +26,7 @@ def _run(at: AppTest) -> AppTest:
 
 
 @pytest.fixture
-def runs_page(page_env, no_bundled_results):
+def runs_page(page_env):
     at = AppTest.from_file(str(APP / "main.py"), default_timeout=90).run()
     at.switch_page("views/runs.py")
     return at
@@ -39,8 +39,10 @@ def test_requests_per_cell_follow_the_chosen_sets_size(runs_page):
     small = next(o for o in at.selectbox(key="runs_set").options if o.startswith("uploaded: three"))
     at = _run(at.selectbox(key="runs_set").set_value(small))
     assert at.number_input(key="runs_num_prompts").value == 3
-    at = _run(at.number_input(key="runs_num_prompts").set_value(2))
-    assert at.number_input(key="runs_num_prompts").value == 2  # the user's own choice stays
+    assert at.number_input(key="runs_repeats").value == 3  # a small set: 3 interleaved repeats
+    bundled = next(o for o in at.selectbox(key="runs_set").options if o.startswith("sample: "))
+    at = _run(at.selectbox(key="runs_set").set_value(bundled))
+    assert at.number_input(key="runs_num_prompts").value == 8
 
 
 class _Health(BaseHTTPRequestHandler):

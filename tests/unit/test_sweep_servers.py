@@ -95,7 +95,7 @@ def test_sweep_reuses_an_exactly_matching_server_and_leaves_it_running(specscope
     assert server.reused and server.url == metrics_url and started == []
     assert server.prior_requests == 2  # vllm:request_success_total of the captured server
     launcher.stop(server)  # a reused server keeps running
-    assert [s.name for s in launch.list_servers()] == [demo.name]
+    assert [s.state.name for s in launch.list_servers()] == [demo.name]
     # a fresh server per cell never reuses, and takes a free name beside the running one
     own = sweep.PresetLauncher("cpu-smollm2", reuse=False).start("none", 0)
     assert not own.reused and started == ["cpu-smollm2-none-2"]
@@ -136,7 +136,7 @@ def test_an_unprepared_model_is_one_message_before_anything_starts(specscope_hom
     spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(1, 2, 4), concurrencies=(1, 4),
                            prompts=PROMPTS, num_prompts=2, output_len=8)
     with pytest.raises(ConfigError, match="^The sweep cannot start: ") as caught:
-        sweep.run_sweep(spec, sweep.launcher_for(spec))
+        sweep.run_sweep(spec, sweep.PresetLauncher("cpu-smollm2"))
     message = str(caught.value)
     assert message.count("not prepared") + message.count("not installed") == 1, message
     assert not any(sweep.run_dir("x").parent.glob("sweep-*"))
