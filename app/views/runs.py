@@ -123,7 +123,7 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
                                           default=["none", "ngram"], key="runs_methods")
             ks_text = cols[2].text_input("K values", "1,2,4", key="runs_ks")
         else:
-            names = cols[0].multiselect(
+            names = st.multiselect(
                 "Servers (healthy ones; K is each server's own)", [s.name for s in running], key="runs_servers",
                 format_func=lambda n: next(f"{n} ({s.method}{f' K={s.k}' if s.k else ''})"
                                            for s in running if s.name == n))
