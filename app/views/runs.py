@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from specscope import bench, hygiene, presets, prompts, run_results, sweep
+from specscope import bench, hygiene, launch, presets, prompts, run_results, sweep
 from specscope.errors import SpecScopeError
 from ui import run_charts, run_table, state
 from ui.common import or_stop, show_error, store
@@ -15,6 +15,9 @@ from ui.jobs import start_sweep, sweep_jobs
 
 
 SMALL_SET = 32  # prompts; sweeps of sets this small repeat every cell 3 times by default
+REQUESTS_CAP = 8  # default requests per cell: the set's size, at most this
+DEFAULTS_FOR = "runs_defaults_for"  # sha256 of the set the form's defaults were taken from
+PRESET_MODE, SERVERS_MODE = "Servers from a preset", "Servers already running"
 
 
 def prompt_set_section() -> tuple[prompts.PromptSet, Path]:
@@ -81,39 +84,72 @@ def _progress() -> None:
         st.rerun()
 
 
+def _per_set_defaults(prompt_set: prompts.PromptSet) -> None:
+    """Requests per cell and repeats follow the chosen set (its size, capped) until the user changes them."""
+    if st.session_state.get(DEFAULTS_FOR) != prompt_set.sha256 or "runs_num_prompts" not in st.session_state:
+        st.session_state["runs_num_prompts"] = min(len(prompt_set), REQUESTS_CAP)
+        st.session_state["runs_repeats"] = 3 if len(prompt_set) <= SMALL_SET else 1
+        st.session_state[DEFAULTS_FOR] = prompt_set.sha256
+
+
+def _load_fields(cols) -> dict:
+    """The form fields every sweep has: concurrency, requests, output length, repeats."""
+    conc_text = cols[0].text_input("Concurrency values", "1,4", key="runs_conc")
+    num_prompts = cols[1].number_input("Requests per cell (0 = the whole set)", 0, 100_000,
+                                       key="runs_num_prompts")
+    output_len = cols[2].number_input("Output tokens per request", 1, 8192, 64, key="runs_output_len")
+    cols = st.columns(3)
+    repeats = cols[0].number_input("Repeats per cell (interleaved)", 1, 20, key="runs_repeats",
+                                   help="Each cell is measured this many times, repeats interleaved, so "
+                                        "throughput and speedup get a 95% interval.")
+    return {"conc_text": conc_text, "num_prompts": int(num_prompts) or None, "output_len": int(output_len),
+            "repeats": int(repeats), "cols": cols}
+
+
 def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
-    """2. Sweep a preset's methods x K x concurrency on the set in the background, with progress."""
+    """2. Sweep a preset's methods x K x concurrency, or running servers over concurrency, in the background."""
     st.subheader("2. Sweep")
-    all_presets = or_stop(presets.load_presets)
+    _per_set_defaults(prompt_set)
+    mode = st.radio("Measure", [PRESET_MODE, SERVERS_MODE], horizontal=True, key="runs_mode")
+    all_presets = or_stop(presets.load_presets) if mode == PRESET_MODE else {}
+    running = [s.state for s in launch.list_servers() if s.status == "healthy"] if mode == SERVERS_MODE else []
     with st.form("runs_sweep_form"):
         cols = st.columns(3)
-        preset_name = cols[0].selectbox("Preset", sorted(all_presets), key="runs_preset",
-                                        index=sorted(all_presets).index("cpu-smollm2")
-                                        if "cpu-smollm2" in all_presets else 0)
-        methods = cols[1].multiselect("Methods", sorted({m for p in all_presets.values() for m in p.methods}),
-                                      default=["none", "ngram"], key="runs_methods")
-        ks_text = cols[2].text_input("K values", "1,2,4", key="runs_ks")
-        cols = st.columns(3)
-        conc_text = cols[0].text_input("Concurrency values", "1,4", key="runs_conc")
-        num_prompts = cols[1].number_input("Requests per cell (0 = the whole set)", 0, 100_000,
-                                           min(len(prompt_set), 8), key="runs_num_prompts")
-        output_len = cols[2].number_input("Output tokens per request", 1, 8192, 64, key="runs_output_len")
-        cols = st.columns(3)
-        repeats = cols[0].number_input("Repeats per cell (interleaved)", 1, 20,
-                                       3 if len(prompt_set) <= SMALL_SET else 1, key="runs_repeats",
-                                       help="Each cell is measured this many times, repeats interleaved, so "
-                                            "throughput and speedup get a 95% interval.")
-        alongside = cols[1].checkbox("Baseline alongside (two servers at once)", True, key="runs_alongside",
-                                     help="Keeps the baseline server up and spreads its repeats over the run, "
-                                          "so speedups divide by a baseline measured under the run's conditions.")
+        if mode == PRESET_MODE:
+            preset_name = cols[0].selectbox("Preset", sorted(all_presets), key="runs_preset",
+                                            index=sorted(all_presets).index("cpu-smollm2")
+                                            if "cpu-smollm2" in all_presets else 0)
+            methods = cols[1].multiselect("Methods", sorted({m for p in all_presets.values() for m in p.methods}),
+                                          default=["none", "ngram"], key="runs_methods")
+            ks_text = cols[2].text_input("K values", "1,2,4", key="runs_ks")
+        else:
+            names = st.multiselect(
+                "Servers (healthy ones; K is each server's own)", [s.name for s in running], key="runs_servers",
+                format_func=lambda n: next(f"{n} ({s.method}{f' K={s.k}' if s.k else ''})"
+                                           for s in running if s.name == n))
+        load = _load_fields(st.columns(3))
+        alongside = mode == PRESET_MODE and load["cols"][1].checkbox(
+            "Baseline alongside (two servers at once)", True, key="runs_alongside",
+            help="Keeps the baseline server up and spreads its repeats over the run, "
+                 "so speedups divide by a baseline measured under the run's conditions.")
         submitted = st.form_submit_button("Start sweep")
+    if mode == PRESET_MODE:
+        st.caption("A server already running with exactly a cell's configuration is measured as it is and "
+                   "left running (the hygiene checks note its earlier requests); otherwise the sweep starts "
+                   "its own under a free name and stops it at the end.")
+    elif not running:
+        st.info("No healthy server is known: start one on the Servers page or attach one by URL there.")
 
     if submitted:
         try:
-            spec = sweep.SweepSpec(preset=preset_name, methods=tuple(methods), ks=sweep.parse_ints(ks_text),
-                                   concurrencies=sweep.parse_ints(conc_text), prompts=prompt_path.resolve(),
-                                   num_prompts=int(num_prompts) or None, output_len=int(output_len),
-                                   repeats=int(repeats), baseline_alongside=bool(alongside))
+            fields = dict(concurrencies=sweep.parse_ints(load["conc_text"]), prompts=prompt_path.resolve(),
+                          num_prompts=load["num_prompts"], output_len=load["output_len"],
+                          repeats=load["repeats"])
+            if mode == PRESET_MODE:
+                spec = sweep.SweepSpec(preset=preset_name, methods=tuple(methods), ks=sweep.parse_ints(ks_text),
+                                       baseline_alongside=bool(alongside), **fields)
+            else:
+                spec = sweep.servers_spec(names, **fields)
             run_id = spec.resolved_run_id(prompt_set.sha256)
             if not start_sweep(spec, run_id):
                 st.warning(f"Sweep {run_id} is already running.")

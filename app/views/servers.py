@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from specscope import catalog, launch, models, presets
+from specscope import catalog, launch, metrics, models, presets
 from specscope.errors import LaunchFailed, SpecScopeError
 from ui.common import show_error
 
@@ -81,37 +81,84 @@ with attach_col:
             except SpecScopeError as exc:
                 show_error(exc)
 
+REFRESH_SECONDS = 5
+CONFIRM = "servers_confirm_stop"  # name of the server whose Stop waits for a confirmation
+
+
+def _row(s: launch.ServerStatus) -> dict:
+    counters = metrics.server_columns(s.state.url) if s.status == "healthy" else {}
+    return {"name": s.state.name, "status": s.status, "preset": s.state.preset, "method": s.state.method,
+            "K": s.state.k, "acceptance rate": counters.get("acceptance rate"),
+            "mean acceptance length": counters.get("acceptance length"), "drafts": counters.get("drafts"),
+            "requests answered": counters.get("requests"), "running now": counters.get("running"),
+            "url": s.state.url, "pid": s.state.pid, "model": s.state.model,
+            "RSS MiB": round(s.rss_bytes / 2**20) if s.rss_bytes else None,
+            "vLLM": s.state.vllm_version, "started": s.state.started_at[:19]}
+
+
+def _stop(name: str) -> None:
+    try:
+        launch.stop(name)
+        st.session_state.pop(CONFIRM, None)
+        st.rerun()
+    except SpecScopeError as exc:
+        show_error(exc)
+
+
+def _stop_controls(s: launch.ServerStatus, running_now: int | None) -> None:
+    """Forget an attached server, or clean up an exited one, at once; a live launched server asks first."""
+    name = s.state.name
+    if s.state.attached or s.status == "exited":
+        if st.button("Forget" if s.state.attached else "Stop", key=f"servers_stop_{name}"):
+            _stop(name)
+        return
+    if st.session_state.get(CONFIRM) != name:
+        if st.button("Stop", key=f"servers_stop_{name}"):
+            st.session_state[CONFIRM] = name
+            st.rerun()
+        return
+    busy = f"It is answering {running_now} request(s) right now. " if running_now else ""
+    st.warning(f"Stop {name}? {busy}Other people and the Live page may be using it, and "
+               "stopping ends their requests; starting it again takes a minute or more.", icon="⚠️")
+    yes, no = st.columns(2)
+    if yes.button(f"Yes, stop {name}", key=f"servers_stop_yes_{name}", type="primary"):
+        _stop(name)
+    if no.button("Cancel", key=f"servers_stop_no_{name}"):
+        st.session_state.pop(CONFIRM, None)
+        st.rerun()
+
+
+@st.fragment(run_every=REFRESH_SECONDS)
+def known_servers() -> None:
+    """The server list with each one's speculative-decoding counters since it started, refreshed."""
+    servers = launch.list_servers()
+    if not servers:
+        st.info("No servers yet. Start one above, attach one, or run `specscope demo`.")
+        return
+    rows = [_row(s) for s in servers]
+    st.caption(f"Acceptance rate = accepted / drafted tokens, mean acceptance length = 1 + accepted / "
+               f"drafts, both since the server started (from its /metrics); refreshed every "
+               f"{REFRESH_SECONDS} s.")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key="servers_table", column_config={
+        "acceptance rate": st.column_config.NumberColumn(format="%.3f"),
+        "mean acceptance length": st.column_config.NumberColumn(format="%.2f")})
+    for s, row in zip(servers, rows):
+        with st.expander(f"{s.state.name} · {s.status}", expanded=st.session_state.get(CONFIRM) == s.state.name):
+            if s.state.speculative_config:
+                st.json(s.state.speculative_config)
+            _stop_controls(s, row["running now"])
+            if not s.state.attached:
+                st.caption(f"Log: {s.state.log_path}")
+                st.code(launch.log_tail(s.state, LOG_LINES) or "(empty log)", language="text")
+
+
 st.subheader("Known servers")
 bar = st.columns([1, 1, 4])
 bar[0].button("Refresh", key="servers_refresh")
 if bar[1].button("Clean stale", key="servers_clean", help="forget launched servers whose process has gone"):
     gone = launch.cleanup_stale()
     st.info(f"Removed {', '.join(gone)}." if gone else "Nothing stale.")
-
-servers = launch.list_servers()
-if not servers:
-    st.info("No servers yet. Start one above, attach one, or run `specscope demo`.")
-else:
-    st.dataframe(pd.DataFrame([{
-        "name": s.state.name, "status": s.status, "preset": s.state.preset, "method": s.state.method,
-        "K": s.state.k, "url": s.state.url, "pid": s.state.pid, "model": s.state.model,
-        "RSS MiB": round(s.rss_bytes / 2**20) if s.rss_bytes else None,
-        "vLLM": s.state.vllm_version, "started": s.state.started_at[:19]} for s in servers]),
-        hide_index=True, key="servers_table")
-    for s in servers:
-        with st.expander(f"{s.state.name} · {s.status}"):
-            if s.state.speculative_config:
-                st.json(s.state.speculative_config)
-            label = "Forget" if s.state.attached else "Stop"
-            if st.button(label, key=f"servers_stop_{s.state.name}"):
-                try:
-                    launch.stop(s.state.name)
-                    st.rerun()
-                except SpecScopeError as exc:
-                    show_error(exc)
-            if not s.state.attached:
-                st.caption(f"Log: {s.state.log_path}")
-                st.code(launch.log_tail(s.state, LOG_LINES) or "(empty log)", language="text")
+known_servers()
 
 with st.expander("Methods SpecScope knows"):
     st.dataframe(pd.DataFrame(catalog.describe()), hide_index=True, key="servers_methods")

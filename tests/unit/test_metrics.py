@@ -73,3 +73,21 @@ def test_two_engines_are_summed():
 def test_garbage_is_a_clear_error():
     with pytest.raises(ServerError, match="not valid Prometheus"):
         metrics.parse("vllm:spec_decode_num_drafts_total{engine=0 oops\n")
+
+
+def test_parse_reads_requests_answered_and_running():
+    snap = metrics.parse(AFTER)
+    assert snap.requests_finished == 2  # the two completions: one stopped, one hit its length
+    assert snap.requests_running == 0
+    assert metrics.parse(BEFORE).requests_finished == 0
+
+
+def test_since_start_rates_of_a_server_for_its_table_row():
+    totals = metrics.since_start(metrics.parse(AFTER))
+    assert totals.num_drafts == 20
+    assert totals.acceptance_rate == pytest.approx(56 / 80)
+    assert totals.acceptance_length == pytest.approx(1 + 56 / 20)
+
+
+def test_server_columns_of_an_unreachable_server_are_empty():
+    assert set(metrics.server_columns("http://127.0.0.1:9", timeout=0.5).values()) == {None}

@@ -36,16 +36,21 @@ class ProgressBar:
     def __init__(self, stream=sys.stderr, width: int = 30):
         self.stream, self.width = stream, width
         self.tty = stream.isatty()
+        self.last_failure: str | None = None
 
     def __call__(self, event: bench.ProgressEvent) -> None:
         if event.stage == "request" and not self.tty:
             return
+        failure = event.message
+        if event.stage == "cell_failed":
+            failure = "the same as above" if event.message == self.last_failure else event.message
+            self.last_failure = event.message
         filled = int(event.fraction * self.width)
         bar = "#" * filled + "-" * (self.width - filled)
         detail = {"request": f"{event.cell} {event.requests_done}/{event.requests_total} requests",
                   "server": event.message, "cell_start": f"{event.cell} running",
                   "cell_done": f"{event.cell} done", "cell_skipped": f"{event.cell} kept from earlier",
-                  "cell_failed": f"{event.cell} FAILED: {event.message}",
+                  "cell_failed": f"{event.cell} FAILED: {failure}",
                   "sweep_done": event.message}[event.stage]
         line = f"[{bar}] {event.cells_done}/{event.cells_total} cells  {detail}"
         if self.tty and event.stage == "request":
@@ -58,17 +63,23 @@ class ProgressBar:
 def _bench(args: argparse.Namespace) -> int:
     prompt_path = Path(args.prompts)
     prompts.load(prompt_path)
-    spec = sweep.SweepSpec(
-        preset=args.preset, methods=args.methods, ks=args.k, concurrencies=args.concurrency,
-        prompts=prompt_path.resolve(), num_prompts=args.num_prompts, output_len=args.output_len,
-        request_rate=args.request_rate, label=args.label, hardware=args.hardware, run_id=args.run_id,
-        warmups=args.warmups, restart_each_cell=args.restart_each_cell, repeats=args.repeats,
-        baseline_alongside=args.baseline_alongside)
-    result = sweep.run_sweep(spec, sweep.PresetLauncher(args.preset), progress=ProgressBar())
+    fields = dict(concurrencies=args.concurrency, prompts=prompt_path.resolve(), num_prompts=args.num_prompts,
+                  output_len=args.output_len, request_rate=args.request_rate, label=args.label,
+                  hardware=args.hardware, run_id=args.run_id, warmups=args.warmups,
+                  restart_each_cell=args.restart_each_cell, repeats=args.repeats,
+                  baseline_alongside=args.baseline_alongside)
+    if args.servers:
+        spec = sweep.servers_spec(args.servers, **fields)
+    else:
+        spec = sweep.SweepSpec(preset=args.preset, methods=args.methods, ks=args.k, **fields)
+    result = sweep.run_sweep(spec, sweep.launcher_for(spec), progress=ProgressBar())
     print(f"run {result.run_id}: {len(result.ran)} cells ran, {len(result.skipped)} kept from an "
           f"earlier run, {len(result.failed)} failed")
+    by_reason: dict[str, list[str]] = {}
     for cell_id, reason in result.failed.items():
-        print(f"  {cell_id}: {reason}")
+        by_reason.setdefault(reason, []).append(cell_id)
+    for reason, cell_ids in by_reason.items():
+        print(f"  {', '.join(cell_ids)}: {reason}")
     for check_id, count in sweep.run_hygiene(result.run_id).items():
         if count:
             check = hygiene.CHECKS[check_id]
@@ -81,10 +92,16 @@ def _bench(args: argparse.Namespace) -> int:
 def register(subparsers) -> None:
     """Add ``specscope bench``."""
     parser = subparsers.add_parser(
-        "bench", help="sweep methods x K x concurrency on a preset's servers",
-        description="Sweep methods x K x concurrency on one preset; each finished cell is kept, "
-                    "so running the same command again resumes where it stopped.")
-    parser.add_argument("--preset", required=True, help="preset name (see launchers/)")
+        "bench", help="sweep methods x K x concurrency on a preset's servers, or running servers",
+        description="Sweep methods x K x concurrency on one preset (a running server configured "
+                    "exactly as a cell needs is reused, else the sweep starts its own), or measure "
+                    "known servers (--servers, attached or launched) over concurrency. Each finished "
+                    "cell is kept, so running the same command again resumes where it stopped.")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--preset", help="preset name (see launchers/)")
+    target.add_argument("--servers", type=_names,
+                        help="names of known servers (specscope ps) to measure as they run, K fixed "
+                             "per server, e.g. cpu-smollm2-none,attached-gpu-node-8000")
     parser.add_argument("--methods", type=_names, default=("none", "ngram"), help="e.g. none,ngram")
     parser.add_argument("--k", type=_ints, default=(1, 2, 4), help="K values, e.g. 1,2,4")
     parser.add_argument("--concurrency", type=_ints, default=(1, 4), help="e.g. 1,4,16")

@@ -8,7 +8,8 @@
 Each server runs in its own process group (``start_new_session``) with its output in
 ``servers_dir()/NAME.log`` and a JSON state file ``servers_dir()/NAME.json``, so the app and
 the CLI find servers again after a restart. ``attach(url)`` records a server running
-elsewhere (never stopped by SpecScope, only forgotten). The parts:
+elsewhere (never stopped by SpecScope, only forgotten). ``find_reusable(plan.state)`` finds a
+healthy server configured exactly like a plan, ``unused_name`` a name no live server holds. The parts:
 
 - ``command``: pure; preset + method + K + the installed vLLM -> argv, env and state.
 - ``host``: this machine's facts (installed vLLM, free port, least used core) and ``plan``.
@@ -21,9 +22,11 @@ from specscope.launch.command import LaunchPlan, VllmInstall
 from specscope.launch.host import plan, plan_for
 from specscope.launch.process import Progress, death, start, stop, stop_all, wait_healthy
 from specscope.launch.procfs import group_pids, group_rss_bytes
-from specscope.launch.registry import (ServerState, ServerStatus, attach, cleanup_stale, forget, free_port,
-                                       list_servers, log_tail, port_in_use)
+from specscope.launch.registry import (ServerState, ServerStatus, attach, cleanup_stale, find, find_reusable,
+                                       forget, free_port, list_servers, log_tail, port_in_use, same_config,
+                                       unused_name)
 
 __all__ = ["ServerState", "ServerStatus", "LaunchPlan", "VllmInstall", "plan", "plan_for", "start",
            "wait_healthy", "stop", "stop_all", "list_servers", "attach", "forget", "cleanup_stale",
-           "log_tail", "group_pids", "group_rss_bytes", "free_port", "port_in_use", "Progress", "death"]
+           "log_tail", "group_pids", "group_rss_bytes", "free_port", "port_in_use", "Progress", "death",
+           "find", "find_reusable", "same_config", "unused_name"]

