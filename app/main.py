@@ -2,13 +2,14 @@
 
 import streamlit as st
 
-st.set_page_config(page_title="SpecScope", page_icon="🔭", layout="wide")
+# Material icons ship with Streamlit; emoji need a font many Linux browsers lack (they draw boxes)
+st.set_page_config(page_title="SpecScope", page_icon=":material/troubleshoot:", layout="wide")
 
 pages = [
-    st.Page("views/live.py", title="Live", icon="⚡", url_path="live"),
-    st.Page("views/servers.py", title="Servers", icon="🖥️", url_path="servers"),
-    st.Page("views/runs.py", title="Prompt sets & runs", icon="🏁", url_path="runs"),
-    st.Page("views/explorer.py", title="Explorer", icon="📈", url_path="explorer", default=True),
-    st.Page("views/theory.py", title="Theory", icon="📐", url_path="theory"),
+    st.Page("views/live.py", title="Live", icon=":material/bolt:", url_path="live"),
+    st.Page("views/servers.py", title="Servers", icon=":material/dns:", url_path="servers"),
+    st.Page("views/runs.py", title="Prompt sets & runs", icon=":material/playlist_play:", url_path="runs"),
+    st.Page("views/explorer.py", title="Explorer", icon=":material/insights:", url_path="explorer", default=True),
+    st.Page("views/theory.py", title="Theory", icon=":material/functions:", url_path="theory"),
 ]
 st.navigation(pages).run()

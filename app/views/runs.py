@@ -206,7 +206,7 @@ def results_section() -> None:
     except SpecScopeError as exc:
         show_error(exc)
         st.stop()
-    st.page_link("views/explorer.py", label="Open this run in the Explorer", icon="📈",
+    st.page_link("views/explorer.py", label="Open this run in the Explorer", icon=":material/insights:",
                  query_params={"run_id": run_id})
     _hygiene(cells)
     st.caption("Throughput: mean over repeats ± half the 95% t-interval. Speedup: 95% Fieller interval "
