@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,30 @@ def ruiz_parquet() -> Path:
     if not RUIZ_PARQUET.exists():
         pytest.skip(f"{RUIZ_PARQUET} is missing; tests read the published Ruiz results from ../shared/data")
     return RUIZ_PARQUET
+
+
+class _CapturedMetrics(BaseHTTPRequestHandler):
+    """/health and /metrics of a vLLM ngram K=4 server after two completions (bytes captured from a real one)."""
+
+    def do_GET(self):  # noqa: N802 - the http.server API
+        captured = Path(__file__).resolve().parent / "captures" / "metrics_ngram_k4_after.txt"
+        body = captured.read_bytes() if self.path == "/metrics" else b"ok"
+        self.send_response(200 if self.path in ("/health", "/metrics") else 404)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def metrics_url():
+    """The URL of a local server answering /health and /metrics with captured vLLM bytes."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _CapturedMetrics)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -18,29 +16,6 @@ pytestmark = pytest.mark.app
 
 APP = Path(__file__).resolve().parents[2] / "app"
 PAGE = APP / "views" / "servers.py"
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
-
-
-class _Metrics(BaseHTTPRequestHandler):
-    """/health and /metrics of a vLLM ngram K=4 server after two completions (captured bytes)."""
-
-    def do_GET(self):  # noqa: N802 - the http.server API
-        body = (CAPTURES / "metrics_ngram_k4_after.txt").read_bytes() if self.path == "/metrics" else b"ok"
-        self.send_response(200 if self.path in ("/health", "/metrics") else 404)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def metrics_url():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Metrics)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
 
 
 @pytest.fixture

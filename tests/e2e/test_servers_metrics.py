@@ -5,15 +5,11 @@ before it ends a live server. Screenshots go to /tmp/demo-runs-servers-*.png."""
 from __future__ import annotations
 
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.e2e
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 NAME = "cpu-smollm2-ngram-k4"
 # the data grid's cells as its accessibility table holds them
 GRID_TEXT_JS = """() => Array.from(document.querySelectorAll("[data-testid='stDataFrame'] table [role='row']"))
@@ -21,36 +17,21 @@ GRID_TEXT_JS = """() => Array.from(document.querySelectorAll("[data-testid='stDa
     .map(cell => cell.innerText.trim()))"""
 
 
-class _Metrics(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 - the http.server API
-        body = (CAPTURES / "metrics_ngram_k4_after.txt").read_bytes() if self.path == "/metrics" else b"ok"
-        self.send_response(200 if self.path in ("/health", "/metrics") else 404)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
-def servers_app(streamlit_factory, specscope_home):
+def servers_app(streamlit_factory, specscope_home, metrics_url):
     """The app with one live launched server (a sleeping process) whose /metrics a local server answers."""
     from specscope import launch
     from specscope.launch import registry
 
-    http = ThreadingHTTPServer(("127.0.0.1", 0), _Metrics)
-    threading.Thread(target=http.serve_forever, daemon=True).start()
     proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
     registry.write_state(launch.ServerState(
         name=NAME, preset="cpu-smollm2", method="ngram", kind="ngram", k=4, pid=proc.pid, pgid=proc.pid,
-        url=f"http://127.0.0.1:{http.server_address[1]}", started_at="2026-11-22T06:00:00+00:00"))
+        url=metrics_url, started_at="2026-11-22T06:00:00+00:00"))
     server = streamlit_factory(home=specscope_home)
     yield f"{server.url}/servers", proc
     if proc.poll() is None:
         proc.kill()
     proc.wait()
-    http.shutdown()
-    http.server_close()
 
 
 def _grid(page) -> list[list[str]]:

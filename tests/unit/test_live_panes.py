@@ -5,33 +5,15 @@ sentence with the detail on hover."""
 from __future__ import annotations
 
 from dataclasses import replace
-from html.parser import HTMLParser
 from pathlib import Path
 
 from specscope import live
 from specscope.stream import parse_event
 from ui.live_panes import pane_html
 
+from html_tags import parsed
+
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
-
-
-class Tags(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.tags: list[tuple[str, dict]] = []
-        self.text = ""
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_data(self, data):
-        self.text += data
-
-
-def parsed(markup: str) -> Tags:
-    tags = Tags()
-    tags.feed(markup)
-    return tags
 
 
 def finished_views() -> list[live.PaneView]:

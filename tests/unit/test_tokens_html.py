@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-from html.parser import HTMLParser
 from pathlib import Path
 
 from specscope.ngram import NgramConfig
@@ -11,26 +10,9 @@ from specscope.steps import Step, Token, label_steps
 from specscope.stream import parse_event
 from ui.tokens import STYLE, legend_html, tokens_html
 
+from html_tags import parsed
+
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
-
-
-class Tags(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.tags: list[tuple[str, dict]] = []
-        self.text = ""
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_data(self, data):
-        self.text += data
-
-
-def parsed(markup: str) -> Tags:
-    tags = Tags()
-    tags.feed(markup)
-    return tags
 
 
 def capture_provenance():
