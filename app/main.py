@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-# Material icons ship with Streamlit; emoji need a font many Linux browsers lack (they draw boxes)
-st.set_page_config(page_title="SpecScope", page_icon=":material/troubleshoot:", layout="wide")
+# Page icons: Material icons ship with Streamlit (emoji need a font many Linux browsers lack and drew
+# boxes); the tab icon stays an emoji, because a Material page_icon is fetched from fonts.gstatic.com
+st.set_page_config(page_title="SpecScope", page_icon="🔭", layout="wide")
 
 pages = [
     st.Page("views/live.py", title="Live", icon=":material/bolt:", url_path="live"),
