@@ -3,8 +3,6 @@ running servers can be measured over concurrency."""
 
 from __future__ import annotations
 
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -45,27 +43,11 @@ def test_requests_per_cell_follow_the_chosen_sets_size(runs_page):
     assert at.number_input(key="runs_num_prompts").value == 8
 
 
-class _Health(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 - the http.server API
-        self.send_response(200 if self.path == "/health" else 404)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
-def test_running_servers_can_be_measured_over_concurrency(runs_page):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Health)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
-        registry.write_state(launch.ServerState(name="gpu-node", url=url, attached=True, method="speculative",
-                                                k=3))
-        at = _run(runs_page)
-        at = _run(at.radio(key="runs_mode").set_value("Servers already running"))
-        choice = at.multiselect(key="runs_servers")
-        assert choice.options == ["gpu-node (speculative K=3)"]
-        assert not [w for w in at.text_input if w.key == "runs_ks"]  # K is each server's own
-    finally:
-        server.shutdown()
-        server.server_close()
+def test_running_servers_can_be_measured_over_concurrency(runs_page, metrics_url):
+    registry.write_state(launch.ServerState(name="gpu-node", url=metrics_url, attached=True, method="speculative",
+                                            k=3))
+    at = _run(runs_page)
+    at = _run(at.radio(key="runs_mode").set_value("Servers already running"))
+    choice = at.multiselect(key="runs_servers")
+    assert choice.options == ["gpu-node (speculative K=3)"]
+    assert not [w for w in at.text_input if w.key == "runs_ks"]  # K is each server's own

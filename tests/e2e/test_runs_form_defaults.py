@@ -4,8 +4,6 @@ Screenshots go to /tmp/demo-runs-runs-*.png."""
 
 from __future__ import annotations
 
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from playwright.sync_api import expect
@@ -13,29 +11,16 @@ from playwright.sync_api import expect
 pytestmark = pytest.mark.e2e
 
 
-class _Health(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 - the http.server API
-        self.send_response(200 if self.path == "/health" else 404)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
-def runs_app(streamlit_factory, specscope_home):
+def runs_app(streamlit_factory, specscope_home, metrics_url):
     """The app with one attached server (a local /health) in its list."""
     from specscope import launch
     from specscope.launch import registry
 
-    http = ThreadingHTTPServer(("127.0.0.1", 0), _Health)
-    threading.Thread(target=http.serve_forever, daemon=True).start()
-    registry.write_state(launch.ServerState(name="gpu-node", url=f"http://127.0.0.1:{http.server_address[1]}",
+    registry.write_state(launch.ServerState(name="gpu-node", url=metrics_url,
                                             attached=True, method="speculative", k=3))
     server = streamlit_factory(home=specscope_home)
     yield f"{server.url}/runs"
-    http.shutdown()
-    http.server_close()
 
 
 def test_requests_follow_an_uploaded_set_and_servers_can_be_picked(runs_app, page, wait_idle, tmp_path):
