@@ -69,9 +69,14 @@ def test_none_and_ngram_side_by_side(launched, streamlit_factory, specscope_home
     page.get_by_role("button", name="Start", exact=True).click()
     # the panes open in the first viewport, where the viewer is looking, while they stream
     page.locator(f"[data-pane='{ngram}'] .ss-metrics").wait_for(timeout=300_000)
-    for label in (baseline, ngram):
-        box = pane(page, label).locator(".ss-metrics").bounding_box()
-        assert 0 <= box["y"] and box["y"] + box["height"] <= 800, (label, box)
+    # (checked in one script: a streaming pane is redrawn, so a box taken in two steps can vanish)
+    page.wait_for_function(
+        """labels => labels.every(l => {
+            const el = document.querySelector(`[data-pane='${l}'] .ss-metrics`);
+            if (!el) return false;
+            const box = el.getBoundingClientRect();
+            return box.height > 0 && box.top >= 0 && box.bottom <= window.innerHeight;
+        })""", arg=[baseline, ngram], timeout=30_000)
     page.screenshot(path="/tmp/demo-live-start-1280x800.png")
     wait_done(page, [baseline, ngram])
     wait_idle(page)
