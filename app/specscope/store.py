@@ -35,7 +35,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from specscope import files, settings, stats
+from specscope import files, settings, shared, stats
 from specscope.errors import StoreError
 from specscope.schema import (BASELINE_METHOD, REQUEST_SCHEMA, RESULT_COLUMNS, RESULT_SCHEMA)
 
@@ -274,10 +274,15 @@ class Store:
 
     def __init__(self, result_dirs: Sequence[Path] | None = None,
                  request_dirs: Sequence[Path] | None = None):
+        # The default store also reads the local mirror of a shared store (SPECSCOPE_STORE).
+        self._shared = result_dirs is None and shared.location() is not None
+        mirror = shared.mirror_dirs() if self._shared else {}
         self._result_dirs = list(result_dirs) if result_dirs is not None else [
-            settings.bundled_data_dir() / "results", settings.results_dir()]
+            settings.bundled_data_dir() / "results", settings.results_dir(),
+            *([mirror["results"]] if mirror else [])]
         self._request_dirs = list(request_dirs) if request_dirs is not None else [
-            settings.bundled_data_dir() / "requests", settings.requests_dir()]
+            settings.bundled_data_dir() / "requests", settings.requests_dir(),
+            *([mirror["requests"]] if mirror else [])]
         self._lock = threading.Lock()
         self._snapshot: _Snapshot | None = None
 
@@ -315,6 +320,8 @@ class Store:
 
     def _current(self) -> _Snapshot:
         """The snapshot of the files as they are now, loading a new one if any changed."""
+        if self._shared:
+            shared.sync()
         results = self._files(self._result_dirs)
         requests = self._files(self._request_dirs)
         signature = (_stat_signature(results), _stat_signature(requests))

@@ -42,6 +42,7 @@ import json
 import math
 import os
 import shutil
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -49,7 +50,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from specscope import bench, catalog, files, hygiene, launch, metrics, probe, prompts, settings, store
+from specscope import bench, catalog, files, hygiene, launch, metrics, probe, prompts, settings, shared, store
 from specscope.errors import ConfigError, ServerUnreachable, SpecScopeError
 from specscope.launch import procfs
 from specscope.schedule import KSchedule
@@ -125,7 +126,8 @@ class SweepSpec:
         for name, default in (("repeats", 1), ("baseline_alongside", False), ("servers", ())):
             if key[name] == default:
                 del key[name]  # sweeps without them keep the run ids they always had
-        key.update(prompts=prompt_sha, request_rate=str(self.request_rate))
+        # the host too: two machines running the same sweep into one shared store never share a run id
+        key.update(prompts=prompt_sha, request_rate=str(self.request_rate), host=socket.gethostname())
         digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:10]
         return f"sweep-{_slug(self.preset)}-{digest}"
 
@@ -350,6 +352,7 @@ class SweepResult:
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     results_path: Path | None = None
+    upload_problem: str | None = None  # why the run waits to go to the shared store
 
 
 def _keep(run_id: str, cell: Cell, row: dict, requests: list[dict],
@@ -501,6 +504,8 @@ def run_sweep(spec: SweepSpec, launcher: Launcher, progress: bench.Progress | No
             _run_cells(spec, prompt_set, run_id, cells, launcher, result, emit, stopped)
     finally:
         _drop_if_empty(run_id)
+        if finished_cells(run_id):  # the finished cells go to the shared store, if there is one
+            result.upload_problem = shared.publish(run_id)
     return result
 
 

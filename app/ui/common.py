@@ -6,21 +6,31 @@ import re
 
 import streamlit as st
 
-from specscope import settings
+from specscope import settings, shared
 from specscope.errors import SpecScopeError
 from specscope.store import Store
 
-__all__ = ["store", "show_error", "or_stop", "figure_download", "slug"]
+__all__ = ["store", "shared_store_note", "show_error", "or_stop", "figure_download", "slug"]
 
 
 @st.cache_resource
-def _store(home: str, bundled: str) -> Store:
+def _store(home: str, bundled: str, shared_store: str) -> Store:
     return Store()
 
 
 def store() -> Store:
-    """One DuckDB-backed store per SpecScope home; it reloads when result files change."""
-    return _store(str(settings.home()), str(settings.bundled_data_dir()))
+    """One DuckDB-backed store per SpecScope home and shared store; it reloads when result files
+    (or the shared store's objects) change."""
+    return _store(str(settings.home()), str(settings.bundled_data_dir()), str(shared.location()))
+
+
+def shared_store_note() -> None:
+    """Where shared results come from, and why they could not be read or written if so."""
+    where = shared.location()
+    if where is not None:
+        st.caption(f"Results shared with the team in {where} are shown with this machine's.")
+        if problem := shared.problem():
+            st.warning(problem, icon="⚠️")
 
 
 def show_error(exc: SpecScopeError) -> None:

@@ -10,7 +10,7 @@ import streamlit as st
 from specscope import datasets, explore
 from specscope.errors import SpecScopeError
 from ui import cache, charts, import_form
-from ui.common import figure_download, or_stop, show_error, store
+from ui.common import figure_download, or_stop, shared_store_note, show_error, store
 
 FILTERS = [("source", "Source"), ("model", "Model"), ("draft_model", "Draft / head"),
            ("method", "Method"), ("dataset", "Dataset"), ("hardware", "Hardware"), ("host", "Host")]
@@ -43,6 +43,7 @@ with st.sidebar:
 
 try:
     facets = cache.facets()
+    shared_store_note()
 except SpecScopeError as exc:
     show_error(exc)
     st.stop()

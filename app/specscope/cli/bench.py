@@ -86,6 +86,8 @@ def _bench(args: argparse.Namespace) -> int:
             print(f"  hygiene: {check.title} in {count} measurement{'s' if count > 1 else ''}. {check.explanation}")
     if result.results_path:
         print(f"results: {result.results_path}")
+    if result.upload_problem:
+        print(f"shared store: {result.upload_problem}")
     return 1 if result.failed else 0
 
 

@@ -1,0 +1,37 @@
+"""The Explorer in a real Chromium shows a run that another SpecScope home wrote to the shared
+S3 store (a real SeaweedFS server)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from specscope import shared
+
+pytestmark = pytest.mark.e2e
+
+RUN = Path(__file__).resolve().parents[1] / "captures" / "cpu-repeats-code-editing.parquet"  # a real CPU sweep
+POINTS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap(
+    el => (el._fullData || []).flatMap(t => Array.from(t.y || [])))"""
+
+
+def test_the_explorer_shows_a_run_another_home_put_in_the_shared_store(
+        shared_store, s3_server, streamlit_factory, tmp_path, monkeypatch, page, wait_idle):
+    writer = tmp_path / "writer"
+    monkeypatch.setenv("SPECSCOPE_HOME", str(writer))
+    (writer / "results").mkdir(parents=True)
+    shutil.copy(RUN, writer / "results" / RUN.name)
+    assert shared.publish(RUN.stem) is None
+
+    reader = tmp_path / "reader"
+    assert not (reader / "results" / RUN.name).exists()
+    server = streamlit_factory(home=reader, env={**s3_server.env(), "SPECSCOPE_STORE": shared_store})
+    page.goto(f"{server.url}/?run_id={RUN.stem}")
+    wait_idle(page, timeout=120_000)
+    page.get_by_text(f"Showing run {RUN.stem} only.").wait_for(timeout=60_000)
+    page.get_by_text(f"Results shared with the team in {shared_store}", exact=False).wait_for()
+    page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
+    assert [y for y in page.evaluate(POINTS_JS) if y is not None], server.log()
+    assert page.get_by_text("Nothing answers").count() == 0
