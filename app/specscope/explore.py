@@ -101,9 +101,14 @@ def speedup_vs_k(store: Store, filters: Filters = None) -> pd.DataFrame:
     if cells.empty:
         return _with_labels(pd.DataFrame(columns=columns))
     keys = [*SETUP_KEYS, "concurrency", "k"]
-    points = [{**dict(zip(keys, key)), **_fold_runs(group)}
-              for key, group in cells.groupby(keys, dropna=False, sort=True)]
-    return _with_labels(pd.DataFrame(points, columns=columns))
+    runs = cells.groupby(keys, dropna=False, sort=False)["speedup"].transform("size")
+    single = cells[runs == 1].assign(runs=1, repeats=lambda f: f["repeats"].astype(int))  # kept as they are
+    folded = [{**dict(zip(keys, key)), **_fold_runs(group)}
+              for key, group in cells[runs > 1].groupby(keys, dropna=False, sort=False)]
+    points = pd.concat([single[columns], pd.DataFrame(folded, columns=columns)], ignore_index=True) \
+        if folded else single[columns]
+    points = points.sort_values(keys, kind="stable").reset_index(drop=True)  # as groupby sorts
+    return _with_labels(points)
 
 
 def k_sweep_setups(vs_k: pd.DataFrame) -> list[str]:

@@ -13,6 +13,7 @@ baseline mean is not significantly above zero has no bounded Fieller interval; i
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -102,8 +103,10 @@ def _t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
+@functools.lru_cache(maxsize=4096)
 def t_quantile(p: float, df: float) -> float:
-    """The ``p`` quantile of Student's t with ``df`` (possibly fractional) degrees of freedom."""
+    """The ``p`` quantile of Student's t with ``df`` (possibly fractional) degrees of freedom
+    (remembered: a store's cells share a few repeat counts)."""
     if not 0.0 < p < 1.0 or df <= 0:
         raise ValueError(f"t_quantile needs 0 < p < 1 and df > 0, got p={p}, df={df}")
     if p < 0.5:
