@@ -353,6 +353,7 @@ class SweepResult:
     failed: dict[str, str] = field(default_factory=dict)
     results_path: Path | None = None
     upload_problem: str | None = None  # why the run waits to go to the shared store
+    groups: list[dict] = field(default_factory=list)  # Ray sweeps: each group's node and time span
 
 
 def _keep(run_id: str, cell: Cell, row: dict, requests: list[dict],

@@ -72,7 +72,15 @@ def _bench(args: argparse.Namespace) -> int:
         spec = sweep.servers_spec(args.servers, **fields)
     else:
         spec = sweep.SweepSpec(preset=args.preset, methods=args.methods, ks=args.k, **fields)
-    result = sweep.run_sweep(spec, sweep.launcher_for(spec), progress=ProgressBar())
+    if args.ray is not None:
+        from specscope import cluster
+
+        result = cluster.run_on_ray(spec, address=args.ray or None, progress=ProgressBar())
+        for group in result.groups:
+            print(f"  {group['method']} K={group['k']}: node {group['node'][:12]} ({group['host']}), "
+                  f"{group['end'] - group['start']:.0f} s")
+    else:
+        result = sweep.run_sweep(spec, sweep.launcher_for(spec), progress=ProgressBar())
     print(f"run {result.run_id}: {len(result.ran)} cells ran, {len(result.skipped)} kept from an "
           f"earlier run, {len(result.failed)} failed")
     by_reason: dict[str, list[str]] = {}
@@ -120,6 +128,9 @@ def register(subparsers) -> None:
     parser.add_argument("--baseline-alongside", action="store_true",
                         help="with --repeats: keep the baseline server up beside the others and "
                              "spread its repeats over the run (two servers at once)")
+    parser.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                        help="run each server group as a task on a Ray cluster (ADDRESS, else RAY_ADDRESS, "
+                             "else the cluster on this machine); needs specscope[cluster]")
     parser.add_argument("--label", default=None)
     parser.add_argument("--hardware", default=None, help=f"default: {bench.hardware_label()}")
     parser.add_argument("--run-id", default=None, help="default: derived from the sweep, so reruns resume")

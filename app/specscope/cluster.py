@@ -1,0 +1,228 @@
+"""Sweeps spread over a Ray cluster: one Ray task per server group (method, K).
+
+Each task asks for what its server needs (GPUs = the preset's tensor-parallel size on GPU presets,
+one CPU on CPU presets), starts the server on its node through the same launch code, measures the
+group's cells with the local sweep's cell loop in a scratch SpecScope home, and stops its server.
+As many groups run at once as the cluster fits. Every finished cell goes at once to a ``Ledger``
+actor; the driver (the machine that ran ``specscope bench --ray``) takes it from there, keeps it in
+the run's checkpoint and rewrites the run's Parquet, exactly as a local sweep does, so resume works
+unchanged. A task whose node is lost is retried once elsewhere (Ray's ``max_retries``); the retry
+asks the ledger first and measures only the cells not finished yet, so no cell is measured twice.
+
+    result = run_on_ray(spec, address="ray://head:10001", progress=print)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import socket
+import tempfile
+import time
+
+from specscope import bench, presets, prompts, settings, shared, sweep
+from specscope.errors import ConfigError
+
+__all__ = ["needs", "connect", "run_on_ray"]
+
+NODE_LOST_RETRIES = 1
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("Ray is not installed; install the cluster extra (pip install 'specscope[cluster]') "
+                          "or run the sweep without --ray.") from None
+    return ray
+
+
+def needs(preset_name: str) -> dict[str, float]:
+    """The Ray resources one server of the preset takes: GPUs = tensor-parallel size, else one CPU."""
+    preset = presets.get_preset(preset_name)
+    if preset.engine == "vllm-cpu":
+        return {"CPU": 1.0}
+    return {"CPU": 1.0, "GPU": float(preset.engine_args.get("tensor_parallel_size", 1))}
+
+
+def connect(address: str | None) -> None:
+    """Join the Ray cluster at ``address`` (None: RAY_ADDRESS, else a cluster on this machine)."""
+    ray = _ray()
+    if ray.is_initialized():
+        return
+    where = address or os.environ.get("RAY_ADDRESS") or "auto"
+    if where != "auto" and not _answers(where):
+        raise ConfigError(f"No Ray cluster answers at {where}; start one with `ray start --head` or give its "
+                          "address to --ray.")
+    try:
+        ray.init(address=where, log_to_driver=False, logging_level="ERROR")
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise ConfigError(f"No Ray cluster answers at {where} ({str(exc).splitlines()[0][:160]}); start one "
+                          "with `ray start --head` or give its address to --ray.") from exc
+
+
+def _answers(address: str, timeout: float = 3.0) -> bool:
+    """Something listens at the address's host:port (ray.init itself waits minutes for a dead one)."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def _check_fits(resources: dict[str, float]) -> None:
+    ray = _ray()
+    nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+    if any(all(node.get(name, 0) >= amount for name, amount in resources.items()) for node in nodes):
+        return
+    for name, amount in resources.items():
+        most = max((node.get(name, 0) for node in nodes), default=0)
+        if most < amount:
+            raise ConfigError(f"No node of the Ray cluster has {amount:g} {name} for one server of this preset "
+                              f"(the most any node has is {most:g}); add such a node or pick another preset.")
+
+
+def _ledger_class():
+    ray = _ray()
+
+    @ray.remote(num_cpus=0)
+    class Ledger:
+        """Finished cells and progress events, from every task to the driver."""
+
+        def __init__(self, done: list[str]):
+            self.done, self.cells, self.events = set(done), [], []
+
+        def finished(self) -> list[str]:
+            return sorted(self.done)
+
+        def add(self, cell_id: str, entry: dict) -> bool:
+            if cell_id in self.done:
+                return False
+            self.done.add(cell_id)
+            self.cells.append((cell_id, entry))
+            return True
+
+        def event(self, event: dict) -> None:
+            self.events.append(event)
+
+        def take(self) -> tuple[list, list]:
+            cells, events, self.cells, self.events = self.cells, self.events, [], []
+            return cells, events
+
+    return Ledger
+
+
+def _run_group(spec: sweep.SweepSpec, prompt_set: prompts.PromptSet, run_id: str, cell_ids: list[str],
+               ledger) -> dict:
+    """On a node: measure the group's unfinished cells on a server of its own; returns where it ran."""
+    import ray
+
+    done = set(ray.get(ledger.finished.remote()))
+    cells = [c for c in sweep.plan_cells(spec) if c.cell_id in cell_ids and c.cell_id not in done]
+    started = time.time()
+    models = settings.models_dir()  # the node's prepared models, before the scratch home
+    saved = {name: os.environ.get(name) for name in ("SPECSCOPE_HOME", "SPECSCOPE_MODELS", "SPECSCOPE_STORE")}
+    with tempfile.TemporaryDirectory(prefix="specscope-ray-") as scratch:
+        os.environ.update(SPECSCOPE_HOME=scratch, SPECSCOPE_MODELS=str(models))
+        os.environ.pop("SPECSCOPE_STORE", None)  # the driver publishes the run
+
+        def emit(event: bench.ProgressEvent) -> None:
+            if event.stage in ("cell_done", "cell_failed"):
+                path = sweep.run_dir(run_id) / "cells" / f"{event.cell}.json"
+                ledger.add.remote(event.cell, json.loads(path.read_text()))
+            if event.stage != "sweep_done":
+                ledger.event.remote(dataclasses.asdict(event))
+
+        try:
+            sweep.run_dir(run_id).mkdir(parents=True, exist_ok=True)
+            result = sweep.SweepResult(run_id)
+            sweep._run_cells(spec, prompt_set, run_id, cells, sweep.PresetLauncher(spec.preset), result, emit,
+                             lambda: False)
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+    ray.get(ledger.finished.remote())  # the ledger has every cell this task sent before it returns
+    return {"node": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
+            "cells": [c.cell_id for c in cells], "start": started, "end": time.time()}
+
+
+def run_on_ray(spec: sweep.SweepSpec, address: str | None = None,
+               progress: bench.Progress | None = None) -> sweep.SweepResult:
+    """Run (or resume) ``spec`` with one Ray task per server group; returns what ran, was kept and
+    failed, and (in ``groups``) the node and time span of each group."""
+    if spec.servers or spec.baseline_alongside:
+        raise ConfigError("A Ray sweep starts its own servers one group per task; leave out --servers and "
+                          "--baseline-alongside, or run the sweep without --ray.")
+    ray = _ray()
+    resources = needs(spec.preset)
+    connect(address)
+    _check_fits(resources)
+    prompt_set = prompts.load(spec.prompts)
+    run_id = spec.resolved_run_id(prompt_set.sha256)
+    cells = sweep.plan_cells(spec)
+    emit = progress or (lambda event: None)
+    result = sweep.SweepResult(run_id)
+    kept = sweep.finished_cells(run_id)
+    ok = {cell_id for cell_id, entry in kept.items() if entry.get("row", {}).get("status") == "ok"}
+    result.skipped = [c.cell_id for c in cells if c.cell_id in ok]
+    groups: dict[tuple[str, int], list[str]] = {}
+    for cell in cells:
+        if cell.cell_id not in ok:
+            groups.setdefault((cell.method, cell.k), []).append(cell.cell_id)
+    ledger = _ledger_class().remote(sorted(ok))
+    task = ray.remote(_run_group).options(
+        num_cpus=resources.get("CPU", 0), num_gpus=resources.get("GPU", 0), max_retries=NODE_LOST_RETRIES,
+        retry_exceptions=False)
+    pending = {task.remote(spec, prompt_set, run_id, ids, ledger): key for key, ids in groups.items()}
+    done = len(result.skipped)
+    sweep.run_dir(run_id).mkdir(parents=True, exist_ok=True)
+
+    def drain() -> None:
+        nonlocal done
+        new_cells, events = ray.get(ledger.take.remote())
+        for event in events:
+            if event["stage"] not in ("cell_done", "cell_failed"):
+                emit(bench.ProgressEvent(**{**event, "cells_done": done, "cells_total": len(cells)}))
+        for cell_id, entry in new_cells:
+            path = sweep.run_dir(run_id) / "cells" / f"{cell_id}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(entry))
+            result.results_path = sweep._write_run(run_id)
+            done += 1
+            row = entry["row"]
+            if row["status"] == "ok":
+                result.ran.append(cell_id)
+                emit(bench.ProgressEvent("cell_done", cell_id, done, len(cells)))
+            else:
+                result.failed[cell_id] = row.get("error") or "failed"
+                emit(bench.ProgressEvent("cell_failed", cell_id, done, len(cells), message=row.get("error")))
+
+    try:
+        while pending:
+            ready, _ = ray.wait(list(pending), timeout=1.0)
+            drain()
+            for ref in ready:
+                method, k = pending.pop(ref)
+                try:
+                    result.groups.append({"method": method, "k": k, **ray.get(ref)})
+                except (ray.exceptions.RayError, OSError) as exc:
+                    cause = getattr(exc, "cause", None)  # a task's own error, e.g. a SpecScopeError
+                    text = str(cause) if cause is not None else str(exc).strip().splitlines()[-1]
+                    reason = f"The {method} K={k} group failed on the cluster: {text[:300]}"
+                    for cell_id in groups[(method, k)]:
+                        if cell_id not in result.ran and cell_id not in result.failed:
+                            result.failed[cell_id] = reason
+        drain()
+    finally:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        if sweep.finished_cells(run_id):
+            result.upload_problem = shared.publish(run_id)
+    emit(bench.ProgressEvent("sweep_done", "", done, len(cells),
+                             message=f"{len(result.ran)} ran, {len(result.skipped)} kept, {len(result.failed)} failed"))
+    return result

