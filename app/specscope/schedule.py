@@ -183,6 +183,7 @@ def from_results(model: str, method: str, dataset: str | None = None, max_batch:
 
     filters = {"model": [model], "method": [method], **({"dataset": [dataset]} if dataset else {})}
     frame = store.Store().speedup(filters)
+    frame = frame[frame["k_schedule"].isna()]  # fixed-K cells only: a schedule is what is advised
     if frame.empty or (frame["method"] == method).sum() == 0:
         raise ConfigError(f"No stored results of {model} with method {method}"
                           + (f" on {dataset}" if dataset else "") + "; run a sweep first, or give the schedule itself.")
