@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 import pyarrow.parquet as pq
 
 from specscope.schema import RESULT_SCHEMA
@@ -52,3 +53,20 @@ def test_files_without_the_column_still_load(tmp_path):
     pq.write_table(pa.Table.from_pylist(rows, schema=old), tmp_path / "old.parquet")
     frame = Store(result_dirs=[tmp_path], request_dirs=[]).speedup()
     assert len(frame) == 6 and frame["k_schedule"].isna().all()
+
+
+def test_explorer_draws_the_schedule_as_its_own_curve(tmp_path):
+    from specscope import explore
+    from ui import charts
+
+    write_results(_rows(), run_id="r1", directory=tmp_path)
+    store = Store(result_dirs=[tmp_path], request_dirs=[])
+    curves = explore.curves_vs_concurrency(store)
+    assert sorted(set(curves["curve"])) == ["K=1", "K=4", f"schedule {SCHEDULE}"]
+    assert (explore.speedup_vs_k(store).groupby(["k", "concurrency"]).size() == 1).all()  # no K=4 fold
+    fig = charts.schedule_vs_concurrency(curves, curves["setup"].iloc[0])
+    [drawn] = [t for t in fig.data if t.name == f"schedule {SCHEDULE}"]
+    assert drawn.line.dash == "dash" and list(drawn.y) == pytest.approx([1.61, 1.2], abs=1e-3)
+    table = explore.best_k_table(explore.best_k(store))
+    assert f"schedule {SCHEDULE} (max 4)" in set(table["K (draft tokens)"])
+    assert "tied with K 4 (within noise)" in set(table["tied (within noise)"])
