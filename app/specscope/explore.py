@@ -22,7 +22,7 @@ from specscope.store import OWN_SOURCE, Store
 
 __all__ = ["SETUP_KEYS", "setup_label", "interval_text", "tie_text", "point_label", "best_k_table", "unmatched_setups",
            "headline", "interval_summary", "speedup_vs_k", "k_sweep_setups", "best_k", "acceptance_vs_k",
-           "by_concurrency", "crossovers", "crossover_caption", "bundled_sources", "bundled_summary", "per_position",
+           "by_concurrency", "curves_vs_concurrency", "crossovers", "crossover_caption", "bundled_sources", "bundled_summary", "per_position",
            "filtered_rows", "to_csv_bytes", "to_parquet_bytes"]
 
 SETUP_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host")
@@ -66,7 +66,8 @@ def tie_text(row: Mapping) -> str:
     tied = row.get("tied_ks")
     if tied is None or (not isinstance(tied, (list, tuple, np.ndarray))) or len(tied) == 0:
         return ""
-    return "tied with K " + ", ".join(str(int(k)) for k in tied) + " (within noise)"
+    names = [k if isinstance(k, str) else f"K {int(k)}" for k in tied]
+    return "tied with " + ", ".join(names) + " (within noise)"
 
 
 def _with_labels(frame: pd.DataFrame) -> pd.DataFrame:
@@ -95,7 +96,7 @@ def speedup_vs_k(store: Store, filters: Filters = None) -> pd.DataFrame:
     point measured by several runs is their mean with a t-interval over the runs.
     """
     cells = store.speedup(filters, columns=["acceptance_length", "output_throughput"])
-    cells = cells[(cells["method"] != BASELINE_METHOD) & cells["speedup"].notna()]
+    cells = cells[(cells["method"] != BASELINE_METHOD) & cells["speedup"].notna() & cells["k_schedule"].isna()]
     columns = [*SETUP_KEYS, "concurrency", "k", "speedup", "speedup_lo", "speedup_hi",
                "acceptance_length", "output_throughput", "repeats", "runs"]
     if cells.empty:
@@ -109,6 +110,25 @@ def speedup_vs_k(store: Store, filters: Filters = None) -> pd.DataFrame:
         if folded else single[columns]
     points = points.sort_values(keys, kind="stable").reset_index(drop=True)  # as groupby sorts
     return _with_labels(points)
+
+
+def curves_vs_concurrency(store: Store, filters: Filters = None) -> pd.DataFrame:
+    """Speedup per (setup, curve, concurrency), a curve being a fixed K (``K=4``) or a schedule
+    (``schedule 1-2:4,3-256:1``), for setups that measured a schedule; runs folded as in speedup_vs_k."""
+    cells = store.speedup(filters, columns=["acceptance_length", "output_throughput", "k_schedule"])
+    cells = cells[(cells["method"] != BASELINE_METHOD) & cells["speedup"].notna()]
+    columns = [*SETUP_KEYS, "curve", "scheduled", "concurrency", "k", "speedup", "speedup_lo", "speedup_hi",
+               "acceptance_length", "output_throughput", "repeats", "runs"]
+    cells = _with_labels(cells)
+    cells = cells[cells["setup"].isin(cells.loc[cells["k_schedule"].notna(), "setup"])]
+    if cells.empty:
+        return pd.DataFrame(columns=[*columns, "setup"])
+    cells = cells.assign(scheduled=cells["k_schedule"].notna(), curve=[
+        f"schedule {s}" if isinstance(s, str) else f"K={int(k)}" for k, s in zip(cells["k"], cells["k_schedule"])])
+    keys = [*SETUP_KEYS, "curve", "scheduled", "concurrency", "k"]
+    points = [{**dict(zip(keys, key)), **_fold_runs(group)}
+              for key, group in cells.groupby(keys, dropna=False, sort=True)]
+    return _with_labels(pd.DataFrame(points, columns=columns))
 
 
 def k_sweep_setups(vs_k: pd.DataFrame) -> list[str]:
@@ -146,7 +166,8 @@ def best_k_table(best: pd.DataFrame) -> pd.DataFrame:
     records = spec.to_dict("records")
     return pd.DataFrame({
         "setup": spec["setup"], "concurrency (requests)": _blank(spec["concurrency"]),
-        "K (draft tokens)": _blank(spec["k"]),
+        "K (draft tokens)": [f"schedule {s} (max {k:.0f})" if isinstance(s, str) else _blank([k])[0]
+                             for k, s in zip(spec["k"], spec.get("k_schedule", [None] * len(spec)))],
         "speedup (× baseline, 95%)": [interval_text(r) for r in records],
         "tied (within noise)": [tie_text(r) for r in records],
         "acceptance length (tokens/step)": _blank(spec["acceptance_length"], "{:.2f}"),

@@ -183,6 +183,7 @@ def from_results(model: str, method: str, dataset: str | None = None, max_batch:
 
     filters = {"model": [model], "method": [method], **({"dataset": [dataset]} if dataset else {})}
     frame = store.Store().speedup(filters)
+    frame = frame[frame["k_schedule"].isna()]  # fixed-K cells only: a schedule is what is advised
     if frame.empty or (frame["method"] == method).sum() == 0:
         raise ConfigError(f"No stored results of {model} with method {method}"
                           + (f" on {dataset}" if dataset else "") + "; run a sweep first, or give the schedule itself.")
@@ -191,3 +192,28 @@ def from_results(model: str, method: str, dataset: str | None = None, max_batch:
         names = "; ".join(f"{f.keys['dataset']} on {f.keys['hardware']}" for f in fits)
         raise ConfigError(f"Results of {len(fits)} setups match ({names}); pick one with --dataset.")
     return advise_schedule(fits[0], max_batch=max_batch)[0]
+
+
+def advice(fit: FamilyFit, ks: Sequence[int] | None = None, max_batch: int = 256) -> dict:
+    """The advised schedule of one family as shown and printed: its text, the exact
+    speculative_config (None when speculation pays nowhere), the batch sizes whose K was measured,
+    and per range its K and whether that K was measured or predicted by the fit."""
+    advised, points = advise_schedule(fit, ks=ks, max_batch=max_batch)
+    measured = sorted({p.batch_size for p in points if p.measured})
+    ranges = []
+    for r in advised.ranges:
+        inside = [p.batch_size for p in points if r.start <= p.batch_size <= r.end and p.measured]
+        ranges.append({"batch sizes": f"{r.start}-{r.end}" if r.end != r.start else str(r.start), "K": r.k,
+                       "source": f"measured at {', '.join(map(str, inside))}" + (
+                           "; predicted between" if len(inside) < r.end - r.start + 1 else "")
+                       if inside else "predicted by the fit"})
+    config = None if advised.max_k == 0 else advised.speculative_config({"method": fit.keys["method"]})
+    return {"family": fit.keys, "schedule": advised.text(), "speculative_config": config,
+            "measured_batch_sizes": measured, "ranges": ranges}
+
+
+def of_config(config: Mapping | None) -> str | None:
+    """A server's schedule in text form, from its speculative_config (None for a fixed K)."""
+    entries = (config or {}).get(SCHEDULE_KEY)
+    return validate(entries).text() if entries else None
+

@@ -23,6 +23,7 @@ _fields: list[pa.Field] = [
     pa.field("draft_model", pa.string()),
     pa.field("method", pa.string()),
     pa.field("k", pa.int32()),
+    pa.field("k_schedule", pa.string()),  # batch size -> K schedule (canonical text); k is its maximum
     pa.field("method_params", pa.string()),
     pa.field("tp", pa.int32()),
     pa.field("hardware", pa.string()),

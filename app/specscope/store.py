@@ -50,7 +50,8 @@ BASELINE_KEYS = ("source", "model", "dataset", "hardware", "host", "output_len",
                  "concurrency")
 BEST_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host", "temperature",
              "concurrency")
-CELL_KEYS = ("run_id", "source", "label", "model", "draft_model", "method", "k", "method_params", "tp",
+CELL_KEYS = ("run_id", "source", "label", "model", "draft_model", "method", "k", "k_schedule",
+             "method_params", "tp",
              "hardware", "host", "vllm_version", "dataset", "temperature", "output_len", "concurrency",
              "request_rate")
 DERIVED_COLUMNS = {
@@ -230,18 +231,32 @@ def _with_intervals(frame: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns=["_samples", "_baseline_samples"])
 
 
+def _choice(k, schedule) -> int | str:
+    """What a cell chose: its fixed K, or its schedule's text (``schedule 1-2:4,3-256:1``)."""
+    if isinstance(schedule, str) and schedule:
+        return f"schedule {schedule}"
+    return -1 if pd.isna(k) else int(k)
+
+
 def _best_with_ties(frame: pd.DataFrame) -> pd.DataFrame:
-    """The highest-speedup K per BEST_KEYS group, with ``tied_ks``: other K whose interval overlaps it."""
+    """The highest-speedup choice per BEST_KEYS group, with ``tied_ks``: the other choices (fixed K
+    as numbers, schedules as ``schedule <text>``) whose interval overlaps it."""
     if frame.empty:
         return frame.assign(tied_ks=pd.Series(dtype=object))
-    frame = frame.assign(_group=frame.groupby(list(BEST_KEYS), dropna=False, sort=False).ngroup())
-    ranked = frame.sort_values(["_group", "speedup", "k"], ascending=[True, False, True], na_position="last")
+    schedules = frame["k_schedule"] if "k_schedule" in frame else [None] * len(frame)
+    picks = [_choice(k, s) for k, s in zip(frame["k"], schedules)]
+    frame = frame.assign(_group=frame.groupby(list(BEST_KEYS), dropna=False, sort=False).ngroup(),
+                         _choice=[str(p) for p in picks], _pick=picks)
+    ranked = frame.sort_values(["_group", "speedup", "k", "_choice"], ascending=[True, False, True, True],
+                               na_position="last")
     best = ranked.drop_duplicates("_group")
-    pairs = frame.merge(best[["_group", "k", "speedup_lo", "speedup_hi"]], on="_group", suffixes=("", "_best"))
-    tied = pairs[(pairs["k"] != pairs["k_best"]) & (pairs["speedup_hi"] >= pairs["speedup_lo_best"])
+    pairs = frame.merge(best[["_group", "_choice", "speedup_lo", "speedup_hi"]], on="_group",
+                        suffixes=("", "_best"))
+    tied = pairs[(pairs["_choice"] != pairs["_choice_best"]) & (pairs["speedup_hi"] >= pairs["speedup_lo_best"])
                  & (pairs["speedup_lo"] <= pairs["speedup_hi_best"])]  # NaN bounds compare False
-    ties = tied.groupby("_group")["k"].agg(lambda ks: sorted({int(k) for k in ks}))
-    best = best.assign(tied_ks=[ties.get(g, []) for g in best["_group"]]).drop(columns="_group")
+    ties = tied.groupby("_group")["_pick"].agg(  # fixed K in order, then schedules
+        lambda ps: sorted(set(ps), key=lambda p: (isinstance(p, str), p if isinstance(p, int) else 0, str(p))))
+    best = best.assign(tied_ks=[ties.get(g, []) for g in best["_group"]]).drop(columns=["_group", "_choice", "_pick"])
     return best.sort_values([*BEST_KEYS, "k"], na_position="first").reset_index(drop=True)
 
 
@@ -423,7 +438,7 @@ class Store:
         (group keys and k always come back). Columns added: see ``DERIVED_COLUMNS``.
         """
         wanted = list(RESULT_COLUMNS) if columns is None else list(
-            dict.fromkeys([*BEST_KEYS, "k", "run_id", "output_throughput", *columns]))
+            dict.fromkeys([*BEST_KEYS, "k", "k_schedule", "run_id", "output_throughput", *columns]))
         unknown = [c for c in wanted if c not in RESULT_COLUMNS]
         if unknown:
             raise StoreError(f"Unknown result columns: {', '.join(unknown)}.")

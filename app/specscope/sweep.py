@@ -53,6 +53,7 @@ from typing import Protocol
 from specscope import bench, catalog, files, hygiene, launch, metrics, probe, prompts, settings, shared, store
 from specscope.errors import ConfigError, ServerUnreachable, SpecScopeError
 from specscope.launch import procfs
+from specscope import schedule
 from specscope.schedule import KSchedule
 from specscope.schema import BASELINE_METHOD
 
@@ -62,17 +63,26 @@ __all__ = ["SweepSpec", "Cell", "Launcher", "RunningServer", "PresetLauncher", "
 
 @dataclass(frozen=True)
 class Cell:
-    """One (method, K, concurrency) point of a sweep; K=0 for the baseline."""
+    """One (method, K, concurrency) point of a sweep; K=0 for the baseline. A schedule cell's
+    server drafts K by batch size (``schedule``: its text, or ``auto``; K = its maximum)."""
 
     method: str
     k: int
     concurrency: int
     repeat: int | None = None  # None: the cell is measured once
+    schedule: str | None = None
+
+    @property
+    def group(self) -> tuple[str, int, str | None]:
+        """The server this cell is measured on."""
+        return (self.method, self.k, self.schedule)
 
     @property
     def cell_id(self) -> str:
-        """The cell's name, e.g. ``ngram-k4-c1`` (``-r2`` for the second repeat)."""
-        base = f"{self.method}-k{self.k}-c{self.concurrency}"
+        """The cell's name, e.g. ``ngram-k4-c1`` (``-r2`` for the second repeat; a sweep's one
+        schedule is ``ngram-schedule-c1``)."""
+        kind = "schedule" if self.schedule else f"k{self.k}"
+        base = f"{self.method}-{kind}-c{self.concurrency}"
         return base if self.repeat is None else f"{base}-r{self.repeat}"
 
 
@@ -98,6 +108,7 @@ class SweepSpec:
     repeats: int = 1
     baseline_alongside: bool = False
     servers: tuple[tuple[str, str, int], ...] = ()  # (name, method, K) of known servers to measure
+    k_schedule: str | None = None  # a schedule measured beside the fixed K: its text, or "auto"
 
     def __post_init__(self):
         if self.repeats < 1:
@@ -117,19 +128,32 @@ class SweepSpec:
             raise ConfigError("The number of prompts per cell must be at least 1.")
         if self.output_len is not None and self.output_len < 1:
             raise ConfigError("The output length must be at least 1 token.")
+        if self.k_schedule is not None:
+            object.__setattr__(self, "k_schedule", _schedule_text(self))
 
     def resolved_run_id(self, prompt_sha: str) -> str:
         """The given run id, else one derived from the spec and the prompt set's hash."""
         if self.run_id:
             return self.run_id
         key = {k: v for k, v in asdict(self).items() if k not in ("run_id", "label")}
-        for name, default in (("repeats", 1), ("baseline_alongside", False), ("servers", ())):
+        for name, default in (("repeats", 1), ("baseline_alongside", False), ("servers", ()),
+                              ("k_schedule", None)):
             if key[name] == default:
                 del key[name]  # sweeps without them keep the run ids they always had
         # the host too: two machines running the same sweep into one shared store never share a run id
         key.update(prompts=prompt_sha, request_rate=str(self.request_rate), host=socket.gethostname())
         digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:10]
         return f"sweep-{_slug(self.preset)}-{digest}"
+
+
+def _schedule_text(spec: SweepSpec) -> str:
+    """The spec's schedule in canonical text (``auto`` stays); ConfigError when it cannot be swept."""
+    if spec.servers:
+        raise ConfigError("A K schedule starts its own server; sweep it with a preset, not with running servers.")
+    if not set(spec.methods) - {BASELINE_METHOD}:
+        raise ConfigError("A K schedule needs a speculative method, e.g. --methods none,ngram.")
+    text = spec.k_schedule.strip()
+    return "auto" if text == "auto" else schedule.parse(text).text()
 
 
 def _slug(text: str) -> str:
@@ -158,8 +182,11 @@ def plan_cells(spec: SweepSpec) -> list[Cell]:
     if spec.servers:
         groups = [(method, k) for _, method, k in spec.servers]
     others = [g for g in groups if g[0] != BASELINE_METHOD]
+    scheduled = [Cell(m, _schedule_k(spec.k_schedule), c, r, spec.k_schedule)
+                 for m in dict.fromkeys(m for m, _ in others) for r in repeats for c in concurrencies
+                 ] if spec.k_schedule else []  # after the fixed K, so `auto` can be advised from them
     if not (spec.baseline_alongside and spec.repeats > 1 and others and len(others) < len(groups)):
-        return [cell for method, k in groups for cell in server_cells(method, k, repeats)]
+        return [cell for method, k in groups for cell in server_cells(method, k, repeats)] + scheduled
     # baseline round i goes before method server round(i * G / (N - 1)): first, spread, last
     slots: dict[int, list[int]] = {}
     for i, r in enumerate(repeats):
@@ -169,7 +196,12 @@ def plan_cells(spec: SweepSpec) -> list[Cell]:
         cells += server_cells(BASELINE_METHOD, 0, slots.get(position, []))
         if position < len(others):
             cells += server_cells(*others[position], repeats)
-    return cells
+    return cells + scheduled
+
+
+def _schedule_k(text: str) -> int:
+    """A schedule's maximum K (0 for ``auto`` until it is advised)."""
+    return 0 if text == "auto" else schedule.parse(text).max_k
 
 
 @dataclass
@@ -241,24 +273,25 @@ class PresetLauncher:
         self.reuse = reuse  # False: every server is the sweep's own (e.g. fresh per cell)
         self.k_schedule = k_schedule  # speculative servers draft K by batch size (K = its maximum)
 
-    def _plan(self, method: str, k: int, name: str | None = None) -> launch.LaunchPlan:
-        return launch.plan_for(self.preset, method, k or None, name=name,
-                               k_schedule=self.k_schedule if k else None)
+    def _plan(self, method: str, k: int, name: str | None = None,
+              k_schedule: KSchedule | None = None) -> launch.LaunchPlan:
+        k_schedule = k_schedule or (self.k_schedule if k else None)
+        return launch.plan_for(self.preset, method, k or None, name=name, k_schedule=k_schedule)
 
-    def check(self, method: str, k: int) -> None:
+    def check(self, method: str, k: int, k_schedule: KSchedule | None = None) -> None:
         """Plan the server without starting it: ConfigError on a missing model, vLLM or package."""
-        self._plan(method, k)
+        self._plan(method, k, k_schedule=k_schedule)
 
-    def start(self, method: str, k: int) -> RunningServer:
-        """Reuse a running server configured exactly like this (method, K), else start one under a
-        free name; K=0 means the baseline takes no K."""
-        plan = self._plan(method, k)
+    def start(self, method: str, k: int, k_schedule: KSchedule | None = None) -> RunningServer:
+        """Reuse a running server configured exactly like this (method, K, schedule), else start one
+        under a free name; K=0 means the baseline takes no K."""
+        plan = self._plan(method, k, k_schedule=k_schedule)
         running = launch.find_reusable(plan.state) if self.reuse else None
         if running is not None:
             return _from_state(running, reused=True)
         name = launch.unused_name(plan.state.name)
         if name != plan.state.name:
-            plan = self._plan(method, k, name=name)
+            plan = self._plan(method, k, name=name, k_schedule=k_schedule)
         return _from_state(launch.start(plan, timeout=self.start_timeout), reused=False)
 
     def pids(self, server: RunningServer) -> list[int]:
@@ -436,7 +469,8 @@ def _labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: 
         "run_id": None, "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
         "source": spec.source, "label": spec.label or f"{spec.preset} on {prompt_set.name}",
         "model": server.model or (info.model if info else None), "draft_model": server.draft_model,
-        "method": cell.method, "k": cell.k, "repeat": cell.repeat, "method_params": server.method_params,
+        "method": cell.method, "k": cell.k, "k_schedule": cell.schedule, "repeat": cell.repeat,
+        "method_params": server.method_params,
         "tp": server.tp,
         "hardware": spec.hardware or server.hardware or bench.hardware_label(),
         "vllm_version": (info.vllm_version if info else None) or _installed_version(),
@@ -485,9 +519,9 @@ def _run_cell(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server
     return row, outcome.request_rows(cell_id=cell.cell_id, method=cell.method, k=cell.k), outputs
 
 
-def _last_use(cells: list[Cell]) -> dict[tuple[str, int], int]:
-    """Index of the last cell each (method, K) server is needed for."""
-    return {(cell.method, cell.k): i for i, cell in enumerate(cells)}
+def _last_use(cells: list[Cell]) -> dict[tuple[str, int, str | None], int]:
+    """Index of the last cell each (method, K, schedule) server is needed for."""
+    return {cell.group: i for i, cell in enumerate(cells)}
 
 
 def run_sweep(spec: SweepSpec, launcher: Launcher, progress: bench.Progress | None = None,
@@ -499,7 +533,7 @@ def run_sweep(spec: SweepSpec, launcher: Launcher, progress: bench.Progress | No
     result = SweepResult(run_id)
     emit = progress or (lambda event: None)
     stopped = stop.is_set if stop is not None else (lambda: False)
-    _preflight(launcher, list(dict.fromkeys((cell.method, cell.k) for cell in cells)))
+    _preflight(launcher, list(dict.fromkeys(cell.group for cell in cells)))
     try:
         with _lock(run_id):
             _run_cells(spec, prompt_set, run_id, cells, launcher, result, emit, stopped)
@@ -510,18 +544,37 @@ def run_sweep(spec: SweepSpec, launcher: Launcher, progress: bench.Progress | No
     return result
 
 
-def _preflight(launcher: Launcher, groups: list[tuple[str, int]]) -> None:
+def _preflight(launcher: Launcher, groups: list[tuple[str, int, str | None]]) -> None:
     """One ConfigError naming every problem that would fail whole servers, before anything runs."""
     check = getattr(launcher, "check", None)
     problems: list[str] = []
-    for method, k in groups if check else []:
+    for method, k, text in groups if check else []:
         try:
-            check(method, k)
+            check(method, k or 1, **_schedule_arg(text if text != "auto" else "1:1"))
         except SpecScopeError as exc:
             if str(exc) not in problems:
                 problems.append(str(exc))
     if problems:
         raise ConfigError("The sweep cannot start: " + " ".join(problems))
+
+
+def _schedule_arg(text: str | None) -> dict:
+    """The launcher's keyword for a schedule server (none for a fixed K, so any Launcher serves)."""
+    return {"k_schedule": schedule.parse(text)} if text else {}
+
+
+def _advised(cell: Cell, run_id: str, dataset: str) -> Cell:
+    """An ``auto`` schedule cell made concrete: advised from this run's fixed-K cells of its method
+    (their rows are stored by now), else from earlier stored results of that model."""
+    if cell.schedule != "auto":
+        return cell
+    models = [e["row"].get("model") for e in finished_cells(run_id).values()
+              if e.get("row", {}).get("method") == cell.method and e["row"].get("model")]
+    if not models:
+        raise ConfigError(f"No {cell.method} cell of this sweep was measured, so no schedule can be "
+                          "advised; give the schedule itself.")
+    advised = schedule.from_results(models[0], cell.method, dataset)
+    return Cell(cell.method, advised.max_k, cell.concurrency, cell.repeat, advised.text())
 
 
 def _drop_if_empty(run_id: str) -> None:
@@ -536,11 +589,12 @@ def _run_cells(spec: SweepSpec, prompt_set: prompts.PromptSet, run_id: str, cell
                stopped: Callable[[], bool]) -> None:
     """The body of ``run_sweep`` under the run's lock: fills ``result`` cell by cell."""
     last_use = _last_use(cells)
-    servers: dict[tuple[str, int], RunningServer] = {}
-    served: dict[tuple[str, int], int] = {}  # requests each live server has answered
-    start_errors: dict[tuple[str, int], str] = {}
+    servers: dict[tuple, RunningServer] = {}
+    served: dict[tuple, int] = {}  # requests each live server has answered
+    start_errors: dict[tuple, str] = {}
+    advised: dict[tuple, Cell] = {}  # an `auto` schedule server's concrete cell
 
-    def retire(group: tuple[str, int]) -> None:
+    def retire(group: tuple) -> None:
         server = servers.pop(group, None)
         served.pop(group, None)
         if server is not None:
@@ -550,8 +604,8 @@ def _run_cells(spec: SweepSpec, prompt_set: prompts.PromptSet, run_id: str, cell
     kept = finished_cells(run_id)
     done = 0
     try:
-        for index, cell in enumerate(cells):
-            group = (cell.method, cell.k)
+        for index, planned in enumerate(cells):
+            group, cell = planned.group, planned
             if kept.get(cell.cell_id, {}).get("row", {}).get("status") == "ok":
                 done += 1
                 result.skipped.append(cell.cell_id)
@@ -562,10 +616,13 @@ def _run_cells(spec: SweepSpec, prompt_set: prompts.PromptSet, run_id: str, cell
             if stopped():
                 break
             if group not in servers and group not in start_errors:
+                what = f"schedule {cell.schedule}" if cell.schedule else f"K={cell.k}"
                 emit(bench.ProgressEvent("server", cell.cell_id, done, len(cells),
-                                         message=f"starting {cell.method} K={cell.k}"))
+                                         message=f"starting {cell.method} {what}"))
                 try:
-                    servers[group] = launcher.start(cell.method, cell.k)
+                    advised[group] = _advised(cell, run_id, prompt_set.name)
+                    servers[group] = launcher.start(cell.method, advised[group].k,
+                                                    **_schedule_arg(advised[group].schedule))
                     served[group] = servers[group].prior_requests
                 except SpecScopeError as exc:
                     start_errors[group] = f"The {cell.method} K={cell.k} server did not start: {exc}"
@@ -574,6 +631,9 @@ def _run_cells(spec: SweepSpec, prompt_set: prompts.PromptSet, run_id: str, cell
                         raise ConfigError(f"{start_errors[group]} Nothing was measured; fix this "
                                           "and start the sweep again.") from exc
             server = servers.get(group)
+            if group in advised:
+                cell = advised[group]
+                cell = Cell(cell.method, cell.k, planned.concurrency, planned.repeat, cell.schedule)
             if server is None:
                 row, requests, outputs = _failed_row(spec, prompt_set, cell, None, None,
                                                      start_errors[group]), [], {}

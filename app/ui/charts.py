@@ -173,6 +173,28 @@ def speedup_vs_concurrency(best: pd.DataFrame, crossings: pd.DataFrame) -> go.Fi
     return layout(fig, "Speedup vs concurrency (best K per point; bars: 95% interval)", "concurrency", "speedup ×", log_x=True)
 
 
+def schedule_vs_concurrency(frame: pd.DataFrame, setup: str) -> go.Figure:
+    """Speedup against concurrency for one setup: a line per fixed K, each schedule bold and dashed."""
+    frame = frame[frame["setup"] == setup].dropna(subset=["speedup", "concurrency"])
+    if frame.empty:
+        return empty_figure("No schedule measured for this setup.")
+    fig = go.Figure()
+    for j, (curve, line) in enumerate(frame.groupby("curve", sort=False)):
+        line = line.sort_values("concurrency")
+        scheduled = bool(line["scheduled"].all())
+        data, template = _hover(line, "concurrency", "speedup", ("k", "speedup ± 95%", "acceptance_length"))
+        fig.add_trace(go.Scatter(
+            x=line["concurrency"], y=line["speedup"], mode="lines+markers", name=_escape(curve),
+            line=dict(color="#111" if scheduled else PALETTE[j % len(PALETTE)], width=3.5 if scheduled else 2,
+                      dash="dash" if scheduled else "solid"),
+            marker=dict(symbol="diamond" if scheduled else "circle", size=10 if scheduled else 7),
+            error_y=_error_bars(line), customdata=data, hovertemplate=template))
+    fig.add_hline(y=1.0, line_dash="dot", line_color="#888", annotation_text="no gain",
+                  annotation_position="bottom right")
+    return layout(fig, "K schedule vs fixed K: speedup vs concurrency (bars: 95% interval)",
+                  "concurrency", "speedup ×", log_x=True)
+
+
 def acceptance_vs_k(frame: pd.DataFrame) -> go.Figure:
     """Acceptance length against K per setup; the band spans min to max over concurrency."""
     frame = frame.dropna(subset=["k", "acceptance_length"])

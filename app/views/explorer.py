@@ -154,6 +154,14 @@ for tab, (key, name, build) in zip(tabs, figures[1:]):
         with tab:
             _show(key, name, build)
 
+curves = cache.frame(explore.curves_vs_concurrency, filters)
+if not curves.empty:
+    st.subheader("K schedule vs fixed K")
+    scheduled_setup = st.selectbox("Setup with a K schedule", list(dict.fromkeys(curves["setup"])),
+                                   key="explorer_schedule_setup")
+    _show("schedule_vs_concurrency", "K schedule vs fixed K",
+          lambda: charts.schedule_vs_concurrency(curves, scheduled_setup))
+
 st.subheader("Best K per setup and concurrency")
 unmatched = explore.unmatched_setups(best)
 st.caption("Speculative setups only (the baseline is 1× by definition); blank = not measured or not "

@@ -132,6 +132,10 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
             "Baseline alongside (two servers at once)", True, key="runs_alongside",
             help="Keeps the baseline server up and spreads its repeats over the run, "
                  "so speedups divide by a baseline measured under the run's conditions.")
+        schedule_text = mode == PRESET_MODE and load["cols"][2].text_input(
+            "K schedule (optional)", "", key="runs_k_schedule", placeholder="1-2:4,3-8:2,9-256:1 or auto",
+            help="Also measures each method on one server drafting K by batch size (K = its maximum); "
+                 "auto advises it from this run's fixed-K cells once they are done.")
         submitted = st.form_submit_button("Start sweep")
     if mode == PRESET_MODE:
         st.caption("A server already running with exactly a cell's configuration is measured as it is and "
@@ -147,7 +151,8 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
                           repeats=load["repeats"])
             if mode == PRESET_MODE:
                 spec = sweep.SweepSpec(preset=preset_name, methods=tuple(methods), ks=sweep.parse_ints(ks_text),
-                                       baseline_alongside=bool(alongside), **fields)
+                                       baseline_alongside=bool(alongside),
+                                       k_schedule=schedule_text.strip() or None, **fields)
             else:
                 spec = sweep.servers_spec(names, **fields)
             run_id = spec.resolved_run_id(prompt_set.sha256)

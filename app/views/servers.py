@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from specscope import catalog, launch, metrics, models, presets
+from specscope import catalog, launch, metrics, models, presets, schedule
 from specscope.errors import LaunchFailed, SpecScopeError
 from ui.common import show_error
 
@@ -88,7 +88,7 @@ CONFIRM = "servers_confirm_stop"  # name of the server whose Stop waits for a co
 def _row(s: launch.ServerStatus) -> dict:
     counters = metrics.server_columns(s.state.url) if s.status == "healthy" else {}
     return {"name": s.state.name, "status": s.status, "preset": s.state.preset, "method": s.state.method,
-            "K": s.state.k, "acceptance rate": counters.get("acceptance rate"),
+            "K": s.state.k, "K schedule": schedule.of_config(s.state.speculative_config), "acceptance rate": counters.get("acceptance rate"),
             "mean acceptance length": counters.get("acceptance length"), "drafts": counters.get("drafts"),
             "requests answered": counters.get("requests"), "running now": counters.get("running"),
             "url": s.state.url, "pid": s.state.pid, "model": s.state.model,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import streamlit as st
 
-from specscope import advisor, theory
+from specscope import advisor, schedule, theory
 from specscope.errors import SpecScopeError
 from ui import cache, theory_charts
 from ui.common import or_stop, show_error
@@ -116,6 +118,17 @@ right.plotly_chart(cache.built("theory_fit_speedup", lambda: theory_charts.speed
 st.plotly_chart(cache.built("theory_concurrency", lambda: theory_charts.speedup_vs_concurrency_figure(
     *advisor.concurrency_curves(fit, candidates), answer.crossover), fit.rows),
                 width="stretch", key="theory_fig_concurrency")
+
+st.subheader("Advised K schedule (K by batch size)")
+advice = cache.built("theory_schedule", lambda: schedule.advice(fit, ks=candidates), fit.rows)
+st.markdown(f"**{advice['schedule']}** (batch sizes 1-256). " + (
+    "Start the server with this speculative_config:" if advice["speculative_config"]
+    else "Speculation pays at no batch size: run the server without it."))
+if advice["speculative_config"]:
+    st.code(json.dumps(advice["speculative_config"]), language="json")
+st.dataframe(pd.DataFrame(advice["ranges"]), hide_index=True, width="stretch")
+st.caption("Measured: every candidate K was measured at that batch size (as concurrency) and the best "
+           "one is taken; predicted: the fit's best K, never above the K of a smaller batch.")
 
 with st.expander("Evidence: fit and measured points", expanded=False):
     ev = answer.evidence

@@ -68,6 +68,11 @@ def test_advisor_answer_over_imported_results(page_env, ruiz_parquet):
     fitted = _figure(at, "Fitted at concurrency 1: speedup vs K")
     measured = [t for t in fitted["data"] if t.get("mode") == "markers"]
     assert any(round(y, 3) == 3.555 for t in measured for y in _values(t["y"]))
+    [config] = [json.loads(c.value) for c in at.code]  # the advised schedule, exactly as vLLM takes it
+    assert config["method"] == "draft_model" and config["num_speculative_tokens"] == max(
+        k for _, _, k in config["num_speculative_tokens_per_batch_size"])
+    sources = set(at.dataframe[0].value["source"])  # K 1-8 were not all measured at one concurrency
+    assert sources == {"predicted by the fit"}
     at.selectbox(key="theory_group").set_value(
         next(o for o in at.selectbox(key="theory_group").options if "Qwen3-1.7B" in o)).run()
     at.selectbox(key="theory_conc").set_value(256).run()

@@ -119,3 +119,31 @@ def test_explorer_draws_every_figure_without_console_errors_at_demo_sizes(stream
                 by_method = [f for f in figures if "Speedup by method" in f["title"]]
                 assert by_method and by_method[0]["points"] > 0 and by_method[0]["xrange"] != [-1, 6], by_method
     assert errors == []
+
+
+# The K-schedule figure's traces: name, dash and points.
+SCHEDULE_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).filter(
+    el => ((el.layout && el.layout.title && el.layout.title.text) || '').includes('K schedule')).flatMap(
+    el => (el._fullData || []).map(t => ({name: t.name, dash: t.line && t.line.dash,
+                                           y: Array.from(t.y || [])})))"""
+
+
+def test_explorer_draws_a_schedule_curve(streamlit_server, page, wait_idle, specscope_home):
+    """Rows of the captured run's K=4 server written again as the schedule 1-4:4, which drafts
+    exactly K=4 at the run's batch sizes (1 and 4): a schedule curve beside the fixed K."""
+    import pyarrow.parquet as pq
+
+    from specscope.store import write_results
+
+    rows = pq.read_table(REPEATED_RUN).to_pylist()
+    scheduled = [{**r, "k_schedule": "1-4:4", "run_id": "schedule-e2e"} for r in rows if r["k"] == 4]
+    write_results([{**r, "run_id": "schedule-e2e"} for r in rows] + scheduled,
+                  run_id="schedule-e2e", directory=specscope_home / "results")
+    page.goto(f"{streamlit_server.url}/?run_id=schedule-e2e")
+    wait_idle(page, timeout=180_000)
+    page.get_by_text("K schedule vs fixed K", exact=True).first.wait_for(timeout=120_000)
+    page.wait_for_function(f"() => ({SCHEDULE_JS})().length > 0", timeout=60_000)
+    traces = {t["name"]: t for t in page.evaluate(SCHEDULE_JS)}
+    assert traces["schedule 1-4:4"]["dash"] == "dash" and traces["K=4"]["dash"] == "solid", traces
+    assert traces["schedule 1-4:4"]["y"] == pytest.approx(traces["K=4"]["y"], rel=1e-9)
+    assert "K=2" in traces

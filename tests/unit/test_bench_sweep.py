@@ -191,3 +191,31 @@ def test_written_runs_carry_lossless_mismatches_and_hygiene_flags(specscope_home
     assert none["repeats"] == 2 and none["output_throughput"] == pytest.approx(41.0)
     assert none["output_throughput_lo"] < 41.0 < none["output_throughput_hi"]
     assert table[table["method"] == "ngram"]["speedup"].iloc[0] == pytest.approx(60 / 41)
+
+
+def test_a_schedule_is_its_own_server_after_the_fixed_k():
+    planned = sweep.plan_cells(spec(ks=(4,), k_schedule="1-2:4, 3-256:1"))
+    assert [c.cell_id for c in planned] == ["none-k0-c1", "none-k0-c4", "ngram-k4-c1", "ngram-k4-c4",
+                                            "ngram-schedule-c1", "ngram-schedule-c4"]
+    fixed, scheduled = planned[2], planned[4]
+    assert (scheduled.k, scheduled.schedule) == (4, "1-2:4,3-256:1")  # canonical text, K = its maximum
+    assert fixed.group != scheduled.group and len(sweep._last_use(planned)) == 3
+    assert sweep.plan_cells(spec(ks=(1,), k_schedule="auto"))[-1].schedule == "auto"
+    assert spec(k_schedule="auto").resolved_run_id("abc") != spec().resolved_run_id("abc")
+
+
+@pytest.mark.parametrize("overrides", [{"k_schedule": "1-2:x"}, {"methods": ("none",), "k_schedule": "auto"},
+                                       {"k_schedule": "3-8:2"}])
+def test_bad_schedules_are_config_errors(overrides):
+    with pytest.raises(ConfigError):
+        spec(**overrides)
+
+
+def test_auto_schedule_without_measured_cells_says_what_to_do(specscope_home):
+    with pytest.raises(ConfigError, match="give the schedule itself"):
+        sweep._advised(sweep.Cell("ngram", 0, 1, None, "auto"), "sweep-empty", "open-chat")
+
+
+def test_cli_passes_the_schedule():
+    args = build_parser().parse_args(["bench", "--preset", "p", "--prompts", "x", "--k-schedule", "auto"])
+    assert args.k_schedule == "auto"

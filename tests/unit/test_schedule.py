@@ -131,3 +131,9 @@ def test_auto_schedule_from_the_bundled_cpu_results(specscope_home):
     advised = schedule.from_results("SmolLM2-135M-Instruct", "ngram", "code-editing", max_batch=8)
     assert advised.ranges[0].start == 1 and advised.ranges[-1].end == 8
     assert {r.k for r in advised.ranges} <= {0, 2, 4}
+
+
+def test_a_servers_schedule_reads_back_from_its_config():
+    config = schedule.parse("1-2:4,3-256:1").speculative_config({"method": "ngram"})
+    assert schedule.of_config(config) == "1-2:4,3-256:1"
+    assert schedule.of_config({"method": "ngram", "num_speculative_tokens": 4}) is None

@@ -67,7 +67,7 @@ def _bench(args: argparse.Namespace) -> int:
                   output_len=args.output_len, request_rate=args.request_rate, label=args.label,
                   hardware=args.hardware, run_id=args.run_id, warmups=args.warmups,
                   restart_each_cell=args.restart_each_cell, repeats=args.repeats,
-                  baseline_alongside=args.baseline_alongside)
+                  baseline_alongside=args.baseline_alongside, k_schedule=args.k_schedule)
     if args.servers:
         spec = sweep.servers_spec(args.servers, **fields)
     else:
@@ -131,6 +131,10 @@ def register(subparsers) -> None:
     parser.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                         help="run each server group as a task on a Ray cluster (ADDRESS, else RAY_ADDRESS, "
                              "else the cluster on this machine); needs specscope[cluster]")
+    parser.add_argument("--k-schedule", default=None, metavar="TEXT|auto",
+                        help="also measure each method on one server drafting K by batch size, e.g. "
+                             "1-2:4,3-8:2,9-256:1 (K = its maximum); auto: advised from this run's "
+                             "fixed-K cells once they are done (or from stored results)")
     parser.add_argument("--label", default=None)
     parser.add_argument("--hardware", default=None, help=f"default: {bench.hardware_label()}")
     parser.add_argument("--run-id", default=None, help="default: derived from the sweep, so reruns resume")

@@ -43,13 +43,7 @@ def _advise(args: argparse.Namespace) -> int:
 
 def _schedules(fits: list[advisor.FamilyFit], args: argparse.Namespace) -> int:
     ks = list(range(1, args.max_k + 1)) if args.max_k else None
-    out = []
-    for fit in fits:
-        advised, points = schedule.advise_schedule(fit, ks=ks, max_batch=args.max_batch)
-        measured = sorted({p.batch_size for p in points if p.measured})
-        config = None if advised.max_k == 0 else advised.speculative_config({"method": fit.keys["method"]})
-        out.append({"family": fit.keys, "schedule": advised.text(), "speculative_config": config,
-                    "measured_batch_sizes": measured})
+    out = [schedule.advice(fit, ks=ks, max_batch=args.max_batch) for fit in fits]
     if args.json:
         print(json.dumps(out, indent=1))
         return 0
