@@ -158,6 +158,9 @@ def run_on_ray(spec: sweep.SweepSpec, address: str | None = None,
     if spec.servers or spec.baseline_alongside:
         raise ConfigError("A Ray sweep starts its own servers one group per task; leave out --servers and "
                           "--baseline-alongside, or run the sweep without --ray.")
+    if spec.k_schedule == "auto":
+        raise ConfigError("A Ray sweep runs its groups at once, so no schedule can be advised from its fixed K "
+                          "first; give the schedule as text (e.g. 1-2:4,3-8:2) or run without --ray.")
     ray = _ray()
     resources = needs(spec.preset)
     connect(address)
@@ -170,10 +173,10 @@ def run_on_ray(spec: sweep.SweepSpec, address: str | None = None,
     kept = sweep.finished_cells(run_id)
     ok = {cell_id for cell_id, entry in kept.items() if entry.get("row", {}).get("status") == "ok"}
     result.skipped = [c.cell_id for c in cells if c.cell_id in ok]
-    groups: dict[tuple[str, int], list[str]] = {}
+    groups: dict[tuple, list[str]] = {}
     for cell in cells:
         if cell.cell_id not in ok:
-            groups.setdefault((cell.method, cell.k), []).append(cell.cell_id)
+            groups.setdefault(cell.group, []).append(cell.cell_id)
     ledger = _ledger_class().remote(sorted(ok))
     task = ray.remote(_run_group).options(
         num_cpus=resources.get("CPU", 0), num_gpus=resources.get("GPU", 0), max_retries=NODE_LOST_RETRIES,
@@ -207,14 +210,15 @@ def run_on_ray(spec: sweep.SweepSpec, address: str | None = None,
             ready, _ = ray.wait(list(pending), timeout=1.0)
             drain()
             for ref in ready:
-                method, k = pending.pop(ref)
+                method, k, k_schedule = group = pending.pop(ref)
                 try:
-                    result.groups.append({"method": method, "k": k, **ray.get(ref)})
+                    result.groups.append({"method": method, "k": k, "k_schedule": k_schedule, **ray.get(ref)})
                 except (ray.exceptions.RayError, OSError) as exc:
                     cause = getattr(exc, "cause", None)  # a task's own error, e.g. a SpecScopeError
                     text = str(cause) if cause is not None else str(exc).strip().splitlines()[-1]
-                    reason = f"The {method} K={k} group failed on the cluster: {text[:300]}"
-                    for cell_id in groups[(method, k)]:
+                    what = f"schedule {k_schedule}" if k_schedule else f"K={k}"
+                    reason = f"The {method} {what} group failed on the cluster: {text[:300]}"
+                    for cell_id in groups[group]:
                         if cell_id not in result.ran and cell_id not in result.failed:
                             result.failed[cell_id] = reason
         drain()

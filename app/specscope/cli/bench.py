@@ -77,7 +77,8 @@ def _bench(args: argparse.Namespace) -> int:
 
         result = cluster.run_on_ray(spec, address=args.ray or None, progress=ProgressBar())
         for group in result.groups:
-            print(f"  {group['method']} K={group['k']}: node {group['node'][:12]} ({group['host']}), "
+            what = f"schedule {group['k_schedule']}" if group["k_schedule"] else f"K={group['k']}"
+            print(f"  {group['method']} {what}: node {group['node'][:12]} ({group['host']}), "
                   f"{group['end'] - group['start']:.0f} s")
     else:
         result = sweep.run_sweep(spec, sweep.launcher_for(spec), progress=ProgressBar())
