@@ -125,7 +125,7 @@ st.markdown(f"**{advice['schedule']}** (batch sizes 1-256). " + (
     "Start the server with this speculative_config:" if advice["speculative_config"]
     else "Speculation pays at no batch size: run the server without it."))
 if advice["speculative_config"]:
-    st.code(json.dumps(advice["speculative_config"]), language="json")
+    st.code(json.dumps(advice["speculative_config"]), language="json", wrap_lines=True)
 st.dataframe(pd.DataFrame(advice["ranges"]), hide_index=True, width="stretch")
 st.caption("Measured: every candidate K was measured at that batch size (as concurrency) and the best "
            "one is taken; predicted: the fit's best K, never above the K of a smaller batch.")
