@@ -167,11 +167,13 @@ def advise_schedule(fit: FamilyFit, ks: Sequence[int] | None = None, max_batch: 
         from_measure = all(k in here for k in ks)
         by_k = {k: here[k] if from_measure else fit.predict(k, float(size)) for k in ks}
         k = max(by_k, key=lambda key: (by_k[key], -key))
-        if not from_measure and points and points[-1].k and k > points[-1].k:
-            k = points[-1].k  # a larger batch never drafts more: fit noise must not make K bounce back
         speedup = by_k[k]
         if speedup < 1.0:
             k, speedup = (0, 1.0) if allow_zero else (ks[0], by_k[ks[0]])
+        if not from_measure and points and k > points[-1].k:
+            # a larger batch never drafts more (not even after 0): fit noise must not make K bounce back
+            k = points[-1].k
+            speedup = by_k[k] if k else 1.0
         points.append(ScheduledPoint(size, k, float(speedup), from_measure))
     return from_best({p.batch_size: p.k for p in points}), points
 

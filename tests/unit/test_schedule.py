@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 
 from specscope import advisor, importers, schedule
@@ -96,6 +97,30 @@ def test_advised_schedule_takes_the_measured_best_where_measured(ruiz_fits):
             want = best if means.max() >= 1.0 else 0
             assert advised.k_at(int(conc)) == want, (advisor.family_label(fit.keys), conc, advised.text())
             assert points[int(conc) - 1].measured
+
+
+class _Fit:
+    """A family whose measurements say no K pays at concurrency 2, while its fit predicts K=4 pays."""
+
+    rows = pd.DataFrame({"concurrency": [2, 2], "k": [1, 4], "speedup": [0.9, 0.8], "train": [True, True]})
+
+    def predict(self, k: int, concurrency: float) -> float:
+        return 1.0 + 0.1 * k
+
+
+def test_a_measured_zero_is_not_followed_by_a_predicted_k():
+    _, points = schedule.advise_schedule(_Fit(), ks=[1, 4], max_batch=4)
+    assert [(p.batch_size, p.k, p.measured) for p in points] == [(1, 4, False), (2, 0, True), (3, 0, False),
+                                                                  (4, 0, False)]
+
+
+def test_a_predicted_k_never_rises_with_the_batch_not_even_after_zero(ruiz_fits, specscope_home):
+    bundled = advisor.fit_families(Store().speedup())
+    for fit in [*ruiz_fits, *bundled]:
+        _, points = schedule.advise_schedule(fit, max_batch=256)
+        for before, point in zip(points, points[1:]):
+            if not point.measured:
+                assert point.k <= before.k, (advisor.family_label(fit.keys), point, before)
 
 
 def test_schedule_drops_k_where_the_ruiz_data_stops_paying(ruiz_fits):
