@@ -550,7 +550,8 @@ def _preflight(launcher: Launcher, groups: list[tuple[str, int, str | None]]) ->
     problems: list[str] = []
     for method, k, text in groups if check else []:
         try:
-            check(method, k or 1, **_schedule_arg(text if text != "auto" else "1:1"))
+            # an `auto` schedule has no K until it is advised: plan it as K=1 drafting 1
+            check(method, (k or 1) if text else k, **_schedule_arg(text if text != "auto" else "1:1"))
         except SpecScopeError as exc:
             if str(exc) not in problems:
                 problems.append(str(exc))

@@ -219,3 +219,18 @@ def test_auto_schedule_without_measured_cells_says_what_to_do(specscope_home):
 def test_cli_passes_the_schedule():
     args = build_parser().parse_args(["bench", "--preset", "p", "--prompts", "x", "--k-schedule", "auto"])
     assert args.k_schedule == "auto"
+
+
+def test_preflight_plans_the_baseline_without_k_and_an_auto_schedule_as_k1():
+    checked = []
+
+    class Recorder:
+        def check(self, method, k, k_schedule=None):
+            if method == "none" and k:
+                raise ConfigError("method 'none' takes no K.")
+            checked.append((method, k, k_schedule.text() if k_schedule else None))
+
+    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(2,), concurrencies=(1,),
+                           prompts=Path("p.jsonl"), k_schedule="auto")
+    sweep._preflight(Recorder(), list(dict.fromkeys(cell.group for cell in sweep.plan_cells(spec))))
+    assert checked == [("none", 0, None), ("ngram", 2, None), ("ngram", 1, "1:1")]
