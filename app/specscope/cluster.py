@@ -192,9 +192,7 @@ def run_on_ray(spec: sweep.SweepSpec, address: str | None = None,
             if event["stage"] not in ("cell_done", "cell_failed"):
                 emit(bench.ProgressEvent(**{**event, "cells_done": done, "cells_total": len(cells)}))
         for cell_id, entry in new_cells:
-            path = sweep.run_dir(run_id) / "cells" / f"{cell_id}.json"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(entry))
+            sweep._keep_entry(run_id, cell_id, entry)
             result.results_path = sweep._write_run(run_id)
             done += 1
             row = entry["row"]

@@ -101,15 +101,18 @@ def speedup_vs_k(store: Store, filters: Filters = None) -> pd.DataFrame:
                "acceptance_length", "output_throughput", "repeats", "runs"]
     if cells.empty:
         return _with_labels(pd.DataFrame(columns=columns))
-    keys = [*SETUP_KEYS, "concurrency", "k"]
+    return _with_labels(_points(cells, [*SETUP_KEYS, "concurrency", "k"], columns))
+
+
+def _points(cells: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.DataFrame:
+    """One point per ``keys``: a cell measured by one run as it is, several runs folded (``_fold_runs``)."""
     runs = cells.groupby(keys, dropna=False, sort=False)["speedup"].transform("size")
     single = cells[runs == 1].assign(runs=1, repeats=lambda f: f["repeats"].astype(int))  # kept as they are
     folded = [{**dict(zip(keys, key)), **_fold_runs(group)}
               for key, group in cells[runs > 1].groupby(keys, dropna=False, sort=False)]
     points = pd.concat([single[columns], pd.DataFrame(folded, columns=columns)], ignore_index=True) \
         if folded else single[columns]
-    points = points.sort_values(keys, kind="stable").reset_index(drop=True)  # as groupby sorts
-    return _with_labels(points)
+    return points.sort_values(keys, kind="stable").reset_index(drop=True)  # as groupby sorts
 
 
 def curves_vs_concurrency(store: Store, filters: Filters = None) -> pd.DataFrame:
@@ -125,10 +128,7 @@ def curves_vs_concurrency(store: Store, filters: Filters = None) -> pd.DataFrame
         return pd.DataFrame(columns=[*columns, "setup"])
     cells = cells.assign(scheduled=cells["k_schedule"].notna(), curve=[
         f"schedule {s}" if isinstance(s, str) else f"K={int(k)}" for k, s in zip(cells["k"], cells["k_schedule"])])
-    keys = [*SETUP_KEYS, "curve", "scheduled", "concurrency", "k"]
-    points = [{**dict(zip(keys, key)), **_fold_runs(group)}
-              for key, group in cells.groupby(keys, dropna=False, sort=True)]
-    return _with_labels(pd.DataFrame(points, columns=columns))
+    return _with_labels(_points(cells, [*SETUP_KEYS, "curve", "scheduled", "concurrency", "k"], columns))
 
 
 def k_sweep_setups(vs_k: pd.DataFrame) -> list[str]:

@@ -64,10 +64,18 @@ def location() -> Location | None:
     return Location(parsed.netloc, parsed.path.strip("/"))
 
 
+def _endpoint() -> str | None:
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+
+
+def _local_dirs() -> dict[str, Path]:
+    return {"results": settings.results_dir(), "requests": settings.requests_dir()}
+
+
 def _filesystem():
     from pyarrow import fs
 
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    endpoint = _endpoint()
     options = {"region": os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
                "connect_timeout": 3, "request_timeout": 20,
                "retry_strategy": fs.AwsStandardS3RetryStrategy(max_attempts=2)}
@@ -83,7 +91,7 @@ def _filesystem():
 def _explain(exc: OSError, where: Location) -> StoreError:
     """One sentence for an S3 failure, by the AWS error it carries."""
     text = str(exc)
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or "AWS S3"
+    endpoint = _endpoint() or "AWS S3"
     if "NO_SUCH_BUCKET" in text:
         sentence = (f"The bucket {where.bucket!r} does not exist at {endpoint}; create it or correct "
                     "SPECSCOPE_STORE.")
@@ -117,8 +125,14 @@ def _outbox() -> Path:
     return settings.home() / "outbox"
 
 
+def _waiting() -> list[Path]:
+    """The outbox's markers of runs waiting to upload."""
+    box = _outbox()
+    return sorted(p for p in box.iterdir() if not p.name.startswith(".")) if box.is_dir() else []
+
+
 def _upload(s3, where: Location, run_id: str) -> None:
-    local = {"results": settings.results_dir(), "requests": settings.requests_dir()}
+    local = _local_dirs()
     for kind in KINDS:
         path = local[kind] / f"{run_id}.parquet"
         if path.exists():
@@ -144,8 +158,7 @@ def publish(run_id: str) -> str | None:
 def flush_outbox() -> str | None:
     """Upload every run in the outbox; None when all went up, else why they wait."""
     where = location()
-    box = _outbox()
-    waiting = sorted(p for p in box.iterdir() if not p.name.startswith(".")) if box.is_dir() else []
+    waiting = _waiting()
     if where is None or not waiting:
         return None
     try:
@@ -155,8 +168,7 @@ def flush_outbox() -> str | None:
             _upload(s3, where, marker.name)
             marker.unlink(missing_ok=True)
     except StoreError as exc:
-        left = sum(1 for p in box.iterdir() if not p.name.startswith("."))
-        return f"{exc} {left} run(s) stay on this machine and upload when the store is back."
+        return f"{exc} {len(_waiting())} run(s) stay on this machine and upload when the store is back."
     return None
 
 
@@ -195,7 +207,7 @@ def _mirror(where: Location) -> None:
     from pyarrow import fs
 
     s3 = _filesystem()
-    own = {"results": settings.results_dir(), "requests": settings.requests_dir()}
+    own = _local_dirs()
     for kind, folder in mirror_dirs().items():
         try:
             listed = s3.get_file_info(fs.FileSelector(where.key(kind), allow_not_found=True))
@@ -239,9 +251,8 @@ def status() -> dict:
     if where is None:
         return {"store": None}
     sync(force=True)
-    box = _outbox()
     return {"store": str(where),
-            "endpoint": os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or "AWS S3",
+            "endpoint": _endpoint() or "AWS S3",
             "mirrored_runs": len(list(mirror_dirs()["results"].glob("*.parquet"))),
-            "outbox": sorted(p.name for p in box.iterdir() if not p.name.startswith(".")) if box.is_dir() else [],
+            "outbox": [p.name for p in _waiting()],
             "problem": problem()}

@@ -391,9 +391,12 @@ class SweepResult:
 
 def _keep(run_id: str, cell: Cell, row: dict, requests: list[dict],
           outputs: dict[str, str] | None = None) -> None:
-    path = run_dir(run_id) / "cells" / f"{cell.cell_id}.json"
-    files.write_atomic(path, json.dumps({"row": row, "requests": requests, "outputs": outputs or {}},
-                                        default=str))
+    _keep_entry(run_id, cell.cell_id, {"row": row, "requests": requests, "outputs": outputs or {}})
+
+
+def _keep_entry(run_id: str, cell_id: str, entry: dict) -> None:
+    """Checkpoint one finished cell (its row, requests and outputs) in one atomic write."""
+    files.write_atomic(run_dir(run_id) / "cells" / f"{cell_id}.json", json.dumps(entry, default=str))
 
 
 def _with_hygiene(rows: list[dict], outputs: list[dict[str, str]]) -> list[dict]:
