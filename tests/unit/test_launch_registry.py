@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
+import sys
 import time
 
 import pytest
@@ -72,3 +74,41 @@ def test_state_files_round_trip_and_name_free_ports(specscope_home, sleeper):
     sleeper.wait()
     assert launch.death(state).startswith("The s server exited: no error line in the log")
     assert time.monotonic() - started < 5
+
+
+def test_a_server_started_to_die_with_its_parent_ends_when_the_parent_is_killed(tmp_path):
+    """The kernel's parent-death signal, as a Ray task's servers get it: a parent process starts a
+    child with it and is then killed with SIGKILL (no cleanup of its own runs)."""
+    code = ("import subprocess, sys, time\n"
+            "from specscope.launch import process\n"
+            "child = subprocess.Popen(['sleep', '60'], start_new_session=True,\n"
+            "                         preexec_fn=process.term_on_parent_death())\n"
+            "print(child.pid, flush=True)\n"
+            "time.sleep(60)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(settings.repo_root() / "app")})
+    child = int(parent.stdout.readline())
+    assert procfs.alive(child, child)
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while procfs.alive(child, child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not procfs.alive(child, child)
+
+
+def test_a_new_cpu_server_binds_a_core_no_other_server_on_this_machine_holds():
+    """Servers of any home (or Ray task) count, as the environment of their process group says."""
+    from specscope.launch import host
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two cores")
+    free = host.least_used_core()
+    holder = subprocess.Popen(["sleep", "30"], start_new_session=True,
+                              env={**os.environ, "VLLM_CPU_OMP_THREADS_BIND": free})
+    try:
+        assert procfs.env_by_group("VLLM_CPU_OMP_THREADS_BIND")[holder.pid] == free
+        assert host.least_used_core() != free
+    finally:
+        holder.kill()
+        holder.wait()

