@@ -1,8 +1,9 @@
 """Sweeps spread over a Ray cluster: one Ray task per server group (method, K).
 
 Each task asks for what its server needs (GPUs = the preset's tensor-parallel size on GPU presets,
-one CPU on CPU presets), starts the server on its node through the same launch code, measures the
-group's cells with the local sweep's cell loop in a scratch SpecScope home, and stops its server.
+one CPU on CPU presets) and runs the local sweep on its node, limited to the group's cells, in a
+scratch SpecScope home: same launch code, same measurement. Its servers die with the task (a lost
+node leaves no server running).
 As many groups run at once as the cluster fits. Every finished cell goes at once to a ``Ledger``
 actor; the driver (the machine that ran ``specscope bench --ray``) takes it from there, keeps it in
 the run's checkpoint and rewrites the run's Parquet, exactly as a local sweep does, so resume works
@@ -19,12 +20,13 @@ import json
 import os
 import socket
 import tempfile
+import threading
 import time
 
 from specscope import bench, presets, prompts, settings, shared, sweep
 from specscope.errors import ConfigError
 
-__all__ = ["needs", "connect", "run_on_ray"]
+__all__ = ["needs", "connect", "configured_address", "run_on_ray"]
 
 NODE_LOST_RETRIES = 1
 
@@ -46,12 +48,17 @@ def needs(preset_name: str) -> dict[str, float]:
     return {"CPU": 1.0, "GPU": float(preset.engine_args.get("tensor_parallel_size", 1))}
 
 
+def configured_address() -> str | None:
+    """The Ray cluster this machine is pointed at (``RAY_ADDRESS``), or None."""
+    return os.environ.get("RAY_ADDRESS", "").strip() or None
+
+
 def connect(address: str | None) -> None:
     """Join the Ray cluster at ``address`` (None: RAY_ADDRESS, else a cluster on this machine)."""
     ray = _ray()
     if ray.is_initialized():
         return
-    where = address or os.environ.get("RAY_ADDRESS") or "auto"
+    where = address or configured_address() or "auto"
     if where != "auto" and not _answers(where):
         raise ConfigError(f"No Ray cluster answers at {where}; start one with `ray start --head` or give its "
                           "address to --ray.")
@@ -92,13 +99,14 @@ def _ledger_class():
         """Finished cells and progress events, from every task to the driver."""
 
         def __init__(self, done: list[str]):
-            self.done, self.cells, self.events = set(done), [], []
+            self.done, self.cells, self.events, self.stop_asked, self.twice = set(done), [], [], False, []
 
         def finished(self) -> list[str]:
             return sorted(self.done)
 
         def add(self, cell_id: str, entry: dict) -> bool:
             if cell_id in self.done:
+                self.twice.append(cell_id)
                 return False
             self.done.add(cell_id)
             self.cells.append((cell_id, entry))
@@ -107,54 +115,47 @@ def _ledger_class():
         def event(self, event: dict) -> None:
             self.events.append(event)
 
-        def take(self) -> tuple[list, list]:
+        def stop(self) -> None:
+            self.stop_asked = True
+
+        def stopped(self) -> bool:
+            return self.stop_asked
+
+        def take(self) -> tuple[list, list, list]:
             cells, events, self.cells, self.events = self.cells, self.events, [], []
-            return cells, events
+            return cells, events, self.twice
 
     return Ledger
 
 
-def _run_group(spec: sweep.SweepSpec, prompt_set: prompts.PromptSet, run_id: str, cell_ids: list[str],
-               ledger) -> dict:
+def _run_group(spec: sweep.SweepSpec, run_id: str, cell_ids: list[str], ledger) -> dict:
     """On a node: measure the group's unfinished cells on a server of its own; returns where it ran."""
     import ray
 
-    done = set(ray.get(ledger.finished.remote()))
-    cells = [c for c in sweep.plan_cells(spec) if c.cell_id in cell_ids and c.cell_id not in done]
+    todo = set(cell_ids) - set(ray.get(ledger.finished.remote()))
     started = time.time()
-    models = settings.models_dir()  # the node's prepared models, before the scratch home
-    saved = {name: os.environ.get(name) for name in ("SPECSCOPE_HOME", "SPECSCOPE_MODELS", "SPECSCOPE_STORE")}
-    with tempfile.TemporaryDirectory(prefix="specscope-ray-") as scratch:
-        os.environ.update(SPECSCOPE_HOME=scratch, SPECSCOPE_MODELS=str(models))
-        os.environ.pop("SPECSCOPE_STORE", None)  # the driver publishes the run
 
-        def emit(event: bench.ProgressEvent) -> None:
-            if event.stage in ("cell_done", "cell_failed"):
-                path = sweep.run_dir(run_id) / "cells" / f"{event.cell}.json"
-                ledger.add.remote(event.cell, json.loads(path.read_text()))
-            if event.stage != "sweep_done":
-                ledger.event.remote(dataclasses.asdict(event))
+    def emit(event: bench.ProgressEvent) -> None:
+        if event.stage in ("cell_done", "cell_failed"):
+            path = sweep.run_dir(run_id) / "cells" / f"{event.cell}.json"
+            ledger.add.remote(event.cell, json.loads(path.read_text()))
+        if event.stage != "sweep_done":
+            ledger.event.remote(dataclasses.asdict(event))
 
-        try:
-            sweep.run_dir(run_id).mkdir(parents=True, exist_ok=True)
-            result = sweep.SweepResult(run_id)
-            sweep._run_cells(spec, prompt_set, run_id, cells, sweep.PresetLauncher(spec.preset), result, emit,
-                             lambda: False)
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+    # a scratch home without the shared store: the driver keeps and publishes the run
+    with tempfile.TemporaryDirectory(prefix="specscope-ray-") as scratch, settings.home_at(scratch):
+        launcher = sweep.PresetLauncher(spec.preset, reuse=False, die_with_parent=True)
+        sweep.run_sweep(spec, launcher, emit, stop=lambda: ray.get(ledger.stopped.remote()), only=todo)
     ray.get(ledger.finished.remote())  # the ledger has every cell this task sent before it returns
     return {"node": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
-            "cells": [c.cell_id for c in cells], "start": started, "end": time.time()}
+            "cells": sorted(todo), "start": started, "end": time.time()}
 
 
-def run_on_ray(spec: sweep.SweepSpec, address: str | None = None,
-               progress: bench.Progress | None = None) -> sweep.SweepResult:
+def run_on_ray(spec: sweep.SweepSpec, address: str | None = None, progress: bench.Progress | None = None,
+               stop: threading.Event | None = None) -> sweep.SweepResult:
     """Run (or resume) ``spec`` with one Ray task per server group; returns what ran, was kept and
-    failed, and (in ``groups``) the node and time span of each group."""
+    failed, and (in ``groups``) the node and time span of each group. ``stop``: every group ends
+    after its current cell."""
     if spec.servers or spec.baseline_alongside:
         raise ConfigError("A Ray sweep starts its own servers one group per task; leave out --servers and "
                           "--baseline-alongside, or run the sweep without --ray.")
@@ -165,8 +166,7 @@ def run_on_ray(spec: sweep.SweepSpec, address: str | None = None,
     resources = needs(spec.preset)
     connect(address)
     _check_fits(resources)
-    prompt_set = prompts.load(spec.prompts)
-    run_id = spec.resolved_run_id(prompt_set.sha256)
+    run_id = spec.resolved_run_id(prompts.load(spec.prompts).sha256)
     cells = sweep.plan_cells(spec)
     emit = progress or (lambda event: None)
     result = sweep.SweepResult(run_id)
@@ -181,13 +181,13 @@ def run_on_ray(spec: sweep.SweepSpec, address: str | None = None,
     task = ray.remote(_run_group).options(
         num_cpus=resources.get("CPU", 0), num_gpus=resources.get("GPU", 0), max_retries=NODE_LOST_RETRIES,
         retry_exceptions=False)
-    pending = {task.remote(spec, prompt_set, run_id, ids, ledger): key for key, ids in groups.items()}
+    pending = {task.remote(spec, run_id, ids, ledger): key for key, ids in groups.items()}
     done = len(result.skipped)
     sweep.run_dir(run_id).mkdir(parents=True, exist_ok=True)
 
     def drain() -> None:
         nonlocal done
-        new_cells, events = ray.get(ledger.take.remote())
+        new_cells, events, result.measured_twice = ray.get(ledger.take.remote())
         for event in events:
             if event["stage"] not in ("cell_done", "cell_failed"):
                 emit(bench.ProgressEvent(**{**event, "cells_done": done, "cells_total": len(cells)}))
@@ -206,6 +206,8 @@ def run_on_ray(spec: sweep.SweepSpec, address: str | None = None,
     try:
         while pending:
             ready, _ = ray.wait(list(pending), timeout=1.0)
+            if stop is not None and stop.is_set():
+                ledger.stop.remote()
             drain()
             for ref in ready:
                 method, k, k_schedule = group = pending.pop(ref)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["home", "results_dir", "requests_dir", "servers_dir", "models_dir", "prompts_dir",
-           "runs_dir", "bundled_data_dir", "repo_root"]
+           "runs_dir", "bundled_data_dir", "repo_root", "home_at"]
 
 
 def repo_root() -> Path:
@@ -71,3 +73,25 @@ def prompts_dir() -> Path:
 def runs_dir() -> Path:
     """Sweep checkpoints and recordings."""
     return _sub("runs")
+
+
+@contextmanager
+def home_at(path: Path | str, store: str | None = None) -> Iterator[Path]:
+    """For the block: the SpecScope home is ``path`` (models stay where they were) and the shared
+    store is ``store`` (None: none); the environment is restored after."""
+    names = ("SPECSCOPE_HOME", "SPECSCOPE_MODELS", "SPECSCOPE_STORE")
+    saved = {name: os.environ.get(name) for name in names}
+    models = models_dir()
+    os.environ.update(SPECSCOPE_HOME=str(path), SPECSCOPE_MODELS=str(models))
+    if store is None:
+        os.environ.pop("SPECSCOPE_STORE", None)
+    else:
+        os.environ["SPECSCOPE_STORE"] = store
+    try:
+        yield home()
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -44,7 +44,7 @@ import os
 import shutil
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -119,8 +119,8 @@ class SweepSpec:
         if len(set(groups)) < len(groups):
             raise ConfigError("Two of the chosen servers run the same method and K; measure them in "
                               "separate sweeps.")
-        if not self.servers and (any(k < 1 for k in self.ks)
-                                 or (set(self.methods) - {BASELINE_METHOD} and not self.ks)):
+        if not self.servers and (any(k < 1 for m, k in method_ks(self) if m != BASELINE_METHOD) or (
+                not self.ks and any(":" not in m for m in set(self.methods) - {BASELINE_METHOD}))):
             raise ConfigError("K values must be whole numbers of at least 1, e.g. 1,2,4.")
         if not self.concurrencies or any(c < 1 for c in self.concurrencies):
             raise ConfigError("Concurrency values must be whole numbers of at least 1, e.g. 1,4,16.")
@@ -177,8 +177,7 @@ def plan_cells(spec: SweepSpec) -> list[Cell]:
     def server_cells(method: str, k: int, rounds) -> list[Cell]:
         return [Cell(method, k, c, r) for r in rounds for c in concurrencies]
 
-    groups = [(method, k) for method in dict.fromkeys(spec.methods)
-              for k in ((0,) if method == BASELINE_METHOD else tuple(dict.fromkeys(spec.ks)))]
+    groups = method_ks(spec)
     if spec.servers:
         groups = [(method, k) for _, method, k in spec.servers]
     others = [g for g in groups if g[0] != BASELINE_METHOD]
@@ -197,6 +196,21 @@ def plan_cells(spec: SweepSpec) -> list[Cell]:
         if position < len(others):
             cells += server_cells(*others[position], repeats)
     return cells + scheduled
+
+
+def method_ks(spec: SweepSpec) -> list[tuple[str, int]]:
+    """The (method, K) server groups of a preset sweep: every method at every K of ``ks``, except a
+    method written with its own K values (``suffix:4``, ``ngram:2/4``); the baseline at K=0."""
+    groups: list[tuple[str, int]] = []
+    for entry in dict.fromkeys(spec.methods):
+        method, own, text = entry.partition(":")
+        try:
+            ks = tuple(int(k) for k in text.split("/")) if own else spec.ks
+        except ValueError:
+            raise ConfigError(f"{entry!r}: write a method's own K values as method:K, e.g. suffix:4 or "
+                              "ngram:2/4.") from None
+        groups += [(method, 0)] if method == BASELINE_METHOD else [(method, k) for k in dict.fromkeys(ks)]
+    return list(dict.fromkeys(groups))
 
 
 def _schedule_k(text: str) -> int:
@@ -267,11 +281,12 @@ class PresetLauncher:
     """A Launcher on ``specscope.launch``: servers of one preset, one method and K at a time."""
 
     def __init__(self, preset: str, start_timeout: float = 600.0, reuse: bool = True,
-                 k_schedule: KSchedule | None = None):
+                 k_schedule: KSchedule | None = None, die_with_parent: bool = False):
         self.preset = preset
         self.start_timeout = start_timeout  # a CPU server on a busy machine can take minutes
         self.reuse = reuse  # False: every server is the sweep's own (e.g. fresh per cell)
         self.k_schedule = k_schedule  # speculative servers draft K by batch size (K = its maximum)
+        self.die_with_parent = die_with_parent  # servers end with this process (a Ray task's)
 
     def _plan(self, method: str, k: int, name: str | None = None,
               k_schedule: KSchedule | None = None) -> launch.LaunchPlan:
@@ -292,7 +307,8 @@ class PresetLauncher:
         name = launch.unused_name(plan.state.name)
         if name != plan.state.name:
             plan = self._plan(method, k, name=name, k_schedule=k_schedule)
-        return _from_state(launch.start(plan, timeout=self.start_timeout), reused=False)
+        return _from_state(launch.start(plan, timeout=self.start_timeout, die_with_parent=self.die_with_parent),
+                           reused=False)
 
     def pids(self, server: RunningServer) -> list[int]:
         """The processes of the server's group, for the core-sharing check."""
@@ -387,6 +403,7 @@ class SweepResult:
     results_path: Path | None = None
     upload_problem: str | None = None  # why the run waits to go to the shared store
     groups: list[dict] = field(default_factory=list)  # Ray sweeps: each group's node and time span
+    measured_twice: list[str] = field(default_factory=list)  # Ray sweeps: cells a retry measured again
 
 
 def _keep(run_id: str, cell: Cell, row: dict, requests: list[dict],
@@ -528,14 +545,17 @@ def _last_use(cells: list[Cell]) -> dict[tuple[str, int, str | None], int]:
 
 
 def run_sweep(spec: SweepSpec, launcher: Launcher, progress: bench.Progress | None = None,
-              stop: threading.Event | None = None) -> SweepResult:
-    """Run (or resume) a sweep; returns which cells ran, were skipped and failed."""
+              stop: threading.Event | Callable[[], bool] | None = None,
+              only: Collection[str] | None = None) -> SweepResult:
+    """Run (or resume) a sweep; returns which cells ran, were skipped and failed. ``stop`` (an event
+    or a callable) is asked before each cell; ``only`` limits the sweep to those cell ids (a Ray
+    task's group)."""
     prompt_set = prompts.load(spec.prompts)
     run_id = spec.resolved_run_id(prompt_set.sha256)
-    cells = plan_cells(spec)
+    cells = [cell for cell in plan_cells(spec) if only is None or cell.cell_id in only]
     result = SweepResult(run_id)
     emit = progress or (lambda event: None)
-    stopped = stop.is_set if stop is not None else (lambda: False)
+    stopped = getattr(stop, "is_set", stop) or (lambda: False)
     _preflight(launcher, list(dict.fromkeys(cell.group for cell in cells)))
     try:
         with _lock(run_id):
@@ -668,15 +688,18 @@ def _run_cells(spec: SweepSpec, prompt_set: prompts.PromptSet, run_id: str, cell
 
 
 class SweepJob:
-    """A sweep on a background thread, for the Runs page: poll ``event``, ``done``, ``error``."""
+    """A sweep on a background thread, for the Runs page: poll ``event``, ``done``, ``error``.
+    ``run(spec, progress, stop)`` runs it (default: ``run_sweep`` on this machine; the Runs page
+    passes ``cluster.run_on_ray`` for a Ray cluster)."""
 
-    def __init__(self, spec: SweepSpec, launcher_factory: Callable[[SweepSpec], Launcher] = launcher_for):
+    def __init__(self, spec: SweepSpec, launcher_factory: Callable[[SweepSpec], Launcher] = launcher_for,
+                 run: Callable[[SweepSpec, bench.Progress, threading.Event], SweepResult] | None = None):
         self.spec = spec
         self.event: bench.ProgressEvent | None = None
         self.result: SweepResult | None = None
         self.error: str | None = None
         self._stop = threading.Event()
-        self._factory = launcher_factory
+        self._run_spec = run or (lambda spec, progress, stop: run_sweep(spec, launcher_factory(spec), progress, stop))
         self._thread = threading.Thread(target=self._run, name=f"sweep-{spec.preset}", daemon=True)
 
     def start(self) -> SweepJob:
@@ -686,7 +709,7 @@ class SweepJob:
 
     def _run(self) -> None:
         try:
-            self.result = run_sweep(self.spec, self._factory(self.spec), self._on_event, self._stop)
+            self.result = self._run_spec(self.spec, self._on_event, self._stop)
         except SpecScopeError as exc:
             self.error = str(exc)
         except Exception as exc:  # noqa: BLE001 - a background thread must report, not vanish

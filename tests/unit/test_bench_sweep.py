@@ -40,8 +40,17 @@ def test_run_id_is_stable_for_equal_sweeps_and_changes_with_them():
     assert spec().resolved_run_id("abc").startswith("sweep-cpu-smollm2-")
 
 
+def test_a_method_written_with_its_own_k_runs_only_at_those():
+    groups = dict.fromkeys(c.group[:2] for c in sweep.plan_cells(spec(methods=("none", "ngram", "suffix:4"),
+                                                                       ks=(2, 4))))
+    assert list(groups) == [("none", 0), ("ngram", 2), ("ngram", 4), ("suffix", 4)]
+    own = spec(methods=("none", "ngram:1/3"), ks=())
+    assert [c.group[:2] for c in sweep.plan_cells(own)][::2] == [("none", 0), ("ngram", 1), ("ngram", 3)]
+
+
 @pytest.mark.parametrize("overrides", [{"methods": ()}, {"ks": (0,)}, {"concurrencies": ()},
-                                       {"concurrencies": (0,)}, {"ks": ()},
+                                       {"concurrencies": (0,)}, {"ks": ()}, {"methods": ("suffix:four",)},
+                                       {"methods": ("none", "suffix:0")}, {"methods": ("none", "suffix:4", "ngram"), "ks": ()},
                                        {"num_prompts": 0}, {"output_len": 0}])
 def test_bad_sweeps_are_config_errors(overrides):
     with pytest.raises(ConfigError):

@@ -79,9 +79,11 @@ def test_sweep_reuses_an_exactly_matching_server_and_leaves_it_running(specscope
 class _FailingLauncher:
     def __init__(self):
         self.starts = 0
+        self.groups = []
 
     def start(self, method, k):
         self.starts += 1
+        self.groups.append((method, k))
         raise LaunchFailed("The cpu-smollm2-none server exited during startup: libnuma.so.1 is missing.")
 
     def stop(self, server):
@@ -103,6 +105,15 @@ def test_a_first_server_that_cannot_start_stops_the_sweep_with_one_message(specs
     assert str(caught.value).count("libnuma.so.1 is missing") == 1 and "Nothing was measured" in str(caught.value)
     assert launcher.starts == 1
     assert not any(sweep.run_dir("x").parent.glob("sweep-*"))  # no empty run kept
+
+
+def test_a_sweep_limited_to_some_cells_starts_only_their_server(specscope_home):
+    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(1, 2), concurrencies=(1, 4),
+                           prompts=PROMPTS, num_prompts=2, output_len=8)
+    launcher = _FailingLauncher()
+    with pytest.raises(ConfigError):
+        sweep.run_sweep(spec, launcher, only={"ngram-k2-c4"})
+    assert launcher.groups == [("ngram", 2)]
 
 
 def test_an_unprepared_model_is_one_message_before_anything_starts(specscope_home, tmp_path, monkeypatch):

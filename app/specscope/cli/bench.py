@@ -113,7 +113,8 @@ def register(subparsers) -> None:
     target.add_argument("--servers", type=_names,
                         help="names of known servers (specscope ps) to measure as they run, K fixed "
                              "per server, e.g. cpu-smollm2-none,attached-gpu-node-8000")
-    parser.add_argument("--methods", type=_names, default=("none", "ngram"), help="e.g. none,ngram")
+    parser.add_argument("--methods", type=_names, default=("none", "ngram"),
+                        help="e.g. none,ngram; a method with its own K values: suffix:4, ngram:2/4")
     parser.add_argument("--k", type=_ints, default=(1, 2, 4), help="K values, e.g. 1,2,4")
     parser.add_argument("--concurrency", type=_ints, default=(1, 4), help="e.g. 1,4,16")
     parser.add_argument("--prompts", required=True, help="prompt set file (JSONL, CSV, TXT, ShareGPT JSON)")
