@@ -21,7 +21,7 @@ def _store(home: str, bundled: str, shared_store: str) -> Store:
 def store() -> Store:
     """One DuckDB-backed store per SpecScope home and shared store; it reloads when result files
     (or the shared store's objects) change."""
-    return _store(str(settings.home()), str(settings.bundled_data_dir()), str(shared.location()))
+    return _store(str(settings.home()), str(settings.bundled_data_dir()), str(or_stop(shared.location)))
 
 
 def shared_store_note() -> None:

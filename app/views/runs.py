@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from specscope import bench, hygiene, launch, presets, prompts, run_results, sweep
+from specscope import bench, cluster, hygiene, launch, presets, prompts, run_results, sweep
 from specscope.errors import SpecScopeError
 from ui import run_charts, run_table, state
 from ui.common import or_stop, show_error, store
@@ -18,6 +18,7 @@ SMALL_SET = 32  # prompts; sweeps of sets this small repeat every cell 3 times b
 REQUESTS_CAP = 8  # default requests per cell: the set's size, at most this
 DEFAULTS_FOR = "runs_defaults_for"  # sha256 of the set the form's defaults were taken from
 PRESET_MODE, SERVERS_MODE = "Servers from a preset", "Servers already running"
+HERE = "This machine"
 
 
 def prompt_set_section() -> tuple[prompts.PromptSet, Path]:
@@ -113,6 +114,13 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
     mode = st.radio("Measure", [PRESET_MODE, SERVERS_MODE], horizontal=True, key="runs_mode")
     all_presets = or_stop(presets.load_presets) if mode == PRESET_MODE else {}
     running = [s.state for s in launch.list_servers() if s.status == "healthy"] if mode == SERVERS_MODE else []
+    ray_address = cluster.configured_address() if mode == PRESET_MODE else None
+    where = HERE
+    if ray_address:
+        where = st.radio("Run on", [HERE, f"Ray cluster at {ray_address}"], horizontal=True, key="runs_where",
+                         help="On the cluster each (method, K) server group is one Ray task on a node that "
+                              "fits it; as many groups run at once as the cluster fits.")
+    on_ray = where != HERE
     with st.form("runs_sweep_form"):
         cols = st.columns(3)
         if mode == PRESET_MODE:
@@ -128,7 +136,7 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
                 format_func=lambda n: next(f"{n} ({s.method}{f' K={s.k}' if s.k else ''})"
                                            for s in running if s.name == n))
         load = _load_fields(st.columns(3))
-        alongside = mode == PRESET_MODE and load["cols"][1].checkbox(
+        alongside = mode == PRESET_MODE and not on_ray and load["cols"][1].checkbox(
             "Baseline alongside (two servers at once)", True, key="runs_alongside",
             help="Keeps the baseline server up and spreads its repeats over the run, "
                  "so speedups divide by a baseline measured under the run's conditions.")
@@ -137,7 +145,11 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
             help="Also measures each method on one server drafting K by batch size (K = its maximum); "
                  "auto advises it from this run's fixed-K cells once they are done.")
         submitted = st.form_submit_button("Start sweep")
-    if mode == PRESET_MODE:
+    if on_ray:
+        st.caption("Each (method, K) group runs as one task on a cluster node that fits its server, with a "
+                   "server of its own; finished cells come back here at once, so a stopped or failed sweep "
+                   "resumes where it stopped.")
+    elif mode == PRESET_MODE:
         st.caption("A server already running with exactly a cell's configuration is measured as it is and "
                    "left running (the hygiene checks note its earlier requests); otherwise the sweep starts "
                    "its own under a free name and stops it at the end.")
@@ -156,7 +168,7 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
             else:
                 spec = sweep.servers_spec(names, **fields)
             run_id = spec.resolved_run_id(prompt_set.sha256)
-            if not start_sweep(spec, run_id):
+            if not start_sweep(spec, run_id, ray_address if on_ray else None):
                 st.warning(f"Sweep {run_id} is already running.")
             st.session_state[state.RUNS_CURRENT] = run_id
         except SpecScopeError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from specscope import sweep
@@ -50,3 +51,32 @@ def test_cells_show_intervals_and_the_run_shows_its_hygiene(kept_run):
     assert low < 184 / 123 < high  # mean 61.33 / mean 41.0
     assert ngram["checks"] == "⚠ Synchronized waves"
     assert any("Synchronized waves (2 cells)" in w.value for w in at.warning)
+
+
+def test_a_configured_ray_cluster_is_a_choice_and_a_dead_one_is_one_sentence(specscope_home, monkeypatch):
+    """With RAY_ADDRESS set the sweep form offers the cluster; a sweep sent to a cluster that does not
+    answer ends with the one-sentence reason, and nothing is measured."""
+    pytest.importorskip("ray")
+    monkeypatch.syspath_prepend(str(APP))
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:9")
+    at = AppTest.from_file(str(APP / "main.py"), default_timeout=90).run()
+    at.switch_page("views/runs.py").run()
+    where = at.radio(key="runs_where")
+    assert where.options == ["This machine", "Ray cluster at 127.0.0.1:9"] and where.value == "This machine"
+    assert at.checkbox(key="runs_alongside") is not None
+    where.set_value("Ray cluster at 127.0.0.1:9").run()
+    assert not [c for c in at.checkbox if c.key == "runs_alongside"]  # one task per group: no second server
+    at.button[0].click().run()  # the form's submit button
+    for _ in range(60):
+        at.run()
+        errors = [e.value for e in at.error if e.value.startswith("Sweep ")]
+        if errors:
+            break
+    assert not at.exception, at.exception
+    assert len(errors) == 1 and errors[0].endswith(
+        ": No Ray cluster answers at 127.0.0.1:9; start one with `ray start --head` or give its address to --ray.")
+    monkeypatch.delenv("RAY_ADDRESS")
+    at = AppTest.from_file(str(APP / "main.py"), default_timeout=90).run()
+    at.switch_page("views/runs.py").run()
+    assert not [r for r in at.radio if r.key == "runs_where"]
+    st.cache_resource.clear()  # the failed job stays in this process's sweep registry otherwise

