@@ -9,7 +9,8 @@ Source columns named like canonical columns (data/SCHEMA.md) are copied with the
 type; ``acceptance_rate_pct`` is the published percentage (stored as a fraction);
 ``published_speedup`` and ``note`` stay in the CSV (the tests read them). SpecScope's own
 bundled CPU measurements (``source`` = ``specscope``) are not rebuilt from text: ``restamp_own``
-only brings them to the current schema and gives them the placeholder host ``bundled:<run id>``.
+only brings them to the current schema and marks their host ``bundled:<host>`` (``bundled:<run id>``
+when none was recorded).
 
     python data/build_bundled.py [--out DIR]
 """
@@ -95,10 +96,11 @@ def build(out_dir: Path = DATA_DIR / "results", sources_dir: Path = SOURCES_DIR)
 
 
 def restamp_own(results_dir: Path = DATA_DIR / "results") -> list[Path]:
-    """Bring SpecScope's own bundled measurements to the current schema, host ``bundled:<run id>``.
+    """Bring SpecScope's own bundled measurements to the current schema, host ``bundled:<host>``.
 
-    Those runs recorded no host; the placeholder (a ``:`` no host name may hold) keeps them
-    from ever sharing a baseline with a run measured on a real machine.
+    The prefix (a ``:`` no host name may hold) keeps them from ever sharing a baseline with a run
+    a user measures, even on a machine of the same name; runs that recorded no host get
+    ``bundled:<run id>``.
     """
     written = []
     for path in sorted(results_dir.glob("*.parquet")):
@@ -107,7 +109,8 @@ def restamp_own(results_dir: Path = DATA_DIR / "results") -> list[Path]:
             continue
         rows = table.to_pylist()
         for row in rows:
-            row["host"] = row.get("host") or f"bundled:{row['run_id']}"
+            host = row.get("host") or row["run_id"]
+            row["host"] = host if host.startswith("bundled:") else f"bundled:{host}"
         written.append(write_results(to_table(rows, RESULT_SCHEMA), run_id=path.stem, directory=results_dir))
     return written
 

@@ -42,7 +42,7 @@ def test_every_group_choice_is_distinct_and_shows_its_own_group(page_env):
     frame = Store().speedup()
     at = _run()
     options = at.selectbox(key="theory_group").options
-    assert len(options) == len(set(options)) == 6
+    assert len(options) == len(set(options)) == 2  # ngram and suffix on SpecScope's own code-editing runs
     shown = set()
     for option in options:
         at.selectbox(key="theory_group").set_value(option).run()
@@ -52,7 +52,7 @@ def test_every_group_choice_is_distinct_and_shows_its_own_group(page_env):
         expected = sorted(round(v, 4) for v in rows["speedup"])
         assert _measured_markers(at, "Fitted at concurrency 1: speedup vs K") == expected, option
         shown.add(at.success[0].value if at.success else at.warning[0].value)
-    assert len(shown) == 6          # six groups, six different answers
+    assert len(shown) == 2          # two groups, two different answers
 
 
 def _pick(at: AppTest, method: str, dataset: str) -> AppTest:
@@ -63,9 +63,12 @@ def _pick(at: AppTest, method: str, dataset: str) -> AppTest:
 
 
 def test_suffix_code_editing_advice_agrees_with_its_measurements(page_env):
+    frame = Store().speedup({"method": ["suffix"], "dataset": ["code-editing"], "concurrency": [1]})
+    best = frame.loc[frame["speedup"].idxmax()]
     at = _pick(_run(), "suffix", "code-editing")
-    verdict = at.success[0].value
-    assert verdict.startswith("Use K = 4:") and "measured 2.26×" in verdict
+    verdict = (at.success or at.warning)[0].value
+    assert verdict.startswith(f"Use K = {int(best['k'])} ") and f"measured {best['speedup']:.2f}×" in verdict
+    assert "tied within noise" in verdict  # K=2 and K=4 intervals overlap on these runs
     assert any("The fit misses the measured speedups at this concurrency by a median" in c.value for c in at.caption)
 
 
@@ -78,7 +81,7 @@ def test_published_results_without_a_fit_say_what_is_missing(page_env):
 
 
 def test_why_reads_plainly_and_the_formulas_wait_in_an_expander(page_env):
-    at = _pick(_run(), "ngram", "summarisation")
+    at = _pick(_run(), "ngram", "code-editing")
     why = next(m.value for m in at.markdown if m.value.startswith("**Why:**"))
     assert "One more draft token pays only if" in why
     assert "d1" not in why and "AL" not in why and "^" not in why

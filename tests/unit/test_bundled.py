@@ -121,3 +121,22 @@ def test_best_k_keeps_one_row_per_group(store):
     top = best.sort_values("speedup", ascending=False).iloc[0]
     assert (top["method"], round(top["speedup"], 2)) == ("eagle3", 1.57)
     assert best.groupby(["method", "draft_model"], dropna=False).size().max() == 1
+
+
+def test_specscope_own_bundled_results_carry_intervals_and_passed_every_hygiene_check(store):
+    """SpecScope's own CPU measurements: every cell measured at least 3 times on a machine that
+    passed the hygiene checks, so each speedup has its 95% interval and each baseline reads 1."""
+    own = [p for p in (DATA / "results").glob("*.parquet")
+           if set(pq.read_table(p, columns=["source"]).column("source").to_pylist()) == {"specscope"}]
+    assert own, "no bundled results of SpecScope's own"
+    for path in own:
+        rows = pq.read_table(path).to_pandas()
+        flagged = rows[rows["hygiene"].fillna("") != ""]
+        assert flagged.empty, f"{path.name}: failed hygiene checks\n{flagged[['method', 'k', 'concurrency', 'repeat', 'hygiene']]}"
+        cells = store.speedup({"run_id": [path.stem]})
+        assert (cells["repeats"] >= 3).all() and (cells["baseline_run_id"] == path.stem).all()
+        base = cells[cells["method"] == "none"]
+        assert not base.empty and (base["speedup"] == 1.0).all() and (base["speedup_interval"] == "baseline").all()
+        spec = cells[cells["method"] != "none"]
+        assert spec["speedup_lo"].notna().all() and spec["speedup_hi"].notna().all(), path.name
+        assert ((spec["speedup_lo"] <= spec["speedup"]) & (spec["speedup"] <= spec["speedup_hi"])).all()

@@ -149,16 +149,27 @@ def test_cli_prints_each_familys_schedule_as_a_speculative_config(ruiz_parquet, 
 
 
 def test_auto_schedule_from_the_bundled_cpu_results(specscope_home):
-    with pytest.raises(ConfigError, match="pick one with --dataset"):
-        schedule.from_results("SmolLM2-135M-Instruct", "ngram", max_batch=8)
     with pytest.raises(ConfigError, match="No stored results of SmolLM2-135M-Instruct with method eagle"):
         schedule.from_results("SmolLM2-135M-Instruct", "eagle", max_batch=8)
     advised = schedule.from_results("SmolLM2-135M-Instruct", "ngram", "code-editing", max_batch=8)
     assert advised.ranges[0].start == 1 and advised.ranges[-1].end == 8
     assert {r.k for r in advised.ranges} <= {0, 2, 4}
+    assert schedule.from_results("SmolLM2-135M-Instruct", "ngram", max_batch=8) == advised  # the one set
 
 
 def test_a_servers_schedule_reads_back_from_its_config():
     config = schedule.parse("1-2:4,3-256:1").speculative_config({"method": "ngram"})
     assert schedule.of_config(config) == "1-2:4,3-256:1"
     assert schedule.of_config({"method": "ngram", "num_speculative_tokens": 4}) is None
+
+
+def test_auto_schedule_asks_for_a_prompt_set_when_the_model_has_several(specscope_home):
+    import pyarrow.parquet as pq
+
+    from specscope import settings, store
+
+    own = settings.bundled_data_dir() / "results" / "specscope-cpu-code-editing.parquet"
+    rows = pq.read_table(own).to_pandas().assign(dataset="other-set", run_id="other-set-run")
+    store.write_results(rows, run_id="other-set-run")
+    with pytest.raises(ConfigError, match="pick one with --dataset"):
+        schedule.from_results("SmolLM2-135M-Instruct", "ngram", max_batch=8)
