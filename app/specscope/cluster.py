@@ -128,11 +128,17 @@ def _ledger_class():
     return Ledger
 
 
+def _answer(ref, timeout: float = 120.0):
+    """The value of an actor call, without ``ray.get``: a task blocked in ``ray.get`` lends its CPU
+    back to the node, which would then start a second server group beside this one."""
+    return ref.future().result(timeout=timeout)
+
+
 def _run_group(spec: sweep.SweepSpec, run_id: str, cell_ids: list[str], ledger) -> dict:
     """On a node: measure the group's unfinished cells on a server of its own; returns where it ran."""
     import ray
 
-    todo = set(cell_ids) - set(ray.get(ledger.finished.remote()))
+    todo = set(cell_ids) - set(_answer(ledger.finished.remote()))
     started = time.time()
 
     def emit(event: bench.ProgressEvent) -> None:
@@ -145,8 +151,8 @@ def _run_group(spec: sweep.SweepSpec, run_id: str, cell_ids: list[str], ledger) 
     # a scratch home without the shared store: the driver keeps and publishes the run
     with tempfile.TemporaryDirectory(prefix="specscope-ray-") as scratch, settings.home_at(scratch):
         launcher = sweep.PresetLauncher(spec.preset, reuse=False, die_with_parent=True)
-        sweep.run_sweep(spec, launcher, emit, stop=lambda: ray.get(ledger.stopped.remote()), only=todo)
-    ray.get(ledger.finished.remote())  # the ledger has every cell this task sent before it returns
+        sweep.run_sweep(spec, launcher, emit, stop=lambda: _answer(ledger.stopped.remote()), only=todo)
+    _answer(ledger.finished.remote())  # the ledger has every cell this task sent before it returns
     return {"node": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
             "cells": sorted(todo), "start": started, "end": time.time()}
 

@@ -40,8 +40,12 @@ def _error_bars(frame: pd.DataFrame, value: str = "speedup") -> dict:
     if lo not in frame.columns or frame[lo].isna().all():
         return dict(visible=False)
     y = frame[value].astype(float)
-    return dict(type="data", symmetric=False, array=(frame[hi].astype(float) - y).tolist(),
-                arrayminus=(y - frame[lo].astype(float)).tolist(), thickness=1.2, width=4)
+
+    def lengths(series: pd.Series) -> list:  # null (no bar) where a point has no interval, never NaN
+        return [None if pd.isna(v) else float(v) for v in series]
+
+    return dict(type="data", symmetric=False, array=lengths(frame[hi].astype(float) - y),
+                arrayminus=lengths(y - frame[lo].astype(float)), thickness=1.2, width=4)
 
 
 def _hover(frame: pd.DataFrame, x: str, y: str, extra: tuple[str, ...] = ()) -> tuple[list | None, str]:

