@@ -97,7 +97,7 @@ if not spec_best.empty:
         f" ± {(top['speedup_hi'] - top['speedup_lo']) / 2:.2f}" if bounded else ""),
                    delta="95% interval over repeats" if bounded else "single run: no interval",
                    delta_color="off", delta_arrow="off", help=explore.point_label(top))
-    cols[3].metric("Slower than baseline", f"{counts['slower']} of {counts['setups']} setups",
+    cols[3].metric("Slower than baseline", f"{counts['slower']} of {counts['setups']}",
                    help="Speculative setups whose best K is below 1× (slower than the baseline) at one "
                         "or more of their measured operating points.")
 
