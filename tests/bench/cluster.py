@@ -110,8 +110,8 @@ def main() -> None:
             for node in nodes:
                 for pid in vllm_servers(descendants(raylet_pid(node))):
                     argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-                    spec_config = f'"method": "{method}", "num_speculative_tokens": {k},'
-                    if (spec_config in argv) if k else "--speculative-config" not in argv:
+                    spec_config = f'"method": "{method}", "num_speculative_tokens": {k}'
+                    if any(spec_config + end in argv for end in ",}") if k else "--speculative-config" not in argv:
                         killed.update(at=time.time(), group=f"{method} K={k}", server=pid)
                         ray_cluster.remove_node(node, allow_graceful=False)
                         print(f"killed the node serving {method} K={k} (vLLM server {pid}) after its first cell",
