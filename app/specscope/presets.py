@@ -43,9 +43,10 @@ class MethodEntry(BaseModel):
     params: dict = Field(default_factory=dict)
 
     def speculative_config(self, k: int | None = None, *, vllm_version: str | None = None,
-                           accepted: frozenset[str] | None = None) -> dict:
-        """The speculative_config dict, with ``local:`` model names resolved to prepared paths."""
-        params = dict(self.params)
+                           accepted: frozenset[str] | None = None, extra: dict | None = None) -> dict:
+        """The speculative_config dict, with ``local:`` model names resolved to prepared paths;
+        ``extra`` keys (e.g. synthetic acceptance) join the preset's."""
+        params = {**self.params, **(extra or {})}
         if isinstance(params.get("model"), str):
             params["model"] = models.resolve(params["model"])
         return catalog.build(self.kind, self.k if k is None else k, params,

@@ -109,6 +109,7 @@ class SweepSpec:
     baseline_alongside: bool = False
     servers: tuple[tuple[str, str, int], ...] = ()  # (name, method, K) of known servers to measure
     k_schedule: str | None = None  # a schedule measured beside the fixed K: its text, or "auto"
+    synthetic_acceptance: float | None = None  # drafts accepted at rate alpha^i (a step-cost calibration)
 
     def __post_init__(self):
         if self.repeats < 1:
@@ -130,6 +131,8 @@ class SweepSpec:
             raise ConfigError("The output length must be at least 1 token.")
         if self.k_schedule is not None:
             object.__setattr__(self, "k_schedule", _schedule_text(self))
+        if self.synthetic_acceptance is not None and not 0.0 <= self.synthetic_acceptance <= 1.0:
+            raise ConfigError("The synthetic acceptance rate must lie between 0 and 1, e.g. 0.8.")
 
     def resolved_run_id(self, prompt_sha: str) -> str:
         """The given run id, else one derived from the spec and the prompt set's hash."""
@@ -137,7 +140,7 @@ class SweepSpec:
             return self.run_id
         key = {k: v for k, v in asdict(self).items() if k not in ("run_id", "label")}
         for name, default in (("repeats", 1), ("baseline_alongside", False), ("servers", ()),
-                              ("k_schedule", None)):
+                              ("k_schedule", None), ("synthetic_acceptance", None)):
             if key[name] == default:
                 del key[name]  # sweeps without them keep the run ids they always had
         # the host too: two machines running the same sweep into one shared store never share a run id
@@ -281,17 +284,21 @@ class PresetLauncher:
     """A Launcher on ``specscope.launch``: servers of one preset, one method and K at a time."""
 
     def __init__(self, preset: str, start_timeout: float = 600.0, reuse: bool = True,
-                 k_schedule: KSchedule | None = None, die_with_parent: bool = False):
+                 k_schedule: KSchedule | None = None, die_with_parent: bool = False,
+                 synthetic_acceptance: float | None = None):
         self.preset = preset
         self.start_timeout = start_timeout  # a CPU server on a busy machine can take minutes
         self.reuse = reuse  # False: every server is the sweep's own (e.g. fresh per cell)
         self.k_schedule = k_schedule  # speculative servers draft K by batch size (K = its maximum)
         self.die_with_parent = die_with_parent  # servers end with this process (a Ray task's)
+        self.synthetic_acceptance = synthetic_acceptance  # accept drafts at alpha^i, whatever they are
 
     def _plan(self, method: str, k: int, name: str | None = None,
               k_schedule: KSchedule | None = None) -> launch.LaunchPlan:
         k_schedule = k_schedule or (self.k_schedule if k else None)
-        return launch.plan_for(self.preset, method, k or None, name=name, k_schedule=k_schedule)
+        extra = synthetic_config(self.synthetic_acceptance, k) if k and self.synthetic_acceptance is not None \
+            else None
+        return launch.plan_for(self.preset, method, k or None, name=name, k_schedule=k_schedule, spec_extra=extra)
 
     def check(self, method: str, k: int, k_schedule: KSchedule | None = None) -> None:
         """Plan the server without starting it: ConfigError on a missing model, vLLM or package."""
@@ -368,12 +375,20 @@ def servers_spec(names: list[str] | tuple[str, ...], **fields) -> SweepSpec:
                      servers=chosen, **fields)
 
 
-def launcher_for(spec: SweepSpec) -> Launcher:
+def launcher_for(spec: SweepSpec, **options) -> Launcher:
     """The Launcher a spec needs: its known servers, else its preset's (fresh ones per cell
-    when ``restart_each_cell``)."""
+    when ``restart_each_cell``; drafts accepted synthetically when the spec says so)."""
     if spec.servers:
         return ServersLauncher(spec.servers)
-    return PresetLauncher(spec.preset, reuse=not spec.restart_each_cell)
+    return PresetLauncher(spec.preset, reuse=not spec.restart_each_cell,
+                          synthetic_acceptance=spec.synthetic_acceptance, **options)
+
+
+def synthetic_config(alpha: float, k: int) -> dict:
+    """speculative_config keys that accept draft position i with probability alpha^i (vLLM's
+    synthetic rejection sampler): a step's cost measured apart from the drafter's quality."""
+    return {"rejection_sample_method": "synthetic",
+            "synthetic_acceptance_rates": [round(alpha ** i, 6) for i in range(1, k + 1)]}
 
 
 def run_dir(run_id: str) -> Path:
@@ -429,7 +444,8 @@ def _with_hygiene(rows: list[dict], outputs: list[dict[str, str]]) -> list[dict]
         if row.get("method") == BASELINE_METHOD and out:
             baseline.setdefault(row.get("concurrency"), out)
     for row, out in ok:
-        if row.get("method") != BASELINE_METHOD and row.get("concurrency") in baseline:
+        lossy = '"synthetic"' in (row.get("method_params") or "")  # accepts drafts the target would not
+        if row.get("method") != BASELINE_METHOD and row.get("concurrency") in baseline and not lossy:
             row["lossless_mismatches"] = hygiene.lossless_mismatches(out, baseline[row["concurrency"]])
         row["hygiene"] = ",".join(hygiene.flags(row, repeats[key(row)]))
     return rows

