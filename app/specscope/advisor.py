@@ -32,7 +32,7 @@ import pandas as pd
 
 from specscope import theory
 from specscope.errors import InputError
-from specscope.schema import BASELINE_METHOD
+from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 
 __all__ = ["FAMILY_KEYS", "FamilyFit", "Advice", "Evidence", "MeasuredPoint", "fit_alpha", "fit_rates", "fit_cost",
            "fit_family", "fit_families", "advise", "family_label", "family_labels", "missing", "unfitted", "measured_crossover",
@@ -188,7 +188,7 @@ def unfitted(frame: pd.DataFrame) -> list[tuple[dict, str]]:
 
 def _families(frame: pd.DataFrame):
     """``(keys, rows)`` of each family with speculative rows in ``frame``."""
-    sd = frame[frame["method"] != BASELINE_METHOD]
+    sd = frame[(frame["method"] != BASELINE_METHOD) & (frame["source"] != CALIBRATION_SOURCE)]
     keyed = sd.assign(**{k: sd[k].astype(object).where(sd[k].notna(), "") for k in FAMILY_KEYS})
     for values, g in keyed.groupby(list(FAMILY_KEYS), sort=True):
         yield {k: (v if v != "" else None) for k, v in zip(FAMILY_KEYS, values)}, sd.loc[g.index]
@@ -267,7 +267,8 @@ def fit_families(frame: pd.DataFrame, train_smallest: int | None = None,
         except InputError as exc:
             skipped.append(str(exc))
     if not fits:
-        raise InputError(skipped[0])
+        raise InputError(skipped[0] if skipped else "Only step-cost calibration rows match; run or import "
+                         "results of a real drafter to fit.")
     return fits
 
 

@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 
 from specscope import settings, stats
-from specscope.schema import BASELINE_METHOD
+from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 from specscope.store import OWN_SOURCE, Store
 
-__all__ = ["SETUP_KEYS", "setup_label", "interval_text", "tie_text", "point_label", "best_k_table", "unmatched_setups",
+__all__ = ["SETUP_KEYS", "best_point", "setup_label", "interval_text", "tie_text", "point_label", "best_k_table", "unmatched_setups",
            "headline", "interval_summary", "speedup_vs_k", "k_sweep_setups", "best_k", "acceptance_vs_k",
            "by_concurrency", "curves_vs_concurrency", "crossovers", "crossover_caption", "bundled_sources", "bundled_summary", "per_position",
            "filtered_rows", "to_csv_bytes", "to_parquet_bytes"]
@@ -191,6 +191,13 @@ def headline(best: pd.DataFrame) -> dict[str, int]:
     slower = spec[spec["speedup"] < 1.0]["setup"].nunique()
     return {"setups": int(spec["setup"].nunique()), "slower": int(slower),
             "baselines": int(best[best["method"] == BASELINE_METHOD]["setup"].nunique())}
+
+
+def best_point(best: pd.DataFrame) -> pd.Series | None:
+    """The highest speedup of a real drafter (step-cost calibrations accept drafts synthetically)."""
+    spec = best[(best["method"] != BASELINE_METHOD) & (best["source"] != CALIBRATION_SOURCE)]
+    spec = spec.dropna(subset=["speedup"])
+    return None if spec.empty else spec.loc[spec["speedup"].idxmax()]
 
 
 def interval_summary(frame: pd.DataFrame) -> str:

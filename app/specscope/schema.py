@@ -9,9 +9,10 @@ from __future__ import annotations
 import pyarrow as pa
 
 __all__ = ["RESULT_SCHEMA", "REQUEST_SCHEMA", "RESULT_COLUMNS", "REQUEST_COLUMNS",
-           "LATENCY_METRICS", "BASELINE_METHOD"]
+           "LATENCY_METRICS", "BASELINE_METHOD", "CALIBRATION_SOURCE"]
 
 BASELINE_METHOD = "none"
+CALIBRATION_SOURCE = "calibration"  # synthetic-acceptance sweeps: step cost, not a method's speedup
 LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
 
 _fields: list[pa.Field] = [

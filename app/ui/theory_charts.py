@@ -13,7 +13,8 @@ import plotly.graph_objects as go
 
 from ui.chart_style import layout
 
-__all__ = ["tokens_per_step_figure", "speedup_vs_k_figure", "speedup_vs_concurrency_figure"]
+__all__ = ["tokens_per_step_figure", "speedup_vs_k_figure", "speedup_vs_concurrency_figure",
+           "measured_cost_figure"]
 
 CURVE_COLORS = ["#4C78A8", "#F58518", "#54A24B", "#B279A2"]
 POINT_COLOR = "#E45756"
@@ -105,3 +106,20 @@ def speedup_vs_concurrency_figure(curve: pd.DataFrame, measured: pd.DataFrame,
                                  name=f"stops paying ~{crossover:.0f}",
                                  line=dict(color=POINT_COLOR, dash="dash")))
     return layout(fig, "Best-K speedup vs concurrency", "concurrency", "speedup ×", log_x=True, height=400)
+
+
+def measured_cost_figure(rows: pd.DataFrame, title: str) -> go.Figure:
+    """Predicted speedup vs K per concurrency on a measured step cost (``calibrate.what_if`` rows):
+    a line per concurrency, markers where that K and concurrency were themselves calibrated."""
+    fig = go.Figure()
+    for i, (conc, line) in enumerate(rows.groupby("concurrency", sort=True)):
+        color = CURVE_COLORS[i % len(CURVE_COLORS)]
+        fig.add_trace(go.Scatter(
+            x=line["k"], y=line["speedup"], mode="lines", name=f"concurrency {conc:g}",
+            line=dict(color=color, width=2.5), customdata=line["cost"],
+            hovertemplate="K=%{x}<br>predicted %{y:.3f}×<br>step cost %{customdata:.3f}<extra></extra>"))
+        measured = line[line["measured_cost"]]
+        fig.add_trace(go.Scatter(x=measured["k"], y=measured["speedup"], mode="markers", showlegend=False,
+                                 marker=dict(color=color, size=9), hoverinfo="skip"))
+    fig.add_hline(y=1.0, line=dict(color="#888", dash="dot", width=1))
+    return layout(fig, html.escape(title), "speculative tokens K", "predicted speedup (×)", height=400)

@@ -82,7 +82,7 @@ except SpecScopeError as exc:
     st.stop()
 
 counts = explore.headline(best)
-spec_best = best[best["method"] != "none"].dropna(subset=["speedup"])
+top = explore.best_point(best)
 cols = st.columns(4)
 cols[0].metric("Result rows", len(rows), help="Rows of the results files after the filters: one per "
                "measured configuration (model, method, K, concurrency) of a run, baselines included.")
@@ -90,8 +90,7 @@ cols[1].metric("Speculative setups", counts["setups"],
                help="A setup is one model · method (draft) · dataset · hardware from one source. Counted: "
                     "setups with speculative decoding that have a matching baseline, so a speedup "
                     f"(besides {counts['baselines']} baseline setups).")
-if not spec_best.empty:
-    top = spec_best.loc[spec_best["speedup"].idxmax()]
+if top is not None:
     bounded = pd.notna(top["speedup_lo"]) and pd.notna(top["speedup_hi"])
     cols[2].metric("Best speedup", f"{top['speedup']:.2f}×" + (
         f" ± {(top['speedup_hi'] - top['speedup_lo']) / 2:.2f}" if bounded else ""),

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from specscope import advisor, schedule, theory
+from specscope import advisor, calibrate, schedule, theory
 from specscope.errors import SpecScopeError
 from ui import cache, theory_charts
 from ui.common import or_stop, show_error
@@ -129,6 +129,37 @@ if advice["speculative_config"]:
 st.dataframe(pd.DataFrame(advice["ranges"]), hide_index=True, width="stretch")
 st.caption("Measured: every candidate K was measured at that batch size (as concurrency) and the best "
            "one is taken; predicted: the fit's best K, never above the K of a smaller batch.")
+
+st.subheader("Step cost measured on this hardware")
+calibrations = cache.built("theory_calibrations", lambda: calibrate.calibrations(frame), frame)
+if not calibrations:
+    st.caption("No step-cost calibration is stored. `specscope calibrate --preset PRESET --method draft_model "
+               "--prompts FILE` measures what a speculative step costs here, with vLLM accepting drafts "
+               "synthetically, so speedups can be predicted for a drafter of any acceptance.")
+else:
+    matched = calibrate.find(calibrations, fit.keys)
+    names = [c.label for c in calibrations]
+    left, right = st.columns([3, 1])
+    name = left.selectbox("Calibration (model · method · hardware)", names, key="theory_calibration",
+                          index=calibrations.index(matched) if matched else 0)
+    calibration = calibrations[names.index(name)]
+    what_alpha = right.slider("What if the drafter accepted α", 0.05, 0.99, 0.70, 0.01, key="theory_whatif_alpha")
+    k_calibrated = int(calibration.cells["k"].max())
+    what = calibrate.what_if(calibration, what_alpha, range(1, max(8, k_calibrated) + 1))
+    st.plotly_chart(cache.built("theory_fig_what_if", lambda: theory_charts.measured_cost_figure(
+        what, f"Predicted on the measured step cost, α={what_alpha:.2f}"), what),
+                    width="stretch", key="theory_fig_what_if")
+    st.caption("Predicted, not measured: tokens per step from α, over the step cost measured at each "
+               "calibrated K and concurrency (dots) and interpolated between them (lines). The cost was "
+               "measured with drafts accepted synthetically, so it does not depend on the drafter's quality.")
+    if calibration is matched:
+        checked = cache.built("theory_calibration_check", lambda: calibrate.compare(fit, calibration),
+                              fit.rows, calibration.cells)
+        st.markdown(f"**{chosen}**: its measured acceptance on the measured step cost, beside what it measured")
+        st.dataframe(checked, hide_index=True, width="stretch", column_config={
+            "measured": st.column_config.NumberColumn("measured ×", format="%.3f"),
+            "predicted": st.column_config.NumberColumn("predicted ×", format="%.3f"),
+            "rel_err": st.column_config.NumberColumn("error", format="percent")})
 
 with st.expander("Evidence: fit and measured points", expanded=False):
     ev = answer.evidence

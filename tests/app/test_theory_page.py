@@ -96,3 +96,22 @@ def test_held_out_view_marks_points_not_fitted(page_env, ruiz_parquet):
     fitted = _figure(at, "Fitted at concurrency 1: speedup vs K")
     names = [t.get("name", "") for t in fitted["data"] if t.get("mode") == "markers"]
     assert any("held out" in n for n in names) and any("fit on" in n for n in names)
+
+
+def test_measured_step_cost_predicts_for_any_alpha_and_for_the_prompt_set(page_env):
+    import calibration_rows
+    from specscope import settings, theory
+
+    calibration_rows.write(settings.results_dir())
+    at = _run()
+    assert [o for o in at.selectbox(key="theory_group").options if "calibration" in o] == []
+    assert at.selectbox(key="theory_calibration").value == "m · draft_model + d · cpu-2core"
+    at.slider(key="theory_whatif_alpha").set_value(0.5).run()
+    assert not at.exception
+    figure = _figure(at, "Predicted on the measured step cost, α=0.50")
+    line = next(t for t in figure["data"] if t.get("name") == "concurrency 1")
+    d0, d1 = calibration_rows.D0[1], calibration_rows.D1[1]
+    assert _values(line["y"])[:2] == pytest.approx([theory.tokens_per_step(0.5, k) / (d0 + d1 * k) for k in (1, 2)])
+    checked = next(d.value for d in at.dataframe if "rel_err" in d.value.columns).set_index(["concurrency", "k"])
+    assert checked.loc[(2, 3), "measured"] == pytest.approx(calibration_rows.HELD_OUT / calibration_rows.BASE[2])
+    assert any("Predicted, not measured" in c.value for c in at.caption)

@@ -10,7 +10,7 @@ from pathlib import Path
 from specscope import bench, hygiene, prompts, sweep
 from specscope.errors import ConfigError
 
-__all__ = ["register"]
+__all__ = ["register", "run", "ProgressBar"]
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -72,10 +72,15 @@ def _bench(args: argparse.Namespace) -> int:
         spec = sweep.servers_spec(args.servers, **fields)
     else:
         spec = sweep.SweepSpec(preset=args.preset, methods=args.methods, ks=args.k, **fields)
-    if args.ray is not None:
+    return run(spec, args.ray)
+
+
+def run(spec: sweep.SweepSpec, ray: str | None = None) -> int:
+    """Run a sweep here or on Ray (``ray``: an address, "" for the default) and print its summary."""
+    if ray is not None:
         from specscope import cluster
 
-        result = cluster.run_on_ray(spec, address=args.ray or None, progress=ProgressBar())
+        result = cluster.run_on_ray(spec, address=ray or None, progress=ProgressBar())
         for group in result.groups:
             what = f"schedule {group['k_schedule']}" if group["k_schedule"] else f"K={group['k']}"
             print(f"  {group['method']} {what}: node {group['node'][:12]} ({group['host']}), "

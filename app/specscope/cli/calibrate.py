@@ -1,0 +1,100 @@
+"""``specscope calibrate``: measure a speculative step's cost on this hardware with synthetic
+acceptance, then predict speedups for a drafter of any acceptance (or the prompt set's own)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from specscope import advisor, calibrate, prompts
+from specscope.cli.bench import _ints, run
+from specscope.errors import InputError
+from specscope.store import Store
+
+__all__ = ["register"]
+
+
+def _report(found: list[calibrate.Calibration], alpha: float, as_json: bool) -> None:
+    fits = {}
+    try:
+        fits = {id(c): f for f in advisor.fit_families(Store().speedup()) if (c := calibrate.find(found, f.keys))}
+    except InputError:
+        pass  # no real results: the what-if alone
+    out = []
+    for calibration in found:
+        ks = sorted(int(k) for k in calibration.cells["k"].unique())
+        ks = list(range(1, max(ks) + 1))
+        entry = {"calibration": calibration.keys, "step_cost": calibration.groups.to_dict("records"),
+                 "what_if": {"alpha": alpha, "rows": calibrate.what_if(calibration, alpha, ks).to_dict("records")}}
+        fit = fits.get(id(calibration))
+        if fit is not None:
+            measured = calibrate.with_measured_cost(fit, calibration)
+            entry["prompt_set"] = {"family": fit.keys, "rows": [
+                {"concurrency": c, "k": k, "predicted": measured.predict(k, c)}
+                for c in calibration.curve.concurrencies for k in ks]}
+        out.append(entry)
+    if as_json:
+        print(json.dumps(out, indent=1, default=str))
+        return
+    for entry, calibration in zip(out, found):
+        print(f"{calibration.label}: step cost D(K) in baseline steps, measured with synthetic acceptance")
+        for group in entry["step_cost"]:
+            print(f"    concurrency {group['concurrency']:g}: D(K) = {group['d0']:.3f} + {group['d1']:.3f}·K "
+                  f"(K {group['ks']})")
+        print(f"    a drafter accepting each position with α={alpha:g} (predicted; * = K and concurrency calibrated):")
+        for row in entry["what_if"]["rows"]:
+            mark = "*" if row["measured_cost"] else " "
+            print(f"      c={row['concurrency']:g} K={row['k']}{mark} {row['speedup']:.3f}x")
+        if "prompt_set" in entry:
+            print(f"    with the acceptance measured on {advisor.family_label(entry['prompt_set']['family'])} "
+                  "(predicted):")
+            for row in entry["prompt_set"]["rows"]:
+                print(f"      c={row['concurrency']:g} K={row['k']} {row['predicted']:.3f}x")
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    if not args.show:
+        if not (args.preset and args.method and args.prompts):
+            raise InputError("Give --preset, --method and --prompts to calibrate, or --show for stored calibrations.")
+        prompt_path = Path(args.prompts)
+        prompts.load(prompt_path)
+        spec = calibrate.sweep_spec(args.preset, args.method, args.k, args.concurrency, prompt_path.resolve(),
+                                    alpha=args.alpha, num_prompts=args.num_prompts, output_len=args.output_len,
+                                    repeats=args.repeats, run_id=args.run_id)
+        status = run(spec, args.ray)
+        if status:
+            return status
+    found = calibrate.calibrations(Store().speedup({"source": [calibrate.CALIBRATION_SOURCE]}))
+    if not found:
+        raise InputError("No step-cost calibration is stored yet; run specscope calibrate --preset P "
+                         "--method draft_model --prompts FILE.")
+    _report(found, args.alpha, args.json)
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add ``specscope calibrate``."""
+    parser = subparsers.add_parser(
+        "calibrate", help="measure a speculative step's cost with synthetic acceptance, predict speedups",
+        description="Sweep the baseline and one method at each K and concurrency with vLLM's synthetic "
+                    "rejection sampler (draft position i accepted with probability alpha^i): the step "
+                    "cost D(K, concurrency) on this hardware, apart from the drafter's quality. Prints it, "
+                    "the speedup of a drafter with acceptance --alpha, and, where real results of the same "
+                    "model and method exist, the speedups their measured acceptance predicts.")
+    parser.add_argument("--preset", help="preset name (see launchers/)")
+    parser.add_argument("--method", help="a method drafting every step: draft_model, eagle, eagle3, mtp")
+    parser.add_argument("--k", type=_ints, default=(1, 2, 4), help="K values, e.g. 1,2,4")
+    parser.add_argument("--concurrency", type=_ints, default=(1, 4), help="e.g. 1,4,16")
+    parser.add_argument("--prompts", help="prompt set file")
+    parser.add_argument("--num-prompts", type=int, default=None, help="requests per cell (default: the set's size)")
+    parser.add_argument("--output-len", type=int, default=64, help="tokens per request (default %(default)s)")
+    parser.add_argument("--repeats", type=int, default=1, help="measure every cell N times, interleaved")
+    parser.add_argument("--alpha", type=float, default=calibrate.DEFAULT_ALPHA,
+                        help="synthetic acceptance (and the what-if's), per position alpha^i (default %(default)s)")
+    parser.add_argument("--run-id", default=None, help="default: derived from the sweep, so reruns resume")
+    parser.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                        help="run the server groups on a Ray cluster (see specscope bench --ray)")
+    parser.add_argument("--show", action="store_true", help="print stored calibrations without measuring")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(func=_calibrate)

