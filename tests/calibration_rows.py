@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from specscope import store
@@ -15,7 +16,10 @@ HELD_OUT = 21.0  # tok/s of the real drafter at K=3, concurrency 2 (a cell never
 
 def _row(source, method, k, conc, throughput, rates=None):
     al = 1.0 + sum(rates) if rates else None
-    return {"run_id": f"run-{source}", "source": source, "model": "m", "draft_model": "d" if k else None,
+    config = {"method": method, "num_speculative_tokens": k} if k else None
+    if config and source == "calibration":
+        config.update(rejection_sample_method="synthetic", synthetic_acceptance_rates=list(rates))
+    return {"method_params": json.dumps(config) if config else None, "run_id": f"run-{source}", "source": source, "model": "m", "draft_model": "d" if k else None,
             "method": method, "k": k, "dataset": "set", "hardware": "cpu-2core", "host": "h",
             "output_len": 64, "temperature": 0.0, "concurrency": conc, "output_throughput": throughput,
             "status": "ok", "acceptance_length": al, "acceptance_rate": (al - 1.0) / k if k else None,

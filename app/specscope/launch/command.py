@@ -39,6 +39,7 @@ class VllmInstall:
     methods: frozenset[str] | None = None  # its SpeculativeMethod names; None = not known
     per_request_args: tuple[str, ...] = ()  # its flags for per-request SD figures (none: it has none)
     k_schedule: bool = False                # it takes num_speculative_tokens_per_batch_size
+    synthetic: bool = True                  # its sampler runs rejection_sample_method "synthetic"
     python: str = field(default=sys.executable)
 
 
@@ -101,6 +102,10 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
                                            extra=spec_extra if entry.kind != "none" else None)
     if k_schedule is not None:
         spec_config = k_schedule.speculative_config(spec_config)
+    if spec_config.get("rejection_sample_method") == "synthetic" and not vllm.synthetic:
+        raise ConfigError(f"{vllm.dist} {vllm.version} cannot accept drafts synthetically: its CPU rejection "
+                          "sampler has no synthetic mode and the server would fail at its first speculative "
+                          "step; measure the step cost at the drafter's own acceptance, or on a GPU server.")
     model_path = preset.resolved_model()
     if model_path.startswith(("/", ".", "~")) and not Path(model_path).expanduser().exists():
         raise ConfigError(f"The model path {model_path} does not exist; fix 'model' in {preset.path.name}.")

