@@ -158,7 +158,7 @@ else:
     if calibration is matched:
         checked = cache.built("theory_calibration_check", lambda: calibrate.compare(fit, calibration),
                               fit.rows, calibration.cells)
-        st.markdown(f"**{chosen}**: its measured acceptance on the measured step cost, beside what it measured")
+        st.markdown("**The chosen group's acceptance on the measured step cost**, predicted beside measured:")
         st.dataframe(checked, hide_index=True, width="stretch", column_config={
             "measured": st.column_config.NumberColumn("measured ×", format="%.3f"),
             "predicted": st.column_config.NumberColumn("predicted ×", format="%.3f"),
