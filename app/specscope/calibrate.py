@@ -72,8 +72,9 @@ class Calibration:
 
     @property
     def label(self) -> str:
-        """``model · method [+ draft] · hardware``, for menus."""
-        method = self.keys["method"] + (f" + {self.keys['draft_model']}" if self.keys.get("draft_model") else "")
+        """``model · method [+ draft] · hardware``, for menus (a local draft path by its folder name)."""
+        draft = self.keys.get("draft_model")
+        method = self.keys["method"] + (f" + {Path(draft).name if draft.startswith('/') else draft}" if draft else "")
         return f"{self.keys['model']} · {method} · {self.keys.get('hardware') or 'no hardware'}"
 
     def cost(self, k: int, concurrency: float) -> float:

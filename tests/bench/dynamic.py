@@ -12,12 +12,14 @@ speedup over concurrency against the best single K's. Last line:
 ``dynamic schedule=<text> min_ratio=<min over c> mean_gain_vs_best_single_k=<ratio>``
 (targets: min_ratio >= 0.97, gain > 1.0).
 Run: .venv/bin/python tests/bench/dynamic.py [--k 1,2,4,6] [--concurrency 1,2,4,8,16] [--num-prompts 16]
+[--max-num-seqs 32]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 import time
@@ -46,11 +48,20 @@ def main() -> int:
     parser.add_argument("--concurrency", default="1,2,4,8,16")
     parser.add_argument("--num-prompts", type=int, default=16)
     parser.add_argument("--output-len", type=int, default=64)
+    parser.add_argument("--max-num-seqs", type=int, default=None,
+                        help="the largest batch the servers run (default: the preset's, 8), for concurrency "
+                             "beyond it; set in a copy of the preset in the bench's home")
     args = parser.parse_args()
     ks, concs = sweep.parse_ints(args.k), sweep.parse_ints(args.concurrency)
-    max_batch = int(presets.get_preset(PRESET).engine_args.get("max_num_seqs", 256))
     os.environ.setdefault("SPECSCOPE_MODELS", str(settings.models_dir()))  # the prepared model, before the new home
     os.environ.setdefault("SPECSCOPE_HOME", tempfile.mkdtemp(prefix="specscope-dynamic-"))
+    if args.max_num_seqs:
+        bundled = presets.get_preset(PRESET).path.read_text()
+        (settings.home() / "presets").mkdir(parents=True, exist_ok=True)
+        (settings.home() / "presets" / f"{PRESET}.toml").write_text(
+            re.sub(r"(?m)^max_num_seqs = \d+", f"max_num_seqs = {args.max_num_seqs}", bundled))
+    max_batch = int(presets.get_preset(PRESET).engine_args.get("max_num_seqs", 256))
+    print(f"servers run batches of up to {max_batch}", flush=True)
     models.prepare()
     common = dict(preset=PRESET, concurrencies=concs, prompts=PROMPTS, num_prompts=args.num_prompts,
                   output_len=args.output_len)
