@@ -10,7 +10,7 @@ import pytest
 
 from specscope import shared
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.cluster]
 
 RUN = Path(__file__).resolve().parents[1] / "captures" / "cpu-repeats-code-editing.parquet"  # a real CPU sweep
 POINTS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap(

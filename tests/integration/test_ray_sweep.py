@@ -14,7 +14,7 @@ import pytest
 from specscope import settings, store, sweep
 from specscope.errors import ConfigError
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 REPO = Path(__file__).resolve().parents[2]
 PROMPTS = (REPO / "data" / "prompts" / "code-editing.jsonl").resolve()
 
