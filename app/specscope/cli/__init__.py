@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import signal
 import sys
+import threading
 
 from specscope.errors import SpecScopeError
 
@@ -27,9 +29,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the command; a SpecScopeError prints one sentence and returns 1."""
+    """Run the command; a SpecScopeError prints one sentence and returns 1. SIGTERM (a job's time
+    limit, a pod deleted, ``kill``) stops a command like Ctrl-C: the servers it started are stopped
+    and finished results are kept."""
     args = build_parser().parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
         return int(args.func(args) or 0)
     except SpecScopeError as exc:
