@@ -133,6 +133,9 @@ class SweepSpec:
             object.__setattr__(self, "k_schedule", _schedule_text(self))
         if self.synthetic_acceptance is not None and not 0.0 <= self.synthetic_acceptance <= 1.0:
             raise ConfigError("The synthetic acceptance rate must lie between 0 and 1, e.g. 0.8.")
+        if self.synthetic_acceptance is not None and self.servers:
+            raise ConfigError("Synthetic acceptance is set when a server starts; sweep it with a preset, "
+                              "not with running servers.")
 
     def resolved_run_id(self, prompt_sha: str) -> str:
         """The given run id, else one derived from the spec and the prompt set's hash."""
@@ -375,13 +378,13 @@ def servers_spec(names: list[str] | tuple[str, ...], **fields) -> SweepSpec:
                      servers=chosen, **fields)
 
 
-def launcher_for(spec: SweepSpec, **options) -> Launcher:
+def launcher_for(spec: SweepSpec) -> Launcher:
     """The Launcher a spec needs: its known servers, else its preset's (fresh ones per cell
     when ``restart_each_cell``; drafts accepted synthetically when the spec says so)."""
     if spec.servers:
         return ServersLauncher(spec.servers)
     return PresetLauncher(spec.preset, reuse=not spec.restart_each_cell,
-                          synthetic_acceptance=spec.synthetic_acceptance, **options)
+                          synthetic_acceptance=spec.synthetic_acceptance)
 
 
 def synthetic_config(alpha: float, k: int) -> dict:

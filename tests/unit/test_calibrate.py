@@ -12,7 +12,7 @@ from specscope import advisor, calibrate, catalog, store, theory
 from specscope.errors import ConfigError
 from specscope.launch.command import VllmInstall, build
 from specscope.presets import MethodEntry, Preset
-from specscope.sweep import synthetic_config
+from specscope.sweep import SweepSpec, synthetic_config
 
 import calibration_rows
 from calibration_rows import BASE, D0, D1, HELD_OUT
@@ -91,6 +91,11 @@ def test_the_calibration_sweep_is_its_own_source_and_refuses_match_drafters():
     for method in ("ngram", "suffix", "none"):
         with pytest.raises(ConfigError):
             calibrate.sweep_spec("cpu-smollm2", method, (2,), (1,), PROMPTS)
+    with pytest.raises(ConfigError, match="between 0 and 1"):
+        calibrate.sweep_spec("cpu-smollm2", "draft_model", (2,), (1,), PROMPTS, alpha=1.5)
+    with pytest.raises(ConfigError, match="with running servers"):
+        SweepSpec(preset="cpu-smollm2", methods=(), ks=(), concurrencies=(1,), prompts=PROMPTS,
+                  servers=(("a", "draft_model", 2),), synthetic_acceptance=0.8)
 
 
 @pytest.fixture
