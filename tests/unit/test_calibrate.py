@@ -143,3 +143,21 @@ def test_a_calibration_of_another_hardware_is_not_used(calibrated_frame):
     found = calibrate.calibrations(calibrated_frame)
     (fit,) = advisor.fit_families(calibrated_frame)
     assert calibrate.find(found, {**fit.keys, "hardware": "1xH100"}) is None
+
+
+def test_the_cli_shows_stored_calibrations_with_the_prompt_sets_prediction(specscope_home, capsys):
+    from specscope import settings
+    from specscope.cli import main as cli_main
+
+    assert cli_main(["calibrate", "--show"]) == 1
+    assert "No step-cost calibration is stored yet" in capsys.readouterr().err
+    calibration_rows.write(settings.results_dir())
+    assert cli_main(["calibrate", "--show", "--alpha", "0.5", "--json"]) == 0
+    (entry,) = json.loads(capsys.readouterr().out)
+    assert [round(g["d1"], 6) for g in entry["step_cost"]] == [D1[1], D1[4]]
+    first = entry["what_if"]["rows"][0]
+    assert (first["k"], first["concurrency"]) == (1, 1.0)
+    assert first["speedup"] == pytest.approx(theory.tokens_per_step(0.5, 1) / (D0[1] + D1[1]))
+    held = next(r for r in entry["prompt_set"]["rows"] if (r["k"], r["concurrency"]) == (4, 1.0))
+    assert held["predicted"] == pytest.approx(calibration_rows.sd_throughput(1, 4, calibration_rows.REAL_RATES)
+                                              / BASE[1])

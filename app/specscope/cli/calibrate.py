@@ -15,10 +15,10 @@ from specscope.store import Store
 __all__ = ["register"]
 
 
-def _report(found: list[calibrate.Calibration], alpha: float, as_json: bool) -> None:
+def _report(frame, found: list[calibrate.Calibration], alpha: float, as_json: bool) -> None:
     fits = {}
     try:
-        fits = {id(c): f for f in advisor.fit_families(Store().speedup()) if (c := calibrate.find(found, f.keys))}
+        fits = {id(c): f for f in advisor.fit_families(frame) if (c := calibrate.find(found, f.keys))}
     except InputError:
         pass  # no real results: the what-if alone
     out = []
@@ -72,11 +72,12 @@ def _calibrate(args: argparse.Namespace) -> int:
         status = run(spec, args.ray)
         if status:
             return status  # the sweep's failures are printed; finished cells are kept
-    found = calibrate.calibrations(Store().speedup({"source": [calibrate.CALIBRATION_SOURCE]}))
+    frame = Store().speedup()
+    found = calibrate.calibrations(frame)
     if not found:
         raise InputError("No step-cost calibration is stored yet; run specscope calibrate --preset P "
                          "--method draft_model --prompts FILE.")
-    _report(found, args.alpha, args.json)
+    _report(frame, found, args.alpha, args.json)
     return 0
 
 
