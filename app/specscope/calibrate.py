@@ -22,7 +22,6 @@ cost is the same whatever is accepted, so where the installed vLLM has no synthe
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,7 @@ from specscope import advisor, theory
 from specscope.errors import ConfigError, InputError
 from specscope.launch.host import installed_vllm
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
-from specscope.sweep import SweepSpec
+from specscope.sweep import SweepSpec, is_synthetic
 
 __all__ = ["CALIBRATION_SOURCE", "MATCH_DRAFTERS", "DEFAULT_ALPHA", "sweep_spec", "synthetic_alpha", "Calibration",
            "calibrations", "find", "with_measured_cost", "what_if", "compare"]
@@ -112,8 +111,8 @@ def calibrations(frame: pd.DataFrame) -> list[Calibration]:
         table = pd.DataFrame(groups)
         curve = theory.CostCurve(tuple(table["concurrency"]), tuple(table["d0"]), tuple(table["d1"]))
         keys = {k: (v if v != "" else None) for k, v in zip(KEYS, values)}
-        synthetic = g["method_params"].fillna("").str.contains('"synthetic"').all()
-        out.append(Calibration(keys, cells, table, curve, bool(synthetic)))
+        synthetic = bool(g["method_params"].map(is_synthetic).all())
+        out.append(Calibration(keys, cells, table, curve, synthetic))
     return out
 
 
@@ -146,7 +145,7 @@ def what_if(calibration: Calibration, alpha: float, ks: Sequence[int],
             al = theory.tokens_per_step(alpha, k)
             cost = calibration.cost(k, conc)
             rows.append({"concurrency": float(conc), "k": int(k), "tokens_per_step": al, "cost": cost,
-                         "speedup": al / cost if cost > 0 else math.nan,
+                         "speedup": al / cost,  # cost >= 0.5: CostCurve keeps d0 there
                          "measured_cost": calibration.measured(k, conc)})
     return pd.DataFrame(rows)
 

@@ -59,7 +59,10 @@ from specscope.schema import BASELINE_METHOD
 
 __all__ = ["SweepSpec", "Cell", "Launcher", "RunningServer", "PresetLauncher", "ServersLauncher", "SweepResult",
            "SweepJob", "run_sweep", "parse_ints", "plan_cells", "run_dir", "finished_cells", "run_hygiene",
-           "launcher_for", "servers_spec"]
+           "launcher_for", "servers_spec", "synthetic_config", "is_synthetic"]
+
+SYNTHETIC = "synthetic"  # rejection_sample_method that accepts drafts at set rates, whatever they are
+
 
 @dataclass(frozen=True)
 class Cell:
@@ -390,8 +393,17 @@ def launcher_for(spec: SweepSpec) -> Launcher:
 def synthetic_config(alpha: float, k: int) -> dict:
     """speculative_config keys that accept draft position i with probability alpha^i (vLLM's
     synthetic rejection sampler): a step's cost measured apart from the drafter's quality."""
-    return {"rejection_sample_method": "synthetic",
+    return {"rejection_sample_method": SYNTHETIC,
             "synthetic_acceptance_rates": [round(alpha ** i, 6) for i in range(1, k + 1)]}
+
+
+def is_synthetic(method_params: str | None) -> bool:
+    """Whether a row's speculative_config (its ``method_params`` JSON) accepted drafts synthetically."""
+    try:
+        config = json.loads(method_params) if method_params else {}
+    except ValueError:
+        return False
+    return isinstance(config, dict) and config.get("rejection_sample_method") == SYNTHETIC
 
 
 def run_dir(run_id: str) -> Path:
@@ -447,7 +459,7 @@ def _with_hygiene(rows: list[dict], outputs: list[dict[str, str]]) -> list[dict]
         if row.get("method") == BASELINE_METHOD and out:
             baseline.setdefault(row.get("concurrency"), out)
     for row, out in ok:
-        lossy = '"synthetic"' in (row.get("method_params") or "")  # accepts drafts the target would not
+        lossy = is_synthetic(row.get("method_params"))  # accepts drafts the target would not
         if row.get("method") != BASELINE_METHOD and row.get("concurrency") in baseline and not lossy:
             row["lossless_mismatches"] = hygiene.lossless_mismatches(out, baseline[row["concurrency"]])
         row["hygiene"] = ",".join(hygiene.flags(row, repeats[key(row)]))

@@ -161,3 +161,11 @@ def test_the_cli_shows_stored_calibrations_with_the_prompt_sets_prediction(specs
     held = next(r for r in entry["prompt_set"]["rows"] if (r["k"], r["concurrency"]) == (4, 1.0))
     assert held["predicted"] == pytest.approx(calibration_rows.sd_throughput(1, 4, calibration_rows.REAL_RATES)
                                               / BASE[1])
+
+
+def test_a_row_is_synthetic_only_by_its_rejection_sample_method():
+    from specscope.sweep import is_synthetic
+
+    assert is_synthetic(json.dumps(catalog.build("draft_model", 2, {"model": "d", **synthetic_config(0.5, 2)})))
+    assert not is_synthetic(json.dumps({"method": "draft_model", "model": "org/synthetic"}))
+    assert not is_synthetic(None) and not is_synthetic("") and not is_synthetic("not json")

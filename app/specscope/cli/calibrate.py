@@ -23,8 +23,7 @@ def _report(frame, found: list[calibrate.Calibration], alpha: float, as_json: bo
         pass  # no real results: the what-if alone
     out = []
     for calibration in found:
-        ks = sorted(int(k) for k in calibration.cells["k"].unique())
-        ks = list(range(1, max(ks) + 1))
+        ks = list(range(1, int(calibration.cells["k"].max()) + 1))
         entry = {"calibration": calibration.keys, "step_cost": calibration.groups.to_dict("records"),
                  "what_if": {"alpha": alpha, "rows": calibrate.what_if(calibration, alpha, ks).to_dict("records")}}
         fit = fits.get(id(calibration))

@@ -102,7 +102,8 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
                                            extra=spec_extra if entry.kind != "none" else None)
     if k_schedule is not None:
         spec_config = k_schedule.speculative_config(spec_config)
-    if spec_config.get("rejection_sample_method") == "synthetic" and not vllm.synthetic:
+    synthetic = spec_config.get("rejection_sample_method") == "synthetic"
+    if synthetic and not vllm.synthetic:
         raise ConfigError(f"{vllm.dist} {vllm.version} cannot accept drafts synthetically: its CPU rejection "
                           "sampler has no synthetic mode and the server would fail at its first speculative "
                           "step; measure the step cost at the drafter's own acceptance, or on a GPU server.")
@@ -116,7 +117,7 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
     suffix = f"-k{k_used}" if k_used else ""
     if k_schedule is not None:
         suffix = "-ks" + k_schedule.text().replace(":", "k").replace(",", "_")
-    if spec_config.get("rejection_sample_method") == "synthetic":
+    if synthetic:
         suffix += "-synthetic"
     name = name or f"{preset.name}-{method}{suffix}"
     served = preset.served_model
