@@ -169,3 +169,16 @@ def test_a_row_is_synthetic_only_by_its_rejection_sample_method():
     assert is_synthetic(json.dumps(catalog.build("draft_model", 2, {"model": "d", **synthetic_config(0.5, 2)})))
     assert not is_synthetic(json.dumps({"method": "draft_model", "model": "org/synthetic"}))
     assert not is_synthetic(None) and not is_synthetic("") and not is_synthetic("not json")
+
+
+def test_a_ray_calibration_asks_the_nodes_for_synthetic_acceptance(specscope_home, monkeypatch):
+    from specscope.cli import calibrate as calibrate_cli
+    from specscope.cli import main as cli_main
+
+    sent = []
+    monkeypatch.setattr(calibrate_cli, "run", lambda spec, ray: sent.append((spec, ray)) or 1)
+    argv = ["calibrate", "--preset", "cpu-smollm2", "--method", "draft_model", "--prompts", str(PROMPTS)]
+    assert cli_main(argv + ["--ray", "127.0.0.1:6379"]) == 1
+    assert cli_main(argv + ["--ray", "127.0.0.1:6379", "--real-acceptance"]) == 1
+    assert [(spec.synthetic_acceptance, ray) for spec, ray in sent] == [
+        (calibrate.DEFAULT_ALPHA, "127.0.0.1:6379"), (None, "127.0.0.1:6379")]

