@@ -12,7 +12,6 @@ import ctypes
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
