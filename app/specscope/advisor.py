@@ -187,8 +187,11 @@ def unfitted(frame: pd.DataFrame) -> list[tuple[dict, str]]:
 
 
 def _families(frame: pd.DataFrame):
-    """``(keys, rows)`` of each family with speculative rows in ``frame``."""
+    """``(keys, rows)`` of each family with fixed-K speculative rows in ``frame`` (a K schedule's rows
+    are what advice is checked against, not what it is fitted on: their K is the schedule's maximum)."""
     sd = frame[(frame["method"] != BASELINE_METHOD) & (frame["source"] != CALIBRATION_SOURCE)]
+    if "k_schedule" in sd:
+        sd = sd[sd["k_schedule"].isna()]
     keyed = sd.assign(**{k: sd[k].astype(object).where(sd[k].notna(), "") for k in FAMILY_KEYS})
     for values, g in keyed.groupby(list(FAMILY_KEYS), sort=True):
         yield {k: (v if v != "" else None) for k, v in zip(FAMILY_KEYS, values)}, sd.loc[g.index]

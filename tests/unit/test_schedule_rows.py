@@ -70,3 +70,13 @@ def test_explorer_draws_the_schedule_as_its_own_curve(tmp_path):
     table = explore.best_k_table(explore.best_k(store))
     assert f"schedule {SCHEDULE} (max 4)" in set(table["K (draft tokens)"])
     assert "tied with K 4 (within noise)" in set(table["tied (within noise)"])
+
+
+def test_the_advisor_fits_fixed_k_rows_only(tmp_path):
+    """A schedule's rows carry its maximum K; fitted as K=4 they would lift K=4 at concurrency 4."""
+    from specscope import advisor
+
+    rows = [{**row, "acceptance_length": 1.0 + 0.4 * row["k"] if row["k"] else None} for row in _rows()]
+    write_results(rows, run_id="r1", directory=tmp_path)
+    [fit] = advisor.fit_families(Store(result_dirs=[tmp_path], request_dirs=[]).speedup())
+    assert fit.rows["k_schedule"].isna().all() and len(fit.rows) == 4
