@@ -15,6 +15,7 @@ that concurrency, predicted elsewhere), K=0 where no K pays, merged into ranges.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # only for the annotation: launch imports this module, and ne
     from specscope.advisor import FamilyFit
 
 __all__ = ["KRange", "KSchedule", "ScheduledPoint", "parse", "validate", "from_best", "advise_schedule",
-           "from_results", "SCHEDULE_KEY"]
+           "from_results", "drafting_nothing", "SCHEDULE_KEY"]
 
 SCHEDULE_KEY = "num_speculative_tokens_per_batch_size"
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?:(\d+)$")
@@ -49,8 +50,15 @@ class KSchedule:
 
     @property
     def max_k(self) -> int:
-        """The largest K the schedule drafts (the server's ``num_speculative_tokens``)."""
+        """The largest K the schedule drafts."""
         return max(r.k for r in self.ranges)
+
+    @property
+    def server_k(self) -> int:
+        """The server's ``num_speculative_tokens``: the largest K, at least 1 (vLLM's minimum). A
+        schedule drafting 0 everywhere is a speculative server that drafts nothing: what a K=0
+        range costs."""
+        return max(1, self.max_k)
 
     def k_at(self, batch_size: int) -> int:
         """K drafted at ``batch_size`` (gaps and the tail carry the previous range's K, as vLLM does)."""
@@ -67,10 +75,7 @@ class KSchedule:
 
     def speculative_config(self, base: Mapping) -> dict:
         """``base`` (a method's speculative_config) with this schedule and its maximum K."""
-        if self.max_k == 0:
-            raise ConfigError("This schedule drafts nothing at any batch size; run the server "
-                              "without speculative decoding instead.")
-        return {**base, "num_speculative_tokens": self.max_k, SCHEDULE_KEY: self.as_vllm()}
+        return {**base, "num_speculative_tokens": self.server_k, SCHEDULE_KEY: self.as_vllm()}
 
     def text(self) -> str:
         """The schedule as SpecScope writes it, e.g. ``1-2:4,3-8:2,9-256:1``."""
@@ -146,14 +151,38 @@ def from_best(best: Mapping[int, int]) -> KSchedule:
     return validate(ranges)
 
 
+def drafting_nothing(rows) -> dict[int, float]:
+    """Mean speedup per concurrency of the ``rows`` (a speedup frame) measured on servers whose
+    schedule drafts 0 at every batch size: what a K=0 range of a schedule delivers."""
+    if rows.empty or "k_schedule" not in rows:
+        return {}
+    zero = rows[rows["k_schedule"].map(lambda text: isinstance(text, str) and parse(text).max_k == 0)]
+    return {int(c): float(v) for c, v in zero.groupby("concurrency")["speedup"].mean().items()}
+
+
+def _at(measured: Mapping[int, float], size: int) -> float:
+    """``measured`` (by concurrency) at a batch size: linear in log2 between neighbours, held past the ends."""
+    sizes = sorted(measured)
+    lower = max((c for c in sizes if c <= size), default=sizes[0])
+    upper = min((c for c in sizes if c >= size), default=sizes[-1])
+    if lower == upper:
+        return measured[lower]
+    t = (math.log2(size) - math.log2(lower)) / (math.log2(upper) - math.log2(lower))
+    return measured[lower] + t * (measured[upper] - measured[lower])
+
+
 def advise_schedule(fit: FamilyFit, ks: Sequence[int] | None = None, max_batch: int = 256,
-                    allow_zero: bool = True) -> tuple[KSchedule, list[ScheduledPoint]]:
+                    allow_zero: bool = True, zero: Mapping[int, float] | None = None
+                    ) -> tuple[KSchedule, list[ScheduledPoint]]:
     """The best K at each batch size 1..``max_batch``: measured where every candidate K was measured
     at that concurrency (training rows only), predicted elsewhere.
 
     A predicted K never exceeds the K before it (the cost of a draft token only grows with
-    load, so a bounce back up is fit noise); measured choices stand as measured. Where no K pays (best speedup below 1) the schedule drafts 0
-    with ``allow_zero`` (the installed vLLM accepts it), otherwise the smallest K.
+    load, so a bounce back up is fit noise); measured choices stand as measured. With
+    ``allow_zero`` (the installed vLLM accepts it) a range drafts 0 where that beats every K.
+    ``zero`` is what drafting 0 measured on a speculative server, by concurrency
+    (``drafting_nothing``); without it, drafting 0 is assumed to run as fast as no speculation
+    (1.0x), which a speculative server may not. Without ``allow_zero``, the smallest K where none pays.
     """
     ks = sorted({int(k) for k in ks}) if ks else sorted({int(k) for k in fit.rows["k"]})
     means = fit.rows[fit.rows["train"]].groupby(["concurrency", "k"])["speedup"].mean()
@@ -166,14 +195,17 @@ def advise_schedule(fit: FamilyFit, ks: Sequence[int] | None = None, max_batch: 
         here = measured.get(size, {})
         from_measure = all(k in here for k in ks)
         by_k = {k: here[k] if from_measure else fit.predict(k, float(size)) for k in ks}
+        nothing = _at(zero, size) if zero else 1.0
         k = max(by_k, key=lambda key: (by_k[key], -key))
         speedup = by_k[k]
-        if speedup < 1.0:
-            k, speedup = (0, 1.0) if allow_zero else (ks[0], by_k[ks[0]])
+        if allow_zero and nothing > speedup:
+            k, speedup = 0, nothing
+        elif speedup < 1.0 and not allow_zero:
+            k, speedup = ks[0], by_k[ks[0]]
         if not from_measure and points and k > points[-1].k:
             # a larger batch never drafts more (not even after 0): fit noise must not make K bounce back
             k = points[-1].k
-            speedup = by_k[k] if k else 1.0
+            speedup = by_k[k] if k else nothing
         points.append(ScheduledPoint(size, k, float(speedup), from_measure))
     return from_best({p.batch_size: p.k for p in points}), points
 
@@ -184,8 +216,8 @@ def from_results(model: str, method: str, dataset: str | None = None, max_batch:
     from specscope import advisor, store  # pandas and DuckDB only when a schedule is fitted
 
     filters = {"model": [model], "method": [method], **({"dataset": [dataset]} if dataset else {})}
-    frame = store.Store().speedup(filters)
-    frame = frame[frame["k_schedule"].isna()]  # fixed-K cells only: a schedule is what is advised
+    stored = store.Store().speedup(filters)
+    frame = stored[stored["k_schedule"].isna()]  # fixed-K cells only: a schedule is what is advised
     if frame.empty or (frame["method"] == method).sum() == 0:
         raise ConfigError(f"No stored results of {model} with method {method}"
                           + (f" on {dataset}" if dataset else "") + "; run a sweep first, or give the schedule itself.")
@@ -193,14 +225,26 @@ def from_results(model: str, method: str, dataset: str | None = None, max_batch:
     if len(fits) > 1:
         names = "; ".join(f"{f.keys['dataset']} on {f.keys['hardware']}" for f in fits)
         raise ConfigError(f"Results of {len(fits)} setups match ({names}); pick one with --dataset.")
-    return advise_schedule(fits[0], max_batch=max_batch)[0]
+    return advise_schedule(fits[0], max_batch=max_batch, zero=drafting_nothing(_family_of(stored, fits[0])))[0]
 
 
-def advice(fit: FamilyFit, ks: Sequence[int] | None = None, max_batch: int = 256) -> dict:
+def _family_of(rows, fit: FamilyFit):
+    """The ``rows`` of ``fit``'s family (its model, method, draft, dataset and hardware)."""
+    keep = rows.index == rows.index
+    for column, value in fit.keys.items():
+        if column in rows:  # a missing key is None in the fit, NaN or "" in rows
+            keep &= rows[column].astype(object).where(rows[column].notna(), "") == (value or "")
+    return rows[keep]
+
+
+def advice(fit: FamilyFit, ks: Sequence[int] | None = None, max_batch: int = 256, rows=None) -> dict:
     """The advised schedule of one family as shown and printed: its text, the exact
     speculative_config (None when speculation pays nowhere), the batch sizes whose K was measured,
-    and per range its K and whether that K was measured or predicted by the fit."""
-    advised, points = advise_schedule(fit, ks=ks, max_batch=max_batch)
+    per range its K and whether that K was measured or predicted by the fit, and what drafting 0
+    was taken to cost. ``rows`` (a speedup frame) may hold the family's servers that drafted 0
+    (``drafting_nothing``); without them drafting 0 is assumed as fast as no speculation."""
+    zero = drafting_nothing(_family_of(rows, fit)) if rows is not None else {}
+    advised, points = advise_schedule(fit, ks=ks, max_batch=max_batch, zero=zero)
     measured = sorted({p.batch_size for p in points if p.measured})
     ranges = []
     for r in advised.ranges:
@@ -210,8 +254,10 @@ def advice(fit: FamilyFit, ks: Sequence[int] | None = None, max_batch: int = 256
                            "; predicted between" if len(inside) < r.end - r.start + 1 else "")
                        if inside else "predicted by the fit"})
     config = None if advised.max_k == 0 else advised.speculative_config({"method": fit.keys["method"]})
+    zero_text = ("measured on a server drafting 0: " + ", ".join(f"{v:.3f}x at {c}" for c, v in sorted(zero.items()))
+                 if zero else "assumed 1.000x (as without speculation): no server drafting 0 was measured")
     return {"family": fit.keys, "schedule": advised.text(), "speculative_config": config,
-            "measured_batch_sizes": measured, "ranges": ranges}
+            "measured_batch_sizes": measured, "ranges": ranges, "drafting_zero": zero_text}
 
 
 def of_config(config: Mapping | None) -> str | None:

@@ -223,8 +223,8 @@ def method_ks(spec: SweepSpec) -> list[tuple[str, int]]:
 
 
 def _schedule_k(text: str) -> int:
-    """A schedule's maximum K (0 for ``auto`` until it is advised)."""
-    return 0 if text == "auto" else schedule.parse(text).max_k
+    """A schedule server's K (0 for ``auto`` until it is advised)."""
+    return 0 if text == "auto" else schedule.parse(text).server_k
 
 
 @dataclass
@@ -629,7 +629,7 @@ def _advised(cell: Cell, run_id: str, dataset: str) -> Cell:
         raise ConfigError(f"No {cell.method} cell of this sweep was measured, so no schedule can be "
                           "advised; give the schedule itself.")
     advised = schedule.from_results(models[0], cell.method, dataset)
-    return Cell(cell.method, advised.max_k, cell.concurrency, cell.repeat, advised.text())
+    return Cell(cell.method, advised.server_k, cell.concurrency, cell.repeat, advised.text())
 
 
 def _drop_if_empty(run_id: str) -> None:

@@ -120,7 +120,7 @@ st.plotly_chart(cache.built("theory_concurrency", lambda: theory_charts.speedup_
                 width="stretch", key="theory_fig_concurrency")
 
 st.subheader("Advised K schedule (K by batch size)")
-advice = cache.built("theory_schedule", lambda: schedule.advice(fit, ks=candidates), fit.rows)
+advice = cache.built("theory_schedule", lambda: schedule.advice(fit, ks=candidates, rows=frame), fit.rows, frame)
 st.markdown(f"**{advice['schedule']}** (batch sizes 1-256). " + (
     "Start the server with this speculative_config:" if advice["speculative_config"]
     else "Speculation pays at no batch size: run the server without it."))
@@ -128,7 +128,8 @@ if advice["speculative_config"]:
     st.code(json.dumps(advice["speculative_config"]), language="json", wrap_lines=True)
 st.dataframe(pd.DataFrame(advice["ranges"]), hide_index=True, width="stretch")
 st.caption("Measured: every candidate K was measured at that batch size (as concurrency) and the best "
-           "one is taken; predicted: the fit's best K, never above the K of a smaller batch.")
+           "one is taken; predicted: the fit's best K, never above the K of a smaller batch. A range drafts 0 "
+           f"where that beats every K; drafting 0 is {advice['drafting_zero']}.")
 
 st.subheader("Step cost measured on this hardware")
 calibrations = cache.built("theory_calibrations", lambda: calibrate.calibrations(frame), frame)

@@ -2,17 +2,22 @@
 
 1. A sweep of the cpu-smollm2 preset: the baseline and ngram at each fixed K, every concurrency,
    a fresh server per (method, K), on the code-editing prompts.
+   One more ngram server drafts 0 at every batch size (``1-N:0``): what a K=0 range of a
+   schedule costs, which a speculative server pays even when it drafts nothing.
 2. The schedule advised from those cells (``schedule.advise_schedule``, up to the preset's
-   ``max_num_seqs``, the largest batch the server runs).
+   ``max_num_seqs``, the largest batch the server runs), drafting 0 only where that measured
+   better than every K.
 3. One ngram server started with that schedule, measured at the same concurrencies (its speedup
    divides by step 1's baseline).
 
-Prints per concurrency the schedule's throughput over the best fixed K's, then the schedule's mean
-speedup over concurrency against the best single K's. Last line:
+Prints per concurrency every fixed K's speedup, drafting 0's and the schedule's, and the schedule's
+throughput over the best fixed K's (means over ``--repeats``); then the schedule's mean speedup over
+concurrency against the best single K's, and what picking the measured best K at every
+concurrency would give (the most a schedule can gain). Last line:
 ``dynamic schedule=<text> min_ratio=<min over c> mean_gain_vs_best_single_k=<ratio>``
 (targets: min_ratio >= 0.97, gain > 1.0).
 Run: .venv/bin/python tests/bench/dynamic.py [--k 1,2,4,6] [--concurrency 1,2,4,8,16] [--num-prompts 16]
-[--max-num-seqs 32]
+[--max-num-seqs 32] [--repeats 2]
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ def main() -> int:
     parser.add_argument("--concurrency", default="1,2,4,8,16")
     parser.add_argument("--num-prompts", type=int, default=16)
     parser.add_argument("--output-len", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=1, help="each server measures every concurrency this "
+                                                               "many times, interleaved")
     parser.add_argument("--max-num-seqs", type=int, default=None,
                         help="the largest batch the servers run (default: the preset's, 8), for concurrency "
                              "beyond it; set in a copy of the preset in the bench's home")
@@ -64,39 +71,63 @@ def main() -> int:
     print(f"servers run batches of up to {max_batch}", flush=True)
     models.prepare()
     common = dict(preset=PRESET, concurrencies=concs, prompts=PROMPTS, num_prompts=args.num_prompts,
-                  output_len=args.output_len)
+                  output_len=args.output_len, repeats=args.repeats)
     started = time.monotonic()
-    fixed = sweep.run_sweep(sweep.SweepSpec(methods=("none", "ngram"), ks=ks, run_id="dynamic-fixed", **common),
+    nothing = f"1-{max_batch}:0"  # a speculative server drafting 0: what a K=0 range costs
+    fixed = sweep.run_sweep(sweep.SweepSpec(methods=("none", "ngram"), ks=ks, k_schedule=nothing,
+                                            run_id="dynamic-fixed", **common),
                             sweep.PresetLauncher(PRESET), progress=progress)
     measured(fixed)
     rows = Store().speedup({"run_id": [fixed.run_id]})
-    fit = advisor.fit_family(rows[rows["method"] == "ngram"])
-    advised, _ = schedule.advise_schedule(fit, max_batch=max_batch)
-    print(f"advised from the fixed-K cells: {advised.text()} "
+    ngram = rows[rows["method"] == "ngram"]
+    zero = schedule.drafting_nothing(ngram)
+    fit = advisor.fit_family(ngram[ngram["k_schedule"].isna()])
+    advised, _ = schedule.advise_schedule(fit, max_batch=max_batch, zero=zero)
+    print(f"advised from the fixed-K cells and drafting 0 measured: {advised.text()} "
           f"(fit error {fit.train_error():.1%}, {time.monotonic() - started:.0f} s so far)")
-    run = sweep.run_sweep(sweep.SweepSpec(methods=("ngram",), ks=(advised.max_k,), run_id="dynamic-schedule",
+    run = sweep.run_sweep(sweep.SweepSpec(methods=("ngram",), ks=(advised.server_k,), run_id="dynamic-schedule",
                                           label=f"schedule {advised.text()}", **common),
                           sweep.PresetLauncher(PRESET, k_schedule=advised), progress=progress)
     measured(run)
-    both = Store().speedup({"run_id": [fixed.run_id, run.run_id]})
-    sd = both[both["method"] == "ngram"]
-    fixed_rows, sched_rows = sd[sd["run_id"] == fixed.run_id], sd[sd["run_id"] == run.run_id]
+    report(Store().speedup({"run_id": [fixed.run_id, run.run_id]}), fixed.run_id, run.run_id, advised,
+           concs, max_batch)
+    print(f"{time.monotonic() - started:.0f} s in all")
+    return 0
+
+
+def spread(cell) -> str:
+    """A cell's speedup (repeats folded) and its 95% interval when it has one."""
+    row = cell.iloc[0]
+    bounded = row["speedup_lo"] == row["speedup_lo"] and row["speedup_hi"] == row["speedup_hi"]
+    return f"{row['speedup']:.3f}" + (f" [{row['speedup_lo']:.2f},{row['speedup_hi']:.2f}]" if bounded else "")
+
+
+def report(rows, fixed_id: str, schedule_id: str, advised: schedule.KSchedule,
+           concs: tuple[int, ...], max_batch: int) -> None:
+    """Per concurrency every fixed K's speedup, drafting 0 and the schedule; then the last line."""
+    sd = rows[rows["method"] == "ngram"]
+    fixed_rows = sd[(sd["run_id"] == fixed_id) & sd["k_schedule"].isna()]
+    sched_rows = sd[sd["run_id"] == schedule_id]
+    ks = sorted(int(k) for k in fixed_rows["k"].unique())
+    print(f"{'conc':>4} " + " ".join(f"{'K=' + str(k):>17}" for k in ks) + f" {'drafting 0':>17} "
+          f"{'schedule':>21} {'ratio':>6}   (speedups [95% interval over repeats])")
     ratios = []
-    print(f"{'conc':>4} {'best K':>6} {'tok/s':>7} {'schedule K':>10} {'tok/s':>7} {'ratio':>6}")
     for conc in concs:
         here = fixed_rows[fixed_rows["concurrency"] == conc]
-        best = here.loc[here["output_throughput"].idxmax()]
-        mine = float(sched_rows[sched_rows["concurrency"] == conc]["output_throughput"].iloc[0])
-        ratios.append(mine / float(best["output_throughput"]))
-        print(f"{conc:>4} {int(best['k']):>6} {best['output_throughput']:>7.1f} "
-              f"{advised.k_at(min(conc, max_batch)):>10} {mine:>7.1f} {ratios[-1]:>6.3f}")
+        mine = sched_rows[sched_rows["concurrency"] == conc]
+        best = here.groupby("k")["output_throughput"].mean().max()
+        ratios.append(float(mine["output_throughput"].mean()) / float(best))
+        cells = " ".join(f"{spread(here[here['k'] == k]):>17}" for k in ks)
+        zero_cell = sd[(sd["run_id"] == fixed_id) & sd["k_schedule"].notna() & (sd["concurrency"] == conc)]
+        print(f"{conc:>4} {cells} {spread(zero_cell) if len(zero_cell) else '-':>17} "
+              f"{'K=' + str(advised.k_at(min(conc, max_batch))) + ' ' + spread(mine):>21} {ratios[-1]:>6.3f}")
     single = fixed_rows.groupby("k")["speedup"].mean()
     mean_schedule = float(sched_rows["speedup"].mean())
     print(f"mean speedup over concurrency: schedule {mean_schedule:.3f}, best single K={int(single.idxmax())} "
-          f"{single.max():.3f}; {time.monotonic() - started:.0f} s in all")
+          f"{single.max():.3f}; the best K at each concurrency, as measured: "
+          f"{fixed_rows.groupby(['concurrency', 'k'])['speedup'].mean().groupby('concurrency').max().mean():.3f}")
     print(f"dynamic schedule={advised.text()} min_ratio={min(ratios):.3f} "
           f"mean_gain_vs_best_single_k={mean_schedule / single.max():.3f}")
-    return 0
 
 
 if __name__ == "__main__":

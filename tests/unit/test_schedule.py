@@ -44,8 +44,9 @@ def test_speculative_config_sets_the_maximum_k():
     config = schedule.parse("1-2:4,3-8:2,9-256:0").speculative_config({"method": "ngram", "prompt_lookup_max": 4})
     assert config == {"method": "ngram", "prompt_lookup_max": 4, "num_speculative_tokens": 4,
                       "num_speculative_tokens_per_batch_size": [[1, 2, 4], [3, 8, 2], [9, 256, 0]]}
-    with pytest.raises(ConfigError, match="drafts nothing"):
-        schedule.parse("1-8:0").speculative_config({"method": "ngram"})
+    # drafting 0 everywhere: a speculative server at vLLM's smallest maximum that drafts nothing
+    assert schedule.parse("1-8:0").speculative_config({"method": "ngram"}) == {
+        "method": "ngram", "num_speculative_tokens": 1, "num_speculative_tokens_per_batch_size": [[1, 8, 0]]}
 
 
 def test_from_best_merges_equal_neighbours():
@@ -112,6 +113,35 @@ def test_a_measured_zero_is_not_followed_by_a_predicted_k():
     _, points = schedule.advise_schedule(_Fit(), ks=[1, 4], max_batch=4)
     assert [(p.batch_size, p.k, p.measured) for p in points] == [(1, 4, False), (2, 0, True), (3, 0, False),
                                                                   (4, 0, False)]
+
+
+class _Loaded:
+    """K=1 loses a little at batch 8 and more at 32; every K is measured at 1, 8 and 32, and the
+    fit predicts a loss in between."""
+
+    rows = pd.DataFrame({"concurrency": [1, 1, 8, 8, 32, 32], "k": [1, 4] * 3,
+                         "speedup": [1.2, 1.4, 0.98, 0.95, 0.90, 0.80], "train": [True] * 6})
+
+    def predict(self, k: int, concurrency: float) -> float:
+        return 0.5
+
+
+def test_drafting_zero_counts_what_it_measured_not_the_baseline():
+    # assumed as fast as no speculation, 0 wins wherever no K reaches 1x
+    assumed, _ = schedule.advise_schedule(_Loaded(), ks=[1, 4], max_batch=32)
+    assert (assumed.k_at(1), assumed.k_at(8), assumed.k_at(32)) == (4, 0, 0)
+    # measured: drafting 0 costs 6% at 8 (K=1 is better there) and 5% at 32 (better than K=1 there)
+    measured, points = schedule.advise_schedule(_Loaded(), ks=[1, 4], max_batch=32, zero={8: 0.94, 32: 0.95})
+    assert (measured.k_at(1), measured.k_at(8), measured.k_at(32)) == (4, 1, 0)
+    assert points[31].speedup == pytest.approx(0.95)
+    assert points[15].speedup == pytest.approx(0.945)  # between 8 and 32, linear in log2 of the batch
+
+
+def test_drafting_nothing_reads_only_servers_that_draft_zero_everywhere():
+    rows = pd.DataFrame({"concurrency": [8, 8, 8, 32], "speedup": [0.93, 0.95, 1.3, 0.9],
+                         "k_schedule": ["1-32:0", "1-32:0", "1-8:4,9-32:0", None]})
+    assert schedule.drafting_nothing(rows) == {8: pytest.approx(0.94)}
+    assert schedule.drafting_nothing(rows.drop(columns="k_schedule")) == {}
 
 
 def test_a_predicted_k_never_rises_with_the_batch_not_even_after_zero(ruiz_fits, specscope_home):

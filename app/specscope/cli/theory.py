@@ -22,7 +22,7 @@ def _advise(args: argparse.Namespace) -> int:
         raise InputError("No results match these filters; `specscope import FILE` adds results.")
     fits = advisor.fit_families(frame, train_smallest=args.train_smallest)
     if args.schedule:
-        return _schedules(fits, args)
+        return _schedules(fits, args, frame)
     answers = []
     for fit in fits:
         concs = args.concurrency or sorted(int(c) for c in fit.rows["concurrency"].unique())
@@ -41,9 +41,9 @@ def _advise(args: argparse.Namespace) -> int:
     return 0
 
 
-def _schedules(fits: list[advisor.FamilyFit], args: argparse.Namespace) -> int:
+def _schedules(fits: list[advisor.FamilyFit], args: argparse.Namespace, frame) -> int:
     ks = list(range(1, args.max_k + 1)) if args.max_k else None
-    out = [schedule.advice(fit, ks=ks, max_batch=args.max_batch) for fit in fits]
+    out = [schedule.advice(fit, ks=ks, max_batch=args.max_batch, rows=frame) for fit in fits]
     if args.json:
         print(json.dumps(out, indent=1))
         return 0
@@ -51,7 +51,7 @@ def _schedules(fits: list[advisor.FamilyFit], args: argparse.Namespace) -> int:
         print(f"{advisor.family_label(entry['family'])}: {entry['schedule']}")
         where = ", ".join(map(str, entry["measured_batch_sizes"])) or "none"
         print(f"    measured best K at batch sizes {where}; predicted elsewhere "
-              f"(fit error {fit.train_error():.1%})")
+              f"(fit error {fit.train_error():.1%}); drafting 0 {entry['drafting_zero']}")
         print("    " + (f"--speculative-config '{json.dumps(entry['speculative_config'])}'"
                         if entry["speculative_config"] else "speculation pays at no batch size: run without it"))
     if not catalog.has_k_schedule():

@@ -97,7 +97,7 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
         if not vllm.k_schedule:
             raise ConfigError(f"{vllm.dist} {vllm.version} takes no K schedule "
                               "(num_speculative_tokens_per_batch_size); use a fixed --k or a newer vLLM.")
-        k = k_schedule.max_k
+        k = k_schedule.server_k
     spec_config = entry.speculative_config(k, vllm_version=vllm.version, accepted=vllm.methods,
                                            extra=spec_extra if entry.kind != "none" else None)
     if k_schedule is not None:
