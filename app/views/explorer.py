@@ -56,9 +56,12 @@ sources = or_stop(explore.bundled_sources, store())
 if not sources.empty:
     st.caption(explore.bundled_summary(sources) + " Each source's rows are kept apart: a speedup always "
                "divides by a baseline of the same source.")
-    with st.expander("Where the bundled results come from"):
-        st.dataframe(sources, hide_index=True, width="stretch", key="explorer_sources")
-        st.caption("Transcriptions keep the published digits; data/README.md lists every table and choice.")
+    # Drawn only when opened: a table's scripts would load ahead of the headline and first figure.
+    where = st.expander("Where the bundled results come from", key="explorer_sources_open", on_change="rerun")
+    if where.open:
+        with where:
+            st.dataframe(sources, hide_index=True, width="stretch", key="explorer_sources")
+            st.caption("Transcriptions keep the published digits; data/README.md lists every table and choice.")
 
 filters: dict[str, list] = {}
 run_id = st.query_params.get("run_id")

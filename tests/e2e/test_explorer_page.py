@@ -147,3 +147,15 @@ def test_explorer_draws_a_schedule_curve(streamlit_server, page, wait_idle, spec
     assert traces["schedule 1-4:4"]["dash"] == "dash" and traces["K=4"]["dash"] == "solid", traces
     assert traces["schedule 1-4:4"]["y"] == pytest.approx(traces["K=4"]["y"], rel=1e-9)
     assert "K=2" in traces
+
+
+def test_the_sources_table_is_drawn_only_once_opened(streamlit_server, page, wait_idle):
+    """The landing page loads no table scripts ahead of its headline; the table is there when asked for."""
+    page.goto(streamlit_server.url)
+    wait_idle(page)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
+    sources = page.locator("[data-testid='stExpander']").filter(has_text="Where the bundled results come from")
+    assert sources.locator("[data-testid='stDataFrame']").count() == 0
+    sources.get_by_text("Where the bundled results come from").click()
+    wait_idle(page)
+    sources.locator("[data-testid='stDataFrame']").wait_for(timeout=60_000)
