@@ -1,4 +1,4 @@
-"""SpecScope dashboard: navigation only. Run with `streamlit run app/main.py`."""
+"""SpecScope dashboard: the pages and their navigation (`streamlit run app/main.py` serves this)."""
 
 import streamlit as st
 

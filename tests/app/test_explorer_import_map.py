@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from specscope.store import Store
 
 pytestmark = pytest.mark.app
-MAIN = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
+MAIN = str(Path(__file__).resolve().parents[2] / "app" / "dashboard.py")
 FOREIGN = b"Method,Users,Tok/s,Spec tokens\nnosd,4,100,\nngram,4,130,3\n"
 
 

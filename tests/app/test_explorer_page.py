@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from specscope import importers
 
 pytestmark = pytest.mark.app
-MAIN = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
+MAIN = str(Path(__file__).resolve().parents[2] / "app" / "dashboard.py")
 
 
 def _run(at: AppTest) -> AppTest:

@@ -25,7 +25,7 @@ def _run(at: AppTest) -> AppTest:
 
 @pytest.fixture
 def runs_page(page_env):
-    at = AppTest.from_file(str(APP / "main.py"), default_timeout=90).run()
+    at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=90).run()
     at.switch_page("views/runs.py")
     return at
 

@@ -37,7 +37,7 @@ def kept_run(specscope_home, monkeypatch):
 
 
 def test_cells_show_intervals_and_the_run_shows_its_hygiene(kept_run):
-    at = AppTest.from_file(str(APP / "main.py"), default_timeout=90).run()
+    at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=90).run()
     at.switch_page("views/runs.py").run()
     at.selectbox(key="runs_view").set_value(kept_run).run()
     assert not at.exception, at.exception
@@ -59,7 +59,7 @@ def test_a_configured_ray_cluster_is_a_choice_and_a_dead_one_is_one_sentence(spe
     pytest.importorskip("ray")
     monkeypatch.syspath_prepend(str(APP))
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:9")
-    at = AppTest.from_file(str(APP / "main.py"), default_timeout=90).run()
+    at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=90).run()
     at.switch_page("views/runs.py").run()
     where = at.radio(key="runs_where")
     assert where.options == ["This machine", "Ray cluster at 127.0.0.1:9"] and where.value == "This machine"
@@ -76,7 +76,7 @@ def test_a_configured_ray_cluster_is_a_choice_and_a_dead_one_is_one_sentence(spe
     assert len(errors) == 1 and errors[0].endswith(
         ": No Ray cluster answers at 127.0.0.1:9; start one with `ray start --head` or give its address to --ray.")
     monkeypatch.delenv("RAY_ADDRESS")
-    at = AppTest.from_file(str(APP / "main.py"), default_timeout=90).run()
+    at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=90).run()
     at.switch_page("views/runs.py").run()
     assert not [r for r in at.radio if r.key == "runs_where"]
     st.cache_resource.clear()  # the failed job stays in this process's sweep registry otherwise

@@ -1,0 +1,40 @@
+"""Warming at server start: the landing pages run bare and fill the caches their viewers read."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from specscope import explore
+
+pytestmark = pytest.mark.app
+
+
+def test_warming_runs_the_landing_pages_and_fills_the_shared_caches(page_env, monkeypatch):
+    from ui import cache, warm
+
+    calls = []
+    query = explore.by_concurrency
+
+    @functools.wraps(query)
+    def counted(store, filters=None):
+        calls.append(filters)
+        return query(store, filters)
+
+    monkeypatch.setattr(explore, "by_concurrency", counted)
+    done = warm.warm()
+    assert set(done) == set(warm.LANDING)
+    assert all(isinstance(seconds, float) for seconds in done.values()), done  # no page failed bare
+    assert len(calls) == 1
+    best = cache.frame(explore.by_concurrency, {})  # what the first viewer's Explorer asks for
+    assert len(calls) == 1 and not best.empty
+
+
+def test_a_page_that_fails_while_warming_is_reported_not_raised(page_env, tmp_path, monkeypatch):
+    from ui import warm
+
+    (tmp_path / "views").mkdir()
+    (tmp_path / "views" / "broken.py").write_text("raise ValueError('no store here')\n")
+    monkeypatch.setattr(warm, "APP_DIR", tmp_path)
+    assert warm.warm(("views/broken.py",)) == {"views/broken.py": "ValueError: no store here"}
