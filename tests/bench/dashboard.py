@@ -16,7 +16,8 @@ and four panes at ~40 chunks/s together. The figure reported last is the fastest
 
 Last line: ``dashboard cpu_per_view_s=<N=10 server CPU / 10> landing_s=<N=1 Explorer until
 idle> ten_median_s=<N=10 Explorer median> live_p95_ms=<token arrival -> DOM>
-landing_cached_s=<the Explorer reopened in a browser that cached Streamlit's scripts>``
+landing_cached_s=<the Explorer reopened in a browser that cached Streamlit's scripts>
+floor_s=<a page with only a title and one small Plotly chart, opened the same way>``
 (targets: <= 0.5, <= 1.5, <= 15, <= 100). A new browser profile spends most of its landing
 compiling Streamlit's 4.7 MB Plotly chunk and fetching ~150 script files (each costs the server
 about 3 ms of CPU); a returning viewer does neither.
@@ -79,6 +80,15 @@ OBSERVE_PANES_JS = """() => {
 }"""
 
 
+# The floor under landing_s: a title and one small Plotly chart, nothing computed.
+FLOOR_PAGE = """import plotly.graph_objects as go
+import streamlit as st
+
+st.title("Explorer")
+st.plotly_chart(go.Figure(go.Scatter(x=[1, 2, 3], y=[1.0, 1.4, 1.2])))
+"""
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -88,13 +98,13 @@ def free_port() -> int:
 class Server:
     """``streamlit run app/main.py`` on a free port with its own empty SpecScope home."""
 
-    def __init__(self, home: Path):
+    def __init__(self, home: Path, script: Path = REPO / "app" / "main.py"):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "SPECSCOPE_HOME": str(home), "PYTHONPATH": str(REPO / "app")}
         self.log = open(home / "streamlit.log", "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(REPO / "app" / "main.py"),
+            [sys.executable, "-m", "streamlit", "run", str(script),
              "--server.headless", "true", "--server.port", str(self.port), "--server.address", "127.0.0.1",
              "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
             cwd=REPO, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -146,6 +156,24 @@ async def one_viewer(browser, url: str, *, revisit: bool = False) -> tuple[float
         return explorer, theory, time.perf_counter() - t2
     finally:
         await context.close()
+
+
+async def floor(browser) -> float:
+    """Landing seconds of the least a Streamlit page with one Plotly chart can cost (``FLOOR_PAGE``),
+    served and opened the same way as the Explorer."""
+    with tempfile.TemporaryDirectory(prefix="specscope-bench-") as home:
+        (Path(home) / "floor.py").write_text(FLOOR_PAGE)
+        server = Server(Path(home), script=Path(home) / "floor.py")
+        context = await browser.new_context(viewport={"width": 1600, "height": 1000})
+        page = await context.new_page()
+        try:
+            t0 = time.perf_counter()
+            await page.goto(server.url, timeout=TIMEOUT_MS, wait_until="commit")
+            await page.wait_for_function(IDLE_WITH_CHARTS_JS, arg="Explorer", timeout=TIMEOUT_MS, polling=20)
+            return time.perf_counter() - t0
+        finally:
+            await context.close()
+            server.stop()
 
 
 async def round_of(browser, n: int) -> dict:
@@ -236,6 +264,8 @@ async def main(sessions: list[int], speeds: list[float]) -> None:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             rounds = {}
+            least = await floor(browser)
+            print(f"floor: a page with a title and one Plotly chart lands in {least:.2f} s", flush=True)
             for n in sessions:
                 result = await round_of(browser, n)
                 rounds[n] = result
@@ -261,7 +291,7 @@ async def main(sessions: list[int], speeds: list[float]) -> None:
           f"landing_s={fmt(one and one['explorer'][0])} "
           f"ten_median_s={fmt(ten and statistics.median(ten['explorer']))} "
           f"live_p95_ms={'n/a' if p95 is None else f'{p95:.1f}'} "
-          f"landing_cached_s={fmt(one and one['again'][2])}")
+          f"landing_cached_s={fmt(one and one['again'][2])} floor_s={least:.3f}")
 
 
 if __name__ == "__main__":
