@@ -383,10 +383,11 @@ def servers_spec(names: list[str] | tuple[str, ...], **fields) -> SweepSpec:
 
 def launcher_for(spec: SweepSpec) -> Launcher:
     """The Launcher a spec needs: its known servers, else its preset's (fresh ones per cell
-    when ``restart_each_cell``; drafts accepted synthetically when the spec says so)."""
+    when ``restart_each_cell``; drafts accepted synthetically when the spec says so). Servers a
+    sweep starts end with the process running it, even when that process is killed outright."""
     if spec.servers:
         return ServersLauncher(spec.servers)
-    return PresetLauncher(spec.preset, reuse=not spec.restart_each_cell,
+    return PresetLauncher(spec.preset, reuse=not spec.restart_each_cell, die_with_parent=True,
                           synthetic_acceptance=spec.synthetic_acceptance)
 
 
