@@ -257,7 +257,22 @@ def advice(fit: FamilyFit, ks: Sequence[int] | None = None, max_batch: int = 256
     zero_text = ("measured on a server drafting 0: " + ", ".join(f"{v:.3f}x at {c}" for c, v in sorted(zero.items()))
                  if zero else "assumed 1.000x (as without speculation): no server drafting 0 was measured")
     return {"family": fit.keys, "schedule": advised.text(), "speculative_config": config,
-            "measured_batch_sizes": measured, "ranges": ranges, "drafting_zero": zero_text}
+            "measured_batch_sizes": measured, "ranges": ranges, "drafting_zero": zero_text,
+            "versus_fixed": _versus_fixed(fit, points)}
+
+
+def _versus_fixed(fit: FamilyFit, points: Sequence[ScheduledPoint]) -> dict | None:
+    """Over the batch sizes where every K was measured: the schedule's mean speedup (its choice at
+    each) against the best single K's. None without such batch sizes."""
+    sizes = [p.batch_size for p in points if p.measured]
+    if not sizes:
+        return None
+    train = fit.rows[fit.rows["train"] & fit.rows["concurrency"].isin(sizes)]
+    by_k = train.groupby(["concurrency", "k"])["speedup"].mean().groupby("k").mean()  # each size weighs the same
+    k = int(by_k.idxmax())
+    schedule_mean = sum(points[size - 1].speedup for size in sizes) / len(sizes)
+    return {"batch_sizes": sizes, "best_fixed_k": k, "fixed": float(by_k.max()), "schedule": schedule_mean,
+            "gain": schedule_mean / float(by_k.max())}
 
 
 def of_config(config: Mapping | None) -> str | None:

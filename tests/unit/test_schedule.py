@@ -119,6 +119,8 @@ class _Loaded:
     """K=1 loses a little at batch 8 and more at 32; every K is measured at 1, 8 and 32, and the
     fit predicts a loss in between."""
 
+    keys = {"method": "ngram"}
+
     rows = pd.DataFrame({"concurrency": [1, 1, 8, 8, 32, 32], "k": [1, 4] * 3,
                          "speedup": [1.2, 1.4, 0.98, 0.95, 0.90, 0.80], "train": [True] * 6})
 
@@ -203,3 +205,11 @@ def test_auto_schedule_asks_for_a_prompt_set_when_the_model_has_several(specscop
     store.write_results(rows, run_id="other-set-run")
     with pytest.raises(ConfigError, match="pick one with --dataset"):
         schedule.from_results("SmolLM2-135M-Instruct", "ngram", max_batch=8)
+
+
+def test_advice_sets_the_schedule_beside_the_best_fixed_k_where_every_k_was_measured():
+    versus = schedule.advice(_Loaded(), ks=[1, 4], max_batch=32)["versus_fixed"]
+    # measured at 1, 8 and 32: the schedule takes K=4 (1.4) at 1 and drafts 0 (assumed 1.0) at 8 and 32
+    assert versus["batch_sizes"] == [1, 8, 32] and versus["best_fixed_k"] == 4
+    assert versus["fixed"] == pytest.approx((1.4 + 0.95 + 0.80) / 3)
+    assert versus["schedule"] == pytest.approx((1.4 + 1.0 + 1.0) / 3)

@@ -52,6 +52,10 @@ def _schedules(fits: list[advisor.FamilyFit], args: argparse.Namespace, frame) -
         where = ", ".join(map(str, entry["measured_batch_sizes"])) or "none"
         print(f"    measured best K at batch sizes {where}; predicted elsewhere "
               f"(fit error {fit.train_error():.1%}); drafting 0 {entry['drafting_zero']}")
+        if versus := entry["versus_fixed"]:
+            print(f"    at the measured batch sizes the schedule averages {versus['schedule']:.3f}x, fixed "
+                  f"K={versus['best_fixed_k']} {versus['fixed']:.3f}x ({versus['gain'] - 1:+.1%}); a schedule "
+                  "server may cost more than a fixed one at the same K (tests/bench/dynamic.py measures it)")
         print("    " + (f"--speculative-config '{json.dumps(entry['speculative_config'])}'"
                         if entry["speculative_config"] else "speculation pays at no batch size: run without it"))
     if not catalog.has_k_schedule():
