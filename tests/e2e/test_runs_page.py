@@ -19,10 +19,6 @@ DEV_MODELS = Path("/work/dev-models")
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 
 
-def _runs_page_in_main() -> bool:
-    return 'url_path="runs"' in (REPO / "app" / "main.py").read_text()
-
-
 @pytest.fixture
 def runs_app(streamlit_factory, specscope_home, tmp_path):
     if importlib.util.find_spec("vllm") is None:
@@ -31,13 +27,8 @@ def runs_app(streamlit_factory, specscope_home, tmp_path):
     if not (Path(models) / "SmolLM2-135M-Instruct" / "config.json").exists():
         pytest.skip("The CPU demo model is missing; run `specscope models prepare`")
     env = {"SPECSCOPE_MODELS": models, "PYTHONPATH": str(REPO / "app")}
-    if _runs_page_in_main():
-        server = streamlit_factory(home=specscope_home, env=env)
-        url = f"{server.url}/runs"
-    else:
-        server = streamlit_factory(home=specscope_home, env=env, entry=next((REPO / "app").glob("*/runs.py")))
-        url = server.url
-    yield url
+    server = streamlit_factory(home=specscope_home, env=env)
+    yield f"{server.url}/runs"
     from specscope import launch
 
     launch.stop_all()
