@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import html
+import math
 
 import plotly.graph_objects as go
 
-__all__ = ["PALETTE", "layout", "empty_figure"]
+__all__ = ["PALETTE", "LOG2_STEP", "layout", "empty_figure"]
 
 PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D",
            "#EECA3B", "#BAB0AC"]
+LOG2_STEP = math.log10(2)  # a log axis's dtick is in decades
 
 
 def layout(fig: go.Figure, title: str, x: str, y: str, *, log_x: bool = False, height: int = 460) -> go.Figure:
@@ -18,6 +20,8 @@ def layout(fig: go.Figure, title: str, x: str, y: str, *, log_x: bool = False, h
                       legend=dict(orientation="v", font=dict(size=11)),
                       margin=dict(l=60, r=20, t=60, b=50), height=height)
     fig.update_xaxes(title_text=x, type="log" if log_x else "linear")
+    if log_x:  # concurrency doubles: label 1, 2, 4, 8 ... (plotly's own log ticks add stray 2..9 digits)
+        fig.update_xaxes(tick0=0, dtick=LOG2_STEP)
     fig.update_yaxes(title_text=y)
     return fig
 

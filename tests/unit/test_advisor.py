@@ -169,6 +169,8 @@ def test_concurrency_figure_marks_crossover_in_data_units(ruiz_frame, monkeypatc
     marker = [t for t in fig.data if t.name.startswith("stops paying")]
     assert list(marker[0].x) == [crossover, crossover] and 128 < crossover < 256
     assert list(measured["concurrency"]) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    # ticks at every doubling from 1 (a log axis's dtick is in decades), not plotly's 2..9 digits
+    assert fig.layout.xaxis.tick0 == 0 and 2 ** (1 / fig.layout.xaxis.dtick) == pytest.approx(10)
 
 
 def test_advisor_does_not_rank_k_it_cannot_tell_apart(tmp_path):
