@@ -35,7 +35,8 @@ from specscope.errors import InputError
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 
 __all__ = ["FAMILY_KEYS", "FamilyFit", "Advice", "Evidence", "MeasuredPoint", "fit_alpha", "fit_rates", "fit_cost",
-           "fit_family", "fit_families", "advise", "family_label", "family_labels", "missing", "unfitted", "measured_crossover",
+           "fit_family", "fit_families", "family_rows", "keyed", "advise", "family_label", "family_labels", "missing",
+           "unfitted", "measured_crossover",
            "predicted_crossover", "with_acceptance_length", "model_curves", "fit_curves",
            "concurrency_curves", "measured_ties"]
 
@@ -192,9 +193,23 @@ def _families(frame: pd.DataFrame):
     sd = frame[(frame["method"] != BASELINE_METHOD) & (frame["source"] != CALIBRATION_SOURCE)]
     if "k_schedule" in sd:
         sd = sd[sd["k_schedule"].isna()]
-    keyed = sd.assign(**{k: sd[k].astype(object).where(sd[k].notna(), "") for k in FAMILY_KEYS})
-    for values, g in keyed.groupby(list(FAMILY_KEYS), sort=True):
+    for values, g in keyed(sd).groupby(list(FAMILY_KEYS), sort=True):
         yield {k: (v if v != "" else None) for k, v in zip(FAMILY_KEYS, values)}, sd.loc[g.index]
+
+
+def keyed(frame: pd.DataFrame, keys: Sequence[str] = FAMILY_KEYS) -> pd.DataFrame:
+    """``frame`` with a missing key (NaN or None) in the ``keys`` columns written as "", so rows group
+    and compare on them."""
+    return frame.assign(**{k: frame[k].astype(object).where(frame[k].notna(), "") for k in keys})
+
+
+def family_rows(frame: pd.DataFrame, keys: Mapping) -> pd.DataFrame:
+    """The rows of ``frame`` in the family ``keys`` (a fit's ``keys``), schedules and baselines included."""
+    known = keyed(frame)
+    keep = np.ones(len(frame), dtype=bool)
+    for k in FAMILY_KEYS:
+        keep &= (known[k] == (keys.get(k) or "")).to_numpy()
+    return frame[keep]
 
 
 def _rates_column(rows: pd.DataFrame) -> list[float]:

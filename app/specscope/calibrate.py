@@ -99,8 +99,7 @@ def calibrations(frame: pd.DataFrame) -> list[Calibration]:
     rows = advisor.with_acceptance_length(rows).dropna(subset=["speedup", "k", "concurrency", "al"])
     rows = rows[(rows["k"] > 0) & (rows["speedup"] > 0)]
     out = []
-    keyed = rows.assign(**{k: rows[k].astype(object).where(rows[k].notna(), "") for k in KEYS})
-    for values, g in keyed.groupby(list(KEYS), sort=True):
+    for values, g in advisor.keyed(rows, KEYS).groupby(list(KEYS), sort=True):
         cells = (g.assign(cost=g["al"] / g["speedup"])
                  .groupby(["concurrency", "k"], as_index=False)[["al", "speedup", "cost"]].mean())
         groups = []

@@ -230,11 +230,9 @@ def from_results(model: str, method: str, dataset: str | None = None, max_batch:
 
 def _family_of(rows, fit: FamilyFit):
     """The ``rows`` of ``fit``'s family (its model, method, draft, dataset and hardware)."""
-    keep = rows.index == rows.index
-    for column, value in fit.keys.items():
-        if column in rows:  # a missing key is None in the fit, NaN or "" in rows
-            keep &= rows[column].astype(object).where(rows[column].notna(), "") == (value or "")
-    return rows[keep]
+    from specscope import advisor  # pandas only when a schedule is fitted
+
+    return advisor.family_rows(rows, fit.keys)
 
 
 def advice(fit: FamilyFit, ks: Sequence[int] | None = None, max_batch: int = 256, rows=None) -> dict:
