@@ -290,18 +290,15 @@ class PresetLauncher:
     """A Launcher on ``specscope.launch``: servers of one preset, one method and K at a time."""
 
     def __init__(self, preset: str, start_timeout: float = 600.0, reuse: bool = True,
-                 k_schedule: KSchedule | None = None, die_with_parent: bool = False,
-                 synthetic_acceptance: float | None = None):
+                 die_with_parent: bool = False, synthetic_acceptance: float | None = None):
         self.preset = preset
         self.start_timeout = start_timeout  # a CPU server on a busy machine can take minutes
         self.reuse = reuse  # False: every server is the sweep's own (e.g. fresh per cell)
-        self.k_schedule = k_schedule  # speculative servers draft K by batch size (K = its maximum)
         self.die_with_parent = die_with_parent  # servers end with this process (a Ray task's)
         self.synthetic_acceptance = synthetic_acceptance  # accept drafts at alpha^i, whatever they are
 
     def _plan(self, method: str, k: int, name: str | None = None,
               k_schedule: KSchedule | None = None) -> launch.LaunchPlan:
-        k_schedule = k_schedule or (self.k_schedule if k else None)
         extra = synthetic_config(self.synthetic_acceptance, k) if k and self.synthetic_acceptance is not None \
             else None
         return launch.plan_for(self.preset, method, k or None, name=name, k_schedule=k_schedule, spec_extra=extra)
