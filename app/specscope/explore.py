@@ -120,15 +120,15 @@ def curves_vs_concurrency(store: Store, filters: Filters = None) -> pd.DataFrame
     (``schedule 1-2:4,3-256:1``), for setups that measured a schedule; runs folded as in speedup_vs_k."""
     cells = store.speedup(filters, columns=["acceptance_length", "output_throughput", "k_schedule"])
     cells = cells[(cells["method"] != BASELINE_METHOD) & cells["speedup"].notna()]
-    columns = [*SETUP_KEYS, "curve", "scheduled", "concurrency", "k", "speedup", "speedup_lo", "speedup_hi",
-               "acceptance_length", "output_throughput", "repeats", "runs"]
+    columns = [*SETUP_KEYS, "curve", "scheduled", "k_schedule", "concurrency", "k", "speedup", "speedup_lo",
+               "speedup_hi", "acceptance_length", "output_throughput", "repeats", "runs"]
     cells = _with_labels(cells)
     cells = cells[cells["setup"].isin(cells.loc[cells["k_schedule"].notna(), "setup"])]
     if cells.empty:
         return pd.DataFrame(columns=[*columns, "setup"])
     cells = cells.assign(scheduled=cells["k_schedule"].notna(), curve=[
         f"schedule {s}" if isinstance(s, str) else f"K={int(k)}" for k, s in zip(cells["k"], cells["k_schedule"])])
-    return _with_labels(_points(cells, [*SETUP_KEYS, "curve", "scheduled", "concurrency", "k"], columns))
+    return _with_labels(_points(cells, [*SETUP_KEYS, "curve", "scheduled", "k_schedule", "concurrency", "k"], columns))
 
 
 def k_sweep_setups(vs_k: pd.DataFrame) -> list[str]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import zlib
 
 import pandas as pd
 import streamlit as st
 
-from specscope import datasets, explore
+from specscope import datasets, explore, verdict
 from specscope.errors import SpecScopeError
 from ui import cache, charts, import_form
 from ui.common import figure_download, or_stop, shared_store_note, show_error, store
@@ -161,6 +162,11 @@ if not curves.empty:
     st.subheader("K schedule vs fixed K")
     scheduled_setup = st.selectbox("Setup with a K schedule", list(dict.fromkeys(curves["setup"])),
                                    key="explorer_schedule_setup")
+    for found in cache.built("schedule_verdicts", lambda: verdict.verdicts(curves), curves):
+        if found.setup == scheduled_setup:
+            (st.success if found.deploy_schedule else st.info)(found.sentence(), icon="✅" if found.deploy_schedule
+                                                                else "ℹ️")
+            st.code(json.dumps(found.speculative_config()), language="json", wrap_lines=True)
     _show("schedule_vs_concurrency", "K schedule vs fixed K",
           lambda: charts.schedule_vs_concurrency(curves, scheduled_setup))
 

@@ -10,7 +10,8 @@
 3. One ngram server started with that schedule, measured at the same concurrencies (its speedup
    divides by step 1's baseline).
 
-Prints per concurrency every fixed K's speedup, drafting 0's and the schedule's, and the schedule's
+Prints what to deploy (``verdict``: the schedule only if faster than the best fixed K somewhere and
+slower nowhere, beyond the intervals), then per concurrency every fixed K's speedup, drafting 0's and the schedule's, and the schedule's
 throughput over the best fixed K's (means over ``--repeats``); then the schedule's mean speedup over
 concurrency against the best single K's, and what picking the measured best K at every
 concurrency would give (the most a schedule can gain). Last line:
@@ -30,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from specscope import advisor, models, presets, schedule, settings, sweep
+from specscope import advisor, explore, models, presets, schedule, settings, sweep, verdict
 from specscope.store import Store
 
 PRESET = "cpu-smollm2"
@@ -91,6 +92,9 @@ def main() -> int:
                           only=[cell.cell_id for cell in sweep.plan_cells(spec) if cell.schedule])  # its rows say so
     measured(run)
     both = {"run_id": [fixed.run_id, run.run_id]}
+    for found in verdict.verdicts(explore.curves_vs_concurrency(Store(), both)):
+        if found.schedule == advised.text():
+            print(f"verify: {found.sentence()}")
     report(Store().speedup(both), fixed.run_id, run.run_id, advised, concs, max_batch)
     print(f"{time.monotonic() - started:.0f} s in all")
     return 0
