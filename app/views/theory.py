@@ -131,7 +131,8 @@ if versus := advice["versus_fixed"]:
     st.caption(f"Where every K was measured (batch sizes {', '.join(map(str, versus['batch_sizes']))}), this "
                f"schedule averages {versus['schedule']:.3f}× and a fixed K={versus['best_fixed_k']} "
                f"{versus['fixed']:.3f}× ({versus['gain'] - 1:+.1%}). A schedule server can run slower than a fixed "
-               "one at the same K (tests/bench/dynamic.py measures by how much); a smaller gain than that is none.")
+               "one at the same K; measure the schedule beside every fixed K (`specscope bench ... --k-schedule auto`) and "
+               "the Explorer says which to deploy.")
 st.caption("Measured: every candidate K was measured at that batch size (as concurrency) and the best "
            "one is taken; predicted: the fit's best K, never above the K of a smaller batch. A range drafts 0 "
            f"where that beats every K; drafting 0 is {advice['drafting_zero']}.")

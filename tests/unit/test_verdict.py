@@ -62,3 +62,20 @@ def test_a_single_run_compares_points_and_says_so(tmp_path):
     [v] = _verdicts(tmp_path, {1: (100, 130, 160, 160.5), 4: (200, 230, 150, 231)}, jitters=(0.0,))
     assert not v.intervals and [c.outcome for c in v.comparisons] == ["faster", "faster"]
     assert v.deploy_schedule and "single run: points compared, no interval" in v.sentence()
+
+
+def test_specscope_verify_prints_what_to_deploy(specscope_home, capsys):
+    import json
+
+    from specscope import settings
+    from specscope.cli import main as cli_main
+
+    assert cli_main(["verify"]) == 0
+    assert "no setup measured a K schedule" in capsys.readouterr().out
+    _verdicts(settings.results_dir(), {1: (100, 130, 160, 170), 4: (200, 230, 220, 218.5)})
+    assert cli_main(["verify", "--json"]) == 0
+    [found] = json.loads(capsys.readouterr().out)
+    assert found["deploy"] == "K=4" and found["speculative_config"] == {"method": "ngram", "num_speculative_tokens": 4}
+    assert [c["outcome"] for c in found["by_concurrency"]] == ["faster", "slower"]
+    assert cli_main(["verify", "--method", "eagle3"]) == 0  # filtered away
+    assert "no setup measured" in capsys.readouterr().out

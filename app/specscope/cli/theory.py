@@ -55,7 +55,7 @@ def _schedules(fits: list[advisor.FamilyFit], args: argparse.Namespace, frame) -
         if versus := entry["versus_fixed"]:
             print(f"    at the measured batch sizes the schedule averages {versus['schedule']:.3f}x, fixed "
                   f"K={versus['best_fixed_k']} {versus['fixed']:.3f}x ({versus['gain'] - 1:+.1%}); a schedule "
-                  "server may cost more than a fixed one at the same K (tests/bench/dynamic.py measures it)")
+                  "server may cost more than a fixed one at the same K: measure it beside them, then `specscope verify`")
         print("    " + (f"--speculative-config '{json.dumps(entry['speculative_config'])}'"
                         if entry["speculative_config"] else "speculation pays at no batch size: run without it"))
     if not catalog.has_k_schedule():
