@@ -17,7 +17,8 @@ and four panes at ~40 chunks/s together. The figure reported last is the fastest
 Last line: ``dashboard cpu_per_view_s=<N=10 server CPU / 10> landing_s=<N=1 Explorer until
 idle> ten_median_s=<N=10 Explorer median> live_p95_ms=<token arrival -> DOM>
 landing_cached_s=<the Explorer reopened in a browser that cached Streamlit's scripts>
-floor_s=<a page with only a title and one small Plotly chart, opened the same way>``
+floor_s=<a page with only a title and one small Plotly chart, opened the same way>
+ten_floor_s=<that page opened by 10 viewers at once, median>``
 (targets: <= 0.5, <= 1.5, <= 15, <= 100). A new browser profile spends most of its landing
 compiling Streamlit's 4.7 MB Plotly chunk and fetching ~150 script files (each costs the server
 about 3 ms of CPU); a returning viewer does neither.
@@ -158,21 +159,27 @@ async def one_viewer(browser, url: str, *, revisit: bool = False) -> tuple[float
         await context.close()
 
 
-async def floor(browser) -> float:
-    """Landing seconds of the least a Streamlit page with one Plotly chart can cost (``FLOOR_PAGE``),
-    served and opened the same way as the Explorer."""
+async def floor(browser, n: int = 1) -> float:
+    """Median landing seconds of ``n`` viewers opening at once the least a Streamlit page with one
+    Plotly chart can cost (``FLOOR_PAGE``), served and opened the same way as the Explorer."""
     with tempfile.TemporaryDirectory(prefix="specscope-bench-") as home:
         (Path(home) / "floor.py").write_text(FLOOR_PAGE)
         server = Server(Path(home), script=Path(home) / "floor.py")
-        context = await browser.new_context(viewport={"width": 1600, "height": 1000})
-        page = await context.new_page()
+
+        async def view() -> float:
+            context = await browser.new_context(viewport={"width": 1600, "height": 1000})
+            page = await context.new_page()
+            try:
+                t0 = time.perf_counter()
+                await page.goto(server.url, timeout=TIMEOUT_MS, wait_until="commit")
+                await page.wait_for_function(IDLE_WITH_CHARTS_JS, arg="Explorer", timeout=TIMEOUT_MS, polling=20)
+                return time.perf_counter() - t0
+            finally:
+                await context.close()
+
         try:
-            t0 = time.perf_counter()
-            await page.goto(server.url, timeout=TIMEOUT_MS, wait_until="commit")
-            await page.wait_for_function(IDLE_WITH_CHARTS_JS, arg="Explorer", timeout=TIMEOUT_MS, polling=20)
-            return time.perf_counter() - t0
+            return statistics.median(await asyncio.gather(*(view() for _ in range(n))))
         finally:
-            await context.close()
             server.stop()
 
 
@@ -264,8 +271,9 @@ async def main(sessions: list[int], speeds: list[float]) -> None:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             rounds = {}
-            least = await floor(browser)
-            print(f"floor: a page with a title and one Plotly chart lands in {least:.2f} s", flush=True)
+            least, least_ten = await floor(browser), await floor(browser, 10)
+            print(f"floor: a page with a title and one Plotly chart lands in {least:.2f} s; opened by 10 viewers "
+                  f"at once, median {least_ten:.2f} s", flush=True)
             for n in sessions:
                 result = await round_of(browser, n)
                 rounds[n] = result
@@ -291,7 +299,7 @@ async def main(sessions: list[int], speeds: list[float]) -> None:
           f"landing_s={fmt(one and one['explorer'][0])} "
           f"ten_median_s={fmt(ten and statistics.median(ten['explorer']))} "
           f"live_p95_ms={'n/a' if p95 is None else f'{p95:.1f}'} "
-          f"landing_cached_s={fmt(one and one['again'][2])} floor_s={least:.3f}")
+          f"landing_cached_s={fmt(one and one['again'][2])} floor_s={least:.3f} ten_floor_s={least_ten:.3f}")
 
 
 if __name__ == "__main__":
