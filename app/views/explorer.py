@@ -166,6 +166,7 @@ if not curves.empty:
         if found.setup == scheduled_setup:
             (st.success if found.deploy_schedule else st.info)(found.sentence(), icon="✅" if found.deploy_schedule
                                                                 else "ℹ️")
+            st.caption("The speculative_config to deploy (add the method's own options, e.g. ngram's lookup sizes):")
             st.code(json.dumps(found.speculative_config()), language="json", wrap_lines=True)
     _show("schedule_vs_concurrency", "K schedule vs fixed K",
           lambda: charts.schedule_vs_concurrency(curves, scheduled_setup))
