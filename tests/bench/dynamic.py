@@ -22,7 +22,7 @@ measured best K at every concurrency would give (the most a schedule can gain). 
 ``dynamic schedule=<text> min_ratio=<min over c> mean_gain_vs_best_single_k=<ratio>``
 (targets: min_ratio >= 0.97, gain > 1.0).
 Run: .venv/bin/python tests/bench/dynamic.py [--k 1,2,4,6] [--concurrency 1,2,4,8,16] [--num-prompts 16]
-[--max-num-seqs 32] [--repeats 1] [--rounds 2]
+[--max-num-seqs 32] [--repeats 1] [--rounds 2] [--schedule TEXT]
 """
 
 from __future__ import annotations
@@ -62,6 +62,8 @@ def main() -> int:
                                                                "many times, interleaved")
     parser.add_argument("--rounds", type=int, default=2, help="the whole comparison this many times, the "
                                                               "schedule first in even rounds")
+    parser.add_argument("--schedule", help="measure this schedule instead of advising one: an earlier "
+                                           "invocation's, to add concurrencies to its runs (same SPECSCOPE_HOME)")
     parser.add_argument("--max-num-seqs", type=int, default=None,
                         help="the largest batch the servers run (default: the preset's, 8), for concurrency "
                              "beyond it; set in a copy of the preset in the bench's home")
@@ -78,7 +80,7 @@ def main() -> int:
     print(f"servers run batches of up to {max_batch}; home {settings.home()}", flush=True)
     models.prepare()
     started = time.monotonic()
-    advised, run_ids = None, []
+    advised, run_ids = schedule.parse(args.schedule) if args.schedule else None, []
     for round_ in range(1, args.rounds + 1):
         spec = dict(preset=PRESET, methods=("none", "ngram"), ks=ks, concurrencies=concs, prompts=PROMPTS,
                     num_prompts=args.num_prompts, output_len=args.output_len, repeats=args.repeats,
