@@ -585,6 +585,7 @@ def run_sweep(spec: SweepSpec, launcher: Launcher, progress: bench.Progress | No
     result = SweepResult(run_id)
     emit = progress or (lambda event: None)
     stopped = getattr(stop, "is_set", stop) or (lambda: False)
+    _same_schedules(run_id, cells)
     _preflight(launcher, list(dict.fromkeys(cell.group for cell in cells)))
     try:
         with _lock(run_id):
@@ -609,6 +610,18 @@ def _preflight(launcher: Launcher, groups: list[tuple[str, int, str | None]]) ->
                 problems.append(str(exc))
     if problems:
         raise ConfigError("The sweep cannot start: " + " ".join(problems))
+
+
+def _same_schedules(run_id: str, cells: list[Cell]) -> None:
+    """ConfigError when the run kept a method's schedule cells for another schedule: resuming
+    would keep them as if this schedule had been measured (a run holds one schedule per method)."""
+    kept = finished_cells(run_id)
+    for cell in cells:
+        row = kept.get(cell.cell_id, {}).get("row", {})
+        if cell.schedule and cell.schedule != "auto" and row.get("status") == "ok" \
+                and row.get("k_schedule") != cell.schedule:
+            raise ConfigError(f"Run {run_id} already measured {cell.method} with the schedule {row.get('k_schedule')}; "
+                              f"give another run id to measure {cell.schedule}.")
 
 
 def _schedule_arg(text: str | None) -> dict:

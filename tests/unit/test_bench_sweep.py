@@ -225,6 +225,20 @@ def test_auto_schedule_without_measured_cells_says_what_to_do(specscope_home):
         sweep._advised(sweep.Cell("ngram", 0, 1, None, "auto"), "sweep-empty", "open-chat")
 
 
+def test_a_run_keeps_one_schedule_per_method(specscope_home):
+    """Resuming with another schedule would count the old schedule's cells as this one's."""
+    cells = sweep.run_dir("r") / "cells"
+    cells.mkdir(parents=True)
+    (cells / "ngram-schedule-c1.json").write_text(json.dumps(
+        {"row": {"status": "ok", "method": "ngram", "k_schedule": "1-2:4,3-256:1"}}))
+    same = sweep.plan_cells(spec(ks=(4,), k_schedule="1-2:4,3-256:1"))
+    sweep._same_schedules("r", same)  # resuming the same schedule is fine, and so is auto
+    sweep._same_schedules("r", sweep.plan_cells(spec(ks=(4,), k_schedule="auto")))
+    with pytest.raises(ConfigError, match="already measured ngram with the schedule 1-2:4,3-256:1; give "
+                                          "another run id to measure 1-4:2"):
+        sweep._same_schedules("r", sweep.plan_cells(spec(ks=(4,), k_schedule="1-4:2")))
+
+
 def test_cli_passes_the_schedule():
     args = build_parser().parse_args(["bench", "--preset", "p", "--prompts", "x", "--k-schedule", "auto"])
     assert args.k_schedule == "auto"
