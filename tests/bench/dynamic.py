@@ -107,11 +107,12 @@ def main() -> int:
             for step in ((scheduled, fixed) if round_ % 2 == 0 else (fixed, scheduled)):
                 step()
         print(f"round {round_} done, {time.monotonic() - started:.0f} s so far", flush=True)
-    runs = {"run_id": run_ids}
-    for found in verdict.verdicts(explore.curves_vs_concurrency(Store(), runs)):
+    runs, store = {"run_id": run_ids}, Store()
+    curves = explore.curves_vs_concurrency(store, runs)
+    for found in verdict.verdicts(curves):
         if found.schedule == advised.text():
             print(f"verify: {found.sentence()}")
-    report(Store().speedup(runs), explore.curves_vs_concurrency(Store(), runs), advised, concs, max_batch)
+    report(store.speedup(runs), curves, advised, concs, max_batch)
     print(f"{time.monotonic() - started:.0f} s in all")
     return 0
 

@@ -6,18 +6,9 @@ import pyarrow as pa
 import pytest
 import pyarrow.parquet as pq
 
+from scheduled_rows import SCHEDULE, row as _row
 from specscope.schema import RESULT_SCHEMA
 from specscope.store import Store, write_results
-
-SCHEDULE = "1-2:4,3-256:1"
-
-
-def _row(method: str, k: int, concurrency: int, throughput: float, repeat: int,
-         schedule: str | None = None) -> dict:
-    return {"run_id": "r1", "source": "specscope", "model": "m", "method": method, "k": k,
-            "k_schedule": schedule, "dataset": "d", "hardware": "cpu", "host": "h", "output_len": 64,
-            "temperature": 0.0, "concurrency": concurrency, "repeat": repeat, "status": "ok",
-            "output_throughput": throughput}
 
 
 def _rows() -> list[dict]:

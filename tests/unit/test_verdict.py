@@ -4,19 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from scheduled_rows import SCHEDULE, row as _row
 from specscope import explore, verdict
 from specscope.schedule import SCHEDULE_KEY
 from specscope.store import Store, write_results
-
-SCHEDULE = "1-2:4,3-256:1"
-
-
-def _row(method: str, k: int, concurrency: int, throughput: float, repeat: int,
-         schedule: str | None = None) -> dict:
-    return {"run_id": "r1", "source": "specscope", "model": "m", "method": method, "k": k,
-            "k_schedule": schedule, "dataset": "d", "hardware": "cpu", "host": "h", "output_len": 64,
-            "temperature": 0.0, "concurrency": concurrency, "repeat": repeat, "status": "ok",
-            "output_throughput": throughput}
 
 
 def _verdicts(tmp_path, cells: dict[int, tuple[float, float, float, float]], jitters=(-1.0, 0.0, 1.0)):
