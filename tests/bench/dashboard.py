@@ -17,7 +17,8 @@ and four panes at ~40 chunks/s together. The figure reported last is the fastest
 Last line: ``dashboard cpu_per_view_s=<N=10 server CPU / 10> landing_s=<N=1 Explorer until
 idle> ten_median_s=<N=10 Explorer median> live_p95_ms=<token arrival -> DOM>
 landing_cached_s=<the Explorer reopened in a browser that cached Streamlit's scripts>
-floor_s=<a page with only a title and one small Plotly chart, opened the same way>
+floor_s=<a page with only a title and one small Vega-Lite chart (the Explorer's first figure's
+engine), opened the same way>
 ten_floor_s=<that page opened by 10 viewers at once, median>``
 (targets: <= 0.5, <= 1.5, <= 15, <= 100). A new browser profile spends most of its landing
 compiling Streamlit's 4.7 MB Plotly chunk and fetching ~150 script files (each costs the server
@@ -51,14 +52,17 @@ RECORDING = REPO / "tests" / "captures" / "live_4panes.json"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 TIMEOUT_MS = 240_000  # per wait; --timeout changes it
 
-# Idle with charts: the page's title is up, the script has stopped, and every plotly chart drew its SVG.
+# Idle with charts: the page's title is up, the script has stopped, and every chart (plotly or
+# Vega-Lite) drew its SVG.
 IDLE_WITH_CHARTS_JS = """title => {
     const app = document.querySelector("[data-testid='stApp']");
     const h1 = document.querySelector('h1');
     if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
     if (!h1 || !h1.textContent.includes(title)) return false;
-    const charts = document.querySelectorAll("[data-testid='stPlotlyChart']");
-    return charts.length > 0 && Array.from(charts).every(c => c.querySelector('.main-svg'));
+    const plotly = Array.from(document.querySelectorAll("[data-testid='stPlotlyChart']"));
+    const vega = Array.from(document.querySelectorAll("[data-testid='stVegaLiteChart']"));
+    return plotly.length + vega.length > 0 && plotly.every(c => c.querySelector('.main-svg'))
+        && vega.every(c => c.querySelector('svg, canvas'));
 }"""
 
 # Stamps every change of each pane's token count (rejected drafts are not tokens).
@@ -81,13 +85,20 @@ OBSERVE_PANES_JS = """() => {
 }"""
 
 
-# The floor under landing_s: a title and one small Plotly chart, nothing computed.
-FLOOR_PAGE = """import plotly.graph_objects as go
+# The floors under landing_s: a title and one small chart, nothing computed; the Explorer's first
+# figure is Vega-Lite, the figures in its other tabs (and the Theory page's) plotly.
+FLOOR_PAGES = {"vega-lite": """import altair as alt
+import pandas as pd
+import streamlit as st
+
+st.title("Explorer")
+st.altair_chart(alt.Chart(pd.DataFrame({"k": [1, 2, 3], "s": [1.0, 1.4, 1.2]})).mark_line().encode(x="k", y="s"))
+""", "plotly": """import plotly.graph_objects as go
 import streamlit as st
 
 st.title("Explorer")
 st.plotly_chart(go.Figure(go.Scatter(x=[1, 2, 3], y=[1.0, 1.4, 1.2])))
-"""
+"""}
 
 
 def free_port() -> int:
@@ -159,11 +170,12 @@ async def one_viewer(browser, url: str, *, revisit: bool = False) -> tuple[float
         await context.close()
 
 
-async def floor(browser, n: int = 1) -> float:
+async def floor(browser, n: int = 1, engine: str = "vega-lite") -> float:
     """Median landing seconds of ``n`` viewers opening at once the least a Streamlit page with one
-    Plotly chart can cost (``FLOOR_PAGE``), served and opened the same way as the Explorer."""
+    chart of ``engine`` can cost (``FLOOR_PAGES``), served and opened the same way as the Explorer:
+    one unmeasured view first runs the script on the server, as warming does for the Explorer."""
     with tempfile.TemporaryDirectory(prefix="specscope-bench-") as home:
-        (Path(home) / "floor.py").write_text(FLOOR_PAGE)
+        (Path(home) / "floor.py").write_text(FLOOR_PAGES[engine])
         server = Server(Path(home), script=Path(home) / "floor.py")
 
         async def view() -> float:
@@ -178,6 +190,7 @@ async def floor(browser, n: int = 1) -> float:
                 await context.close()
 
         try:
+            await view()
             return statistics.median(await asyncio.gather(*(view() for _ in range(n))))
         finally:
             server.stop()
@@ -272,8 +285,11 @@ async def main(sessions: list[int], speeds: list[float]) -> None:
         try:
             rounds = {}
             least, least_ten = await floor(browser), await floor(browser, 10)
-            print(f"floor: a page with a title and one Plotly chart lands in {least:.2f} s; opened by 10 viewers "
-                  f"at once, median {least_ten:.2f} s", flush=True)
+            print(f"floor: a page with a title and one Vega-Lite chart lands in {least:.2f} s; opened by 10 "
+                  f"viewers at once, median {least_ten:.2f} s", flush=True)
+            plotly_least, plotly_ten = await floor(browser, engine="plotly"), await floor(browser, 10, "plotly")
+            print(f"  the same with one plotly chart: {plotly_least:.2f} s; 10 at once, median {plotly_ten:.2f} s",
+                  flush=True)
             for n in sessions:
                 result = await round_of(browser, n)
                 rounds[n] = result
