@@ -1,125 +1,132 @@
-"""Theory figures: pure functions from the frames of ``specscope.advisor`` to plotly figures.
+"""Theory figures: pure functions from the frames of ``specscope.advisor`` to Vega-Lite charts
+(Altair), the engine of the Explorer's landing figure, so a viewer who opens both pages loads
+one chart library.
 
-Curves are lines; measured points are markers on top (filled = used to fit, open = held out),
-with their 95% interval as error bars when they have repeats.
+Curves are lines with a dot per K; measured points sit on top (filled = used to fit, open =
+held out), with their 95% interval as error bars when they have repeats. Vega draws every
+name as text, never as HTML.
 """
 
 from __future__ import annotations
 
-import html
-
+import altair as alt
 import pandas as pd
-import plotly.graph_objects as go
-
-from ui.chart_style import layout
 
 __all__ = ["tokens_per_step_figure", "speedup_vs_k_figure", "speedup_vs_concurrency_figure",
            "measured_cost_figure"]
 
 CURVE_COLORS = ["#4C78A8", "#F58518", "#54A24B", "#B279A2"]
 POINT_COLOR = "#E45756"
+HEIGHT = 320
+PAD = 10  # pixels between the plot's edge and its first and last points, which would be cut in half
+K_AXIS = alt.X("k:Q", title="K (speculative tokens)", axis=alt.Axis(tickMinStep=1, format="d"),
+               scale=alt.Scale(padding=PAD, nice=False))
+LEGEND = alt.Legend(orient="bottom", direction="vertical", title=None)
 
 
-def _curves(fig: go.Figure, curves: pd.DataFrame, y: str) -> None:
-    for i, (name, line) in enumerate(curves.groupby("curve", sort=False)):
-        fig.add_trace(go.Scatter(x=line["k"], y=line[y], mode="lines", name=html.escape(str(name)),
-                                 line=dict(color=CURVE_COLORS[i % len(CURVE_COLORS)], width=2.5)))
+def _colours(names: list) -> alt.Scale:
+    return alt.Scale(domain=names, range=[CURVE_COLORS[i % len(CURVE_COLORS)] for i in range(len(names))])
 
 
-def _points(fig: go.Figure, points: pd.DataFrame | None, y: str, label: str) -> None:
-    if points is None or points.empty:
-        return
-    for train, part in points.groupby("train"):
-        fig.add_trace(go.Scatter(
-            x=part["k"], y=part[y], mode="markers",
-            name=f"{label} ({'fit on' if train else 'held out'})",
-            marker=dict(color=POINT_COLOR if train else "white", size=10,
-                        line=dict(color=POINT_COLOR, width=2)),
-            error_y=_error_bars(part, y), customdata=_interval_labels(part, y),
-            hovertemplate="K=%{x}<br>" + label + "=%{y:.3f} %{customdata}<extra></extra>"))
+def _no_gain() -> alt.Chart:
+    return alt.Chart(pd.DataFrame({"no_gain": [1.0]})).mark_rule(strokeDash=[3, 3], color="#888").encode(
+        y="no_gain:Q")
 
 
-def _has_bounds(part: pd.DataFrame, y: str) -> bool:
-    return y == "speedup" and "speedup_lo" in part.columns and part["speedup_lo"].notna().any()
+def _interval(row: dict) -> str:
+    lo, hi = row.get("speedup_lo"), row.get("speedup_hi")
+    return f"95%: {lo:.3f}–{hi:.3f}" if lo is not None and pd.notna(lo) and pd.notna(hi) else "single run: no interval"
 
 
-def _error_bars(part: pd.DataFrame, y: str) -> dict:
-    if not _has_bounds(part, y):
-        return dict(visible=False)
-    value = part[y].astype(float)
-    return dict(type="data", symmetric=False, array=(part["speedup_hi"].astype(float) - value).tolist(),
-                arrayminus=(value - part["speedup_lo"].astype(float)).tolist(), color=POINT_COLOR)
-
-
-def _interval_labels(part: pd.DataFrame, y: str) -> list[str]:
-    if y != "speedup":
-        return [""] * len(part)
-    if not _has_bounds(part, y):
-        return ["(single run: no interval)"] * len(part)
-    return [f"(95%: {lo:.3f}–{hi:.3f})" if pd.notna(lo) else "(single run: no interval)"
-            for lo, hi in zip(part["speedup_lo"], part["speedup_hi"])]
-
-
-def _mark_k(fig: go.Figure, k: int | None) -> None:
-    if k is not None:
-        fig.add_vline(x=k, line_dash="dot", line_color="#888",
-                      annotation_text=f"K={k}", annotation_position="top")
+def _k_chart(curves: pd.DataFrame, y: str, y_title: str, points: pd.DataFrame | None, point_y: str,
+             label: str, marker_k: int | None, title: str, no_gain: bool) -> alt.LayerChart:
+    names = list(dict.fromkeys(curves["curve"]))
+    y_axis = alt.Y(f"{y}:Q", title=y_title, scale=alt.Scale(zero=False))
+    layers = [alt.Chart(curves[["k", "curve", y]]).mark_line(strokeWidth=2.5, point=alt.OverlayMarkDef(size=30)).encode(
+        x=K_AXIS, y=y_axis, color=alt.Color("curve:N", scale=_colours(names), legend=LEGEND),
+        tooltip=[alt.Tooltip("curve:N"), alt.Tooltip("k:Q", title="K"), alt.Tooltip(f"{y}:Q", format=".3f")])]
+    if no_gain:
+        layers.insert(0, _no_gain())
+    if marker_k is not None:
+        at = alt.Chart(pd.DataFrame({"k": [marker_k], "text": [f"K={marker_k}"]}))
+        layers += [at.mark_rule(strokeDash=[2, 3], color="#888").encode(x="k:Q"),
+                   at.mark_text(dy=-6, baseline="bottom", color="#555").encode(x="k:Q", text="text:N",
+                                                                                y=alt.value(0))]
+    if points is not None and not points.empty:
+        part = points.assign(set=["fit on" if t else "held out" for t in points["train"]],
+                             interval=[_interval(r) for r in points.to_dict("records")] if point_y == "speedup"
+                             else "")
+        keep = ["k", point_y, "set", "interval", *(c for c in ("speedup_lo", "speedup_hi") if c in part.columns)]
+        part = part[keep]
+        fill = alt.Fill("set:N", scale=alt.Scale(domain=["fit on", "held out"], range=[POINT_COLOR, "white"]),
+                        legend=alt.Legend(orient="bottom", direction="vertical", title=label))
+        if point_y == "speedup" and "speedup_lo" in part.columns and part["speedup_lo"].notna().any():
+            layers.append(alt.Chart(part.dropna(subset=["speedup_lo", "speedup_hi"])).mark_errorbar(
+                ticks=True, color=POINT_COLOR).encode(x="k:Q", y=alt.Y("speedup_lo:Q", title=y_title),
+                                                      y2="speedup_hi:Q"))
+        layers.append(alt.Chart(part).mark_point(size=90, filled=False, stroke=POINT_COLOR, strokeWidth=2,
+                                                 opacity=1).encode(
+            x="k:Q", y=alt.Y(f"{point_y}:Q", title=y_title), fill=fill,
+            tooltip=[alt.Tooltip("set:N", title=label), alt.Tooltip("k:Q", title="K"),
+                     alt.Tooltip(f"{point_y}:Q", format=".3f"), alt.Tooltip("interval:N", title="interval")]))
+    return alt.layer(*layers).properties(title=title, height=HEIGHT).resolve_scale(color="independent")
 
 
 def tokens_per_step_figure(curves: pd.DataFrame, points: pd.DataFrame | None = None,
-                           marker_k: int | None = None, title: str = "Tokens per step vs K") -> go.Figure:
+                           marker_k: int | None = None, title: str = "Tokens per step vs K") -> alt.LayerChart:
     """Expected tokens per step against K; ``curves`` has k, curve, tokens_per_step; points k, al, train."""
-    fig = go.Figure()
-    _curves(fig, curves, "tokens_per_step")
-    _points(fig, points, "al", "measured AL")
-    _mark_k(fig, marker_k)
-    return layout(fig, title, "K (speculative tokens)", "tokens per step", height=400)
+    return _k_chart(curves, "tokens_per_step", "tokens per step", points, "al", "measured AL", marker_k, title,
+                    no_gain=False)
 
 
 def speedup_vs_k_figure(curves: pd.DataFrame, points: pd.DataFrame | None = None,
-                        marker_k: int | None = None, title: str = "Speedup vs K") -> go.Figure:
+                        marker_k: int | None = None, title: str = "Speedup vs K") -> alt.LayerChart:
     """Speedup against K; ``curves`` has k, curve, speedup; points k, speedup, train."""
-    fig = go.Figure()
-    _curves(fig, curves, "speedup")
-    _points(fig, points, "speedup", "measured speedup")
-    fig.add_hline(y=1.0, line_dash="dot", line_color="#888")
-    _mark_k(fig, marker_k)
-    return layout(fig, title, "K (speculative tokens)", "speedup ×", height=400)
+    return _k_chart(curves, "speedup", "speedup ×", points, "speedup", "measured speedup", marker_k, title,
+                    no_gain=True)
+
+
+def _concurrency_axis(values) -> alt.X:
+    doublings = [2 ** i for i in range(0, 13) if 2 ** i <= max(values) * 1.01] or [1]
+    return alt.X("concurrency:Q", title="concurrency", scale=alt.Scale(type="log", base=2, padding=PAD, nice=False),
+                 axis=alt.Axis(values=doublings, format="d"))
 
 
 def speedup_vs_concurrency_figure(curve: pd.DataFrame, measured: pd.DataFrame,
-                                  crossover: float | None = None) -> go.Figure:
+                                  crossover: float | None = None) -> alt.LayerChart:
     """Best-K speedup against concurrency: the fitted curve and the best measured point per concurrency."""
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=curve["concurrency"], y=curve["speedup"], mode="lines",
-                             name="predicted (best K)", customdata=curve["k"],
-                             hovertemplate="conc=%{x:.0f}<br>K=%{customdata}<br>%{y:.3f}×<extra></extra>",
-                             line=dict(color=CURVE_COLORS[0], width=2.5)))
-    fig.add_trace(go.Scatter(x=measured["concurrency"], y=measured["speedup"], mode="markers",
-                             name="measured (best K)", customdata=measured["k"],
-                             hovertemplate="conc=%{x}<br>K=%{customdata}<br>%{y:.3f}×<extra></extra>",
-                             marker=dict(color=POINT_COLOR, size=10)))
-    fig.add_hline(y=1.0, line_dash="dot", line_color="#888")
-    if crossover is not None:  # a trace, not add_vline: shapes on a log axis take log10 positions
-        top = max(curve["speedup"].max(), measured["speedup"].max())
-        fig.add_trace(go.Scatter(x=[crossover, crossover], y=[0, top], mode="lines",
-                                 name=f"stops paying ~{crossover:.0f}",
-                                 line=dict(color=POINT_COLOR, dash="dash")))
-    return layout(fig, "Best-K speedup vs concurrency", "concurrency", "speedup ×", log_x=True, height=400)
+    series = ["predicted (best K)", "measured (best K)"]
+    x = _concurrency_axis([*curve["concurrency"], *measured["concurrency"]])
+    colour = alt.Color("series:N", scale=alt.Scale(domain=series, range=[CURVE_COLORS[0], POINT_COLOR]), legend=LEGEND)
+    tooltip = [alt.Tooltip("series:N"), alt.Tooltip("concurrency:Q", format="d"), alt.Tooltip("k:Q", title="K"),
+               alt.Tooltip("speedup:Q", format=".3f")]
+    y = alt.Y("speedup:Q", title="speedup ×", scale=alt.Scale(zero=False))
+    layers = [_no_gain(),
+              alt.Chart(curve[["concurrency", "speedup", "k"]].assign(series=series[0])).mark_line(strokeWidth=2.5)
+              .encode(x=x, y=y, color=colour, tooltip=tooltip),
+              alt.Chart(measured[["concurrency", "speedup", "k"]].assign(series=series[1])).mark_point(
+                  size=90, filled=True, opacity=1).encode(x=x, y=y, color=colour, tooltip=tooltip)]
+    if crossover is not None:
+        at = alt.Chart(pd.DataFrame({"concurrency": [crossover], "text": [f"stops paying ~{crossover:.0f}"]}))
+        layers += [at.mark_rule(strokeDash=[6, 4], color=POINT_COLOR).encode(x="concurrency:Q"),
+                   at.mark_text(dx=4, align="left", baseline="top", color=POINT_COLOR).encode(
+                       x="concurrency:Q", text="text:N", y=alt.value(4))]
+    return alt.layer(*layers).properties(title="Best-K speedup vs concurrency", height=HEIGHT)
 
 
-def measured_cost_figure(rows: pd.DataFrame, title: str) -> go.Figure:
+def measured_cost_figure(rows: pd.DataFrame, title: str) -> alt.LayerChart:
     """Predicted speedup vs K per concurrency on a measured step cost (``calibrate.what_if`` rows):
-    a line per concurrency, markers where that K and concurrency were themselves calibrated."""
-    fig = go.Figure()
-    for i, (conc, line) in enumerate(rows.groupby("concurrency", sort=True)):
-        color = CURVE_COLORS[i % len(CURVE_COLORS)]
-        fig.add_trace(go.Scatter(
-            x=line["k"], y=line["speedup"], mode="lines", name=f"concurrency {conc:g}",
-            line=dict(color=color, width=2.5), customdata=line["cost"],
-            hovertemplate="K=%{x}<br>predicted %{y:.3f}×<br>step cost %{customdata:.3f}<extra></extra>"))
-        measured = line[line["measured_cost"]]
-        fig.add_trace(go.Scatter(x=measured["k"], y=measured["speedup"], mode="markers", showlegend=False,
-                                 marker=dict(color=color, size=9), hoverinfo="skip"))
-    fig.add_hline(y=1.0, line=dict(color="#888", dash="dot", width=1))
-    return layout(fig, html.escape(title), "speculative tokens K", "predicted speedup (×)", height=400)
+    a line per concurrency, dots where that K and concurrency were themselves calibrated."""
+    data = rows[["k", "speedup", "cost", "concurrency", "measured_cost"]].assign(
+        concurrency=[f"concurrency {c:g}" for c in rows["concurrency"]])
+    names = [f"concurrency {c:g}" for c in sorted(rows["concurrency"].unique())]
+    colour = alt.Color("concurrency:N", scale=_colours(names), legend=LEGEND)
+    tooltip = [alt.Tooltip("concurrency:N"), alt.Tooltip("k:Q", title="K"),
+               alt.Tooltip("speedup:Q", title="predicted ×", format=".3f"),
+               alt.Tooltip("cost:Q", title="step cost", format=".3f")]
+    x = alt.X("k:Q", title="speculative tokens K", axis=alt.Axis(tickMinStep=1, format="d"), scale=alt.Scale(padding=PAD, nice=False))
+    y = alt.Y("speedup:Q", title="predicted speedup (×)", scale=alt.Scale(zero=False))
+    layers = [_no_gain(), alt.Chart(data).mark_line(strokeWidth=2.5).encode(x=x, y=y, color=colour, tooltip=tooltip),
+              alt.Chart(data[data["measured_cost"]]).mark_point(size=70, filled=True, opacity=1).encode(
+                  x=x, y=y, color=colour, tooltip=tooltip)]
+    return alt.layer(*layers).properties(title=title, height=HEIGHT)

@@ -3,15 +3,13 @@ the advice agrees with what was measured, and the reason reads in plain words.""
 
 from __future__ import annotations
 
-import base64
-import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from specscope.store import Store
+from vega_charts import rows as vega_rows, titled
 
 pytestmark = pytest.mark.app
 
@@ -24,18 +22,8 @@ def _run() -> AppTest:
     return at
 
 
-def _values(array) -> list:
-    if isinstance(array, dict):
-        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).tolist()
-    return list(array)
-
-
 def _measured_markers(at: AppTest, title: str) -> list[float]:
-    for chart in at.get("plotly_chart"):
-        spec = json.loads(chart.proto.spec)
-        if spec["layout"].get("title", {}).get("text") == title:
-            return sorted(round(y, 4) for t in spec["data"] if t.get("mode") == "markers" for y in _values(t["y"]))
-    raise AssertionError(f"no figure titled {title!r}")
+    return sorted(round(r["speedup"], 4) for r in vega_rows(titled(at, title), "point"))
 
 
 def test_every_group_choice_is_distinct_and_shows_its_own_group(page_env):

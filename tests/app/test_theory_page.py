@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from specscope import importers
+from vega_charts import rows, titled
 
 pytestmark = [pytest.mark.app, pytest.mark.usefixtures("no_bundled_results")]
 
@@ -28,30 +27,15 @@ def _metric(at: AppTest, label: str) -> str:
     return next(m.value for m in at.metric if m.label == label)
 
 
-def _values(array) -> list:
-    """A plotly JSON array, plain or binary-encoded ({dtype, bdata})."""
-    if isinstance(array, dict):
-        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).tolist()
-    return list(array)
-
-
-def _figure(at: AppTest, title: str) -> dict:
-    for chart in at.get("plotly_chart"):
-        spec = json.loads(chart.proto.spec)
-        if spec["layout"].get("title", {}).get("text") == title:
-            return spec
-    raise AssertionError(f"no figure titled {title!r}")
-
-
 def test_sliders_drive_the_model(page_env):
     at = _run()
     assert _metric(at, "Tokens per step at K") == "3.362"          # alpha 0.8, K 4
     assert _metric(at, "Speedup at K") == f"{3.3616 / 1.2:.3f}×"    # c 0.05
-    before = _values(_figure(at, "Model: speedup vs K")["data"][0]["y"])
+    before = [r["speedup"] for r in rows(titled(at, "Model: speedup vs K"), "line")]
     at.slider(key="theory_alpha").set_value(0.6).run()
     assert not at.exception
     assert _metric(at, "Tokens per step at K") == f"{(1 - 0.6 ** 5) / 0.4:.3f}"
-    after = _values(_figure(at, "Model: speedup vs K")["data"][0]["y"])
+    after = [r["speedup"] for r in rows(titled(at, "Model: speedup vs K"), "line")]
     assert after != before and after[4] == pytest.approx((1 - 0.6 ** 5) / 0.4 / 1.2)
     assert any("No speculative results yet" in info.value for info in at.info)
 
@@ -65,9 +49,8 @@ def test_advisor_answer_over_imported_results(page_env, ruiz_parquet):
     at.selectbox(key="theory_conc").set_value(1).run()
     assert not at.exception
     assert "Use K = 8" in at.success[0].value
-    fitted = _figure(at, "Fitted at concurrency 1: speedup vs K")
-    measured = [t for t in fitted["data"] if t.get("mode") == "markers"]
-    assert any(round(y, 3) == 3.555 for t in measured for y in _values(t["y"]))
+    measured = rows(titled(at, "Fitted at concurrency 1: speedup vs K"), "point")
+    assert any(round(r["speedup"], 3) == 3.555 for r in measured)
     [config] = [json.loads(c.value) for c in at.code]  # the advised schedule, exactly as vLLM takes it
     assert config["method"] == "draft_model" and config["num_speculative_tokens"] == max(
         k for _, _, k in config["num_speculative_tokens_per_batch_size"])
@@ -93,9 +76,8 @@ def test_held_out_view_marks_points_not_fitted(page_env, ruiz_parquet):
     at = _run()
     at.selectbox(key="theory_train").set_value("3 smallest K per concurrency").run()
     assert not at.exception
-    fitted = _figure(at, "Fitted at concurrency 1: speedup vs K")
-    names = [t.get("name", "") for t in fitted["data"] if t.get("mode") == "markers"]
-    assert any("held out" in n for n in names) and any("fit on" in n for n in names)
+    sets = {r["set"] for r in rows(titled(at, "Fitted at concurrency 1: speedup vs K"), "point")}
+    assert sets == {"fit on", "held out"}
 
 
 def test_measured_step_cost_predicts_for_any_alpha_and_for_the_prompt_set(page_env):
@@ -108,10 +90,10 @@ def test_measured_step_cost_predicts_for_any_alpha_and_for_the_prompt_set(page_e
     assert at.selectbox(key="theory_calibration").value == "m · draft_model + d · cpu-2core"
     at.slider(key="theory_whatif_alpha").set_value(0.5).run()
     assert not at.exception
-    figure = _figure(at, "Predicted on the measured step cost, α=0.50")
-    line = next(t for t in figure["data"] if t.get("name") == "concurrency 1")
+    line = [r for r in rows(titled(at, "Predicted on the measured step cost, α=0.50"), "line")
+            if r["concurrency"] == "concurrency 1"]
     d0, d1 = calibration_rows.D0[1], calibration_rows.D1[1]
-    assert _values(line["y"])[:2] == pytest.approx([theory.tokens_per_step(0.5, k) / (d0 + d1 * k) for k in (1, 2)])
+    assert [r["speedup"] for r in sorted(line, key=lambda r: r["k"])][:2] == pytest.approx([theory.tokens_per_step(0.5, k) / (d0 + d1 * k) for k in (1, 2)])
     checked = next(d.value for d in at.dataframe if "rel_err" in d.value.columns).set_index(["concurrency", "k"])
     assert checked.loc[(2, 3), "measured"] == pytest.approx(calibration_rows.HELD_OUT / calibration_rows.BASE[2])
     assert any("Predicted, not measured" in c.value for c in at.caption)

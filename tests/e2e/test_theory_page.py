@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
+from vega_charts import MARKS_JS
 
 pytestmark = pytest.mark.e2e
 
-# y values of the first trace of the figure whose title holds `title` (Streamlit wraps it in <b>).
-CURVE_JS = """title => {
-    const el = Array.from(document.querySelectorAll('.js-plotly-plot')).find(
-        el => el.layout && el.layout.title && (el.layout.title.text || '').includes(title));
-    return el && el._fullData && el._fullData.length ? Array.from(el._fullData[0].y) : null; }"""
-
-
 def _model_curve(page) -> list[float]:
-    page.wait_for_function(CURVE_JS, arg="Model: speedup vs K", timeout=30_000)
-    return page.evaluate(CURVE_JS, "Model: speedup vs K")
+    """The model's speedup at K = 1, 2, ... as the chart draws it (a dot per K on the line)."""
+    def curve():
+        chart = next((c for c in page.evaluate(MARKS_JS, "point") if c["title"] == "Model: speedup vs K"), None)
+        return [float(m["speedup ×"]) for m in sorted(chart["marks"], key=lambda m: float(m["K (speculative tokens)"]))
+                ] if chart else []
+
+    deadline = time.monotonic() + 30
+    while not (points := curve()):
+        assert time.monotonic() < deadline, "the model's speedup chart drew no points"
+        page.wait_for_timeout(200)
+    return points
 
 
 def test_moving_alpha_slider_redraws_curve(streamlit_server, page, wait_idle):
@@ -47,8 +51,8 @@ def test_moving_alpha_slider_redraws_curve(streamlit_server, page, wait_idle):
 HEALTH_404 = ("/_stcore/health", "/_stcore/host-config")
 
 CHARTS_DRAWN_JS = """() => {
-    const charts = document.querySelectorAll("[data-testid='stPlotlyChart']");
-    return charts.length >= 5 && Array.from(charts).every(c => c.querySelector('.main-svg'));
+    const charts = document.querySelectorAll("[data-testid='stVegaLiteChart']");
+    return charts.length >= 5 && Array.from(charts).every(c => c.querySelector('svg'));
 }"""
 
 
