@@ -18,7 +18,7 @@ from specscope.explore import interval_text
 from specscope.schema import BASELINE_METHOD
 from ui.chart_style import PALETTE, empty_figure, layout
 
-__all__ = ["speedup_vs_k", "speedup_by_method", "speedup_vs_concurrency", "acceptance_vs_k", "throughput_vs_concurrency",
+__all__ = ["speedup_by_method", "speedup_vs_concurrency", "acceptance_vs_k", "throughput_vs_concurrency",
            "latency_vs_concurrency", "per_position"]
 
 
@@ -78,38 +78,6 @@ def _setup_lines(frame: pd.DataFrame, order: str):
     """(index, setup, its rows sorted by ``order``) for each setup, in first-seen order."""
     for j, (setup, line) in enumerate(frame.groupby("setup", sort=False)):
         yield j, setup, line.sort_values(order)
-
-
-def speedup_vs_k(frame: pd.DataFrame, setups: list[str]) -> go.Figure:
-    """Speedup against K: one panel per chosen setup, one line per concurrency."""
-    frame = frame[frame["setup"].isin(setups)].dropna(subset=["k", "speedup"])
-    if frame.empty:
-        return empty_figure("Choose a setup measured at two or more K.")
-    concs = sorted(frame["concurrency"].dropna().unique())
-    cols = 1 if len(setups) == 1 else 2
-    rows = -(-len(setups) // cols)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[_escape(s) for s in setups],
-                        vertical_spacing=min(0.3, 0.45 / rows), horizontal_spacing=0.08)
-    for n, setup in enumerate(setups):
-        row, col = n // cols + 1, n % cols + 1
-        sub = frame[frame["setup"] == setup]
-        for j, conc in enumerate(concs):
-            line = sub[sub["concurrency"] == conc].sort_values("k")
-            if line.empty:
-                continue
-            data, template = _hover(line, "K", "speedup", ("speedup ± 95%", "acceptance_length",
-                                                             "output tok/s ± 95%", "repeats", "runs",
-                                                             "baseline_run_id"))
-            fig.add_trace(go.Scatter(
-                x=line["k"], y=line["speedup"], mode="lines+markers", name=f"concurrency {int(conc)}",
-                legendgroup=f"c{conc}", showlegend=n == 0, line=dict(color=PALETTE[j % len(PALETTE)]),
-                error_y=_error_bars(line), customdata=data, hovertemplate=template), row=row, col=col)
-        fig.add_hline(y=1.0, line_dash="dot", line_color="#888", row=row, col=col)
-    layout(fig, "Speedup vs K (a line per concurrency; bars: 95% interval)", "K (speculative tokens)",
-            "speedup ×")
-    fig.update_annotations(font_size=11)
-    fig.update_layout(height=max(460, 380 * rows))
-    return fig
 
 
 def _bar_text(row: dict) -> str:

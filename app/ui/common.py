@@ -52,6 +52,9 @@ def slug(text: str) -> str:
 
 
 def figure_download(fig, name: str, key: str) -> None:
-    """A button that downloads ``fig`` as a standalone interactive HTML file, built on click."""
-    st.download_button("Download figure (HTML)", lambda: fig.to_html(include_plotlyjs="cdn", full_html=True),
+    """A button that downloads ``fig`` (plotly or Altair) as a standalone interactive HTML file, built
+    on click; either loads its renderer from a CDN."""
+    html = (lambda: fig.to_html(include_plotlyjs="cdn", full_html=True)) if hasattr(fig, "to_plotly_json") \
+        else fig.to_html
+    st.download_button("Download figure (HTML)", html,
                        file_name=f"{slug(name)}.html", mime="text/html", key=key, on_click="ignore")

@@ -10,7 +10,7 @@ import streamlit as st
 
 from specscope import datasets, explore, verdict
 from specscope.errors import SpecScopeError
-from ui import cache, charts, import_form
+from ui import cache, charts, import_form, k_charts
 from ui.common import figure_download, or_stop, shared_store_note, show_error, store
 
 FILTERS = [("source", "Source"), ("model", "Model"), ("draft_model", "Draft / head"),
@@ -23,24 +23,27 @@ st.caption("Speedup = output throughput with speculative decoding / without, sam
            "baseline run). Error bars and ± are 95% intervals over a cell's repeats (Fieller for "
            "speedup); a single run has none.")
 
+# The sidebar's forms are drawn only when opened: their scripts would load ahead of the first figure.
 with st.sidebar:
-    st.subheader("Import results")
-    upload = st.file_uploader("vllm bench JSON, Ruiz Parquet, SpecScope Parquet or any CSV / Parquet "
-                              "(you map its columns)", type=["json", "parquet", "csv"], key="explorer_upload")
-    source_name = st.text_input("Source name (optional)", key="explorer_source")
-    if upload is not None:
-        import_form.import_upload(upload, source_name or None)
-    with st.expander("Published datasets"):
-        st.write("Ruiz 2026: draft_model and EAGLE-3 vs none on Qwen3-32B and Llama-3.3-70B, "
-                 "K 0–8, concurrency 1–256 (262 rows, needs internet).")
-        if st.button("Download and import", key="explorer_download_ruiz"):
-            bar = st.progress(0.0, text="downloading")
-            try:
-                datasets.download_ruiz(progress=lambda done, total: bar.progress(
-                    min(1.0, done / total) if total else 0.0, text=f"{done // 1024} KiB"))
-                st.success("Imported the Ruiz results.")
-            except SpecScopeError as exc:
-                show_error(exc)
+    importing = st.expander("Import results", key="explorer_import_open", on_change="rerun",
+                            icon=":material/upload_file:")
+    if importing.open:
+        with importing:
+            upload = st.file_uploader("vllm bench JSON, Ruiz Parquet, SpecScope Parquet or any CSV / Parquet "
+                                      "(you map its columns)", type=["json", "parquet", "csv"], key="explorer_upload")
+            source_name = st.text_input("Source name (optional)", key="explorer_source")
+            if upload is not None:
+                import_form.import_upload(upload, source_name or None)
+            st.caption("Published: Ruiz 2026, draft_model and EAGLE-3 vs none on Qwen3-32B and Llama-3.3-70B, "
+                       "K 0–8, concurrency 1–256 (262 rows, needs internet).")
+            if st.button("Download and import Ruiz 2026", key="explorer_download_ruiz"):
+                bar = st.progress(0.0, text="downloading")
+                try:
+                    datasets.download_ruiz(progress=lambda done, total: bar.progress(
+                        min(1.0, done / total) if total else 0.0, text=f"{done // 1024} KiB"))
+                    st.success("Imported the Ruiz results.")
+                except SpecScopeError as exc:
+                    show_error(exc)
 
 try:
     facets = cache.facets()
@@ -50,7 +53,7 @@ except SpecScopeError as exc:
     st.stop()
 
 if not facets["model"]:
-    st.info("No results yet. Import a file in the sidebar, or run a sweep on the Runs page.")
+    st.info("No results yet. Import a file (Import results, in the sidebar), or run a sweep on the Runs page.")
     st.stop()
 
 sources = or_stop(explore.bundled_sources, store())
@@ -69,12 +72,19 @@ run_id = st.query_params.get("run_id")
 if run_id:
     filters["run_id"] = [run_id]
     st.info(f"Showing run {run_id} only.")
+# A choice outlives its closed expander (persist_state) for the whole session.
+chosen = {column: [v for v in st.session_state.get(f"explorer_f_{column}") or [] if v in facets[column]]
+          for column, _ in FILTERS}
 with st.sidebar:
-    st.subheader("Filters")
-    for column, label in FILTERS:
-        chosen = st.multiselect(label, facets[column], key=f"explorer_f_{column}")
-        if chosen:
-            filters[column] = chosen
+    active = sum(bool(values) for values in chosen.values())
+    filtering = st.expander(f"Filters ({active} active)" if active else "Filters", key="explorer_filters_open",
+                            on_change="rerun", icon=":material/filter_list:")
+    if filtering.open:
+        with filtering:
+            for column, label in FILTERS:
+                chosen[column] = st.multiselect(label, facets[column], key=f"explorer_f_{column}",
+                                                persist_state="session")
+filters.update({column: values for column, values in chosen.items() if values})
 
 try:
     vs_k = cache.frame(explore.speedup_vs_k, filters)
@@ -124,10 +134,21 @@ def _positions():
     return cache.built("fig_per_position", lambda: charts.per_position(positions), positions)
 
 
-# The first figure paints with the headline; the rest build only when their tab is opened.
+def _speedup_vs_k() -> None:
+    """The landing figure: a Vega-Lite chart per chosen setup, two abreast."""
+    drawn = cache.built("fig_speedup_vs_k", lambda: k_charts.speedup_vs_k(vs_k, shown), vs_k, shown)
+    if not drawn:
+        st.info(k_charts.EMPTY)
+        return
+    st.caption(k_charts.TITLE)
+    columns = st.columns(2) if len(drawn) > 1 else [st.container()]
+    for n, (setup, chart) in enumerate(drawn):
+        columns[n % 2].altair_chart(chart, width="stretch", key=f"explorer_k_chart_{zlib.crc32(setup.encode())}")
+    figure_download(k_charts.combined(drawn), "Speedup vs K", key="explorer_dl_speedup_vs_k")
+
+
+# Only the open tab builds and draws its content; the first is the landing figure.
 figures = [
-    ("speedup_vs_k", "Speedup vs K",
-     lambda: cache.built("fig_speedup_vs_k", lambda: charts.speedup_vs_k(vs_k, shown), vs_k, shown)),
     ("speedup_by_method", "Speedup by method",
      lambda: cache.built("fig_speedup_by_method", lambda: charts.speedup_by_method(best), best)),
     ("speedup_vs_concurrency", "Speedup vs concurrency",
@@ -150,9 +171,25 @@ def _show(key: str, name: str, build) -> None:
         st.caption(caption)
 
 
-_show(*figures[0])
-tabs = st.tabs([name for _, name, _ in figures[1:]], key="explorer_tabs", on_change="rerun")
-for tab, (key, name, build) in zip(tabs, figures[1:]):
+def _best_k_table() -> None:
+    unmatched = explore.unmatched_setups(best)
+    st.caption("Speculative setups only (the baseline is 1× by definition); blank = not measured or not "
+               "stated by the source. A K whose 95% speedup interval overlaps the best K's is marked as tied: "
+               "the measurements cannot tell them apart. " + explore.interval_summary(best) + (
+                   f" Not listed: {len(unmatched)} setup(s) without a matching baseline, so without a speedup."
+                   if unmatched else ""))
+    st.dataframe(explore.best_k_table(best), hide_index=True, width="stretch", key="explorer_best_table")
+
+
+first, table, *rest = st.tabs(["Speedup vs K", "Best K per setup", *(name for _, name, _ in figures)],
+                              key="explorer_tabs", on_change="rerun")
+if first.open:
+    with first:
+        _speedup_vs_k()
+if table.open:
+    with table:
+        _best_k_table()
+for tab, (key, name, build) in zip(rest, figures):
     if tab.open:
         with tab:
             _show(key, name, build)
@@ -168,17 +205,12 @@ if not curves.empty:
                                                                 else "ℹ️")
             st.caption("The speculative_config to deploy (add the method's own options, e.g. ngram's lookup sizes):")
             st.code(json.dumps(found.speculative_config()), language="json", wrap_lines=True)
-    _show("schedule_vs_concurrency", "K schedule vs fixed K",
-          lambda: charts.schedule_vs_concurrency(curves, scheduled_setup))
-
-st.subheader("Best K per setup and concurrency")
-unmatched = explore.unmatched_setups(best)
-st.caption("Speculative setups only (the baseline is 1× by definition); blank = not measured or not "
-           "stated by the source. A K whose 95% speedup interval overlaps the best K's is marked as tied: "
-           "the measurements cannot tell them apart. " + explore.interval_summary(best) + (
-               f" Not listed: {len(unmatched)} setup(s) without a matching baseline, so without a speedup."
-               if unmatched else ""))
-st.dataframe(explore.best_k_table(best), hide_index=True, width="stretch", key="explorer_best_table")
+    drawn = st.expander("The schedule and each fixed K: speedup vs concurrency", key="explorer_schedule_open",
+                        on_change="rerun")
+    if drawn.open:
+        with drawn:
+            _show("schedule_vs_concurrency", "K schedule vs fixed K",
+                  lambda: charts.schedule_vs_concurrency(curves, scheduled_setup))
 
 left, right = st.columns(2)
 left.download_button("Download rows (CSV)", lambda: explore.to_csv_bytes(rows), "specscope-results.csv",

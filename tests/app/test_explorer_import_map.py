@@ -32,6 +32,8 @@ def _select(at: AppTest, label_start: str):
 
 def test_foreign_csv_is_mapped_previewed_and_imported_on_the_page(page_env):
     at = _run(AppTest.from_file(MAIN, default_timeout=60))
+    at.session_state["explorer_import_open"] = True  # the import form is drawn once opened
+    _run(at)
     at.file_uploader(key="explorer_upload").set_value(("theirs.csv", FOREIGN, "text/csv"))
     _run(at)
     assert "--map" not in _texts(at)
@@ -57,6 +59,8 @@ def test_foreign_csv_is_mapped_previewed_and_imported_on_the_page(page_env):
 
 def test_a_missing_required_field_is_one_sentence_and_nothing_is_written(page_env):
     at = _run(AppTest.from_file(MAIN, default_timeout=60))
+    at.session_state["explorer_import_open"] = True  # the import form is drawn once opened
+    _run(at)
     at.file_uploader(key="explorer_upload").set_value(("theirs.csv", FOREIGN, "text/csv"))
     _run(at)
     errors = [e.value for e in at.error]

@@ -29,12 +29,20 @@ def test_bundled_results_show_without_any_server(specscope_home):
 def test_filter_on_imported_results(specscope_home, ruiz_parquet):
     importers.import_file(ruiz_parquet)
     at = _run(AppTest.from_file(MAIN, default_timeout=60))
+    assert not [m for m in at.multiselect if m.key.startswith("explorer_f_")]  # drawn once opened
+    at.session_state["explorer_filters_open"] = True
+    _run(at)
     at.multiselect(key="explorer_f_source").select("ruiz-2026")
     at.multiselect(key="explorer_f_method").select("eagle3")
     _run(at)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Result rows"] == "96"
     assert metrics["Best speedup"] == "2.95×"
+    # closed again, the expander keeps the choices (and says how many)
+    at.session_state["explorer_filters_open"] = False
+    _run(at)
+    assert {m.label: m.value for m in at.metric}["Result rows"] == "96"
+    assert [e.label for e in at.expander if e.label.startswith("Filters")] == ["Filters (2 active)"]
 
 
 def test_empty_store_says_what_to_do(specscope_home, monkeypatch, tmp_path):

@@ -8,47 +8,45 @@ import time
 from pathlib import Path
 
 import pytest
+from vega_charts import MARKS_JS
 
 pytestmark = pytest.mark.e2e
 
-# The (x, y) points of every plotly trace as drawn (plotly's decoded full data).
-TRACE_POINTS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(
-    el => ({title: (el.layout && el.layout.title && el.layout.title.text) || '',
-            points: (el._fullData || []).flatMap(t => Array.from(t.y || []).map(
-                (y, i) => [t.x ? Array.from(t.x)[i] : null, y]))}))"""
+VEGA_CHART = "[data-testid='stVegaLiteChart'] svg"
+
+
+def _speedup_vs_k_points(page) -> list[tuple[float, float]]:
+    """(K, speedup) of every point the speedup-vs-K charts draw."""
+    return [(float(m["K (speculative tokens)"]), float(m["speedup ×"]))
+            for chart in page.evaluate(MARKS_JS, "point") for m in chart["marks"] if "speedup ×" in m]
 
 
 def test_import_ruiz_and_find_headline_point(streamlit_server, page, wait_idle, ruiz_parquet):
     page.goto(streamlit_server.url)  # the Explorer is the default page
     wait_idle(page)
-    page.get_by_text("No results yet", exact=False).or_(page.locator(".js-plotly-plot").first).wait_for()
+    page.get_by_text("No results yet", exact=False).or_(page.locator(VEGA_CHART).first).wait_for()
 
+    page.get_by_text("Import results", exact=True).click()  # drawn once opened
+    wait_idle(page)
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(ruiz_parquet))
     wait_idle(page)
     page.get_by_role("button", name="Import", exact=True).click()
     wait_idle(page)
     page.get_by_text("Imported 262 rows", exact=False).wait_for(timeout=30_000)
 
-    page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
-    # the figures drawn before the import stay on screen until the rerun replaces them
+    page.locator(VEGA_CHART).first.wait_for(timeout=30_000)
+    # the charts drawn before the import stay on screen until the rerun replaces them
     deadline = time.monotonic() + 60
     while True:
-        figures = page.evaluate(TRACE_POINTS_JS)
-        speedup_vs_k = [f for f in figures if "Speedup vs K" in f["title"]]
-        points = speedup_vs_k[0]["points"] if speedup_vs_k else []
-        found = any(x == 8 and y is not None and round(y, 3) == 3.555 for x, y in points)
+        points = _speedup_vs_k_points(page)
+        found = any(k == 8 and round(y, 3) == 3.555 for k, y in points)
         if found or time.monotonic() > deadline:
             break
         page.wait_for_timeout(500)
-    assert speedup_vs_k, f"no speedup-vs-K figure among {[f['title'] for f in figures]}"
+    assert points, "no speedup-vs-K chart drew a point"
     assert found, points[:20]
 
 
-# Each trace's error bars as drawn (null where a trace has none).
-ERROR_BARS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(
-    el => ({title: (el.layout && el.layout.title && el.layout.title.text) || '',
-            bars: (el._fullData || []).map(t => t.error_y && t.error_y.visible
-                                                 ? Array.from(t.error_y.array || []) : null)}))"""
 REPEATED_RUN = Path(__file__).resolve().parents[1] / "captures" / "cpu-repeats-code-editing.parquet"
 
 
@@ -59,16 +57,14 @@ def test_a_run_with_repeats_shows_its_intervals(streamlit_server, page, wait_idl
     page.goto(f"{streamlit_server.url}/?run_id={run_id}")
     wait_idle(page, timeout=180_000)
     page.get_by_text(f"Showing run {run_id} only").wait_for(timeout=180_000)
-    page.wait_for_function("""() => Array.from(document.querySelectorAll('.js-plotly-plot')).some(
-        el => ((el.layout && el.layout.title && el.layout.title.text) || '').includes('Speedup vs K'))""",
-                           timeout=120_000)
-    figures = {f["title"]: f["bars"] for f in page.evaluate(ERROR_BARS_JS)}
-    matches = [bars for title, bars in figures.items() if "Speedup vs K" in title]
-    assert len(matches) == 1, list(figures)
-    vs_k = matches[0]
-    drawn = [b for bars in vs_k if bars for b in bars]
-    assert drawn and all(b > 0 for b in drawn), figures
-    # the best-K table is a canvas grid; its caption and the headline metric are text
+    page.locator(VEGA_CHART).first.wait_for(timeout=120_000)
+    [chart] = page.evaluate(MARKS_JS, "errorbar")  # the run is one setup: one speedup-vs-K chart
+    bars = [(float(m["speedup_lo"]), float(m["speedup_hi"])) for m in chart["marks"]]
+    assert bars and all(lo < hi for lo, hi in bars), chart
+    # the best-K table is a canvas grid in its tab; its caption and the headline metric are text
+    page.get_by_role("tab", name="Best K per setup").click()
+    wait_idle(page)
+    page.get_by_text("speedups carry a 95% interval.", exact=False).wait_for(timeout=60_000)
     text = page.locator("[data-testid='stMain']").inner_text()
     assert "speedups carry a 95% interval." in text and "single runs" not in text
     best = page.locator("[data-testid='stMetric']").filter(has_text="Best speedup").inner_text()
@@ -100,7 +96,8 @@ def test_explorer_draws_every_figure_without_console_errors_at_demo_sizes(stream
         page.set_viewport_size({"width": width, "height": height})
         page.goto(streamlit_server.url)  # the Explorer, on the bundled results
         wait_idle(page, timeout=120_000)
-        page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
+        page.locator(VEGA_CHART).first.wait_for(timeout=60_000)
+        assert page.locator(".js-plotly-plot").count() == 0  # the landing page draws no plotly figure
         page.screenshot(path=f"/tmp/demo-explorer-top-{width}x{height}.png")
         for name, title in TABS.items():
             page.get_by_role("tab", name=name).click()
@@ -142,6 +139,7 @@ def test_explorer_draws_a_schedule_curve(streamlit_server, page, wait_idle, spec
     page.goto(f"{streamlit_server.url}/?run_id=schedule-e2e")
     wait_idle(page, timeout=180_000)
     page.get_by_text("K schedule vs fixed K", exact=True).first.wait_for(timeout=120_000)
+    page.get_by_text("The schedule and each fixed K: speedup vs concurrency").click()  # drawn once opened
     page.wait_for_function(f"() => ({SCHEDULE_JS})().length > 0", timeout=60_000)
     traces = {t["name"]: t for t in page.evaluate(SCHEDULE_JS)}
     assert traces["schedule 1-4:4"]["dash"] == "dash" and traces["K=4"]["dash"] == "solid", traces
@@ -155,7 +153,7 @@ def test_the_sources_table_is_drawn_only_once_opened(streamlit_server, page, wai
     """The landing page loads no table scripts ahead of its headline; the table is there when asked for."""
     page.goto(streamlit_server.url)
     wait_idle(page)
-    page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
+    page.locator(VEGA_CHART).first.wait_for(timeout=60_000)
     sources = page.locator("[data-testid='stExpander']").filter(has_text="Where the bundled results come from")
     assert sources.locator("[data-testid='stDataFrame']").count() == 0
     sources.get_by_text("Where the bundled results come from").click()

@@ -7,14 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from vega_charts import MARKS_JS
 
 from specscope import shared
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster]
 
 RUN = Path(__file__).resolve().parents[1] / "captures" / "cpu-repeats-code-editing.parquet"  # a real CPU sweep
-POINTS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap(
-    el => (el._fullData || []).flatMap(t => Array.from(t.y || [])))"""
 
 
 def test_the_explorer_shows_a_run_another_home_put_in_the_shared_store(
@@ -32,6 +31,6 @@ def test_the_explorer_shows_a_run_another_home_put_in_the_shared_store(
     wait_idle(page, timeout=120_000)
     page.get_by_text(f"Showing run {RUN.stem} only.").wait_for(timeout=60_000)
     page.get_by_text(f"Results shared with the team in {shared_store}", exact=False).wait_for()
-    page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
-    assert [y for y in page.evaluate(POINTS_JS) if y is not None], server.log()
+    page.locator("[data-testid='stVegaLiteChart'] svg").first.wait_for(timeout=60_000)
+    assert [m for chart in page.evaluate(MARKS_JS, "point") for m in chart["marks"] if m.get("speedup ×")], server.log()
     assert page.get_by_text("Nothing answers").count() == 0

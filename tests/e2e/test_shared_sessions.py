@@ -72,6 +72,8 @@ def test_new_runs_imports_and_deletions_reach_every_open_session(streamlit_serve
         # An import made through the first session's sidebar shows in the second.
         upload = store.write_results(_rows(MODEL + "-imported"), run_id="upload-1", directory=tmp_path)
         first, second = sessions
+        first.get_by_text("Import results", exact=True).click()  # drawn once opened
+        wait_idle(first)
         first.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(upload))
         wait_idle(first)
         first.get_by_role("button", name="Import", exact=True).click()

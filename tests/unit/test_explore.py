@@ -10,7 +10,7 @@ import pytest
 from specscope import explore, importers
 from specscope import store as store_module
 from specscope.store import Store
-from ui import charts
+from ui import charts, k_charts
 
 
 @pytest.fixture
@@ -53,8 +53,9 @@ def test_acceptance_band_spans_concurrency(ruiz_store):
 def test_every_chart_builds_and_escapes_names(ruiz_store):
     vs_k = explore.speedup_vs_k(ruiz_store)
     best = explore.by_concurrency(ruiz_store)
-    figs = [charts.speedup_vs_k(vs_k, explore.k_sweep_setups(vs_k)[:2]),
-            charts.speedup_by_method(best),
+    drawn = k_charts.speedup_vs_k(vs_k, explore.k_sweep_setups(vs_k)[:2])
+    assert [setup for setup, _ in drawn] == explore.k_sweep_setups(vs_k)[:2]
+    figs = [charts.speedup_by_method(best),
             charts.speedup_vs_concurrency(best, explore.crossovers(best)),
             charts.acceptance_vs_k(explore.acceptance_vs_k(ruiz_store)),
             charts.throughput_vs_concurrency(best), charts.latency_vs_concurrency(best),
@@ -93,10 +94,14 @@ def test_intervals_reach_the_figures_and_the_best_k_table(tmp_path):
     db = Store(result_dirs=[tmp_path], request_dirs=[])
     vs_k = explore.speedup_vs_k(db)
     assert vs_k["speedup_lo"].notna().all() and (vs_k["speedup_lo"] < vs_k["speedup"]).all()
-    fig = charts.speedup_vs_k(vs_k, explore.k_sweep_setups(vs_k))
-    bars = fig.data[0].error_y
-    assert bars.visible is not False and len(bars.array) == 3 and all(v > 0 for v in bars.array)
-    assert "speedup ± 95%" in fig.data[0].hovertemplate
+    [(_, chart)] = k_charts.speedup_vs_k(vs_k, explore.k_sweep_setups(vs_k))
+    spec = chart.to_dict()
+    marks = [layer["mark"]["type"] for layer in spec["layer"]]
+    assert marks == ["rule", "errorbar", "line"]
+    bars = spec["datasets"][spec["layer"][1]["data"]["name"]]
+    assert len(bars) == 3 and all(b["speedup_lo"] < b["speedup"] < b["speedup_hi"] for b in bars)
+    hover = {t.get("title", t["field"]) for t in spec["layer"][2]["encoding"]["tooltip"]}
+    assert {"speedup ± 95%", "output tok/s", "repeats"} <= hover
     best = explore.by_concurrency(db)
     table = explore.best_k_table(best).set_index("K (draft tokens)")
     assert table.loc["2", "tied (within noise)"] == "tied with K 4 (within noise)"
@@ -111,6 +116,22 @@ def test_two_runs_of_one_setup_fold_into_a_mean_with_an_interval_over_runs(tmp_p
     assert point["runs"] == 2 and point["repeats"] == 8
     # identical runs: the interval over runs collapses onto the mean
     assert point["speedup_lo"] == pytest.approx(point["speedup"]) == pytest.approx(point["speedup_hi"])
+
+
+def test_speedup_vs_k_colours_a_concurrency_alike_in_every_chart_and_keeps_names_as_data(ruiz_store):
+    vs_k = explore.speedup_vs_k(ruiz_store)
+    hostile = vs_k.assign(setup=vs_k["setup"].where(vs_k["setup"] != vs_k["setup"].iloc[0],
+                                                    "<img src=x onerror=alert(1)>"))
+    setups = explore.k_sweep_setups(hostile)[:3]
+    drawn = k_charts.speedup_vs_k(hostile, setups)
+    scales = {str(chart.to_dict()["layer"][-1]["encoding"]["color"]["scale"]) for _, chart in drawn}
+    assert len(drawn) == 3 and len(scales) == 1  # one concurrency -> one colour across the charts
+    # Vega draws titles and tooltips as text (never HTML), so a name is kept verbatim, not escaped
+    titles = [chart.to_dict()["title"]["text"] for _, chart in drawn]
+    assert "<img src=x onerror=alert(1)>" in titles
+    assert all(" · ".join(t) in setups for t in titles if isinstance(t, list))  # long names on two lines
+    assert k_charts.speedup_vs_k(hostile, ["no such setup"]) == []
+    assert "<html" in k_charts.combined(drawn).to_html()
 
 
 def test_single_runs_say_they_have_no_interval(ruiz_store):

@@ -13,7 +13,7 @@ import pytest
 
 from specscope import explore
 from specscope.store import Store
-from ui import charts
+from ui import charts, k_charts
 
 
 @pytest.fixture
@@ -38,11 +38,9 @@ def _nan_coordinates(fig) -> list[str]:
 
 
 def _figures(db: Store) -> dict:
-    vs_k = explore.speedup_vs_k(db)
     best = explore.by_concurrency(db)
     crossings = explore.crossovers(best)
-    return {"speedup_vs_k": charts.speedup_vs_k(vs_k, explore.k_sweep_setups(vs_k)[:4]),
-            "speedup_by_method": charts.speedup_by_method(best),
+    return {"speedup_by_method": charts.speedup_by_method(best),
             "speedup_vs_concurrency": charts.speedup_vs_concurrency(best, crossings),
             "acceptance_vs_k": charts.acceptance_vs_k(explore.acceptance_vs_k(db)),
             "throughput": charts.throughput_vs_concurrency(best),
@@ -53,6 +51,12 @@ def _figures(db: Store) -> dict:
 def test_no_bundled_figure_draws_a_nan_coordinate(bundled):
     figures = _figures(bundled)
     assert {name: _nan_coordinates(fig) for name, fig in figures.items()} == {name: [] for name in figures}
+    vs_k = explore.speedup_vs_k(bundled)
+    for _, chart in k_charts.speedup_vs_k(vs_k, explore.k_sweep_setups(vs_k)[:4]):
+        drawn = [(r.get("k"), r.get("speedup"), r.get("speedup_lo"), r.get("speedup_hi"))
+                 for rows in chart.to_dict()["datasets"].values() for r in rows if "k" in r]
+        assert drawn and all(v is not None and math.isfinite(v) for point in drawn for v in point[:2])
+        assert all((lo is None) == (hi is None) for _, _, lo, hi in drawn)
     by_method = figures["speedup_by_method"]
     assert by_method.data and all(len(t.x) == len(t.y) > 0 for t in by_method.data)
 
