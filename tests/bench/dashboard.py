@@ -21,8 +21,9 @@ floor_s=<a page with only a title and one small Vega-Lite chart (the Explorer's 
 engine), opened the same way>
 ten_floor_s=<that page opened by 10 viewers at once, median>``
 (targets: <= 0.5, <= 1.5, <= 15, <= 100). A new browser profile spends most of its landing
-compiling Streamlit's 4.7 MB Plotly chunk and fetching ~150 script files (each costs the server
-about 3 ms of CPU); a returning viewer does neither.
+fetching and compiling Streamlit's scripts (~120 files, each costs the server about 3 ms of CPU;
+the Vega-Lite chunk is 0.8 MB, Plotly's 4.7 MB, which is why both landing pages draw with
+Vega-Lite); a returning viewer does neither.
 Run: .venv/bin/python tests/bench/dashboard.py [--sessions 1,10] [--live-speed 1,12] [--skip-live]
 [--timeout 240]
 """
