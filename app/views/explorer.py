@@ -118,10 +118,6 @@ st.caption(f"A setup is one model · method (draft) · dataset · hardware of on
            f"speculative setups have a matching baseline; {counts['slower']} of them are slower than it "
            "(below 1×) at one or more measured concurrencies.")
 
-k_setups = explore.k_sweep_setups(vs_k)
-# Keyed by the choices, so new results (an import, a finished run) bring a fresh default.
-shown = st.multiselect("Setups in the speedup-vs-K plot", k_setups, default=k_setups[:4],
-                       key=f"explorer_k_setups_{zlib.crc32(repr(k_setups).encode())}")
 
 
 def _accept():
@@ -136,6 +132,11 @@ def _positions():
 
 def _speedup_vs_k() -> None:
     """The landing figure: a Vega-Lite chart per chosen setup, two abreast."""
+    k_setups = explore.k_sweep_setups(vs_k)
+    # Keyed by the choices, so new results (an import, a finished run) bring a fresh default; the
+    # choice outlives a visit to another tab.
+    shown = st.multiselect("Setups", k_setups, default=k_setups[:4], persist_state="session",
+                           key=f"explorer_k_setups_{zlib.crc32(repr(k_setups).encode())}")
     drawn = cache.built("fig_speedup_vs_k", lambda: k_charts.speedup_vs_k(vs_k, shown), vs_k, shown)
     if not drawn:
         st.info(k_charts.EMPTY)

@@ -53,16 +53,16 @@ RECORDING = REPO / "tests" / "captures" / "live_4panes.json"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 TIMEOUT_MS = 240_000  # per wait; --timeout changes it
 
-# Idle with charts: the page's title is up, the script has stopped, and every chart (plotly or
-# Vega-Lite) drew its SVG.
-IDLE_WITH_CHARTS_JS = """title => {
+# Idle: the page's title is up, the script has stopped, and every chart (plotly or Vega-Lite)
+# drew its SVG; with charts, there is at least one.
+IDLE_JS = """([title, withCharts]) => {
     const app = document.querySelector("[data-testid='stApp']");
     const h1 = document.querySelector('h1');
     if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
     if (!h1 || !h1.textContent.includes(title)) return false;
     const plotly = Array.from(document.querySelectorAll("[data-testid='stPlotlyChart']"));
     const vega = Array.from(document.querySelectorAll("[data-testid='stVegaLiteChart']"));
-    return plotly.length + vega.length > 0 && plotly.every(c => c.querySelector('.main-svg'))
+    return (!withCharts || plotly.length + vega.length > 0) && plotly.every(c => c.querySelector('.main-svg'))
         && vega.every(c => c.querySelector('svg, canvas'));
 }"""
 
@@ -155,17 +155,17 @@ async def one_viewer(browser, url: str, *, revisit: bool = False) -> tuple[float
     try:
         t0 = time.perf_counter()
         await page.goto(url, timeout=TIMEOUT_MS, wait_until="commit")
-        await page.wait_for_function(IDLE_WITH_CHARTS_JS, arg="Explorer", timeout=TIMEOUT_MS, polling=20)
+        await page.wait_for_function(IDLE_JS, arg=["Explorer", True], timeout=TIMEOUT_MS, polling=20)
         explorer = time.perf_counter() - t0
         t1 = time.perf_counter()
         await page.locator("[data-testid='stSidebarNav'] a[href$='/theory']").click()
-        await page.wait_for_function(IDLE_WITH_CHARTS_JS, arg="Theory", timeout=TIMEOUT_MS, polling=20)
+        await page.wait_for_function(IDLE_JS, arg=["Theory", True], timeout=TIMEOUT_MS, polling=20)
         theory = time.perf_counter() - t1
         if not revisit:
             return explorer, theory
         t2 = time.perf_counter()
         await page.goto(url, timeout=TIMEOUT_MS, wait_until="commit")
-        await page.wait_for_function(IDLE_WITH_CHARTS_JS, arg="Explorer", timeout=TIMEOUT_MS, polling=20)
+        await page.wait_for_function(IDLE_JS, arg=["Explorer", True], timeout=TIMEOUT_MS, polling=20)
         return explorer, theory, time.perf_counter() - t2
     finally:
         await context.close()
@@ -185,7 +185,7 @@ async def floor(browser, n: int = 1, engine: str = "vega-lite") -> float:
             try:
                 t0 = time.perf_counter()
                 await page.goto(server.url, timeout=TIMEOUT_MS, wait_until="commit")
-                await page.wait_for_function(IDLE_WITH_CHARTS_JS, arg="Explorer", timeout=TIMEOUT_MS, polling=20)
+                await page.wait_for_function(IDLE_JS, arg=["Explorer", True], timeout=TIMEOUT_MS, polling=20)
                 return time.perf_counter() - t0
             finally:
                 await context.close()
@@ -254,7 +254,7 @@ async def live_latency(browser, speed: float) -> list[float]:
         page = await context.new_page()
         try:
             await page.goto(f"{server.url}/live", timeout=TIMEOUT_MS, wait_until="commit")
-            await page.wait_for_function(IDLE_WITH_CHARTS_JS.replace("charts.length > 0 &&", ""), arg="Live",
+            await page.wait_for_function(IDLE_JS, arg=["Live", False],
                                          timeout=TIMEOUT_MS)
             await page.get_by_text("Recordings", exact=True).click()
             await page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(upload))

@@ -159,3 +159,22 @@ def test_the_sources_table_is_drawn_only_once_opened(streamlit_server, page, wai
     sources.get_by_text("Where the bundled results come from").click()
     wait_idle(page)
     sources.locator("[data-testid='stDataFrame']").wait_for(timeout=60_000)
+
+
+def test_the_setups_chosen_for_speedup_vs_k_outlive_a_visit_to_another_tab(streamlit_server, page, wait_idle):
+    page.goto(streamlit_server.url)
+    wait_idle(page)
+    page.locator(VEGA_CHART).first.wait_for(timeout=60_000)
+    assert page.locator(VEGA_CHART).count() == 2  # the bundled results: two setups measured at several K
+    chooser = page.get_by_test_id("stMultiSelect").filter(has_text="Setups")
+    chooser.get_by_role("button", name=re.compile("suffix")).click()  # the chip's delete button
+    wait_idle(page)
+    page.wait_for_function(f"() => document.querySelectorAll(\"{VEGA_CHART}\").length === 1", timeout=30_000)
+    page.get_by_role("tab", name="Best K per setup").click()
+    wait_idle(page)
+    page.get_by_role("tab", name="Speedup vs K").click()
+    wait_idle(page)
+    page.locator(VEGA_CHART).first.wait_for(timeout=30_000)
+    assert page.locator(VEGA_CHART).count() == 1
+    [title] = [c["title"] for c in page.evaluate(MARKS_JS, "point")]  # a long name is drawn on two lines
+    assert " · ngram" in title and "suffix" not in title, title
