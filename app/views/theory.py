@@ -36,7 +36,11 @@ def _unfitted(frame) -> None:
     unfit = cache.built("theory_unfitted", lambda: advisor.unfitted(frame), frame)
     if not unfit:
         return
-    with st.expander(f"Not fitted: {len(unfit)} groups lack what the advisor needs"):
+    missing = st.expander(f"Not fitted: {len(unfit)} groups lack what the advisor needs", key="theory_unfitted_open",
+                          on_change="rerun")
+    if not missing.open:
+        return
+    with missing:
         st.caption("A fit needs speedups measured at a known K and concurrency, with an acceptance "
                    "rate or length. Import or run results that have them to get advice here.")
         st.dataframe(pd.DataFrame({"group": [advisor.family_label(keys) for keys, _ in unfit],
@@ -122,11 +126,16 @@ st.altair_chart(cache.built("theory_concurrency", lambda: theory_charts.speedup_
 st.subheader("Advised K schedule (K by batch size)")
 advice = cache.built("theory_schedule", lambda: schedule.advice(fit, ks=candidates, rows=frame), fit.rows, frame)
 st.markdown(f"**{advice['schedule']}** (batch sizes 1-256). " + (
-    "Start the server with this speculative_config:" if advice["speculative_config"]
+    "Start the server with the speculative_config below." if advice["speculative_config"]
     else "Speculation pays at no batch size: run the server without it."))
 if advice["speculative_config"]:
-    st.code(json.dumps(advice["speculative_config"]), language="json", wrap_lines=True)
-st.dataframe(pd.DataFrame(advice["ranges"]), hide_index=True, width="stretch")
+    # Drawn when opened: the code block's highlighter is the page's largest script.
+    config = st.expander("speculative_config for vLLM", key="theory_config_open", on_change="rerun",
+                         icon=":material/content_copy:")
+    if config.open:
+        with config:
+            st.code(json.dumps(advice["speculative_config"]), language="json", wrap_lines=True)
+st.table(pd.DataFrame(advice["ranges"]).set_index("batch sizes"))
 if versus := advice["versus_fixed"]:
     st.caption(f"Where every K was measured (batch sizes {', '.join(map(str, versus['batch_sizes']))}), this "
                f"schedule averages {versus['schedule']:.3f}× and a fixed K={versus['best_fixed_k']} "
@@ -171,19 +180,21 @@ else:
             "predicted": st.column_config.NumberColumn("predicted ×", format="%.3f"),
             "rel_err": st.column_config.NumberColumn("error", format="percent")})
 
-with st.expander("Evidence: fit and measured points", expanded=False):
-    ev = answer.evidence
-    cols = st.columns(4)
-    cols[0].metric("i.i.d. α", f"{ev.alpha_iid:.3f}", help=f"RMSE {ev.alpha_rmse_tokens} tokens")
-    cols[1].metric("Rates", f"{ev.rates_first:.3f}·{ev.rates_decay:.3f}^(i−1)",
-                   help=f"RMSE {ev.rates_rmse_tokens} tokens")
-    cols[2].metric("Step cost D(K)", f"{ev.d0:.3f} + {ev.d1:.3f}·K",
-                   help="SD step time over the baseline step time at this concurrency")
-    cols[3].metric("Median training error", f"{ev.train_median_rel_err:.1%}")
-    st.dataframe(points, hide_index=True, width="stretch",
-                 column_config={"speedup": st.column_config.NumberColumn(format="%.3f×"),
-                                "predicted": st.column_config.NumberColumn(format="%.3f×")})
-    st.caption("Cost per concurrency (d1 grows as the batch leaves the memory-bound regime):")
-    st.dataframe(fit.groups, hide_index=True, width="stretch")
+evidence = st.expander("Evidence: fit and measured points", key="theory_evidence_open", on_change="rerun")
+if evidence.open:
+    with evidence:
+        ev = answer.evidence
+        cols = st.columns(4)
+        cols[0].metric("i.i.d. α", f"{ev.alpha_iid:.3f}", help=f"RMSE {ev.alpha_rmse_tokens} tokens")
+        cols[1].metric("Rates", f"{ev.rates_first:.3f}·{ev.rates_decay:.3f}^(i−1)",
+                       help=f"RMSE {ev.rates_rmse_tokens} tokens")
+        cols[2].metric("Step cost D(K)", f"{ev.d0:.3f} + {ev.d1:.3f}·K",
+                       help="SD step time over the baseline step time at this concurrency")
+        cols[3].metric("Median training error", f"{ev.train_median_rel_err:.1%}")
+        st.dataframe(points, hide_index=True, width="stretch",
+                     column_config={"speedup": st.column_config.NumberColumn(format="%.3f×"),
+                                    "predicted": st.column_config.NumberColumn(format="%.3f×")})
+        st.caption("Cost per concurrency (d1 grows as the batch leaves the memory-bound regime):")
+        st.dataframe(fit.groups, hide_index=True, width="stretch")
 
 _unfitted(frame)

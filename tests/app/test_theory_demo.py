@@ -62,6 +62,9 @@ def test_suffix_code_editing_advice_agrees_with_its_measurements(page_env):
 
 def test_published_results_without_a_fit_say_what_is_missing(page_env):
     at = _run()
+    assert not any(e.label.startswith("Not fitted:") and e.dataframe for e in at.expander)  # drawn once opened
+    at.session_state["theory_unfitted_open"] = True
+    at.run()
     unfit = next(e for e in at.expander if e.label.startswith("Not fitted:"))
     table = unfit.dataframe[0].value
     guide = table[table["group"].str.contains("Llama-3.3-70B-Instruct · eagle3")]

@@ -51,10 +51,13 @@ def test_advisor_answer_over_imported_results(page_env, ruiz_parquet):
     assert "Use K = 8" in at.success[0].value
     measured = rows(titled(at, "Fitted at concurrency 1: speedup vs K"), "point")
     assert any(round(r["speedup"], 3) == 3.555 for r in measured)
+    assert not at.code  # drawn once its expander is opened
+    at.session_state["theory_config_open"] = True
+    at.run()
     [config] = [json.loads(c.value) for c in at.code]  # the advised schedule, exactly as vLLM takes it
     assert config["method"] == "draft_model" and config["num_speculative_tokens"] == max(
         k for _, _, k in config["num_speculative_tokens_per_batch_size"])
-    sources = set(at.dataframe[0].value["source"])  # K 1-8 were not all measured at one concurrency
+    sources = set(at.table[0].value["source"])  # K 1-8 were not all measured at one concurrency
     assert sources == {"predicted by the fit"}
     at.selectbox(key="theory_group").set_value(
         next(o for o in at.selectbox(key="theory_group").options if "Qwen3-1.7B" in o)).run()
