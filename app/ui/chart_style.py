@@ -1,17 +1,21 @@
-"""The look every SpecScope figure shares: colours, the common layout, and the empty-figure message."""
+"""The look every SpecScope figure shares: colours, the common layout, and the empty-figure message
+(plotly); the K axis and the no-gain line (Vega-Lite, Altair)."""
 
 from __future__ import annotations
 
 import html
 import math
 
+import altair as alt
+import pandas as pd
 import plotly.graph_objects as go
 
-__all__ = ["PALETTE", "LOG2_STEP", "layout", "empty_figure"]
+__all__ = ["PALETTE", "LOG2_STEP", "VEGA_PAD", "layout", "empty_figure", "k_axis", "no_gain"]
 
 PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D",
            "#EECA3B", "#BAB0AC"]
 LOG2_STEP = math.log10(2)  # a log axis's dtick is in decades
+VEGA_PAD = 10  # pixels between a Vega plot's edge and its first and last points, which would be cut in half
 
 
 def layout(fig: go.Figure, title: str, x: str, y: str, *, log_x: bool = False, height: int = 460) -> go.Figure:
@@ -33,3 +37,15 @@ def empty_figure(message: str, height: int = 300) -> go.Figure:
                        x=0.5, y=0.5, xref="paper", yref="paper")
     fig.update_layout(template="plotly_white", height=height, xaxis_visible=False, yaxis_visible=False)
     return fig
+
+
+def k_axis(title: str = "K (speculative tokens)") -> alt.X:
+    """A Vega-Lite x axis of whole K over the measured range (field ``k``)."""
+    return alt.X("k:Q", title=title, axis=alt.Axis(tickMinStep=1, format="d"),
+                 scale=alt.Scale(padding=VEGA_PAD, nice=False))
+
+
+def no_gain() -> alt.Chart:
+    """The dotted Vega-Lite rule at speedup 1, to layer under a speedup chart."""
+    return alt.Chart(pd.DataFrame({"no_gain": [1.0]})).mark_rule(strokeDash=[3, 3], color="#888").encode(
+        y="no_gain:Q")

@@ -12,7 +12,7 @@ import altair as alt
 import pandas as pd
 
 from specscope.explore import interval_text
-from ui.chart_style import PALETTE
+from ui.chart_style import PALETTE, k_axis, no_gain
 
 __all__ = ["EMPTY", "speedup_vs_k", "combined"]
 
@@ -37,15 +37,13 @@ def _points(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _chart(points: pd.DataFrame, setup: str, colours: alt.Scale) -> alt.LayerChart:
-    x = alt.X("k:Q", title="K (speculative tokens)", axis=alt.Axis(tickMinStep=1, format="d"),
-              scale=alt.Scale(padding=10, nice=False))  # the first and last points drawn whole
+    x = k_axis()
     color = alt.Color("concurrency:O", scale=colours, title="concurrency")
     tooltip = [alt.Tooltip("concurrency:O"), alt.Tooltip("k:Q", title="K"),
                *(alt.Tooltip(f"{c}:N", title=t) for c, t in _TOOLTIP if c in points.columns)]
     line = alt.Chart(points).mark_line(point=alt.OverlayMarkDef(filled=True, size=55)).encode(
         x=x, y=alt.Y("speedup:Q", title="speedup ×", scale=alt.Scale(zero=False)), color=color, tooltip=tooltip)
-    layers = [alt.Chart(pd.DataFrame({"no_gain": [1.0]})).mark_rule(strokeDash=[3, 3], color="#888").encode(
-        y="no_gain:Q"), line]
+    layers = [no_gain(), line]
     bounded = points.dropna(subset=["speedup_lo", "speedup_hi"]) if "speedup_lo" in points.columns else points[:0]
     if not bounded.empty:
         layers.insert(1, alt.Chart(bounded).mark_errorbar(ticks=True, thickness=1.2).encode(

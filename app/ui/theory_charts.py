@@ -12,25 +12,19 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from ui.chart_style import VEGA_PAD, k_axis, no_gain
+
 __all__ = ["tokens_per_step_figure", "speedup_vs_k_figure", "speedup_vs_concurrency_figure",
            "measured_cost_figure"]
 
 CURVE_COLORS = ["#4C78A8", "#F58518", "#54A24B", "#B279A2"]
 POINT_COLOR = "#E45756"
 HEIGHT = 320
-PAD = 10  # pixels between the plot's edge and its first and last points, which would be cut in half
-K_AXIS = alt.X("k:Q", title="K (speculative tokens)", axis=alt.Axis(tickMinStep=1, format="d"),
-               scale=alt.Scale(padding=PAD, nice=False))
 LEGEND = alt.Legend(orient="bottom", direction="vertical", title=None)
 
 
 def _colours(names: list) -> alt.Scale:
     return alt.Scale(domain=names, range=[CURVE_COLORS[i % len(CURVE_COLORS)] for i in range(len(names))])
-
-
-def _no_gain() -> alt.Chart:
-    return alt.Chart(pd.DataFrame({"no_gain": [1.0]})).mark_rule(strokeDash=[3, 3], color="#888").encode(
-        y="no_gain:Q")
 
 
 def _interval(row: dict) -> str:
@@ -39,14 +33,14 @@ def _interval(row: dict) -> str:
 
 
 def _k_chart(curves: pd.DataFrame, y: str, y_title: str, points: pd.DataFrame | None, point_y: str,
-             label: str, marker_k: int | None, title: str, no_gain: bool) -> alt.LayerChart:
+             label: str, marker_k: int | None, title: str, with_no_gain: bool) -> alt.LayerChart:
     names = list(dict.fromkeys(curves["curve"]))
     y_axis = alt.Y(f"{y}:Q", title=y_title, scale=alt.Scale(zero=False))
     layers = [alt.Chart(curves[["k", "curve", y]]).mark_line(strokeWidth=2.5, point=alt.OverlayMarkDef(size=30)).encode(
-        x=K_AXIS, y=y_axis, color=alt.Color("curve:N", scale=_colours(names), legend=LEGEND),
+        x=k_axis(), y=y_axis, color=alt.Color("curve:N", scale=_colours(names), legend=LEGEND),
         tooltip=[alt.Tooltip("curve:N"), alt.Tooltip("k:Q", title="K"), alt.Tooltip(f"{y}:Q", format=".3f")])]
-    if no_gain:
-        layers.insert(0, _no_gain())
+    if with_no_gain:
+        layers.insert(0, no_gain())
     if marker_k is not None:
         at = alt.Chart(pd.DataFrame({"k": [marker_k], "text": [f"K={marker_k}"]}))
         layers += [at.mark_rule(strokeDash=[2, 3], color="#888").encode(x="k:Q"),
@@ -76,19 +70,19 @@ def tokens_per_step_figure(curves: pd.DataFrame, points: pd.DataFrame | None = N
                            marker_k: int | None = None, title: str = "Tokens per step vs K") -> alt.LayerChart:
     """Expected tokens per step against K; ``curves`` has k, curve, tokens_per_step; points k, al, train."""
     return _k_chart(curves, "tokens_per_step", "tokens per step", points, "al", "measured AL", marker_k, title,
-                    no_gain=False)
+                    with_no_gain=False)
 
 
 def speedup_vs_k_figure(curves: pd.DataFrame, points: pd.DataFrame | None = None,
                         marker_k: int | None = None, title: str = "Speedup vs K") -> alt.LayerChart:
     """Speedup against K; ``curves`` has k, curve, speedup; points k, speedup, train."""
     return _k_chart(curves, "speedup", "speedup ×", points, "speedup", "measured speedup", marker_k, title,
-                    no_gain=True)
+                    with_no_gain=True)
 
 
 def _concurrency_axis(values) -> alt.X:
     doublings = [2 ** i for i in range(0, 13) if 2 ** i <= max(values) * 1.01] or [1]
-    return alt.X("concurrency:Q", title="concurrency", scale=alt.Scale(type="log", base=2, padding=PAD, nice=False),
+    return alt.X("concurrency:Q", title="concurrency", scale=alt.Scale(type="log", base=2, padding=VEGA_PAD, nice=False),
                  axis=alt.Axis(values=doublings, format="d"))
 
 
@@ -101,7 +95,7 @@ def speedup_vs_concurrency_figure(curve: pd.DataFrame, measured: pd.DataFrame,
     tooltip = [alt.Tooltip("series:N"), alt.Tooltip("concurrency:Q", format="d"), alt.Tooltip("k:Q", title="K"),
                alt.Tooltip("speedup:Q", format=".3f")]
     y = alt.Y("speedup:Q", title="speedup ×", scale=alt.Scale(zero=False))
-    layers = [_no_gain(),
+    layers = [no_gain(),
               alt.Chart(curve[["concurrency", "speedup", "k"]].assign(series=series[0])).mark_line(strokeWidth=2.5)
               .encode(x=x, y=y, color=colour, tooltip=tooltip),
               alt.Chart(measured[["concurrency", "speedup", "k"]].assign(series=series[1])).mark_point(
@@ -124,9 +118,9 @@ def measured_cost_figure(rows: pd.DataFrame, title: str) -> alt.LayerChart:
     tooltip = [alt.Tooltip("concurrency:N"), alt.Tooltip("k:Q", title="K"),
                alt.Tooltip("speedup:Q", title="predicted ×", format=".3f"),
                alt.Tooltip("cost:Q", title="step cost", format=".3f")]
-    x = alt.X("k:Q", title="speculative tokens K", axis=alt.Axis(tickMinStep=1, format="d"), scale=alt.Scale(padding=PAD, nice=False))
+    x = k_axis("speculative tokens K")
     y = alt.Y("speedup:Q", title="predicted speedup (×)", scale=alt.Scale(zero=False))
-    layers = [_no_gain(), alt.Chart(data).mark_line(strokeWidth=2.5).encode(x=x, y=y, color=colour, tooltip=tooltip),
+    layers = [no_gain(), alt.Chart(data).mark_line(strokeWidth=2.5).encode(x=x, y=y, color=colour, tooltip=tooltip),
               alt.Chart(data[data["measured_cost"]]).mark_point(size=70, filled=True, opacity=1).encode(
                   x=x, y=y, color=colour, tooltip=tooltip)]
     return alt.layer(*layers).properties(title=title, height=HEIGHT)
