@@ -40,7 +40,7 @@ __all__ = ["FAMILY_KEYS", "FamilyFit", "Advice", "Evidence", "MeasuredPoint", "f
            "predicted_crossover", "with_acceptance_length", "model_curves", "fit_curves",
            "concurrency_curves", "measured_ties"]
 
-FAMILY_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware")
+FAMILY_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware", "vllm_version", "weights", "acceptance")
 _DECAYS = np.linspace(0.01, 1.0, 991)
 EXTRAPOLATE = 4  # how far past the largest measured concurrency a crossover is extrapolated
 _ALPHAS = np.linspace(0.0, 0.999, 1999)
@@ -137,8 +137,9 @@ class FamilyFit:
 def family_label(keys: Mapping) -> str:
     """A family's name for menus: ``model · method [+ draft] · dataset · hardware (source)``."""
     method = keys["method"] + (f" + {keys['draft_model']}" if keys.get("draft_model") else "")
+    marks = "".join(f" · {keys[k]} {k}" for k in ("weights", "acceptance") if keys.get(k) in ("dummy", "synthetic"))
     return (f"{keys['model']} · {method} · {keys.get('dataset') or 'no dataset'} · "
-            f"{keys.get('hardware') or 'no hardware'} ({keys.get('source') or 'no source'})")
+            f"{keys.get('hardware') or 'no hardware'}{marks} ({keys.get('source') or 'no source'})")
 
 
 def family_labels(keys: Sequence[Mapping]) -> list[str]:
@@ -198,9 +199,10 @@ def _families(frame: pd.DataFrame):
 
 
 def keyed(frame: pd.DataFrame, keys: Sequence[str] = FAMILY_KEYS) -> pd.DataFrame:
-    """``frame`` with a missing key (NaN or None) in the ``keys`` columns written as "", so rows group
-    and compare on them."""
-    return frame.assign(**{k: frame[k].astype(object).where(frame[k].notna(), "") for k in keys})
+    """``frame`` with a missing key (NaN or None, or no such column) in the ``keys`` columns written as "",
+    so rows group and compare on them."""
+    return frame.assign(**{k: frame[k].astype(object).where(frame[k].notna(), "") if k in frame else ""
+                           for k in keys})
 
 
 def family_rows(frame: pd.DataFrame, keys: Mapping) -> pd.DataFrame:
@@ -208,7 +210,10 @@ def family_rows(frame: pd.DataFrame, keys: Mapping) -> pd.DataFrame:
     known = keyed(frame)
     keep = np.ones(len(frame), dtype=bool)
     for k in FAMILY_KEYS:
-        keep &= (known[k] == (keys.get(k) or "")).to_numpy()
+        match = (known[k] == (keys.get(k) or "")).to_numpy().copy()
+        if k == "acceptance":  # the baseline drafts nothing, so it has no acceptance kind
+            match |= (known["method"] == BASELINE_METHOD).to_numpy()
+        keep &= match
     return frame[keep]
 
 
@@ -257,7 +262,7 @@ def fit_family(rows: pd.DataFrame, train_smallest: int | None = None) -> FamilyF
     table = pd.DataFrame(groups)
     cost = theory.CostCurve(tuple(float(c) for c in table["concurrency"]),
                             tuple(table["d0"]), tuple(table["d1"]))
-    keys = {k: _scalar(rows[k].iloc[0]) for k in FAMILY_KEYS}
+    keys = {k: _scalar(rows[k].iloc[0]) if k in rows else None for k in FAMILY_KEYS}
     fit = FamilyFit(keys, alpha, alpha_rmse, first, decay, rates_rmse, cost, table, rows,
                     train_smallest, measured)
     return fit

@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import math
-import os
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -36,7 +35,7 @@ from typing import Any, Literal
 import httpx
 import numpy as np
 
-from specscope import metrics, probe, sse, stream
+from specscope import metrics, probe, provenance, sse, stream
 from specscope.errors import ConfigError, InputError, ServerError, SpecScopeError, UsageError
 from specscope.prompts import Prompt, PromptSet
 
@@ -255,8 +254,8 @@ def server_info(base_url: str, timeout: float = 10.0) -> ServerInfo:
 
 
 def hardware_label() -> str:
-    """A short name for this machine (``$SPECSCOPE_HARDWARE`` wins), e.g. ``cpu-2core``."""
-    return os.environ.get("SPECSCOPE_HARDWARE") or f"cpu-{os.cpu_count()}core"
+    """A short name for this machine (``$SPECSCOPE_HARDWARE`` wins): ``1xH100-80GB``, ``cpu-2core``."""
+    return provenance.hardware_label()
 
 
 def _payload(spec: LoadSpec, model: str, prompt: Prompt) -> tuple[str, dict]:

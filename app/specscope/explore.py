@@ -1,6 +1,7 @@
 """The Explorer's figure data: small frames aggregated from the results store.
 
-A *setup* is one (source, model, draft_model, method, dataset, hardware, host); every figure
+A *setup* is one (source, model, draft_model, method, dataset, hardware, host, vLLM and torch
+versions, dummy or real weights, synthetic or real acceptance); every figure
 draws lines per setup, per concurrency or per K. Functions take a ``Store`` and the
 filters ``{column: [values]}`` the page chose, and return DataFrames ready to plot, with the
 95% intervals of ``Store.speedup`` (``speedup_lo``/``speedup_hi``; null for single runs).
@@ -25,7 +26,8 @@ __all__ = ["SETUP_KEYS", "best_point", "setup_label", "interval_text", "tie_text
            "by_concurrency", "curves_vs_concurrency", "crossovers", "crossover_caption", "bundled_sources", "bundled_summary", "per_position",
            "filtered_rows", "to_csv_bytes", "to_parquet_bytes"]
 
-SETUP_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host")
+SETUP_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host", "vllm_version",
+              "torch_version", "weights", "acceptance")
 _KEYS = ", ".join(SETUP_KEYS)  # the setup columns in SQL
 Filters = Mapping[str, Sequence] | None
 
@@ -41,7 +43,9 @@ def setup_label(row: Mapping) -> str:
     where = row.get("hardware")
     if isinstance(host, str) and host:
         where = f"{where or '?'} @ {host.split(':')[0] if host.startswith('bundled:') else host}"
-    parts = [model, method, row.get("dataset"), where]
+    marks = ", ".join(f"{row.get(key)} {key}" for key in ("weights", "acceptance")
+                      if row.get(key) in ("dummy", "synthetic"))
+    parts = [model, method, row.get("dataset"), where, marks]
     return " · ".join(str(p) for p in parts if isinstance(p, str) and p)
 
 

