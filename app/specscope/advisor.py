@@ -190,8 +190,11 @@ def unfitted(frame: pd.DataFrame) -> list[tuple[dict, str]]:
 
 def _families(frame: pd.DataFrame):
     """``(keys, rows)`` of each family with fixed-K speculative rows in ``frame`` (a K schedule's rows
-    are what advice is checked against, not what it is fitted on: their K is the schedule's maximum)."""
-    sd = frame[(frame["method"] != BASELINE_METHOD) & (frame["source"] != CALIBRATION_SOURCE)]
+    are what advice is checked against, not what it is fitted on: their K is the schedule's maximum).
+    Drafts accepted synthetically (calibrations, engine-only GPU runs) measure the engine at a set
+    acceptance, not a drafter, so no family is fitted on them."""
+    synthetic = frame["acceptance"].eq("synthetic") if "acceptance" in frame else False
+    sd = frame[(frame["method"] != BASELINE_METHOD) & (frame["source"] != CALIBRATION_SOURCE) & ~synthetic]
     if "k_schedule" in sd:
         sd = sd[sd["k_schedule"].isna()]
     for values, g in keyed(sd).groupby(list(FAMILY_KEYS), sort=True):

@@ -198,8 +198,10 @@ def headline(best: pd.DataFrame) -> dict[str, int]:
 
 
 def best_point(best: pd.DataFrame) -> pd.Series | None:
-    """The highest speedup of a real drafter (step-cost calibrations accept drafts synthetically)."""
-    spec = best[(best["method"] != BASELINE_METHOD) & (best["source"] != CALIBRATION_SOURCE)]
+    """The highest speedup of a real drafter (step-cost calibrations and engine-only runs accept drafts
+    synthetically)."""
+    synthetic = best["acceptance"].eq("synthetic") if "acceptance" in best else False
+    spec = best[(best["method"] != BASELINE_METHOD) & (best["source"] != CALIBRATION_SOURCE) & ~synthetic]
     spec = spec.dropna(subset=["speedup"])
     return None if spec.empty else spec.loc[spec["speedup"].idxmax()]
 

@@ -21,6 +21,7 @@ Run (GPU machine): python tests/bench/gpu.py --phase engine; ... --phase report 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -34,6 +35,7 @@ from specscope.store import Store
 ROOT = Path(__file__).resolve().parents[2]
 PROMPTS = ROOT / "data" / "prompts" / "code-editing.jsonl"
 RUIZ = ROOT.parent / "shared" / "data" / "tomasruizt_vllm-scripts_full-bench-data_d94d714.parquet"
+TRACES = ROOT.parent / "shared" / "data" / "specdecode-bench_simulator_2fdccbd"
 ENGINE_RUN, RUIZ_RUN = "gpu-llama31-8b-eagle3-synthetic", "gpu-qwen3-32b-ruiz-replay"
 # preset method -> (Ruiz's draft_model, K, Ruiz's mean acceptance length at that K over concurrency)
 RUIZ_METHODS = {"eagle3": ("RedHatAI/Qwen3-32B-speculator.eagle3", 3, 2.18),
@@ -82,7 +84,32 @@ def _ruiz_speedups(path: Path) -> pd.DataFrame:
                                                      "acceptance_length"]]
 
 
-def report(results: Path, ruiz_path: Path) -> int:
+def trace_length(path: Path, k: int, key: str = "acc_eagle") -> float:
+    """Mean acceptance length at K of SpecDecode-Bench's oracle traces: steps walked through each response,
+    each accepting min(trace length, K + 1) tokens (requests whose trace covers every position)."""
+    steps = tokens = 0
+    for line in path.read_text().splitlines():
+        request = json.loads(line)
+        lengths, n = request[key]["acc_len"], len(request["generated_token_ids"])
+        i = 0
+        while len(lengths) == n and i < n:
+            step = min(lengths[i], k + 1)
+            steps, tokens, i = steps + 1, tokens + step, i + step
+    return tokens / steps
+
+
+def predicted_from_traces(traces: Path, d0: float, slope: float) -> None:
+    """SpecDecode-Bench's Llama-3.1-8B H100 EAGLE acceptance, priced with this GPU's measured step cost."""
+    if not traces.is_dir():
+        return
+    print("SpecDecode-Bench Llama-3.1-8B EAGLE traces (H100), speedup predicted at c=1 as AL(K) / D(K):")
+    for path in sorted(traces.glob("combined_*.jsonl")):
+        cells = [f"K={k}: AL {trace_length(path, k):.2f} -> {trace_length(path, k) / (d0 + slope * k):.2f}x"
+                 for k in (2, 4)]
+        print(f"  {path.stem.removeprefix('combined_'):14s} " + ", ".join(cells))
+
+
+def report(results: Path, ruiz_path: Path, traces: Path = TRACES) -> int:
     store = Store(result_dirs=[results], request_dirs=[])
     cells = store.speedup({"run_id": [ENGINE_RUN, RUIZ_RUN]},
                           columns=["acceptance_length", "vllm_version", "weights", "acceptance"])
@@ -107,6 +134,7 @@ def report(results: Path, ruiz_path: Path) -> int:
     print("Qwen3-32B shape on this GPU vs Ruiz (2026), same drafter shape, K and acceptance length:")
     print(compared[["method", "k", "concurrency", "acceptance_length", "acceptance_length_ruiz", "speedup",
                     "speedup_lo", "speedup_hi", "ruiz_speedup", "error"]].round(3).to_string(index=False))
+    predicted_from_traces(traces, d[2] - 2 * slope, slope)
     errors = compared["error"].abs().tolist()
     vllm = ",".join(sorted(set(cells["vllm_version"].dropna())))
     device = ",".join(sorted(set(cells["hardware"].dropna())))

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import json
 from decimal import Decimal
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
+from specscope.cli import main as cli_main
 from specscope.store import Store
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -123,11 +125,35 @@ def test_best_k_keeps_one_row_per_group(store):
     assert best.groupby(["method", "draft_model"], dropna=False).size().max() == 1
 
 
+def _own_files():
+    return [p for p in (DATA / "results").glob("*.parquet")
+            if set(pq.read_table(p, columns=["source"]).column("source").to_pylist()) == {"specscope"}]
+
+
+def test_bundled_gpu_runs_say_where_and_how_they_were_measured(store, specscope_home, capsys):
+    """The H100 runs (tests/bench/gpu.py): engine-only, so every row names its accelerator, vLLM, torch/CUDA,
+    dummy weights and synthetic acceptance, and `specscope speedup --json` carries them."""
+    gpu = [p for p in _own_files() if "dummy" in pq.read_table(p, columns=["weights"]).column("weights").to_pylist()]
+    assert {p.stem for p in gpu} >= {"gpu-llama31-8b-eagle3-synthetic", "gpu-qwen3-32b-ruiz-replay"}
+    for path in gpu:
+        rows = pq.read_table(path).to_pandas()
+        ok = rows[rows["status"] == "ok"]
+        assert (ok["hardware"] == "1xH100-80GB").all() and (ok["vllm_version"] == "0.24.0").all()
+        assert (ok["torch_version"] == "2.11.0+cu130").all() and (ok["weights"] == "dummy").all()
+        assert (ok.loc[ok["method"] != "none", "acceptance"] == "synthetic").all()
+        assert ok.loc[ok["method"] == "none", "acceptance"].isna().all()
+    assert cli_main(["speedup", "--json", "--hardware", "1xH100-80GB"]) == 0
+    records = json.loads(capsys.readouterr().out)
+    assert records and {(r["vllm_version"], r["weights"]) for r in records} == {("0.24.0", "dummy")}
+    assert {r["acceptance"] for r in records if r["method"] != "none"} == {"synthetic"}
+    eagle = next(r for r in records if r["method"] == "eagle3" and r["k"] == 4 and r["concurrency"] == 1)
+    assert eagle["speedup"] == pytest.approx(305.897 / 151.974, rel=1e-3)
+
+
 def test_specscope_own_bundled_results_carry_intervals_and_passed_every_hygiene_check(store):
     """SpecScope's own CPU measurements: every cell measured at least 3 times on a machine that
     passed the hygiene checks, so each speedup has its 95% interval and each baseline reads 1."""
-    own = [p for p in (DATA / "results").glob("*.parquet")
-           if set(pq.read_table(p, columns=["source"]).column("source").to_pylist()) == {"specscope"}]
+    own = [p for p in _own_files() if "dummy" not in pq.read_table(p, columns=["weights"]).column("weights").to_pylist()]
     assert own, "no bundled results of SpecScope's own"
     for path in own:
         rows = pq.read_table(path).to_pandas()

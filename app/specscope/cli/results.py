@@ -24,7 +24,8 @@ from specscope.store import Store
 
 __all__ = ["register"]
 
-JSON_FIELDS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host", "concurrency",
+JSON_FIELDS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host", "vllm_version",
+               "torch_version", "weights", "acceptance", "concurrency",
                "k", "speedup", "speedup_lo", "speedup_hi", "speedup_interval", "acceptance_length",
                "acceptance_rate", "output_throughput", "output_throughput_lo", "output_throughput_hi",
                "repeats", "baseline_throughput", "baseline_repeats", "baseline_run_id", "run_id")
@@ -68,15 +69,16 @@ def _clean(value):
 
 def _speedup(args: argparse.Namespace) -> int:
     filters = {key: values for key in ("source", "model", "draft_model", "method", "dataset",
-                                       "hardware", "concurrency", "k", "run_id")
+                                       "hardware", "vllm_version", "weights", "acceptance", "concurrency",
+                                       "k", "run_id")
                if (values := getattr(args, key))}
     frame = Store().speedup(filters, best=args.best)
     if args.best:
         unmatched = frame["speedup"].isna()
         if unmatched.any():  # no baseline to divide by: no K of the group can be called best
             print(f"specscope: {int(unmatched.sum())} group(s) have no matching baseline (method none, "
-                  "same model, dataset, hardware, host, output length, temperature and concurrency) "
-                  "and are left out.", file=sys.stderr)
+                  "same model, dataset, hardware, host, vLLM and torch versions, weights, output length, "
+                  "temperature and concurrency) and are left out.", file=sys.stderr)
             frame = frame[~unmatched]
     fields = JSON_FIELDS + (("tied_ks",) if args.best else ())
     if args.json:
@@ -108,11 +110,13 @@ def register(subparsers) -> None:
     imp.set_defaults(func=_import)
 
     sp = subparsers.add_parser("speedup", help="speedup over the matching baseline, per K and concurrency")
-    for key in ("source", "model", "draft-model", "method", "dataset", "hardware", "run-id"):
+    for key in ("source", "model", "draft-model", "method", "dataset", "hardware", "vllm-version", "weights",
+                "acceptance", "run-id"):
         sp.add_argument(f"--{key}", action="append", help="filter (repeatable)")
     sp.add_argument("--concurrency", type=int, action="append", help="filter (repeatable)")
     sp.add_argument("--k", type=int, action="append", help="filter (repeatable)")
     sp.add_argument("--best", action="store_true",
-                    help="keep the best K per source, model, draft, method, dataset, hardware, concurrency")
+                    help="keep the best K per source, model, draft, method, dataset, hardware, vLLM and torch "
+                         "versions, weights, acceptance and concurrency")
     sp.add_argument("--json", action="store_true", help="print a JSON array")
     sp.set_defaults(func=_speedup)
