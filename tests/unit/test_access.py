@@ -192,3 +192,18 @@ def test_attach_records_who_attached(specscope_home, answers_url):
         state = launch.attach(answers_url)
     assert (state.model, state.vllm_version, state.started_by) == ("tiny-model", "0.0-test", OPERATOR.who)
     assert launch.find(state.name).started_by == OPERATOR.who
+
+
+@pytest.mark.parametrize("store, endpoint", [
+    ("s3://AKIAEXAMPLE:very-secret-key@team/specscope", ""),
+    ("s3://team/specscope?secret=very-secret-key", ""),
+    ("s3://team/specscope", "https://AKIAEXAMPLE:very-secret-key@s3.example.internal"),
+])
+def test_s3_keys_in_a_url_are_refused_without_repeating_them(monkeypatch, store, endpoint):
+    from specscope import shared
+
+    monkeypatch.setenv("SPECSCOPE_STORE", store)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    with pytest.raises(ConfigError, match="carries credentials") as caught:
+        shared.location()
+    assert "very-secret-key" not in str(caught.value) and "AKIAEXAMPLE" not in str(caught.value)
