@@ -32,9 +32,10 @@ if is_operator():
                                 icon=":material/upload_file:")
         if importing.open:
             with importing:
-                upload = st.file_uploader("vllm bench JSON, Ruiz Parquet, SpecScope Parquet or any CSV / Parquet "
-                                          f"(you map its columns; at most {st.get_option('server.maxUploadSize')} MB)", type=["json", "parquet", "csv"],
-                                          key="explorer_upload")
+                upload = st.file_uploader(
+                    "vllm bench JSON, Ruiz Parquet, SpecScope Parquet or any CSV / Parquet (you map its columns; "
+                    f"at most {st.get_option('server.maxUploadSize')} MB)", type=["json", "parquet", "csv"],
+                    key="explorer_upload")
                 source_name = st.text_input("Source name (optional)", key="explorer_source")
                 if upload is not None:
                     import_form.import_upload(upload, source_name or None)

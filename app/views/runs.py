@@ -27,11 +27,11 @@ def prompt_set_section() -> tuple[prompts.PromptSet, Path]:
     st.subheader("1. Prompt set")
     choices = {f"sample: {p.name}": p for p in prompts.bundled_sets()}
     choices.update({f"uploaded: {p.name} ({p.parent.name[:8]})": p for p in prompts.stored_sets()})
-    upload = is_operator() and st.file_uploader(
+    upload = st.file_uploader(
         f"Upload a prompt set (JSONL with prompt/messages, CSV, TXT, ShareGPT JSON; at most "
         f"{prompts.MAX_BYTES // 2**20} MB and {prompts.MAX_PROMPTS:,} prompts)",
         type=[ext.lstrip(".") for ext in prompts.FORMATS], key="runs_upload")
-    if upload:
+    if upload is not None:
         found = prompts.problems(upload.getvalue(), upload.name)
         if found:
             st.error(f"{upload.name} has {len(found)} problem{'s' if len(found) > 1 else ''}; fix them and "
@@ -242,8 +242,8 @@ def results_section() -> None:
 st.title("Prompt sets & runs")
 st.caption("Which method, with which K, helps on your prompts at your load? Each finished cell is "
            "kept: starting the same sweep again resumes where it stopped.")
-chosen_set, chosen_path = prompt_set_section()
 if is_operator():
+    chosen_set, chosen_path = prompt_set_section()
     sweep_section(chosen_set, chosen_path)
 else:
     st.info("You are a viewer: the results of every sweep are below. Operators (the sidebar's Operator "

@@ -173,7 +173,8 @@ st.subheader("Known servers")
 bar = st.columns([1, 1, 4])
 if bar[0].button("Refresh", key="servers_refresh") and operator:  # a viewer's refresh reads the shared table
     _table.clear()
-if operator and bar[1].button("Clean stale", key="servers_clean", help="forget launched servers whose process has gone"):
+if operator and bar[1].button("Clean stale", key="servers_clean",
+                              help="forget launched servers whose process has gone"):
     gone = launch.cleanup_stale()
     _table.clear()
     st.info(f"Removed {', '.join(gone)}." if gone else "Nothing stale.")

@@ -207,3 +207,27 @@ def test_s3_keys_in_a_url_are_refused_without_repeating_them(monkeypatch, store,
     with pytest.raises(ConfigError, match="carries credentials") as caught:
         shared.location()
     assert "very-secret-key" not in str(caught.value) and "AKIAEXAMPLE" not in str(caught.value)
+
+
+def test_cli_token_prints_and_rotates_it(specscope_home, capsys):
+    from specscope.cli import main
+
+    assert main(["token"]) == 0
+    first = capsys.readouterr().out.strip()
+    assert access.matches(first) and stat.S_IMODE(access.token_path().stat().st_mode) == 0o600
+    assert main(["token", "--rotate"]) == 0
+    second = capsys.readouterr().out.strip()
+    assert second != first and access.matches(second) and not access.matches(first)
+
+
+def test_ps_says_who_started_each_server_and_when(specscope_home, answers_url, capsys):
+    from specscope.cli import main
+
+    with access.acting_as(OPERATOR):
+        launch.attach(answers_url, name="team-box")
+    assert main(["ps", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert row["started_by"] == OPERATOR.who and row["started_at"][:4].isdigit()
+    assert main(["ps"]) == 0
+    table = capsys.readouterr().out
+    assert "STARTED BY" in table and OPERATOR.who in table.splitlines()[1]
