@@ -63,16 +63,26 @@ def token_path() -> Path:
     return settings.home() / TOKEN_FILE
 
 
-def _write_new(path: Path) -> str:
+def _write_new(path: Path, *, replace: bool) -> str:
+    """A new token in ``path``, whole or not at all; without ``replace``, a token another process
+    wrote meanwhile wins (two dashboards starting at once print the same one)."""
     value = secrets.token_urlsafe(32)
-    part = path.with_name(f".{path.name}.{os.getpid()}")
+    part = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         os.fchmod(fd, 0o600)  # whatever the umask
         os.write(fd, value.encode())
     finally:
         os.close(fd)
-    os.replace(part, path)
+    if replace:
+        os.replace(part, path)
+        return value
+    try:
+        os.link(part, path)  # fails when the file exists
+    except FileExistsError:
+        value = path.read_text().strip()
+    finally:
+        part.unlink()
     return value
 
 
@@ -83,17 +93,17 @@ def token() -> str:
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
-        return _write_new(path)
+        return _write_new(path, replace=False)
     if mode & (stat.S_IRWXG | stat.S_IRWXO) or path.stat().st_uid != os.getuid():
         _log.warning("%s could be read by other users; SpecScope replaced the token in it.", path)
-        return _write_new(path)
+        return _write_new(path, replace=True)
     value = path.read_text().strip()
-    return value or _write_new(path)
+    return value or _write_new(path, replace=True)
 
 
 def rotate() -> str:
     """Replace the token; dashboard sessions that proved the old one become viewers."""
-    return _write_new(token_path())
+    return _write_new(token_path(), replace=True)
 
 
 def digest(value: str) -> str:

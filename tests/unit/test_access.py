@@ -231,3 +231,11 @@ def test_ps_says_who_started_each_server_and_when(specscope_home, answers_url, c
     assert main(["ps"]) == 0
     table = capsys.readouterr().out
     assert "STARTED BY" in table and OPERATOR.who in table.splitlines()[1]
+
+
+def test_dashboards_starting_at_once_share_one_token(specscope_home):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(8) as pool:
+        made = set(pool.map(lambda _: access.token(), range(32)))
+    assert made == {access.token()} and not list(specscope_home.glob(".operator-token.*"))
