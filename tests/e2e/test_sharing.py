@@ -161,11 +161,12 @@ def test_viewers_see_operators_start_and_stop(shared_app, specscope_home, browse
         wait_idle(viewer)
         assert viewer.get_by_role("button", name="Stop", exact=True).count() == 0
         assert viewer.get_by_label("Server URL").count() == 0
-        for path, text in (("runs", "You are a viewer"), ("explorer", "Explorer"), ("live", "Recordings")):
-            viewer.goto(f"{lan_url}/{path}")
+        for path, text in (("runs", "You are a viewer"), ("", "Speedup vs K"), ("live", "Recordings")):
+            viewer.goto(f"{lan_url}/{path}")  # the Explorer is the landing page
             wait_idle(viewer)
             viewer.get_by_text(text, exact=False).first.wait_for(timeout=60_000)
-            viewer.screenshot(path=str(SHOTS / f"viewer-{path}-{width}.png"), full_page=True)
+            assert viewer.get_by_text("Page not found").count() == 0
+            viewer.screenshot(path=str(SHOTS / f"viewer-{path or 'explorer'}-{width}.png"), full_page=True)
             for name in OPERATOR_BUTTONS:
                 assert viewer.get_by_role("button", name=name, exact=True).count() == 0, (path, name)
             assert viewer.get_by_text("Import results").count() == 0
@@ -197,6 +198,23 @@ def test_viewers_see_operators_start_and_stop(shared_app, specscope_home, browse
     from specscope import launch
 
     assert launch.find(SERVER).started_by.startswith("operator session ")
+
+    # the viewer gives a wrong token, then the right one, in the sidebar
+    field = viewer.get_by_label("Operator token")
+    field.fill("not-the-token")
+    viewer.get_by_role("button", name="Become operator").click()
+    wait_idle(viewer)
+    viewer.get_by_text("That is not the operator token").wait_for(timeout=30_000)
+    viewer.get_by_label("Operator token").fill(token)
+    viewer.get_by_role("button", name="Become operator").click()
+    wait_idle(viewer)
+    viewer.get_by_role("button", name="Leave operator mode").wait_for(timeout=30_000)
+    viewer.get_by_role("button", name="Start", exact=True).wait_for(timeout=30_000)
+    wait_idle(viewer)
+    viewer.get_by_text("Local models").wait_for()
+    assert viewer.get_by_text("That is not the operator token").count() == 0
+    assert token not in viewer.content()
+    viewer.screenshot(path=str(SHOTS / "sidebar-operator-1600.png"), full_page=True)
 
     # the operator stops it, after confirming
     operator.get_by_text(f"{SERVER} · healthy").click()
