@@ -25,4 +25,6 @@ ENV SPECSCOPE_HOME=/data SPECSCOPE_SKIP_INSTALL=1
 VOLUME /data
 EXPOSE 8501
 HEALTHCHECK CMD .venv/bin/python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health')"
-CMD ["bash", "launchers/start.sh", "--server.address", "0.0.0.0"]
+# Shared: a published port reaches every interface of the container; the token for operators is
+# printed in the container's log (`docker logs`) and kept in /data/operator-token.
+CMD ["bash", "launchers/start.sh", "--share"]

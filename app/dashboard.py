@@ -2,6 +2,8 @@
 
 import streamlit as st
 
+from ui import access
+
 # Page icons: Material icons ship with Streamlit (emoji need a font many Linux browsers lack and drew
 # boxes); the tab icon stays an emoji, because a Material page_icon is fetched from fonts.gstatic.com
 st.set_page_config(page_title="SpecScope", page_icon="🔭", layout="wide")
@@ -13,4 +15,5 @@ pages = [
     st.Page("views/explorer.py", title="Explorer", icon=":material/insights:", url_path="explorer", default=True),
     st.Page("views/theory.py", title="Theory", icon=":material/functions:", url_path="theory"),
 ]
+access.sign_in()  # shared: a viewer until the session gives the operator token
 st.navigation(pages).run()

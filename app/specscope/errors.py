@@ -9,6 +9,8 @@
     │   └── UnknownServer    no known server has that name
     ├── StreamError          a stream broke or the server answered with an error
     ├── StoreError           the results store could not be read or written
+    ├── NotAllowed           a viewer asked for what only an operator may do
+    ├── Busy                 the machine is already doing it (another sweep runs)
     └── UsageError           the library was called in a way it does not support
 
 The UI shows ``str(exc)``; the CLI prints it and exits 1.
@@ -27,6 +29,8 @@ __all__ = [
     "StreamError",
     "StoreError",
     "UsageError",
+    "NotAllowed",
+    "Busy",
 ]
 
 
@@ -77,3 +81,11 @@ class StoreError(SpecScopeError):
 
 class UsageError(SpecScopeError):
     """The library was called in a way it does not support (a bug in the caller, not bad input)."""
+
+
+class NotAllowed(SpecScopeError):
+    """A viewer asked for what only an operator may do (start, stop, attach, sweep, import)."""
+
+
+class Busy(SpecScopeError):
+    """This machine already does the one thing it does at a time (a sweep); the message names who."""

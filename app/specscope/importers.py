@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from specscope import shared, store
+from specscope import access, shared, store
 from specscope.errors import InputError, StoreError
 from specscope.schema import BASELINE_METHOD, LATENCY_METRICS, RESULT_COLUMNS, RESULT_SCHEMA
 
@@ -344,7 +344,9 @@ def _prepare(path: Path, source: str | None, column_map: Mapping[str, str] | Non
 
 def import_file(path: Path, *, source: str | None = None, column_map: Mapping[str, str] | None = None,
                 overrides: Mapping | None = None, directory: Path | None = None) -> ImportResult:
-    """Import one file into the home's results; returns its path, row count, format and notes."""
+    """Import one file into the home's results; returns its path, row count, format and notes.
+    Operators only (access.require)."""
+    access.require("import results")
     fmt, table, data, notes = _prepare(path, source, column_map, overrides)
     run_id = f"import-{_sha(data + (source or '').encode())[:12]}"
     written = store.write_results(table, run_id=run_id, directory=directory)

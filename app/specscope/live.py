@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from specscope import files, launch, metrics, settings
+from specscope import access, files, launch, metrics, settings
 from specscope.errors import ConfigError, InputError, SpecScopeError
 from specscope.launch import procfs
 from specscope.launch.registry import ServerState, read_states
@@ -373,7 +373,8 @@ class LiveSession:
     def create(cls, specs: list[PaneSpec], request: GenerationRequest, mode: str,
                shared: Iterable[str] = ()) -> "LiveSession":
         """A session of 2-6 panes on one request; ConfigError on a bad mode, count or label.
-        ``shared``: the labels ``shared_cores`` found."""
+        ``shared``: the labels ``shared_cores`` found. Operators only: an 'auto' method asks the URL."""
+        access.require("stream from servers")
         if mode not in MODES:
             raise ConfigError(f"Unknown mode {mode!r}; choose one of {', '.join(MODES)}.")
         if not 2 <= len(specs) <= MAX_PANES:
@@ -384,7 +385,9 @@ class LiveSession:
         return cls([Pane(spec, request) for spec in specs], mode, tuple(shared))
 
     def start(self, transports: dict[str, httpx.BaseTransport] | None = None) -> None:
-        """Start streaming: every pane at once (race) or one after another (fair)."""
+        """Start streaming: every pane at once (race) or one after another (fair); operators only
+        (the servers are loaded, and a URL typed on the page is fetched by this machine)."""
+        access.require("stream from servers")
         transports = transports or {}
         if self.mode == "race":
             targets = [lambda p=p: p.run(transports.get(p.spec.label)) for p in self.panes]

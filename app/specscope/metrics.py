@@ -131,10 +131,7 @@ def scrape(url: str, *, model_name: str | None = None, timeout: float = 5.0,
     """GET ``<url>/metrics`` (``url`` is the server's base URL, with or without ``/v1``)."""
     base = probe.base_url(url)
     try:
-        if client is not None:
-            response = client.get(f"{base}/metrics", timeout=timeout)
-        else:
-            response = httpx.get(f"{base}/metrics", timeout=timeout)
+        response = probe.read(f"{base}/metrics", timeout, client=client)
         response.raise_for_status()
     except httpx.HTTPStatusError as exc:
         raise ServerError(f"{base}/metrics answered HTTP {exc.response.status_code}; "

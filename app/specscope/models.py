@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from specscope import settings
+from specscope import access, settings
 from specscope.errors import ConfigError
 
 __all__ = [
@@ -194,7 +194,9 @@ def build_folder(directory: Path, make: Callable[[Path], None], source: dict) ->
 
 
 def prepare(directory: Path | None = None, *, progress: Progress | None = None) -> ModelPaths:
-    """Build the target and draft checkpoints unless valid copies exist; returns their paths."""
+    """Build the target and draft checkpoints unless valid copies exist; returns their paths.
+    Operators only (access.require): it downloads and writes about 100 MB."""
+    access.require("prepare models")
     report = progress or (lambda stage, fraction: None)
     root = Path(directory) if directory else settings.models_dir()
     paths = model_paths(root)

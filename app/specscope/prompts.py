@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from specscope import files, settings
+from specscope import access, files, settings
 from specscope.errors import InputError
 
 __all__ = ["Prompt", "PromptSet", "parse", "problems", "load", "save", "stored_sets",
@@ -395,7 +395,9 @@ def load(path: Path | str) -> PromptSet:
 
 
 def save(data: bytes, filename: str) -> tuple[PromptSet, Path]:
-    """Validate and store an upload under ``prompts_dir()/<sha256[:16]>/<name><ext>``; idempotent."""
+    """Validate and store an upload under ``prompts_dir()/<sha256[:16]>/<name><ext>``; idempotent;
+    operators only (access.require)."""
+    access.require("store a prompt set")
     prompt_set = parse(data, filename)
     folder = settings.prompts_dir() / prompt_set.sha256[:16]
     path = folder / f"{prompt_set.name}{Path(filename).suffix.lower()}"

@@ -11,7 +11,8 @@ seconds. A bucket that cannot be reached leaves the mirror as it was and ``probl
 
 Endpoint, keys and region come from the usual AWS variables: ``AWS_ENDPOINT_URL`` (or
 ``AWS_ENDPOINT_URL_S3``), ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION`` (or
-``AWS_DEFAULT_REGION``). Reads go through pyarrow's S3 filesystem: DuckDB's httpfs extension
+``AWS_DEFAULT_REGION``); keys are never taken from a URL, so none reaches a page, a log or a
+result. Reads go through pyarrow's S3 filesystem: DuckDB's httpfs extension
 cannot be installed from this machine's package registries, and a local mirror of immutable
 objects gives DuckDB the same column and row-group pruning as local files.
 """
@@ -58,6 +59,11 @@ def location() -> Location | None:
     text = os.environ.get("SPECSCOPE_STORE", "").strip()
     if not text:
         return None
+    for name, value in (("SPECSCOPE_STORE", text), ("AWS_ENDPOINT_URL", _endpoint() or "")):
+        if "@" in urlparse(value).netloc or urlparse(value).query:  # never echoed: it may hold keys
+            raise ConfigError(f"{name} carries credentials or a query, which pages and logs would show; "
+                              "write it without them and put the keys in AWS_ACCESS_KEY_ID and "
+                              "AWS_SECRET_ACCESS_KEY.")
     parsed = urlparse(text)
     if parsed.scheme != "s3" or not parsed.netloc:
         raise ConfigError(f"SPECSCOPE_STORE={text!r} is not an S3 location; write it as s3://bucket/prefix.")

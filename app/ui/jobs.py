@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from specscope import cluster, sweep
+from specscope import access, cluster, sweep, sweeplock
 
-__all__ = ["sweep_jobs", "start_sweep"]
+__all__ = ["sweep_jobs", "start_sweep", "cancel_sweep"]
 
 
 @st.cache_resource
@@ -17,11 +17,33 @@ def sweep_jobs() -> dict[str, sweep.SweepJob]:
 
 def start_sweep(spec: sweep.SweepSpec, run_id: str, ray_address: str | None = None) -> bool:
     """Start ``spec`` on a background thread (its groups as tasks on the Ray cluster at ``ray_address``,
-    if given) unless that run is already going; False if it is."""
+    if given) unless that run is already going; False if it is. Only an operator starts one
+    (NotAllowed); on this machine one sweep runs at a time (Busy names the one running). The
+    sweep's thread acts as the operator who started it, whom its servers' audit trail names."""
+    actor = access.require("run a sweep")
     running = sweep_jobs().get(run_id)
     if running is not None and not running.done:
         return False
-    on_ray = (lambda spec, progress, stop: cluster.run_on_ray(spec, ray_address, progress, stop)) \
-        if ray_address else None
-    sweep_jobs()[run_id] = sweep.SweepJob(spec, run=on_ray).start()
+    if ray_address:
+        def run(spec, progress, stop):
+            with access.acting_as(actor):
+                return cluster.run_on_ray(spec, ray_address, progress, stop)
+    else:
+        lock = sweeplock.take(run_id)
+
+        def run(spec, progress, stop):
+            try:
+                with access.acting_as(actor):
+                    return sweep.run_sweep(spec, sweep.launcher_for(spec), progress, stop)
+            finally:
+                lock.release()
+    sweep_jobs()[run_id] = sweep.SweepJob(spec, run=run).start()
     return True
+
+
+def cancel_sweep(run_id: str) -> None:
+    """Stop the sweep after its current cell (finished cells are kept); operators only."""
+    access.require("stop a sweep")
+    job = sweep_jobs().get(run_id)
+    if job is not None:
+        job.cancel()

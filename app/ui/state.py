@@ -6,7 +6,7 @@ One place, so two pages never pick the same key and a reader sees what a session
 from __future__ import annotations
 
 __all__ = ["LIVE_SESSION", "RUNS_UPLOADED", "RUNS_SET", "RUNS_CURRENT", "RUNS_VIEW", "RUNS_FOLLOWED",
-           "RUNS_FINISHED_SEEN"]
+           "RUNS_FINISHED_SEEN", "ACCESS_PROVEN", "ACCESS_REFUSED"]
 
 LIVE_SESSION = "live_session"              # the Live page's LiveSession (running, finished or loaded)
 RUNS_UPLOADED = "runs_uploaded"            # sha256 of the prompt set uploaded last
@@ -15,3 +15,5 @@ RUNS_CURRENT = "runs_current"              # run id of the sweep started last
 RUNS_VIEW = "runs_view"                    # the results' run selectbox (follows a new sweep)
 RUNS_FOLLOWED = "runs_followed"            # the run id the results already switched to
 RUNS_FINISHED_SEEN = "runs_finished_seen"  # run ids whose end already refreshed the page
+ACCESS_PROVEN = "access_proven"            # sha256 of the operator token this session gave (ui.access)
+ACCESS_REFUSED = "access_refused"          # the last token this session gave was wrong

@@ -11,6 +11,7 @@ import streamlit as st
 from specscope import datasets, explore, verdict
 from specscope.errors import SpecScopeError
 from ui import cache, charts, import_form, k_charts
+from ui.access import is_operator
 from ui.common import figure_download, or_stop, shared_store_note, show_error, store
 
 FILTERS = [("source", "Source"), ("model", "Model"), ("draft_model", "Draft / head"),
@@ -24,26 +25,30 @@ st.caption("Speedup = output throughput with speculative decoding / without, sam
            "speedup); a single run has none.")
 
 # The sidebar's forms are drawn only when opened: their scripts would load ahead of the first figure.
-with st.sidebar:
-    importing = st.expander("Import results", key="explorer_import_open", on_change="rerun",
-                            icon=":material/upload_file:")
-    if importing.open:
-        with importing:
-            upload = st.file_uploader("vllm bench JSON, Ruiz Parquet, SpecScope Parquet or any CSV / Parquet "
-                                      "(you map its columns)", type=["json", "parquet", "csv"], key="explorer_upload")
-            source_name = st.text_input("Source name (optional)", key="explorer_source")
-            if upload is not None:
-                import_form.import_upload(upload, source_name or None)
-            st.caption("Published: Ruiz 2026, draft_model and EAGLE-3 vs none on Qwen3-32B and Llama-3.3-70B, "
-                       "K 0–8, concurrency 1–256 (262 rows, needs internet).")
-            if st.button("Download and import Ruiz 2026", key="explorer_download_ruiz"):
-                bar = st.progress(0.0, text="downloading")
-                try:
-                    datasets.download_ruiz(progress=lambda done, total: bar.progress(
-                        min(1.0, done / total) if total else 0.0, text=f"{done // 1024} KiB"))
-                    st.success("Imported the Ruiz results.")
-                except SpecScopeError as exc:
-                    show_error(exc)
+# Importing is an operator's (it writes results every viewer then sees).
+if is_operator():
+    with st.sidebar:
+        importing = st.expander("Import results", key="explorer_import_open", on_change="rerun",
+                                icon=":material/upload_file:")
+        if importing.open:
+            with importing:
+                upload = st.file_uploader(
+                    "vllm bench JSON, Ruiz Parquet, SpecScope Parquet or any CSV / Parquet (you map its columns; "
+                    f"at most {st.get_option('server.maxUploadSize')} MB)", type=["json", "parquet", "csv"],
+                    key="explorer_upload")
+                source_name = st.text_input("Source name (optional)", key="explorer_source")
+                if upload is not None:
+                    import_form.import_upload(upload, source_name or None)
+                st.caption("Published: Ruiz 2026, draft_model and EAGLE-3 vs none on Qwen3-32B and Llama-3.3-70B, "
+                           "K 0–8, concurrency 1–256 (262 rows, needs internet).")
+                if st.button("Download and import Ruiz 2026", key="explorer_download_ruiz"):
+                    bar = st.progress(0.0, text="downloading")
+                    try:
+                        datasets.download_ruiz(progress=lambda done, total: bar.progress(
+                            min(1.0, done / total) if total else 0.0, text=f"{done // 1024} KiB"))
+                        st.success("Imported the Ruiz results.")
+                    except SpecScopeError as exc:
+                        show_error(exc)
 
 try:
     facets = cache.facets()

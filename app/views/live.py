@@ -11,6 +11,7 @@ from specscope import live, prompts
 from specscope.errors import ConfigError, SpecScopeError
 from specscope.stream import GenerationRequest
 from ui import state
+from ui.access import is_operator
 from ui.common import show_error
 from ui.live_panes import PANE_STYLE, session_pane_html, stream_panes
 from ui.tokens import STYLE, legend_html
@@ -23,7 +24,7 @@ st.title("Live")
 st.caption("Each token coloured by where it came from: accepted draft (underlined), the target's own "
            "token (bonus in bold, correction plain), rejected drafts (struck through).")
 start, save, replay_again, _ = st.columns([0.8, 1.4, 0.9, 4])
-start_clicked = start.button("Start", type="primary", key="live_start")
+start_clicked = is_operator() and start.button("Start", type="primary", key="live_start")  # viewers: recordings
 messages = st.container()
 board = st.container()  # the running comparison, above its settings
 

@@ -10,8 +10,9 @@ import streamlit as st
 from specscope import bench, cluster, hygiene, launch, presets, prompts, run_results, sweep
 from specscope.errors import SpecScopeError
 from ui import run_charts, run_table, state
+from ui.access import is_operator
 from ui.common import or_stop, show_error, store
-from ui.jobs import start_sweep, sweep_jobs
+from ui.jobs import cancel_sweep, start_sweep, sweep_jobs
 
 
 SMALL_SET = 32  # prompts; sweeps of sets this small repeat every cell 3 times by default
@@ -26,8 +27,10 @@ def prompt_set_section() -> tuple[prompts.PromptSet, Path]:
     st.subheader("1. Prompt set")
     choices = {f"sample: {p.name}": p for p in prompts.bundled_sets()}
     choices.update({f"uploaded: {p.name} ({p.parent.name[:8]})": p for p in prompts.stored_sets()})
-    upload = st.file_uploader("Upload a prompt set (JSONL with prompt/messages, CSV, TXT, ShareGPT JSON)",
-                              type=[ext.lstrip(".") for ext in prompts.FORMATS], key="runs_upload")
+    upload = st.file_uploader(
+        f"Upload a prompt set (JSONL with prompt/messages, CSV, TXT, ShareGPT JSON; at most "
+        f"{prompts.MAX_BYTES // 2**20} MB and {prompts.MAX_PROMPTS:,} prompts)",
+        type=[ext.lstrip(".") for ext in prompts.FORMATS], key="runs_upload")
     if upload is not None:
         found = prompts.problems(upload.getvalue(), upload.name)
         if found:
@@ -76,8 +79,8 @@ def _progress() -> None:
         elif event.message:
             text += f" · {event.message}"
         st.progress(event.fraction, text=text)
-        if st.button("Stop after this cell", key=f"runs_cancel_{run_id}"):
-            job.cancel()
+        if is_operator() and st.button("Stop after this cell", key=f"runs_cancel_{run_id}"):
+            cancel_sweep(run_id)
     shown = st.session_state.setdefault(state.RUNS_FINISHED_SEEN, set())
     finished = {run_id for run_id, job in sweep_jobs().items() if job.done} - shown
     if finished:
@@ -239,6 +242,11 @@ def results_section() -> None:
 st.title("Prompt sets & runs")
 st.caption("Which method, with which K, helps on your prompts at your load? Each finished cell is "
            "kept: starting the same sweep again resumes where it stopped.")
-chosen_set, chosen_path = prompt_set_section()
-sweep_section(chosen_set, chosen_path)
+if is_operator():
+    chosen_set, chosen_path = prompt_set_section()
+    sweep_section(chosen_set, chosen_path)
+else:
+    st.info("You are a viewer: the results of every sweep are below. Operators (the sidebar's Operator "
+            "token) upload prompt sets and start sweeps, one at a time on this machine.")
+    _progress()
 results_section()

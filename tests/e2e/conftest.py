@@ -34,7 +34,8 @@ def free_port() -> int:
 
 
 class StreamlitServer:
-    def __init__(self, home: Path, entry: Path = REPO / "app" / "main.py", env: dict | None = None):
+    def __init__(self, home: Path, entry: Path = REPO / "app" / "main.py", env: dict | None = None,
+                 address: str | None = "127.0.0.1"):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = home / "streamlit.log"
@@ -42,7 +43,7 @@ class StreamlitServer:
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(entry), "--server.headless", "true",
-             "--server.port", str(self.port), "--server.address", "127.0.0.1",
+             "--server.port", str(self.port), *(["--server.address", address] if address else []),
              "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
             cwd=REPO, env=full_env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
 
@@ -77,10 +78,12 @@ def streamlit_factory(tmp_path, request):
     """Start a streamlit server with a given home and env; each is stopped after the test."""
     servers: list[StreamlitServer] = []
 
-    def start(home: Path | None = None, env: dict | None = None, entry: Path | None = None) -> StreamlitServer:
+    def start(home: Path | None = None, env: dict | None = None, entry: Path | None = None,
+              address: str | None = "127.0.0.1") -> StreamlitServer:
+        """``address`` None: the one the project's .streamlit/config.toml names."""
         home = home or tmp_path / "home"
         home.mkdir(parents=True, exist_ok=True)
-        server = StreamlitServer(home, entry or REPO / "app" / "main.py", env)
+        server = StreamlitServer(home, entry or REPO / "app" / "main.py", env, address)
         servers.append(server)
         server.wait_healthy()
         return server

@@ -2,7 +2,7 @@
 # Proves the Docker image: builds it from a clean clone with `podman build --isolation=chroot`, then
 # runs the image's CMD (start.sh) in a chroot of the built image, since running containers is refused
 # on machines without cgroup delegation (only /proc, /dev, /sys bound; dashboard and servers on
-# loopback: the CMD's --server.address 0.0.0.0 becomes 127.0.0.1). Counts what came up, stops
+# loopback: the CMD's --share is dropped). Counts what came up, stops
 # everything, unmounts, checks, deletes the chroot (the image stays). Run as root; not part of CI.
 #
 #   sudo bash tests/fresh/docker-image.sh
@@ -81,7 +81,7 @@ podman rm -f "$container" >/dev/null
 workdir=$(podman image inspect --format '{{.Config.WorkingDir}}' "$tag")
 mapfile -t image_env < <(podman image inspect --format '{{range .Config.Env}}{{println .}}{{end}}' "$tag" | grep .)
 mapfile -t command < <(podman image inspect --format '{{json .Config.Cmd}}' "$tag" \
-  | python3 -c "import json, sys; print('\n'.join(a.replace('0.0.0.0', '127.0.0.1') for a in json.load(sys.stdin)))")
+  | python3 -c "import json, sys; print('\n'.join(a for a in json.load(sys.stdin) if a != '--share'))")
 CHROOT_ENV=("${image_env[@]}" PORT="$port")
 chroot_mount "$root"
 

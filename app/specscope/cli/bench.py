@@ -7,7 +7,7 @@ import math
 import sys
 from pathlib import Path
 
-from specscope import bench, hygiene, prompts, sweep
+from specscope import bench, hygiene, prompts, sweep, sweeplock
 from specscope.errors import ConfigError
 
 __all__ = ["register", "run", "ProgressBar"]
@@ -95,8 +95,9 @@ def run(spec: sweep.SweepSpec, ray: str | None = None) -> int:
             what = f"schedule {group['k_schedule']}" if group["k_schedule"] else f"K={group['k']}"
             print(f"  {group['method']} {what}: node {group['node'][:12]} ({group['host']}), "
                   f"{group['end'] - group['start']:.0f} s")
-    else:
-        result = sweep.run_sweep(spec, sweep.launcher_for(spec), progress=ProgressBar())
+    else:  # one sweep at a time on this machine: Busy names the one running
+        with sweeplock.held(spec.resolved_run_id(prompts.load(spec.prompts).sha256)):
+            result = sweep.run_sweep(spec, sweep.launcher_for(spec), progress=ProgressBar())
     print(f"run {result.run_id}: {len(result.ran)} cells ran, {len(result.skipped)} kept from an "
           f"earlier run, {len(result.failed)} failed")
     by_reason: dict[str, list[str]] = {}

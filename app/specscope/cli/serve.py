@@ -110,7 +110,8 @@ def _row(status: launch.ServerStatus) -> dict:
     s = status.state
     return {"name": s.name, "preset": s.preset, "method": s.method, "k": s.k, "url": s.url,
             "pid": s.pid, "status": status.status, "model": s.model, "attached": s.attached,
-            "rss_mb": round(status.rss_bytes / 2**20) if status.rss_bytes else None}
+            "rss_mb": round(status.rss_bytes / 2**20) if status.rss_bytes else None,
+            "started_at": s.started_at, "started_by": s.started_by}
 
 
 def _ps(args) -> int:
@@ -121,10 +122,11 @@ def _ps(args) -> int:
     if not rows:
         print("no servers")
         return 0
-    print(f"{'NAME':32} {'METHOD':12} {'K':>3} {'STATUS':11} {'PID':>7} URL")
+    print(f"{'NAME':32} {'METHOD':12} {'K':>3} {'STATUS':11} {'PID':>7} {'URL':28} {'STARTED (UTC)':19} STARTED BY")
     for row in rows:
         print(f"{row['name']:32} {row['method']:12} {row['k'] if row['k'] else '-':>3} {row['status']:11} "
-              f"{row['pid'] or '-':>7} {row['url']}")
+              f"{row['pid'] or '-':>7} {row['url']:28} {row['started_at'][:19].replace('T', ' ') or '-':19} "
+              f"{row['started_by'] or '-'}")
     return 0
 
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 
-from specscope import probe, serverlog
+from specscope import access, probe, serverlog
 from specscope.errors import ConfigError, LaunchFailed
 from specscope.launch import guard, procfs, registry
 from specscope.launch.command import LaunchPlan
@@ -42,6 +42,7 @@ def start(launch_plan: LaunchPlan, *, wait: bool = True, timeout: float = 300.0,
     ``die_with_parent``: the kernel sends the server SIGTERM when the starting process dies (a
     sweep task on a Ray node that is lost), and a guard (``launch.guard``) ends the rest of its
     group, so no server outlives the work it was started for."""
+    actor = access.require("start a server")
     state = launch_plan.state
     for old in registry.read_states():
         if old.name == state.name:
@@ -62,7 +63,7 @@ def start(launch_plan: LaunchPlan, *, wait: bool = True, timeout: float = 300.0,
     procfs.CHILDREN[proc.pid] = proc
     if die_with_parent:
         guard.detach(os.getpid(), proc.pid, env)
-    state = state.model_copy(update={"pid": proc.pid, "pgid": proc.pid,
+    state = state.model_copy(update={"pid": proc.pid, "pgid": proc.pid, "started_by": actor.who,
                                      "started_at": datetime.now(timezone.utc).isoformat()})
     registry.write_state(state)
     if wait:
@@ -117,6 +118,7 @@ def wait_healthy(state: ServerState, *, timeout: float = 300.0,
 
 def stop(server: str | ServerState, *, timeout: float = 20.0) -> None:
     """TERM the server's process group, KILL what is left after ``timeout``; remove its state file."""
+    access.require("stop a server")
     name = server.name if isinstance(server, ServerState) else server
     state = registry.find(name)
     if state.attached or state.pgid is None:
@@ -132,6 +134,7 @@ def stop(server: str | ServerState, *, timeout: float = 20.0) -> None:
 
 def stop_all() -> list[str]:
     """Stop every launched server and forget every attached one; returns their names."""
+    access.require("stop servers")
     names = [state.name for state in registry.read_states()]
     for name in names:
         stop(name)

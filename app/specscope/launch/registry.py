@@ -18,8 +18,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from specscope import files, metrics, probe, settings
-from specscope.errors import ConfigError, ServerError, ServerUnreachable, UnknownServer
+from specscope import access, files, metrics, probe, settings
+from specscope.errors import ServerError, ServerUnreachable, UnknownServer
 from specscope.launch import procfs
 
 __all__ = ["ServerState", "ServerStatus", "Status", "state_path", "write_state", "remove_state",
@@ -27,6 +27,7 @@ __all__ = ["ServerState", "ServerStatus", "Status", "state_path", "write_state",
            "free_port", "port_in_use", "same_config", "find_reusable", "unused_name"]
 
 Status = Literal["healthy", "starting", "exited", "unreachable"]
+ATTACH_TIMEOUT_S = 3.0  # per answer, when attaching
 _log = logging.getLogger(__name__)
 _warned: set[str] = set()
 
@@ -49,6 +50,7 @@ class ServerState(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     log_path: str = ""
     started_at: str = ""
+    started_by: str = ""  # the operator session or CLI user that started or attached it
     engine: str = ""
     vllm_version: str = ""
     speculative_config: dict = Field(default_factory=dict)
@@ -145,6 +147,7 @@ def list_servers(*, check_health: bool = True) -> list[ServerStatus]:
 
 def cleanup_stale() -> list[str]:
     """Remove state files of launched servers whose process is gone; returns their names."""
+    access.require("clean up the server list")
     gone = [s.name for s in read_states() if not s.attached and not procfs.alive(s.pid, s.pgid)]
     for name in gone:
         remove_state(name)
@@ -153,23 +156,27 @@ def cleanup_stale() -> list[str]:
 
 def forget(name: str) -> None:
     """Drop an attached server from the list (the server itself keeps running)."""
+    access.require("forget a server")
     find(name)
     remove_state(name)
 
 
 def attach(url: str, name: str | None = None) -> ServerState:
-    """Check a running server (``/v1/models``, ``/version``, ``/metrics``) and remember it."""
-    base = probe.base_url(url)
-    if not base.startswith(("http://", "https://")):
-        raise ConfigError(f"'{url}' is not an http(s) URL; give one like http://host:8000.")
+    """Check a running server (``/v1/models``, ``/version``, ``/metrics``) and remember it. Only an
+    operator attaches; only http(s), each answer read within ``ATTACH_TIMEOUT_S`` and at most
+    ``probe.MAX_ANSWER_BYTES``; the errors never show what the server sent."""
+    actor = access.require("attach a server")
+    base = probe.check_http(url)
     try:
-        model_ids = [m["id"] for m in probe.models(base, 5.0)]
+        model_ids = [m["id"] for m in probe.models(base, ATTACH_TIMEOUT_S)]
+    except probe.AnswerTooLarge:
+        raise
     except ServerError as exc:
         raise ServerUnreachable(f"No OpenAI-compatible server answers at {base}/v1/models "
                                 f"({exc.__cause__.__class__.__name__}); check the URL and that it runs.") from exc
-    version = probe.vllm_version(base, 5.0) or ""
+    version = probe.vllm_version(base, ATTACH_TIMEOUT_S) or ""
     try:
-        snapshot = metrics.scrape(base)
+        snapshot = metrics.scrape(base, timeout=ATTACH_TIMEOUT_S)
     except ServerError:  # /metrics may be hidden behind a proxy; the server is still usable
         snapshot = None
     spec_on = bool(snapshot and snapshot.spec_decode)
@@ -178,7 +185,8 @@ def attach(url: str, name: str | None = None) -> ServerState:
     state = ServerState(name=name or f"attached-{host_port}", method="speculative" if spec_on else "none",
                         kind="unknown" if spec_on else "none", k=k,
                         model=model_ids[0] if model_ids else "", url=base, attached=True,
-                        vllm_version=version, started_at=datetime.now(timezone.utc).isoformat())
+                        vllm_version=version, started_at=datetime.now(timezone.utc).isoformat(),
+                        started_by=actor.who)
     write_state(state)
     return state
 

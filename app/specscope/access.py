@@ -1,0 +1,164 @@
+"""Who may change things: operators and viewers, and the token that makes a dashboard session an operator.
+
+    token()                          # made once in the SpecScope home, readable by its owner only
+    matches(candidate)               # constant-time comparison with the stored token
+    rotate()                         # a new token; sessions that proved the old one are viewers again
+    require("start a server")        # the acting Actor, or NotAllowed when a viewer acts
+    with acting_as(actor): ...       # this thread acts as ``actor`` (a sweep's thread, as its starter)
+
+The functions that start, stop or attach servers, run sweeps, import results or store prompt sets
+call ``require`` first, so a page cannot skip the check. Who acts: the ``acting_as`` actor of this
+thread, else what the dashboard's ``install``-ed resolver says of its session, else the local user
+(the CLI, tests, a background thread), who is an operator. The token is never logged; only a
+digest of it is kept beside a session.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import getpass
+import hashlib
+import hmac
+import logging
+import os
+import secrets
+import socket
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from specscope import settings
+from specscope.errors import NotAllowed
+
+__all__ = ["Actor", "TOKEN_FILE", "token_path", "token", "rotate", "matches", "digest", "install", "current",
+           "require", "acting_as", "local_user", "lan_address"]
+
+TOKEN_FILE = "operator-token"
+_log = logging.getLogger(__name__)
+_acting: contextvars.ContextVar[Actor | None] = contextvars.ContextVar("specscope_actor", default=None)
+_resolver: Callable[[], Actor | None] | None = None
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Someone acting on SpecScope: ``who`` is what the audit trail records."""
+
+    who: str
+    operator: bool
+
+
+def local_user() -> Actor:
+    """The user running this process (the CLI, a test): an operator."""
+    try:
+        name = getpass.getuser()
+    except (KeyError, OSError):
+        name = str(os.getuid())
+    return Actor(f"CLI user {name}", operator=True)
+
+
+def token_path() -> Path:
+    """The operator token's file in the SpecScope home."""
+    return settings.home() / TOKEN_FILE
+
+
+def _write_new(path: Path, *, replace: bool) -> str:
+    """A new token in ``path``, whole or not at all; without ``replace``, a token another process
+    wrote meanwhile wins (two dashboards starting at once print the same one)."""
+    value = secrets.token_urlsafe(32)
+    part = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # whatever the umask
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
+    if replace:
+        os.replace(part, path)
+        return value
+    try:
+        os.link(part, path)  # fails when the file exists
+    except FileExistsError:
+        value = path.read_text().strip()
+    finally:
+        part.unlink()
+    return value
+
+
+def token() -> str:
+    """The operator token, made on first use. A token file others could read is replaced by a new
+    one: what it held may have been seen."""
+    path = token_path()
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return _write_new(path, replace=False)
+    if mode & (stat.S_IRWXG | stat.S_IRWXO) or path.stat().st_uid != os.getuid():
+        _log.warning("%s could be read by other users; SpecScope replaced the token in it.", path)
+        return _write_new(path, replace=True)
+    value = path.read_text().strip()
+    return value or _write_new(path, replace=True)
+
+
+def rotate() -> str:
+    """Replace the token; dashboard sessions that proved the old one become viewers."""
+    return _write_new(token_path(), replace=True)
+
+
+def digest(value: str) -> str:
+    """What a session keeps of the token it proved (never the token itself)."""
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def matches(candidate: str | None) -> bool:
+    """Whether ``candidate`` is the operator token, compared in constant time."""
+    if not candidate:
+        return False
+    return hmac.compare_digest(candidate.strip().encode(), token().encode())
+
+
+def install(resolver: Callable[[], Actor | None] | None) -> None:
+    """The dashboard's way to say who acts in the calling thread (None: not one of its sessions)."""
+    global _resolver
+    _resolver = resolver
+
+
+def current() -> Actor:
+    """Who acts in the calling thread."""
+    acting = _acting.get()
+    if acting is not None:
+        return acting
+    resolved = _resolver() if _resolver is not None else None
+    return resolved if resolved is not None else local_user()
+
+
+def require(action: str) -> Actor:
+    """The acting operator; NotAllowed, naming ``action``, when a viewer acts."""
+    actor = current()
+    if not actor.operator:
+        raise NotAllowed(f"Viewers cannot {action}; open the dashboard with the operator token "
+                         "(the sidebar's 'Operator token', or ?token=... in the address) to do it.")
+    return actor
+
+
+@contextmanager
+def acting_as(actor: Actor) -> Iterator[Actor]:
+    """For the block, in this thread, ``actor`` acts."""
+    reset = _acting.set(actor)
+    try:
+        yield actor
+    finally:
+        _acting.reset(reset)
+
+
+def lan_address() -> str:
+    """This machine's address on its network (the one a colleague's browser reaches), else its name.
+    A UDP socket's connect sends nothing: it only picks the route."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            sock.connect(("10.254.254.254", 1))
+            address = sock.getsockname()[0]
+        except OSError:
+            return socket.gethostname()
+    return socket.gethostname() if address.startswith("127.") else address

@@ -1,0 +1,117 @@
+"""This session's role, its sign-in in the sidebar, and the terminal's note of how to share.
+
+When the dashboard listens beyond this machine (``SPECSCOPE_SHARE=1``, or ``server.address`` not a
+loopback address, unset included), a session is a viewer until it gives the operator token: once,
+as ``?token=...`` in the address (taken out of the address at once), or in the sidebar's field.
+The session keeps a digest of the token, never the token, and checks it against the token file on
+every run, so ``specscope token --rotate`` turns every operator session back into a viewer. A
+dashboard reached only from this machine makes every session an operator.
+
+Importing this module tells the library (``access.install``) who acts in a script thread, so
+``require`` refuses a viewer's start, stop, attach, sweep or import whatever the page draws.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import sys
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from specscope import access
+from ui import state
+
+__all__ = ["shared", "actor", "is_operator", "sign_in", "announce"]
+
+TOKEN_FIELD = "access_token_field"
+LOOPBACK = ("localhost", "::1")
+
+
+def shared() -> bool:
+    """Whether other machines may reach this dashboard (so operating needs the token)."""
+    if os.environ.get("SPECSCOPE_SHARE") == "1":
+        return True
+    address = st.get_option("server.address")
+    return not address or not (address in LOOPBACK or address.startswith("127."))
+
+
+def actor() -> access.Actor:
+    """Who this session is; outside a session (a bare run) a viewer when shared."""
+    ctx = get_script_run_ctx(suppress_warning=True)
+    session = ctx.session_id[:8] if ctx is not None else "none"
+    if not shared():
+        return access.Actor(f"dashboard session {session} (local)", operator=True)
+    proven = st.session_state.get(state.ACCESS_PROVEN) if ctx is not None else None
+    if isinstance(proven, str) and hmac.compare_digest(proven, access.digest(access.token())):
+        where = st.context.ip_address
+        return access.Actor(f"operator session {session}" + (f" from {where}" if where else ""), operator=True)
+    return access.Actor(f"viewer session {session}", operator=False)
+
+
+def is_operator() -> bool:
+    """Whether this session may start, stop, attach, sweep and import (what the pages draw for it)."""
+    return actor().operator
+
+
+def _resolve() -> access.Actor | None:
+    return actor() if get_script_run_ctx(suppress_warning=True) is not None else None
+
+
+access.install(_resolve)
+
+
+def _prove(candidate: str | None) -> None:
+    if access.matches(candidate):
+        st.session_state[state.ACCESS_PROVEN] = access.digest(access.token())
+        st.session_state.pop(state.ACCESS_REFUSED, None)
+    else:
+        st.session_state[state.ACCESS_REFUSED] = True
+
+
+def _prove_field() -> None:
+    """The sign-in form's callback: check what was typed, then empty the field."""
+    _prove(st.session_state.get(TOKEN_FIELD))
+    st.session_state[TOKEN_FIELD] = ""
+
+
+def _leave() -> None:
+    st.session_state.pop(state.ACCESS_PROVEN, None)
+
+
+def sign_in() -> None:
+    """Take a ``?token=`` from the address, and draw the sidebar's role and sign-in (when shared)."""
+    if not shared():
+        return
+    if "token" in st.query_params:
+        _prove(st.query_params.get("token"))
+        del st.query_params["token"]
+    with st.sidebar:
+        if is_operator():
+            st.caption("**Operator**: you can start, stop and attach servers, run sweeps and import results.")
+            st.button("Leave operator mode", key="access_leave", on_click=_leave)
+            return
+        st.caption("**Viewer**: you see the Explorer, the Theory, recordings and the servers' state. "
+                   "Operators (with the token printed where the dashboard was started) start and stop "
+                   "servers, run sweeps and import.")
+        with st.form("access_sign_in", border=False):
+            st.text_input("Operator token", type="password", key=TOKEN_FIELD, autocomplete="off")
+            st.form_submit_button("Become operator", on_click=_prove_field)
+        if st.session_state.get(state.ACCESS_REFUSED):
+            st.error("That is not the operator token; ask whoever started the dashboard for it.", icon="⚠️")
+
+
+def announce(port: int | None = None) -> None:
+    """Print, in the terminal that started the dashboard, the address to hand out and the operator's
+    (with the token), Jupyter-style; never through a logger."""
+    if not shared():
+        return
+    port = port or st.get_option("server.port")
+    address = st.get_option("server.address")
+    host = access.lan_address() if not address or address in ("0.0.0.0", "::") else address
+    base = f"http://{host}:{port}"
+    print(f"\n  SpecScope is shared: hand out {base} (viewers: Explorer, Theory, recordings, servers' state).\n"
+          f"  Operators open {base}/?token={access.token()}\n"
+          f"  The token is kept in {access.token_path()} (owner-only); `specscope token --rotate` replaces it.\n",
+          file=sys.stderr, flush=True)
