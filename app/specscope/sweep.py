@@ -574,7 +574,8 @@ def _labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: 
         "vllm_version": (info.vllm_version if info else None) or _installed_version(),
         "torch_version": None if server.hardware else provenance.torch_version(),
         "weights": server.weights,
-        "acceptance": provenance.acceptance_kind(cell.method, is_synthetic(server.method_params)),
+        "acceptance": provenance.acceptance_kind(cell.method, is_synthetic(server.method_params) or (
+            spec.synthetic_acceptance is not None or synthetic_length_for(spec.synthetic_length, cell.k) is not None)),
         "dataset": prompt_set.name,
     }
 
