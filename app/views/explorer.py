@@ -106,7 +106,8 @@ cols = st.columns(4)
 cols[0].metric("Result rows", len(rows), help="Rows of the results files after the filters: one per "
                "measured configuration (model, method, K, concurrency) of a run, baselines included.")
 cols[1].metric("Speculative setups", counts["setups"],
-               help="A setup is one model · method (draft) · dataset · hardware from one source. Counted: "
+               help="A setup is one model · method (draft) · dataset · hardware from one source, with one "
+                    "vLLM and torch version, real or dummy weights, real or synthetic acceptance. Counted: "
                     "setups with speculative decoding that have a matching baseline, so a speedup "
                     f"(besides {counts['baselines']} baseline setups).")
 if top is not None:
@@ -119,7 +120,8 @@ if top is not None:
                    help="Speculative setups whose best K is below 1× (slower than the baseline) at one "
                         "or more of their measured operating points.")
 
-st.caption(f"A setup is one model · method (draft) · dataset · hardware of one source. {counts['setups']} "
+st.caption("A setup is one model · method (draft) · dataset · hardware of one source, with one vLLM and torch "
+           f"version, real or dummy weights, real or synthetic acceptance. {counts['setups']} "
            f"speculative setups have a matching baseline; {counts['slower']} of them are slower than it "
            "(below 1×) at one or more measured concurrencies.")
 
