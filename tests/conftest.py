@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+
+from local_http import serving
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 RUIZ_PARQUET = SHARED_DATA / "tomasruizt_vllm-scripts_full-bench-data_d94d714.parquet"
@@ -47,11 +48,8 @@ class _CapturedMetrics(BaseHTTPRequestHandler):
 @pytest.fixture
 def metrics_url():
     """The URL of a local server answering /health and /metrics with captured vLLM bytes."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _CapturedMetrics)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(_CapturedMetrics) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

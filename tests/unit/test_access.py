@@ -7,9 +7,10 @@ import json
 import os
 import stat
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from local_http import serving
 
 from specscope import access, datasets, importers, launch, live, models, probe, prompts, sweeplock
 from specscope.errors import Busy, ConfigError, NotAllowed
@@ -165,11 +166,8 @@ class _Answers(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def answers_url():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Answers)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(_Answers) as url:
+        yield url
 
 
 @pytest.mark.parametrize("url", ["file:///etc/passwd", "gopher://127.0.0.1:70/_stats", "ftp://host/x",
