@@ -226,9 +226,8 @@ def results_section() -> None:
     st.page_link("views/explorer.py", label="Open this run in the Explorer", icon=":material/insights:",
                  query_params={"run_id": run_id})
     _hygiene(cells)
-    st.caption("Throughput: mean over repeats ± half the 95% t-interval. Speedup: 95% Fieller interval "
-               "of mean throughput / mean baseline throughput of this run. A cell measured once has no "
-               "interval.")
+    st.caption("Throughput: mean over repeats [95% t-interval]. Speedup: mean throughput / mean baseline "
+               "throughput of this run [95% Fieller interval]. A cell measured once has no interval.")
     st.table(run_table.display_table(cells).style.format(
         {"acceptance": "{:.3f}", "mean TTFT ms": "{:.1f}", "mean TPOT ms": "{:.1f}"}, na_rep="–"))
     left, right = st.columns(2)
