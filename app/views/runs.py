@@ -75,6 +75,8 @@ def _progress() -> None:
             text += f" · {event.requests_done}/{event.requests_total} requests"
         elif event.message:
             text += f" · {event.message}"
+        if event.remaining:
+            text += f" · {event.remaining}"
         st.progress(event.fraction, text=text)
         if st.button("Stop after this cell", key=f"runs_cancel_{run_id}"):
             job.cancel()
@@ -138,8 +140,8 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
         load = _load_fields(st.columns(3))
         alongside = mode == PRESET_MODE and not on_ray and load["cols"][1].checkbox(
             "Baseline alongside (two servers at once)", True, key="runs_alongside",
-            help="Keeps the baseline server up and spreads its repeats over the run, "
-                 "so speedups divide by a baseline measured under the run's conditions.")
+            help="Repeats run in rounds (every cell once, then again), the baseline in each round. On a GPU, "
+                 "where one server runs at a time, this keeps the baseline's server up beside it.")
         schedule_text = mode == PRESET_MODE and load["cols"][2].text_input(
             "K schedule (optional)", "", key="runs_k_schedule", placeholder="1-2:4,3-8:2,9-256:1 or auto",
             help="Also measures each method on one server drafting K by batch size (K = its maximum); "
