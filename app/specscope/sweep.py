@@ -1,7 +1,7 @@
 """Sweeps: methods x K x concurrency on one preset, resumable, one canonical row per cell.
 
-Cells run grouped by (method, K) so each server starts once; a new K restarts that method's
-server through a ``Launcher`` (``PresetLauncher`` wraps ``specscope.launch``). Each finished
+Each (method, K) is one server, started through a ``Launcher`` (``PresetLauncher`` wraps
+``specscope.launch``) before its first cell and stopped after its last. Each finished
 cell is kept under ``runs_dir()/<run_id>/cells/<cell>.json``, and the run's Parquet files
 (results and per-request rows) are rewritten from those after every cell, so a killed sweep
 loses only the cell it was in. Rerunning the same sweep (same run id, derived from its spec
@@ -695,7 +695,8 @@ def _run_cells(spec: SweepSpec, prompt_set: prompts.PromptSet, run_id: str, cell
                                              message=f"warming up {cell.method} {what} (not measured)"))
                     warmup.warm_up(servers[group].url, concurrency=cell.concurrency,
                                    output_len=spec.output_len or bench.DEFAULT_OUTPUT_LEN,
-                                   prompt_chars=_typical_chars(prompt_set), temperature=spec.temperature)
+                                   prompt_chars=_typical_chars(prompt_set), temperature=spec.temperature,
+                                   live=False)
                 except SpecScopeError as exc:
                     start_errors[group] = f"The {cell.method} K={cell.k} server did not start: {exc}"
                     if not any(e.get("row", {}).get("status") == "ok" for e in kept.values()) \

