@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-__all__ = ["text", "row_text", "WORDS", "ONE_RUN", "TOO_NOISY", "NO_BASELINE"]
+__all__ = ["text", "bounds", "row_text", "WORDS", "ONE_RUN", "TOO_NOISY", "NO_BASELINE"]
 
 WORDS = "95% interval in brackets"  # how a caption names the brackets
 ONE_RUN = "1 run: no interval"
@@ -33,15 +33,21 @@ def _number(value) -> float | None:
     return None if math.isnan(number) else number
 
 
+def bounds(low, high, digits: int = 3) -> str:
+    """``[1.054, 1.775]``; '' without both bounds."""
+    low, high = _number(low), _number(high)
+    return "" if low is None or high is None else f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
 def text(value, low=None, high=None, *, unit: str = "", digits: int = 3, why_none: str = ONE_RUN) -> str:
     """``1.325× [1.054, 1.775]``; without both bounds ``1.325× (why_none)``; '–' without a value."""
-    value, low, high = _number(value), _number(low), _number(high)
+    value = _number(value)
     if value is None:
         return "–"
-    shown = f"{value:.{digits}f}{unit}"
-    if low is None or high is None:
+    shown, interval = f"{value:.{digits}f}{unit}", bounds(low, high, digits)
+    if not interval:
         return f"{shown} ({why_none})" if why_none else shown
-    return f"{shown} [{low:.{digits}f}, {high:.{digits}f}]"
+    return f"{shown} {interval}"
 
 
 def row_text(row: Mapping, value: str = "speedup", unit: str = "×", short: bool = False,

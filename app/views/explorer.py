@@ -106,9 +106,9 @@ cols[1].metric("Speculative setups", counts["setups"],
                     f"(besides {counts['baselines']} baseline setups).")
 if top is not None:
     bounded = pd.notna(top["speedup_lo"]) and pd.notna(top["speedup_hi"])
-    cols[2].metric("Best speedup", intervals.text(top["speedup"], top["speedup_lo"], top["speedup_hi"], unit="×",
-                                                  why_none=""),
-                   delta="95% interval over repeats" if bounded else "single run: no interval",
+    cols[2].metric("Best speedup", f"{top['speedup']:.3f}×",
+                   delta=f"{intervals.bounds(top['speedup_lo'], top['speedup_hi'])} 95% interval over repeats"
+                   if bounded else intervals.ONE_RUN,
                    delta_color="off", delta_arrow="off", help=explore.point_label(top))
     cols[3].metric("Slower than baseline", f"{counts['slower']} of {counts['setups']}",
                    help="Speculative setups whose best K is below 1× (slower than the baseline) at one "

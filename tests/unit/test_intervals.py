@@ -13,6 +13,7 @@ def test_bounds_in_brackets_asymmetric_as_they_are():
     assert intervals.text(1.3, None, None, unit="×") == "1.300× (1 run: no interval)"
     assert intervals.text(1.3, math.nan, 1.5, unit="×", why_none="") == "1.300×"
     assert intervals.text(None) == "–"
+    assert intervals.bounds(1.054, 1.775) == "[1.054, 1.775]" and intervals.bounds(None, 2.0) == ""
 
 
 def test_a_rows_interval_says_why_it_has_none():
