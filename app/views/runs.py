@@ -182,6 +182,8 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
             st.error(f"Sweep {run_id}: {job.error}", icon="⚠️")
         elif job.done and job.result is not None and job.result.failed:
             st.warning(f"Sweep {run_id}: {len(job.result.failed)} cell(s) failed; see the table below.")
+        elif job.done and job.event is not None and job.event.stage == "sweep_done":
+            st.success(f"Sweep {run_id}: {job.event.message}.")  # "... 0 failed; done in N s"
 
 
 def _hygiene(cells: pd.DataFrame) -> None:
