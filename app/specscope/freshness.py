@@ -5,7 +5,7 @@ prefill (TTFT reads lower for every method alike), and suffix decoding drafts fr
 cached the first time (acceptance near 100%, a speedup no new prompt gets). Two signals:
 
 - ``PromptLog``: the prompts SpecScope sent to each server process (a server is its URL and its
-  start time from /metrics, so a restart starts a clean log), kept under ``servers_dir()``;
+  start time from /metrics, so a restart starts a clean log), kept in ``home()/prompts-seen.json``;
 - the share of the request's prompt tokens that came from the prefix cache (/metrics before and
   after the request), which also catches prompts sent by anyone else.
 
@@ -104,12 +104,13 @@ class Freshness:
 
 
 class PromptLog:
-    """The prompts SpecScope sent to each server process, in ``servers_dir()/prompts-seen.json``."""
+    """The prompts SpecScope sent to each server process, in ``home()/prompts-seen.json`` (not beside
+    the servers' state files, which are every ``*.json`` of ``servers_dir()``)."""
 
     _lock = threading.Lock()
 
     def __init__(self):
-        self.path = settings.servers_dir() / "prompts-seen.json"
+        self.path = settings.home() / "prompts-seen.json"
 
     def _read(self) -> dict[str, list[str]]:
         try:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from specscope import freshness, metrics
 from specscope.freshness import Freshness, PromptLog
+from specscope.launch import registry
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 
@@ -25,6 +26,7 @@ def test_a_server_is_its_url_and_start_time_so_a_restart_starts_a_clean_log(spec
     log.add(key, "Rewrite this function.")
     assert log.seen(key, "Rewrite this function.") and not log.seen(key, "Another prompt.")
     assert not log.seen("http://127.0.0.1:8001@1795399999", "Rewrite this function.")  # restarted
+    assert registry.read_states() == []  # the log is no server state file
 
 
 def test_a_variant_is_new_to_the_prefix_cache_but_not_to_suffix_decoding(specscope_home):
