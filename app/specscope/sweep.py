@@ -26,8 +26,8 @@ With ``repeats`` N > 1 every cell is measured N times, each repeat its own row (
 server (the baseline included), then round 2 measures them all again, so no cell's repeats run
 back to back and each repeat sees the run's whole range of machine states. Servers a launcher
 can hold together stay up for the whole run; where it holds fewer (``max_servers``: one on a
-GPU), the server needed furthest ahead is stopped and started again when its turn comes
-(``baseline_alongside`` keeps the baseline's server up beside the one it holds).
+GPU, as many as memory holds on a CPU), the server needed furthest ahead is stopped and started
+again when its turn comes (``baseline_alongside`` keeps the baseline's server up beside them).
 Every server gets unmeasured warm-up requests at its first cell's concurrency and output
 length before that cell (``specscope.warmup``), on top of each cell's own ``warmups``.
 Every row gets the ids of the hygiene checks it fails (``specscope.hygiene``).
@@ -291,8 +291,8 @@ class PresetLauncher:
         self.reuse = reuse  # False: every server is the sweep's own (e.g. fresh per cell)
         self.die_with_parent = die_with_parent  # servers end with this process (a Ray task's)
         self.synthetic_acceptance = synthetic_acceptance  # accept drafts at alpha^i, whatever they are
-        # CPU servers (one core, a small KV cache each) run side by side; a GPU server takes the GPU
-        self.max_servers = None if get_preset(preset).engine == "vllm-cpu" else 1
+        # CPU servers (one core, a small KV cache) run side by side as memory allows; a GPU server takes the GPU
+        self.max_servers = _cpu_room() if get_preset(preset).engine == "vllm-cpu" else 1
 
     def _plan(self, method: str, k: int, name: str | None = None,
               k_schedule: KSchedule | None = None) -> launch.LaunchPlan:
@@ -734,6 +734,15 @@ def _run_cells(spec: SweepSpec, prompt_set: prompts.PromptSet, run_id: str, cell
     emit(bench.ProgressEvent("sweep_done", "", done, len(cells),
                              message=f"{len(result.ran)} ran, {len(result.skipped)} kept, "
                                      f"{len(result.failed)} failed; done in {emit.elapsed_s():.0f} s"))
+
+
+CPU_SERVER_BYTES = 4 * 2**30  # what a CPU demo server holds at most (weights, KV cache, engine processes)
+
+
+def _cpu_room() -> int:
+    """How many CPU servers fit in the memory available now (at least 2: a baseline and one more)."""
+    available = procfs.memory_available_bytes()
+    return max(2, available // CPU_SERVER_BYTES) if available else 2
 
 
 def _evict(cells: list[Cell], index: int, live: list[tuple], limit: int | None, keep_baseline: bool) -> list[tuple]:

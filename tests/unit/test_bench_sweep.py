@@ -281,3 +281,12 @@ def test_preflight_plans_the_baseline_without_k_and_an_auto_schedule_as_k1():
                            prompts=Path("p.jsonl"), k_schedule="auto")
     sweep._preflight(Recorder(), list(dict.fromkeys(cell.group for cell in sweep.plan_cells(spec))))
     assert checked == [("none", 0, None), ("ngram", 2, None), ("ngram", 1, "1:1")]
+
+
+def test_cpu_servers_run_side_by_side_as_memory_allows(monkeypatch):
+    monkeypatch.setattr(sweep.procfs, "memory_available_bytes", lambda: 21 * 2**30)
+    assert sweep._cpu_room() == 5
+    monkeypatch.setattr(sweep.procfs, "memory_available_bytes", lambda: 3 * 2**30)
+    assert sweep._cpu_room() == 2  # a baseline and one method server, as a round needs at least
+    monkeypatch.setattr(sweep.procfs, "memory_available_bytes", lambda: None)
+    assert sweep._cpu_room() == 2
