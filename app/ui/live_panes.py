@@ -82,7 +82,8 @@ def _metrics(view: PaneView, timing: str, contention: bool) -> tuple[str, str]:
              ("AL", fmt(m.acceptance_length, ".2f")), ("acceptance", fmt(m.acceptance_rate, ".0%"))]
     grid = "".join(f'<div data-metric="{name}" title="{METRIC_HELP[name]}"><small>{METRIC_NAMES.get(name, name)}'
                    f"</small><br><b>{html.escape(value)}</b></div>" for name, value in cells)
-    grid += _speedup(fmt(m.speedup, ".3f", "×"), timing, contention and m.speedup is not None)
+    grid += _speedup(fmt(m.speedup, ".3f", "×"), timing,  # the baseline is 1.000x however it was raced
+                     contention and m.speedup is not None and view.spec.speculative)
     positions = " · ".join(f"{i + 1}: {rate:.0%}" for i, rate in enumerate(m.per_position))
     per_position = (f'<div class="ss-below" data-metric="per-position" title="share of drafting steps whose n-th draft token '
                     f'was accepted"><small>accepted by draft position: {positions}</small></div>' if positions else "")
