@@ -78,3 +78,4 @@ def test_upload_check_and_one_cell_sweep(runs_app, page, tmp_path, wait_idle):
     assert row.split()[:5] == ["none", "0", "1", "ok", "2"], row
     assert "[" in row and "±" not in row and "(baseline)" in row, row
     page.get_by_text("What the hygiene checks mean").wait_for(timeout=10_000)
+    page.get_by_text("0 failed; done in ", exact=False).wait_for(timeout=60_000)  # the sweep's total time
