@@ -6,7 +6,7 @@
 # for operators, the one with the token (viewers see results; operators start servers and sweeps).
 # A demo server that cannot start is reported and skipped; the dashboard starts anyway. Where the
 # dashboard cannot start, one sentence says why and no server is left running.
-# Stop the servers afterwards with `.venv/bin/specscope stop --all`.
+# Ctrl-C stops the dashboard and the servers; so does `.venv/bin/specscope stop --all` from elsewhere.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 port=${PORT:-8501}
@@ -46,5 +46,12 @@ elif ! .venv/bin/specscope demo; then
   echo "== some demo servers did not start (above); the dashboard starts with the others" >&2
 fi
 .venv/bin/specscope ps
-exec .venv/bin/python -m streamlit run app/main.py --server.port "$port" ${listen[@]+"${listen[@]}"} \
-  ${streamlit_args[@]+"${streamlit_args[@]}"}
+# The dashboard runs beside this script, recorded so `specscope stop --all` ends it too; Ctrl-C (or a
+# TERM) here stops it and every server.
+trap '.venv/bin/specscope stop --all' EXIT
+trap 'exit 130' INT TERM
+.venv/bin/python -m streamlit run app/main.py --server.port "$port" ${listen[@]+"${listen[@]}"} \
+  ${streamlit_args[@]+"${streamlit_args[@]}"} &
+dashboard=$!
+.venv/bin/python -m specscope.launch.dashboard "$dashboard"
+wait "$dashboard"

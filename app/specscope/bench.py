@@ -61,6 +61,15 @@ class ProgressEvent:
     requests_done: int = 0
     requests_total: int = 0
     message: str = ""
+    remaining_s: float | None = None  # a sweep's estimate of the time it still needs
+
+    @property
+    def remaining(self) -> str:
+        """The estimate in words, e.g. 'about 4 min left' ('' without one)."""
+        if self.remaining_s is None or self.stage == "sweep_done":
+            return ""
+        seconds = max(self.remaining_s, 1.0)
+        return f"about {seconds:.0f} s left" if seconds < 90 else f"about {seconds / 60:.0f} min left"
 
     @property
     def fraction(self) -> float:

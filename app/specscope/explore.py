@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from specscope import settings, stats
+from specscope import intervals, settings, stats
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 from specscope.store import OWN_SOURCE, Store
 
@@ -50,19 +50,8 @@ def setup_label(row: Mapping) -> str:
 
 
 def interval_text(row: Mapping, value: str = "speedup", unit: str = "×", short: bool = False) -> str:
-    """``1.35× ± 0.04`` with its interval, or say why there is none (single run, noisy baseline)."""
-    mid = row.get(value)
-    if mid is None or pd.isna(mid):
-        return "no matching baseline" if value == "speedup" else "—"
-    lo, hi = row.get(f"{value}_lo"), row.get(f"{value}_hi")
-    text = f"{mid:.3f}{unit}" if unit == "×" else f"{mid:.1f}"
-    if row.get("method") == BASELINE_METHOD and value == "speedup":
-        return f"{text} (baseline)"
-    if lo is not None and hi is not None and pd.notna(lo) and pd.notna(hi):
-        return f"{text} ± {(hi - lo) / 2:.{3 if unit == '×' else 1}f}"
-    if value == "speedup" and row.get("speedup_interval") == "unbounded":
-        return f"{text} (baseline too noisy for an interval)"
-    return f"{text} (single run)" if short else f"{text} (single run: no interval)"
+    """``1.325× [1.054, 1.775]`` with its interval, or say why there is none (``intervals.row_text``)."""
+    return intervals.row_text(row, value, unit, short)
 
 
 def tie_text(row: Mapping) -> str:

@@ -8,6 +8,11 @@ Racing servers that share CPU cores measures how they slow each other down, not 
 speculation gains: ``shared_cores`` finds such panes from the servers' state files, and
 ``default_mode`` then picks fair replay.
 
+Before anything streams, each pane's server that has answered nothing yet is warmed with
+unmeasured requests of the run's shape (``specscope.warmup``), and each pane learns whether its
+server saw the prompt before (``specscope.freshness``): such a pane is badged, since a cached
+prompt reads faster than a new one. A pane that still includes a cold start says so.
+
 A pane whose server dies or errors keeps what it received and shows the error; the others
 carry on. A session saves to a JSON recording (under ``runs_dir()/recordings``) that loads
 anywhere, e.g. a GPU run replayed on a laptop. Metrics follow ``vllm bench serve``: TTFT,
@@ -28,8 +33,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from specscope import access, files, launch, metrics, settings
+from specscope import access, files, freshness, launch, metrics, settings, warmup
 from specscope.errors import ConfigError, InputError, SpecScopeError
+from specscope.freshness import Freshness
 from specscope.launch import procfs
 from specscope.launch.registry import ServerState, read_states
 from specscope.ngram import NgramConfig
@@ -91,6 +97,9 @@ class PaneView:
     divergence: int | None = None
     t0: float | None = None  # wall-clock second the chunks' arrival_s count from (None: not started)
     special: frozenset[int] = frozenset()  # indices of special tokens (``special_tokens``)
+    warming: bool = False  # its server is being warmed up (nothing measured yet)
+    cold: bool = False  # its server had answered nothing before this request: a cold start
+    freshness: Freshness | None = None  # whether its server saw the prompt before
 
 
 def pane_metrics(chunks: list[Chunk], provenance: Provenance) -> PaneMetrics:
@@ -231,6 +240,10 @@ class Pane:
         self.token_texts: dict[int, str] = {}
         self.max_model_len: int | None = None
         self.started_at: float | None = None  # wall clock when the request was sent
+        self.warming = False
+        self.cold = False
+        self.freshness: Freshness | None = None
+        self._server: tuple[str, metrics.MetricsSnapshot] | None = None  # key and /metrics before the request
         self.on_change: Callable[[], None] | None = None
         self._lock = threading.Lock()
         self._view: tuple[int, tuple[Provenance, PaneMetrics]] | None = None
@@ -241,6 +254,42 @@ class Pane:
         if not config or config.get("method") != "ngram":
             return None
         return NgramConfig.from_speculative_config(config, self.max_model_len)
+
+    def _snapshot(self, transport: httpx.BaseTransport | None) -> metrics.MetricsSnapshot | None:
+        try:
+            with httpx.Client(transport=transport) as client:
+                return metrics.scrape(self.spec.url, timeout=3.0, client=client)
+        except SpecScopeError:
+            return None
+
+    def prepare(self, transport: httpx.BaseTransport | None = None) -> None:
+        """Warm the server if it has answered nothing yet (with this request's shape; a pane on a
+        given ``transport``, recorded streams, is not warmed), and find out whether it saw the prompt."""
+        before = self._snapshot(transport)
+        if transport is None and (before is None or before.requests_finished == 0):
+            self.warming = True
+            self._notify()
+            warmup.warm_up(self.spec.url, output_len=self.request.max_tokens, prompt_chars=len(self.request.prompt),
+                           chat=self.request.chat, temperature=self.request.temperature)
+            before = self._snapshot(transport)
+            self.warming = False
+        self.cold = before is not None and before.requests_finished == 0
+        suffix = freshness.drafts_from_answers(self.spec.method, self.spec.speculative_config)
+        if before is not None:
+            key = freshness.server_key(self.spec.url, before)
+            self._server = (key, before)
+            seen = freshness.PromptLog().seen(key, self.request.prompt, drafts_from_answers=suffix)
+            self.freshness = Freshness(seen_before=seen, drafts_from_answers=suffix)
+
+    def _after(self, transport: httpx.BaseTransport | None) -> None:
+        """The prefix-cache share of this request's prompt, and the prompt logged for its server."""
+        after = self._snapshot(transport) if self._server is not None else None
+        if after is None or self.freshness is None:
+            return
+        key, before = self._server
+        rate = metrics.prefix_cache_hit_rate(before, after)
+        self.freshness = replace(self.freshness, prefix_hit_rate=rate)
+        freshness.PromptLog().add(key, self.request.prompt)
 
     def run(self, transport: httpx.BaseTransport | None = None) -> None:
         """Stream to the end; any failure becomes the pane's error, keeping what arrived."""
@@ -255,6 +304,7 @@ class Pane:
                         self.chunks.append(chunk)
                     self._notify()
                 self._name_rejected_tokens(client)
+            self._after(transport)
         except SpecScopeError as exc:
             self.error = str(exc)
         except Exception as exc:  # a pane must never take the others down
@@ -299,6 +349,7 @@ class Pane:
         """The pane as JSON-ready values, for a recording."""
         return {"spec": asdict(self.spec), "request": asdict(self.request), "error": self.error,
                 "max_model_len": self.max_model_len, "token_texts": {str(k): v for k, v in self.token_texts.items()},
+                "cold": self.cold, "freshness": asdict(self.freshness) if self.freshness else None,
                 "chunks": [asdict(c) for c in self.snapshot()]}
 
     @classmethod
@@ -308,6 +359,8 @@ class Pane:
         pane.error = data.get("error")
         pane.max_model_len = data.get("max_model_len")
         pane.token_texts = {int(k): v for k, v in (data.get("token_texts") or {}).items()}
+        pane.cold = bool(data.get("cold"))
+        pane.freshness = Freshness(**data["freshness"]) if data.get("freshness") else None
         for raw in data["chunks"]:
             raw = dict(raw)
             for key in ("token_ids", "texts", "logprobs"):
@@ -372,8 +425,9 @@ class LiveSession:
     @classmethod
     def create(cls, specs: list[PaneSpec], request: GenerationRequest, mode: str,
                shared: Iterable[str] = ()) -> "LiveSession":
-        """A session of 2-6 panes on one request; ConfigError on a bad mode, count or label.
-        ``shared``: the labels ``shared_cores`` found. Operators only: an 'auto' method asks the URL."""
+        """A session of 2-6 panes on one request, the baseline's first; ConfigError on a bad mode,
+        count or label. ``shared``: the labels ``shared_cores`` found. Operators only: an 'auto'
+        method asks the URL."""
         access.require("stream from servers")
         if mode not in MODES:
             raise ConfigError(f"Unknown mode {mode!r}; choose one of {', '.join(MODES)}.")
@@ -382,23 +436,41 @@ class LiveSession:
         if len({s.label for s in specs}) != len(specs):
             raise ConfigError("Two panes have the same label; give each server its own name.")
         specs = [_resolve_method(s) for s in specs]
+        specs = sorted(specs, key=lambda s: s.speculative)  # the baseline first, the rest as chosen
         return cls([Pane(spec, request) for spec in specs], mode, tuple(shared))
 
     def start(self, transports: dict[str, httpx.BaseTransport] | None = None) -> None:
-        """Start streaming: every pane at once (race) or one after another (fair); operators only
-        (the servers are loaded, and a URL typed on the page is fetched by this machine)."""
+        """Prepare every pane (warm-up, fresh-prompt check; all of them before any streams, so no
+        warm-up runs beside a measurement), then stream: every pane at once (race) or one after
+        another (fair). Returns at once; the work runs on a background thread. Operators only (the
+        servers are loaded, and a URL typed on the page is fetched by this machine)."""
         access.require("stream from servers")
         transports = transports or {}
+        thread = threading.Thread(target=self._run, args=(transports,), daemon=True, name="specscope-live")
+        self._threads = [thread]
+        thread.start()
+
+    def _run(self, transports: dict[str, httpx.BaseTransport]) -> None:
+        def each(work: Callable[[Pane], None]) -> list[threading.Thread]:
+            threads = [threading.Thread(target=work, args=(p,), daemon=True, name="specscope-live")
+                       for p in self.panes]
+            for thread in threads:
+                thread.start()
+            return threads
+
+        for thread in each(lambda p: p.prepare(transports.get(p.spec.label))):
+            thread.join()
         if self.mode == "race":
-            targets = [lambda p=p: p.run(transports.get(p.spec.label)) for p in self.panes]
+            streams = each(lambda p: p.run(transports.get(p.spec.label)))
         else:
-            targets = [lambda: [p.run(transports.get(p.spec.label)) for p in self.panes]]
-        self._threads = [threading.Thread(target=t, daemon=True, name="specscope-live") for t in targets]
-        for thread in self._threads:
-            thread.start()
+            streams = [threading.Thread(target=lambda: [p.run(transports.get(p.spec.label)) for p in self.panes],
+                                        daemon=True, name="specscope-live")]
+            streams[0].start()
+        for thread in streams:
+            thread.join()
 
     def wait(self, timeout: float | None = None) -> None:
-        """Wait for the streaming threads to end."""
+        """Wait for the panes to finish streaming."""
         for thread in self._threads:
             thread.join(timeout)
 
@@ -445,7 +517,8 @@ class LiveSession:
             views.append(PaneView(spec=pane.spec, provenance=provenance, metrics=figures, token_texts=texts,
                                   error=pane.error if complete or until is None else None,
                                   done=complete, t0=pane.started_at if until is None else self.replay_started_wall,
-                                  special=special_tokens(chunks)))
+                                  special=special_tokens(chunks), warming=pane.warming, cold=pane.cold,
+                                  freshness=pane.freshness))
         self._compare(views)
         return views
 
@@ -456,6 +529,8 @@ class LiveSession:
         base_rate = baseline.metrics.tokens_per_s
         for view in views:
             if view is baseline:
+                if base_rate and not baseline.spec.speculative:  # the baseline is 1.000x by definition
+                    view.metrics = replace(view.metrics, speedup=1.0)
                 continue
             rate = view.metrics.tokens_per_s
             if rate and base_rate:
@@ -463,6 +538,22 @@ class LiveSession:
             if greedy and not baseline.error and not view.error:
                 view.lossless, view.divergence = compare_lossless(
                     base_ids, [t.id for t in view.provenance.tokens], baseline.done and view.done)
+
+    def repeated(self) -> list[Pane]:
+        """The panes whose server had seen the prompt before (their figures read better than a new prompt's)."""
+        return [p for p in self.panes if p.freshness is not None and p.freshness.repeated]
+
+    def restartable(self) -> list[str]:
+        """The servers SpecScope launched (so can restart) under the repeated panes that draft from
+        cached answers (suffix): a variant of the prompt does not make those fresh, a restart does."""
+        states = [s for s in read_states() if not s.attached and procfs.alive(s.pid, s.pgid)]
+        urls = {_host_port(p.spec.url) for p in self.repeated() if p.freshness.drafts_from_answers}
+        return [s.name for s in states if _host_port(s.url) in urls]
+
+    def fresh_request(self) -> GenerationRequest:
+        """This session's request on a variant of its prompt that no prefix cache holds."""
+        request = self.panes[0].request
+        return replace(request, prompt=freshness.variant(request.prompt))
 
     def recording(self) -> dict:
         """The session as a JSON-ready recording."""
@@ -547,5 +638,6 @@ def load_recording(source: Path | str | bytes) -> LiveSession:
     recorded = data.get("mode") if data.get("mode") in MODES else None
     shared = data.get("shared_cores")
     shared = tuple(s for s in shared if isinstance(s, str)) if isinstance(shared, list) else ()
+    panes = sorted(panes, key=lambda p: p.spec.speculative)  # the baseline first
     return LiveSession(panes=panes, mode="fair", created_at=data.get("created_at", time.time()),
                        shared=shared, recorded_mode=recorded)

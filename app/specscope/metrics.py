@@ -57,6 +57,7 @@ class MetricsSnapshot:
     prefix_cache_hits: float = 0.0     # of those, tokens found cached
     requests_finished: float = 0.0     # requests the server has answered since it started
     requests_running: float = 0.0      # requests in flight now (a gauge)
+    started_at: float | None = None    # epoch second of the server's first counter (its start)
 
 
 @dataclass(frozen=True)
@@ -93,10 +94,13 @@ def parse(text: str, model_name: str | None = None) -> MetricsSnapshot:
         families = list(text_string_to_metric_families(text))
     except ValueError as exc:
         raise ServerError(f"The /metrics text is not valid Prometheus exposition ({exc}).") from exc
+    created: list[float] = []
     for family in families:
         for sample in family.samples:
             if model_name is not None and sample.labels.get("model_name", model_name) != model_name:
                 continue
+            if sample.name.startswith("vllm:") and sample.name.endswith("_created"):
+                created.append(sample.value)
             if sample.name == _RUNNING:
                 totals[_RUNNING] = totals.get(_RUNNING, 0.0) + sample.value
             if not sample.name.endswith("_total"):
@@ -123,6 +127,7 @@ def parse(text: str, model_name: str | None = None) -> MetricsSnapshot:
         prefix_cache_hits=totals.get(_PREFIX_HITS, 0.0),
         requests_finished=totals.get(_FINISHED, 0.0),
         requests_running=totals.get(_RUNNING, 0.0),
+        started_at=min(created, default=None),
     )
 
 

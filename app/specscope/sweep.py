@@ -1,7 +1,7 @@
 """Sweeps: methods x K x concurrency on one preset, resumable, one canonical row per cell.
 
-Cells run grouped by (method, K) so each server starts once; a new K restarts that method's
-server through a ``Launcher`` (``PresetLauncher`` wraps ``specscope.launch``). Each finished
+Each (method, K) is one server, started through a ``Launcher`` (``PresetLauncher`` wraps
+``specscope.launch``) before its first cell and stopped after its last. Each finished
 cell is kept under ``runs_dir()/<run_id>/cells/<cell>.json``, and the run's Parquet files
 (results and per-request rows) are rewritten from those after every cell, so a killed sweep
 loses only the cell it was in. Rerunning the same sweep (same run id, derived from its spec
@@ -22,11 +22,14 @@ machine cannot run, the first server not starting) stops the sweep with one Conf
 before anything is measured, and leaves no empty run behind.
 
 With ``repeats`` N > 1 every cell is measured N times, each repeat its own row (``repeat``
-1..N, cell id suffix ``-r2`` ...). Repeats are interleaved, never back to back: a server
-runs all its concurrencies once, then again. With ``baseline_alongside`` the baseline
-server stays up beside the others (two servers at once) and its N rounds are spread over
-the run (first, evenly between the method servers, last), so speedups divide by a baseline
-measured under the run's whole range of conditions rather than only its first minutes.
+1..N, cell id suffix ``-r2`` ...). Repeats run in rounds: round 1 measures every cell of every
+server (the baseline included), then round 2 measures them all again, so no cell's repeats run
+back to back and each repeat sees the run's whole range of machine states. Servers a launcher
+can hold together stay up for the whole run; where it holds fewer (``max_servers``: one on a
+GPU, as many as memory holds on a CPU), the server needed furthest ahead is stopped and started
+again when its turn comes (``baseline_alongside`` keeps the baseline's server up beside them).
+Every server gets unmeasured warm-up requests at its first cell's concurrency and output
+length before that cell (``specscope.warmup``), on top of each cell's own ``warmups``.
 Every row gets the ids of the hygiene checks it fails (``specscope.hygiene``).
 
     spec = SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(1, 2, 4),
@@ -47,15 +50,18 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from specscope import bench, catalog, files, hygiene, launch, metrics, probe, prompts, provenance, settings, shared, store
+from specscope import (bench, catalog, files, hygiene, launch, metrics, probe, prompts, provenance, settings,
+                       shared, store, warmup)
 from specscope.errors import ConfigError, ServerUnreachable, SpecScopeError
 from specscope.launch import procfs
 from specscope import schedule
 from specscope.schedule import KSchedule
+from specscope.presets import get_preset
 from specscope.schema import BASELINE_METHOD
 
 __all__ = ["SweepSpec", "Cell", "Launcher", "RunningServer", "PresetLauncher", "ServersLauncher", "SweepResult",
@@ -192,33 +198,19 @@ def parse_ints(text: str) -> tuple[int, ...]:
 
 
 def plan_cells(spec: SweepSpec) -> list[Cell]:
-    """Cells in run order: the baseline (K=0), then each method per K; per server, repeat by
-    repeat with concurrency innermost. ``baseline_alongside`` spreads the baseline's repeats."""
+    """Cells in run order, round by round: per repeat, every server's cells (the baseline at K=0,
+    then each method per K, concurrency innermost), a K schedule's cells last."""
     repeats: list[int | None] = list(range(1, spec.repeats + 1)) if spec.repeats > 1 else [None]
     concurrencies = tuple(dict.fromkeys(spec.concurrencies))
-
-    def server_cells(method: str, k: int, rounds) -> list[Cell]:
-        return [Cell(method, k, c, r) for r in rounds for c in concurrencies]
-
-    groups = method_ks(spec)
-    if spec.servers:
-        groups = [(method, k) for _, method, k in spec.servers]
-    others = [g for g in groups if g[0] != BASELINE_METHOD]
-    scheduled = [Cell(m, _schedule_k(spec.k_schedule), c, r, spec.k_schedule)
-                 for m in dict.fromkeys(m for m, _ in others) for r in repeats for c in concurrencies
-                 ] if spec.k_schedule else []  # after the fixed K, so `auto` can be advised from them
-    if not (spec.baseline_alongside and spec.repeats > 1 and others and len(others) < len(groups)):
-        return [cell for method, k in groups for cell in server_cells(method, k, repeats)] + scheduled
-    # baseline round i goes before method server round(i * G / (N - 1)): first, spread, last
-    slots: dict[int, list[int]] = {}
-    for i, r in enumerate(repeats):
-        slots.setdefault(round(i * len(others) / (len(repeats) - 1)), []).append(r)
+    groups = [(method, k) for _, method, k in spec.servers] if spec.servers else method_ks(spec)
+    scheduled = list(dict.fromkeys(m for m, _ in groups if m != BASELINE_METHOD)) if spec.k_schedule else []
     cells: list[Cell] = []
-    for position in range(len(others) + 1):
-        cells += server_cells(BASELINE_METHOD, 0, slots.get(position, []))
-        if position < len(others):
-            cells += server_cells(*others[position], repeats)
-    return cells + scheduled
+    for r in repeats:
+        cells += [Cell(method, k, c, r) for method, k in groups for c in concurrencies]
+        # after the fixed K, so `auto` can be advised from them
+        cells += [Cell(m, _schedule_k(spec.k_schedule), c, r, spec.k_schedule) for m in scheduled
+                  for c in concurrencies]
+    return cells
 
 
 def method_ks(spec: SweepSpec) -> list[tuple[str, int]]:
@@ -301,6 +293,8 @@ class Launcher(Protocol):
     def check(self, method: str, k: int) -> None:
         """ConfigError when the (method, K) server cannot be started here at all."""
 
+    # An optional ``max_servers`` attribute: how many of its servers may run at once (None: any).
+
 
 class PresetLauncher:
     """A Launcher on ``specscope.launch``: servers of one preset, one method and K at a time."""
@@ -314,6 +308,8 @@ class PresetLauncher:
         self.die_with_parent = die_with_parent  # servers end with this process (a Ray task's)
         self.synthetic_acceptance = synthetic_acceptance  # accept drafts at alpha^i, whatever they are
         self.synthetic_length = synthetic_length  # or at a mean acceptance length per K
+        # CPU servers (one core, a small KV cache) run side by side as memory allows; a GPU server takes the GPU
+        self.max_servers = _cpu_room() if get_preset(preset).engine == "vllm-cpu" else 1
 
     def _plan(self, method: str, k: int, name: str | None = None,
               k_schedule: KSchedule | None = None) -> launch.LaunchPlan:
@@ -339,8 +335,8 @@ class PresetLauncher:
         name = launch.unused_name(plan.state.name)
         if name != plan.state.name:
             plan = self._plan(method, k, name=name, k_schedule=k_schedule)
-        return _from_state(launch.start(plan, timeout=self.start_timeout, die_with_parent=self.die_with_parent),
-                           reused=False)
+        return _from_state(launch.start(plan, timeout=self.start_timeout, die_with_parent=self.die_with_parent,
+                                        warm=False), reused=False)
 
     def pids(self, server: RunningServer) -> list[int]:
         """The processes of the server's group, for the core-sharing check."""
@@ -718,6 +714,8 @@ def _run_cells(spec: SweepSpec, prompt_set: prompts.PromptSet, run_id: str, cell
                stopped: Callable[[], bool]) -> None:
     """The body of ``run_sweep`` under the run's lock: fills ``result`` cell by cell."""
     last_use = _last_use(cells)
+    emit = _Estimate(emit)
+    limit = getattr(launcher, "max_servers", None)
     servers: dict[tuple, RunningServer] = {}
     served: dict[tuple, int] = {}  # requests each live server has answered
     start_errors: dict[tuple, str] = {}
@@ -745,6 +743,8 @@ def _run_cells(spec: SweepSpec, prompt_set: prompts.PromptSet, run_id: str, cell
             if stopped():
                 break
             if group not in servers and group not in start_errors:
+                for victim in _evict(cells, index, list(servers), limit, spec.baseline_alongside):
+                    retire(victim)
                 what = f"schedule {cell.schedule}" if cell.schedule else f"K={cell.k}"
                 emit(bench.ProgressEvent("server", cell.cell_id, done, len(cells),
                                          message=f"starting {cell.method} {what}"))
@@ -756,6 +756,12 @@ def _run_cells(spec: SweepSpec, prompt_set: prompts.PromptSet, run_id: str, cell
                     served[group] = servers[group].prior_requests
                     emit(bench.ProgressEvent("server", cell.cell_id, done, len(cells),
                                              message=_started(cell, what, servers[group], time.monotonic() - began)))
+                    emit(bench.ProgressEvent("server", cell.cell_id, done, len(cells),
+                                             message=f"warming up {cell.method} {what} (not measured)"))
+                    warmup.warm_up(servers[group].url, concurrency=cell.concurrency,
+                                   output_len=spec.output_len or bench.DEFAULT_OUTPUT_LEN,
+                                   prompt_chars=_typical_chars(prompt_set), temperature=spec.temperature,
+                                   live=False)
                 except SpecScopeError as exc:
                     start_errors[group] = f"The {cell.method} K={cell.k} server did not start: {exc}"
                     if not any(e.get("row", {}).get("status") == "ok" for e in kept.values()) \
@@ -792,7 +798,53 @@ def _run_cells(spec: SweepSpec, prompt_set: prompts.PromptSet, run_id: str, cell
     result.results_path = _write_run(run_id) or result.results_path
     emit(bench.ProgressEvent("sweep_done", "", done, len(cells),
                              message=f"{len(result.ran)} ran, {len(result.skipped)} kept, "
-                                     f"{len(result.failed)} failed"))
+                                     f"{len(result.failed)} failed; done in {emit.elapsed_s():.0f} s"))
+
+
+CPU_SERVER_BYTES = 4 * 2**30  # what a CPU demo server holds at most (weights, KV cache, engine processes)
+
+
+def _cpu_room() -> int:
+    """How many CPU servers fit in the memory available now (at least 2: a baseline and one more)."""
+    available = procfs.memory_available_bytes()
+    return max(2, available // CPU_SERVER_BYTES) if available else 2
+
+
+def _evict(cells: list[Cell], index: int, live: list[tuple], limit: int | None, keep_baseline: bool) -> list[tuple]:
+    """The live servers to stop before cell ``index`` starts a new one, so no more than ``limit``
+    run (``keep_baseline``: the baseline's server is kept beside them): those needed furthest ahead."""
+    counted = [g for g in live if not (keep_baseline and g[0] == BASELINE_METHOD)]
+    if limit is None or len(counted) < limit:
+        return []
+    ahead = {g: next((i for i in range(index, len(cells)) if cells[i].group == g), len(cells)) for g in counted}
+    return sorted(counted, key=ahead.get, reverse=True)[:len(counted) - limit + 1]
+
+
+def _typical_chars(prompt_set: prompts.PromptSet) -> int:
+    """The median prompt length of a set in characters: the prompt shape a warm-up sends."""
+    lengths = sorted(len(p.text) for p in prompt_set.prompts) or [0]
+    return lengths[len(lengths) // 2]
+
+
+class _Estimate:
+    """Passes progress events on with ``remaining_s``: the time so far, scaled by the share of the
+    work not measured yet (skipped cells left out); None until a few percent are done."""
+
+    def __init__(self, emit: bench.Progress):
+        self.emit, self.began, self.first = emit, time.monotonic(), None
+
+    def elapsed_s(self) -> float:
+        """Seconds since the sweep began."""
+        return time.monotonic() - self.began
+
+    def __call__(self, event: bench.ProgressEvent) -> None:
+        if event.stage == "cell_skipped":  # a kept cell costs no time: count from after it
+            self.began, self.first = time.monotonic(), event.fraction
+        elif self.first is None:
+            self.first = event.fraction
+        measured = event.fraction - (self.first or 0.0)
+        remaining = self.elapsed_s() * (1.0 - event.fraction) / measured if measured > 0.02 else None
+        self.emit(dataclasses.replace(event, remaining_s=remaining))
 
 
 class SweepJob:

@@ -2,7 +2,7 @@
 
 Hover shows the trace's name, x, y and only the few values not drawn already (``customdata``
 holds just those), so a figure's payload grows with its points, not with whole rows. Speedups
-and throughputs carry their 95% interval as error bars and as ``±`` in the hover; a point
+and throughputs carry their 95% interval as error bars and as ``[low, high]`` in the hover; a point
 from a single run has no bar, and its hover says so.
 """
 
@@ -14,9 +14,13 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from specscope import intervals
 from specscope.explore import interval_text
 from specscope.schema import BASELINE_METHOD
 from ui.chart_style import PALETTE, empty_figure, layout
+
+SPEEDUP_95 = "speedup [95%]"
+THROUGHPUT_95 = "output tok/s [95%]"
 
 __all__ = ["speedup_by_method", "speedup_vs_concurrency", "acceptance_vs_k", "throughput_vs_concurrency",
            "latency_vs_concurrency", "per_position"]
@@ -24,13 +28,13 @@ __all__ = ["speedup_by_method", "speedup_vs_concurrency", "acceptance_vs_k", "th
 
 
 def _with_interval_text(frame: pd.DataFrame) -> pd.DataFrame:
-    """The frame with ``speedup ± 95%`` and ``output tok/s ± 95%`` texts for the hover."""
+    """The frame with ``speedup [95%]`` and ``output tok/s [95%]`` texts for the hover."""
     records = frame.to_dict("records")
     out = frame.copy()
     if "speedup" in frame.columns:
-        out["speedup ± 95%"] = [interval_text(r) for r in records]
+        out[SPEEDUP_95] = [interval_text(r) for r in records]
     if "output_throughput" in frame.columns:
-        out["output tok/s ± 95%"] = [interval_text(r, "output_throughput", " tok/s") for r in records]
+        out[THROUGHPUT_95] = [interval_text(r, "output_throughput", "") for r in records]
     return out
 
 
@@ -49,7 +53,7 @@ def _error_bars(frame: pd.DataFrame, value: str = "speedup") -> dict:
 
 
 def _hover(frame: pd.DataFrame, x: str, y: str, extra: tuple[str, ...] = ()) -> tuple[list | None, str]:
-    """``customdata`` with only the ``extra`` columns (``± 95%`` texts included) and a template
+    """``customdata`` with only the ``extra`` columns (``[95%]`` texts included) and a template
     naming the trace, x and y; text values escaped."""
     frame = _with_interval_text(frame)
     lines = ["%{fullData.name}", f"{x}: %{{x}}", f"{y}: %{{y:.3f}}"]
@@ -81,10 +85,8 @@ def _setup_lines(frame: pd.DataFrame, order: str):
 
 
 def _bar_text(row: dict) -> str:
-    lo, hi = row.get("speedup_lo"), row.get("speedup_hi")
-    if pd.notna(lo) and pd.notna(hi):
-        return f"{row['speedup']:.2f}× ±{(hi - lo) / 2:.2f}"
-    return f"{row['speedup']:.2f}×"
+    return intervals.text(row["speedup"], row.get("speedup_lo"), row.get("speedup_hi"), unit="×", digits=2,
+                          why_none="")
 
 
 def speedup_by_method(best: pd.DataFrame) -> go.Figure:
@@ -105,7 +107,7 @@ def speedup_by_method(best: pd.DataFrame) -> go.Figure:
                        for m, d in zip(spec["method"], spec["draft_model"])]
     fig = go.Figure()
     for j, (variant, bars) in enumerate(spec.groupby("variant", sort=True)):
-        data, template = _hover(bars, "at", "speedup", ("k", "speedup ± 95%", "acceptance_length", "baseline_run_id"))
+        data, template = _hover(bars, "at", "speedup", ("k", SPEEDUP_95, "acceptance_length", "baseline_run_id"))
         fig.add_trace(go.Bar(x=[_escape(p) for p in bars["point"]], y=bars["speedup"], name=_escape(variant),
                              marker_color=PALETTE[j % len(PALETTE)], customdata=data,
                              hovertemplate=template, error_y=_error_bars(bars),
@@ -126,7 +128,7 @@ def speedup_vs_concurrency(best: pd.DataFrame, crossings: pd.DataFrame) -> go.Fi
                             "for these filters.")
     fig = go.Figure()
     for j, setup, line in _setup_lines(spec, "concurrency"):
-        data, template = _hover(line, "concurrency", "speedup", ("k", "speedup ± 95%", "acceptance_length",
+        data, template = _hover(line, "concurrency", "speedup", ("k", SPEEDUP_95, "acceptance_length",
                                                                  "baseline_run_id"))
         fig.add_trace(go.Scatter(x=line["concurrency"], y=line["speedup"], mode="lines+markers",
                                  name=_escape(setup), line=dict(color=PALETTE[j % len(PALETTE)]),
@@ -154,7 +156,7 @@ def schedule_vs_concurrency(frame: pd.DataFrame, setup: str) -> go.Figure:
     for j, (curve, line) in enumerate(frame.groupby("curve", sort=False)):
         line = line.sort_values("concurrency")
         scheduled = bool(line["scheduled"].all())
-        data, template = _hover(line, "concurrency", "speedup", ("k", "speedup ± 95%", "acceptance_length"))
+        data, template = _hover(line, "concurrency", "speedup", ("k", SPEEDUP_95, "acceptance_length"))
         fig.add_trace(go.Scatter(
             x=line["concurrency"], y=line["speedup"], mode="lines+markers", name=_escape(curve),
             line=dict(color="#111" if scheduled else PALETTE[j % len(PALETTE)], width=3.5 if scheduled else 2,
@@ -196,8 +198,8 @@ def throughput_vs_concurrency(best: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     for j, setup, line in _setup_lines(best.dropna(subset=drawn), "concurrency"):
         is_base, style = _setup_line(line, j)
-        data, template = _hover(line, "concurrency", "output tokens/s", ("k", "output tok/s ± 95%",
-                                                                           "speedup ± 95%"))
+        data, template = _hover(line, "concurrency", "output tokens/s", ("k", THROUGHPUT_95,
+                                                                           SPEEDUP_95))
         fig.add_trace(go.Scatter(x=line["concurrency"], y=line["output_throughput"], mode="lines+markers",
                                  name=_escape(setup) + (" (baseline)" if is_base else ""), line=style,
                                  error_y=_error_bars(line, "output_throughput"),

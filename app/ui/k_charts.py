@@ -19,7 +19,7 @@ __all__ = ["EMPTY", "speedup_vs_k", "combined"]
 EMPTY = "Choose a setup measured at two or more K."
 TITLE = "Speedup vs K (a line per concurrency; bars: 95% interval)"
 # Hover fields beyond K, speedup and concurrency: (column in the chart's data, label)
-_TOOLTIP = [("speedup_95", "speedup ± 95%"), ("acceptance_length", "acceptance length"),
+_TOOLTIP = [("speedup_95", "speedup [95%]"), ("acceptance_length", "acceptance length"),
             ("throughput_95", "output tok/s"), ("repeats", "repeats"), ("runs", "runs"),
             ("baseline_run_id", "baseline run")]
 

@@ -6,7 +6,9 @@ only the slots whose HTML changed. A token therefore reaches the browser within 
 it takes to draw one pane, and panes that received nothing are never resent. A click on
 any widget stops the loop at the next arrival and reruns the page, which resumes it.
 
-Metrics sit in a grid that wraps inside the pane, so they stay in it however narrow it is.
+Metrics sit in a grid that wraps inside the pane, so they stay in it however narrow it is;
+a pane's title wraps between words only. Badges say what a figure cannot: a repeated prompt
+(cached drafts or prefix cache), a cold start, a server being warmed up.
 """
 
 from __future__ import annotations
@@ -25,9 +27,12 @@ __all__ = ["stream_panes", "pane_html", "session_pane_html", "PANE_STYLE", "IDLE
 IDLE_WAIT_S = 0.25  # longest wait between checks when nothing arrives
 
 PANE_STYLE = """<style>
-[data-pane]{min-width:0;overflow-wrap:anywhere}
-.ss-metrics{display:grid;grid-template-columns:repeat(auto-fill,minmax(3.6rem,1fr));gap:0.15rem 0.4rem;margin:0.3rem 0}
-.ss-metrics>div{min-width:0;line-height:1.2;font-size:0.85rem}
+[data-pane]{min-width:0}
+.ss-title{overflow-wrap:break-word;word-break:normal;hyphens:none}
+.ss-badge{display:inline-block;font-size:0.75rem;border-radius:4px;padding:0 0.3rem;margin:0.1rem 0.2rem 0 0;cursor:help}
+.ss-badge.ss-warn-badge{background:#b26a0022;color:#b26a00}
+.ss-metrics{display:grid;grid-template-columns:repeat(auto-fill,minmax(4.2rem,1fr));gap:0.15rem 0.4rem;margin:0.3rem 0}
+.ss-metrics>div{min-width:0;line-height:1.2;font-size:0.85rem;white-space:nowrap}
 .ss-metrics small{font-size:0.75rem}
 .ss-below{margin-top:0.2rem;line-height:1.3}
 .ss-metrics small,.ss-source small{color:#888}
@@ -38,13 +43,16 @@ PANE_STYLE = """<style>
 MODE_WORDS = {"race": "raced", "fair": "fair replay"}
 METRIC_HELP = {
     "tokens": "output tokens so far",
-    "ttft": "time to first token",
-    "tpot": "time per output token, after the first",
-    "itl": "inter-token latency: mean gap between arrivals",
+    "ttft": "TTFT, time to first token: from sending the request to the first token",
+    "tpot": "TPOT, time per output token after the first: (last - first arrival) / (tokens - 1)",
+    "itl": "ITL, inter-token latency: the mean gap between two arrivals (several tokens may arrive at once)",
     "tok/s": "output tokens per second",
-    "AL": "acceptance length: tokens per step (accepted drafts + 1)",
+    "AL": "AL, acceptance length: tokens per engine step = accepted drafts per step + 1 (1 = no gain)",
     "acceptance": "share of drafted tokens the model accepted",
 }
+METRIC_NAMES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL"}
+COLD_HELP = ("Its server had answered no request before this one, so the figures include its cold start "
+             "(lazy initialisation, first-use compilation): TTFT and speed read worse than they will next time.")
 
 
 def _duration(ms: float | None) -> str:
@@ -72,9 +80,10 @@ def _metrics(view: PaneView, timing: str, contention: bool) -> tuple[str, str]:
     cells = [("tokens", str(m.tokens)), ("ttft", _duration(m.ttft_ms)), ("tpot", _duration(m.tpot_ms)),
              ("itl", _duration(m.itl_ms)), ("tok/s", fmt(m.tokens_per_s, ".1f")),
              ("AL", fmt(m.acceptance_length, ".2f")), ("acceptance", fmt(m.acceptance_rate, ".0%"))]
-    grid = "".join(f'<div data-metric="{name}" title="{METRIC_HELP[name]}"><small>{name}</small><br>'
-                   f"<b>{html.escape(value)}</b></div>" for name, value in cells)
-    grid += _speedup(fmt(m.speedup, ".2f", "×"), timing, contention and m.speedup is not None)
+    grid = "".join(f'<div data-metric="{name}" title="{METRIC_HELP[name]}"><small>{METRIC_NAMES.get(name, name)}'
+                   f"</small><br><b>{html.escape(value)}</b></div>" for name, value in cells)
+    grid += _speedup(fmt(m.speedup, ".3f", "×"), timing,  # the baseline is 1.000x however it was raced
+                     contention and m.speedup is not None and view.spec.speculative)
     positions = " · ".join(f"{i + 1}: {rate:.0%}" for i, rate in enumerate(m.per_position))
     per_position = (f'<div class="ss-below" data-metric="per-position" title="share of drafting steps whose n-th draft token '
                     f'was accepted"><small>accepted by draft position: {positions}</small></div>' if positions else "")
@@ -94,7 +103,7 @@ def pane_html(view: PaneView, *, show_rejected: bool, spec_format: str | None = 
     elif view.lossless is False:
         badge = (f'<span data-lossless="fail" title="not lossless: the output differs from the baseline\'s">'
                  f"✗ differs at token {view.divergence}</span>")
-    phase = "done" if view.done else "streaming…"
+    phase = "done" if view.done else "warming up (not measured)…" if view.warming else "streaming…"
     plain, detail = live.describe_source(view.provenance, spec_format)
     source = (f'<div class="ss-source ss-below" data-source="{view.provenance.source}" '
               f'title="{html.escape(detail, quote=True)}"><small>{html.escape(plain)}</small></div>')
@@ -104,9 +113,26 @@ def pane_html(view: PaneView, *, show_rejected: bool, spec_format: str | None = 
     tokens = tokens_html(view.provenance.tokens, view.provenance.steps, show_rejected=show_rejected,
                          token_texts=view.token_texts, divergence=view.divergence, special=view.special)
     return (f'<div data-pane="{html.escape(spec.label, quote=True)}"{t0}>'
-            f"<b>{html.escape(spec.label)}</b> <small>{html.escape(spec.method)} · {phase} · {MODE_WORDS[timing]}</small> "
-            f"{badge}"
-            f"{grid}{error}{tokens}{per_position}{source}</div>")
+            f'<div class="ss-title"><b>{_breakable(spec.label)}</b> '
+            f"<small>{html.escape(spec.method)} · {phase} · {MODE_WORDS[timing]}</small> {badge}</div>"
+            f"{_badges(view)}{grid}{error}{tokens}{per_position}{source}</div>")
+
+
+def _breakable(label: str) -> str:
+    """A server name that may wrap after its - and _ (cpu-smollm2-draft_model-k3), never inside a word."""
+    return html.escape(label).replace("-", "-<wbr>").replace("_", "_<wbr>")
+
+
+def _badges(view: PaneView) -> str:
+    """A repeated prompt and a cold start, each with what it does to the figures on hover."""
+    badges = []
+    if view.freshness is not None and view.freshness.badge:
+        badges.append(f'<span class="ss-badge ss-warn-badge" data-fresh="repeated" '
+                      f'title="{html.escape(view.freshness.explanation, quote=True)}">⚠ {view.freshness.badge}</span>')
+    if view.cold:
+        badges.append(f'<span class="ss-badge ss-warn-badge" data-cold="1" title="{html.escape(COLD_HELP, quote=True)}">'
+                      "⚠ includes a cold start</span>")
+    return f"<div>{''.join(badges)}</div>" if badges else ""
 
 
 def session_pane_html(session: LiveSession, show_rejected: bool) -> Callable[[PaneView], str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from specscope import intervals
 from ui.chart_style import VEGA_PAD, k_axis, no_gain
 
 __all__ = ["tokens_per_step_figure", "speedup_vs_k_figure", "speedup_vs_concurrency_figure",
@@ -28,8 +29,7 @@ def _colours(names: list) -> alt.Scale:
 
 
 def _interval(row: dict) -> str:
-    lo, hi = row.get("speedup_lo"), row.get("speedup_hi")
-    return f"95%: {lo:.3f}–{hi:.3f}" if lo is not None and pd.notna(lo) and pd.notna(hi) else "single run: no interval"
+    return intervals.text(row.get("speedup"), row.get("speedup_lo"), row.get("speedup_hi"), unit="×")
 
 
 def _k_chart(curves: pd.DataFrame, y: str, y_title: str, points: pd.DataFrame | None, point_y: str,

@@ -2,7 +2,8 @@
 
 accepted draft = green, underlined; bonus (all drafts accepted) = blue, bold; correction =
 amber, plain; target token of a step that drafted nothing = no colour; rejected draft =
-red, struck through (shown where known, e.g. the ngram rebuild); a special token such as
+red, struck through (shown where known, e.g. the ngram rebuild; a rejected space or line break
+as ␣ or ↵, and ✕ for each rejected draft whose text the server did not send); a special token such as
 ``<|im_end|>`` = a small grey "end" mark, its text on hover, as the chat template hides it.
 Hover shows the step number and logprob. Model text is untrusted: every piece is ``html.escape``d.
 Pure functions, no Streamlit: the page passes the string to ``st.html``.
@@ -26,6 +27,10 @@ KIND_LABELS = {
     REJECTED: "rejected draft",
 }
 
+UNKNOWN_REJECTED = "a rejected draft token whose text the server did not send (it reports only how many)"
+WHITESPACE_REJECTED = "a rejected draft token that is whitespace: ␣ a space, ↵ a line break, ⇥ a tab"
+_VISIBLE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥"})
+
 STYLE = """<style>
 .ss-pane{white-space:pre-wrap;overflow-wrap:anywhere;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:0.85rem;
  line-height:1.6;max-height:26rem;overflow-y:auto;padding:0.4rem;border:1px solid #8884;border-radius:6px}
@@ -38,7 +43,7 @@ STYLE = """<style>
 .ss-diverge{outline:2px solid #c62828;outline-offset:1px}
 .ss-special{color:#888;font-size:0.7em;border:1px dotted #8888;padding:0 0.2em;margin-left:0.2em;cursor:help}
 .ss-special::after{content:attr(data-mark)}
-.ss-legend span{margin-right:0.8rem;padding:0 0.3rem}
+.ss-legend span{margin-right:0.8rem;padding:0 0.3rem;white-space:nowrap}
 </style>"""
 
 
@@ -56,11 +61,20 @@ def _span(kind: str, text: str, title: str, extra: str = "") -> str:
             f"{html.escape(text, quote=True)}</span>")
 
 
+def _rejected(text: str, title: str) -> str:
+    """A rejected draft; whitespace made visible (struck-through blanks would not show)."""
+    if text and not text.strip():
+        return _span(REJECTED, text.translate(_VISIBLE), f"{title} · {WHITESPACE_REJECTED}")
+    return _span(REJECTED, text, title)
+
+
 def legend_html() -> str:
     samples = "".join(_span(kind, label, label) for kind, label in KIND_LABELS.items())
+    glyphs = (_span(REJECTED, "✕", UNKNOWN_REJECTED) + " rejected, text not sent " +
+              _span(REJECTED, "␣ ↵", WHITESPACE_REJECTED) + " rejected space / line break ")
     special = ('<abbr class="ss-special" data-mark="end" title="a special token such as &lt;|im_end|&gt;; '
                'the chat template hides it"></abbr> special token (not part of the text)')
-    return f'<div class="ss-legend">{samples}{special}</div>'
+    return f'<div class="ss-legend">{samples}{glyphs}{special}</div>'
 
 
 def tokens_html(tokens: Sequence[Token], steps: Sequence[Step], *, show_rejected: bool = True,
@@ -89,9 +103,10 @@ def tokens_html(tokens: Sequence[Token], steps: Sequence[Step], *, show_rejected
         step = ends.get(i)
         if step is not None and step.rejected_ids:
             for token_id in step.rejected_ids:
-                parts.append(_span(REJECTED, texts.get(token_id, f"⟨{token_id}⟩"),
-                                   f"step {step.index} · rejected draft (id {token_id})"))
+                parts.append(_rejected(texts.get(token_id, f"⟨{token_id}⟩"),
+                                       f"step {step.index} · rejected draft (id {token_id})"))
         elif step is not None and step.rejected:
-            parts.append(_span(REJECTED, "✕" * step.rejected, f"step {step.index} · rejected drafts: {step.rejected}"))
+            parts.append(_span(REJECTED, "✕" * step.rejected,
+                               f"step {step.index} · {step.rejected} rejected drafts: {UNKNOWN_REJECTED}"))
     parts.append("</div>")
     return "".join(parts)

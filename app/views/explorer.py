@@ -8,7 +8,7 @@ import zlib
 import pandas as pd
 import streamlit as st
 
-from specscope import datasets, explore, verdict
+from specscope import datasets, explore, intervals, verdict
 from specscope.errors import SpecScopeError
 from ui import cache, charts, import_form, k_charts
 from ui.access import is_operator
@@ -21,8 +21,8 @@ st.title("Explorer")
 st.caption("Speedup = output throughput with speculative decoding / without, same model, dataset, "
            "hardware, host, output length and concurrency, over the baseline **the same run** measured "
            "(a run without one uses the newest matching baseline of another run; the table names the "
-           "baseline run). Error bars and ± are 95% intervals over a cell's repeats (Fieller for "
-           "speedup); a single run has none.")
+           "baseline run). Error bars and [low, high] are 95% intervals over a cell's repeats (Fieller "
+           "for speedup); a single run has none.")
 
 # The sidebar's forms are drawn only when opened: their scripts would load ahead of the first figure.
 # Importing is an operator's (it writes results every viewer then sees).
@@ -112,9 +112,9 @@ cols[1].metric("Speculative setups", counts["setups"],
                     f"(besides {counts['baselines']} baseline setups).")
 if top is not None:
     bounded = pd.notna(top["speedup_lo"]) and pd.notna(top["speedup_hi"])
-    cols[2].metric("Best speedup", f"{top['speedup']:.2f}×" + (
-        f" ± {(top['speedup_hi'] - top['speedup_lo']) / 2:.2f}" if bounded else ""),
-                   delta="95% interval over repeats" if bounded else "single run: no interval",
+    cols[2].metric("Best speedup", f"{top['speedup']:.3f}×",
+                   delta=f"{intervals.bounds(top['speedup_lo'], top['speedup_hi'])} 95% interval over repeats"
+                   if bounded else intervals.ONE_RUN,
                    delta_color="off", delta_arrow="off", help=explore.point_label(top))
     cols[3].metric("Slower than baseline", f"{counts['slower']} of {counts['setups']}",
                    help="Speculative setups whose best K is below 1× (slower than the baseline) at one "

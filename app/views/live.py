@@ -1,13 +1,15 @@
 """Live: stream 2-6 servers side by side with token provenance, live metrics and a lossless check.
 
 Start (and Save, Replay) sit at the top, the panes right below them, then recordings and the
-settings, which fold away once a comparison runs: the streaming is the first thing on screen."""
+settings, which fold away once a comparison runs: the streaming is the first thing on screen.
+Panes whose server saw the prompt before are badged, and the page offers a fresh comparison:
+a variant of the prompt (no prefix cache holds it), or a restart of the suffix servers."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from specscope import live, prompts
+from specscope import launch, live, prompts
 from specscope.errors import ConfigError, SpecScopeError
 from specscope.stream import GenerationRequest
 from ui import state
@@ -22,7 +24,10 @@ MODE_CHOSEN = "live_mode_chosen"
 
 st.title("Live")
 st.caption("Each token coloured by where it came from: accepted draft (underlined), the target's own "
-           "token (bonus in bold, correction plain), rejected drafts (struck through).")
+           "token (bonus in bold, correction plain), rejected drafts (struck through). TTFT: time to first "
+           "token · TPOT: time per output token after the first · ITL: mean gap between arrivals · AL: "
+           "acceptance length, tokens per step (1 = no gain) · speedup: tok/s over the baseline pane's. Hover "
+           "a figure for more. Servers are warmed up before their first run; nothing of the warm-up is shown.")
 start, save, replay_again, _ = st.columns([0.8, 1.4, 0.9, 4])
 start_clicked = is_operator() and start.button("Start", type="primary", key="live_start")  # viewers: recordings
 messages = st.container()
@@ -96,16 +101,19 @@ with settings:
         st.caption(f"These servers share CPU cores ({cores}). Racing them measures how they slow each other "
                    "down, not what speculation gains, so fair replay is the default.")
 
+
+def _start(specs: list[live.PaneSpec], request: GenerationRequest) -> None:
+    session = live.LiveSession.create(specs, request, mode, shared=live.shared_cores(specs))
+    session.start()
+    st.session_state[state.LIVE_SESSION] = session
+
+
 if start_clicked:
     try:
-        specs = _specs()
         if not prompt_text.strip():
             raise ConfigError("Type or pick a prompt first (under Servers, prompt and settings).")
-        request = GenerationRequest(prompt=prompt_text, max_tokens=int(max_tokens),
-                                    temperature=float(temperature), chat=chat)
-        session = live.LiveSession.create(specs, request, mode, shared=live.shared_cores(specs))
-        session.start()
-        st.session_state[state.LIVE_SESSION] = session
+        _start(_specs(), GenerationRequest(prompt=prompt_text, max_tokens=int(max_tokens),
+                                           temperature=float(temperature), chat=chat))
     except SpecScopeError as exc:
         with messages:
             show_error(exc)
@@ -120,6 +128,33 @@ def _finished_controls(session: live.LiveSession) -> None:
         session.restart_replay()
 
 
+def _offer_fresh(session: live.LiveSession) -> None:
+    """Say which panes repeat a prompt, and offer the comparison again on a fresh one."""
+    repeated = session.repeated()
+    labels = ", ".join(p.spec.label for p in repeated)
+    restart = session.restartable()
+    with board:
+        st.warning(f"{labels}: {'its server' if len(repeated) == 1 else 'their servers'} saw this prompt before, "
+                   "so cached work flatters the figures (hover the badges). For a fair comparison, run a variant "
+                   "of the prompt" + (", or restart the suffix servers (their cache holds the answer)."
+                                      if restart else "."))
+        left, right, _ = st.columns([1, 2.4, 1.6])
+        specs = [p.spec for p in session.panes]
+        if left.button("Run a prompt variant", key="live_variant"):
+            _start(specs, session.fresh_request())
+            st.rerun()
+        if restart and right.button(f"Restart {', '.join(restart)} and run again", key="live_restart"):
+            with st.spinner(f"Restarting {', '.join(restart)} (a fresh server has empty caches)…"):
+                try:
+                    for name in restart:
+                        launch.restart(name)
+                except SpecScopeError as exc:
+                    show_error(exc)
+                    return
+            _start(specs, session.panes[0].request)
+            st.rerun()
+
+
 if session is not None:
     streaming = not session.finished
     if not streaming:
@@ -132,3 +167,5 @@ if session is not None:
         stream_panes(session, session_pane_html(session, show_rejected))
     if streaming:  # it finished while this run drew it: its controls go in their place above
         _finished_controls(session)
+    if session.recorded_mode is None and session.repeated():
+        _offer_fresh(session)

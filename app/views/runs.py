@@ -78,6 +78,8 @@ def _progress() -> None:
             text += f" · {event.requests_done}/{event.requests_total} requests"
         elif event.message:
             text += f" · {event.message}"
+        if event.remaining:
+            text += f" · {event.remaining}"
         st.progress(event.fraction, text=text)
         if is_operator() and st.button("Stop after this cell", key=f"runs_cancel_{run_id}"):
             cancel_sweep(run_id)
@@ -141,8 +143,8 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
         load = _load_fields(st.columns(3))
         alongside = mode == PRESET_MODE and not on_ray and load["cols"][1].checkbox(
             "Baseline alongside (two servers at once)", True, key="runs_alongside",
-            help="Keeps the baseline server up and spreads its repeats over the run, "
-                 "so speedups divide by a baseline measured under the run's conditions.")
+            help="Repeats run in rounds (every cell once, then again), the baseline in each round. On a GPU, "
+                 "where one server runs at a time, this keeps the baseline's server up beside it.")
         schedule_text = mode == PRESET_MODE and load["cols"][2].text_input(
             "K schedule (optional)", "", key="runs_k_schedule", placeholder="1-2:4,3-8:2,9-256:1 or auto",
             help="Also measures each method on one server drafting K by batch size (K = its maximum); "
@@ -183,6 +185,8 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
             st.error(f"Sweep {run_id}: {job.error}", icon="⚠️")
         elif job.done and job.result is not None and job.result.failed:
             st.warning(f"Sweep {run_id}: {len(job.result.failed)} cell(s) failed; see the table below.")
+        elif job.done and job.event is not None and job.event.stage == "sweep_done":
+            st.success(f"Sweep {run_id}: {job.event.message}.")  # "... 0 failed; done in N s"
 
 
 def _hygiene(cells: pd.DataFrame) -> None:
@@ -229,9 +233,8 @@ def results_section() -> None:
     st.page_link("views/explorer.py", label="Open this run in the Explorer", icon=":material/insights:",
                  query_params={"run_id": run_id})
     _hygiene(cells)
-    st.caption("Throughput: mean over repeats ± half the 95% t-interval. Speedup: 95% Fieller interval "
-               "of mean throughput / mean baseline throughput of this run. A cell measured once has no "
-               "interval.")
+    st.caption("Throughput: mean over repeats [95% t-interval]. Speedup: mean throughput / mean baseline "
+               "throughput of this run [95% Fieller interval]. A cell measured once has no interval.")
     st.table(run_table.display_table(cells).style.format(
         {"acceptance": "{:.3f}", "mean TTFT ms": "{:.1f}", "mean TPOT ms": "{:.1f}"}, na_rep="–"))
     left, right = st.columns(2)

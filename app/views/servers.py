@@ -153,9 +153,11 @@ def known_servers() -> None:
     st.caption(f"Acceptance rate = accepted / drafted tokens, mean acceptance length = 1 + accepted / "
                f"drafts, both since the server started (from its /metrics); refreshed every "
                f"{REFRESH_SECONDS} s.")
-    st.dataframe(pd.DataFrame(rows), hide_index=True, key="servers_table", column_config={
-        "acceptance rate": st.column_config.NumberColumn(format="%.3f"),
-        "mean acceptance length": st.column_config.NumberColumn(format="%.2f")})
+    # "–" where a figure does not apply (no K, not speculating, attached: no pid), never "None"
+    st.dataframe(pd.DataFrame(rows).style.format(
+        {"acceptance rate": "{:.3f}", "mean acceptance length": "{:.2f}", "K": "{:.0f}", "drafts": "{:.0f}",
+         "requests answered": "{:.0f}", "running now": "{:.0f}", "pid": "{:.0f}", "RSS MiB": "{:.0f}"},
+        na_rep="–"), hide_index=True, key="servers_table")
     may_operate = is_operator()
     for s, row in zip(servers, rows):
         with st.expander(f"{s.state.name} · {s.status}", expanded=st.session_state.get(CONFIRM) == s.state.name):

@@ -1,4 +1,4 @@
-"""Theory: the speedup model with alpha, K and c, fitted to stored results, and the K advisor."""
+"""Theory: the K advisor fitted to stored results first; then the speedup model (alpha, K, c) as an illustration."""
 
 from __future__ import annotations
 
@@ -31,6 +31,32 @@ def _load_fit_into_sliders(alpha: float, c: float) -> None:
     st.session_state["theory_c"] = round(min(1.0, max(0.0, c)), 3)
 
 
+def _illustration() -> None:
+    """The model with α, K and c the viewer picks: an illustration, drawn after the fitted advice."""
+    st.subheader("Illustration: the model with values you pick")
+    st.caption("Not advice: the sliders show what the formulas give for any α, K and c. The advice above is "
+               "fitted to measured results; “Load this fit into the sliders” starts them from it.")
+    left, mid, right = st.columns(3)
+    alpha = left.slider("Acceptance rate α", 0.05, 0.99, 0.80, 0.01, key="theory_alpha")
+    k = mid.slider("Speculative tokens K", 1, K_MAX, 4, 1, key="theory_k")
+    cost = right.slider("Draft cost c", 0.0, 1.0, 0.05, 0.005, key="theory_c", format="%.3f")
+
+    curves = advisor.model_curves(alpha, cost, K_MAX)
+    best_k = theory.optimal_k(dict(zip(curves["k"][1:], curves["speedup"][1:])))
+    cols = st.columns(3)
+    cols[0].metric("Tokens per step at K", f"{theory.tokens_per_step(alpha, k):.3f}")
+    cols[1].metric("Speedup at K", f"{theory.leviathan_speedup(alpha, k, cost):.3f}×")
+    cols[2].metric("Best K for this α and c", best_k)
+    model_curves = curves.assign(curve=f"α={alpha:.2f}, c={cost:.3f}")
+    left, right = st.columns(2)
+    left.altair_chart(cache.built("theory_model_tokens", lambda: theory_charts.tokens_per_step_figure(
+        model_curves, marker_k=k, title="Model: tokens per step vs K"), alpha, cost, k), width="stretch",
+                      key="theory_fig_tokens")
+    right.altair_chart(cache.built("theory_model_speedup", lambda: theory_charts.speedup_vs_k_figure(
+        model_curves, marker_k=k, title="Model: speedup vs K"), alpha, cost, k), width="stretch",
+                       key="theory_fig_speedup")
+
+
 def _unfitted(frame) -> None:
     """The groups the advisor cannot fit, and what each lacks."""
     unfit = cache.built("theory_unfitted", lambda: advisor.unfitted(frame), frame)
@@ -48,31 +74,11 @@ def _unfitted(frame) -> None:
                      hide_index=True, width="stretch")
 
 
-st.subheader("The model")
-left, mid, right = st.columns(3)
-alpha = left.slider("Acceptance rate α", 0.05, 0.99, 0.80, 0.01, key="theory_alpha")
-k = mid.slider("Speculative tokens K", 1, K_MAX, 4, 1, key="theory_k")
-cost = right.slider("Draft cost c", 0.0, 1.0, 0.05, 0.005, key="theory_c", format="%.3f")
-
-curves = advisor.model_curves(alpha, cost, K_MAX)
-best_k = theory.optimal_k(dict(zip(curves["k"][1:], curves["speedup"][1:])))
-cols = st.columns(3)
-cols[0].metric("Tokens per step at K", f"{theory.tokens_per_step(alpha, k):.3f}")
-cols[1].metric("Speedup at K", f"{theory.leviathan_speedup(alpha, k, cost):.3f}×")
-cols[2].metric("Best K for this α and c", best_k)
-model_curves = curves.assign(curve=f"α={alpha:.2f}, c={cost:.3f}")
-left, right = st.columns(2)
-left.altair_chart(cache.built("theory_model_tokens", lambda: theory_charts.tokens_per_step_figure(
-    model_curves, marker_k=k, title="Model: tokens per step vs K"), alpha, cost, k), width="stretch",
-                  key="theory_fig_tokens")
-right.altair_chart(cache.built("theory_model_speedup", lambda: theory_charts.speedup_vs_k_figure(
-    model_curves, marker_k=k, title="Model: speedup vs K"), alpha, cost, k), width="stretch",
-                   key="theory_fig_speedup")
-
 st.subheader("Fitted to measured results")
 frame = or_stop(cache.speedup_rows)
 if frame.empty or (frame["method"] != "none").sum() == 0:
     st.info("No speculative results yet. Import results on the Explorer page or run a sweep.")
+    _illustration()
     st.stop()
 
 left, mid, right = st.columns([3, 1, 1])
@@ -84,6 +90,7 @@ try:
 except SpecScopeError as exc:
     show_error(exc)
     _unfitted(frame)
+    _illustration()
     st.stop()
 labels = advisor.family_labels([f.keys for f in fits])
 chosen = left.selectbox("Group (model · method · prompt set · hardware (source))", labels, key="theory_group")
@@ -97,6 +104,7 @@ try:
     answer = cache.built("theory_advice", lambda: advisor.advise(fit, float(conc), ks=candidates), fit.rows, conc)
 except SpecScopeError as exc:
     show_error(exc)
+    _illustration()
     st.stop()
 
 (st.success if answer.speculate else st.warning)(answer.summary())
@@ -198,3 +206,4 @@ if evidence.open:
         st.dataframe(fit.groups, hide_index=True, width="stretch")
 
 _unfitted(frame)
+_illustration()

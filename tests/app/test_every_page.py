@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 pytestmark = pytest.mark.app
 APP = Path(__file__).resolve().parents[2] / "app"
-PAGES = re.findall(r'st\.Page\("([^"]+)"', (APP / "dashboard.py").read_text())
+PAGES = list(dict.fromkeys(re.findall(r'st\.Page\("([^"]+)"', (APP / "dashboard.py").read_text())))
 
 
 def test_navigation_lists_every_page_file():

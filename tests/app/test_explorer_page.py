@@ -37,7 +37,7 @@ def test_filter_on_imported_results(specscope_home, ruiz_parquet):
     _run(at)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Result rows"] == "96"
-    assert metrics["Best speedup"] == "2.95×"
+    assert metrics["Best speedup"] == "2.946×"
     # closed again, the expander keeps the choices (and says how many)
     at.session_state["explorer_filters_open"] = False
     _run(at)

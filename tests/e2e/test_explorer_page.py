@@ -68,7 +68,7 @@ def test_a_run_with_repeats_shows_its_intervals(streamlit_server, page, wait_idl
     text = page.locator("[data-testid='stMain']").inner_text()
     assert "speedups carry a 95% interval." in text and "single runs" not in text
     best = page.locator("[data-testid='stMetric']").filter(has_text="Best speedup").inner_text()
-    assert " ± " in best and "95% interval over repeats" in best
+    assert "×" in best and "] 95% interval over repeats" in best and "±" not in best
 
 
 def _streamlit_404(message) -> bool:

@@ -147,21 +147,45 @@ def test_a_lock_held_by_another_users_live_process_is_not_taken_over(specscope_h
     assert (folder / "lock").read_text() == "1"
 
 
-def test_repeats_interleave_per_server_and_keep_the_old_cell_ids_without_them():
+def test_repeats_run_in_rounds_of_every_cell_and_keep_the_old_cell_ids_without_them():
     cells = [c.cell_id for c in sweep.plan_cells(spec(ks=(4,), repeats=2))]
-    assert cells == ["none-k0-c1-r1", "none-k0-c4-r1", "none-k0-c1-r2", "none-k0-c4-r2",
-                     "ngram-k4-c1-r1", "ngram-k4-c4-r1", "ngram-k4-c1-r2", "ngram-k4-c4-r2"]
+    assert cells == ["none-k0-c1-r1", "none-k0-c4-r1", "ngram-k4-c1-r1", "ngram-k4-c4-r1",
+                     "none-k0-c1-r2", "none-k0-c4-r2", "ngram-k4-c1-r2", "ngram-k4-c4-r2"]
     assert sweep.Cell("ngram", 4, 1).cell_id == "ngram-k4-c1"
+    scheduled = [c.cell_id for c in sweep.plan_cells(spec(ks=(4,), concurrencies=(1,), repeats=2,
+                                                          k_schedule="1-2:4,3-256:1"))]
+    assert scheduled == ["none-k0-c1-r1", "ngram-k4-c1-r1", "ngram-schedule-c1-r1",
+                         "none-k0-c1-r2", "ngram-k4-c1-r2", "ngram-schedule-c1-r2"]
 
 
-def test_baseline_alongside_spreads_its_repeats_over_the_run():
-    cells = [c.cell_id for c in sweep.plan_cells(spec(methods=("none", "ngram", "suffix"), ks=(2,),
-                                                concurrencies=(1,), repeats=3, baseline_alongside=True))]
-    assert cells == ["none-k0-c1-r1", "ngram-k2-c1-r1", "ngram-k2-c1-r2", "ngram-k2-c1-r3",
-                     "none-k0-c1-r2", "suffix-k2-c1-r1", "suffix-k2-c1-r2", "suffix-k2-c1-r3",
-                     "none-k0-c1-r3"]
-    # without repeats there is nothing to spread
-    assert sweep.plan_cells(spec(ks=(2,), concurrencies=(1,), baseline_alongside=True))[0].cell_id == "none-k0-c1"
+def test_a_launcher_holding_one_server_restarts_them_by_round_and_may_keep_the_baseline():
+    cells = sweep.plan_cells(spec(methods=("none", "ngram"), ks=(2, 4), concurrencies=(1,), repeats=2))
+    live: list[tuple] = []
+    started = []
+    for index, cell in enumerate(cells):
+        if cell.group not in live:
+            for victim in sweep._evict(cells, index, live, 1, keep_baseline=False):
+                live.remove(victim)
+            live.append(cell.group)
+            started.append(cell.group[:2])
+    assert started == [("none", 0), ("ngram", 2), ("ngram", 4)] * 2
+    # the baseline kept beside one method server: only the method servers restart
+    assert sweep._evict(cells, 1, [("none", 0, None)], 1, keep_baseline=True) == []
+    assert sweep._evict(cells, 2, [("none", 0, None), ("ngram", 2, None)], 1, keep_baseline=True) == \
+        [("ngram", 2, None)]
+    assert sweep._evict(cells, 2, [("none", 0, None), ("ngram", 2, None)], None, keep_baseline=False) == []
+
+
+def test_progress_carries_an_estimate_of_the_time_left():
+    seen = []
+    estimate = sweep._Estimate(seen.append)
+    estimate(bench.ProgressEvent("cell_skipped", "a", 1, 4))
+    estimate(bench.ProgressEvent("cell_start", "b", 1, 4))
+    assert seen[-1].remaining_s is None and seen[-1].remaining == ""
+    estimate.began -= 30  # one cell of the three left took 30 s
+    estimate(bench.ProgressEvent("cell_done", "b", 2, 4))
+    assert seen[-1].remaining_s == pytest.approx(60, rel=0.05) and seen[-1].remaining == "about 60 s left"
+    assert bench.ProgressEvent("cell_done", remaining_s=300).remaining == "about 5 min left"
 
 
 def test_repeats_and_alongside_change_the_run_id_only_when_used():
@@ -257,3 +281,12 @@ def test_preflight_plans_the_baseline_without_k_and_an_auto_schedule_as_k1():
                            prompts=Path("p.jsonl"), k_schedule="auto")
     sweep._preflight(Recorder(), list(dict.fromkeys(cell.group for cell in sweep.plan_cells(spec))))
     assert checked == [("none", 0, None), ("ngram", 2, None), ("ngram", 1, "1:1")]
+
+
+def test_cpu_servers_run_side_by_side_as_memory_allows(monkeypatch):
+    monkeypatch.setattr(sweep.procfs, "memory_available_bytes", lambda: 21 * 2**30)
+    assert sweep._cpu_room() == 5
+    monkeypatch.setattr(sweep.procfs, "memory_available_bytes", lambda: 3 * 2**30)
+    assert sweep._cpu_room() == 2  # a baseline and one method server, as a round needs at least
+    monkeypatch.setattr(sweep.procfs, "memory_available_bytes", lambda: None)
+    assert sweep._cpu_room() == 2

@@ -101,11 +101,12 @@ def test_intervals_reach_the_figures_and_the_best_k_table(tmp_path):
     bars = spec["datasets"][spec["layer"][1]["data"]["name"]]
     assert len(bars) == 3 and all(b["speedup_lo"] < b["speedup"] < b["speedup_hi"] for b in bars)
     hover = {t.get("title", t["field"]) for t in spec["layer"][2]["encoding"]["tooltip"]}
-    assert {"speedup ± 95%", "output tok/s", "repeats"} <= hover
+    assert {"speedup [95%]", "output tok/s", "repeats"} <= hover
     best = explore.by_concurrency(db)
     table = explore.best_k_table(best).set_index("K (draft tokens)")
     assert table.loc["2", "tied (within noise)"] == "tied with K 4 (within noise)"
-    assert " ± " in table.loc["2", "speedup (× baseline, 95%)"] and "0" not in table.index
+    low, high = (float(x) for x in table.loc["2", "speedup (× baseline, 95%)"].split("[")[1].rstrip("]").split(", "))
+    assert low < float(table.loc["2", "speedup (× baseline, 95%)"].split("×")[0]) < high and "0" not in table.index
     assert explore.interval_summary(best) == "All 1 speedups carry a 95% interval."
 
 
@@ -137,7 +138,7 @@ def test_speedup_vs_k_colours_a_concurrency_alike_in_every_chart_and_keeps_names
 def test_single_runs_say_they_have_no_interval(ruiz_store):
     best = explore.by_concurrency(ruiz_store, {"draft_model": ["Qwen/Qwen3-1.7B"]})
     table = explore.best_k_table(best)
-    assert len(table) > 0 and table["speedup (× baseline, 95%)"].str.endswith("(single run: no interval)").all()
+    assert len(table) > 0 and table["speedup (× baseline, 95%)"].str.endswith("(1 run: no interval)").all()
     assert (table["tied (within noise)"] == "").all()
     assert "single runs" in explore.interval_summary(best)
     fig = charts.speedup_vs_concurrency(best, explore.crossovers(best))

@@ -59,7 +59,7 @@ def test_race_of_recorded_streams_is_lossless_with_accepted_drafts():
     assert all(ngram.token_texts[i] for i in rejected)
     m = ngram.metrics
     assert m.acceptance_length > 1 and 0 < m.acceptance_rate <= 1 and len(m.per_position) == 4
-    assert m.speedup is not None and baseline.metrics.speedup is None
+    assert m.speedup is not None and baseline.metrics.speedup == 1.0  # the baseline reads 1.000x
 
 
 def test_a_pane_whose_server_refuses_keeps_the_others_going():
@@ -150,3 +150,32 @@ def test_server_lines():
 def test_sessions_refuse_bad_setups(specs, mode, message):
     with pytest.raises(ConfigError, match=message):
         live.LiveSession.create(specs, REQUEST, mode)
+
+
+def test_a_pane_learns_whether_its_server_saw_the_prompt(specscope_home, metrics_url):
+    """/metrics of a real ngram server (two requests answered: warm, so no warm-up is sent)."""
+    spec = live.PaneSpec("ngram", metrics_url, "ngram", NGRAM)
+    pane = live.Pane(spec, REQUEST)
+    pane.prepare()
+    assert not pane.cold and not pane.warming
+    assert pane.freshness is not None and not pane.freshness.repeated
+    pane._after(None)  # the request went out: the prompt is logged for this server process
+    again = live.Pane(spec, REQUEST)
+    again.prepare()
+    assert again.freshness.seen_before and again.freshness.badge == "repeated prompt: prefix cache"
+    suffix = live.Pane(live.PaneSpec("suffix", metrics_url, "suffix"), REQUEST)
+    suffix.prepare()
+    assert suffix.freshness.badge == "repeated prompt: cached drafts"
+    recorded = live.Pane.from_dict(again.to_dict())
+    assert recorded.freshness == again.freshness and recorded.cold is False
+
+
+def test_the_baseline_pane_comes_first_and_reads_one():
+    specs = [live.PaneSpec("ngram", "http://ngram", "ngram", NGRAM), live.PaneSpec("baseline", "http://base", "none")]
+    run = live.LiveSession.create(specs, REQUEST, "race")
+    assert [p.spec.label for p in run.panes] == ["baseline", "ngram"]
+    run.start({"baseline": server("none_completion.sse"), "ngram": server("ngram_completion.sse")})
+    run.wait(30)
+    baseline, ngram = run.views()
+    assert baseline.metrics.speedup == 1.0 and ngram.metrics.speedup is not None
+    assert run.fresh_request().prompt == "(variant 1) p"

@@ -190,4 +190,9 @@ def test_cli_json_gives_intervals_ties_and_the_baseline_run(specscope_home, monk
     assert row["repeats"] == 3 and row["baseline_repeats"] == 3 and row["host"] == "box"
     assert cli_main(["speedup", "--best"]) == 0
     text = capsys.readouterr().out
-    assert "1.000× (baseline)" in text and "tied with K 4 (within noise)" in text and " ± " in text
+    assert "tied with K 4 (within noise)" in text and "× [" in text and "±" not in text
+    lines = text.splitlines()
+    assert "hardware" in lines[0] and len(lines) == 2  # the best K only: no baseline rows
+    assert not any(word in text for word in ("NaN", "<NA>", "None"))
+    assert cli_main(["speedup"]) == 0
+    assert "1.000× (baseline)" in capsys.readouterr().out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 
 from specscope.ngram import NgramConfig
@@ -47,7 +48,16 @@ def test_each_kind_has_colour_and_a_second_cue():
     assert "font-weight:700" in STYLE.split(".ss-bonus")[1].split("}")[0]
     assert "line-through" in STYLE.split(".ss-rejected")[1].split("}")[0]
     legend = [a["data-kind"] for t, a in parsed(legend_html()).tags if t == "span"]
-    assert legend == ["accepted", "bonus", "correction", "target", "rejected"]
+    assert legend == ["accepted", "bonus", "correction", "target", "rejected", "rejected", "rejected"]
+    assert "✕" in legend_html() and "␣ ↵" in legend_html()  # the glyphs of rejected drafts are explained
+
+
+def test_rejected_whitespace_is_visible_and_explained():
+    tokens = [Token(id=1, text="a", logprob=None, step=0, kind="target", arrival_s=0.0)]
+    steps = [Step(index=0, start=0, size=1, drafted=2, accepted=0, arrival_s=0.0, rejected_ids=(7, 8))]
+    markup = tokens_html(tokens, steps, token_texts={7: " ", 8: "\n"})
+    spans = re.findall(r'data-kind="rejected" title="([^"]*)">([^<]*)</span>', markup)
+    assert [text for _, text in spans] == ["␣", "↵"] and all("whitespace" in title for title, _ in spans)
 
 
 def test_model_text_with_markup_stays_text():

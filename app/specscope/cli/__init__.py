@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 
+import specscope
 from specscope.errors import SpecScopeError
 
 __all__ = ["main", "build_parser"]
@@ -22,6 +23,7 @@ __all__ = ["main", "build_parser"]
 def build_parser() -> argparse.ArgumentParser:
     """The ``specscope`` argument parser with every submodule's subcommands."""
     parser = argparse.ArgumentParser(prog="specscope", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"specscope {specscope.__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         module = importlib.import_module(f"{__name__}.{info.name}")

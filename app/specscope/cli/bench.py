@@ -60,6 +60,8 @@ class ProgressBar:
                   "cell_failed": f"{event.cell} FAILED: {failure}",
                   "sweep_done": event.message}[event.stage]
         line = f"[{bar}] {event.cells_done}/{event.cells_total} cells  {detail}"
+        if event.remaining:
+            line += f"  ({event.remaining})"
         if self.tty and event.stage == "request":
             self.stream.write("\r" + line[:160].ljust(160))
         else:
@@ -145,10 +147,11 @@ def register(subparsers) -> None:
     parser.add_argument("--restart-each-cell", action="store_true",
                         help="a fresh server for every cell (no caches carried over, e.g. suffix's)")
     parser.add_argument("--repeats", type=int, default=1,
-                        help="measure every cell N times, repeats interleaved (default %(default)s)")
+                        help="measure every cell N times, in rounds: every cell once, then again "
+                             "(default %(default)s)")
     parser.add_argument("--baseline-alongside", action="store_true",
-                        help="with --repeats: keep the baseline server up beside the others and "
-                             "spread its repeats over the run (two servers at once)")
+                        help="where the preset runs one server at a time (a GPU): keep the baseline's "
+                             "server up beside it, so rounds restart only the method servers")
     parser.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                         help="run each server group as a task on a Ray cluster (ADDRESS, else RAY_ADDRESS, "
                              "else the cluster on this machine); needs specscope[cluster]")

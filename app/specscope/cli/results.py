@@ -5,7 +5,8 @@ figure with its 95% interval (``speedup_lo``/``speedup_hi``, ``speedup_interval`
 was made; null bounds for a single run) and the run whose baseline it divides by
 (``baseline_run_id``); with ``--best``, ``tied_ks`` lists the K the best one cannot be told
 apart from, and a group without a matching baseline is left out (said on stderr), since none
-of its K has a speedup.
+of its K has a speedup. The text table names each row's hardware, shows "–" where a value is
+not known, and with ``--best`` leaves out the baselines (1.000x by definition).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pandas as pd
 
 from specscope import explore, importers
 from specscope.errors import ConfigError
+from specscope.schema import BASELINE_METHOD
 from specscope.store import Store
 
 __all__ = ["register"]
@@ -88,12 +90,14 @@ def _speedup(args: argparse.Namespace) -> int:
     if frame.empty:
         print("no rows match; `specscope import FILE` adds results")
         return 0
+    if args.best:  # a baseline is 1.000x by definition: it is no best K of anything
+        frame = frame[frame["method"] != BASELINE_METHOD]
     records = frame.to_dict("records")
-    table = frame[["source", "model", "draft_model", "method", "dataset", "concurrency", "k"]].assign(
+    table = frame[["source", "model", "draft_model", "method", "dataset", "hardware", "concurrency", "k"]].assign(
         speedup=[explore.interval_text(r) for r in records], baseline_run=frame["baseline_run_id"])
     if args.best:
         table["tied"] = [explore.tie_text(r) for r in records]
-    print(table.to_string(index=False))
+    print(table.astype(object).where(table.notna(), "–").to_string(index=False))  # "–", never NaN or <NA>
     return 0
 
 

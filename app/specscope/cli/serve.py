@@ -8,6 +8,7 @@ import sys
 
 from specscope import launch, models, presets, schedule, shapes
 from specscope.errors import ConfigError, LaunchFailed
+from specscope.launch import dashboard
 
 __all__ = ["register", "DEMO_PRESET", "DEMO_METHODS"]
 
@@ -36,7 +37,8 @@ def register(subparsers) -> None:
     stop = subparsers.add_parser("stop", help="stop a launched server (forget an attached one)")
     target = stop.add_mutually_exclusive_group(required=True)
     target.add_argument("name", nargs="?")
-    target.add_argument("--all", action="store_true", help="stop every known server")
+    target.add_argument("--all", action="store_true",
+                        help="stop every known server, and the dashboard launchers/start.sh started")
     stop.set_defaults(func=_stop)
 
     attach = subparsers.add_parser("attach", help="remember a vLLM server running elsewhere")
@@ -132,6 +134,8 @@ def _ps(args) -> int:
 
 def _stop(args) -> int:
     names = launch.stop_all() if args.all else [launch.stop(args.name) or args.name]
+    if args.all and (pid := dashboard.stop()) is not None:
+        names.append(f"the dashboard (process {pid})")
     print(f"stopped {', '.join(names)}" if names else "no servers")
     return 0
 

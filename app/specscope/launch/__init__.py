@@ -20,13 +20,13 @@ healthy server configured exactly like a plan, ``unused_name`` a name no live se
 
 from specscope.launch.command import LaunchPlan, VllmInstall
 from specscope.launch.host import plan, plan_for
-from specscope.launch.process import Progress, death, start, stop, stop_all, wait_healthy
+from specscope.launch.process import Progress, death, restart, start, stop, stop_all, wait_healthy
 from specscope.launch.procfs import group_pids, group_rss_bytes
 from specscope.launch.registry import (ServerState, ServerStatus, attach, cleanup_stale, find, find_reusable,
                                        forget, free_port, list_servers, log_tail, port_in_use, same_config,
                                        unused_name)
 
 __all__ = ["ServerState", "ServerStatus", "LaunchPlan", "VllmInstall", "plan", "plan_for", "start",
-           "wait_healthy", "stop", "stop_all", "list_servers", "attach", "forget", "cleanup_stale",
+           "wait_healthy", "stop", "stop_all", "restart", "list_servers", "attach", "forget", "cleanup_stale",
            "log_tail", "group_pids", "group_rss_bytes", "free_port", "port_in_use", "Progress", "death",
            "find", "find_reusable", "same_config", "unused_name"]

@@ -16,13 +16,13 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 
-from specscope import access, probe, serverlog
+from specscope import access, probe, serverlog, warmup
 from specscope.errors import ConfigError, LaunchFailed
 from specscope.launch import guard, procfs, registry
 from specscope.launch.command import LaunchPlan
 from specscope.launch.registry import ServerState
 
-__all__ = ["Progress", "start", "wait_healthy", "stop", "stop_all", "death"]
+__all__ = ["Progress", "start", "wait_healthy", "stop", "stop_all", "restart", "death"]
 
 Progress = Callable[[str, float], None]
 PR_SET_PDEATHSIG = 1
@@ -37,8 +37,10 @@ _STAGES = (  # log marker -> (stage shown to the user, fraction of startup done)
 
 
 def start(launch_plan: LaunchPlan, *, wait: bool = True, timeout: float = 300.0,
-          progress: Progress | None = None, die_with_parent: bool = False) -> ServerState:
-    """Start the planned server in its own process group and (by default) wait until healthy.
+          progress: Progress | None = None, die_with_parent: bool = False, warm: bool = True) -> ServerState:
+    """Start the planned server in its own process group and (by default) wait until healthy,
+    then send it unmeasured warm-up requests (``warm``; ``specscope.warmup``), so the first
+    figure anyone sees of it is not its cold start.
     ``die_with_parent``: the kernel sends the server SIGTERM when the starting process dies (a
     sweep task on a Ray node that is lost), and a guard (``launch.guard``) ends the rest of its
     group, so no server outlives the work it was started for."""
@@ -69,6 +71,9 @@ def start(launch_plan: LaunchPlan, *, wait: bool = True, timeout: float = 300.0,
     if wait:
         try:
             wait_healthy(state, timeout=timeout, progress=progress)
+            if warm:
+                (progress or (lambda stage, fraction: None))("warming up (not measured)", 1.0)
+                warmup.warm_up(state.url)
         except LaunchFailed:
             raise
         except BaseException:  # Ctrl-C or a stopped sweep while it starts: no server left behind
@@ -130,6 +135,18 @@ def stop(server: str | ServerState, *, timeout: float = 20.0) -> None:
         child.wait(timeout=5)
         procfs.CHILDREN.pop(state.pid, None)
     registry.remove_state(name)
+
+
+def restart(name: str, *, timeout: float = 300.0, progress: Progress | None = None) -> ServerState:
+    """Stop a launched server and start it again with the same command: a fresh process, with
+    empty caches (prefix cache, suffix decoding's cached answers); warmed as ``start`` warms."""
+    state = registry.find(name)
+    if state.attached:
+        raise ConfigError(f"{name} runs elsewhere (attached), so SpecScope cannot restart it; restart it "
+                          "where it runs.")
+    stop(name)
+    fresh = state.model_copy(update={"pid": None, "pgid": None, "started_at": ""})
+    return start(LaunchPlan(state=fresh, extra_env=dict(state.env)), timeout=timeout, progress=progress)
 
 
 def stop_all() -> list[str]:

@@ -7,7 +7,8 @@ import os
 import subprocess
 from pathlib import Path
 
-__all__ = ["CHILDREN", "proc_stat", "alive", "pid_exists", "group_pids", "group_rss_bytes", "env_by_group"]
+__all__ = ["CHILDREN", "proc_stat", "alive", "pid_exists", "group_pids", "group_rss_bytes", "env_by_group",
+           "memory_available_bytes"]
 
 CHILDREN: dict[int, subprocess.Popen] = {}  # servers this process started, so exits get reaped
 
@@ -85,3 +86,14 @@ def env_by_group(name: str) -> dict[int, str]:
         if stat is not None and stat[0] not in ("Z", "X"):
             found[int(stat[2])] = value.decode(errors="replace")
     return found
+
+
+def memory_available_bytes() -> int | None:
+    """``MemAvailable`` of ``/proc/meminfo`` (None where there is none)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
