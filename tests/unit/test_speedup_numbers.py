@@ -1,0 +1,93 @@
+"""The speedups, intervals and best-K ties the store and the Explorer give, pinned to 1e-9.
+
+``speedups_before.json`` holds what SpecScope computed from per-sample lists (commit 53cba9c,
+before the folds moved to per-cell sufficient statistics), over the bundled results and the
+synthetic store of ``tests/repeats_store.py``. It was written by running this file as a script
+on that commit: ``PYTHONPATH=app .venv/bin/python tests/unit/test_speedup_numbers.py --write``.
+Any later change to the maths must give the same numbers, or say why and rewrite the file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import repeats_store  # noqa: E402
+from specscope import explore, settings, store  # noqa: E402
+
+FIXTURE = Path(__file__).resolve().parent / "speedups_before.json"
+KEYS = ["run_id", "label", "source", "model", "draft_model", "method", "dataset", "hardware", "host",
+        "temperature", "concurrency", "k", "k_schedule", "curve"]
+NUMBERS = ["speedup", "speedup_lo", "speedup_hi", "output_throughput", "output_throughput_lo",
+           "output_throughput_hi", "baseline_throughput", "baseline_repeats", "acceptance_length",
+           "repeats", "runs"]
+TEXTS = ["speedup_interval", "baseline_run_id", "tied_ks"]
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    keys = [c for c in KEYS if c in frame]
+    frame = frame.sort_values(keys, na_position="first", kind="stable")
+    columns = [c for c in [*keys, *NUMBERS, *TEXTS] if c in frame]
+    out = []
+    for row in frame[columns].to_dict("records"):
+        clean = {}
+        for name, value in row.items():
+            if name == "tied_ks":
+                value = [v if isinstance(v, str) else int(v) for v in value]
+            elif value is None or (not isinstance(value, (str, list)) and pd.isna(value)):
+                value = None
+            elif name in NUMBERS or name in ("temperature", "concurrency", "k"):
+                value = float(value)
+            clean[name] = value
+        out.append(clean)
+    return out
+
+
+def _figures(db: store.Store) -> dict[str, list[dict]]:
+    return {"cells": _records(db.speedup()), "best": _records(db.speedup(best=True)),
+            "vs_k": _records(explore.speedup_vs_k(db)), "curves": _records(explore.curves_vs_concurrency(db))}
+
+
+def current() -> dict[str, dict[str, list[dict]]]:
+    """Every pinned figure of both stores, as the code computes it now."""
+    with tempfile.TemporaryDirectory() as tmp:
+        synthetic = store.Store(result_dirs=[repeats_store.write_store(Path(tmp))], request_dirs=[])
+        bundled = store.Store(result_dirs=[settings.bundled_data_dir() / "results"], request_dirs=[])
+        return {"bundled": _figures(bundled), "synthetic": _figures(synthetic)}
+
+
+def _same(before, now, where: str) -> None:
+    if isinstance(before, float) and isinstance(now, float):
+        assert math.isclose(before, now, rel_tol=1e-9, abs_tol=1e-9), f"{where}: {before!r} became {now!r}"
+    else:
+        assert before == now, f"{where}: {before!r} became {now!r}"
+
+
+@pytest.mark.parametrize("name", ["bundled", "synthetic"])
+def test_numbers_are_those_of_the_per_sample_maths(name):
+    before = json.loads(FIXTURE.read_text())[name]
+    now = current()[name]
+    for figure, rows in before.items():
+        assert len(now[figure]) == len(rows), f"{name}/{figure}: {len(rows)} rows became {len(now[figure])}"
+        for i, (old, new) in enumerate(zip(rows, now[figure])):
+            assert old.keys() == new.keys(), f"{name}/{figure} row {i}: columns changed"
+            for column, value in old.items():
+                _same(value, new[column], f"{name}/{figure} row {i} {column}")
+
+
+def test_the_synthetic_store_reaches_every_interval_case():
+    cases = {row["speedup_interval"] for row in json.loads(FIXTURE.read_text())["synthetic"]["cells"]}
+    assert {"fieller", "none", "unbounded", "baseline"} <= cases
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
+    FIXTURE.write_text(json.dumps(current()) + "\n")
+    print(f"wrote {FIXTURE}")
