@@ -71,16 +71,39 @@ def _same(before, now, where: str) -> None:
         assert before == now, f"{where}: {before!r} became {now!r}"
 
 
+def _same_rows(before: list[dict], now: list[dict], where: str) -> None:
+    assert len(now) == len(before), f"{where}: {len(before)} rows became {len(now)}"
+    for i, (old, new) in enumerate(zip(before, now)):
+        assert old.keys() == new.keys(), f"{where} row {i}: columns changed"
+        for column, value in old.items():
+            _same(value, new[column], f"{where} row {i} {column}")
+
+
 @pytest.mark.parametrize("name", ["bundled", "synthetic"])
 def test_numbers_are_those_of_the_per_sample_maths(name):
     before = json.loads(FIXTURE.read_text())[name]
     now = current()[name]
     for figure, rows in before.items():
-        assert len(now[figure]) == len(rows), f"{name}/{figure}: {len(rows)} rows became {len(now[figure])}"
-        for i, (old, new) in enumerate(zip(rows, now[figure])):
-            assert old.keys() == new.keys(), f"{name}/{figure} row {i}: columns changed"
-            for column, value in old.items():
-                _same(value, new[column], f"{name}/{figure} row {i} {column}")
+        _same_rows(rows, now[figure], f"{name}/{figure}")
+
+
+@pytest.mark.parametrize("filters", [{"method": ["ngram"], "host": ["h1"]}, {"run_id": ["run-c"]},
+                                     {"status": ["ok"], "concurrency": [4, 16]}])
+def test_filtered_points_are_the_points_of_the_filtered_cells(tmp_path, filters):
+    """Filters pick cells after each found its baseline (run-c divides by run-b's)."""
+    db = store.Store(result_dirs=[repeats_store.write_store(tmp_path)], request_dirs=[])
+    every = explore.speedup_vs_k(db)
+    picked = explore.speedup_vs_k(db, filters)
+    assert not picked.empty
+    if "run_id" in filters:  # one run: its cells as they are
+        cells = db.speedup(filters)
+        cells = cells[(cells["method"] != "none") & cells["k_schedule"].isna()]
+        every = cells.assign(runs=1)[list(picked.columns[:-1])]
+        every = every.assign(setup=[explore.setup_label(r) for r in every.to_dict("records")])
+    for column, values in filters.items():
+        if column in every and column != "run_id":
+            every = every[every[column].isin(values)]
+    _same_rows(_records(every), _records(picked), str(filters))
 
 
 def test_the_synthetic_store_reaches_every_interval_case():
