@@ -47,7 +47,8 @@ def setup_label(row: Mapping) -> str:
 
 
 def interval_text(row: Mapping, value: str = "speedup", unit: str = "×", short: bool = False) -> str:
-    """``1.35× ± 0.04`` with its interval, or say why there is none (single run, noisy baseline)."""
+    """``1.35× ± 0.04`` with its interval (its ends when the low one is clipped at 0), or say why
+    there is none (single run, noisy baseline)."""
     mid = row.get(value)
     if mid is None or pd.isna(mid):
         return "no matching baseline" if value == "speedup" else "—"
@@ -55,8 +56,11 @@ def interval_text(row: Mapping, value: str = "speedup", unit: str = "×", short:
     text = f"{mid:.3f}{unit}" if unit == "×" else f"{mid:.1f}"
     if row.get("method") == BASELINE_METHOD and value == "speedup":
         return f"{text} (baseline)"
+    digits = 3 if unit == "×" else 1
     if lo is not None and hi is not None and pd.notna(lo) and pd.notna(hi):
-        return f"{text} ± {(hi - lo) / 2:.{3 if unit == '×' else 1}f}"
+        if lo <= 0.0 < mid:  # the interval's low end reached below 0, where neither figure can be
+            return f"{text} (95%: 0 to {hi:.{digits}f}, the low end clipped at 0)"
+        return f"{text} ± {(hi - lo) / 2:.{digits}f}"
     if value == "speedup" and row.get("speedup_interval") == "unbounded":
         return f"{text} (baseline too noisy for an interval)"
     return f"{text} (single run)" if short else f"{text} (single run: no interval)"
@@ -74,7 +78,10 @@ def tie_text(row: Mapping) -> str:
 def _with_labels(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.empty:
         return frame.assign(setup=pd.Series(dtype=str))
-    return frame.assign(setup=[setup_label(r) for r in frame[list(SETUP_KEYS)].to_dict("records")])
+    keys = frame[list(SETUP_KEYS)]
+    first = keys.drop_duplicates()  # each setup once, in the order ngroup numbers them
+    labels = np.array([setup_label(r) for r in first.to_dict("records")], dtype=object)
+    return frame.assign(setup=labels[keys.groupby(list(SETUP_KEYS), dropna=False, sort=False).ngroup().to_numpy()])
 
 
 def speedup_vs_k(store: Store, filters: Filters = None) -> pd.DataFrame:

@@ -69,7 +69,8 @@ DERIVED_COLUMNS = {
     "baseline_throughput": "mean throughput of that baseline",
     "baseline_repeats": "repeats of that baseline",
     "speedup": "output_throughput / baseline_throughput (exactly 1 for a baseline)",
-    "speedup_lo": "95% Fieller interval of the speedup, low (null without repeats on both sides)",
+    "speedup_lo": "95% Fieller interval of the speedup, low (null without repeats on both sides; "
+                  "never below 0: a lower end is clipped to 0)",
     "speedup_hi": "95% Fieller interval of the speedup, high",
     "speedup_interval": "how the speedup interval was made: fieller, none (a single run), "
                         "unbounded (baseline too noisy) or baseline (the reference itself)",
@@ -200,6 +201,7 @@ def _aggregate(field: pa.Field) -> str:
 
 
 _CELL_NEEDS = ("run_id", "method", "created_at", "output_throughput")  # the folds need these
+_OK = "coalesce(status, 'ok') = 'ok'"  # the rows that count: a failed measurement is no sample
 _BASE_STATS = ["_base_n", "_base_mean", "_base_var"]  # count, mean, variance of a baseline's pooled throughputs
 _STATS = ["_n", "_var", *_BASE_STATS]  # with the cell's count and variance: its speedup's sufficient statistics
 
@@ -414,21 +416,20 @@ class Store:
 
     @staticmethod
     def _baselines_sql() -> str:
-        """The CTEs ``ok`` (ok rows), ``base`` (per run and BASELINE_KEYS: the mean of its baseline
+        """The CTEs ``base`` (per run and BASELINE_KEYS: the mean of its baseline
         cells, and the count, mean and variance of their pooled throughputs) and ``latest`` (the
         newest run's ``base`` per BASELINE_KEYS)."""
         return f"""
-            WITH ok AS (SELECT * FROM _results WHERE coalesce(status, 'ok') = 'ok'),
-            pool AS (
+            WITH pool AS (
                 SELECT run_id, _baseline_key, count(output_throughput) AS _base_n,
                        avg(output_throughput) AS _base_mean, var_samp(output_throughput) AS _base_var
-                FROM ok WHERE method = '{BASELINE_METHOD}' GROUP BY run_id, _baseline_key),
+                FROM _results WHERE {_OK} AND method = '{BASELINE_METHOD}' GROUP BY run_id, _baseline_key),
             base AS (
                 SELECT b.*, pool._base_n, pool._base_mean, pool._base_var FROM (
                     SELECT run_id, _baseline_key, avg(mean) AS baseline_throughput, max(created_at) AS _at
                     FROM (SELECT any_value(run_id) AS run_id, any_value(_baseline_key) AS _baseline_key,
                                  avg(output_throughput) AS mean, min(created_at) AS created_at
-                          FROM ok WHERE method = '{BASELINE_METHOD}' GROUP BY _cell)
+                          FROM _results WHERE {_OK} AND method = '{BASELINE_METHOD}' GROUP BY _cell)
                     GROUP BY run_id, _baseline_key) b
                 LEFT JOIN pool ON pool._baseline_key = b._baseline_key
                                AND pool.run_id IS NOT DISTINCT FROM b.run_id),
@@ -453,13 +454,13 @@ class Store:
         select = ", ".join(f'r."{c}"' for c in wanted)
         positions, joined = "", ""
         if "per_position_acceptance" in wanted:
-            positions = """,
+            positions = f""",
             positions AS (
                 SELECT _cell, list(rate ORDER BY position) AS per_position_acceptance FROM (
                     SELECT _cell, position, avg(rate) AS rate FROM (
                         SELECT _cell, unnest(per_position_acceptance) AS rate,
                                generate_subscripts(per_position_acceptance, 1) AS position
-                        FROM ok WHERE len(per_position_acceptance) > 0) GROUP BY ALL)
+                        FROM _results WHERE {_OK} AND len(per_position_acceptance) > 0) GROUP BY ALL)
                 GROUP BY _cell)"""
             joined = ", p.per_position_acceptance"
         sql = f"""{self._baselines_sql()}{positions},
@@ -468,7 +469,7 @@ class Store:
                     SELECT _cell, any_value(_baseline_key) AS _baseline_key, {_cell_aggregates(wanted, filters)},
                            count(*) AS repeats, count(output_throughput) AS _n,
                            var_samp(output_throughput) AS _var
-                    FROM ok GROUP BY _cell) c {"LEFT JOIN positions p USING (_cell)" if joined else ""})
+                    FROM _results WHERE {_OK} GROUP BY _cell) c {"LEFT JOIN positions p USING (_cell)" if joined else ""})
             SELECT {select}, r.repeats, r._n, r._var,
                    CASE WHEN r.method = '{BASELINE_METHOD}' THEN r.run_id
                         ELSE coalesce(own.run_id, latest.run_id) END AS baseline_run_id,
@@ -522,7 +523,7 @@ class Store:
                            avg(output_throughput) AS output_throughput, var_samp(output_throughput) AS _var
                            {means}{"".join(f", {_aggregate(RESULT_SCHEMA.field(c))}"
                                            for c in (filters or {}) if c not in rows)}
-                    FROM ok r WHERE method IS DISTINCT FROM '{BASELINE_METHOD}' AND {where}
+                    FROM _results r WHERE {_OK} AND method IS DISTINCT FROM '{BASELINE_METHOD}' AND {where}
                           {"AND k_schedule IS NULL" if fixed_k else ""}
                     GROUP BY _cell) r WHERE {cell_where}),
             speedups AS (

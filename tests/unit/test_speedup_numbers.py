@@ -106,6 +106,17 @@ def test_filtered_points_are_the_points_of_the_filtered_cells(tmp_path, filters)
     _same_rows(_records(every), _records(picked), str(filters))
 
 
+def test_no_interval_reaches_below_zero(tmp_path):
+    db = store.Store(result_dirs=[repeats_store.write_store(tmp_path)], request_dirs=[])
+    cells = db.speedup()
+    for column in ("speedup_lo", "output_throughput_lo"):
+        assert (cells[column].dropna() >= 0).all()
+    noisy = cells[cells["method"] == "suffix"].iloc[0]  # its Fieller low end is below 0: clipped
+    assert noisy["speedup_lo"] == 0.0 and noisy["speedup_interval"] == "fieller"
+    points = explore.speedup_vs_k(db)
+    assert (points["speedup_lo"].dropna() >= 0).all()
+
+
 def test_the_synthetic_store_reaches_every_interval_case():
     cases = {row["speedup_interval"] for row in json.loads(FIXTURE.read_text())["synthetic"]["cells"]}
     assert {"fieller", "none", "unbounded", "baseline"} <= cases
