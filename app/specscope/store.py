@@ -206,9 +206,12 @@ _BASE_STATS = ["_base_n", "_base_mean", "_base_var"]  # count, mean, variance of
 _STATS = ["_n", "_var", *_BASE_STATS]  # with the cell's count and variance: its speedup's sufficient statistics
 
 
-def _cell_aggregates(wanted: Sequence[str], filters: Mapping[str, Sequence] | None) -> str:
+def _cell_aggregates(wanted: Sequence[str], filters: Mapping[str, Sequence] | None, empty: frozenset) -> str:
+    """The folds of the ``wanted`` columns (and those the folds and ``filters`` need); a column no
+    row fills (``empty``) is null without folding."""
     names = {*wanted, *_CELL_NEEDS, *(filters or {})} - {"repeat", "per_position_acceptance"}
-    return ", ".join(_aggregate(f) for f in RESULT_SCHEMA if f.name in names)
+    return ", ".join(f'CAST(NULL AS {_duck_type(f)}) AS "{f.name}"' if f.name in empty else _aggregate(f)
+                     for f in RESULT_SCHEMA if f.name in names)
 
 
 def _speedup_intervals(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -293,6 +296,7 @@ class _Snapshot:
     signature: tuple
     version: str
     con: duckdb.DuckDBPyConnection
+    empty: frozenset  # result columns that no row fills
 
 
 def _stat_signature(paths: list[Path]) -> tuple:
@@ -381,7 +385,10 @@ class Store:
             self._load(con, "results", [Path(p) for p, *_ in signature[0]], RESULT_SCHEMA)
             self._load(con, "requests", [Path(p) for p, *_ in signature[1]], REQUEST_SCHEMA)
             version = hashlib.blake2b(repr(signature).encode(), digest_size=8).hexdigest()
-            self._snapshot = _Snapshot(signature, version, con)
+            counts = con.execute("SELECT " + ", ".join(f'count("{c}")' for c in RESULT_COLUMNS)
+                                 + " FROM _results").fetchone()
+            empty = frozenset(c for c, n in zip(RESULT_COLUMNS, counts) if n == 0)
+            self._snapshot = _Snapshot(signature, version, con, empty)
             return self._snapshot
 
     def refresh(self) -> str:
@@ -391,7 +398,10 @@ class Store:
 
     def query(self, sql: str, params: Sequence | None = None) -> pd.DataFrame:
         """Run SQL over the tables ``results`` and ``requests`` with bound parameters."""
-        snapshot = self._current()
+        return self._query(self._current(), sql, params)
+
+    @staticmethod
+    def _query(snapshot: _Snapshot, sql: str, params: Sequence | None = None) -> pd.DataFrame:
         try:
             with snapshot.con.cursor() as cursor, warnings.catch_warnings():
                 # duckdb's pandas bridge uses a keyword pandas 3 deprecates
@@ -446,7 +456,8 @@ class Store:
     _JOIN_BASELINES = """LEFT JOIN base own ON own._baseline_key = r._baseline_key AND own.run_id = r.run_id
             LEFT JOIN latest ON latest._baseline_key = r._baseline_key"""
 
-    def _cells_sql(self, filters: Mapping[str, Sequence] | None, wanted: Sequence[str]) -> tuple[str, list]:
+    def _cells_sql(self, filters: Mapping[str, Sequence] | None, wanted: Sequence[str],
+                   empty: frozenset = frozenset()) -> tuple[str, list]:
         """SQL for ok cells (repeats folded) with their baseline: the baseline's run and mean, and
         the sufficient statistics of the speedup (``_STATS``: the cell's count and variance of its
         throughputs, and the count, mean and variance of the baseline's pooled throughputs)."""
@@ -466,7 +477,7 @@ class Store:
         sql = f"""{self._baselines_sql()}{positions},
             cells AS (
                 SELECT c.*{joined} FROM (
-                    SELECT _cell, any_value(_baseline_key) AS _baseline_key, {_cell_aggregates(wanted, filters)},
+                    SELECT _cell, any_value(_baseline_key) AS _baseline_key, {_cell_aggregates(wanted, filters, empty)},
                            count(*) AS repeats, count(output_throughput) AS _n,
                            var_samp(output_throughput) AS _var
                     FROM _results WHERE {_OK} GROUP BY _cell) c {"LEFT JOIN positions p USING (_cell)" if joined else ""})
@@ -498,9 +509,10 @@ class Store:
         if unknown:
             raise StoreError(f"Unknown result columns: {', '.join(unknown)}.")
         wanted = [c for c in wanted if c != "repeat"]
-        sql, params = self._cells_sql(filters, wanted)
+        snapshot = self._current()
+        sql, params = self._cells_sql(filters, wanted, snapshot.empty)
         order = ", ".join([*BEST_KEYS, "k", "run_id"])
-        frame = _with_intervals(self.query(f"SELECT * FROM ({sql}) ORDER BY {order}", params))
+        frame = _with_intervals(self._query(snapshot, f"SELECT * FROM ({sql}) ORDER BY {order}", params))
         return _best_with_ties(frame) if best else frame.reset_index(drop=True)
 
     def speedup_points(self, filters: Mapping[str, Sequence] | None, columns: Sequence[str] = (), *,
