@@ -58,7 +58,7 @@ def interval_text(row: Mapping, value: str = "speedup", unit: str = "×", short:
         return f"{text} (baseline)"
     digits = 3 if unit == "×" else 1
     if lo is not None and hi is not None and pd.notna(lo) and pd.notna(hi):
-        if lo <= 0.0 < mid:  # the interval's low end reached below 0, where neither figure can be
+        if lo <= 0.0 < mid:  # clipped at 0: a speedup or a throughput cannot be below it
             return f"{text} (95%: 0 to {hi:.{digits}f}, the low end clipped at 0)"
         return f"{text} ± {(hi - lo) / 2:.{digits}f}"
     if value == "speedup" and row.get("speedup_interval") == "unbounded":

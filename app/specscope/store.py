@@ -226,7 +226,7 @@ def _with_intervals(frame: pd.DataFrame) -> pd.DataFrame:
     is_baseline = (frame["method"] == BASELINE_METHOD).to_numpy()
     low, high = stats.mean_intervals(frame["_n"], frame["output_throughput"], frame["_var"], LEVEL, lower=0.0)
     speed_low, speed_high, method = _speedup_intervals(frame)
-    base_n = frame["_base_n"].where(frame["_base_n"] > 0)
+    base_n = frame["_base_n"].where(frame["_base_n"] > 0).astype("Int64")  # none without samples
     out = frame.assign(
         output_throughput_lo=low, output_throughput_hi=high,
         speedup_lo=np.where(is_baseline, 1.0, speed_low), speedup_hi=np.where(is_baseline, 1.0, speed_high),
@@ -543,7 +543,7 @@ class Store:
                        {", ".join(f"{self._baseline(c)} AS {c}" for c in _BASE_STATS)}
                 FROM cells r {self._JOIN_BASELINES})
             SELECT k.*, p.* EXCLUDE (_point) FROM (
-                SELECT _point, count(*) AS runs, sum(repeats) AS repeats, avg(speedup) AS speedup,
+                SELECT _point, count(*) AS runs, CAST(sum(repeats) AS BIGINT) AS repeats, avg(speedup) AS speedup,
                        var_samp(speedup) AS _speedup_var, avg(output_throughput) AS _mean_throughput{means},
                        any_value(output_throughput) AS output_throughput, {stats_sql}
                 FROM speedups WHERE speedup IS NOT NULL GROUP BY _point) p

@@ -3,7 +3,8 @@
 "repeats": one run measuring a fixed grid of cells (2 models x 33 method/K choices x 9
 concurrencies = 594 cells, baseline included), the rows being repeats of those cells, so 1M
 rows are about 1,700 repeats per cell. "runs": 300 runs of 3 repeats each, every run measuring
-the first cells of a 1,188-cell grid (4 models), so 1M rows are 333,333 cells folded over runs.
+the first cells of a 1,188-cell grid (4 models), so 1M rows are 333,300 cells folded over runs
+(1k rows: 166 runs of a baseline and one method).
 Each store is written to a throwaway folder and loaded once (the load is printed, not timed
 with the figure); then ``explore.speedup_vs_k`` is timed on every store, alternating, and the
 medians reported, with the process's peak resident memory. Last line:
@@ -75,11 +76,13 @@ def one_run(n: int, seed: int = 0) -> pa.Table:
 
 
 def many_runs(n: int, seed: int = 1) -> pa.Table:
-    """300 runs of 3 repeats: run r measures cells 0 .. n/900 - 1 of the grid, 3 times each."""
-    cells, index = grid(4), np.arange(n)
-    per_run = max(1, n // (RUNS * RUN_REPEATS))
-    cell = (index // RUN_REPEATS) % per_run
-    return rows(cells, cell, (index // (RUN_REPEATS * per_run)) % RUNS, index % RUN_REPEATS,
+    """Up to 300 runs of 3 repeats, each run measuring the first n/900 cells of the grid (at least
+    2, so a small store has runs of a baseline and one method): about ``n`` rows."""
+    cells = grid(4)
+    per_run = max(2, n // (RUNS * RUN_REPEATS))
+    runs = max(1, min(RUNS, n // (RUN_REPEATS * per_run)))
+    index = np.arange(runs * per_run * RUN_REPEATS)
+    return rows(cells, (index // RUN_REPEATS) % per_run, index // (RUN_REPEATS * per_run), index % RUN_REPEATS,
                 np.random.default_rng(seed))
 
 
