@@ -7,7 +7,9 @@ Reads: ``Store`` loads every results file (bundled ``data/results`` and the home
 ``results/``) with ``union_by_name`` into an in-memory DuckDB table, refreshed when the
 files change. A *cell* is one run's measurement of one configuration (CELL_KEYS); its
 repeats (rows with a ``repeat`` index) fold into one row with their mean, and the 95%
-intervals come from ``stats``: Student-t for throughput, Fieller for speedup. Speedup is a
+intervals come from ``stats``: Student-t for throughput, Fieller for speedup, computed from
+each cell's sufficient statistics (count, mean, variance; DuckDB folds them), never from
+per-sample lists, so a figure costs about the number of cells, however many the repeats. Speedup is a
 cell's mean output throughput over its baseline's (method ``none``, same BASELINE_KEYS,
 host included): the baseline its own run measured when there is one, otherwise the newest
 matching baseline of another run; ``baseline_run_id`` says which. User-influenced values are
@@ -426,7 +428,7 @@ class Store:
 
     @staticmethod
     def _baselines_sql() -> str:
-        """The CTEs ``base`` (per run and BASELINE_KEYS: the mean of its baseline
+        """The CTEs ``pool``, ``base`` (per run and BASELINE_KEYS: the mean of its baseline
         cells, and the count, mean and variance of their pooled throughputs) and ``latest`` (the
         newest run's ``base`` per BASELINE_KEYS)."""
         return f"""
