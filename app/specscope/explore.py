@@ -194,12 +194,15 @@ def interval_summary(frame: pd.DataFrame) -> str:
 def acceptance_vs_k(store: Store, filters: Filters = None) -> pd.DataFrame:
     """Acceptance length per (setup, K): median, min and max over concurrency."""
     where, params = store.where(filters)
+    # rows gathered per figure point on its integer key first (the store's _point), then per setup and K
     frame = store.query(
-        f"""SELECT {_KEYS}, k, median(acceptance_length) AS acceptance_length,
-                   min(acceptance_length) AS al_min, max(acceptance_length) AS al_max,
-                   count(DISTINCT concurrency) AS concurrencies
-            FROM results r WHERE {where} AND acceptance_length IS NOT NULL
-                 AND method <> '{BASELINE_METHOD}' AND coalesce(status, 'ok') = 'ok'
+        f"""SELECT {_KEYS}, k, list_median(flatten(list(rates))) AS acceptance_length,
+                   min(low) AS al_min, max(high) AS al_max, count(DISTINCT concurrency) AS concurrencies
+            FROM (SELECT _point, list(acceptance_length) AS rates, min(acceptance_length) AS low,
+                         max(acceptance_length) AS high
+                  FROM _results r WHERE {where} AND acceptance_length IS NOT NULL
+                       AND method <> '{BASELINE_METHOD}' AND coalesce(status, 'ok') = 'ok'
+                  GROUP BY _point) JOIN _points USING (_point)
             GROUP BY ALL ORDER BY {_KEYS}, k""", params)
     return _with_labels(frame)
 

@@ -3,7 +3,11 @@
 ``speedups_before.json`` holds what SpecScope computed from per-sample lists (commit 53cba9c,
 before the folds moved to per-cell sufficient statistics), over the bundled results and the
 synthetic store of ``tests/repeats_store.py``. It was written by running this file as a script
-on that commit: ``PYTHONPATH=app .venv/bin/python tests/unit/test_speedup_numbers.py --write``.
+with that commit's library::
+
+    git archive 53cba9c app | tar -x -C /tmp/old
+    SPECSCOPE_DATA=$PWD/data PYTHONPATH=/tmp/old/app .venv/bin/python tests/unit/test_speedup_numbers.py --write
+
 Any later change to the maths must give the same numbers, or say why and rewrite the file.
 """
 
@@ -28,7 +32,7 @@ KEYS = ["run_id", "label", "source", "model", "draft_model", "method", "dataset"
         "temperature", "concurrency", "k", "k_schedule", "curve"]
 NUMBERS = ["speedup", "speedup_lo", "speedup_hi", "output_throughput", "output_throughput_lo",
            "output_throughput_hi", "baseline_throughput", "baseline_repeats", "acceptance_length",
-           "repeats", "runs"]
+           "repeats", "runs", "al_min", "al_max", "concurrencies"]
 TEXTS = ["speedup_interval", "baseline_run_id", "tied_ks"]
 
 
@@ -53,7 +57,8 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 
 def _figures(db: store.Store) -> dict[str, list[dict]]:
     return {"cells": _records(db.speedup()), "best": _records(db.speedup(best=True)),
-            "vs_k": _records(explore.speedup_vs_k(db)), "curves": _records(explore.curves_vs_concurrency(db))}
+            "vs_k": _records(explore.speedup_vs_k(db)), "curves": _records(explore.curves_vs_concurrency(db)),
+            "acceptance": _records(explore.acceptance_vs_k(db))}
 
 
 def current() -> dict[str, dict[str, list[dict]]]:
