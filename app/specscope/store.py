@@ -340,7 +340,8 @@ class Store:
     def _load(self, con: duckdb.DuckDBPyConnection, name: str, files: list[Path], schema: pa.Schema) -> None:
         """Load ``files`` into the table ``_<name>`` and expose its schema's columns as view ``<name>``.
 
-        The results table also holds ``_baseline_key`` (a hash of BASELINE_KEYS), ``_cell`` (a hash
+        The results table also holds ``_baseline_key`` (a hash of BASELINE_KEYS), ``_run`` (of
+        run_id), ``_cell`` (a hash
         of CELL_KEYS; a row without a repeat index is a cell of its own) and ``_point`` (a hash of
         POINT_KEYS, whose values the table ``_points`` holds once), so the folds and the speedup
         join compare one integer per row.
@@ -348,7 +349,7 @@ class Store:
         key = ""
         if name == "results":
             single = "CASE WHEN repeat IS NULL THEN row_number() OVER () END"
-            key = (f", hash({', '.join(BASELINE_KEYS)}) AS _baseline_key"
+            key = (f", hash({', '.join(BASELINE_KEYS)}) AS _baseline_key, if(run_id IS NULL, NULL, hash(run_id)) AS _run"
                    f", hash({', '.join(CELL_KEYS)}, {single}) AS _cell, hash({', '.join(POINT_KEYS)}) AS _point")
         columns = ", ".join(f'"{f.name}"' for f in schema)
         present, source, params = set(), "WHERE false", []
@@ -433,18 +434,19 @@ class Store:
         newest run's ``base`` per BASELINE_KEYS)."""
         return f"""
             WITH pool AS (
-                SELECT run_id, _baseline_key, count(output_throughput) AS _base_n,
+                SELECT _run, _baseline_key, count(output_throughput) AS _base_n,
                        avg(output_throughput) AS _base_mean, var_samp(output_throughput) AS _base_var
-                FROM _results WHERE {_OK} AND method = '{BASELINE_METHOD}' GROUP BY run_id, _baseline_key),
+                FROM _results WHERE {_OK} AND method = '{BASELINE_METHOD}' GROUP BY _run, _baseline_key),
             base AS (
                 SELECT b.*, pool._base_n, pool._base_mean, pool._base_var FROM (
-                    SELECT run_id, _baseline_key, avg(mean) AS baseline_throughput, max(created_at) AS _at
-                    FROM (SELECT any_value(run_id) AS run_id, any_value(_baseline_key) AS _baseline_key,
+                    SELECT _run, _baseline_key, any_value(run_id) AS run_id, avg(mean) AS baseline_throughput,
+                           max(created_at) AS _at
+                    FROM (SELECT any_value(_run) AS _run, any_value(run_id) AS run_id,
+                                 any_value(_baseline_key) AS _baseline_key,
                                  avg(output_throughput) AS mean, min(created_at) AS created_at
                           FROM _results WHERE {_OK} AND method = '{BASELINE_METHOD}' GROUP BY _cell)
-                    GROUP BY run_id, _baseline_key) b
-                LEFT JOIN pool ON pool._baseline_key = b._baseline_key
-                               AND pool.run_id IS NOT DISTINCT FROM b.run_id),
+                    GROUP BY _run, _baseline_key) b
+                LEFT JOIN pool ON pool._baseline_key = b._baseline_key AND pool._run IS NOT DISTINCT FROM b._run),
             latest AS (
                 SELECT * FROM base QUALIFY row_number() OVER (
                     PARTITION BY _baseline_key ORDER BY _at DESC, run_id DESC) = 1)"""
@@ -455,7 +457,7 @@ class Store:
         own = f"WHEN r.method = '{BASELINE_METHOD}' THEN {own_value} " if own_value else ""
         return f"CASE {own}WHEN own.run_id IS NOT NULL THEN own.{column} ELSE latest.{column} END"
 
-    _JOIN_BASELINES = """LEFT JOIN base own ON own._baseline_key = r._baseline_key AND own.run_id = r.run_id
+    _JOIN_BASELINES = """LEFT JOIN base own ON own._baseline_key = r._baseline_key AND own._run = r._run
             LEFT JOIN latest ON latest._baseline_key = r._baseline_key"""
 
     def _cells_sql(self, filters: Mapping[str, Sequence] | None, wanted: Sequence[str],
@@ -479,7 +481,8 @@ class Store:
         sql = f"""{self._baselines_sql()}{positions},
             cells AS (
                 SELECT c.*{joined} FROM (
-                    SELECT _cell, any_value(_baseline_key) AS _baseline_key, {_cell_aggregates(wanted, filters, empty)},
+                    SELECT _cell, any_value(_baseline_key) AS _baseline_key, any_value(_run) AS _run,
+                           {_cell_aggregates(wanted, filters, empty)},
                            count(*) AS repeats, count(output_throughput) AS _n,
                            var_samp(output_throughput) AS _var
                     FROM _results WHERE {_OK} GROUP BY _cell) c {"LEFT JOIN positions p USING (_cell)" if joined else ""})
@@ -532,7 +535,7 @@ class Store:
         sql = f"""{self._baselines_sql()},
             cells AS (
                 SELECT * FROM (
-                    SELECT _cell, any_value(_baseline_key) AS _baseline_key, any_value(run_id) AS run_id,
+                    SELECT _cell, any_value(_baseline_key) AS _baseline_key, any_value(_run) AS _run,
                            any_value(_point) AS _point, count(*) AS repeats, count(output_throughput) AS _n,
                            avg(output_throughput) AS output_throughput, var_samp(output_throughput) AS _var
                            {means}{"".join(f", {_aggregate(RESULT_SCHEMA.field(c))}"
