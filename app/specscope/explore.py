@@ -17,19 +17,19 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from specscope import intervals, settings, stats
+from specscope import intervals, settings
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
-from specscope.store import OWN_SOURCE, Store
+from specscope.store import OWN_SOURCE, SETUP_KEYS, Store
 
 __all__ = ["SETUP_KEYS", "best_point", "setup_label", "interval_text", "tie_text", "point_label", "best_k_table", "unmatched_setups",
            "headline", "interval_summary", "speedup_vs_k", "k_sweep_setups", "best_k", "acceptance_vs_k",
            "by_concurrency", "curves_vs_concurrency", "crossovers", "crossover_caption", "bundled_sources", "bundled_summary", "per_position",
            "filtered_rows", "to_csv_bytes", "to_parquet_bytes"]
 
-SETUP_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host", "vllm_version",
-              "torch_version", "weights", "acceptance")
 _KEYS = ", ".join(SETUP_KEYS)  # the setup columns in SQL
 Filters = Mapping[str, Sequence] | None
+_MEANS = ["acceptance_length", "output_throughput"]  # averaged over the runs of a point
+_POINT = ["speedup", "speedup_lo", "speedup_hi", *_MEANS, "repeats", "runs"]  # a figure point's columns
 
 
 def setup_label(row: Mapping) -> str:
@@ -66,20 +66,10 @@ def tie_text(row: Mapping) -> str:
 def _with_labels(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.empty:
         return frame.assign(setup=pd.Series(dtype=str))
-    return frame.assign(setup=[setup_label(r) for r in frame[list(SETUP_KEYS)].to_dict("records")])
-
-
-def _fold_runs(group: pd.DataFrame) -> dict:
-    """One point from the cells of several runs: their mean, and a t-interval over the runs."""
-    first = group.iloc[0]
-    point = {"speedup": first["speedup"], "speedup_lo": first["speedup_lo"],
-             "speedup_hi": first["speedup_hi"], "runs": len(group),
-             "acceptance_length": group["acceptance_length"].mean(),
-             "output_throughput": group["output_throughput"].mean(), "repeats": int(group["repeats"].sum())}
-    if len(group) > 1:
-        folded = stats.mean_interval(group["speedup"].to_numpy(float), lower=0.0)
-        point.update(speedup=folded.estimate, speedup_lo=folded.low, speedup_hi=folded.high)
-    return point
+    keys = frame[list(SETUP_KEYS)]
+    first = keys.drop_duplicates()  # each setup once, in the order ngroup numbers them
+    labels = np.array([setup_label(r) for r in first.to_dict("records")], dtype=object)
+    return frame.assign(setup=labels[keys.groupby(list(SETUP_KEYS), dropna=False, sort=False).ngroup().to_numpy()])
 
 
 def speedup_vs_k(store: Store, filters: Filters = None) -> pd.DataFrame:
@@ -88,40 +78,22 @@ def speedup_vs_k(store: Store, filters: Filters = None) -> pd.DataFrame:
     Baseline rows are left out. A point measured by one run keeps that run's interval; a
     point measured by several runs is their mean with a t-interval over the runs.
     """
-    cells = store.speedup(filters, columns=["acceptance_length", "output_throughput"])
-    cells = cells[(cells["method"] != BASELINE_METHOD) & cells["speedup"].notna() & cells["k_schedule"].isna()]
-    columns = [*SETUP_KEYS, "concurrency", "k", "speedup", "speedup_lo", "speedup_hi",
-               "acceptance_length", "output_throughput", "repeats", "runs"]
-    if cells.empty:
-        return _with_labels(pd.DataFrame(columns=columns))
-    return _with_labels(_points(cells, [*SETUP_KEYS, "concurrency", "k"], columns))
-
-
-def _points(cells: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.DataFrame:
-    """One point per ``keys``: a cell measured by one run as it is, several runs folded (``_fold_runs``)."""
-    runs = cells.groupby(keys, dropna=False, sort=False)["speedup"].transform("size")
-    single = cells[runs == 1].assign(runs=1, repeats=lambda f: f["repeats"].astype(int))  # kept as they are
-    folded = [{**dict(zip(keys, key)), **_fold_runs(group)}
-              for key, group in cells[runs > 1].groupby(keys, dropna=False, sort=False)]
-    points = pd.concat([single[columns], pd.DataFrame(folded, columns=columns)], ignore_index=True) \
-        if folded else single[columns]
-    return points.sort_values(keys, kind="stable").reset_index(drop=True)  # as groupby sorts
+    keys = [*SETUP_KEYS, "concurrency", "k"]
+    points = store.speedup_points(filters, _MEANS, fixed_k=True)
+    return _with_labels(points.sort_values(keys, kind="stable").reset_index(drop=True)[[*keys, *_POINT]])
 
 
 def curves_vs_concurrency(store: Store, filters: Filters = None) -> pd.DataFrame:
     """Speedup per (setup, curve, concurrency), a curve being a fixed K (``K=4``) or a schedule
     (``schedule 1-2:4,3-256:1``), for setups that measured a schedule; runs folded as in speedup_vs_k."""
-    cells = store.speedup(filters, columns=["acceptance_length", "output_throughput", "k_schedule"])
-    cells = cells[(cells["method"] != BASELINE_METHOD) & cells["speedup"].notna()]
-    columns = [*SETUP_KEYS, "curve", "scheduled", "k_schedule", "concurrency", "k", "speedup", "speedup_lo",
-               "speedup_hi", "acceptance_length", "output_throughput", "repeats", "runs"]
-    cells = _with_labels(cells)
-    cells = cells[cells["setup"].isin(cells.loc[cells["k_schedule"].notna(), "setup"])]
-    if cells.empty:
-        return pd.DataFrame(columns=[*columns, "setup"])
-    cells = cells.assign(scheduled=cells["k_schedule"].notna(), curve=[
-        f"schedule {s}" if isinstance(s, str) else f"K={int(k)}" for k, s in zip(cells["k"], cells["k_schedule"])])
-    return _with_labels(_points(cells, [*SETUP_KEYS, "curve", "scheduled", "k_schedule", "concurrency", "k"], columns))
+    keys = [*SETUP_KEYS, "curve", "scheduled", "k_schedule", "concurrency", "k"]
+    points = _with_labels(store.speedup_points(filters, _MEANS))
+    points = points[points["setup"].isin(points.loc[points["k_schedule"].notna(), "setup"])]
+    if points.empty:
+        return pd.DataFrame(columns=[*keys, *_POINT, "setup"])
+    points = points.assign(scheduled=points["k_schedule"].notna(), curve=[
+        f"schedule {s}" if isinstance(s, str) else f"K={int(k)}" for k, s in zip(points["k"], points["k_schedule"])])
+    return _with_labels(points.sort_values(keys, kind="stable").reset_index(drop=True)[[*keys, *_POINT]])
 
 
 def k_sweep_setups(vs_k: pd.DataFrame) -> list[str]:
@@ -212,12 +184,15 @@ def interval_summary(frame: pd.DataFrame) -> str:
 def acceptance_vs_k(store: Store, filters: Filters = None) -> pd.DataFrame:
     """Acceptance length per (setup, K): median, min and max over concurrency."""
     where, params = store.where(filters)
+    # rows gathered per figure point on its integer key first (the store's _point), then per setup and K
     frame = store.query(
-        f"""SELECT {_KEYS}, k, median(acceptance_length) AS acceptance_length,
-                   min(acceptance_length) AS al_min, max(acceptance_length) AS al_max,
-                   count(DISTINCT concurrency) AS concurrencies
-            FROM results r WHERE {where} AND acceptance_length IS NOT NULL
-                 AND method <> '{BASELINE_METHOD}' AND coalesce(status, 'ok') = 'ok'
+        f"""SELECT {_KEYS}, k, list_median(flatten(list(rates))) AS acceptance_length,
+                   min(low) AS al_min, max(high) AS al_max, count(DISTINCT concurrency) AS concurrencies
+            FROM (SELECT _point, list(acceptance_length) AS rates, min(acceptance_length) AS low,
+                         max(acceptance_length) AS high
+                  FROM _results r WHERE {where} AND acceptance_length IS NOT NULL
+                       AND method <> '{BASELINE_METHOD}' AND coalesce(status, 'ok') = 'ok'
+                  GROUP BY _point) JOIN _points USING (_point)
             GROUP BY ALL ORDER BY {_KEYS}, k""", params)
     return _with_labels(frame)
 

@@ -47,6 +47,8 @@ def text(value, low=None, high=None, *, unit: str = "", digits: int = 3, why_non
     shown, interval = f"{value:.{digits}f}{unit}", bounds(low, high, digits)
     if not interval:
         return f"{shown} ({why_none})" if why_none else shown
+    if _number(low) <= 0.0 < value:  # a speedup or a throughput cannot be below 0
+        return f"{shown} {interval} (low end clipped at 0)"
     return f"{shown} {interval}"
 
 

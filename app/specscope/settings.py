@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["home", "results_dir", "requests_dir", "servers_dir", "models_dir", "prompts_dir",
-           "runs_dir", "bundled_data_dir", "repo_root", "home_at"]
+           "runs_dir", "cache_dir", "duckdb_memory_limit", "bundled_data_dir", "repo_root", "home_at"]
 
 
 def repo_root() -> Path:
@@ -73,6 +73,18 @@ def prompts_dir() -> Path:
 def runs_dir() -> Path:
     """Sweep checkpoints and recordings."""
     return _sub("runs")
+
+
+def cache_dir() -> Path:
+    """Files SpecScope may delete at any time (DuckDB's spill files): ``$XDG_CACHE_HOME/specscope``,
+    else ``~/.cache/specscope``."""
+    return _made(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "specscope")
+
+
+def duckdb_memory_limit() -> str:
+    """How much memory the results store's DuckDB may hold before it spills to ``cache_dir()``:
+    ``$SPECSCOPE_DUCKDB_MEMORY`` in DuckDB's units (``4GB``), else 2GB."""
+    return os.environ.get("SPECSCOPE_DUCKDB_MEMORY", "2GB")
 
 
 @contextmanager

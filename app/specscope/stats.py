@@ -23,9 +23,12 @@ import numpy as np
 __all__ = [
     "Interval",
     "mean_interval",
+    "mean_intervals",
     "ratio_interval",
+    "ratio_intervals",
     "ratio_prediction_interval",
     "t_quantile",
+    "t_quantiles",
 ]
 
 
@@ -125,6 +128,78 @@ def t_quantile(p: float, df: float) -> float:
     return (lo + hi) / 2.0
 
 
+def t_quantiles(p: float, df) -> np.ndarray:
+    """``t_quantile(p, df)`` for an array of degrees of freedom at once, ``p >= 0.5``: Newton steps
+    on the same CDF from a Cornish-Fisher start, to 1e-12 (for the intervals of many cells)."""
+    df = np.asarray(df, dtype=float)
+    if df.size == 0:
+        return df.copy()
+    if not 0.5 <= p < 1.0 or np.any(df <= 0) or not np.all(np.isfinite(df)):
+        raise ValueError(f"t_quantiles needs 0.5 <= p < 1 and finite df > 0, got p={p}")
+    nu, inverse = np.unique(df, return_inverse=True)
+    z = _normal_quantile(p)
+    t = z + (z**3 + z) / (4 * nu) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * nu**2) \
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * nu**3)
+    lg = np.frompyfunc(math.lgamma, 1, 1)
+    log_norm = (lg((nu + 1) / 2) - lg(nu / 2)).astype(float) - 0.5 * np.log(nu * math.pi)
+    active = np.arange(nu.size)
+    for _ in range(50):  # from that start Newton needs a handful of steps
+        v, x = nu[active], t[active]
+        tail = 0.5 * _betai_many(v / 2.0, 0.5, v / (v + x * x))  # P(T > x)
+        step = (tail - (1.0 - p)) / np.exp(log_norm[active] - (v + 1) / 2 * np.log1p(x * x / v))
+        t[active] = np.where(x + step > 0, x + step, x / 2)  # a step past 0 (a far start) halves instead
+        active = active[np.abs(step) > 1e-12 * np.maximum(x, 1.0)]  # the CDF's own noise is near 1e-13
+        if active.size == 0:
+            break
+    return t[inverse].reshape(df.shape)
+
+
+@functools.lru_cache(maxsize=64)
+def _normal_quantile(p: float) -> float:
+    lo, hi = 0.0, 40.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if 0.5 * math.erfc(-mid / math.sqrt(2.0)) < p else (lo, mid)
+    return (lo + hi) / 2.0
+
+
+def _betai_many(a: np.ndarray, b: float, x: np.ndarray) -> np.ndarray:
+    """Regularised incomplete beta I_x(a, b) over arrays (``_betai`` elementwise), 0 < x < 1."""
+    lg = np.frompyfunc(math.lgamma, 1, 1)
+    front = np.exp((lg(a + b) - lg(a)).astype(float) - math.lgamma(b) + a * np.log(x) + b * np.log1p(-x))
+    direct = x < (a + 1.0) / (a + b + 2.0)
+    first = np.where(direct, a, b)
+    cf = _betacf_many(first, np.where(direct, b, a), np.where(direct, x, 1.0 - x))
+    return np.where(direct, front * cf / first, 1.0 - front * cf / first)
+
+
+def _betacf_many(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``_betacf`` over arrays: the same continued fraction, iterated until every element converged."""
+    tiny = 1e-300
+
+    def guard(v):
+        return np.where(np.abs(v) > tiny, v, tiny)
+
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c = np.ones_like(x)
+    d = 1.0 / guard(1.0 - qab * x / qap)
+    h = d.copy()
+    for m in range(1, 300):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 / guard(1.0 + aa * d)
+        c = guard(1.0 + aa / c)
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 / guard(1.0 + aa * d)
+        c = guard(1.0 + aa / c)
+        delta = d * c
+        h *= delta
+        if np.all(np.abs(delta - 1.0) < 1e-15):
+            break
+    return h
+
+
 def _sample(values: Sequence[float], what: str) -> np.ndarray:
     arr = np.asarray(list(values), dtype=float)
     if arr.size == 0:
@@ -148,12 +223,26 @@ def mean_interval(values: Sequence[float], level: float = 0.95, lower: float | N
     mean = float(x.mean())
     if n < 2:
         return Interval(mean, None, None, level, n, "none")
-    half = t_quantile(0.5 + level / 2.0, n - 1) * float(x.std(ddof=1)) / math.sqrt(n)
-    return Interval(mean, _at_least(mean - half, lower), mean + half, level, n, "t")
+    [low], [high] = mean_intervals([n], [mean], [float(x.var(ddof=1))], level, lower)
+    return Interval(mean, float(low), float(high), level, n, "t")
 
 
-def _at_least(bound: float, lower: float | None) -> float:
-    return bound if lower is None else max(bound, lower)
+def mean_intervals(n, mean, var, level: float = 0.95, lower: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``mean_interval`` from each sample's size, mean and variance (ddof 1), for many at once:
+    arrays of lows and highs, NaN where a sample has fewer than two values."""
+    _check_level(level)
+    n, mean, var = (np.asarray(v, dtype=float) for v in (n, mean, var))
+    low, high = np.full(n.shape, np.nan), np.full(n.shape, np.nan)
+    ok = (n >= 2) & np.isfinite(mean) & np.isfinite(var)
+    if ok.any():
+        half = t_quantiles(0.5 + level / 2.0, n[ok] - 1) * np.sqrt(var[ok]) / np.sqrt(n[ok])
+        low[ok] = _at_least(mean[ok] - half, lower)
+        high[ok] = mean[ok] + half
+    return low, high
+
+
+def _at_least(bound, lower: float | None):
+    return bound if lower is None else np.maximum(bound, lower)
 
 
 def _welch_df(terms: Sequence[tuple[float, int]]) -> float:
@@ -181,21 +270,41 @@ def ratio_interval(
     den = _sample(den_values, "ratio_interval denominator")
     a, b = float(num.mean()), float(den.mean())
     n = int(min(num.size, den.size))
-    if b == 0.0:
-        return Interval(math.nan, None, None, level, n, "unbounded")
+    var = [float(v.var(ddof=1)) if v.size > 1 else math.nan for v in (num, den)]
+    [low], [high], [method] = ratio_intervals(a, num.size, var[0], b, den.size, var[1], level, lower)
+    estimate = math.nan if b == 0.0 else a / b
+    bounded = method == "fieller"
+    return Interval(estimate, float(low) if bounded else None, float(high) if bounded else None, level, n, method)
+
+
+def ratio_intervals(a, n_a, var_a, b, n_b, var_b, level: float = 0.95,
+                    lower: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``ratio_interval`` from both samples' sizes, means and variances (ddof 1), for many ratios at
+    once: arrays of lows, highs (NaN without bounds) and methods ("fieller", "none", "unbounded")."""
+    _check_level(level)
+    a, n_a, var_a, b, n_b, var_b = (np.atleast_1d(np.asarray(v, dtype=float))
+                                    for v in (a, n_a, var_a, b, n_b, var_b))
+    low, high = np.full(a.shape, np.nan), np.full(a.shape, np.nan)
+    method = np.where(b == 0.0, "unbounded", "none").astype(object)
+    both = (n_a >= 2) & (n_b >= 2) & (b != 0.0)
+    if not both.any():
+        return low, high, method
+    a, b = a[both], b[both]
     r = a / b
-    if num.size < 2 or den.size < 2:
-        return Interval(r, None, None, level, n, "none")
-    va = float(num.var(ddof=1)) / num.size
-    vb = float(den.var(ddof=1)) / den.size
-    df = _welch_df([(va, int(num.size)), (r * r * vb, int(den.size))])
-    t2 = t_quantile(0.5 + level / 2.0, df) ** 2
+    va, vb = var_a[both] / n_a[both], var_b[both] / n_b[both]
+    vr = r * r * vb
+    denom = va * va / (n_a[both] - 1) + vr * vr / (n_b[both] - 1)
+    safe = np.where(denom == 0.0, 1.0, denom)
+    df = np.where(denom == 0.0, n_a[both] - 1 + n_b[both] - 1, (va + vr) ** 2 / safe)
+    t2 = t_quantiles(0.5 + level / 2.0, df) ** 2
     qa = b * b - t2 * vb
-    if b <= 0.0 or qa <= 0.0:
-        return Interval(r, None, None, level, n, "unbounded")
-    disc = (a * b) ** 2 - qa * (a * a - t2 * va)
-    root = math.sqrt(max(disc, 0.0))
-    return Interval(r, _at_least((a * b - root) / qa, lower), (a * b + root) / qa, level, n, "fieller")
+    bounded = (b > 0.0) & (qa > 0.0)
+    qa = np.where(bounded, qa, 1.0)
+    root = np.sqrt(np.maximum((a * b) ** 2 - qa * (a * a - t2 * va), 0.0))
+    low[both] = np.where(bounded, _at_least((a * b - root) / qa, lower), np.nan)
+    high[both] = np.where(bounded, (a * b + root) / qa, np.nan)
+    method[both] = np.where(bounded, "fieller", "unbounded")
+    return low, high, method
 
 
 def ratio_prediction_interval(

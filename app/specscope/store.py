@@ -7,7 +7,9 @@ Reads: ``Store`` loads every results file (bundled ``data/results`` and the home
 ``results/``) with ``union_by_name`` into an in-memory DuckDB table, refreshed when the
 files change. A *cell* is one run's measurement of one configuration (CELL_KEYS); its
 repeats (rows with a ``repeat`` index) fold into one row with their mean, and the 95%
-intervals come from ``stats``: Student-t for throughput, Fieller for speedup. Speedup is a
+intervals come from ``stats``: Student-t for throughput, Fieller for speedup, computed from
+each cell's sufficient statistics (count, mean, variance; DuckDB folds them), never from
+per-sample lists, so a figure costs about the number of cells, however many the repeats. Speedup is a
 cell's mean output throughput over its baseline's (method ``none``, same BASELINE_KEYS,
 host included): the baseline its own run measured when there is one, otherwise the newest
 matching baseline of another run; ``baseline_run_id`` says which. User-influenced values are
@@ -18,9 +20,12 @@ sessions query at once and a reload never changes a query already running.
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import hashlib
+import os
 import re
+import shutil
 import socket
 import threading
 import uuid
@@ -31,16 +36,19 @@ from pathlib import Path
 
 import duckdb
 import httpx
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from specscope import files, settings, shared, stats
 from specscope.errors import StoreError
+from specscope.launch import procfs
 from specscope.schema import (BASELINE_METHOD, REQUEST_SCHEMA, RESULT_COLUMNS, RESULT_SCHEMA)
 
 __all__ = ["write_results", "write_requests", "new_run_id", "to_table", "host_of", "Store",
-           "FILTER_COLUMNS", "PROVENANCE_KEYS", "BASELINE_KEYS", "BEST_KEYS", "CELL_KEYS", "DERIVED_COLUMNS",
+           "FILTER_COLUMNS", "PROVENANCE_KEYS", "BASELINE_KEYS", "BEST_KEYS", "CELL_KEYS", "SETUP_KEYS", "POINT_KEYS",
+           "DERIVED_COLUMNS",
            "OWN_SOURCE"]
 
 OWN_SOURCE = "specscope"
@@ -52,6 +60,9 @@ BASELINE_KEYS = ("source", "model", "dataset", "hardware", "host", *PROVENANCE_K
                  "temperature", "concurrency")
 BEST_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host", *PROVENANCE_KEYS,
              "acceptance", "temperature", "concurrency")
+SETUP_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host", *PROVENANCE_KEYS,
+              "acceptance")
+POINT_KEYS = (*SETUP_KEYS, "k_schedule", "concurrency", "k")  # a figure point: runs of a cell fold into it
 CELL_KEYS = ("run_id", "source", "label", "model", "draft_model", "method", "k", "k_schedule",
              "method_params", "tp",
              "hardware", "host", *PROVENANCE_KEYS, "acceptance", "dataset", "temperature", "output_len",
@@ -64,7 +75,8 @@ DERIVED_COLUMNS = {
     "baseline_throughput": "mean throughput of that baseline",
     "baseline_repeats": "repeats of that baseline",
     "speedup": "output_throughput / baseline_throughput (exactly 1 for a baseline)",
-    "speedup_lo": "95% Fieller interval of the speedup, low (null without repeats on both sides)",
+    "speedup_lo": "95% Fieller interval of the speedup, low (null without repeats on both sides; "
+                  "never below 0: a lower end is clipped to 0)",
     "speedup_hi": "95% Fieller interval of the speedup, high",
     "speedup_interval": "how the speedup interval was made: fieller, none (a single run), "
                         "unbounded (baseline too noisy) or baseline (the reference itself)",
@@ -194,43 +206,40 @@ def _aggregate(field: pa.Field) -> str:
     return f"list_distinct(flatten(list({name}))) AS {name}"  # other lists: the union over repeats
 
 
-_CELL_AGGREGATES = ", ".join(_aggregate(f) for f in RESULT_SCHEMA
-                             if f.name not in ("repeat", "per_position_acceptance"))
+_CELL_NEEDS = ("run_id", "method", "created_at", "output_throughput")  # the folds need these
+_OK = "coalesce(status, 'ok') = 'ok'"  # the rows that count: a failed measurement is no sample
+_BASE_STATS = ["_base_n", "_base_mean", "_base_var"]  # count, mean, variance of a baseline's pooled throughputs
+_STATS = ["_n", "_var", *_BASE_STATS]  # with the cell's count and variance: its speedup's sufficient statistics
 
 
-def _samples(values) -> list[float]:
-    """A cell's folded throughputs as a list (DuckDB gives an array, or NA without any)."""
-    return [] if values is None or values is pd.NA or isinstance(values, float) else list(values)
+def _cell_aggregates(wanted: Sequence[str], filters: Mapping[str, Sequence] | None, empty: frozenset) -> str:
+    """The folds of the ``wanted`` columns (and those the folds and ``filters`` need); a column no
+    row fills (``empty``) is null without folding."""
+    names = {*wanted, *_CELL_NEEDS, *(filters or {})} - {"repeat", "per_position_acceptance"}
+    return ", ".join(f'CAST(NULL AS {_duck_type(f)}) AS "{f.name}"' if f.name in empty else _aggregate(f)
+                     for f in RESULT_SCHEMA if f.name in names)
 
 
-def _interval(values, baseline, is_baseline: bool) -> dict:
-    samples = _samples(values)
-    out = {"output_throughput_lo": None, "output_throughput_hi": None,
-           "speedup_lo": None, "speedup_hi": None, "speedup_interval": "none"}
-    if samples:
-        tp = stats.mean_interval(samples, LEVEL, lower=0.0)
-        out["output_throughput_lo"], out["output_throughput_hi"] = tp.low, tp.high
-    if is_baseline:
-        return {**out, "speedup_lo": 1.0, "speedup_hi": 1.0, "speedup_interval": "baseline"}
-    base = _samples(baseline)
-    if samples and base:
-        ratio = stats.ratio_interval(samples, base, LEVEL, lower=0.0)
-        out.update(speedup_lo=ratio.low, speedup_hi=ratio.high, speedup_interval=ratio.method)
-    return out
+def _speedup_intervals(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's Fieller interval from its sufficient statistics (cell over its baseline's pool)."""
+    return stats.ratio_intervals(frame["output_throughput"], frame["_n"], frame["_var"], frame["_base_mean"],
+                                 frame["_base_n"], frame["_base_var"], LEVEL, lower=0.0)
 
 
 def _with_intervals(frame: pd.DataFrame) -> pd.DataFrame:
-    """Add the derived interval columns from the folded samples; drop the samples."""
-    rows = [_interval(v, b, m == BASELINE_METHOD) for v, b, m in
-            zip(frame["_samples"], frame["_baseline_samples"], frame["method"])]
-    extra = pd.DataFrame(rows, index=frame.index,
-                         columns=["output_throughput_lo", "output_throughput_hi",
-                                  "speedup_lo", "speedup_hi", "speedup_interval"])
-    out = pd.concat([frame, extra], axis=1)
-    out["baseline_repeats"] = [len(_samples(b)) or None for b in frame["_baseline_samples"]]
-    out["speedup"] = out["output_throughput"] / out["baseline_throughput"]
-    out.loc[out["method"] == BASELINE_METHOD, "speedup"] = 1.0
-    return out.drop(columns=["_samples", "_baseline_samples"])
+    """Add the derived interval columns from the cells' sufficient statistics; drop those."""
+    frame[_STATS] = frame[_STATS].astype(float)
+    is_baseline = (frame["method"] == BASELINE_METHOD).to_numpy()
+    low, high = stats.mean_intervals(frame["_n"], frame["output_throughput"], frame["_var"], LEVEL, lower=0.0)
+    speed_low, speed_high, method = _speedup_intervals(frame)
+    base_n = frame["_base_n"].where(frame["_base_n"] > 0).astype("Int64")  # none without samples
+    out = frame.assign(
+        output_throughput_lo=low, output_throughput_hi=high,
+        speedup_lo=np.where(is_baseline, 1.0, speed_low), speedup_hi=np.where(is_baseline, 1.0, speed_high),
+        speedup_interval=np.where(is_baseline, "baseline", method).astype(object),
+        baseline_repeats=base_n,
+        speedup=np.where(is_baseline, 1.0, frame["output_throughput"] / frame["baseline_throughput"]))
+    return out.drop(columns=_STATS)
 
 
 def _choice(k, schedule) -> int | str:
@@ -262,6 +271,30 @@ def _best_with_ties(frame: pd.DataFrame) -> pd.DataFrame:
     return best.sort_values([*BEST_KEYS, "k"], na_position="first").reset_index(drop=True)
 
 
+def _spill_dir() -> Path:
+    """This process's folder for DuckDB's spill files, under SpecScope's cache; removed at exit. The
+    folders of processes that are gone (killed before they could clean up) are removed first."""
+    folder = settings.cache_dir() / "duckdb"
+    mine = folder / str(os.getpid())
+    if not mine.exists():
+        for other in folder.glob("*"):
+            if other.name.isdigit() and not procfs.pid_exists(int(other.name)):
+                shutil.rmtree(other, ignore_errors=True)
+        mine.mkdir(parents=True, exist_ok=True)
+        atexit.register(shutil.rmtree, mine, ignore_errors=True)
+    return mine
+
+
+def _connect() -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB within ``settings.duckdb_memory_limit()``, spilling under ``_spill_dir()``."""
+    try:
+        return duckdb.connect(config={"memory_limit": settings.duckdb_memory_limit(),
+                                      "temp_directory": str(_spill_dir())})
+    except duckdb.Error as exc:
+        raise StoreError(f"DuckDB refused its settings ({exc}); set SPECSCOPE_DUCKDB_MEMORY to a size "
+                         "such as 4GB.") from exc
+
+
 @dataclass(frozen=True)
 class _Snapshot:
     """One content version of the store, loaded once and never changed."""
@@ -269,6 +302,7 @@ class _Snapshot:
     signature: tuple
     version: str
     con: duckdb.DuckDBPyConnection
+    empty: frozenset  # result columns that no row fills
 
 
 def _stat_signature(paths: list[Path]) -> tuple:
@@ -310,15 +344,17 @@ class Store:
     def _load(self, con: duckdb.DuckDBPyConnection, name: str, files: list[Path], schema: pa.Schema) -> None:
         """Load ``files`` into the table ``_<name>`` and expose its schema's columns as view ``<name>``.
 
-        The results table also holds ``_baseline_key`` (a hash of BASELINE_KEYS) and ``_cell``
-        (a hash of CELL_KEYS; a row without a repeat index is a cell of its own), so the folds
-        and the speedup join compare one integer per row.
+        The results table also holds ``_baseline_key`` (a hash of BASELINE_KEYS), ``_run`` (of
+        run_id), ``_cell`` (a hash
+        of CELL_KEYS; a row without a repeat index is a cell of its own) and ``_point`` (a hash of
+        POINT_KEYS, whose values the table ``_points`` holds once), so the folds and the speedup
+        join compare one integer per row.
         """
         key = ""
         if name == "results":
             single = "CASE WHEN repeat IS NULL THEN row_number() OVER () END"
-            key = (f", hash({', '.join(BASELINE_KEYS)}) AS _baseline_key"
-                   f", hash({', '.join(CELL_KEYS)}, {single}) AS _cell")
+            key = (f", hash({', '.join(BASELINE_KEYS)}) AS _baseline_key, if(run_id IS NULL, NULL, hash(run_id)) AS _run"
+                   f", hash({', '.join(CELL_KEYS)}, {single}) AS _cell, hash({', '.join(POINT_KEYS)}) AS _point")
         columns = ", ".join(f'"{f.name}"' for f in schema)
         present, source, params = set(), "WHERE false", []
         try:
@@ -334,6 +370,9 @@ class Store:
             raise StoreError(f"A results file could not be read ({exc}); move the damaged file out of "
                              f"{folder} and reload.") from exc
         con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT {columns} FROM _{name}")
+        if name == "results":
+            keys = ", ".join(f"any_value({c}) AS {c}" for c in POINT_KEYS)
+            con.execute(f"CREATE OR REPLACE TABLE _points AS SELECT _point, {keys} FROM _results GROUP BY _point")
 
     def _current(self) -> _Snapshot:
         """The snapshot of the files as they are now, loading a new one if any changed."""
@@ -349,11 +388,14 @@ class Store:
             snapshot = self._snapshot
             if snapshot is not None and snapshot.signature == signature:
                 return snapshot
-            con = duckdb.connect()
+            con = _connect()
             self._load(con, "results", [Path(p) for p, *_ in signature[0]], RESULT_SCHEMA)
             self._load(con, "requests", [Path(p) for p, *_ in signature[1]], REQUEST_SCHEMA)
             version = hashlib.blake2b(repr(signature).encode(), digest_size=8).hexdigest()
-            self._snapshot = _Snapshot(signature, version, con)
+            counts = con.execute("SELECT " + ", ".join(f'count("{c}")' for c in RESULT_COLUMNS)
+                                 + " FROM _results").fetchone()
+            empty = frozenset(c for c, n in zip(RESULT_COLUMNS, counts) if n == 0)
+            self._snapshot = _Snapshot(signature, version, con, empty)
             return self._snapshot
 
     def refresh(self) -> str:
@@ -363,7 +405,10 @@ class Store:
 
     def query(self, sql: str, params: Sequence | None = None) -> pd.DataFrame:
         """Run SQL over the tables ``results`` and ``requests`` with bound parameters."""
-        snapshot = self._current()
+        return self._query(self._current(), sql, params)
+
+    @staticmethod
+    def _query(snapshot: _Snapshot, sql: str, params: Sequence | None = None) -> pd.DataFrame:
         try:
             with snapshot.con.cursor() as cursor, warnings.catch_warnings():
                 # duckdb's pandas bridge uses a keyword pandas 3 deprecates
@@ -386,45 +431,73 @@ class Store:
             params.extend(values)
         return " AND ".join(clauses), params
 
-    def _cells_sql(self, filters: Mapping[str, Sequence] | None, wanted: Sequence[str]) -> tuple[str, list]:
-        """SQL for ok cells (repeats folded) with their baseline: mean, samples and the baseline's run."""
+    @staticmethod
+    def _baselines_sql() -> str:
+        """The CTEs ``pool``, ``base`` (per run and BASELINE_KEYS: the mean of its baseline
+        cells, and the count, mean and variance of their pooled throughputs) and ``latest`` (the
+        newest run's ``base`` per BASELINE_KEYS)."""
+        return f"""
+            WITH pool AS (
+                SELECT _run, _baseline_key, count(output_throughput) AS _base_n,
+                       avg(output_throughput) AS _base_mean, var_samp(output_throughput) AS _base_var
+                FROM _results WHERE {_OK} AND method = '{BASELINE_METHOD}' GROUP BY _run, _baseline_key),
+            base AS (
+                SELECT b.*, pool._base_n, pool._base_mean, pool._base_var FROM (
+                    SELECT _run, _baseline_key, any_value(run_id) AS run_id, avg(mean) AS baseline_throughput,
+                           max(created_at) AS _at
+                    FROM (SELECT any_value(_run) AS _run, any_value(run_id) AS run_id,
+                                 any_value(_baseline_key) AS _baseline_key,
+                                 avg(output_throughput) AS mean, min(created_at) AS created_at
+                          FROM _results WHERE {_OK} AND method = '{BASELINE_METHOD}' GROUP BY _cell)
+                    GROUP BY _run, _baseline_key) b
+                LEFT JOIN pool ON pool._baseline_key = b._baseline_key AND pool._run IS NOT DISTINCT FROM b._run),
+            latest AS (
+                SELECT * FROM base QUALIFY row_number() OVER (
+                    PARTITION BY _baseline_key ORDER BY _at DESC, run_id DESC) = 1)"""
+
+    @staticmethod
+    def _baseline(column: str, own_value: str | None = None) -> str:
+        """A baseline figure of cell ``r``: its run's, else the newest run's (its own for a baseline)."""
+        own = f"WHEN r.method = '{BASELINE_METHOD}' THEN {own_value} " if own_value else ""
+        return f"CASE {own}WHEN own.run_id IS NOT NULL THEN own.{column} ELSE latest.{column} END"
+
+    _JOIN_BASELINES = """LEFT JOIN base own ON own._baseline_key = r._baseline_key AND own._run = r._run
+            LEFT JOIN latest ON latest._baseline_key = r._baseline_key"""
+
+    def _cells_sql(self, filters: Mapping[str, Sequence] | None, wanted: Sequence[str],
+                   empty: frozenset = frozenset()) -> tuple[str, list]:
+        """SQL for ok cells (repeats folded) with their baseline: the baseline's run and mean, and
+        the sufficient statistics of the speedup (``_STATS``: the cell's count and variance of its
+        throughputs, and the count, mean and variance of the baseline's pooled throughputs)."""
         where, params = self.where(filters)
         select = ", ".join(f'r."{c}"' for c in wanted)
-        sql = f"""
-            WITH ok AS (SELECT * FROM _results WHERE coalesce(status, 'ok') = 'ok'),
+        positions, joined = "", ""
+        if "per_position_acceptance" in wanted:
+            positions = f""",
             positions AS (
                 SELECT _cell, list(rate ORDER BY position) AS per_position_acceptance FROM (
                     SELECT _cell, position, avg(rate) AS rate FROM (
                         SELECT _cell, unnest(per_position_acceptance) AS rate,
                                generate_subscripts(per_position_acceptance, 1) AS position
-                        FROM ok WHERE len(per_position_acceptance) > 0) GROUP BY ALL)
-                GROUP BY _cell),
+                        FROM _results WHERE {_OK} AND len(per_position_acceptance) > 0) GROUP BY ALL)
+                GROUP BY _cell)"""
+            joined = ", p.per_position_acceptance"
+        sql = f"""{self._baselines_sql()}{positions},
             cells AS (
-                SELECT c.*, p.per_position_acceptance FROM (
-                    SELECT _cell, any_value(_baseline_key) AS _baseline_key, {_CELL_AGGREGATES},
-                           count(*) AS repeats,
-                           list(output_throughput ORDER BY repeat)
-                               FILTER (WHERE output_throughput IS NOT NULL) AS _samples
-                    FROM ok GROUP BY _cell) c LEFT JOIN positions p USING (_cell)),
-            base AS (
-                SELECT run_id, _baseline_key, avg(output_throughput) AS baseline_throughput,
-                       flatten(list(_samples)) AS _baseline_samples, max(created_at) AS _at
-                FROM cells WHERE method = '{BASELINE_METHOD}' GROUP BY run_id, _baseline_key),
-            latest AS (
-                SELECT * FROM base QUALIFY row_number() OVER (
-                    PARTITION BY _baseline_key ORDER BY _at DESC, run_id DESC) = 1)
-            SELECT {select}, r.repeats, r._samples,
+                SELECT c.*{joined} FROM (
+                    SELECT _cell, any_value(_baseline_key) AS _baseline_key, any_value(_run) AS _run,
+                           {_cell_aggregates(wanted, filters, empty)},
+                           count(*) AS repeats, count(output_throughput) AS _n,
+                           var_samp(output_throughput) AS _var
+                    FROM _results WHERE {_OK} GROUP BY _cell) c {"LEFT JOIN positions p USING (_cell)" if joined else ""})
+            SELECT {select}, r.repeats, r._n, r._var,
                    CASE WHEN r.method = '{BASELINE_METHOD}' THEN r.run_id
                         ELSE coalesce(own.run_id, latest.run_id) END AS baseline_run_id,
-                   CASE WHEN r.method = '{BASELINE_METHOD}' THEN r.output_throughput
-                        WHEN own.run_id IS NOT NULL THEN own.baseline_throughput
-                        ELSE latest.baseline_throughput END AS baseline_throughput,
-                   CASE WHEN r.method = '{BASELINE_METHOD}' THEN r._samples
-                        WHEN own.run_id IS NOT NULL THEN own._baseline_samples
-                        ELSE latest._baseline_samples END AS _baseline_samples
-            FROM cells r
-            LEFT JOIN base own ON own._baseline_key = r._baseline_key AND own.run_id = r.run_id
-            LEFT JOIN latest ON latest._baseline_key = r._baseline_key
+                   {self._baseline("baseline_throughput", "r.output_throughput")} AS baseline_throughput,
+                   {self._baseline("_base_n", "r._n")} AS _base_n,
+                   {self._baseline("_base_mean", "r.output_throughput")} AS _base_mean,
+                   {self._baseline("_base_var", "r._var")} AS _base_var
+            FROM cells r {self._JOIN_BASELINES}
             WHERE {where}"""
         return sql, params
 
@@ -445,10 +518,55 @@ class Store:
         if unknown:
             raise StoreError(f"Unknown result columns: {', '.join(unknown)}.")
         wanted = [c for c in wanted if c != "repeat"]
-        sql, params = self._cells_sql(filters, wanted)
+        snapshot = self._current()
+        sql, params = self._cells_sql(filters, wanted, snapshot.empty)
         order = ", ".join([*BEST_KEYS, "k", "run_id"])
-        frame = _with_intervals(self.query(f"SELECT * FROM ({sql}) ORDER BY {order}", params))
+        frame = _with_intervals(self._query(snapshot, f"SELECT * FROM ({sql}) ORDER BY {order}", params))
         return _best_with_ties(frame) if best else frame.reset_index(drop=True)
+
+    def speedup_points(self, filters: Mapping[str, Sequence] | None, columns: Sequence[str] = (), *,
+                       fixed_k: bool = False) -> pd.DataFrame:
+        """One point per POINT_KEYS (setup, K schedule, concurrency, K) over the speculative cells with
+        a speedup, folded in SQL on integer keys: a point measured by one cell keeps that cell's
+        speedup and Fieller interval; one measured by several cells (runs) is their mean speedup
+        with a t-interval over them. Also ``runs``, the sum of ``repeats`` and the mean of each of
+        ``columns``. ``fixed_k`` leaves out K schedules. Unordered."""
+        rows = {c: v for c, v in (filters or {}).items() if c in CELL_KEYS}  # equal over a cell's rows
+        where, params = self.where(rows)
+        cell_where, cell_params = self.where({c: v for c, v in (filters or {}).items() if c not in rows})
+        means = "".join(f', avg("{c}") AS "{c}"' for c in columns if c != "output_throughput")
+        stats_sql = ", ".join(f"any_value({c}) AS {c}" for c in _STATS)
+        sql = f"""{self._baselines_sql()},
+            cells AS (
+                SELECT * FROM (
+                    SELECT _cell, any_value(_baseline_key) AS _baseline_key, any_value(_run) AS _run,
+                           any_value(_point) AS _point, count(*) AS repeats, count(output_throughput) AS _n,
+                           avg(output_throughput) AS output_throughput, var_samp(output_throughput) AS _var
+                           {means}{"".join(f", {_aggregate(RESULT_SCHEMA.field(c))}"
+                                           for c in (filters or {}) if c not in rows)}
+                    FROM _results r WHERE {_OK} AND method IS DISTINCT FROM '{BASELINE_METHOD}' AND {where}
+                          {"AND k_schedule IS NULL" if fixed_k else ""}
+                    GROUP BY _cell) r WHERE {cell_where}),
+            speedups AS (
+                SELECT r.*, r.output_throughput / ({self._baseline("baseline_throughput")}) AS speedup,
+                       {", ".join(f"{self._baseline(c)} AS {c}" for c in _BASE_STATS)}
+                FROM cells r {self._JOIN_BASELINES})
+            SELECT k.*, p.* EXCLUDE (_point) FROM (
+                SELECT _point, count(*) AS runs, CAST(sum(repeats) AS BIGINT) AS repeats, avg(speedup) AS speedup,
+                       var_samp(speedup) AS _speedup_var, avg(output_throughput) AS _mean_throughput{means},
+                       any_value(output_throughput) AS output_throughput, {stats_sql}
+                FROM speedups WHERE speedup IS NOT NULL GROUP BY _point) p
+            JOIN _points k USING (_point)"""
+        frame = self.query(sql, [*params, *cell_params]).drop(columns="_point")
+        frame[_STATS] = frame[_STATS].astype(float)
+        low, high, _ = _speedup_intervals(frame)  # a single cell's own interval
+        folded_low, folded_high = stats.mean_intervals(frame["runs"], frame["speedup"], frame["_speedup_var"],
+                                                       LEVEL, lower=0.0)
+        single = (frame["runs"] == 1).to_numpy()
+        return frame.assign(speedup_lo=np.where(single, low, folded_low),
+                            speedup_hi=np.where(single, high, folded_high),
+                            output_throughput=frame["_mean_throughput"]).drop(
+            columns=[*_STATS, "_speedup_var", "_mean_throughput"])
 
     def facets(self) -> dict[str, list]:
         """Distinct values of each filter column, for filter widgets."""

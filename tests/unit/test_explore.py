@@ -148,3 +148,9 @@ def test_single_runs_say_they_have_no_interval(ruiz_store):
 def test_speedup_by_method_places_its_bars_on_named_points(ruiz_store):
     fig = charts.speedup_by_method(explore.by_concurrency(ruiz_store))
     assert fig.layout.xaxis.type == "category" and all(isinstance(x, str) for x in fig.data[0].x)
+
+
+def test_a_low_end_clipped_at_zero_is_said():
+    row = {"method": "suffix", "speedup": 0.797, "speedup_lo": 0.0, "speedup_hi": 3.972}
+    assert explore.interval_text(row) == "0.797× [0.000, 3.972] (low end clipped at 0)"
+    assert explore.interval_text({**row, "speedup_lo": 0.5}) == "0.797× ± 1.736"

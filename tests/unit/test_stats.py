@@ -9,6 +9,7 @@ from specscope.stats import (
     ratio_interval,
     ratio_prediction_interval,
     t_quantile,
+    t_quantiles,
 )
 
 T2 = 4.302652729911275  # t(0.975, df=2), closed form below
@@ -27,6 +28,15 @@ def test_t_quantile_matches_table_values_and_the_normal_limit():
     assert t_quantile(0.025, 10) == pytest.approx(-2.228138852, rel=1e-8)
     # fractional df (Welch) lies between its integer neighbours
     assert t_quantile(0.975, 3) > t_quantile(0.975, 3.5) > t_quantile(0.975, 4)
+
+
+@pytest.mark.parametrize("p", [0.6, 0.975, 0.995])
+def test_t_quantiles_at_once_match_the_bisection(p):
+    df = [1.0, 1.37, 2.0, 2.5, 4.0, 9.9, 29.0, 150.25, 1700.0, 4000.5, 2.5]
+    many = t_quantiles(p, df)
+    assert many.shape == (len(df),)
+    for value, nu in zip(many, df):
+        assert value == pytest.approx(t_quantile(p, nu), rel=1e-11)
 
 
 def test_t_quantile_rejects_impossible_arguments():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import socket
 
 import numpy as np
@@ -196,3 +197,29 @@ def test_cli_json_gives_intervals_ties_and_the_baseline_run(specscope_home, monk
     assert not any(word in text for word in ("NaN", "<NA>", "None"))
     assert cli_main(["speedup"]) == 0
     assert "1.000× (baseline)" in capsys.readouterr().out
+
+
+def test_duckdb_holds_a_memory_limit_and_spills_under_the_cache(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("SPECSCOPE_DUCKDB_MEMORY", "512MB")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    stale = tmp_path / "cache" / "specscope" / "duckdb" / gone
+    stale.mkdir(parents=True)
+    (stale / "duckdb_temp_storage-0.tmp").write_bytes(b"left by a killed process")
+    store.write_results([_row("none", 0, 1, 100.0)], run_id="a", directory=tmp_path / "results")
+    db = store.Store(result_dirs=[tmp_path / "results"], request_dirs=[])
+    settings = db.query("SELECT current_setting('memory_limit') AS m, current_setting('temp_directory') AS t")
+    assert settings["m"][0] == "488.2 MiB"  # 512 MB
+    assert settings["t"][0] == str(tmp_path / "cache" / "specscope" / "duckdb" / str(os.getpid()))
+    assert not stale.exists()
+
+
+def test_a_bad_memory_limit_is_one_sentence(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("SPECSCOPE_DUCKDB_MEMORY", "lots")
+    with pytest.raises(StoreError, match="SPECSCOPE_DUCKDB_MEMORY"):
+        store.Store(result_dirs=[tmp_path], request_dirs=[]).count()
