@@ -156,7 +156,8 @@ def _run_group(spec: sweep.SweepSpec, run_id: str, cell_ids: list[str], ledger) 
     # a scratch home without the shared store: the driver keeps and publishes the run
     with tempfile.TemporaryDirectory(prefix="specscope-ray-") as scratch, settings.home_at(scratch):
         launcher = sweep.PresetLauncher(spec.preset, reuse=False, die_with_parent=True,
-                                        synthetic_acceptance=spec.synthetic_acceptance)
+                                        synthetic_acceptance=spec.synthetic_acceptance,
+                                        synthetic_length=spec.synthetic_length)
         sweep.run_sweep(spec, launcher, emit, stop=lambda: _answer(ledger.stopped.remote()), only=todo)
     _answer(ledger.finished.remote())  # the ledger has every cell this task sent before it returns
     return {"node": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),

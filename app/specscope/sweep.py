@@ -50,8 +50,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
-import dataclasses
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -67,7 +66,7 @@ from specscope.schema import BASELINE_METHOD
 __all__ = ["SweepSpec", "Cell", "Launcher", "RunningServer", "PresetLauncher", "ServersLauncher", "SweepResult",
            "SweepJob", "run_sweep", "parse_ints", "plan_cells", "run_dir", "finished_cells", "run_hygiene",
            "launcher_for", "servers_spec", "synthetic_config", "is_synthetic", "synthetic_length_for",
-           "parse_lengths", "requests_of"]
+           "synthetic_keys", "parse_lengths", "requests_of"]
 
 SYNTHETIC = "synthetic"  # rejection_sample_method that accepts drafts at set rates, whatever they are
 
@@ -313,12 +312,7 @@ class PresetLauncher:
 
     def _plan(self, method: str, k: int, name: str | None = None,
               k_schedule: KSchedule | None = None) -> launch.LaunchPlan:
-        length = synthetic_length_for(self.synthetic_length, k)
-        extra = None
-        if k and self.synthetic_acceptance is not None:
-            extra = synthetic_config(self.synthetic_acceptance, k)
-        elif k and length is not None:
-            extra = {"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_length": length}
+        extra = synthetic_keys(self.synthetic_acceptance, self.synthetic_length, k)
         return launch.plan_for(self.preset, method, k or None, name=name, k_schedule=k_schedule, spec_extra=extra)
 
     def check(self, method: str, k: int, k_schedule: KSchedule | None = None) -> None:
@@ -431,6 +425,17 @@ def parse_lengths(text: str) -> tuple[tuple[int, float], ...]:
             raise ConfigError(f"Cannot read the synthetic acceptance length '{part}'; give a mean length such "
                               "as 2.8, or one per K such as 4=2.9,6=3.4.") from None
     return tuple(pairs)
+
+
+def synthetic_keys(alpha: float | None, lengths: tuple[tuple[int, float], ...], k: int) -> dict | None:
+    """The speculative_config keys of a K server that accepts drafts synthetically: at ``alpha``^i, or at
+    the mean length set for K; None where drafts are accepted by the target (and for the baseline)."""
+    length = synthetic_length_for(lengths, k)
+    if not k or (alpha is None and length is None):
+        return None
+    if alpha is not None:
+        return synthetic_config(alpha, k)
+    return {"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_length": length}
 
 
 def synthetic_config(alpha: float, k: int) -> dict:
@@ -566,12 +571,12 @@ def _labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: 
         "method": cell.method, "k": cell.k, "k_schedule": cell.schedule, "repeat": cell.repeat,
         "method_params": server.method_params,
         "tp": server.tp,
-        "hardware": spec.hardware or server.hardware or bench.hardware_label(),
+        "hardware": spec.hardware or server.hardware or provenance.hardware_label(),
         "vllm_version": (info.vllm_version if info else None) or _installed_version(),
         "torch_version": None if server.hardware else provenance.torch_version(),
         "weights": server.weights,
         "acceptance": provenance.acceptance_kind(cell.method, is_synthetic(server.method_params) or (
-            spec.synthetic_acceptance is not None or synthetic_length_for(spec.synthetic_length, cell.k) is not None)),
+            synthetic_keys(spec.synthetic_acceptance, spec.synthetic_length, cell.k) is not None)),
         "dataset": prompt_set.name,
     }
 
@@ -844,7 +849,7 @@ class _Estimate:
             self.first = event.fraction
         measured = event.fraction - (self.first or 0.0)
         remaining = self.elapsed_s() * (1.0 - event.fraction) / measured if measured > 0.02 else None
-        self.emit(dataclasses.replace(event, remaining_s=remaining))
+        self.emit(replace(event, remaining_s=remaining))
 
 
 class SweepJob:
