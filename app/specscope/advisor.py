@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from specscope import theory
+from specscope import provenance, theory
 from specscope.errors import InputError
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 
@@ -137,9 +137,10 @@ class FamilyFit:
 def family_label(keys: Mapping) -> str:
     """A family's name for menus: ``model · method [+ draft] · dataset · hardware (source)``."""
     method = keys["method"] + (f" + {keys['draft_model']}" if keys.get("draft_model") else "")
-    marks = "".join(f" · {keys[k]} {k}" for k in ("weights", "acceptance") if keys.get(k) in ("dummy", "synthetic"))
+    marks = provenance.marks(keys)
     return (f"{keys['model']} · {method} · {keys.get('dataset') or 'no dataset'} · "
-            f"{keys.get('hardware') or 'no hardware'}{marks} ({keys.get('source') or 'no source'})")
+            f"{keys.get('hardware') or 'no hardware'}{' · ' + marks if marks else ''} "
+            f"({keys.get('source') or 'no source'})")
 
 
 def family_labels(keys: Sequence[Mapping]) -> list[str]:
@@ -193,7 +194,7 @@ def _families(frame: pd.DataFrame):
     are what advice is checked against, not what it is fitted on: their K is the schedule's maximum).
     Drafts accepted synthetically (calibrations, engine-only GPU runs) measure the engine at a set
     acceptance, not a drafter, so no family is fitted on them."""
-    synthetic = frame["acceptance"].eq("synthetic") if "acceptance" in frame else False
+    synthetic = provenance.synthetic_rows(frame)
     sd = frame[(frame["method"] != BASELINE_METHOD) & (frame["source"] != CALIBRATION_SOURCE) & ~synthetic]
     if "k_schedule" in sd:
         sd = sd[sd["k_schedule"].isna()]

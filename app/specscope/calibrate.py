@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from specscope import advisor, theory
+from specscope import advisor, provenance, theory
 from specscope.errors import ConfigError, InputError
 from specscope.launch.host import installed_vllm
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
@@ -95,7 +95,7 @@ def synthetic_alpha() -> float | None:
 def calibrations(frame: pd.DataFrame) -> list[Calibration]:
     """One Calibration per (model, draft, method, hardware, host) among ``frame``'s calibration rows and
     other rows whose drafts were accepted synthetically, e.g. engine-only GPU runs (columns of ``Store.speedup``)."""
-    synthetic = frame["acceptance"].eq("synthetic") if "acceptance" in frame else False
+    synthetic = provenance.synthetic_rows(frame)
     rows = frame[((frame["source"] == CALIBRATION_SOURCE) | synthetic) & (frame["method"] != BASELINE_METHOD)]
     rows = advisor.with_acceptance_length(rows).dropna(subset=["speedup", "k", "concurrency", "al"])
     rows = rows[(rows["k"] > 0) & (rows["speedup"] > 0)]

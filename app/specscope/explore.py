@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from specscope import intervals, settings
+from specscope import intervals, provenance, settings
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 from specscope.store import OWN_SOURCE, SETUP_KEYS, Store
 
@@ -43,9 +43,7 @@ def setup_label(row: Mapping) -> str:
     where = row.get("hardware")
     if isinstance(host, str) and host:
         where = f"{where or '?'} @ {host.split(':')[0] if host.startswith('bundled:') else host}"
-    marks = ", ".join(f"{row.get(key)} {key}" for key in ("weights", "acceptance")
-                      if row.get(key) in ("dummy", "synthetic"))
-    parts = [model, method, row.get("dataset"), where, marks]
+    parts = [model, method, row.get("dataset"), where, provenance.marks(row)]
     return " · ".join(str(p) for p in parts if isinstance(p, str) and p)
 
 
@@ -161,7 +159,7 @@ def headline(best: pd.DataFrame) -> dict[str, int]:
 def best_point(best: pd.DataFrame) -> pd.Series | None:
     """The highest speedup of a real drafter (step-cost calibrations and engine-only runs accept drafts
     synthetically)."""
-    synthetic = best["acceptance"].eq("synthetic") if "acceptance" in best else False
+    synthetic = provenance.synthetic_rows(best)
     spec = best[(best["method"] != BASELINE_METHOD) & (best["source"] != CALIBRATION_SOURCE) & ~synthetic]
     spec = spec.dropna(subset=["speedup"])
     return None if spec.empty else spec.loc[spec["speedup"].idxmax()]

@@ -21,9 +21,10 @@ from functools import lru_cache
 from pathlib import Path
 
 __all__ = ["gpu_label", "nvidia_smi", "hardware_label", "torch_version", "weights_kind", "acceptance_kind",
-           "NVIDIA_SMI_QUERY"]
+           "synthetic_rows", "marks", "NVIDIA_SMI_QUERY", "SYNTHETIC", "DUMMY"]
 
 NVIDIA_SMI_QUERY = ("--query-gpu=name,memory.total", "--format=csv,noheader,nounits")
+SYNTHETIC, DUMMY = "synthetic", "dummy"  # the ``acceptance`` and ``weights`` that measure the engine only
 
 
 def _gpu_name(name: str, mib: float) -> str:
@@ -89,10 +90,8 @@ def weights_kind(argv: Sequence[str]) -> str:
     """``dummy`` when a server's command line loads random weights (``--load-format dummy``), else ``real``."""
     args = list(argv)
     for i, arg in enumerate(args):
-        if arg == "--load-format" and i + 1 < len(args) and args[i + 1] == "dummy":
-            return "dummy"
-        if arg == "--load-format=dummy":
-            return "dummy"
+        if (arg == "--load-format" and i + 1 < len(args) and args[i + 1] == DUMMY) or arg == "--load-format=dummy":
+            return DUMMY
     return "real"
 
 
@@ -101,4 +100,14 @@ def acceptance_kind(method: str, synthetic: bool) -> str | None:
     the baseline, which drafts nothing."""
     if method == "none":
         return None
-    return "synthetic" if synthetic else "real"
+    return SYNTHETIC if synthetic else "real"
+
+
+def synthetic_rows(frame):
+    """Which rows of a results frame accepted drafts synthetically (False where it has no ``acceptance``)."""
+    return frame["acceptance"].eq(SYNTHETIC) if "acceptance" in frame else False
+
+
+def marks(row) -> str:
+    """``dummy weights, synthetic acceptance`` for a row or setup that measured the engine only; '' otherwise."""
+    return ", ".join(f"{row.get(key)} {key}" for key in ("weights", "acceptance") if row.get(key) in (DUMMY, SYNTHETIC))
