@@ -35,12 +35,12 @@ from typing import Any, Literal
 import httpx
 import numpy as np
 
-from specscope import metrics, probe, provenance, sse, stream
+from specscope import metrics, probe, sse, stream
 from specscope.errors import ConfigError, InputError, ServerError, SpecScopeError, UsageError
 from specscope.prompts import Prompt, PromptSet
 
 __all__ = ["LoadSpec", "RequestResult", "CellResult", "ProgressEvent", "Progress", "ServerInfo",
-           "run_load", "run_sync", "server_info", "hardware_label", "DEFAULT_OUTPUT_LEN"]
+           "run_load", "run_sync", "server_info", "DEFAULT_OUTPUT_LEN"]
 
 DEFAULT_OUTPUT_LEN = 128
 _WAVE_GAP_S = 0.005
@@ -260,11 +260,6 @@ def server_info(base_url: str, timeout: float = 10.0) -> ServerInfo:
     """The served model name, vLLM version and context length of a running server."""
     data = probe.models(base_url, timeout)[0]
     return ServerInfo(data["id"], probe.vllm_version(base_url, timeout), data.get("max_model_len"))
-
-
-def hardware_label() -> str:
-    """A short name for this machine (``$SPECSCOPE_HARDWARE`` wins): ``1xH100-80GB``, ``cpu-2core``."""
-    return provenance.hardware_label()
 
 
 def _payload(spec: LoadSpec, model: str, prompt: Prompt) -> tuple[str, dict]:

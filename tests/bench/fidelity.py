@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from specscope import bench, prompts, settings
+from specscope import bench, prompts, provenance, settings
 
 REPO = Path(__file__).resolve().parents[2]
 HELPER = Path(__file__).with_name("vllm_bench.py")
@@ -41,7 +41,7 @@ def vllm_bench(args, model: str, result_dir: Path, round_no: int) -> dict:
             "--request-rate", "inf", "--disable-tqdm", "--save-result", "--result-dir", str(result_dir),
             "--result-filename", name, "--metadata", "method=ngram", f"k={args.k}",
             f"dataset={args.prompts.stem}", f"output_len={args.output_len}",
-            f"hardware={bench.hardware_label()}"]
+            f"hardware={provenance.hardware_label()}"]
     done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     if done.returncode != 0:
         raise SystemExit(f"vllm bench serve failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")

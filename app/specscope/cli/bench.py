@@ -167,6 +167,8 @@ def register(subparsers) -> None:
                         help="accept drafts synthetically at this mean acceptance length, e.g. 2.8, or one per K, "
                              "e.g. 4=2.9,6=3.4 (to replay a published table's acceptance)")
     parser.add_argument("--label", default=None)
-    parser.add_argument("--hardware", default=None, help=f"default: {bench.hardware_label()}")
+    parser.add_argument("--hardware", default=None,
+                        help="default: this machine's GPUs as nvidia-smi names them (e.g. 1xH100-80GB), "
+                             "else cpu-<cores>core")
     parser.add_argument("--run-id", default=None, help="default: derived from the sweep, so reruns resume")
     parser.set_defaults(func=_bench)
