@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
-from local_http import serving
+from local_http import Answering, serving
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 RUIZ_PARQUET = SHARED_DATA / "tomasruizt_vllm-scripts_full-bench-data_d94d714.parquet"
@@ -31,18 +30,13 @@ def ruiz_parquet() -> Path:
     return RUIZ_PARQUET
 
 
-class _CapturedMetrics(BaseHTTPRequestHandler):
+class _CapturedMetrics(Answering):
     """/health and /metrics of a vLLM ngram K=4 server after two completions (bytes captured from a real one)."""
 
     def do_GET(self):  # noqa: N802 - the http.server API
         captured = Path(__file__).resolve().parent / "captures" / "metrics_ngram_k4_after.txt"
         body = captured.read_bytes() if self.path == "/metrics" else b"ok"
-        self.send_response(200 if self.path in ("/health", "/metrics") else 404)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+        self.answer(body, 200 if self.path in ("/health", "/metrics") else 404)
 
 
 @pytest.fixture

@@ -19,29 +19,23 @@ import argparse
 import os
 import sys
 import tempfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "app"))
+sys.path[:0] = [str(REPO / "app"), str(REPO / "tests")]
+
+from local_http import Answering, serving  # noqa: E402
+
 METRICS = (REPO / "tests" / "captures" / "metrics_ngram_k4_after.txt").read_bytes()
 PAGE = REPO / "app" / "views" / "servers.py"
 asked = {"n": 0}
 
 
-class Captured(BaseHTTPRequestHandler):
+class Captured(Answering):
     def do_GET(self):  # noqa: N802 - the http.server API
         asked["n"] += 1
-        body = METRICS if self.path == "/metrics" else b"ok"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+        self.answer(METRICS if self.path == "/metrics" else b"ok")
 
 
 def measure(sessions: int, rounds: int, shared: bool) -> tuple[int, float]:
@@ -72,14 +66,11 @@ def main() -> None:
     os.environ["SPECSCOPE_SHARE"] = "1"  # the sessions are viewers
     from specscope import launch
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Captured)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    for i in range(args.servers):
-        launch.registry.write_state(launch.ServerState(name=f"box-{i}", url=url, attached=True))
-    per_session = measure(args.sessions, args.rounds, shared=False)
-    shared = measure(args.sessions, args.rounds, shared=True)
-    server.shutdown()
+    with serving(Captured) as url:
+        for i in range(args.servers):
+            launch.registry.write_state(launch.ServerState(name=f"box-{i}", url=url, attached=True))
+        per_session = measure(args.sessions, args.rounds, shared=False)
+        shared = measure(args.sessions, args.rounds, shared=True)
     print(f"viewers sessions={args.sessions} servers={args.servers} rounds={args.rounds} "
           f"shared_requests={shared[0]} per_session_requests={per_session[0]} "
           f"ratio={per_session[0] / max(shared[0], 1):.1f} shared_cpu_s={shared[1]:.2f} "

