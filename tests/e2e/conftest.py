@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -112,8 +113,11 @@ def cpu_demo_servers(specscope_home):
         pytest.skip(f"no SmolLM2 in {settings.models_dir()}; run `specscope models prepare` or set SPECSCOPE_MODELS")
 
     def start(*servers: tuple[str, str, bool]) -> list:
-        return [launch.start(launch.plan_for("cpu-smollm2", method, cpu_cores=core), timeout=400, warm=warm)
-                for method, core, warm in servers]
+        states = [launch.start(launch.plan_for("cpu-smollm2", method, cpu_cores=core), wait=False)
+                  for method, core, _ in servers]
+        with ThreadPoolExecutor(len(states)) as pool:  # start side by side, as `specscope demo` does
+            return list(pool.map(lambda state, warm: launch.ready(state, timeout=400, warm=warm),
+                                 states, [warm for _, _, warm in servers]))
 
     yield start
     launch.stop_all()

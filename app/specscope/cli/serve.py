@@ -161,7 +161,7 @@ def _shapes(args) -> int:
 
 
 def _demo(args) -> int:
-    """Start the demo methods one after another (startups compete for the cores), each on its least used core.
+    """Start the demo methods together (``launch.start_together``), each on its least used core.
 
     A method this machine cannot run (a missing package, say) is skipped with one line saying why;
     a server that dies is reported with its root cause; the others still start. Ctrl-C stops the
@@ -171,29 +171,22 @@ def _demo(args) -> int:
     launch.cleanup_stale()
     running = {s.state.method: s for s in launch.list_servers()
                if s.state.preset == DEMO_PRESET and s.status in ("healthy", "starting")}
-    started: list[str] = []
-    died = 0
-    try:
+
+    def plans():
         for method in (m.strip() for m in args.methods.split(",") if m.strip()):
             if method in running:
                 print(f"{running[method].state.name} already running at {running[method].state.url}")
                 continue
             try:
-                plan = launch.plan(presets.get_preset(DEMO_PRESET), method)
+                yield launch.plan(presets.get_preset(DEMO_PRESET), method)
             except ConfigError as exc:
                 print(f"skipping {method}: {exc}", file=sys.stderr)
-                continue
-            started.append(plan.state.name)
-            try:
-                state = launch.start(plan, timeout=args.timeout, progress=_progress(f"[{plan.state.name}] "))
-            except LaunchFailed as exc:
-                print(f"specscope: {exc}", file=sys.stderr)
-                died += 1
-                continue
+
+    started = launch.start_together(plans(), timeout=args.timeout,
+                                    progress_for=lambda name: _progress(f"[{name}] "))
+    for state, failure in started:
+        if failure is None:
             print(f"{state.name} healthy at {state.url}")
-    except KeyboardInterrupt:
-        for name in started:
-            if any(s.name == name for s in launch.list_servers(check_health=False)):
-                launch.stop(name)
-        raise
-    return 1 if died else 0
+        else:
+            print(f"specscope: {failure}", file=sys.stderr)
+    return 1 if any(failure for _, failure in started) else 0

@@ -2,6 +2,7 @@
 
     p = plan(get_preset("cpu-smollm2"), "ngram", k=4)      # ConfigError before anything starts
     state = start(p, progress=lambda stage, fraction: ...)  # waits for /health; LaunchFailed on death
+    start_together(plans)                                   # several at once: [(state, LaunchFailed | None)]
     list_servers()                                          # [ServerStatus(state, status, ...)]
     stop(state.name)                                        # TERM the process group, then KILL
 
@@ -20,13 +21,15 @@ healthy server configured exactly like a plan, ``unused_name`` a name no live se
 
 from specscope.launch.command import LaunchPlan, VllmInstall
 from specscope.launch.host import plan, plan_for
-from specscope.launch.process import Progress, death, restart, start, stop, stop_all, wait_healthy
+from specscope.launch.process import (Progress, death, ready, restart, start, start_together, stop, stop_all,
+                                      wait_healthy)
 from specscope.launch.procfs import group_pids, group_rss_bytes
 from specscope.launch.registry import (ServerState, ServerStatus, attach, cleanup_stale, find, find_reusable,
                                        forget, free_port, list_servers, log_tail, port_in_use, same_config,
                                        unused_name)
 
 __all__ = ["ServerState", "ServerStatus", "LaunchPlan", "VllmInstall", "plan", "plan_for", "start",
+           "start_together", "ready",
            "wait_healthy", "stop", "stop_all", "restart", "list_servers", "attach", "forget", "cleanup_stale",
            "log_tail", "group_pids", "group_rss_bytes", "free_port", "port_in_use", "Progress", "death",
            "find", "find_reusable", "same_config", "unused_name"]

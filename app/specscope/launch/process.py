@@ -13,7 +13,8 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
 from specscope import access, probe, serverlog, warmup
@@ -22,7 +23,7 @@ from specscope.launch import guard, procfs, registry
 from specscope.launch.command import LaunchPlan
 from specscope.launch.registry import ServerState
 
-__all__ = ["Progress", "start", "wait_healthy", "stop", "stop_all", "restart", "death"]
+__all__ = ["Progress", "start", "start_together", "ready", "wait_healthy", "stop", "stop_all", "restart", "death"]
 
 Progress = Callable[[str, float], None]
 PR_SET_PDEATHSIG = 1
@@ -44,6 +45,41 @@ def start(launch_plan: LaunchPlan, *, wait: bool = True, timeout: float = 300.0,
     ``die_with_parent``: the kernel sends the server SIGTERM when the starting process dies (a
     sweep task on a Ray node that is lost), and a guard (``launch.guard``) ends the rest of its
     group, so no server outlives the work it was started for."""
+    state = _spawn(launch_plan, die_with_parent)
+    return ready(state, timeout=timeout, progress=progress, warm=warm) if wait else state
+
+
+def start_together(plans: Iterable[LaunchPlan], *, timeout: float = 300.0,
+                   progress_for: Callable[[str], Progress] | None = None,
+                   warm: bool = True) -> list[tuple[ServerState, LaunchFailed | None]]:
+    """Start several servers at once and wait for all: each is spawned once the previous one is
+    registered (so a plan made lazily, as ``plans`` is iterated, sees the cores already taken), then
+    all wait for health and warm up side by side. A CPU server's start is mostly single-threaded
+    imports in three processes, so on two cores two servers start in about the time of one.
+    Returns each spawned server with None or the LaunchFailed that ended it; Ctrl-C stops them all."""
+    states = [_spawn(plan, False) for plan in plans]
+    name_progress = progress_for or (lambda name: None)
+
+    def one(state: ServerState) -> LaunchFailed | None:
+        try:
+            ready(state, timeout=timeout, progress=name_progress(state.name), warm=warm)
+        except LaunchFailed as exc:
+            return exc
+        return None
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, len(states))) as pool:
+            return list(zip(states, pool.map(one, states)))
+    except BaseException:
+        registered = {old.name for old in registry.read_states()}
+        for state in states:
+            if state.name in registered:
+                stop(state.name)
+        raise
+
+
+def _spawn(launch_plan: LaunchPlan, die_with_parent: bool) -> ServerState:
+    """Run the plan's argv in its own process group and register it; does not wait."""
     actor = access.require("start a server")
     state = launch_plan.state
     for old in registry.read_states():
@@ -68,17 +104,23 @@ def start(launch_plan: LaunchPlan, *, wait: bool = True, timeout: float = 300.0,
     state = state.model_copy(update={"pid": proc.pid, "pgid": proc.pid, "started_by": actor.who,
                                      "started_at": datetime.now(timezone.utc).isoformat()})
     registry.write_state(state)
-    if wait:
-        try:
-            wait_healthy(state, timeout=timeout, progress=progress)
-            if warm:
-                (progress or (lambda stage, fraction: None))("warming up (not measured)", 1.0)
-                warmup.warm_up(state.url)
-        except LaunchFailed:
-            raise
-        except BaseException:  # Ctrl-C or a stopped sweep while it starts: no server left behind
-            stop(state.name)
-            raise
+    return state
+
+
+def ready(state: ServerState, *, timeout: float = 300.0, progress: Progress | None = None,
+          warm: bool = True) -> ServerState:
+    """Wait until a spawned server is healthy, then warm it up; a server interrupted while it
+    starts (Ctrl-C, a stopped sweep) is stopped, so none is left behind."""
+    try:
+        wait_healthy(state, timeout=timeout, progress=progress)
+        if warm:
+            (progress or (lambda stage, fraction: None))("warming up (not measured)", 1.0)
+            warmup.warm_up(state.url)
+    except LaunchFailed:
+        raise
+    except BaseException:
+        stop(state.name)
+        raise
     return state
 
 
