@@ -31,7 +31,7 @@ from specscope.schema import BASELINE_METHOD
 from specscope.store import Store
 
 __all__ = ["PAIR_KEYS", "CELL_KEYS", "DIMENSIONS", "LENGTH_EDGES", "UNCATEGORISED", "per_prompt", "by",
-           "slower", "length_bucket", "report_by_category", "report_by_prompt_length", "report_slower"]
+           "group", "slower", "slower_rows", "length_bucket", "report_by_category", "report_by_prompt_length", "report_slower"]
 
 LEVEL = 0.95
 PAIR_KEYS = ("run_id", "concurrency")  # a method's request pairs with the baseline's of the same prompt here
@@ -113,15 +113,25 @@ def _verdict(speedup: float, low: float, high: float) -> str:
 
 
 def by(db: Store, dimension: str, filters: dict | None = None) -> pd.DataFrame:
-    """Per method cell and ``group`` (a category, or a prompt-length bucket for ``prompt_length``):
-    ``prompts``, ``speedup`` (geometric mean of the prompts' speedups) [``speedup_lo``,
-    ``speedup_hi``] (95% t-interval on the logs; none for one prompt), ``verdict`` (faster,
-    slower, tie, one prompt), ``slower_prompts``, acceptance length and rate with their
-    intervals; and each run's baseline at every concurrency and group, at 1.000x."""
+    """``group`` of the filters' ``per_prompt`` rows."""
+    _column(dimension)  # an unknown dimension fails before the query
+    return group(per_prompt(db, filters), dimension)
+
+
+def _column(dimension: str) -> str:
+    """The per-prompt column a dimension groups by; ConfigError for an unknown one."""
     if dimension not in DIMENSIONS:
         raise ConfigError(f"Per-prompt speedups group by {' or '.join(DIMENSIONS)}, not {dimension!r}.")
-    rows = per_prompt(db, filters)
-    column = DIMENSIONS[dimension]
+    return DIMENSIONS[dimension]
+
+
+def group(rows: pd.DataFrame, dimension: str) -> pd.DataFrame:
+    """Per method cell and ``group`` (a category, or a prompt-length bucket for ``prompt_length``)
+    of ``per_prompt`` rows: ``prompts``, ``speedup`` (geometric mean of the prompts' speedups)
+    [``speedup_lo``, ``speedup_hi``] (95% t-interval on the logs; none for one prompt),
+    ``verdict`` (faster, slower, tie, one prompt), ``slower_prompts``, acceptance length and rate
+    with their intervals; and each run's baseline at every concurrency and group, at 1.000x."""
+    column = _column(dimension)
     names = ["dataset", "model", "label", *CELL_KEYS]
     if rows.empty:
         return pd.DataFrame(columns=[*names, "group", "prompts", "speedup", "speedup_lo", "speedup_hi",
@@ -158,9 +168,13 @@ def by(db: Store, dimension: str, filters: dict | None = None) -> pd.DataFrame:
 
 
 def slower(db: Store, filters: dict | None = None) -> pd.DataFrame:
-    """The prompts that ran slower than their baseline (speedup below 1), slowest first, with
-    ``within_noise``: their interval holds 1 (a tie, not a loss)."""
-    rows = per_prompt(db, filters)
+    """``slower_rows`` of the filters' ``per_prompt`` rows."""
+    return slower_rows(per_prompt(db, filters))
+
+
+def slower_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The ``per_prompt`` rows that ran slower than their baseline (speedup below 1), slowest first,
+    with ``within_noise``: their interval holds 1 (a tie, not a loss)."""
     rows = rows[rows["speedup"] < 1.0]
     rows = rows.assign(within_noise=(rows["speedup_hi"] >= 1.0).fillna(False).astype(bool))
     return rows.sort_values(["speedup", "run_id", "cell", "prompt_id"]).reset_index(drop=True)
