@@ -5,6 +5,7 @@ from such a link. The Explorer and the Runs page draw the section with ``section
 from __future__ import annotations
 
 import html
+import re
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -21,6 +22,11 @@ __all__ = ["section", "by_group", "prefill_live"]
 BY = {"category": "Category", "prompt_length": "Prompt length (tokens)"}
 LIVE_PREFILLED = "live_prefilled"  # the Live link (query) whose prompt and servers were filled in
 _QUERY = ("dataset", "prompt_id", "method", "k")
+
+
+def _plain(text) -> str:
+    """``text`` (from a link's query) shown literally in Streamlit markdown."""
+    return re.sub(r"([\\`*_{}\[\]()!|<>~$:])", r"\\\1", str(text))  # no link, emphasis, code or HTML
 
 
 def _cell_name(row) -> str:
@@ -137,16 +143,18 @@ def prefill_live(launched: dict[str, PaneSpec]) -> str | None:
         return None
     st.session_state[LIVE_PREFILLED] = signature
     found = prompts.find(query["dataset"], query["prompt_id"])
+    shown = {name: _plain(value or "") for name, value in query.items()}
     if found is None:
-        return (f"Prompt {query['prompt_id']} of set '{query['dataset']}' is in no prompt set here; "
+        return (f"Prompt {shown['prompt_id']} of set '{shown['dataset']}' is in no prompt set here; "
                 "upload the set on the Runs page to open it.")
     path, prompt = found
     st.session_state.update({"live_prompt_source": "From a prompt set", "live_prompt_set": path,
                              "live_prompt_item": prompt})
     servers = _pick_servers(launched, query["method"] or "", query["k"] or "")
     st.session_state["live_launched"] = servers
-    wanted = f"the baseline and {query['method']} K={query['k']}"
+    wanted = f"the baseline and {shown['method']} K={shown['k']}"
+    filled = f"Prompt {shown['prompt_id']} of '{shown['dataset']}'"
     if len(servers) < 2:
-        return (f"Prompt {prompt.prompt_id} of '{query['dataset']}' is filled in; start {wanted} on the Servers "
-                "page (or add them by URL below) to compare them on it.")
-    return f"Prompt {prompt.prompt_id} of '{query['dataset']}' and {wanted} ({', '.join(servers)}) are filled in."
+        return (f"{filled} is filled in; start {wanted} on the Servers page (or add them by URL below) to "
+                "compare them on it.")
+    return f"{filled} and {wanted} ({', '.join(_plain(s) for s in servers)}) are filled in."

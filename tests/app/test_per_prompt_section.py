@@ -90,6 +90,7 @@ def test_live_opens_with_the_slow_prompt_filled_in(page_env):
     assert at.radio(key="live_prompt_source").value == "Typed"
 
     missing = AppTest.from_file(str(APP / "views" / "live.py"), default_timeout=60)
-    missing.query_params.update({"dataset": "gone", "prompt_id": "x1", "method": "ngram", "k": "4"})
-    _run(missing)
-    assert any("Prompt x1 of set 'gone' is in no prompt set here" in i.value for i in missing.info)
+    missing.query_params.update({"dataset": "gone", "prompt_id": "[x](http://e.vil)", "method": "ngram", "k": "4"})
+    _run(missing)  # a link's text is shown as typed, never as a link
+    assert any(r"Prompt \[x\]\(http\://e.vil\) of set 'gone' is in no prompt set here" in i.value
+               for i in missing.info)
