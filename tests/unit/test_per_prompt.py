@@ -128,11 +128,14 @@ def test_prompt_sets_carry_a_category_in_jsonl_and_csv():
         prompts.parse(("id,prompt,category\n1,hi," + "x" * 41 + "\n").encode(), "s.csv")
 
 
-def test_every_bundled_set_gives_each_prompt_a_category():
+def test_every_bundled_set_gives_each_prompt_a_category(capsys):
     categories = {path.stem: {p.category for p in prompts.load(path).prompts} for path in prompts.bundled_sets()}
     assert categories["code-editing"] == {"coding"} and categories["open-chat"] == {"chat"}
     assert categories["summarisation"] == {"summarisation"}
     assert categories["mixed"] == {"coding", "chat", "summarisation"}
+    mixed = next(path for path in prompts.bundled_sets() if path.stem == "mixed")
+    assert main(["prompts", "check", str(mixed)]) == 0
+    assert "categories: chat 4, coding 4, summarisation 4" in capsys.readouterr().out
 
 
 def test_the_cli_prints_groups_and_the_slower_list(specscope_home, capsys):
