@@ -31,7 +31,8 @@ from specscope.schema import BASELINE_METHOD
 from specscope.store import Store
 
 __all__ = ["PAIR_KEYS", "CELL_KEYS", "DIMENSIONS", "LENGTH_EDGES", "UNCATEGORISED", "per_prompt", "by",
-           "group", "slower", "slower_rows", "length_bucket", "report_by_category", "report_by_prompt_length", "report_slower"]
+           "group", "slower", "slower_rows", "length_bucket", "report_by_category", "report_by_prompt_length",
+           "report_slower"]
 
 LEVEL = 0.95
 PAIR_KEYS = ("run_id", "concurrency")  # a method's request pairs with the baseline's of the same prompt here
@@ -250,4 +251,5 @@ def report_slower(db: Store, filters: dict | None = None, as_json: bool = False)
                     + (" tie (within noise)" if r["within_noise"] else "") for _, r in frame.iterrows()],
         "acceptance length": frame["acceptance_length"].round(2)})
     return ("Prompts slower than their run's baseline (request tok/s over the same prompt's baseline "
-            "requests [95% Fieller interval]):\n" + table.astype(object).where(table.notna(), "–").to_string(index=False))
+            "requests [95% Fieller interval]):\n"
+            + table.astype(object).where(table.notna(), "–").to_string(index=False))

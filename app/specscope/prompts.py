@@ -12,7 +12,8 @@ Accepted formats (chosen by the file name's extension):
 
 ``parse`` raises InputError naming the line (and field) of the first problem; ``problems``
 lists them all. A ``category`` (``coding``, ``chat``, ...: letters, digits, spaces, ``.``, ``_``,
-``-``, at most 40 characters) groups a set's prompts in per-prompt speedups. ``save`` stores the raw bytes under ``prompts_dir()/<sha256[:16]>/``.
+``-``, at most 40 characters) groups a set's prompts in per-prompt speedups. ``save`` stores the
+raw bytes under ``prompts_dir()/<sha256[:16]>/``.
 
     prompt_set = parse(data, "my-set.jsonl")
     prompt_set.prompts[0].messages    # what the runner sends to /v1/chat/completions
@@ -32,7 +33,8 @@ from specscope import access, files, settings
 from specscope.errors import InputError
 
 __all__ = ["Prompt", "PromptSet", "parse", "problems", "load", "save", "stored_sets",
-           "bundled_sets", "set_name", "find", "bundled_categories", "FORMATS", "MAX_BYTES", "MAX_PROMPTS", "MAX_PROMPT_CHARS"]
+           "bundled_sets", "set_name", "find", "bundled_categories", "FORMATS", "MAX_BYTES", "MAX_PROMPTS",
+           "MAX_PROMPT_CHARS"]
 
 MAX_BYTES = 10 * 1024 * 1024
 MAX_PROMPTS = 10_000

@@ -77,7 +77,8 @@ def _slower_table(slow: pd.DataFrame) -> pd.DataFrame:
 
 def _open_in_live(slow: pd.DataFrame, key: str) -> None:
     """Pick a slow prompt and open Live with it and its cell's method beside the baseline."""
-    labels = [f"{r['prompt_id']} · {_cell_name(r)} · {r['speedup']:.3f}× · {r['run_id']}" for _, r in slow.iterrows()]
+    labels = [f"{r['prompt_id']} · {_cell_name(r)} · {r['speedup']:.3f}× · {r['run_id']}"
+              for _, r in slow.iterrows()]
     cols = st.columns([3, 1])
     chosen = cols[0].selectbox("Open a slow prompt in Live", range(len(slow)), format_func=labels.__getitem__,
                                key=f"{key}_slow_pick")

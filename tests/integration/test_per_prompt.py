@@ -38,8 +38,9 @@ def _independent(requests: Path) -> duckdb.DuckDBPyConnection:
         WITH rates AS (
             SELECT prompt_id, category, method, output_tokens * 1000.0 / e2el_ms AS rate, acceptance_length
             FROM read_parquet('{requests}') WHERE success)
-        SELECT s.prompt_id, s.category, avg(s.rate) / (SELECT avg(rate) FROM rates b
-                                                       WHERE b.method = 'none' AND b.prompt_id = s.prompt_id) AS speedup,
+        SELECT s.prompt_id, s.category,
+               avg(s.rate) / (SELECT avg(rate) FROM rates b WHERE b.method = 'none' AND b.prompt_id = s.prompt_id)
+                   AS speedup,
                avg(s.acceptance_length) AS acceptance_length
         FROM rates s WHERE s.method = 'ngram' GROUP BY s.prompt_id, s.category""")
     return con
