@@ -96,9 +96,12 @@ def section(filters: dict | None, key: str) -> None:
         st.info("No per-prompt rows here: SpecScope's own sweeps record every request; imported results "
                 "have none.")
         return
-    runs = list(dict.fromkeys(rows["run_id"]))
+    kinds = rows.groupby("run_id", sort=True)["category"].nunique()
+    runs = kinds.sort_values(ascending=False, kind="stable").index.tolist()  # the most categories first
     if len(runs) > 1:
-        runs = [st.selectbox("Run", runs, key=f"{key}_per_prompt_run")]
+        datasets = rows.groupby("run_id")["dataset"].first()
+        runs = [st.selectbox("Run", runs, key=f"{key}_per_prompt_run",
+                             format_func=lambda r: f"{r} ({datasets[r]}, {kinds[r]} categories)")]
     rows = rows[rows["run_id"].isin(runs)]
     dimension = st.radio("Group prompts by", list(BY), format_func=BY.get, horizontal=True,
                          key=f"{key}_per_prompt_by")
