@@ -31,7 +31,7 @@ from specscope.schema import BASELINE_METHOD
 from specscope.store import Store
 
 __all__ = ["PAIR_KEYS", "CELL_KEYS", "DIMENSIONS", "LENGTH_EDGES", "UNCATEGORISED", "per_prompt", "by",
-           "group", "slower", "slower_rows", "length_bucket", "report_by_category", "report_by_prompt_length",
+           "runs", "group", "slower", "slower_rows", "length_bucket", "report_by_category", "report_by_prompt_length",
            "report_slower"]
 
 LEVEL = 0.95
@@ -104,6 +104,12 @@ def per_prompt(db: Store, filters: dict | None = None) -> pd.DataFrame:
         speedup=frame["rate"] / frame["baseline_rate"], speedup_lo=low, speedup_hi=high,
         speedup_interval=how, category=categories, length_order=[o for o, _ in buckets],
         length_bucket=[label for _, label in buckets]).drop(columns=["var", "baseline_var"])
+
+
+def runs(rows: pd.DataFrame) -> list[str]:
+    """The run ids of ``per_prompt`` rows, those with the most categories first (then by id)."""
+    kinds = rows.groupby("run_id", sort=True)["category"].nunique()
+    return kinds.sort_values(ascending=False, kind="stable").index.tolist()
 
 
 def _verdict(speedup: float, low: float, high: float) -> str:

@@ -96,10 +96,9 @@ def section(filters: dict | None, key: str) -> None:
         st.info("No per-prompt rows here: SpecScope's own sweeps record every request; imported results "
                 "have none.")
         return
-    kinds = rows.groupby("run_id", sort=True)["category"].nunique()
-    runs = kinds.sort_values(ascending=False, kind="stable").index.tolist()  # the most categories first
+    runs = per_prompt.runs(rows)
     if len(runs) > 1:
-        datasets = rows.groupby("run_id")["dataset"].first()
+        datasets, kinds = rows.groupby("run_id")["dataset"].first(), rows.groupby("run_id")["category"].nunique()
         runs = [st.selectbox("Run", runs, key=f"{key}_per_prompt_run",
                              format_func=lambda r: f"{r} ({datasets[r]}, {kinds[r]} categories)")]
     rows = rows[rows["run_id"].isin(runs)]

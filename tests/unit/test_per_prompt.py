@@ -80,6 +80,7 @@ def test_a_prompt_pairs_with_the_baseline_of_its_own_run_and_concurrency(specsco
     _run("a", [_request("p1", "none", 0, 1, 1000.0, "chat"), _request("p1", "none", 0, 2, 4000.0, "chat"),
                _request("p1", "ngram", 4, 1, 500.0, "chat"), _request("p1", "ngram", 4, 2, 1000.0, "chat")])
     _run("b", [_request("p1", "none", 0, 1, 10.0, "chat")])  # another run's baseline is never used
+    assert per_prompt.runs(per_prompt.per_prompt(Store())) == ["a"]  # b has no method cell to pair
     rows = per_prompt.per_prompt(Store()).set_index("concurrency")
     assert rows.loc[1, "speedup"] == pytest.approx(2.0) and rows.loc[2, "speedup"] == pytest.approx(4.0)
     assert rows["speedup_interval"].tolist() == ["none", "none"]  # one request a side: no interval
