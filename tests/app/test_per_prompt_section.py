@@ -97,3 +97,16 @@ def test_live_opens_with_the_slow_prompt_filled_in(page_env):
     _run(missing)  # a link's text is shown as typed, never as a link
     assert any(r"Prompt \[x\]\(http\://e.vil\) of set 'gone' is in no prompt set here" in i.value
                for i in missing.info)
+
+
+def test_live_picks_the_baseline_and_the_method_at_the_links_k(page_env):
+    from specscope.live import PaneSpec
+    from ui.per_prompt import _pick_servers
+
+    launched = {"base": PaneSpec("base", "u0", "none"),
+                "ng2": PaneSpec("ng2", "u1", "ngram", {"method": "ngram", "num_speculative_tokens": 2}),
+                "ng4": PaneSpec("ng4", "u2", "ngram", {"method": "ngram", "num_speculative_tokens": 4}),
+                "sfx": PaneSpec("sfx", "u3", "suffix")}
+    assert _pick_servers(launched, "ngram", "4") == ["base", "ng4"]
+    assert _pick_servers(launched, "ngram", "3") == ["base", "ng2"]  # no server at that K: the method's first
+    assert _pick_servers(launched, "eagle", "4") == ["base"]
