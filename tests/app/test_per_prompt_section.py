@@ -31,16 +31,21 @@ def _links(at: AppTest) -> list:
     return [e.proto for e in at.get("page_link")]
 
 
-def test_the_explorer_shows_the_bundled_run_by_category_and_length_and_its_slow_prompts(page_env):
+def test_the_explorer_shows_the_bundled_runs_by_category_and_length_and_their_slow_prompts(page_env):
     at = _run(AppTest.from_file(str(APP / "dashboard.py"), default_timeout=120))
-    assert at.radio(key="explorer_per_prompt_by").value == "category"
-    slow = _slow_table(at)
     rows = per_prompt.per_prompt(Store())
-    shown = per_prompt.runs(rows)[0]  # the bundled run with the most categories
-    expected = per_prompt.slower_rows(rows[rows["run_id"] == shown])
+    runs = per_prompt.runs(rows)
+    assert runs[0] == "specscope-cpu-mixed"  # three categories: the section opens on it
+    assert at.selectbox(key="explorer_per_prompt_run").value == runs[0]
+    assert at.radio(key="explorer_per_prompt_by").value == "category"
+    assert per_prompt.slower_rows(rows[rows["run_id"] == runs[0]]).empty
+    assert any(s.value == "No prompt ran slower than its baseline." for s in at.success)
+
+    _run(at.selectbox(key="explorer_per_prompt_run").set_value("specscope-cpu-code-editing"))
+    slow = _slow_table(at)
+    expected = per_prompt.slower_rows(rows[rows["run_id"] == "specscope-cpu-code-editing"])
     assert slow["prompt"].tolist() == expected["prompt_id"].tolist() and len(slow) > 0
-    assert set(slow["within noise"]) <= {"tie", "slower"} and set(slow["run"]) == {shown}
-    assert set(slow["category"]) <= set(rows[rows["run_id"] == shown]["category"])
+    assert set(slow["within noise"]) <= {"tie", "slower"} and set(slow["category"]) == {"coding"}
     link = next(p for p in _links(at) if p.label == "Open in Live")
     first = expected.iloc[0]
     assert f"prompt_id={first['prompt_id']}" in link.query_string and f"method={first['method']}" in link.query_string
