@@ -57,7 +57,7 @@ def by_group(frame: pd.DataFrame, value: str, title: str, y_title: str) -> go.Fi
                         hovertemplate=f"{name}<br>%{{x}}: %{{customdata[0]}}<br>%{{customdata[1]}} prompts, "
                                       "%{customdata[2]}, %{customdata[3]} slower than baseline<extra></extra>")
     layout(fig, title, "", y_title, height=380)
-    fig.update_layout(scattermode="group", legend_title="cell")
+    fig.update_layout(scattermode="group", legend_title="cell", showlegend=True)  # one cell: still named
     fig.update_xaxes(type="category")
     if value == "speedup":
         fig.add_hline(y=1.0, line_dash="dot", line_color="grey", annotation_text="baseline 1.000×",
@@ -100,7 +100,8 @@ def section(filters: dict | None, key: str) -> None:
     if len(runs) > 1:
         datasets, kinds = rows.groupby("run_id")["dataset"].first(), rows.groupby("run_id")["category"].nunique()
         runs = [st.selectbox("Run", runs, key=f"{key}_per_prompt_run",
-                             format_func=lambda r: f"{r} ({datasets[r]}, {kinds[r]} categories)")]
+                             format_func=lambda r: f"{r} ({datasets[r]}, {kinds[r]} "
+                                                   f"{'category' if kinds[r] == 1 else 'categories'})")]
     rows = rows[rows["run_id"].isin(runs)]
     dimension = st.radio("Group prompts by", list(BY), format_func=BY.get, horizontal=True,
                          key=f"{key}_per_prompt_by")
