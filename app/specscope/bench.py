@@ -126,6 +126,7 @@ class RequestResult:
     """One request's outcome and timings (seconds, as vLLM's RequestFuncOutput)."""
 
     prompt_id: str
+    category: str | None = None
     success: bool = False
     error: str = ""
     prompt_tokens: int = 0
@@ -230,7 +231,7 @@ class CellResult:
             sd = r.spec_decode or {}
             tpot = r.tpot
             rows.append({
-                "cell_id": cell_id, "prompt_id": r.prompt_id, "method": method, "k": k,
+                "cell_id": cell_id, "prompt_id": r.prompt_id, "category": r.category, "method": method, "k": k,
                 "concurrency": self.spec.max_concurrency, "success": r.success,
                 "error": r.error or None, "prompt_tokens": r.prompt_tokens,
                 "output_tokens": r.output_tokens,
@@ -283,7 +284,7 @@ def _short(exc: BaseException) -> str:
 async def _one_request(client: httpx.AsyncClient, spec: LoadSpec, model: str,
                        prompt: Prompt) -> RequestResult:
     url, payload = _payload(spec, model, prompt)
-    result = RequestResult(prompt_id=prompt.prompt_id)
+    result = RequestResult(prompt_id=prompt.prompt_id, category=prompt.category)
     start = time.perf_counter()
     result.start_time = last = start
     first = True

@@ -4,14 +4,16 @@ Accepted formats (chosen by the file name's extension):
 
 - ``.jsonl`` / ``.ndjson``: one JSON object a line with ``prompt`` (vLLM's ``custom`` dataset
   format, optional ``output_tokens``) or chat ``messages`` (``[{"role", "content"}]``);
-  an optional ``id``.
-- ``.csv``: a header row with a ``prompt`` column (optional ``id``, ``output_tokens``).
+  an optional ``id`` and ``category``.
+- ``.csv``: a header row with a ``prompt`` column (optional ``id``, ``output_tokens``, ``category``).
 - ``.txt``: one prompt a line, or, when the file has blank lines, blank-line separated blocks.
 - ``.json``: ShareGPT, a list of ``{"conversations": [{"from": "human", "value": ...}]}``;
   the first human turn is the prompt.
 
 ``parse`` raises InputError naming the line (and field) of the first problem; ``problems``
-lists them all. ``save`` stores the raw bytes under ``prompts_dir()/<sha256[:16]>/``.
+lists them all. A ``category`` (``coding``, ``chat``, ...: letters, digits, spaces, ``.``, ``_``,
+``-``, at most 40 characters) groups a set's prompts in per-prompt speedups. ``save`` stores the
+raw bytes under ``prompts_dir()/<sha256[:16]>/``.
 
     prompt_set = parse(data, "my-set.jsonl")
     prompt_set.prompts[0].messages    # what the runner sends to /v1/chat/completions
@@ -31,15 +33,18 @@ from specscope import access, files, settings
 from specscope.errors import InputError
 
 __all__ = ["Prompt", "PromptSet", "parse", "problems", "load", "save", "stored_sets",
-           "bundled_sets", "set_name", "FORMATS", "MAX_BYTES", "MAX_PROMPTS", "MAX_PROMPT_CHARS"]
+           "bundled_sets", "set_name", "find", "bundled_categories", "FORMATS", "MAX_BYTES", "MAX_PROMPTS",
+           "MAX_PROMPT_CHARS"]
 
 MAX_BYTES = 10 * 1024 * 1024
 MAX_PROMPTS = 10_000
 MAX_PROMPT_CHARS = 200_000
 MAX_OUTPUT_TOKENS = 65_536
+MAX_CATEGORY_CHARS = 40
 ROLES = ("system", "user", "assistant")
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".txt": "txt", ".json": "sharegpt"}
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+_CATEGORY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$")
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,7 @@ class Prompt:
     line: int
     messages: tuple[tuple[str, str], ...]
     output_tokens: int | None = None
+    category: str | None = None
 
     @property
     def text(self) -> str:
@@ -120,6 +126,17 @@ def _check_output_tokens(found: _Problems, line: int, value) -> int | None:
     return value
 
 
+def _check_category(found: _Problems, line: int, value) -> str | None:
+    if value is None or value == "":
+        return None
+    text = value.strip() if isinstance(value, str) else value
+    if not isinstance(text, str) or len(text) > MAX_CATEGORY_CHARS or not _CATEGORY.match(text):
+        found.add(line, f"must be a short text (letters, digits, spaces, '.', '_', '-'; at most "
+                        f"{MAX_CATEGORY_CHARS} characters), e.g. coding, not {value!r:.40}", "category")
+        return None
+    return text
+
+
 def _prompt_id(found: _Problems, line: int, value) -> str | None:
     if value is None or value == "":
         return f"L{line}"
@@ -139,12 +156,13 @@ def _lines(text: str) -> list[str]:
 
 
 def _from_record(found: _Problems, line: int, record) -> Prompt | None:
-    """A JSONL object: ``prompt`` or ``messages``, optional ``output_tokens`` and ``id``."""
+    """A JSONL object: ``prompt`` or ``messages``, optional ``output_tokens``, ``id`` and ``category``."""
     if not isinstance(record, dict):
         found.add(line, f"must be a JSON object, not {type(record).__name__}")
         return None
     output_tokens = _check_output_tokens(found, line, record.get("output_tokens"))
     prompt_id = _prompt_id(found, line, record.get("id"))
+    category = _check_category(found, line, record.get("category"))
     if "prompt" in record:
         text = _check_text(found, line, "prompt", record["prompt"])
         messages = None if text is None else (("user", text),)
@@ -154,9 +172,10 @@ def _from_record(found: _Problems, line: int, record) -> Prompt | None:
         found.add(line, "has neither 'prompt' nor 'messages'; give one of them", "prompt")
         return None
     if messages is None or prompt_id is None or (
-            record.get("output_tokens") not in (None, "") and output_tokens is None):
+            record.get("output_tokens") not in (None, "") and output_tokens is None) or (
+            record.get("category") not in (None, "") and category is None):
         return None
-    return Prompt(prompt_id, line, messages, output_tokens)
+    return Prompt(prompt_id, line, messages, output_tokens, category)
 
 
 def _messages(found: _Problems, line: int, value) -> tuple[tuple[str, str], ...] | None:
@@ -212,7 +231,8 @@ def _parse_csv(found: _Problems, text: str) -> list[Prompt]:
         if "prompt" not in names:
             found.add(1, f"the header names no 'prompt' column (found: {', '.join(names)[:120]})", "prompt")
             return prompts
-        columns = {name: names.index(name) for name in ("prompt", "id", "output_tokens") if name in names}
+        columns = {name: names.index(name) for name in ("prompt", "id", "output_tokens", "category")
+                   if name in names}
         start = reader.line_num + 1
         for row in reader:
             line, start = start, reader.line_num + 1
@@ -416,3 +436,29 @@ def bundled_sets() -> list[Path]:
     """The sample sets shipped in ``data/prompts``."""
     folder = settings.bundled_data_dir() / "prompts"
     return sorted(p for p in folder.glob("*") if p.suffix.lower() in FORMATS) if folder.is_dir() else []
+
+
+def find(dataset: str, prompt_id: str) -> tuple[Path, Prompt] | None:
+    """The prompt ``prompt_id`` of the set named ``dataset`` (a run's ``dataset``): the newest stored
+    set of that name holding it, else the bundled one; None when no set holds it."""
+    for path in [*stored_sets(), *bundled_sets()]:
+        if set_name(path.name) != dataset:
+            continue
+        try:
+            found = next((p for p in load(path).prompts if p.prompt_id == prompt_id), None)
+        except InputError:
+            continue
+        if found is not None:
+            return path, found
+    return None
+
+
+def bundled_categories() -> dict[tuple[str, str], str]:
+    """``{(set name, prompt id): category}`` of the bundled sets: the categories of rows measured
+    on them before requests recorded one."""
+    out = {}
+    for path in bundled_sets():
+        for prompt in load(path).prompts:
+            if prompt.category:
+                out[(set_name(path.name), prompt.prompt_id)] = prompt.category
+    return out

@@ -78,6 +78,7 @@ REQUEST_SCHEMA = pa.schema([
     pa.field("run_id", pa.string()),
     pa.field("cell_id", pa.string()),
     pa.field("prompt_id", pa.string()),
+    pa.field("category", pa.string()),  # the prompt's category in its set; null when it has none
     pa.field("method", pa.string()),
     pa.field("k", pa.int32()),
     pa.field("concurrency", pa.int64()),

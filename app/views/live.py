@@ -16,6 +16,7 @@ from ui import state
 from ui.access import is_operator
 from ui.common import show_error
 from ui.live_panes import PANE_STYLE, session_pane_html, stream_panes
+from ui.per_prompt import prefill_live
 from ui.tokens import STYLE, legend_html
 
 SERVER_HELP = ("One server a line: label URL [method] [speculative config JSON]. "
@@ -48,6 +49,8 @@ with settings:
     except SpecScopeError as exc:
         launched = {}
         show_error(exc)
+    if note := prefill_live(launched):  # a slow prompt opened from the Explorer or the Runs page
+        messages.info(note)
     picked = st.multiselect("Started or attached servers", list(launched), key="live_launched",
                             help="Start servers on the Servers page or with `specscope serve`.")
     servers_text = st.text_area("More servers by URL", key="live_servers", height=100, help=SERVER_HELP,

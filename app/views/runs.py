@@ -9,7 +9,7 @@ import streamlit as st
 
 from specscope import bench, cluster, hygiene, launch, presets, prompts, run_results, sweep
 from specscope.errors import SpecScopeError
-from ui import run_charts, run_table, state
+from ui import per_prompt, run_charts, run_table, state
 from ui.access import is_operator
 from ui.common import or_stop, show_error, store
 from ui.jobs import cancel_sweep, start_sweep, sweep_jobs
@@ -61,7 +61,8 @@ def prompt_set_section() -> tuple[prompts.PromptSet, Path]:
         st.stop()
     with st.expander(f"Preview: {prompt_set.name}, {len(prompt_set)} prompts ({prompt_set.format})"):
         st.dataframe(pd.DataFrame([{"id": p.prompt_id, "line": p.line, "turns": len(p.messages),
-                                    "prompt": p.text[:300], "output_tokens": p.output_tokens}
+                                    "category": p.category, "prompt": p.text[:300],
+                                    "output_tokens": p.output_tokens}
                                    for p in prompt_set.prompts]), hide_index=True, key="runs_preview")
     return prompt_set, choices[chosen]
 
@@ -240,6 +241,8 @@ def results_section() -> None:
     left, right = st.columns(2)
     left.plotly_chart(run_charts.per_prompt_acceptance(prompt_rows), key="runs_chart_acceptance")
     right.plotly_chart(run_charts.per_prompt_speedup(prompt_rows), key="runs_chart_speedup")
+    st.subheader("Where it pays, per prompt")
+    per_prompt.section({"run_id": [run_id]}, "runs")
 
 
 st.title("Prompt sets & runs")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from pathlib import Path
 
 from specscope import prompts
@@ -27,6 +28,9 @@ def _check(args: argparse.Namespace) -> int:
     prompt_set = prompts.parse(data, path.name)
     print(f"{path.name}: {len(prompt_set)} prompts ({prompt_set.format}), set name "
           f"'{prompt_set.name}', sha256 {prompt_set.sha256[:16]}")
+    categories = Counter(p.category for p in prompt_set.prompts if p.category)
+    if categories:
+        print("categories: " + ", ".join(f"{name} {count}" for name, count in sorted(categories.items())))
     if args.save:
         print(f"saved as {prompts.save(data, path.name)[1]}")
     return 0

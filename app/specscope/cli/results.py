@@ -19,7 +19,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from specscope import explore, importers
+from specscope import explore, importers, per_prompt
 from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
 from specscope.store import Store
@@ -69,11 +69,17 @@ def _clean(value):
     return value
 
 
+BY = {"category": per_prompt.report_by_category, "prompt_length": per_prompt.report_by_prompt_length}
+
+
 def _speedup(args: argparse.Namespace) -> int:
     filters = {key: values for key in ("source", "model", "draft_model", "method", "dataset",
                                        "hardware", "vllm_version", "weights", "acceptance", "concurrency",
                                        "k", "run_id")
                if (values := getattr(args, key))}
+    if args.by or args.slower:
+        print((BY[args.by] if args.by else per_prompt.report_slower)(Store(), filters, args.json))
+        return 0
     frame = Store().speedup(filters, best=args.best)
     if args.best:
         unmatched = frame["speedup"].isna()
@@ -122,5 +128,8 @@ def register(subparsers) -> None:
     sp.add_argument("--best", action="store_true",
                     help="keep the best K per source, model, draft, method, dataset, hardware, vLLM and torch "
                          "versions, weights, acceptance and concurrency")
+    sp.add_argument("--by", choices=sorted(BY), help="per-prompt speedup and acceptance by prompt category or "
+                    "prompt-length bucket (pairs each prompt with its run's baseline)")
+    sp.add_argument("--slower", action="store_true", help="list the prompts that ran slower than their baseline")
     sp.add_argument("--json", action="store_true", help="print a JSON array")
     sp.set_defaults(func=_speedup)

@@ -1,0 +1,164 @@
+"""Where speculation pays, per prompt: speedup and acceptance by category or prompt length (with
+95% intervals), the prompts slower than their baseline, each openable in Live; and Live's prefill
+from such a link. The Explorer and the Runs page draw the section with ``section``."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from specscope import intervals, per_prompt, prompts
+from specscope.live import PaneSpec
+from specscope.schema import BASELINE_METHOD
+from ui import cache
+from ui.chart_style import PALETTE, empty_figure, layout
+
+__all__ = ["section", "by_group", "prefill_live"]
+
+BY = {"category": "Category", "prompt_length": "Prompt length (tokens)"}
+LIVE_PREFILLED = "live_prefilled"  # the Live link (query) whose prompt and servers were filled in
+_QUERY = ("dataset", "prompt_id", "method", "k")
+
+
+def _plain(text) -> str:
+    """``text`` (from a link's query) shown literally in Streamlit markdown."""
+    return re.sub(r"([\\`*_{}\[\]()!|<>~$:])", r"\\\1", str(text))  # no link, emphasis, code or HTML
+
+
+def _cell_name(row) -> str:
+    return f"{row['method']} K={int(row['k'])} c={int(row['concurrency'])}"
+
+
+def by_group(frame: pd.DataFrame, value: str, title: str, y_title: str) -> go.Figure:
+    """``value`` (speedup or acceptance_length) per group, one trace per method cell, with its 95%
+    interval as error bars; speedup draws the baseline at 1.000x."""
+    data = frame[(frame["method"] != BASELINE_METHOD) & frame[value].notna()]
+    if data.empty:
+        return empty_figure("No per-prompt figures: the run needs per-request rows of a baseline and a "
+                            "method cell" + ("." if value == "speedup" else ", and per-request acceptance."),
+                            height=300)
+    fig = go.Figure()
+    lo, hi = data[f"{value}_lo"], data[f"{value}_hi"]
+    for n, (cell, rows) in enumerate(data.groupby(["method", "k", "concurrency"], sort=True)):
+        name = html.escape(_cell_name(rows.iloc[0]))
+        bars = dict(type="data", symmetric=False, thickness=1.2, width=5,
+                    array=[None if pd.isna(v) else float(v) for v in hi[rows.index] - rows[value]],
+                    arrayminus=[None if pd.isna(v) else float(v) for v in rows[value] - lo[rows.index]])
+        texts = [intervals.text(v, a, b, unit="×" if value == "speedup" else "", digits=3 if value == "speedup"
+                                else 2, why_none="one prompt: no interval")
+                 for v, a, b in zip(rows[value], lo[rows.index], hi[rows.index])]
+        fig.add_scatter(x=[html.escape(str(g)) for g in rows["group"]], y=rows[value], name=name, mode="markers",
+                        marker=dict(size=10, color=PALETTE[n % len(PALETTE)]), error_y=bars,
+                        customdata=list(zip(texts, rows["prompts"], rows["verdict"], rows["slower_prompts"])),
+                        hovertemplate=f"{name}<br>%{{x}}: %{{customdata[0]}}<br>%{{customdata[1]}} prompts, "
+                                      "%{customdata[2]}, %{customdata[3]} slower than baseline<extra></extra>")
+    layout(fig, title, "", y_title, height=380)
+    fig.update_layout(scattermode="group", legend_title="cell", showlegend=True)  # one cell: still named
+    fig.update_xaxes(type="category")
+    if value == "speedup":
+        fig.add_hline(y=1.0, line_dash="dot", line_color="grey", annotation_text="baseline 1.000×",
+                      annotation_position="bottom right")
+    return fig
+
+
+def _slower_table(slow: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({
+        "prompt": slow["prompt_id"], "cell": [_cell_name(r) for _, r in slow.iterrows()],
+        "category": slow["category"], "prompt tokens": slow["prompt_tokens"],
+        "speedup [95%]": [intervals.text(r["speedup"], r["speedup_lo"], r["speedup_hi"], unit="×")
+                          for _, r in slow.iterrows()],
+        "within noise": ["tie" if tie else "slower" for tie in slow["within_noise"]],
+        "acceptance length": slow["acceptance_length"].round(2), "run": slow["run_id"]})
+
+
+def _open_in_live(slow: pd.DataFrame, key: str) -> None:
+    """Pick a slow prompt and open Live with it and its cell's method beside the baseline."""
+    labels = [f"{r['prompt_id']} · {_cell_name(r)} · {r['speedup']:.3f}× · {r['run_id']}"
+              for _, r in slow.iterrows()]
+    cols = st.columns([3, 1])
+    chosen = cols[0].selectbox("Open a slow prompt in Live", range(len(slow)), format_func=labels.__getitem__,
+                               key=f"{key}_slow_pick")
+    row = slow.iloc[chosen]
+    cols[1].page_link("views/live.py", label="Open in Live", icon=":material/play_circle:",
+                      query_params={"dataset": row["dataset"], "prompt_id": row["prompt_id"],
+                                    "method": row["method"], "k": str(int(row["k"]))})
+
+
+def section(filters: dict | None, key: str) -> None:
+    """The per-prompt section for the runs ``filters`` keep: by category or prompt length, and the
+    slower-than-baseline list."""
+    rows = cache.frame(per_prompt.per_prompt, filters)
+    if rows.empty:
+        st.info("No per-prompt rows here: SpecScope's own sweeps record every request; imported results "
+                "have none.")
+        return
+    runs = per_prompt.runs(rows)
+    if len(runs) > 1:
+        datasets, kinds = rows.groupby("run_id")["dataset"].first(), rows.groupby("run_id")["category"].nunique()
+        runs = [st.selectbox("Run", runs, key=f"{key}_per_prompt_run",
+                             format_func=lambda r: f"{r} ({datasets[r]}, {kinds[r]} "
+                                                   f"{'category' if kinds[r] == 1 else 'categories'})")]
+    rows = rows[rows["run_id"].isin(runs)]
+    dimension = st.radio("Group prompts by", list(BY), format_func=BY.get, horizontal=True,
+                         key=f"{key}_per_prompt_by")
+    grouped = cache.built(f"per_prompt_{dimension}", lambda: per_prompt.group(rows, dimension), rows, dimension)
+    left, right = st.columns(2)
+    left.plotly_chart(cache.built("fig_per_prompt_speedup", lambda: by_group(
+        grouped, "speedup", f"Speedup by {BY[dimension].lower()}", "speedup (geometric mean over prompts)"),
+        grouped, dimension), key=f"{key}_per_prompt_speedup")
+    right.plotly_chart(cache.built("fig_per_prompt_acceptance", lambda: by_group(
+        grouped, "acceptance_length", f"Acceptance length by {BY[dimension].lower()}", "tokens per step"),
+        grouped, dimension), key=f"{key}_per_prompt_acceptance")
+    st.caption("A prompt's speedup: its requests' tokens/s (TTFT included) over the same prompt's in the run's "
+               "baseline at the same concurrency. A group reads the geometric mean of its prompts' speedups "
+               f"[{intervals.WORDS}: t-interval over prompts]; one prompt has none. An interval that holds 1 is a "
+               "tie with the baseline.")
+    slow = per_prompt.slower_rows(rows)
+    st.markdown(f"**Slower than baseline** ({len(slow)} prompt-cell pairs"
+                f"{f', {int(slow.within_noise.sum())} of them within noise' if len(slow) else ''})")
+    if slow.empty:
+        st.success("No prompt ran slower than its baseline.")
+        return
+    st.dataframe(_slower_table(slow), hide_index=True, width="stretch", key=f"{key}_per_prompt_slower")
+    _open_in_live(slow, key)
+
+
+def _pick_servers(launched: dict[str, PaneSpec], method: str, k: str) -> list[str]:
+    """The launched baseline servers and those of ``method`` (those at K ``k`` when there are any)."""
+    speculative = [name for name, spec in launched.items() if spec.method == method]
+    same_k = [name for name in speculative
+              if str((launched[name].speculative_config or {}).get("num_speculative_tokens")) == k]
+    baseline = [name for name, spec in launched.items() if spec.method == BASELINE_METHOD]
+    return baseline[:1] + (same_k or speculative)[:1]
+
+
+def prefill_live(launched: dict[str, PaneSpec]) -> str | None:
+    """Once per link: fill Live's prompt and servers from a slow prompt's link (query parameters
+    ``dataset``, ``prompt_id``, ``method``, ``k``); returns what it filled in, or why it could not."""
+    query = {name: st.query_params.get(name) for name in _QUERY}
+    if not query["dataset"] or not query["prompt_id"]:
+        return None
+    signature = repr(sorted(query.items()))
+    if st.session_state.get(LIVE_PREFILLED) == signature:
+        return None
+    st.session_state[LIVE_PREFILLED] = signature
+    found = prompts.find(query["dataset"], query["prompt_id"])
+    shown = {name: _plain(value or "") for name, value in query.items()}
+    if found is None:
+        return (f"Prompt {shown['prompt_id']} of set '{shown['dataset']}' is in no prompt set here; "
+                "upload the set on the Runs page to open it.")
+    path, prompt = found
+    st.session_state.update({"live_prompt_source": "From a prompt set", "live_prompt_set": path,
+                             "live_prompt_item": prompt})
+    servers = _pick_servers(launched, query["method"] or "", query["k"] or "")
+    st.session_state["live_launched"] = servers
+    wanted = f"the baseline and {shown['method']} K={shown['k']}"
+    filled = f"Prompt {shown['prompt_id']} of '{shown['dataset']}'"
+    if len(servers) < 2:
+        return (f"{filled} is filled in; start {wanted} on the Servers page (or add them by URL below) to "
+                "compare them on it.")
+    return f"{filled} and {wanted} ({', '.join(_plain(s) for s in servers)}) are filled in."
