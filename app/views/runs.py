@@ -149,6 +149,12 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
             "K schedule (optional)", "", key="runs_k_schedule", placeholder="1-2:4,3-8:2,9-256:1 or auto",
             help="Also measures each method on one server drafting K by batch size (K = its maximum); "
                  "auto advises it from this run's fixed-K cells once they are done.")
+        structured = st.radio(
+            "Response formats", sweep.STRUCTURED, index=sweep.STRUCTURED.index(sweep.structured_default(prompt_set)),
+            horizontal=True, key="runs_structured", disabled=not prompt_set.has_formats,
+            help="The set's prompts carry response formats (JSON schema, regex or choice): run each cell free, "
+                 "constrained to them, or both side by side." if prompt_set.has_formats else
+                 "The set's prompts carry no response format, so every cell runs free.")
         submitted = st.form_submit_button("Start sweep")
     if on_ray:
         st.caption("Each (method, K) group runs as one task on a cluster node that fits its server, with a "
@@ -165,7 +171,7 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
         try:
             fields = dict(concurrencies=sweep.parse_ints(load["conc_text"]), prompts=prompt_path.resolve(),
                           num_prompts=load["num_prompts"], output_len=load["output_len"],
-                          repeats=load["repeats"])
+                          repeats=load["repeats"], structured=structured if prompt_set.has_formats else "free")
             if mode == PRESET_MODE:
                 spec = sweep.SweepSpec(preset=preset_name, methods=tuple(methods), ks=sweep.parse_ints(ks_text),
                                        baseline_alongside=bool(alongside),
