@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from specscope import intervals, provenance, settings
+from specscope.formats import FREE
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 from specscope.store import OWN_SOURCE, SETUP_KEYS, Store
 
@@ -33,7 +34,8 @@ _POINT = ["speedup", "speedup_lo", "speedup_hi", *_MEANS, "repeats", "runs"]  # 
 
 
 def setup_label(row: Mapping) -> str:
-    """A short name for a setup: ``model · method (draft) · dataset · hardware``."""
+    """A short name for a setup: ``model · method (draft) · dataset · hardware`` (with ``constrained
+    (json_schema)`` after the dataset when its answers followed a response format)."""
     model = str(row.get("model") or "?").split("/")[-1]
     method = row.get("method") or "?"
     draft = row.get("draft_model")
@@ -43,7 +45,10 @@ def setup_label(row: Mapping) -> str:
     where = row.get("hardware")
     if isinstance(host, str) and host:
         where = f"{where or '?'} @ {host.split(':')[0] if host.startswith('bundled:') else host}"
-    parts = [model, method, row.get("dataset"), where, provenance.marks(row)]
+    response_format = row.get("response_format")
+    constrained = f"constrained ({response_format})" if isinstance(response_format, str) and \
+        response_format not in ("", FREE) else None
+    parts = [model, method, row.get("dataset"), constrained, where, provenance.marks(row)]
     return " · ".join(str(p) for p in parts if isinstance(p, str) and p)
 
 

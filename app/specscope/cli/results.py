@@ -6,7 +6,8 @@ was made; null bounds for a single run) and the run whose baseline it divides by
 (``baseline_run_id``); with ``--best``, ``tied_ks`` lists the K the best one cannot be told
 apart from, and a group without a matching baseline is left out (said on stderr), since none
 of its K has a speedup. The text table names each row's hardware, shows "–" where a value is
-not known, and with ``--best`` leaves out the baselines (1.000x by definition).
+not known, and with ``--best`` leaves out the baselines (1.000x by definition). ``--by DIMENSION``
+puts each setup's speedup side by side along one dimension (``response_format``: free vs constrained).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from specscope import explore, importers
+from specscope import explore, importers, structured
 from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
 from specscope.store import Store
@@ -69,11 +70,35 @@ def _clean(value):
     return value
 
 
+# --by DIMENSION: a function (store, filters) -> the rows to print, and the columns the text table shows
+BY = {"response_format": (structured.by_response_format,
+                          ("setup", "concurrency", "k", "format", "speedup", "acceptance_length", "valid_share",
+                           "max_itl_ms", "baseline_run_id"))}
+BY_JSON_FIELDS = ("format", "response_format", "valid_share", "max_itl_ms", "setup")
+
+
+def _by(args: argparse.Namespace, filters: dict) -> int:
+    query, shown = BY[args.by]
+    frame = query(Store(), filters)
+    if args.json:
+        fields = JSON_FIELDS + tuple(f for f in BY_JSON_FIELDS if f in frame.columns and f not in JSON_FIELDS)
+        print(json.dumps([{f: _clean(rec.get(f)) for f in fields} for rec in frame.to_dict("records")], indent=1))
+        return 0
+    if frame.empty:
+        print(f"no setup was measured along {args.by}; `specscope bench --help` says how")
+        return 0
+    table = frame[list(shown)].assign(speedup=[explore.interval_text(r) for r in frame.to_dict("records")])
+    print(table.astype(object).where(table.notna(), "–").to_string(index=False, float_format="{:.3f}".format))
+    return 0
+
+
 def _speedup(args: argparse.Namespace) -> int:
     filters = {key: values for key in ("source", "model", "draft_model", "method", "dataset",
                                        "hardware", "vllm_version", "weights", "acceptance", "concurrency",
                                        "k", "run_id")
                if (values := getattr(args, key))}
+    if args.by:
+        return _by(args, filters)
     frame = Store().speedup(filters, best=args.best)
     if args.best:
         unmatched = frame["speedup"].isna()
@@ -123,4 +148,7 @@ def register(subparsers) -> None:
                     help="keep the best K per source, model, draft, method, dataset, hardware, vLLM and torch "
                          "versions, weights, acceptance and concurrency")
     sp.add_argument("--json", action="store_true", help="print a JSON array")
+    sp.add_argument("--by", choices=sorted(BY),
+                    help="each setup's speedup side by side along one dimension, with intervals "
+                         "(response_format: free vs constrained)")
     sp.set_defaults(func=_speedup)
