@@ -139,3 +139,35 @@ def test_an_answer_that_breaks_its_format_says_why():
     assert seen[0]["structured_outputs"] == {"choice": ["maybe"]}
     assert result.text == "no" and result.valid is False
     assert result.invalid_reason == "The answer is not one of the 1 choices."
+
+
+def _chunks(capture: str) -> list:
+    from specscope import sse, stream
+
+    lines = (CAPTURES / capture).read_bytes().decode().splitlines()
+    parsed = [stream.parse_event(data, i / 10) for i, data in
+              enumerate(d for d in map(sse.data_of, lines) if d is not None)]
+    return [c for c in parsed if c is not None]
+
+
+def test_live_sends_the_format_and_says_whether_each_real_answer_follows_it():
+    from specscope import live, stream
+
+    prompt = prompts.load(BUNDLED).prompts[0]
+    request = stream.GenerationRequest(prompt=prompt.text, chat=True,
+                                       response_format=json.dumps(prompt.response_format.as_record()))
+    body = stream.request_body(request, "smol")
+    assert body["response_format"] == prompt.response_format.request_fields()["response_format"]
+    assert live.answer_problem(request, _chunks("sse_chat_ngram_json_schema.sse")) == ""
+    assert live.answer_problem(request, _chunks("sse_chat_suffix_json_schema_cut.sse")) == \
+        "The answer was cut by max_tokens before the format closed."
+    free = stream.GenerationRequest(prompt=prompt.text, chat=True)
+    assert "response_format" not in stream.request_body(free, "smol")
+    assert live.answer_problem(free, _chunks("sse_chat_ngram_json_schema.sse")) is None
+
+
+def test_a_cut_constrained_answer_in_a_sweep_is_invalid_and_says_so():
+    prompt = prompts.load(BUNDLED).prompts[0]
+    result = _replay("sse_chat_suffix_json_schema_cut.sse", prompt, True, [])
+    assert result.success and result.finish_reason == "length" and result.valid is False
+    assert result.invalid_reason == "The answer was cut by max_tokens before the format closed."
