@@ -149,11 +149,12 @@ class RequestResult:
 
     @property
     def invalid_reason(self) -> str | None:
-        """Why the answer breaks its format (a failed request has none); None when valid or free."""
+        """Why the answer breaks its format, one sentence (a failed request has no answer); None when
+        valid or free."""
         if self.response_format is None:
             return None
         if not self.success:
-            return "no answer: the request failed"
+            return "No answer: the request failed."
         problem = self.response_format.check(self.text, self.finish_reason)
         return f"The answer {problem}." if problem else None
 
