@@ -82,3 +82,32 @@ def test_cli_speedup_by_response_format(db, monkeypatch, capsys):
     assert cli_main(["speedup", "--by", "response_format", "--method", "ngram"]) == 0
     text = capsys.readouterr().out
     assert "constrained (json_schema)" in text and "1.833×" in text and "1.143×" in text
+
+
+def test_a_sweep_plans_free_and_constrained_cells_on_one_server(specscope_home, tmp_path):
+    from specscope import sweep
+
+    spec = lambda **kw: sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(4,), concurrencies=(1,),
+                                        prompts=tmp_path / "s.jsonl", repeats=2, **kw)  # noqa: E731
+    cells = sweep.plan_cells(spec(structured="both"))
+    assert [c.cell_id for c in cells[:4]] == ["none-k0-c1-r1", "none-k0-c1-constrained-r1", "ngram-k4-c1-r1",
+                                              "ngram-k4-c1-constrained-r1"]
+    assert cells[0].group == cells[1].group  # the same server
+    assert [c.cell_id for c in sweep.plan_cells(spec())] == ["none-k0-c1-r1", "ngram-k4-c1-r1", "none-k0-c1-r2",
+                                                             "ngram-k4-c1-r2"]
+    assert spec().resolved_run_id("abc") != spec(structured="both").resolved_run_id("abc")
+    with pytest.raises(Exception, match="one of free, constrained, both"):
+        spec(structured="json")
+    (tmp_path / "s.jsonl").write_text('{"prompt": "no format here"}\n')
+    with pytest.raises(Exception, match="No prompt of s carries a response_format"):
+        sweep.run_sweep(spec(structured="constrained"), launcher=None)
+
+
+def test_lossless_compares_each_format_with_its_own_baseline():
+    from specscope import sweep
+
+    rows = [{"method": m, "k": k, "concurrency": 1, "response_format": f, "status": "ok", "temperature": 0.0,
+             "repeat": 1} for m, k in (("none", 0), ("ngram", 4)) for f in ("none", "json_schema")]
+    outputs = [{"p": "free"}, {"p": "json"}, {"p": "free"}, {"p": "json"}]
+    checked = sweep._with_hygiene(rows, outputs)
+    assert [r.get("lossless_mismatches") for r in checked] == [None, None, 0, 0]
