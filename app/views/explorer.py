@@ -15,7 +15,8 @@ from ui.access import is_operator
 from ui.common import figure_download, or_stop, shared_store_note, show_error, store
 
 FILTERS = [("source", "Source"), ("model", "Model"), ("draft_model", "Draft / head"),
-           ("method", "Method"), ("dataset", "Dataset"), ("hardware", "Hardware"), ("host", "Host")]
+           ("method", "Method"), ("dataset", "Dataset"), ("response_format", "Response format"), ("hardware", "Hardware"),
+           ("host", "Host")]
 
 st.title("Explorer")
 st.caption("Speedup = output throughput with speculative decoding / without, same model, dataset, "
