@@ -129,11 +129,17 @@ def section(filters: dict) -> None:
                "their format closes; free ones run to the fixed output length. "
                + (f"Valid constrained answers: {shares.min():.0%} in the worst cell, "
                   f"{'every' if (shares == 1).all() else 'not every'} cell fully valid." if not shares.empty else ""))
-    fig = cache.built("fig_structured", lambda: comparison_figure(frame), frame)
-    st.plotly_chart(fig, width="stretch", key="explorer_fig_structured")
-    figure_download(fig, "Constrained vs free", key="explorer_dl_structured")
-    st.dataframe(comparison_table(pairs), hide_index=True, width="stretch", key="explorer_structured_table")
-    gaps = cache.frame(structured.request_gaps, filters)
-    if not gaps.empty:
-        st.plotly_chart(cache.built("fig_structured_gaps", lambda: gaps_figure(gaps), gaps), width="stretch",
-                        key="explorer_fig_structured_gaps")
+    # Drawn only when opened: plotly's scripts would load ahead of the landing page's first figure.
+    drawn = st.expander("Speedup, acceptance, validity and longest gaps, free vs constrained",
+                        key="explorer_structured_open", on_change="rerun")
+    if not drawn.open:
+        return
+    with drawn:
+        fig = cache.built("fig_structured", lambda: comparison_figure(frame), frame)
+        st.plotly_chart(fig, width="stretch", key="explorer_fig_structured")
+        figure_download(fig, "Constrained vs free", key="explorer_dl_structured")
+        st.dataframe(comparison_table(pairs), hide_index=True, width="stretch", key="explorer_structured_table")
+        gaps = cache.frame(structured.request_gaps, filters)
+        if not gaps.empty:
+            st.plotly_chart(cache.built("fig_structured_gaps", lambda: gaps_figure(gaps), gaps), width="stretch",
+                            key="explorer_fig_structured_gaps")

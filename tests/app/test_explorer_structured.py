@@ -41,6 +41,10 @@ def test_constrained_and_free_show_side_by_side(measured):
     at.run()
     assert not at.exception, at.exception
     assert "Constrained vs free (structured output)" in [h.value for h in at.subheader]
+    assert not at.get("plotly_chart")  # drawn once opened
+    at.session_state["explorer_structured_open"] = True
+    at.run()
+    assert not at.exception, at.exception
     table = next(d.value for d in at.dataframe if "speedup constrained (95%)" in d.value.columns)
     ngram = table[table["setup"].str.contains("ngram")].iloc[0]
     assert ngram["speedup free (95%)"].startswith("1.083×")   # 13 / 12 over the free baseline
