@@ -217,7 +217,9 @@ def bundled_frame(specscope_home):
 
 
 def _cpu_fits(frame):
-    return [f for f in advisor.fit_families(frame) if f.keys["source"] == "specscope"]
+    """SpecScope's own CPU groups of the code-editing runs (every K measured; the structured run has one K)."""
+    return [f for f in advisor.fit_families(frame) if f.keys["source"] == "specscope"
+            and f.keys["dataset"] == "code-editing"]
 
 
 def test_group_labels_name_prompt_set_and_hardware_and_are_distinct(bundled_frame):
