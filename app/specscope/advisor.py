@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from specscope import provenance, theory
+from specscope import formats, provenance, theory
 from specscope.errors import InputError
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 
@@ -40,7 +40,8 @@ __all__ = ["FAMILY_KEYS", "FamilyFit", "Advice", "Evidence", "MeasuredPoint", "f
            "predicted_crossover", "with_acceptance_length", "model_curves", "fit_curves",
            "concurrency_curves", "measured_ties"]
 
-FAMILY_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware", "vllm_version", "weights", "acceptance")
+FAMILY_KEYS = ("source", "model", "draft_model", "method", "dataset", "response_format", "hardware", "vllm_version", "weights",
+               "acceptance")
 _DECAYS = np.linspace(0.01, 1.0, 991)
 EXTRAPOLATE = 4  # how far past the largest measured concurrency a crossover is extrapolated
 _ALPHAS = np.linspace(0.0, 0.999, 1999)
@@ -138,6 +139,7 @@ def family_label(keys: Mapping) -> str:
     """A family's name for menus: ``model · method [+ draft] · dataset · hardware (source)``."""
     method = keys["method"] + (f" + {keys['draft_model']}" if keys.get("draft_model") else "")
     marks = provenance.marks(keys)
+    method += f" · {constrained}" if (constrained := formats.constrained_label(keys.get("response_format"))) else ""
     return (f"{keys['model']} · {method} · {keys.get('dataset') or 'no dataset'} · "
             f"{keys.get('hardware') or 'no hardware'}{' · ' + marks if marks else ''} "
             f"({keys.get('source') or 'no source'})")

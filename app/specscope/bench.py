@@ -3,8 +3,11 @@
 It follows ``vllm bench serve`` (DOMAIN.md section 4): requests go out in the set's order
 (cycled when ``num_prompts`` is larger), at ``request_rate`` (Poisson, ``inf`` = all at once)
 behind a ``max_concurrency`` semaphore; each asks for ``output_len`` tokens with EOS ignored
-at temperature 0. Per request: TTFT (first content chunk), ITL (gaps between chunks), TPOT
-((E2EL - TTFT) / (tokens - 1)) and E2EL (last content chunk). Throughput = output tokens of
+at temperature 0. A constrained cell (``LoadSpec.structured``) sends each prompt's response format
+(``specscope.formats``) without ignoring EOS, so an answer ends where its format closes, at most
+``max(output_len, STRUCTURED_MAX_TOKENS)`` tokens (the prompt's ``output_tokens`` when it gives one);
+each answer is checked (``valid``). Per request: TTFT (first content chunk), ITL (gaps between chunks), TPOT
+((E2EL - TTFT) / (tokens - 1)), E2EL (last content chunk) and the longest ITL (a stall). Throughput = output tokens of
 successful requests / wall time of the run. SD counters come from ``/metrics`` deltas around
 the run; per-request SD figures through ``stream.spec_decode_stats``, which reads both vLLM
 formats (``metrics.speculative_decoding`` on the final usage chunk with
@@ -29,24 +32,28 @@ import hashlib
 import math
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import httpx
 import numpy as np
 
-from specscope import metrics, probe, sse, stream
+from specscope import formats, metrics, probe, sse, stream
 from specscope.errors import ConfigError, InputError, ServerError, SpecScopeError, UsageError
 from specscope.prompts import Prompt, PromptSet
 
 __all__ = ["LoadSpec", "RequestResult", "CellResult", "ProgressEvent", "Progress", "ServerInfo",
-           "run_load", "run_sync", "server_info", "DEFAULT_OUTPUT_LEN"]
+           "run_load", "run_sync", "server_info", "DEFAULT_OUTPUT_LEN", "STRUCTURED_MAX_TOKENS"]
 
 DEFAULT_OUTPUT_LEN = 128
+STRUCTURED_MAX_TOKENS = 256  # a constrained answer's room to close its format (small schemas need ~30-200)
 _WAVE_GAP_S = 0.005
 # Warm-ups send this, never a prompt of the set, so no cache carries a measured prompt over.
 _WARMUP_PROMPT = Prompt(prompt_id="warmup", line=0,
                         messages=(("user", "Count from one to twenty in words, separated by commas."),))
+# A constrained cell's warm-ups carry a format, so the grammar backend starts before the measurement.
+_WARMUP_FORMAT = formats.parse({"type": "json_schema", "json_schema": {"name": "warmup", "schema": {
+    "type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}}})
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,7 @@ class LoadSpec:
     warmups: int = 0                       # [--num-warmups] sent before the counters are read
     seed: int = 0                          # [--seed]
     timeout_s: float = 1800.0
+    structured: bool = False               # send each prompt's response format (a constrained cell)
 
     def __post_init__(self):
         if self.max_concurrency < 1:
@@ -137,6 +145,29 @@ class RequestResult:
     start_time: float = 0.0
     text: str = ""
     spec_decode: dict | None = None
+    finish_reason: str | None = None
+    response_format: formats.ResponseFormat | None = None  # the format it was sent with, if any
+
+    @property
+    def invalid_reason(self) -> str | None:
+        """Why the answer breaks its format, one sentence (a failed request has no answer); None when
+        valid or free."""
+        if self.response_format is None:
+            return None
+        if not self.success:
+            return "No answer: the request failed."
+        problem = self.response_format.check(self.text, self.finish_reason)
+        return f"The answer {problem}." if problem else None
+
+    @property
+    def valid(self) -> bool | None:
+        """Whether the answer follows its format; None for a request sent without one."""
+        return None if self.response_format is None else self.invalid_reason is None
+
+    @property
+    def max_itl_ms(self) -> float | None:
+        """The longest gap between two streamed chunks (a stall), ms."""
+        return max(self.itl) * 1000 if self.itl else None
 
     @property
     def text_sha256(self) -> str:
@@ -197,6 +228,13 @@ class CellResult:
             return "failed", f"Every request failed; first error: {failed[0].error}" if failed else "No requests ran."
         return "ok", None
 
+    @property
+    def valid_share(self) -> float | None:
+        """Share of the constrained requests whose answer follows its format (failed ones count as
+        not valid); None when the cell sent no format."""
+        checked = [r.valid for r in self.requests if r.valid is not None]
+        return sum(checked) / len(checked) if checked else None
+
     def row(self, **labels: Any) -> dict:
         """The canonical result row of this cell; ``labels`` fill model, method, k, dataset, ..."""
         ok = self.ok
@@ -213,6 +251,9 @@ class CellResult:
             "output_throughput": total_output / self.duration_s if self.duration_s else None,
             "status": status, "error": error, "warmups": self.spec.warmups,
             "prefix_cache_hit_rate": self.prefix_cache_hit_rate, "wave_share": self.wave_share,
+            "response_format": formats.kinds_label(r.response_format for r in self.requests),
+            "valid_share": self.valid_share,
+            "max_itl_ms": max((r.max_itl_ms for r in ok if r.max_itl_ms is not None), default=None),
         }
         series = {"ttft": [r.ttft for r in ok], "tpot": [r.tpot for r in ok if r.tpot is not None],
                   "itl": [gap for r in ok for gap in r.itl], "e2el": [r.latency for r in ok]}
@@ -244,6 +285,8 @@ class CellResult:
                 "acceptance_rate": sd.get("draft_acceptance_rate"),
                 "acceptance_length": sd.get("mean_acceptance_length"),
                 "spec_decode_format": sd.get("format"),
+                "response_format": r.response_format.kind if r.response_format else formats.FREE,
+                "valid": r.valid, "invalid_reason": r.invalid_reason, "max_itl_ms": r.max_itl_ms,
             })
         return rows
 
@@ -263,11 +306,19 @@ def server_info(base_url: str, timeout: float = 10.0) -> ServerInfo:
     return ServerInfo(data["id"], probe.vllm_version(base_url, timeout), data.get("max_model_len"))
 
 
+def _format_of(spec: LoadSpec, prompt: Prompt) -> formats.ResponseFormat | None:
+    return prompt.response_format if spec.structured else None
+
+
 def _payload(spec: LoadSpec, model: str, prompt: Prompt) -> tuple[str, dict]:
     max_tokens = spec.output_len or prompt.output_tokens or DEFAULT_OUTPUT_LEN
     common = {"model": model, "stream": True, "stream_options": {"include_usage": True},
               "temperature": spec.temperature}
-    if spec.ignore_eos:
+    response_format = _format_of(spec, prompt)
+    if response_format is not None:  # the answer ends where its format closes: never cut it early
+        max_tokens = prompt.output_tokens or max(max_tokens, STRUCTURED_MAX_TOKENS)
+        common.update(response_format.request_fields())
+    elif spec.ignore_eos:
         common["ignore_eos"] = True
     if spec.endpoint == "chat":
         return f"{spec.root}/v1/chat/completions", {
@@ -284,7 +335,8 @@ def _short(exc: BaseException) -> str:
 async def _one_request(client: httpx.AsyncClient, spec: LoadSpec, model: str,
                        prompt: Prompt) -> RequestResult:
     url, payload = _payload(spec, model, prompt)
-    result = RequestResult(prompt_id=prompt.prompt_id, category=prompt.category)
+    result = RequestResult(prompt_id=prompt.prompt_id, category=prompt.category,
+                           response_format=_format_of(spec, prompt))
     start = time.perf_counter()
     result.start_time = last = start
     first = True
@@ -310,6 +362,7 @@ async def _one_request(client: httpx.AsyncClient, spec: LoadSpec, model: str,
                     choice = chunk["choices"][0]
                     piece = (choice.get("delta") or {}).get("content") if text_key else choice.get("text")
                     result.text += piece or ""
+                    result.finish_reason = choice.get("finish_reason") or result.finish_reason
                     if first:
                         result.ttft, first = now - start, False
                     else:
@@ -369,7 +422,8 @@ async def run_load(spec: LoadSpec, prompt_set: PromptSet, progress: Progress | N
 
     async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
         for _ in range(spec.warmups):
-            await _one_request(client, spec, model, _WARMUP_PROMPT)
+            await _one_request(client, spec, model, replace(_WARMUP_PROMPT, response_format=_WARMUP_FORMAT)
+                               if spec.structured else _WARMUP_PROMPT)
         before = await asyncio.to_thread(_snapshot, spec, model)
         semaphore = asyncio.Semaphore(spec.max_concurrency)
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from specscope import intervals, provenance, settings
+from specscope import formats, intervals, provenance, settings
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 from specscope.store import OWN_SOURCE, SETUP_KEYS, Store
 
@@ -33,7 +33,8 @@ _POINT = ["speedup", "speedup_lo", "speedup_hi", *_MEANS, "repeats", "runs"]  # 
 
 
 def setup_label(row: Mapping) -> str:
-    """A short name for a setup: ``model · method (draft) · dataset · hardware``."""
+    """A short name for a setup: ``model · method (draft) · dataset · hardware`` (with ``constrained
+    (json_schema)`` after the dataset when its answers followed a response format)."""
     model = str(row.get("model") or "?").split("/")[-1]
     method = row.get("method") or "?"
     draft = row.get("draft_model")
@@ -43,7 +44,8 @@ def setup_label(row: Mapping) -> str:
     where = row.get("hardware")
     if isinstance(host, str) and host:
         where = f"{where or '?'} @ {host.split(':')[0] if host.startswith('bundled:') else host}"
-    parts = [model, method, row.get("dataset"), where, provenance.marks(row)]
+    constrained = formats.constrained_label(row.get("response_format"))
+    parts = [model, method, row.get("dataset"), constrained, where, provenance.marks(row)]
     return " · ".join(str(p) for p in parts if isinstance(p, str) and p)
 
 

@@ -43,7 +43,7 @@ from specscope.steps import Provenance, StepTracker
 from specscope.stream import FORMAT_FLAGS, Chunk, GenerationRequest, StreamClient
 
 __all__ = ["launched_specs", "parse_server_lines", "PaneSpec", "PaneMetrics", "PaneView", "Pane", "LiveSession", "pane_metrics",
-           "compare_lossless", "recordings_dir", "load_recording", "shared_cores", "default_mode", "special_tokens",
+           "compare_lossless", "answer_problem", "recordings_dir", "load_recording", "shared_cores", "default_mode", "special_tokens",
            "describe_source", "MODES", "MAX_PANES"]
 
 MODES = ("race", "fair")
@@ -100,6 +100,8 @@ class PaneView:
     warming: bool = False  # its server is being warmed up (nothing measured yet)
     cold: bool = False  # its server had answered nothing before this request: a cold start
     freshness: Freshness | None = None  # whether its server saw the prompt before
+    invalid_reason: str | None = None  # why a finished answer breaks the request's response format
+    valid: bool | None = None  # whether it follows it (None: no format, or not finished)
 
 
 def pane_metrics(chunks: list[Chunk], provenance: Provenance) -> PaneMetrics:
@@ -124,6 +126,17 @@ def pane_metrics(chunks: list[Chunk], provenance: Provenance) -> PaneMetrics:
         acceptance_rate=accepted / drafted if drafted else None,
         per_position=tuple(sum(1 for s in drafting if s.accepted > i) / len(drafting) for i in range(depth)),
     )
+
+
+def answer_problem(request: GenerationRequest, chunks: list[Chunk]) -> str | None:
+    """For a request with a response format: "" when the streamed answer follows it, else why not
+    (one sentence); None for a request without one."""
+    answer_format = request.answer_format
+    if answer_format is None:
+        return None
+    finish = next((c.finish_reason for c in reversed(chunks) if c.finish_reason), None)
+    problem = answer_format.check("".join(c.text for c in chunks), finish)
+    return f"The answer {problem}." if problem else ""
 
 
 def compare_lossless(baseline: list[int], other: list[int], complete: bool) -> tuple[bool | None, int | None]:
@@ -514,11 +527,13 @@ class LiveSession:
             provenance, figures = pane.view_chunks(chunks)
             complete = pane.done and (until is None or until >= self.replay_length_s)
             texts = {t.id: t.text for t in provenance.tokens} | pane.token_texts
+            invalid = answer_problem(pane.request, chunks) if complete and not pane.error else None
             views.append(PaneView(spec=pane.spec, provenance=provenance, metrics=figures, token_texts=texts,
                                   error=pane.error if complete or until is None else None,
                                   done=complete, t0=pane.started_at if until is None else self.replay_started_wall,
                                   special=special_tokens(chunks), warming=pane.warming, cold=pane.cold,
-                                  freshness=pane.freshness))
+                                  freshness=pane.freshness, invalid_reason=invalid or None,
+                                  valid=None if invalid is None else not invalid))
         self._compare(views)
         return views
 

@@ -3,8 +3,8 @@
 Each request's own decode rate is its ``output_tokens / e2el`` (tokens per second as its user
 sees them, time to first token included). A prompt's speedup in a method cell is the mean rate
 of its requests there (repeats and cycled requests folded) over the mean rate of the same
-prompt's requests in **the same run's baseline** at the same concurrency (PAIR_KEYS: the one
-place that says what must match), with a 95% Fieller interval when both sides have two or more
+prompt's requests in **the same run's baseline** at the same concurrency and response format
+(PAIR_KEYS: the one place that says what must match), with a 95% Fieller interval when both sides have two or more
 requests (``stats.ratio_intervals``). A group of prompts (a category, a prompt-length bucket)
 reads the geometric mean of its prompts' speedups with a 95% t-interval on their logs; a
 group of one prompt has no interval. A group whose interval holds 1 is a tie with the baseline,
@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from specscope import intervals, prompts, stats
+from specscope import formats, intervals, prompts, stats
 from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
 from specscope.store import Store
@@ -35,7 +35,7 @@ __all__ = ["PAIR_KEYS", "CELL_KEYS", "DIMENSIONS", "LENGTH_EDGES", "UNCATEGORISE
            "report_slower"]
 
 LEVEL = 0.95
-PAIR_KEYS = ("run_id", "concurrency")  # a method's request pairs with the baseline's of the same prompt here
+PAIR_KEYS = ("run_id", "concurrency", "response_format")  # a request pairs with the baseline's of its prompt here
 CELL_KEYS = (*PAIR_KEYS, "cell", "method", "k")  # one method cell of a run (its repeats folded)
 DIMENSIONS = {"category": "category", "prompt_length": "length_bucket"}
 LENGTH_EDGES = (64, 128, 256, 512, 1024, 2048, 4096, 8192)  # prompt tokens; each bucket doubles
@@ -194,7 +194,9 @@ def _json(frame: pd.DataFrame, columns: tuple[str, ...]) -> str:
 
 
 def _cell(row) -> str:
-    return row["method"] if row["method"] == BASELINE_METHOD else f"{row['method']} K={int(row['k'])}"
+    """``ngram K=4``, ``none``; ``constrained (json_schema)`` added for a cell run with response formats."""
+    name = row["method"] if row["method"] == BASELINE_METHOD else f"{row['method']} K={int(row['k'])}"
+    return f"{name} {formats.constrained_label(row.get('response_format'))}".rstrip()
 
 
 _GROUP_JSON = ("run_id", "dataset", "model", "cell", "method", "k", "concurrency", "group", "prompts", "speedup",

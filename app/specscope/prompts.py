@@ -4,8 +4,10 @@ Accepted formats (chosen by the file name's extension):
 
 - ``.jsonl`` / ``.ndjson``: one JSON object a line with ``prompt`` (vLLM's ``custom`` dataset
   format, optional ``output_tokens``) or chat ``messages`` (``[{"role", "content"}]``);
-  an optional ``id`` and ``category``.
-- ``.csv``: a header row with a ``prompt`` column (optional ``id``, ``output_tokens``, ``category``).
+  an optional ``id``, ``category`` and ``response_format`` (a JSON schema, regex or choice list the
+  answer must follow: ``specscope.formats``).
+- ``.csv``: a header row with a ``prompt`` column (optional ``id``, ``output_tokens``, ``category``,
+  ``response_format`` as JSON text).
 - ``.txt``: one prompt a line, or, when the file has blank lines, blank-line separated blocks.
 - ``.json``: ShareGPT, a list of ``{"conversations": [{"from": "human", "value": ...}]}``;
   the first human turn is the prompt.
@@ -29,7 +31,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from specscope import access, files, settings
+from specscope import access, files, formats, settings
 from specscope.errors import InputError
 
 __all__ = ["Prompt", "PromptSet", "parse", "problems", "load", "save", "stored_sets",
@@ -56,6 +58,7 @@ class Prompt:
     messages: tuple[tuple[str, str], ...]
     output_tokens: int | None = None
     category: str | None = None
+    response_format: formats.ResponseFormat | None = None  # the answer's constraint, if any
 
     @property
     def text(self) -> str:
@@ -78,6 +81,11 @@ class PromptSet:
 
     def __len__(self) -> int:
         return len(self.prompts)
+
+    @property
+    def has_formats(self) -> bool:
+        """Whether any prompt carries a response format."""
+        return any(p.response_format is not None for p in self.prompts)
 
 
 class _Problems:
@@ -137,6 +145,16 @@ def _check_category(found: _Problems, line: int, value) -> str | None:
     return text
 
 
+def _check_format(found: _Problems, line: int, value) -> formats.ResponseFormat | None:
+    if value is None or value == "":
+        return None
+    try:
+        return formats.parse(value)
+    except ValueError as exc:
+        found.add(line, str(exc), "response_format")
+        return None
+
+
 def _prompt_id(found: _Problems, line: int, value) -> str | None:
     if value is None or value == "":
         return f"L{line}"
@@ -156,13 +174,15 @@ def _lines(text: str) -> list[str]:
 
 
 def _from_record(found: _Problems, line: int, record) -> Prompt | None:
-    """A JSONL object: ``prompt`` or ``messages``, optional ``output_tokens``, ``id`` and ``category``."""
+    """A JSONL object: ``prompt`` or ``messages``, optional ``output_tokens``, ``id``, ``category`` and
+    ``response_format``."""
     if not isinstance(record, dict):
         found.add(line, f"must be a JSON object, not {type(record).__name__}")
         return None
     output_tokens = _check_output_tokens(found, line, record.get("output_tokens"))
     prompt_id = _prompt_id(found, line, record.get("id"))
     category = _check_category(found, line, record.get("category"))
+    response_format = _check_format(found, line, record.get("response_format"))
     if "prompt" in record:
         text = _check_text(found, line, "prompt", record["prompt"])
         messages = None if text is None else (("user", text),)
@@ -173,9 +193,10 @@ def _from_record(found: _Problems, line: int, record) -> Prompt | None:
         return None
     if messages is None or prompt_id is None or (
             record.get("output_tokens") not in (None, "") and output_tokens is None) or (
-            record.get("category") not in (None, "") and category is None):
+            record.get("category") not in (None, "") and category is None) or (
+            record.get("response_format") not in (None, "") and response_format is None):
         return None
-    return Prompt(prompt_id, line, messages, output_tokens, category)
+    return Prompt(prompt_id, line, messages, output_tokens, category, response_format)
 
 
 def _messages(found: _Problems, line: int, value) -> tuple[tuple[str, str], ...] | None:
@@ -231,7 +252,8 @@ def _parse_csv(found: _Problems, text: str) -> list[Prompt]:
         if "prompt" not in names:
             found.add(1, f"the header names no 'prompt' column (found: {', '.join(names)[:120]})", "prompt")
             return prompts
-        columns = {name: names.index(name) for name in ("prompt", "id", "output_tokens", "category")
+        columns = {name: names.index(name) for name in ("prompt", "id", "output_tokens", "category",
+                                                        "response_format")
                    if name in names}
         start = reader.line_num + 1
         for row in reader:

@@ -17,7 +17,7 @@ CELL_COLUMNS = ("method", "k", "concurrency", "status", "completed", "failed", "
                 "mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "p99_e2el_ms", "acceptance_rate",
                 "acceptance_length", "error")
 # what cell_table returns besides status and error (repeats and intervals come from the store)
-CELL_TABLE_COLUMNS = ("method", "k", "concurrency", "repeats", "output_throughput", "output_throughput_lo",
+CELL_TABLE_COLUMNS = ("method", "k", "concurrency", "response_format", "repeats", "output_throughput", "output_throughput_lo",
                       "output_throughput_hi", "speedup", "speedup_lo", "speedup_hi", "speedup_interval",
                       "completed", "failed", "mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "p99_e2el_ms",
                       "acceptance_rate", "acceptance_length", "hygiene")
@@ -35,21 +35,22 @@ def cell_table(db: Store, run_id: str) -> pd.DataFrame:
     intervals, repeats, hygiene flags; cells with no ok repeat appear as failed with the reason."""
     wanted = [c for c in CELL_COLUMNS if c not in ("status", "error")] + ["hygiene"]
     ok = db.speedup({"run_id": [run_id]}, columns=wanted)
-    ok = ok[[*CELL_TABLE_COLUMNS[:3], *[c for c in CELL_TABLE_COLUMNS[3:] if c in ok.columns]]].copy()
+    ok = ok[[*CELL_TABLE_COLUMNS[:4], *[c for c in CELL_TABLE_COLUMNS[4:] if c in ok.columns]]].copy()
     ok["status"], ok["error"] = "ok", None
     failed = db.query("""
-        SELECT method, k, concurrency, any_value(status) AS status, any_value(error) AS error
+        SELECT method, k, concurrency, response_format, any_value(status) AS status, any_value(error) AS error
         FROM results WHERE run_id = ? AND coalesce(status, 'ok') <> 'ok' GROUP BY ALL""", [run_id])
     if not ok.empty:
-        done = set(zip(ok["method"], ok["k"], ok["concurrency"]))
-        keep = [key not in done for key in zip(failed["method"], failed["k"], failed["concurrency"])]
+        cell = ["method", "k", "concurrency", "response_format"]
+        done = set(ok[cell].itertuples(index=False, name=None))
+        keep = [key not in done for key in failed[cell].itertuples(index=False, name=None)]
         failed = failed.loc[pd.Series(keep, index=failed.index, dtype=bool)]
     frames = [f for f in (ok, failed) if not f.empty]
     if not frames:
         return pd.DataFrame(columns=[*CELL_TABLE_COLUMNS, "status", "error"])
     table = pd.concat(frames, ignore_index=True)
     table["_sd"] = table["method"] != BASELINE_METHOD  # the baseline first
-    return table.sort_values(["_sd", "method", "k", "concurrency"]).drop(columns="_sd").reset_index(drop=True)
+    return table.sort_values(["_sd", "method", "k", "concurrency", "response_format"]).drop(columns="_sd").reset_index(drop=True)
 
 
 def per_prompt(db: Store, run_id: str) -> pd.DataFrame:
@@ -57,11 +58,13 @@ def per_prompt(db: Store, run_id: str) -> pd.DataFrame:
     speedup = baseline E2EL / this E2EL."""
     return db.query("""
         WITH r AS (
-            SELECT method, k, concurrency, prompt_id, avg(acceptance_rate) AS acceptance_rate,
+            SELECT method, k, concurrency, response_format, prompt_id, avg(acceptance_rate) AS acceptance_rate,
                    avg(acceptance_length) AS acceptance_length, avg(e2el_ms) AS e2el_ms,
                    avg(output_tokens) AS output_tokens, any_value(spec_decode_format) AS spec_decode_format
             FROM requests WHERE run_id = ? AND success GROUP BY ALL),
-        b AS (SELECT concurrency, prompt_id, e2el_ms AS baseline_e2el_ms FROM r WHERE method = 'none')
+        b AS (SELECT concurrency, response_format, prompt_id, e2el_ms AS baseline_e2el_ms FROM r
+              WHERE method = 'none')
         SELECT r.*, b.baseline_e2el_ms / r.e2el_ms AS speedup
-        FROM r LEFT JOIN b USING (concurrency, prompt_id)
+        FROM r LEFT JOIN b ON b.concurrency = r.concurrency AND b.prompt_id = r.prompt_id
+             AND b.response_format IS NOT DISTINCT FROM r.response_format
         ORDER BY r.method, r.k, r.concurrency, r.prompt_id""", [run_id])

@@ -210,6 +210,11 @@ def advise_schedule(fit: FamilyFit, ks: Sequence[int] | None = None, max_batch: 
     return from_best({p.batch_size: p.k for p in points}), points
 
 
+def _constrained(keys) -> str:
+    fmt = keys.get("response_format")
+    return f" constrained to {fmt}" if isinstance(fmt, str) and fmt not in ("", "none") else ""
+
+
 def from_results(model: str, method: str, dataset: str | None = None, max_batch: int = 256) -> KSchedule:
     """The schedule advised from the stored results of ``model`` and ``method`` (and ``dataset``);
     ConfigError when none match or several families (datasets, hardware) would need a choice."""
@@ -223,7 +228,7 @@ def from_results(model: str, method: str, dataset: str | None = None, max_batch:
                           + (f" on {dataset}" if dataset else "") + "; run a sweep first, or give the schedule itself.")
     fits = advisor.fit_families(frame)
     if len(fits) > 1:
-        names = "; ".join(f"{f.keys['dataset']} on {f.keys['hardware']}" for f in fits)
+        names = "; ".join(f"{f.keys['dataset']}{_constrained(f.keys)} on {f.keys['hardware']}" for f in fits)
         raise ConfigError(f"Results of {len(fits)} setups match ({names}); pick one with --dataset.")
     return advise_schedule(fits[0], max_batch=max_batch, zero=drafting_nothing(_family_of(stored, fits[0])))[0]
 

@@ -34,6 +34,7 @@ _fields: list[pa.Field] = [
     pa.field("weights", pa.string()),        # real | dummy (--load-format dummy: engine cost only)
     pa.field("acceptance", pa.string()),     # real | synthetic (drafts accepted at set rates); null: baseline
     pa.field("dataset", pa.string()),
+    pa.field("response_format", pa.string()),  # none | json_schema | regex | choice (comma-joined); null: old rows
     pa.field("num_prompts", pa.int64()),
     pa.field("temperature", pa.float64()),
     pa.field("output_len", pa.int64()),
@@ -69,6 +70,8 @@ _fields += [
     pa.field("prior_requests", pa.int64()),
     pa.field("lossless_mismatches", pa.int64()),
     pa.field("hygiene", pa.string()),  # comma-separated check ids
+    pa.field("valid_share", pa.float64()),  # constrained answers that follow their format; null when free
+    pa.field("max_itl_ms", pa.float64()),   # the longest gap between streamed chunks of any request
 ]
 
 RESULT_SCHEMA = pa.schema(_fields)
@@ -96,6 +99,10 @@ REQUEST_SCHEMA = pa.schema([
     pa.field("acceptance_rate", pa.float64()),
     pa.field("acceptance_length", pa.float64()),
     pa.field("spec_decode_format", pa.string()),
+    pa.field("response_format", pa.string()),
+    pa.field("valid", pa.bool_()),
+    pa.field("invalid_reason", pa.string()),
+    pa.field("max_itl_ms", pa.float64()),
 ])
 REQUEST_COLUMNS = tuple(REQUEST_SCHEMA.names)
 

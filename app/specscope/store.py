@@ -52,20 +52,20 @@ __all__ = ["write_results", "write_requests", "new_run_id", "to_table", "host_of
            "OWN_SOURCE"]
 
 OWN_SOURCE = "specscope"
-FILTER_COLUMNS = ("source", "label", "run_id", "model", "draft_model", "method", "dataset",
+FILTER_COLUMNS = ("source", "label", "run_id", "model", "draft_model", "method", "dataset", "response_format",
                   "hardware", "host", "vllm_version", "weights", "acceptance", "k", "concurrency", "status")
 # Provenance: rows that differ in these never share a baseline, a setup or a best K.
 PROVENANCE_KEYS = ("vllm_version", "torch_version", "weights")
-BASELINE_KEYS = ("source", "model", "dataset", "hardware", "host", *PROVENANCE_KEYS, "output_len",
+BASELINE_KEYS = ("source", "model", "dataset", "response_format", "hardware", "host", *PROVENANCE_KEYS, "output_len",
                  "temperature", "concurrency")
-BEST_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host", *PROVENANCE_KEYS,
+BEST_KEYS = ("source", "model", "draft_model", "method", "dataset", "response_format", "hardware", "host", *PROVENANCE_KEYS,
              "acceptance", "temperature", "concurrency")
-SETUP_KEYS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host", *PROVENANCE_KEYS,
+SETUP_KEYS = ("source", "model", "draft_model", "method", "dataset", "response_format", "hardware", "host", *PROVENANCE_KEYS,
               "acceptance")
 POINT_KEYS = (*SETUP_KEYS, "k_schedule", "concurrency", "k")  # a figure point: runs of a cell fold into it
 CELL_KEYS = ("run_id", "source", "label", "model", "draft_model", "method", "k", "k_schedule",
              "method_params", "tp",
-             "hardware", "host", *PROVENANCE_KEYS, "acceptance", "dataset", "temperature", "output_len",
+             "hardware", "host", *PROVENANCE_KEYS, "acceptance", "dataset", "response_format", "temperature", "output_len",
              "concurrency", "request_rate")
 DERIVED_COLUMNS = {
     "repeats": "ok measurements folded into the cell (1 for a single run)",
@@ -192,6 +192,8 @@ def _aggregate(field: pa.Field) -> str:
     name = f'"{field.name}"'
     if field.name in CELL_KEYS:
         return f"any_value({name}) AS {name}"
+    if field.name == "max_itl_ms":  # the longest stall of any repeat
+        return f"max({name}) AS {name}"
     if pa.types.is_integer(field.type):
         return f"CAST(round(avg({name})) AS {_duck_type(field)}) AS {name}"
     if pa.types.is_floating(field.type):

@@ -26,7 +26,7 @@ from typing import Iterator
 
 import httpx
 
-from specscope import probe, sse
+from specscope import formats, probe, sse
 from specscope.errors import ServerUnreachable, StreamError
 
 __all__ = ["GenerationRequest", "Chunk", "StreamClient", "request_body", "parse_event",
@@ -50,6 +50,12 @@ class GenerationRequest:
     chat: bool = False
     model: str | None = None
     seed: int | None = None
+    response_format: str | None = None  # JSON of a prompt's response format (``specscope.formats``)
+
+    @property
+    def answer_format(self) -> formats.ResponseFormat | None:
+        """The format the answer must follow, if any."""
+        return formats.parse(self.response_format) if self.response_format else None
 
     @property
     def path(self) -> str:
@@ -97,6 +103,8 @@ def request_body(request: GenerationRequest, model: str) -> dict:
         body["logprobs"] = 0
     if request.seed is not None:
         body["seed"] = request.seed
+    if request.answer_format is not None:
+        body.update(request.answer_format.request_fields())
     return body
 
 

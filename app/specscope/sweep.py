@@ -32,6 +32,11 @@ Every server gets unmeasured warm-up requests at its first cell's concurrency an
 length before that cell (``specscope.warmup``), on top of each cell's own ``warmups``.
 Every row gets the ids of the hygiene checks it fails (``specscope.hygiene``).
 
+``structured`` runs each cell free (``free``, the prompts' response formats left out), constrained
+(``constrained``: each prompt sent with its format) or both (``both``: a constrained cell beside
+each free one, on the same server, id suffix ``-constrained``); ``structured_default`` picks both
+for a set whose prompts carry formats. Rows record it in ``response_format``.
+
     spec = SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(1, 2, 4),
                      concurrencies=(1, 4), prompts=Path("data/prompts/code-editing.jsonl"))
     result = run_sweep(spec, PresetLauncher(spec.preset), progress=print)
@@ -54,7 +59,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
-from specscope import (bench, catalog, files, hygiene, launch, metrics, probe, prompts, provenance, settings,
+from specscope import (bench, catalog, files, formats, hygiene, launch, metrics, probe, prompts, provenance, settings,
                        shared, store, warmup)
 from specscope.errors import ConfigError, ServerUnreachable, SpecScopeError
 from specscope.launch import procfs
@@ -66,9 +71,10 @@ from specscope.schema import BASELINE_METHOD
 __all__ = ["SweepSpec", "Cell", "Launcher", "RunningServer", "PresetLauncher", "ServersLauncher", "SweepResult",
            "SweepJob", "run_sweep", "parse_ints", "plan_cells", "run_dir", "finished_cells", "run_hygiene",
            "launcher_for", "servers_spec", "synthetic_config", "is_synthetic", "synthetic_length_for",
-           "synthetic_keys", "parse_lengths", "requests_of"]
+           "synthetic_keys", "parse_lengths", "requests_of", "structured_default", "STRUCTURED"]
 
 SYNTHETIC = "synthetic"  # rejection_sample_method that accepts drafts at set rates, whatever they are
+STRUCTURED = ("free", "constrained", "both")
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,7 @@ class Cell:
     concurrency: int
     repeat: int | None = None  # None: the cell is measured once
     schedule: str | None = None
+    constrained: bool = False  # each prompt sent with its response format
 
     @property
     def group(self) -> tuple[str, int, str | None]:
@@ -89,10 +96,10 @@ class Cell:
 
     @property
     def cell_id(self) -> str:
-        """The cell's name, e.g. ``ngram-k4-c1`` (``-r2`` for the second repeat; a sweep's one
-        schedule is ``ngram-schedule-c1``)."""
+        """The cell's name, e.g. ``ngram-k4-c1`` (``-r2`` for the second repeat, ``-constrained`` with the
+        prompts' response formats; a sweep's one schedule is ``ngram-schedule-c1``)."""
         kind = "schedule" if self.schedule else f"k{self.k}"
-        base = f"{self.method}-{kind}-c{self.concurrency}"
+        base = f"{self.method}-{kind}-c{self.concurrency}" + ("-constrained" if self.constrained else "")
         return base if self.repeat is None else f"{base}-r{self.repeat}"
 
 
@@ -122,10 +129,13 @@ class SweepSpec:
     synthetic_acceptance: float | None = None  # drafts accepted at rate alpha^i (a step-cost calibration)
     synthetic_length: tuple[tuple[int, float], ...] = ()  # (K, mean acceptance length); K 0: every K
     per_concurrency: int | None = None  # a cell sends this many requests per slot (at least num_prompts)
+    structured: str = "free"  # free | constrained | both: cells without and/or with the response formats
 
     def __post_init__(self):
         if self.repeats < 1:
             raise ConfigError("Repeats must be a whole number of at least 1.")
+        if self.structured not in STRUCTURED:
+            raise ConfigError(f"Structured output must be one of {', '.join(STRUCTURED)}, not {self.structured!r:.40}.")
         if not self.methods and not self.servers:
             raise ConfigError("Give at least one method, e.g. none,ngram.")
         groups = [(method, k) for _, method, k in self.servers]
@@ -165,7 +175,7 @@ class SweepSpec:
         key = {k: v for k, v in asdict(self).items() if k not in ("run_id", "label")}
         for name, default in (("repeats", 1), ("baseline_alongside", False), ("servers", ()),
                               ("k_schedule", None), ("synthetic_acceptance", None), ("synthetic_length", ()),
-                              ("per_concurrency", None)):
+                              ("per_concurrency", None), ("structured", "free")):
             if key[name] == default:
                 del key[name]  # sweeps without them keep the run ids they always had
         # the host too: two machines running the same sweep into one shared store never share a run id
@@ -203,13 +213,19 @@ def plan_cells(spec: SweepSpec) -> list[Cell]:
     concurrencies = tuple(dict.fromkeys(spec.concurrencies))
     groups = [(method, k) for _, method, k in spec.servers] if spec.servers else method_ks(spec)
     scheduled = list(dict.fromkeys(m for m, _ in groups if m != BASELINE_METHOD)) if spec.k_schedule else []
+    kinds = {"free": (False,), "constrained": (True,), "both": (False, True)}[spec.structured]
     cells: list[Cell] = []
     for r in repeats:
-        cells += [Cell(method, k, c, r) for method, k in groups for c in concurrencies]
+        cells += [Cell(method, k, c, r, None, f) for method, k in groups for c in concurrencies for f in kinds]
         # after the fixed K, so `auto` can be advised from them
-        cells += [Cell(m, _schedule_k(spec.k_schedule), c, r, spec.k_schedule) for m in scheduled
-                  for c in concurrencies]
+        cells += [Cell(m, _schedule_k(spec.k_schedule), c, r, spec.k_schedule, f) for m in scheduled
+                  for c in concurrencies for f in kinds]
     return cells
+
+
+def structured_default(prompt_set: prompts.PromptSet) -> str:
+    """``both`` for a set whose prompts carry response formats, else ``free``."""
+    return "both" if prompt_set.has_formats else "free"
 
 
 def method_ks(spec: SweepSpec) -> list[tuple[str, int]]:
@@ -497,19 +513,19 @@ def _keep_entry(run_id: str, cell_id: str, entry: dict) -> None:
 def _with_hygiene(rows: list[dict], outputs: list[dict[str, str]]) -> list[dict]:
     """Rows with ``lossless_mismatches`` (against the run's baseline) and ``hygiene`` filled in."""
     def key(row):
-        return row.get("method"), row.get("k"), row.get("concurrency")
+        return row.get("method"), row.get("k"), row.get("concurrency"), row.get("response_format")
 
     ok = [(row, out) for row, out in zip(rows, outputs) if row.get("status") == "ok"]
     repeats: dict[tuple, int] = {}
-    baseline: dict[object, dict[str, str]] = {}
+    baseline: dict[object, dict[str, str]] = {}  # per concurrency and response format
     for row, out in sorted(ok, key=lambda pair: pair[0].get("repeat") or 0):
         repeats[key(row)] = repeats.get(key(row), 0) + 1
         if row.get("method") == BASELINE_METHOD and out:
-            baseline.setdefault(row.get("concurrency"), out)
+            baseline.setdefault(key(row)[2:], out)
     for row, out in ok:
         lossy = is_synthetic(row.get("method_params"))  # accepts drafts the target would not
-        if row.get("method") != BASELINE_METHOD and row.get("concurrency") in baseline and not lossy:
-            row["lossless_mismatches"] = hygiene.lossless_mismatches(out, baseline[row["concurrency"]])
+        if row.get("method") != BASELINE_METHOD and key(row)[2:] in baseline and not lossy:
+            row["lossless_mismatches"] = hygiene.lossless_mismatches(out, baseline[key(row)[2:]])
         row["hygiene"] = ",".join(hygiene.flags(row, repeats[key(row)]))
     return rows
 
@@ -578,6 +594,8 @@ def _labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: 
         "acceptance": provenance.acceptance_kind(cell.method, is_synthetic(server.method_params) or (
             synthetic_keys(spec.synthetic_acceptance, spec.synthetic_length, cell.k) is not None)),
         "dataset": prompt_set.name,
+        "response_format": formats.kinds_label(p.response_format for p in prompt_set.prompts
+                                               if cell.constrained),
     }
 
 
@@ -602,7 +620,8 @@ def _run_cell(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server
         info = bench.server_info(server.url)
         load = bench.LoadSpec(base_url=server.url, model=info.model, num_prompts=requests_of(spec, cell.concurrency),
                               max_concurrency=cell.concurrency, request_rate=spec.request_rate,
-                              output_len=spec.output_len, temperature=spec.temperature, warmups=spec.warmups)
+                              output_len=spec.output_len, temperature=spec.temperature, warmups=spec.warmups,
+                              structured=cell.constrained)
         emit(bench.ProgressEvent("cell_start", cell.cell_id, done, total))
         cpu_before = hygiene.sample_cpu(launcher.pids(server), server.cores) if server.cores else None
         outcome = bench.run_sync(bench.run_load(load, prompt_set, emit, cell=cell.cell_id,
@@ -634,6 +653,9 @@ def run_sweep(spec: SweepSpec, launcher: Launcher, progress: bench.Progress | No
     or a callable) is asked before each cell; ``only`` limits the sweep to those cell ids (a Ray
     task's group)."""
     prompt_set = prompts.load(spec.prompts)
+    if spec.structured != "free" and not prompt_set.has_formats:
+        raise ConfigError(f"No prompt of {prompt_set.name} carries a response_format, so nothing can be "
+                          "constrained; add formats to the set or run it free.")
     run_id = spec.resolved_run_id(prompt_set.sha256)
     cells = [cell for cell in plan_cells(spec) if only is None or cell.cell_id in only]
     result = SweepResult(run_id)
@@ -694,7 +716,7 @@ def _advised(cell: Cell, run_id: str, dataset: str) -> Cell:
         raise ConfigError(f"No {cell.method} cell of this sweep was measured, so no schedule can be "
                           "advised; give the schedule itself.")
     advised = schedule.from_results(models[0], cell.method, dataset)
-    return Cell(cell.method, advised.server_k, cell.concurrency, cell.repeat, advised.text())
+    return Cell(cell.method, advised.server_k, cell.concurrency, cell.repeat, advised.text(), cell.constrained)
 
 
 def _started(cell: Cell, what: str, server: RunningServer, seconds: float) -> str:
@@ -776,7 +798,8 @@ def _run_cells(spec: SweepSpec, prompt_set: prompts.PromptSet, run_id: str, cell
             server = servers.get(group)
             if group in advised:
                 cell = advised[group]
-                cell = Cell(cell.method, cell.k, planned.concurrency, planned.repeat, cell.schedule)
+                cell = Cell(cell.method, cell.k, planned.concurrency, planned.repeat, cell.schedule,
+                            planned.constrained)
             if server is None:
                 row, requests, outputs = _failed_row(spec, prompt_set, cell, None, None,
                                                      start_errors[group]), [], {}

@@ -8,7 +8,8 @@ any widget stops the loop at the next arrival and reruns the page, which resumes
 
 Metrics sit in a grid that wraps inside the pane, so they stay in it however narrow it is;
 a pane's title wraps between words only. Badges say what a figure cannot: a repeated prompt
-(cached drafts or prefix cache), a cold start, a server being warmed up.
+(cached drafts or prefix cache), a cold start, a server being warmed up; and, for a prompt with a
+response format, whether the finished answer follows it.
 """
 
 from __future__ import annotations
@@ -103,6 +104,11 @@ def pane_html(view: PaneView, *, show_rejected: bool, spec_format: str | None = 
     elif view.lossless is False:
         badge = (f'<span data-lossless="fail" title="not lossless: the output differs from the baseline\'s">'
                  f"✗ differs at token {view.divergence}</span>")
+    if view.valid is True:
+        badge += ' <span data-valid="pass" title="the answer follows the prompt\'s response format">✓ valid</span>'
+    elif view.valid is False:
+        badge += (f' <span data-valid="fail" title="{html.escape(view.invalid_reason or "", quote=True)}">'
+                  f"✗ invalid: {html.escape(view.invalid_reason or '')}</span>")
     phase = "done" if view.done else "warming up (not measured)…" if view.warming else "streaming…"
     plain, detail = live.describe_source(view.provenance, spec_format)
     source = (f'<div class="ss-source ss-below" data-source="{view.provenance.source}" '

@@ -10,12 +10,13 @@ import streamlit as st
 
 from specscope import datasets, explore, intervals, verdict
 from specscope.errors import SpecScopeError
-from ui import cache, charts, import_form, k_charts, per_prompt
+from ui import cache, charts, import_form, k_charts, per_prompt, structured
 from ui.access import is_operator
 from ui.common import figure_download, or_stop, shared_store_note, show_error, store
 
 FILTERS = [("source", "Source"), ("model", "Model"), ("draft_model", "Draft / head"),
-           ("method", "Method"), ("dataset", "Dataset"), ("hardware", "Hardware"), ("host", "Host")]
+           ("method", "Method"), ("dataset", "Dataset"), ("response_format", "Response format"), ("hardware", "Hardware"),
+           ("host", "Host")]
 
 st.title("Explorer")
 st.caption("Speedup = output throughput with speculative decoding / without, same model, dataset, "
@@ -220,6 +221,7 @@ if not curves.empty:
             _show("schedule_vs_concurrency", "K schedule vs fixed K",
                   lambda: charts.schedule_vs_concurrency(curves, scheduled_setup))
 
+structured.section(filters)  # constrained vs free, when a run measured both
 st.subheader("Where it pays, per prompt")
 per_prompt.section(filters, "explorer")
 

@@ -12,7 +12,7 @@ import streamlit as st
 from specscope import launch, live, prompts
 from specscope.errors import ConfigError, SpecScopeError
 from specscope.stream import GenerationRequest
-from ui import state
+from ui import answer_format as answer_format_ui, state
 from ui.access import is_operator
 from ui.common import show_error
 from ui.live_panes import PANE_STYLE, session_pane_html, stream_panes
@@ -60,6 +60,7 @@ with settings:
     source = st.radio("Prompt", ["Typed", "Sample", "From a prompt set"], horizontal=True, key="live_prompt_source")
     sets = prompts.stored_sets() + prompts.bundled_sets()
     prompt_text = ""
+    answer_format = None  # the response format the answers must follow (JSON), if any
     if source == "Typed":
         prompt_text = st.text_area("Prompt text", key="live_prompt_text", height=80)
     elif not sets:
@@ -72,8 +73,12 @@ with settings:
             item = st.selectbox("Prompt", items, format_func=lambda p: f"{p.prompt_id}: {p.text[:70]}",
                                 key="live_prompt_item")
             prompt_text = item.text if item else ""
+            if item is not None and item.response_format is not None:
+                answer_format = answer_format_ui.from_prompt(item)
         except SpecScopeError as exc:
             show_error(exc)
+    if source == "Typed":
+        answer_format = answer_format_ui.editor()
 
 
 def _specs() -> list[live.PaneSpec]:
@@ -116,7 +121,8 @@ if start_clicked:
         if not prompt_text.strip():
             raise ConfigError("Type or pick a prompt first (under Servers, prompt and settings).")
         _start(_specs(), GenerationRequest(prompt=prompt_text, max_tokens=int(max_tokens),
-                                           temperature=float(temperature), chat=chat))
+                                           temperature=float(temperature), chat=chat,
+                                           response_format=answer_format))
     except SpecScopeError as exc:
         with messages:
             show_error(exc)

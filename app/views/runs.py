@@ -92,10 +92,12 @@ def _progress() -> None:
 
 
 def _per_set_defaults(prompt_set: prompts.PromptSet) -> None:
-    """Requests per cell and repeats follow the chosen set (its size, capped) until the user changes them."""
+    """Requests per cell, repeats and response formats (both for a set that carries them) follow the chosen
+    set until the user changes them."""
     if st.session_state.get(DEFAULTS_FOR) != prompt_set.sha256 or "runs_num_prompts" not in st.session_state:
         st.session_state["runs_num_prompts"] = min(len(prompt_set), REQUESTS_CAP)
         st.session_state["runs_repeats"] = 3 if len(prompt_set) <= SMALL_SET else 1
+        st.session_state["runs_structured"] = sweep.structured_default(prompt_set)
         st.session_state[DEFAULTS_FOR] = prompt_set.sha256
 
 
@@ -150,6 +152,11 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
             "K schedule (optional)", "", key="runs_k_schedule", placeholder="1-2:4,3-8:2,9-256:1 or auto",
             help="Also measures each method on one server drafting K by batch size (K = its maximum); "
                  "auto advises it from this run's fixed-K cells once they are done.")
+        structured = st.radio(
+            "Response formats", sweep.STRUCTURED, horizontal=True, key="runs_structured", disabled=not prompt_set.has_formats,
+            help="The set's prompts carry response formats (JSON schema, regex or choice): run each cell free, "
+                 "constrained to them, or both side by side." if prompt_set.has_formats else
+                 "The set's prompts carry no response format, so every cell runs free.")
         submitted = st.form_submit_button("Start sweep")
     if on_ray:
         st.caption("Each (method, K) group runs as one task on a cluster node that fits its server, with a "
@@ -166,7 +173,7 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
         try:
             fields = dict(concurrencies=sweep.parse_ints(load["conc_text"]), prompts=prompt_path.resolve(),
                           num_prompts=load["num_prompts"], output_len=load["output_len"],
-                          repeats=load["repeats"])
+                          repeats=load["repeats"], structured=structured if prompt_set.has_formats else "free")
             if mode == PRESET_MODE:
                 spec = sweep.SweepSpec(preset=preset_name, methods=tuple(methods), ks=sweep.parse_ints(ks_text),
                                        baseline_alongside=bool(alongside),

@@ -51,3 +51,11 @@ def test_running_servers_can_be_measured_over_concurrency(runs_page, metrics_url
     choice = at.multiselect(key="runs_servers")
     assert choice.options == ["gpu-node (speculative K=3)"]
     assert not [w for w in at.text_input if w.key == "runs_ks"]  # K is each server's own
+
+
+def test_a_set_with_response_formats_runs_free_and_constrained_by_default(runs_page):
+    at = _run(runs_page)
+    assert at.radio(key="runs_structured").value == "free" and at.radio(key="runs_structured").disabled
+    with_formats = next(o for o in at.selectbox(key="runs_set").options if o == "sample: json-extraction.jsonl")
+    at = _run(at.selectbox(key="runs_set").set_value(with_formats))
+    assert at.radio(key="runs_structured").value == "both" and not at.radio(key="runs_structured").disabled

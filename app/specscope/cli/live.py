@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from specscope import live
+from specscope import formats, live
 from specscope.errors import ConfigError
 from specscope.stream import GenerationRequest
 
@@ -26,6 +26,9 @@ def register(subparsers) -> None:
     stream.add_argument("--max-tokens", type=int, default=128)
     stream.add_argument("--temperature", type=float, default=0.0)
     stream.add_argument("--chat", action="store_true", help="use /v1/chat/completions")
+    stream.add_argument("--response-format", metavar="JSON",
+                        help='the answer\'s format: a JSON schema, regex or choice list, e.g. '
+                             '\'{"type": "choice", "choice": ["yes", "no"]}\'; each pane says whether it is valid')
     stream.add_argument("--mode", choices=live.MODES, default="fair")
     stream.add_argument("--save", action="store_true", help="save a recording under the SpecScope home")
     stream.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -58,9 +61,19 @@ def _specs(args) -> list[live.PaneSpec]:
     return live.parse_server_lines("\n".join(lines))
 
 
+def _response_format(text: str | None) -> str | None:
+    if not text:
+        return None
+    try:
+        return json.dumps(formats.parse(text).as_record())
+    except ValueError as exc:
+        raise ConfigError(f"--response-format {exc}.") from None
+
+
 def _stream(args) -> int:
     request = GenerationRequest(prompt=args.prompt, max_tokens=args.max_tokens,
-                                temperature=args.temperature, chat=args.chat)
+                                temperature=args.temperature, chat=args.chat,
+                                response_format=_response_format(args.response_format))
     session = live.LiveSession.create(_specs(args), request, args.mode)
     session.start()
     session.wait()
@@ -99,7 +112,9 @@ def _print(session: live.LiveSession, as_json: bool) -> None:
         print(f"   tokens {m.tokens}  ttft {_fmt(m.ttft_ms)} ms  tpot {_fmt(m.tpot_ms)} ms  itl {_fmt(m.itl_ms)} ms  "
               f"tok/s {_fmt(m.tokens_per_s)}  AL {_fmt(m.acceptance_length, 2)}  acceptance {_fmt(m.acceptance_rate, 3)}"
               f"  speedup {_fmt(m.speedup, 2)}  lossless {view.lossless}"
-              + (f" (first divergence at token {view.divergence})" if view.divergence is not None else ""))
+              + (f" (first divergence at token {view.divergence})" if view.divergence is not None else "")
+              + ("" if view.valid is None else f"  valid {view.valid}"
+                 + (f" ({view.invalid_reason})" if view.invalid_reason else "")))
         for note in view.provenance.notes:
             print(f"   note: {note}")
 
@@ -111,7 +126,8 @@ def _fmt(value: float | None, digits: int = 1) -> str:
 def _view_dict(view: live.PaneView) -> dict:
     return {"label": view.spec.label, "method": view.spec.method, "source": view.provenance.source,
             "estimated": view.provenance.estimated, "error": view.error, "lossless": view.lossless,
-            "divergence": view.divergence, "metrics": asdict(view.metrics), "notes": view.provenance.notes,
+            "divergence": view.divergence, "valid": view.valid, "invalid_reason": view.invalid_reason,
+            "metrics": asdict(view.metrics), "notes": view.provenance.notes,
             "steps": [{**asdict(s), "tokens": [t.text for t in view.provenance.tokens if t.step == s.index],
                        "rejected_texts": [view.token_texts.get(i) for i in s.rejected_ids]}
                       for s in view.provenance.steps]}

@@ -6,7 +6,9 @@ was made; null bounds for a single run) and the run whose baseline it divides by
 (``baseline_run_id``); with ``--best``, ``tied_ks`` lists the K the best one cannot be told
 apart from, and a group without a matching baseline is left out (said on stderr), since none
 of its K has a speedup. The text table names each row's hardware, shows "–" where a value is
-not known, and with ``--best`` leaves out the baselines (1.000x by definition).
+not known, and with ``--best`` leaves out the baselines (1.000x by definition). ``--by category`` or
+``prompt_length`` gives per-prompt speedups by group (``--slower``: the prompts slower than their
+baseline); ``--by response_format`` puts each setup's speedup free and constrained side by side.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from specscope import explore, importers, per_prompt
+from specscope import explore, importers, per_prompt, structured
 from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
 from specscope.store import Store
@@ -69,7 +71,35 @@ def _clean(value):
     return value
 
 
-BY = {"category": per_prompt.report_by_category, "prompt_length": per_prompt.report_by_prompt_length}
+# --by response_format: the rows of each setup free and constrained, and the columns the text table shows
+SIDE_BY_SIDE = {"response_format": (structured.by_response_format,
+                                    ("setup", "concurrency", "k", "format", "speedup", "acceptance_length",
+                                     "valid_share", "max_itl_ms", "baseline_run_id"))}
+SIDE_BY_SIDE_JSON_FIELDS = ("format", "response_format", "valid_share", "max_itl_ms", "setup")
+
+
+def _side_by_side(dimension: str):
+    """A ``--by`` report: (store, filters, as_json) -> the text to print."""
+    query, shown = SIDE_BY_SIDE[dimension]
+
+    def report(store: Store, filters: dict, as_json: bool) -> str:
+        frame = query(store, filters)
+        if as_json:
+            fields = JSON_FIELDS + tuple(f for f in SIDE_BY_SIDE_JSON_FIELDS
+                                         if f in frame.columns and f not in JSON_FIELDS)
+            return json.dumps([{f: _clean(rec.get(f)) for f in fields} for rec in frame.to_dict("records")],
+                              indent=1)
+        if frame.empty:
+            return f"no setup was measured along {dimension}; `specscope bench --help` says how"
+        table = frame[list(shown)].assign(speedup=[explore.interval_text(r) for r in frame.to_dict("records")])
+        return table.astype(object).where(table.notna(), "–").to_string(index=False, float_format="{:.3f}".format)
+
+    return report
+
+
+# --by DIMENSION: (store, filters, as_json) -> the text to print
+BY = {"category": per_prompt.report_by_category, "prompt_length": per_prompt.report_by_prompt_length,
+      **{dimension: _side_by_side(dimension) for dimension in SIDE_BY_SIDE}}
 
 
 def _speedup(args: argparse.Namespace) -> int:
@@ -128,8 +158,10 @@ def register(subparsers) -> None:
     sp.add_argument("--best", action="store_true",
                     help="keep the best K per source, model, draft, method, dataset, hardware, vLLM and torch "
                          "versions, weights, acceptance and concurrency")
-    sp.add_argument("--by", choices=sorted(BY), help="per-prompt speedup and acceptance by prompt category or "
-                    "prompt-length bucket (pairs each prompt with its run's baseline)")
+    sp.add_argument("--by", choices=sorted(BY),
+                    help="category, prompt_length: per-prompt speedup and acceptance by prompt category or "
+                         "prompt-length bucket (each prompt paired with its run's baseline); response_format: "
+                         "each setup's speedup free vs constrained, with intervals")
     sp.add_argument("--slower", action="store_true", help="list the prompts that ran slower than their baseline")
     sp.add_argument("--json", action="store_true", help="print a JSON array")
     sp.set_defaults(func=_speedup)

