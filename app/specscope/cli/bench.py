@@ -7,7 +7,7 @@ import math
 import sys
 from pathlib import Path
 
-from specscope import bench, hygiene, prompts, sweep, sweeplock
+from specscope import bench, hygiene, prompts, sweep, sweeplock, vllms
 from specscope.errors import ConfigError
 
 __all__ = ["register", "run", "ProgressBar"]
@@ -77,7 +77,8 @@ def _bench(args: argparse.Namespace) -> int:
                   output_len=args.output_len, request_rate=args.request_rate, label=args.label,
                   hardware=args.hardware, run_id=args.run_id, warmups=args.warmups,
                   restart_each_cell=args.restart_each_cell, repeats=args.repeats,
-                  baseline_alongside=args.baseline_alongside, k_schedule=args.k_schedule)
+                  baseline_alongside=args.baseline_alongside, k_schedule=args.k_schedule,
+                  vllm=vllms.parse_choices(args.vllm or ""))
     if args.synthetic is not None or args.synthetic_al:
         fields.update(synthetic_acceptance=args.synthetic, synthetic_length=args.synthetic_al or ())
     if args.servers:
@@ -166,6 +167,10 @@ def register(subparsers) -> None:
     accept.add_argument("--synthetic-al", type=_lengths, default=None, metavar="AL|K=AL,...",
                         help="accept drafts synthetically at this mean acceptance length, e.g. 2.8, or one per K, "
                              "e.g. 4=2.9,6=3.4 (to replay a published table's acceptance)")
+    parser.add_argument("--vllm", default=None, metavar="VERSION|PYTHON,...",
+                        help="run the preset on these vLLMs, one after the other in each round, each with its own "
+                             "baseline: versions installed by launchers/install.sh --vllm VERSION (this "
+                             "interpreter's own version names it), or Python paths, e.g. 0.30.0,0.32.0")
     parser.add_argument("--label", default=None)
     parser.add_argument("--hardware", default=None,
                         help="default: this machine's GPUs as nvidia-smi names them (e.g. 1xH100-80GB), "
