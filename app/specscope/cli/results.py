@@ -19,12 +19,15 @@ import sys
 import numpy as np
 import pandas as pd
 
-from specscope import explore, importers
+from specscope import explore, importers, versions
 from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
 from specscope.store import Store
 
-__all__ = ["register"]
+__all__ = ["register", "BY"]
+
+# ``speedup --by DIMENSION``: (store, filters, as_json) -> the text to print, one function per dimension
+BY = {"vllm_version": versions.speedup_by}
 
 JSON_FIELDS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host", "vllm_version",
                "torch_version", "weights", "acceptance", "concurrency",
@@ -74,6 +77,9 @@ def _speedup(args: argparse.Namespace) -> int:
                                        "hardware", "vllm_version", "weights", "acceptance", "concurrency",
                                        "k", "run_id")
                if (values := getattr(args, key))}
+    if args.by:
+        print(BY[args.by](Store(), filters, args.json))
+        return 0
     frame = Store().speedup(filters, best=args.best)
     if args.best:
         unmatched = frame["speedup"].isna()
@@ -122,5 +128,9 @@ def register(subparsers) -> None:
     sp.add_argument("--best", action="store_true",
                     help="keep the best K per source, model, draft, method, dataset, hardware, vLLM and torch "
                          "versions, weights, acceptance and concurrency")
+    sp.add_argument("--by", choices=sorted(BY),
+                    help="vllm_version: each setup measured on two or more vLLM versions, its speedup per version "
+                         "with its 95%% interval, and whether it changed against the version before (the "
+                         "intervals apart) or tied (overlapping)")
     sp.add_argument("--json", action="store_true", help="print a JSON array")
     sp.set_defaults(func=_speedup)
