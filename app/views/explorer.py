@@ -10,7 +10,7 @@ import streamlit as st
 
 from specscope import datasets, explore, intervals, verdict
 from specscope.errors import SpecScopeError
-from ui import cache, charts, import_form, k_charts
+from ui import cache, charts, import_form, k_charts, versions_view
 from ui.access import is_operator
 from ui.common import figure_download, or_stop, shared_store_note, show_error, store
 
@@ -219,6 +219,8 @@ if not curves.empty:
         with drawn:
             _show("schedule_vs_concurrency", "K schedule vs fixed K",
                   lambda: charts.schedule_vs_concurrency(curves, scheduled_setup))
+
+versions_view.section(filters)
 
 left, right = st.columns(2)
 left.download_button("Download rows (CSV)", lambda: explore.to_csv_bytes(rows), "specscope-results.csv",
