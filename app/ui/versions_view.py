@@ -53,6 +53,17 @@ def figure(frame: pd.DataFrame, setup: str) -> go.Figure:
     return fig
 
 
+def _table(found: pd.DataFrame) -> pd.DataFrame:
+    """Every comparison of two neighbouring versions, one line each."""
+    return pd.DataFrame({
+        "setup": found["setup"],
+        "change": [f"changed: {d}" if v == versions.CHANGED else "tie (within noise)" if v == versions.TIE
+                   else "no verdict (1 run)" for v, d in zip(found["verdict"], found["direction"])],
+        "K": found["k"], "concurrency": found["concurrency"],
+        "earlier vLLM": found["from_version"].astype(str) + ": " + found["from_speedup"],
+        "later vLLM": found["to_version"].astype(str) + ": " + found["to_speedup"]})
+
+
 def sentence(change: dict) -> str:
     """``vLLM 0.31.0 → 0.32.0 at K=4, concurrency 1: 1.50× [..] → 2.00× [..]; a real change: faster ...``."""
     head = (f"vLLM {change['from_version']} → {change['to_version']}"
@@ -73,9 +84,12 @@ def section(filters: dict) -> None:
     st.caption("The same setup (model · method · dataset · hardware · host) measured on several vLLM versions. "
                "Each version's speedup divides by the baseline measured on that version; a change is flagged "
                "only where the two 95% intervals do not overlap, otherwise the versions tie.")
-    setups = list(dict.fromkeys(frame["setup"]))
+    found = versions.changes(frame)
+    st.dataframe(_table(found), hide_index=True, width="stretch", key="explorer_versions_table")
+    # setups whose speedup changed come first
+    setups = list(dict.fromkeys([*found.loc[found["verdict"] == versions.CHANGED, "setup"], *frame["setup"]]))
     setup = st.selectbox("Setup measured on several vLLM versions", setups, key="explorer_versions_setup")
-    for change in versions.changes(frame[frame["setup"] == setup]).to_dict("records"):
+    for change in found[found["setup"] == setup].to_dict("records"):
         text = html.escape(sentence(change))  # setup names come from result files
         if change["verdict"] == versions.CHANGED:
             st.warning(text, icon="⚠️")
