@@ -12,7 +12,8 @@ trained head, a package, a GPU) and which vLLM versions accept it.
 ``build`` is pure: it validates and returns the exact dict (``{}`` for ``none``, which means
 "no --speculative-config"). ``installed_vllm()`` and ``installed_methods()`` read the
 installed vLLM (distribution metadata and the ``SpeculativeMethod`` literal in its
-source, parsed without importing vLLM) for the launcher to pass in.
+source, parsed without importing vLLM) for the launcher to pass in; each source reader takes ``root``,
+another interpreter's vllm folder (``vllms.facts``), to read the vLLM a server will run instead.
 
 Version gates: the installed vLLM's own method list wins when it can be read. Otherwise a
 version string is checked against ``removed_in`` and ``since`` (the oldest vLLM SpecScope has
