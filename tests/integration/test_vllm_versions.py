@@ -41,11 +41,16 @@ def swept(home, named_python):
     choices = (named_python, *installed[-1:])  # the newest one install.sh --vllm put beside it, if any
     spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none",), ks=(), concurrencies=(1,), prompts=PROMPTS,
                            num_prompts=2, output_len=8, vllm=choices, run_id="vllm-versions")
-    result = sweep.run_sweep(spec, sweep.launcher_for(spec))
+    states: dict[str, str] = {}  # the state files of the servers measuring, read while they run
+
+    def progress(event) -> None:
+        if event.stage == "cell_start":
+            states.update((p.stem, p.read_text()) for p in settings.servers_dir().glob("*.json"))
+
+    result = sweep.run_sweep(spec, sweep.launcher_for(spec), progress=progress)
     assert not result.failed, result.failed
     rows = store.Store().query("SELECT vllm_version, torch_version, status FROM results WHERE run_id = ? "
                                "ORDER BY created_at", ["vllm-versions"])
-    states = {p.stem: p.read_text() for p in settings.servers_dir().glob("*.json")}
     return choices, rows, states
 
 
