@@ -241,3 +241,13 @@ def test_speedup_by_vllm_version_prints_each_version_and_the_change(version_stor
     monkeypatch.setattr(cli_results, "Store", lambda: version_store)
     assert cli_main(["speedup", "--by", "vllm_version", "--method", "suffix"]) == 0
     assert "tie" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("version", ["abc", "", "0.31"])
+def test_install_sh_refuses_a_version_that_is_no_release_number(version):
+    import subprocess
+
+    script = Path(__file__).resolve().parents[2] / "launchers" / "install.sh"
+    done = subprocess.run(["bash", str(script), "--vllm", version], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"install.sh: --vllm needs a release number such as 0.30.0, not '{version}'"
