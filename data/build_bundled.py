@@ -108,9 +108,13 @@ def restamp_own(results_dir: Path = DATA_DIR / "results") -> list[Path]:
         if set(table.column("source").to_pylist()) != {OWN_SOURCE}:
             continue
         rows = table.to_pylist()
+        # measured before rows recorded weights and acceptance: real weights, drafts accepted by the target
+        unstated = all(row.get("weights") is None and row.get("acceptance") is None for row in rows)
         for row in rows:
             host = row.get("host") or row["run_id"]
             row["host"] = host if host.startswith("bundled:") else f"bundled:{host}"
+            if unstated:
+                row["weights"], row["acceptance"] = "real", None if row["method"] == "none" else "real"
         written.append(write_results(to_table(rows, RESULT_SCHEMA), run_id=path.stem, directory=results_dir))
     return written
 
