@@ -222,8 +222,14 @@ def from_results(model: str, method: str, dataset: str | None = None, max_batch:
         raise ConfigError(f"No stored results of {model} with method {method}"
                           + (f" on {dataset}" if dataset else "") + "; run a sweep first, or give the schedule itself.")
     fits = advisor.fit_families(frame)
+    if len({f.keys.get("vllm_version") for f in fits}) > 1:  # one setup on several vLLMs: advise for this one's
+        from specscope import catalog
+
+        installed = catalog.installed_vllm()
+        fits = [f for f in fits if installed and f.keys.get("vllm_version") == installed[1]] or fits
     if len(fits) > 1:
-        names = "; ".join(f"{f.keys['dataset']} on {f.keys['hardware']}" for f in fits)
+        names = "; ".join(f"{f.keys['dataset']} on {f.keys['hardware']}, vLLM {f.keys.get('vllm_version') or '?'}"
+                          for f in fits)
         raise ConfigError(f"Results of {len(fits)} setups match ({names}); pick one with --dataset.")
     return advise_schedule(fits[0], max_batch=max_batch, zero=drafting_nothing(_family_of(stored, fits[0])))[0]
 
