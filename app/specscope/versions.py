@@ -41,20 +41,25 @@ def _version_order(version) -> tuple:
 
 def per_version(store: Store, filters: Mapping[str, Sequence] | None = None) -> pd.DataFrame:
     """Speedup with its 95% interval per (setup, concurrency, K, vLLM version), for the setups measured
-    on two or more vLLM versions; ``setup`` names the setup without its version, oldest version first."""
+    on two or more vLLM versions; ``setup`` names the setup without its version, ``version`` the vLLM
+    (with its torch where one vLLM version was measured with two), oldest version first."""
     points = store.speedup_points(filters, ["acceptance_length"], fixed_k=True)
     points = points[points["vllm_version"].notna()] if not points.empty else points
     if points.empty:
-        return pd.DataFrame(columns=[*_COLUMNS, "setup"])
+        return pd.DataFrame(columns=[*_COLUMNS, "setup", "version"])
     group = [*SAME_SETUP, "concurrency", "k"]
     versions = points.groupby(group, dropna=False)["vllm_version"].transform("nunique")
     points = points[versions >= 2]
     if points.empty:
-        return pd.DataFrame(columns=[*_COLUMNS, "setup"])
+        return pd.DataFrame(columns=[*_COLUMNS, "setup", "version"])
     points = points.assign(_order=[_version_order(v) for v in points["vllm_version"]])
-    points = points.sort_values([*group, "_order"], kind="stable", na_position="first")
+    points = points.sort_values([*group, "_order", "torch_version"], kind="stable", na_position="first")
     labels = [explore.setup_label(row) for row in points[list(SAME_SETUP)].to_dict("records")]
-    return points[_COLUMNS].assign(setup=labels).reset_index(drop=True)
+    # a vLLM version measured with two torches (or one not stated) names its torch
+    twice = points.groupby([*group, "vllm_version"], dropna=False)["vllm_version"].transform("size") > 1
+    named = [f"{v} (torch {t if isinstance(t, str) else '?'})" if dup else v
+             for v, t, dup in zip(points["vllm_version"], points["torch_version"], twice)]
+    return points[_COLUMNS].assign(setup=labels, version=named).reset_index(drop=True)
 
 
 def verdict(before: Mapping, after: Mapping) -> str:
@@ -85,7 +90,7 @@ def changes(frame: pd.DataFrame) -> pd.DataFrame:
         result = verdict(before, after)
         direction = "" if result != CHANGED else "faster" if after["speedup"] > before["speedup"] else "slower"
         rows.append({"setup": after["setup"], "concurrency": after["concurrency"], "k": after["k"],
-                     "from_version": before["vllm_version"], "to_version": after["vllm_version"],
+                     "from_version": before["version"], "to_version": after["version"],
                      "from_speedup": intervals.row_text(before), "to_speedup": intervals.row_text(after),
                      "ratio": after["speedup"] / before["speedup"] if before["speedup"] else np.nan,
                      "verdict": result, "direction": direction})
@@ -113,6 +118,6 @@ def speedup_by(store: Store, filters: Mapping[str, Sequence] | None = None, as_j
         return json.dumps(json.loads(frame[list(JSON_FIELDS)].to_json(orient="records")), indent=1)
     if frame.empty:
         return "no setup has speedups on two or more vLLM versions for these filters"
-    shown = frame[["setup", "concurrency", "k", "vllm_version"]].assign(
+    shown = frame[["setup", "concurrency", "k", "version"]].rename(columns={"version": "vllm"}).assign(
         speedup=frame["speedup_text"], change=(frame["verdict"] + " " + frame["direction"]).str.strip())
     return shown.astype(object).where(shown.notna(), "–").to_string(index=False)

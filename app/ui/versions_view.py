@@ -43,7 +43,7 @@ def figure(frame: pd.DataFrame, setup: str) -> go.Figure:
         texts = [html.escape(f"vLLM {r['vllm_version']} (torch {r.get('torch_version') or '?'}): "
                              f"{intervals.row_text(r)}, {int(r['repeats'])} repeats") for r in records]
         fig.add_trace(go.Scatter(
-            x=[f"vLLM {v}" for v in line["vllm_version"]], y=y, mode="lines+markers",
+            x=[f"vLLM {v}" for v in line["version"]], y=y, mode="lines+markers",
             name=html.escape(_point(records[0]) or "speedup"), error_y=bars, hovertext=texts,
             hovertemplate="%{hovertext}<extra></extra>", line=dict(color=PALETTE[j % len(PALETTE)])))
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888")
@@ -95,6 +95,11 @@ def section(filters: dict) -> None:
             st.warning(text, icon="⚠️")
         else:
             st.info(text, icon="ℹ️")
-    fig = figure(frame, setup)
-    st.plotly_chart(fig, width="stretch", key=f"explorer_versions_fig_{zlib.crc32(setup.encode())}")
-    figure_download(fig, "Speedup per vLLM version", key="explorer_dl_versions")
+    # drawn only when opened: a figure's scripts would load ahead of the landing figure
+    drawn = st.expander("The setup's speedup per vLLM version, with its intervals", key="explorer_versions_open",
+                        on_change="rerun")
+    if drawn.open:
+        with drawn:
+            fig = figure(frame, setup)
+            st.plotly_chart(fig, width="stretch", key=f"explorer_versions_fig_{zlib.crc32(setup.encode())}")
+            figure_download(fig, "Speedup per vLLM version", key="explorer_dl_versions")

@@ -4,6 +4,7 @@ the section is not drawn."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,13 @@ def test_versions_section_flags_a_change_and_a_tie(page_env, no_bundled_results)
     at.selectbox(key="explorer_versions_setup").select(suffix)
     _run(at)
     assert not at.warning and any("A tie: the 95% intervals overlap" in i.value for i in at.info)
+    assert not at.get("plotly_chart")  # the figure is drawn once its expander opens
+    at.session_state["explorer_versions_open"] = True
+    _run(at)
+    figure = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert [p["x"] for p in figure["data"]] == [["vLLM 0.31.0", "vLLM 0.32.0"]]
+    hover = figure["data"][0]["hovertext"]
+    assert hover[0].startswith("vLLM 0.31.0 (torch 2.13.0+cpu): 1.500× [") and hover[1].startswith("vLLM 0.32.0")
 
 
 def test_no_versions_section_without_a_setup_on_two_versions(page_env, no_bundled_results):

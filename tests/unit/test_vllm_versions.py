@@ -16,7 +16,7 @@ from specscope.errors import ConfigError
 from specscope.launch import host
 from specscope.launch.command import VllmInstall, build
 from specscope.presets import MethodEntry, Preset
-from specscope.store import Store
+from specscope.store import Store, write_results
 
 import version_rows
 
@@ -251,3 +251,17 @@ def test_install_sh_refuses_a_version_that_is_no_release_number(version):
     done = subprocess.run(["bash", str(script), "--vllm", version], capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
     assert done.stderr.strip() == f"install.sh: --vllm needs a release number such as 0.30.0, not '{version}'"
+
+
+def test_one_vllm_version_with_two_torches_names_each_torch(tmp_path):
+    rows = version_rows.rows("0.32.0", [10.0, 10.0], {"ngram": [15.0, 15.2]})
+    older = version_rows.rows("0.32.0", [10.0, 10.0], {"ngram": [16.0, 16.2]})
+    for row in older:
+        row["torch_version"] = None  # a run that predates recording it
+    for run, found in (("a", rows), ("b", older), ("c", version_rows.rows("0.31.0", [10.0, 10.0], {"ngram": [14.0, 14.1]}))):
+        for row in found:
+            row["run_id"] = run
+        write_results(found, run_id=run, directory=tmp_path)
+    frame = versions.per_version(Store(result_dirs=[tmp_path], request_dirs=[tmp_path / "none"]))
+    assert frame["version"].tolist() == ["0.31.0", "0.32.0 (torch ?)", "0.32.0 (torch 2.13.0+cpu)"]
+    assert versions.changes(frame)["from_version"].tolist() == ["0.31.0", "0.32.0 (torch ?)"]
