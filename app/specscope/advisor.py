@@ -146,8 +146,12 @@ def family_label(keys: Mapping) -> str:
 
 
 def family_labels(keys: Sequence[Mapping]) -> list[str]:
-    """``family_label`` of each, numbered where two would read the same, so every menu entry is distinct."""
+    """``family_label`` of each, with its vLLM version where two would read the same (one setup measured on
+    two versions), then numbered where two still would, so every menu entry is distinct."""
     labels = [family_label(k) for k in keys]
+    versions = {label: {k.get("vllm_version") for other, k in zip(labels, keys) if other == label} for label in labels}
+    labels = [f"{label} · vLLM {k.get('vllm_version') or '?'}" if len(versions[label]) > 1 else label
+              for label, k in zip(labels, keys)]
     seen: dict[str, int] = {}
     out = []
     for label in labels:

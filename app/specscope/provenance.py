@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["gpu_label", "nvidia_smi", "hardware_label", "torch_version", "weights_kind", "acceptance_kind",
+__all__ = ["gpu_label", "nvidia_smi", "hardware_label", "torch_version", "torch_label", "weights_kind", "acceptance_kind",
            "synthetic_rows", "marks", "NVIDIA_SMI_QUERY", "SYNTHETIC", "DUMMY"]
 
 NVIDIA_SMI_QUERY = ("--query-gpu=name,memory.total", "--format=csv,noheader,nounits")
@@ -67,18 +67,30 @@ def hardware_label() -> str:
     return os.environ.get("SPECSCOPE_HARDWARE") or gpu_label(nvidia_smi()) or f"cpu-{os.cpu_count()}core"
 
 
-@lru_cache(maxsize=1)
-def torch_version() -> str | None:
-    """The installed torch with its CUDA build (``2.11.0+cu130``; ``+cpu`` without CUDA), read from
-    its files without importing it; None without torch."""
+@lru_cache(maxsize=None)
+def torch_version(python: str | None = None) -> str | None:
+    """The torch of this interpreter (or of ``python``, another one) with its CUDA build (``2.11.0+cu130``;
+    ``+cpu`` without CUDA), read from its files without importing it; None without torch."""
+    if python is not None:
+        from specscope import vllms
+
+        found = vllms.facts(python)
+        return torch_label(found.torch, found.torch_dir)
     try:
         version = importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
         return None
-    base = version.split("+")[0]
     spec = importlib.util.find_spec("torch")
-    version_py = Path(list(spec.submodule_search_locations)[0]) / "version.py" if spec and \
-        spec.submodule_search_locations else None
+    folder = Path(list(spec.submodule_search_locations)[0]) if spec and spec.submodule_search_locations else None
+    return torch_label(version, folder)
+
+
+def torch_label(version: str | None, folder: Path | None) -> str | None:
+    """A torch distribution version with its build: the CUDA one its ``version.py`` names, else ``+cpu``."""
+    if version is None:
+        return None
+    base = version.split("+")[0]
+    version_py = folder / "version.py" if folder is not None else None
     text = version_py.read_text() if version_py and version_py.is_file() else ""
     cuda = re.search(r"^cuda[^=]*=\s*['\"]([\d.]+)['\"]", text, re.MULTILINE)
     if cuda:

@@ -210,15 +210,10 @@ def advise_schedule(fit: FamilyFit, ks: Sequence[int] | None = None, max_batch: 
     return from_best({p.batch_size: p.k for p in points}), points
 
 
-def _constrained(keys) -> str:
-    fmt = keys.get("response_format")
-    return f" constrained to {fmt}" if isinstance(fmt, str) and fmt not in ("", "none") else ""
-
-
 def from_results(model: str, method: str, dataset: str | None = None, max_batch: int = 256) -> KSchedule:
     """The schedule advised from the stored results of ``model`` and ``method`` (and ``dataset``);
     ConfigError when none match or several families (datasets, hardware) would need a choice."""
-    from specscope import advisor, store  # pandas and DuckDB only when a schedule is fitted
+    from specscope import advisor, formats, store  # pandas and DuckDB only when a schedule is fitted
 
     filters = {"model": [model], "method": [method], **({"dataset": [dataset]} if dataset else {})}
     stored = store.Store().speedup(filters)
@@ -227,8 +222,14 @@ def from_results(model: str, method: str, dataset: str | None = None, max_batch:
         raise ConfigError(f"No stored results of {model} with method {method}"
                           + (f" on {dataset}" if dataset else "") + "; run a sweep first, or give the schedule itself.")
     fits = advisor.fit_families(frame)
+    if len({f.keys.get("vllm_version") for f in fits}) > 1:  # one setup on several vLLMs: advise for this one's
+        from specscope import catalog
+
+        installed = catalog.installed_vllm()
+        fits = [f for f in fits if installed and f.keys.get("vllm_version") == installed[1]] or fits
     if len(fits) > 1:
-        names = "; ".join(f"{f.keys['dataset']}{_constrained(f.keys)} on {f.keys['hardware']}" for f in fits)
+        names = "; ".join(f"{f.keys['dataset']} {formats.constrained_label(f.keys.get('response_format'))}".rstrip()
+                          + f" on {f.keys['hardware']}, vLLM {f.keys.get('vllm_version') or '?'}" for f in fits)
         raise ConfigError(f"Results of {len(fits)} setups match ({names}); pick one with --dataset.")
     return advise_schedule(fits[0], max_batch=max_batch, zero=drafting_nothing(_family_of(stored, fits[0])))[0]
 

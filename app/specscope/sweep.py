@@ -37,6 +37,10 @@ Every row gets the ids of the hygiene checks it fails (``specscope.hygiene``).
 each free one, on the same server, id suffix ``-constrained``); ``structured_default`` picks both
 for a set whose prompts carry formats. Rows record it in ``response_format``.
 
+``vllm`` runs the preset on several vLLMs (versions installed by ``launchers/install.sh --vllm``, or
+Python paths): in each round one vLLM's servers after the other's, each with its own baseline; rows
+record the vLLM and torch of the interpreter that served them.
+
     spec = SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(1, 2, 4),
                      concurrencies=(1, 4), prompts=Path("data/prompts/code-editing.jsonl"))
     result = run_sweep(spec, PresetLauncher(spec.preset), progress=print)
@@ -88,18 +92,20 @@ class Cell:
     repeat: int | None = None  # None: the cell is measured once
     schedule: str | None = None
     constrained: bool = False  # each prompt sent with its response format
+    vllm: str | None = None  # the vLLM its server runs on (a sweep over vLLMs); None: the preset's
 
     @property
-    def group(self) -> tuple[str, int, str | None]:
+    def group(self) -> tuple[str, int, str | None, str | None]:
         """The server this cell is measured on."""
-        return (self.method, self.k, self.schedule)
+        return (self.method, self.k, self.schedule, self.vllm)
 
     @property
     def cell_id(self) -> str:
         """The cell's name, e.g. ``ngram-k4-c1`` (``-r2`` for the second repeat, ``-constrained`` with the
         prompts' response formats; a sweep's one schedule is ``ngram-schedule-c1``)."""
         kind = "schedule" if self.schedule else f"k{self.k}"
-        base = f"{self.method}-{kind}-c{self.concurrency}" + ("-constrained" if self.constrained else "")
+        base = (f"{self.method}-{kind}-c{self.concurrency}" + ("-constrained" if self.constrained else "")
+                + (f"-vllm{_slug(self.vllm)}" if self.vllm else ""))
         return base if self.repeat is None else f"{base}-r{self.repeat}"
 
 
@@ -130,6 +136,7 @@ class SweepSpec:
     synthetic_length: tuple[tuple[int, float], ...] = ()  # (K, mean acceptance length); K 0: every K
     per_concurrency: int | None = None  # a cell sends this many requests per slot (at least num_prompts)
     structured: str = "free"  # free | constrained | both: cells without and/or with the response formats
+    vllm: tuple[str, ...] = ()  # the vLLMs to run the preset on, one after the other (versions or Python paths)
 
     def __post_init__(self):
         if self.repeats < 1:
@@ -151,6 +158,9 @@ class SweepSpec:
             raise ConfigError("The number of prompts per cell must be at least 1.")
         if self.per_concurrency is not None and self.per_concurrency < 1:
             raise ConfigError("The requests per concurrency slot must be at least 1.")
+        if self.vllm and self.servers:
+            raise ConfigError("Running servers keep the vLLM they started on; name vLLM versions with a preset, "
+                              "not with running servers.")
         if self.output_len is not None and self.output_len < 1:
             raise ConfigError("The output length must be at least 1 token.")
         if self.k_schedule is not None:
@@ -175,7 +185,7 @@ class SweepSpec:
         key = {k: v for k, v in asdict(self).items() if k not in ("run_id", "label")}
         for name, default in (("repeats", 1), ("baseline_alongside", False), ("servers", ()),
                               ("k_schedule", None), ("synthetic_acceptance", None), ("synthetic_length", ()),
-                              ("per_concurrency", None), ("structured", "free")):
+                              ("per_concurrency", None), ("structured", "free"), ("vllm", ())):
             if key[name] == default:
                 del key[name]  # sweeps without them keep the run ids they always had
         # the host too: two machines running the same sweep into one shared store never share a run id
@@ -216,10 +226,12 @@ def plan_cells(spec: SweepSpec) -> list[Cell]:
     kinds = {"free": (False,), "constrained": (True,), "both": (False, True)}[spec.structured]
     cells: list[Cell] = []
     for r in repeats:
-        cells += [Cell(method, k, c, r, None, f) for method, k in groups for c in concurrencies for f in kinds]
-        # after the fixed K, so `auto` can be advised from them
-        cells += [Cell(m, _schedule_k(spec.k_schedule), c, r, spec.k_schedule, f) for m in scheduled
-                  for c in concurrencies for f in kinds]
+        for v in spec.vllm or (None,):  # one vLLM's servers after the other's, round by round
+            cells += [Cell(method, k, c, r, constrained=f, vllm=v)
+                      for method, k in groups for c in concurrencies for f in kinds]
+            # after the fixed K, so `auto` can be advised from them
+            cells += [Cell(m, _schedule_k(spec.k_schedule), c, r, spec.k_schedule, constrained=f, vllm=v)
+                      for m in scheduled for c in concurrencies for f in kinds]
     return cells
 
 
@@ -264,6 +276,9 @@ class RunningServer:
     prior_requests: int = 0  # requests it had answered before the sweep's first cell on it
     hardware: str | None = None  # where it runs, when that is not this machine
     weights: str | None = None   # real | dummy (--load-format dummy); None: not known (attached)
+    vllm_version: str | None = None   # of the interpreter it runs on, when launched
+    torch_version: str | None = None
+    per_request: bool = True     # its vLLM reports acceptance per request (else the sweep reads /metrics)
 
 
 def _prior_requests(url: str) -> int:
@@ -287,7 +302,10 @@ def _from_state(state: launch.ServerState, reused: bool) -> RunningServer:
                          else frozenset(), reused=reused,
                          prior_requests=_prior_requests(state.url) if reused else 0,
                          hardware=f"attached server at {state.url}" if state.attached else None,
-                         weights=None if state.attached else provenance.weights_kind(state.argv))
+                         weights=None if state.attached else provenance.weights_kind(state.argv),
+                         vllm_version=state.vllm_version or None, torch_version=state.torch_version or None,
+                         per_request=state.attached or any(flag in state.argv for flag in (
+                             catalog.PER_REQUEST_METRICS_FLAG, catalog.PER_REQUEST_STATS_FLAG)))
 
 
 class Launcher(Protocol):
@@ -327,24 +345,26 @@ class PresetLauncher:
         self.max_servers = _cpu_room() if get_preset(preset).engine == "vllm-cpu" else 1
 
     def _plan(self, method: str, k: int, name: str | None = None,
-              k_schedule: KSchedule | None = None) -> launch.LaunchPlan:
+              k_schedule: KSchedule | None = None, vllm: str | None = None) -> launch.LaunchPlan:
         extra = synthetic_keys(self.synthetic_acceptance, self.synthetic_length, k)
-        return launch.plan_for(self.preset, method, k or None, name=name, k_schedule=k_schedule, spec_extra=extra)
+        return launch.plan_for(self.preset, method, k or None, name=name, k_schedule=k_schedule, spec_extra=extra,
+                               **({"vllm_choice": vllm} if vllm else {}))
 
-    def check(self, method: str, k: int, k_schedule: KSchedule | None = None) -> None:
+    def check(self, method: str, k: int, k_schedule: KSchedule | None = None, vllm: str | None = None) -> None:
         """Plan the server without starting it: ConfigError on a missing model, vLLM or package."""
-        self._plan(method, k, k_schedule=k_schedule)
+        self._plan(method, k, k_schedule=k_schedule, vllm=vllm)
 
-    def start(self, method: str, k: int, k_schedule: KSchedule | None = None) -> RunningServer:
-        """Reuse a running server configured exactly like this (method, K, schedule), else start one
-        under a free name; K=0 means the baseline takes no K."""
-        plan = self._plan(method, k, k_schedule=k_schedule)
+    def start(self, method: str, k: int, k_schedule: KSchedule | None = None,
+              vllm: str | None = None) -> RunningServer:
+        """Reuse a running server configured exactly like this (method, K, schedule, vLLM), else start
+        one under a free name; K=0 means the baseline takes no K."""
+        plan = self._plan(method, k, k_schedule=k_schedule, vllm=vllm)
         running = launch.find_reusable(plan.state) if self.reuse else None
         if running is not None:
             return _from_state(running, reused=True)
         name = launch.unused_name(plan.state.name)
         if name != plan.state.name:
-            plan = self._plan(method, k, name=name, k_schedule=k_schedule)
+            plan = self._plan(method, k, name=name, k_schedule=k_schedule, vllm=vllm)
         return _from_state(launch.start(plan, timeout=self.start_timeout, die_with_parent=self.die_with_parent,
                                         warm=False), reused=False)
 
@@ -511,9 +531,13 @@ def _keep_entry(run_id: str, cell_id: str, entry: dict) -> None:
 
 
 def _with_hygiene(rows: list[dict], outputs: list[dict[str, str]]) -> list[dict]:
-    """Rows with ``lossless_mismatches`` (against the run's baseline) and ``hygiene`` filled in."""
+    """Rows with ``lossless_mismatches`` (against the run's baseline on the same vLLM) and ``hygiene`` filled in."""
     def key(row):
-        return row.get("method"), row.get("k"), row.get("concurrency"), row.get("response_format")
+        return (row.get("method"), row.get("k"), row.get("concurrency"), row.get("response_format"),
+                row.get("vllm_version"))
+
+    def setup(row):
+        return key(row)[2:]
 
     ok = [(row, out) for row, out in zip(rows, outputs) if row.get("status") == "ok"]
     repeats: dict[tuple, int] = {}
@@ -521,11 +545,11 @@ def _with_hygiene(rows: list[dict], outputs: list[dict[str, str]]) -> list[dict]
     for row, out in sorted(ok, key=lambda pair: pair[0].get("repeat") or 0):
         repeats[key(row)] = repeats.get(key(row), 0) + 1
         if row.get("method") == BASELINE_METHOD and out:
-            baseline.setdefault(key(row)[2:], out)
+            baseline.setdefault(setup(row), out)
     for row, out in ok:
         lossy = is_synthetic(row.get("method_params"))  # accepts drafts the target would not
-        if row.get("method") != BASELINE_METHOD and key(row)[2:] in baseline and not lossy:
-            row["lossless_mismatches"] = hygiene.lossless_mismatches(out, baseline[key(row)[2:]])
+        if row.get("method") != BASELINE_METHOD and setup(row) in baseline and not lossy:
+            row["lossless_mismatches"] = hygiene.lossless_mismatches(out, baseline[setup(row)])
         row["hygiene"] = ",".join(hygiene.flags(row, repeats[key(row)]))
     return rows
 
@@ -588,8 +612,8 @@ def _labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: 
         "method_params": server.method_params,
         "tp": server.tp,
         "hardware": spec.hardware or server.hardware or provenance.hardware_label(),
-        "vllm_version": (info.vllm_version if info else None) or _installed_version(),
-        "torch_version": None if server.hardware else provenance.torch_version(),
+        "vllm_version": (info.vllm_version if info else None) or server.vllm_version or _installed_version(),
+        "torch_version": None if server.hardware else server.torch_version or provenance.torch_version(),
         "weights": server.weights,
         "acceptance": provenance.acceptance_kind(cell.method, is_synthetic(server.method_params) or (
             synthetic_keys(spec.synthetic_acceptance, spec.synthetic_length, cell.k) is not None)),
@@ -641,7 +665,7 @@ def _run_cell(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server
     return row, outcome.request_rows(cell_id=cell.cell_id, method=cell.method, k=cell.k), outputs
 
 
-def _last_use(cells: list[Cell]) -> dict[tuple[str, int, str | None], int]:
+def _last_use(cells: list[Cell]) -> dict[tuple[str, int, str | None, str | None], int]:
     """Index of the last cell each (method, K, schedule) server is needed for."""
     return {cell.group: i for i, cell in enumerate(cells)}
 
@@ -673,14 +697,15 @@ def run_sweep(spec: SweepSpec, launcher: Launcher, progress: bench.Progress | No
     return result
 
 
-def _preflight(launcher: Launcher, groups: list[tuple[str, int, str | None]]) -> None:
+def _preflight(launcher: Launcher, groups: list[tuple[str, int, str | None, str | None]]) -> None:
     """One ConfigError naming every problem that would fail whole servers, before anything runs."""
     check = getattr(launcher, "check", None)
     problems: list[str] = []
-    for method, k, text in groups if check else []:
+    for method, k, text, vllm in groups if check else []:
         try:
             # an `auto` schedule has no K until it is advised: plan it as K=1 drafting 1
-            check(method, (k or 1) if text else k, **_schedule_arg(text if text != "auto" else "1:1"))
+            check(method, (k or 1) if text else k, **_schedule_arg(text if text != "auto" else "1:1"),
+                  **_vllm_arg(vllm))
         except SpecScopeError as exc:
             if str(exc) not in problems:
                 problems.append(str(exc))
@@ -705,6 +730,11 @@ def _schedule_arg(text: str | None) -> dict:
     return {"k_schedule": schedule.parse(text)} if text else {}
 
 
+def _vllm_arg(vllm: str | None) -> dict:
+    """The launcher's keyword for a server on a named vLLM (none for the preset's, so any Launcher serves)."""
+    return {"vllm": vllm} if vllm else {}
+
+
 def _advised(cell: Cell, run_id: str, dataset: str) -> Cell:
     """An ``auto`` schedule cell made concrete: advised from this run's fixed-K cells of its method
     (their rows are stored by now), else from earlier stored results of that model."""
@@ -716,7 +746,8 @@ def _advised(cell: Cell, run_id: str, dataset: str) -> Cell:
         raise ConfigError(f"No {cell.method} cell of this sweep was measured, so no schedule can be "
                           "advised; give the schedule itself.")
     advised = schedule.from_results(models[0], cell.method, dataset)
-    return Cell(cell.method, advised.server_k, cell.concurrency, cell.repeat, advised.text(), cell.constrained)
+    return Cell(cell.method, advised.server_k, cell.concurrency, cell.repeat, advised.text(),
+                constrained=cell.constrained, vllm=cell.vllm)
 
 
 def _started(cell: Cell, what: str, server: RunningServer, seconds: float) -> str:
@@ -724,7 +755,7 @@ def _started(cell: Cell, what: str, server: RunningServer, seconds: float) -> st
     if server.reused:
         return f"{cell.method} {what}: measuring a server already running"
     note = ""
-    if cell.method != BASELINE_METHOD and not catalog.per_request_args():
+    if cell.method != BASELINE_METHOD and not server.per_request:
         note = " (this vLLM reports no per-request acceptance: each cell's comes from /metrics)"
     return f"{cell.method} {what} started in {seconds:.0f} s{note}"
 
@@ -779,7 +810,7 @@ def _run_cells(spec: SweepSpec, prompt_set: prompts.PromptSet, run_id: str, cell
                     advised[group] = _advised(cell, run_id, prompt_set.name)
                     began = time.monotonic()
                     servers[group] = launcher.start(cell.method, advised[group].k,
-                                                    **_schedule_arg(advised[group].schedule))
+                                                    **_schedule_arg(advised[group].schedule), **_vllm_arg(cell.vllm))
                     served[group] = servers[group].prior_requests
                     emit(bench.ProgressEvent("server", cell.cell_id, done, len(cells),
                                              message=_started(cell, what, servers[group], time.monotonic() - began)))
@@ -799,7 +830,7 @@ def _run_cells(spec: SweepSpec, prompt_set: prompts.PromptSet, run_id: str, cell
             if group in advised:
                 cell = advised[group]
                 cell = Cell(cell.method, cell.k, planned.concurrency, planned.repeat, cell.schedule,
-                            planned.constrained)
+                            constrained=planned.constrained, vllm=cell.vllm)
             if server is None:
                 row, requests, outputs = _failed_row(spec, prompt_set, cell, None, None,
                                                      start_errors[group]), [], {}

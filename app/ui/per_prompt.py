@@ -89,9 +89,13 @@ def _open_in_live(slow: pd.DataFrame, key: str) -> None:
                                     "method": row["method"], "k": str(int(row["k"]))})
 
 
-def section(filters: dict | None, key: str) -> None:
+CHARTS = "Speedup and acceptance by category or prompt length"
+
+
+def section(filters: dict | None, key: str, *, folded: bool = False) -> None:
     """The per-prompt section for the runs ``filters`` keep: by category or prompt length, and the
-    slower-than-baseline list."""
+    slower-than-baseline list. ``folded``: the figures are drawn only once their expander opens (the
+    Explorer's landing page loads no plotly)."""
     rows = cache.frame(per_prompt.per_prompt, filters)
     if rows.empty:
         st.info("No per-prompt rows here: SpecScope's own sweeps record every request; imported results "
@@ -104,6 +108,23 @@ def section(filters: dict | None, key: str) -> None:
                              format_func=lambda r: f"{r} ({datasets[r]}, {kinds[r]} "
                                                    f"{'category' if kinds[r] == 1 else 'categories'})")]
     rows = rows[rows["run_id"].isin(runs)]
+    if not folded:
+        _charts(rows, key)
+    elif (drawn := st.expander(CHARTS, key=f"{key}_per_prompt_open", on_change="rerun")).open:
+        with drawn:
+            _charts(rows, key)
+    slow = per_prompt.slower_rows(rows)
+    st.markdown(f"**Slower than baseline** ({len(slow)} prompt-cell pairs"
+                f"{f', {int(slow.within_noise.sum())} of them within noise' if len(slow) else ''})")
+    if slow.empty:
+        st.success("No prompt ran slower than its baseline.")
+        return
+    st.dataframe(_slower_table(slow), hide_index=True, width="stretch", key=f"{key}_per_prompt_slower")
+    _open_in_live(slow, key)
+
+
+def _charts(rows: pd.DataFrame, key: str) -> None:
+    """Speedup and acceptance length by the chosen grouping, with their intervals."""
     dimension = st.radio("Group prompts by", list(BY), format_func=BY.get, horizontal=True,
                          key=f"{key}_per_prompt_by")
     grouped = cache.built(f"per_prompt_{dimension}", lambda: per_prompt.group(rows, dimension), rows, dimension)
@@ -115,17 +136,9 @@ def section(filters: dict | None, key: str) -> None:
         grouped, "acceptance_length", f"Acceptance length by {BY[dimension].lower()}", "tokens per step"),
         grouped, dimension), key=f"{key}_per_prompt_acceptance")
     st.caption("A prompt's speedup: its requests' tokens/s (TTFT included) over the same prompt's in the run's "
-               "baseline at the same concurrency. A group reads the geometric mean of its prompts' speedups "
+               "baseline at the same concurrency and response format. A group reads the geometric mean of its prompts' speedups "
                f"[{intervals.WORDS}: t-interval over prompts]; one prompt has none. An interval that holds 1 is a "
                "tie with the baseline.")
-    slow = per_prompt.slower_rows(rows)
-    st.markdown(f"**Slower than baseline** ({len(slow)} prompt-cell pairs"
-                f"{f', {int(slow.within_noise.sum())} of them within noise' if len(slow) else ''})")
-    if slow.empty:
-        st.success("No prompt ran slower than its baseline.")
-        return
-    st.dataframe(_slower_table(slow), hide_index=True, width="stretch", key=f"{key}_per_prompt_slower")
-    _open_in_live(slow, key)
 
 
 def _pick_servers(launched: dict[str, PaneSpec], method: str, k: str) -> list[str]:

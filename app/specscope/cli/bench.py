@@ -7,7 +7,7 @@ import math
 import sys
 from pathlib import Path
 
-from specscope import bench, hygiene, prompts, sweep, sweeplock
+from specscope import bench, hygiene, prompts, sweep, sweeplock, vllms
 from specscope.errors import ConfigError
 
 __all__ = ["register", "run", "ProgressBar"]
@@ -78,7 +78,8 @@ def _bench(args: argparse.Namespace) -> int:
                   hardware=args.hardware, run_id=args.run_id, warmups=args.warmups,
                   restart_each_cell=args.restart_each_cell, repeats=args.repeats,
                   baseline_alongside=args.baseline_alongside, k_schedule=args.k_schedule,
-                  structured=args.structured or sweep.structured_default(prompt_set))
+                  structured=args.structured or sweep.structured_default(prompt_set),
+                  vllm=vllms.parse_choices(args.vllm or ""))
     if args.synthetic is not None or args.synthetic_al:
         fields.update(synthetic_acceptance=args.synthetic, synthetic_length=args.synthetic_al or ())
     if args.servers:
@@ -170,6 +171,10 @@ def register(subparsers) -> None:
     parser.add_argument("--structured", choices=sweep.STRUCTURED, default=None,
                         help="run each cell without the prompts' response formats (free), with them "
                              "(constrained) or both; default: both when the set's prompts carry formats")
+    parser.add_argument("--vllm", default=None, metavar="VERSION|PYTHON,...",
+                        help="run the preset on these vLLMs, one after the other in each round, each with its own "
+                             "baseline: versions installed by launchers/install.sh --vllm VERSION (this "
+                             "interpreter's own version names it), or Python paths, e.g. 0.30.0,0.32.0")
     parser.add_argument("--label", default=None)
     parser.add_argument("--hardware", default=None,
                         help="default: this machine's GPUs as nvidia-smi names them (e.g. 1xH100-80GB), "

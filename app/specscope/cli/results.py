@@ -8,7 +8,8 @@ apart from, and a group without a matching baseline is left out (said on stderr)
 of its K has a speedup. The text table names each row's hardware, shows "–" where a value is
 not known, and with ``--best`` leaves out the baselines (1.000x by definition). ``--by category`` or
 ``prompt_length`` gives per-prompt speedups by group (``--slower``: the prompts slower than their
-baseline); ``--by response_format`` puts each setup's speedup free and constrained side by side.
+baseline); ``--by response_format`` puts each setup's speedup free and constrained side by side, and
+``--by vllm_version`` each setup's speedup per vLLM version, changed or tied against the version before.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ import sys
 import numpy as np
 import pandas as pd
 
-from specscope import explore, importers, per_prompt, structured
+from specscope import explore, importers, per_prompt, structured, versions
 from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
 from specscope.store import Store
 
-__all__ = ["register"]
+__all__ = ["register", "BY"]
 
+# ``speedup --by DIMENSION``: (store, filters, as_json) -> the text to print, one function per dimension
 JSON_FIELDS = ("source", "model", "draft_model", "method", "dataset", "hardware", "host", "vllm_version",
                "torch_version", "weights", "acceptance", "concurrency",
                "k", "speedup", "speedup_lo", "speedup_hi", "speedup_interval", "acceptance_length",
@@ -99,7 +101,7 @@ def _side_by_side(dimension: str):
 
 # --by DIMENSION: (store, filters, as_json) -> the text to print
 BY = {"category": per_prompt.report_by_category, "prompt_length": per_prompt.report_by_prompt_length,
-      **{dimension: _side_by_side(dimension) for dimension in SIDE_BY_SIDE}}
+      "vllm_version": versions.speedup_by, **{dimension: _side_by_side(dimension) for dimension in SIDE_BY_SIDE}}
 
 
 def _speedup(args: argparse.Namespace) -> int:
@@ -161,7 +163,9 @@ def register(subparsers) -> None:
     sp.add_argument("--by", choices=sorted(BY),
                     help="category, prompt_length: per-prompt speedup and acceptance by prompt category or "
                          "prompt-length bucket (each prompt paired with its run's baseline); response_format: "
-                         "each setup's speedup free vs constrained, with intervals")
+                         "each setup's speedup free vs constrained, with intervals; vllm_version: each setup "
+                         "measured on two or more vLLM versions, its speedup per version with its 95%% interval, "
+                         "and whether it changed against the version before (the intervals apart) or tied")
     sp.add_argument("--slower", action="store_true", help="list the prompts that ran slower than their baseline")
     sp.add_argument("--json", action="store_true", help="print a JSON array")
     sp.set_defaults(func=_speedup)

