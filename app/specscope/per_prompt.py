@@ -3,8 +3,8 @@
 Each request's own decode rate is its ``output_tokens / e2el`` (tokens per second as its user
 sees them, time to first token included). A prompt's speedup in a method cell is the mean rate
 of its requests there (repeats and cycled requests folded) over the mean rate of the same
-prompt's requests in **the same run's baseline** at the same concurrency and response format
-(PAIR_KEYS: the one place that says what must match), with a 95% Fieller interval when both sides have two or more
+prompt's requests in **the same run's baseline** at the same concurrency, with the same response
+formats and on the same vLLM (PAIR_KEYS: the one place that says what must match), with a 95% Fieller interval when both sides have two or more
 requests (``stats.ratio_intervals``). A group of prompts (a category, a prompt-length bucket)
 reads the geometric mean of its prompts' speedups with a 95% t-interval on their logs; a
 group of one prompt has no interval. A group whose interval holds 1 is a tie with the baseline,
@@ -22,6 +22,8 @@ prompt id; otherwise a prompt without one is ``uncategorised``.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -35,7 +37,9 @@ __all__ = ["PAIR_KEYS", "CELL_KEYS", "DIMENSIONS", "LENGTH_EDGES", "UNCATEGORISE
            "report_slower"]
 
 LEVEL = 0.95
-PAIR_KEYS = ("run_id", "concurrency", "response_format")  # a request pairs with the baseline's of its prompt here
+# a request pairs with the baseline's of its prompt here; variant: the cell id after its concurrency, the
+# same for a cell and its baseline (``-constrained`` with response formats, ``-vllm0.31.0`` on another vLLM)
+PAIR_KEYS = ("run_id", "concurrency", "variant")
 CELL_KEYS = (*PAIR_KEYS, "cell", "method", "k")  # one method cell of a run (its repeats folded)
 DIMENSIONS = {"category": "category", "prompt_length": "length_bucket"}
 LENGTH_EDGES = (64, 128, 256, 512, 1024, 2048, 4096, 8192)  # prompt tokens; each bucket doubles
@@ -59,9 +63,10 @@ def length_bucket(tokens) -> tuple[int, str]:
 
 def _sides_sql(where: str) -> str:
     """Per prompt of each ok cell: count, mean and variance of its successful requests' rates."""
-    keys = ", ".join(f"q.{k}" for k in PAIR_KEYS)
+    cell = "regexp_replace(q.cell_id, '-r[0-9]+$', '')"
     return f"""
-        SELECT {keys}, regexp_replace(q.cell_id, '-r[0-9]+$', '') AS cell, q.method, q.k, q.prompt_id,
+        SELECT q.run_id, q.concurrency, regexp_extract({cell}, '-c[0-9]+(.*)$', 1) AS variant,
+               {cell} AS cell, q.method, q.k, q.prompt_id, any_value(q.response_format) AS response_format,
                any_value(q.category) AS category, max(q.prompt_tokens) AS prompt_tokens,
                count(*) AS n, avg(1000.0 * q.output_tokens / q.e2el_ms) AS rate,
                var_samp(1000.0 * q.output_tokens / q.e2el_ms) AS var,
@@ -164,7 +169,7 @@ def group(rows: pd.DataFrame, dimension: str) -> pd.DataFrame:
                          zip(folded["speedup"], folded["speedup_lo"], folded["speedup_hi"])]
     baselines = (folded.groupby(["dataset", "model", "label", *PAIR_KEYS, "_order", "group"], dropna=False)
                  ["prompts"].max().reset_index()
-                 .assign(cell=lambda f: [f"{BASELINE_METHOD}-k0-c{c}" for c in f["concurrency"]],
+                 .assign(cell=lambda f: [f"{BASELINE_METHOD}-k0-c{c}{v}" for c, v in zip(f["concurrency"], f["variant"])],
                          method=BASELINE_METHOD, k=0, speedup=1.0, speedup_lo=1.0, speedup_hi=1.0,
                          verdict="baseline", slower_prompts=0))
     out = pd.concat([baselines, folded], ignore_index=True)
@@ -194,9 +199,18 @@ def _json(frame: pd.DataFrame, columns: tuple[str, ...]) -> str:
 
 
 def _cell(row) -> str:
-    """``ngram K=4``, ``none``; ``constrained (json_schema)`` added for a cell run with response formats."""
+    """``ngram K=4``, ``none``, with ``variant_label``."""
     name = row["method"] if row["method"] == BASELINE_METHOD else f"{row['method']} K={int(row['k'])}"
-    return f"{name} {formats.constrained_label(row.get('response_format'))}".rstrip()
+    return f"{name}{variant_label(row)}"
+
+
+def variant_label(row) -> str:
+    """`` constrained (json_schema)`` for a cell run with response formats, `` vLLM 0.31.0`` for one on
+    another vLLM; ``""`` for neither."""
+    variant = row.get("variant") or ""
+    constrained = "-constrained" in variant and (formats.constrained_label(row.get("response_format")) or "constrained")
+    vllm = re.search(r"-vllm(.+)$", variant)
+    return "".join(f" {part}" for part in (constrained, vllm and f"vLLM {vllm.group(1)}") if part)
 
 
 _GROUP_JSON = ("run_id", "dataset", "model", "cell", "method", "k", "concurrency", "group", "prompts", "speedup",

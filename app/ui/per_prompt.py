@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from specscope import formats, intervals, per_prompt, prompts
+from specscope import intervals, per_prompt, prompts
 from specscope.live import PaneSpec
 from specscope.schema import BASELINE_METHOD
 from ui import cache
@@ -30,8 +30,7 @@ def _plain(text) -> str:
 
 
 def _cell_name(row) -> str:
-    name = f"{row['method']} K={int(row['k'])} c={int(row['concurrency'])}"
-    return f"{name} {formats.constrained_label(row.get('response_format'))}".rstrip()
+    return f"{row['method']} K={int(row['k'])} c={int(row['concurrency'])}{per_prompt.variant_label(row)}"
 
 
 def by_group(frame: pd.DataFrame, value: str, title: str, y_title: str) -> go.Figure:

@@ -149,3 +149,28 @@ def test_the_cli_prints_groups_and_the_slower_list(specscope_home, capsys):
     assert "tie (within noise)" in text and "code-06" in text
     assert main(["speedup", "--by", "prompt_length", "--run-id", "no-such-run"]) == 0
     assert "no per-prompt rows match" in capsys.readouterr().out
+
+
+def test_a_prompt_pairs_with_the_baseline_of_its_own_format_and_vllm(specscope_home, monkeypatch):
+    """A constrained cell's prompt divides by the constrained baseline's, a cell on vLLM 0.31.0 by the
+    0.31.0 baseline's: never by a baseline of the same run with other formats or on another vLLM."""
+    monkeypatch.setenv("SPECSCOPE_DATA", str(specscope_home / "no-bundled"))
+
+    def request(method, k, e2el_ms, constrained=False, vllm=None):
+        cell = sweep.Cell(method, k, 1, constrained=constrained, vllm=vllm).cell_id
+        return {**_request("p1", method, k, 1, e2el_ms, "chat"), "cell_id": cell,
+                "response_format": "json_schema" if constrained else "none"}
+
+    _run("v", [request("none", 0, 1000.0), request("ngram", 4, 500.0),
+               request("none", 0, 3000.0, constrained=True), request("ngram", 4, 1000.0, constrained=True),
+               request("none", 0, 800.0, vllm="0.31.0"), request("ngram", 4, 100.0, vllm="0.31.0")])
+    rows = per_prompt.per_prompt(Store()).set_index("cell")
+    assert len(rows) == 3  # one pair per variant, none across them
+    assert rows.loc["ngram-k4-c1", "speedup"] == pytest.approx(2.0)
+    assert rows.loc["ngram-k4-c1-constrained", "speedup"] == pytest.approx(3.0)
+    assert rows.loc["ngram-k4-c1-vllm0.31.0", "speedup"] == pytest.approx(8.0)
+    grouped = per_prompt.by(Store(), "category")
+    labels = {per_prompt.variant_label(row) for _, row in grouped.iterrows()}
+    assert labels == {"", " constrained", " vLLM 0.31.0"}
+    assert set(grouped.loc[grouped["method"] == "none", "cell"]) == {
+        "none-k0-c1", "none-k0-c1-constrained", "none-k0-c1-vllm0.31.0"}
