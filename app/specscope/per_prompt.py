@@ -32,7 +32,7 @@ from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
 from specscope.store import Store
 
-__all__ = ["PAIR_KEYS", "CELL_KEYS", "DIMENSIONS", "LENGTH_EDGES", "UNCATEGORISED", "per_prompt", "by",
+__all__ = ["PAIR_KEYS", "VARIANT_SQL", "variant_label", "CELL_KEYS", "DIMENSIONS", "LENGTH_EDGES", "UNCATEGORISED", "per_prompt", "by",
            "runs", "group", "slower", "slower_rows", "length_bucket", "report_by_category", "report_by_prompt_length",
            "report_slower"]
 
@@ -40,6 +40,8 @@ LEVEL = 0.95
 # a request pairs with the baseline's of its prompt here; variant: the cell id after its concurrency, the
 # same for a cell and its baseline (``-constrained`` with response formats, ``-vllm0.31.0`` on another vLLM)
 PAIR_KEYS = ("run_id", "concurrency", "variant")
+_CELL_SQL = "regexp_replace(q.cell_id, '-r[0-9]+$', '')"  # a request's cell, its repeat left out
+VARIANT_SQL = f"regexp_extract({_CELL_SQL}, '-c[0-9]+(.*)$', 1)"  # of requests ``q``
 CELL_KEYS = (*PAIR_KEYS, "cell", "method", "k")  # one method cell of a run (its repeats folded)
 DIMENSIONS = {"category": "category", "prompt_length": "length_bucket"}
 LENGTH_EDGES = (64, 128, 256, 512, 1024, 2048, 4096, 8192)  # prompt tokens; each bucket doubles
@@ -63,10 +65,8 @@ def length_bucket(tokens) -> tuple[int, str]:
 
 def _sides_sql(where: str) -> str:
     """Per prompt of each ok cell: count, mean and variance of its successful requests' rates."""
-    cell = "regexp_replace(q.cell_id, '-r[0-9]+$', '')"
     return f"""
-        SELECT q.run_id, q.concurrency, regexp_extract({cell}, '-c[0-9]+(.*)$', 1) AS variant,
-               {cell} AS cell, q.method, q.k, q.prompt_id, any_value(q.response_format) AS response_format,
+        SELECT q.run_id, q.concurrency, {VARIANT_SQL} AS variant, {_CELL_SQL} AS cell, q.method, q.k, q.prompt_id, any_value(q.response_format) AS response_format,
                any_value(q.category) AS category, max(q.prompt_tokens) AS prompt_tokens,
                count(*) AS n, avg(1000.0 * q.output_tokens / q.e2el_ms) AS rate,
                var_samp(1000.0 * q.output_tokens / q.e2el_ms) AS var,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from specscope.per_prompt import VARIANT_SQL
 from specscope.schema import BASELINE_METHOD
 from specscope.store import Store
 
@@ -55,16 +56,18 @@ def cell_table(db: Store, run_id: str) -> pd.DataFrame:
 
 def per_prompt(db: Store, run_id: str) -> pd.DataFrame:
     """Per prompt and cell: acceptance (and the per-request format it came from), mean E2EL, and
-    speedup = baseline E2EL / this E2EL."""
-    return db.query("""
+    speedup = baseline E2EL / this E2EL, the baseline of the same concurrency and cell variant
+    (with the same response formats, on the same vLLM: ``specscope.per_prompt.PAIR_KEYS``)."""
+    return db.query(f"""
         WITH r AS (
-            SELECT method, k, concurrency, response_format, prompt_id, avg(acceptance_rate) AS acceptance_rate,
+            SELECT method, k, concurrency, {VARIANT_SQL} AS variant, response_format, prompt_id,
+                   avg(acceptance_rate) AS acceptance_rate,
                    avg(acceptance_length) AS acceptance_length, avg(e2el_ms) AS e2el_ms,
                    avg(output_tokens) AS output_tokens, any_value(spec_decode_format) AS spec_decode_format
-            FROM requests WHERE run_id = ? AND success GROUP BY ALL),
-        b AS (SELECT concurrency, response_format, prompt_id, e2el_ms AS baseline_e2el_ms FROM r
+            FROM requests q WHERE run_id = ? AND success GROUP BY ALL),
+        b AS (SELECT concurrency, variant, prompt_id, e2el_ms AS baseline_e2el_ms FROM r
               WHERE method = 'none')
         SELECT r.*, b.baseline_e2el_ms / r.e2el_ms AS speedup
         FROM r LEFT JOIN b ON b.concurrency = r.concurrency AND b.prompt_id = r.prompt_id
-             AND b.response_format IS NOT DISTINCT FROM r.response_format
-        ORDER BY r.method, r.k, r.concurrency, r.prompt_id""", [run_id])
+             AND b.variant = r.variant
+        ORDER BY r.method, r.k, r.concurrency, r.variant, r.prompt_id""", [run_id])

@@ -7,18 +7,19 @@ import html
 import pandas as pd
 import plotly.graph_objects as go
 
+from specscope import per_prompt
 from ui.chart_style import empty_figure
 
 __all__ = ["per_prompt_acceptance", "per_prompt_speedup"]
 
 
 def _setup(row) -> str:
-    return html.escape(f"{row.method} K={int(row.k)} c={int(row.concurrency)}")
+    return html.escape(f"{row['method']} K={int(row['k'])} c={int(row['concurrency'])}{per_prompt.variant_label(row)}")
 
 
 def _bars(frame: pd.DataFrame, column: str, title: str, y_title: str) -> go.Figure:
     fig = go.Figure()
-    for (method, k, concurrency), group in frame.groupby(["method", "k", "concurrency"], sort=True):
+    for _, group in frame.groupby(["method", "k", "concurrency", "variant"], sort=True):
         label = _setup(group.iloc[0])
         fig.add_bar(x=[html.escape(str(p)) for p in group["prompt_id"]], y=group[column], name=label,
                     hovertemplate=f"{label}<br>prompt %{{x}}<br>{y_title} %{{y:.3f}}<extra></extra>")

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specscope import per_prompt, prompts, store, sweep
+from specscope import per_prompt, prompts, run_results, store, sweep
 from specscope.cli import main
 from specscope.errors import ConfigError, InputError
 from specscope.store import Store
@@ -169,6 +169,9 @@ def test_a_prompt_pairs_with_the_baseline_of_its_own_format_and_vllm(specscope_h
     assert rows.loc["ngram-k4-c1", "speedup"] == pytest.approx(2.0)
     assert rows.loc["ngram-k4-c1-constrained", "speedup"] == pytest.approx(3.0)
     assert rows.loc["ngram-k4-c1-vllm0.31.0", "speedup"] == pytest.approx(8.0)
+    runs_page = run_results.per_prompt(Store(), "v")  # the Runs page's per-prompt bars pair the same way
+    sd = runs_page[runs_page["method"] == "ngram"].set_index("variant")["speedup"]
+    assert sd.to_dict() == pytest.approx({"": 2.0, "-constrained": 3.0, "-vllm0.31.0": 8.0})
     grouped = per_prompt.by(Store(), "category")
     labels = {per_prompt.variant_label(row) for _, row in grouped.iterrows()}
     assert labels == {"", " constrained", " vLLM 0.31.0"}

@@ -5,9 +5,11 @@ import pandas as pd
 from ui import run_charts, run_table
 
 FRAME = pd.DataFrame([
-    {"method": "ngram", "k": 4, "concurrency": 1, "prompt_id": "<b>p1</b>", "acceptance_rate": 0.4,
+    {"method": "ngram", "k": 4, "concurrency": 1, "variant": "", "prompt_id": "<b>p1</b>", "acceptance_rate": 0.4,
      "speedup": 1.2, "spec_decode_format": "metrics.speculative_decoding"},
-    {"method": "none", "k": 0, "concurrency": 1, "prompt_id": "<b>p1</b>", "acceptance_rate": None,
+    {"method": "ngram", "k": 4, "concurrency": 1, "variant": "-vllm0.31.0", "prompt_id": "<b>p1</b>",
+     "acceptance_rate": 0.5, "speedup": 1.4, "spec_decode_format": "metrics.speculative_decoding"},
+    {"method": "none", "k": 0, "concurrency": 1, "variant": "", "prompt_id": "<b>p1</b>", "acceptance_rate": None,
      "speedup": 1.0, "spec_decode_format": None},
 ])
 
@@ -16,6 +18,7 @@ def test_per_prompt_acceptance_names_the_per_request_format_and_escapes_prompt_i
     fig = run_charts.per_prompt_acceptance(FRAME)
     assert "metrics.speculative_decoding" in fig.layout.title.text
     assert list(fig.data[0].x) == ["&lt;b&gt;p1&lt;/b&gt;"]
+    assert [trace.name for trace in fig.data] == ["ngram K=4 c=1", "ngram K=4 c=1 vLLM 0.31.0"]  # one trace a variant
 
 
 def test_without_per_request_figures_the_chart_says_so():
