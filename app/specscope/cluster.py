@@ -224,13 +224,14 @@ def run_on_ray(spec: sweep.SweepSpec, address: str | None = None, progress: benc
                 ledger.stop.remote()
             drain()
             for ref in ready:
-                method, k, k_schedule = group = pending.pop(ref)
+                method, k, k_schedule, vllm = group = pending.pop(ref)
                 try:
-                    result.groups.append({"method": method, "k": k, "k_schedule": k_schedule, **ray.get(ref)})
+                    result.groups.append({"method": method, "k": k, "k_schedule": k_schedule, "vllm": vllm,
+                                          **ray.get(ref)})
                 except (ray.exceptions.RayError, OSError) as exc:
                     cause = getattr(exc, "cause", None)  # a task's own error, e.g. a SpecScopeError
                     text = str(cause) if cause is not None else str(exc).strip().splitlines()[-1]
-                    what = f"schedule {k_schedule}" if k_schedule else f"K={k}"
+                    what = (f"schedule {k_schedule}" if k_schedule else f"K={k}") + (f" on vLLM {vllm}" if vllm else "")
                     reason = f"The {method} {what} group failed on the cluster: {text[:300]}"
                     for cell_id in groups[group]:
                         if cell_id not in result.ran and cell_id not in result.failed:
