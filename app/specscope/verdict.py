@@ -21,16 +21,17 @@ import pandas as pd
 from specscope import schedule
 from specscope.errors import ConfigError
 
-__all__ = ["Comparison", "Verdict", "verdicts"]
+__all__ = ["Comparison", "Verdict", "verdicts", "bounded", "compare_speedups"]
 
 
-def _bounded(row) -> bool:
+def bounded(row) -> bool:
+    """Whether a row's speedup has both ends of its 95% interval."""
     return pd.notna(row["speedup_lo"]) and pd.notna(row["speedup_hi"])
 
 
-def _outcome(mine, other) -> tuple[str, bool]:
+def compare_speedups(mine, other) -> tuple[str, bool]:
     """``faster``, ``slower`` or ``tie`` for ``mine`` against ``other``, and whether intervals decided it."""
-    if _bounded(mine) and _bounded(other):
+    if bounded(mine) and bounded(other):
         return ("faster" if mine["speedup_lo"] > other["speedup_hi"] else
                 "slower" if mine["speedup_hi"] < other["speedup_lo"] else "tie"), True
     return ("faster" if mine["speedup"] > other["speedup"] else
@@ -151,9 +152,9 @@ def verdicts(curves: pd.DataFrame) -> list[Verdict]:
             for conc in concs:
                 here, point = shared[shared["concurrency"] == conc], mine[mine["concurrency"] == conc].iloc[0]
                 chosen, best = here[here["k"] == k].iloc[0], here.loc[here["speedup"].idxmax()]
-                outcome, bounded = _outcome(point, chosen)
+                outcome, decided = compare_speedups(point, chosen)
                 comparisons.append(Comparison(int(conc), float(chosen["speedup"]), float(point["speedup"]), outcome,
-                                              bounded, int(best["k"]), float(best["speedup"])))
+                                              decided, int(best["k"]), float(best["speedup"])))
             found.append(Verdict(setup=str(setup), method=str(rows["method"].iloc[0]), schedule=text,
                                  comparisons=tuple(comparisons), fixed_k=k, fixed_mean=float(by_k.max()),
                                  schedule_mean=float(mine[mine["concurrency"].isin(concs)]["speedup"].mean())))

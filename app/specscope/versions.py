@@ -22,6 +22,7 @@ import pandas as pd
 from specscope import explore, intervals
 from specscope.catalog import version_tuple
 from specscope.store import SETUP_KEYS, Store
+from specscope.verdict import bounded, compare_speedups
 
 __all__ = ["VERSION_KEYS", "SAME_SETUP", "per_version", "changes", "verdict", "table", "speedup_by", "JSON_FIELDS",
            "CHANGED", "TIE", "UNKNOWN"]
@@ -65,11 +66,16 @@ def per_version(store: Store, filters: Mapping[str, Sequence] | None = None) -> 
 def verdict(before: Mapping, after: Mapping) -> str:
     """``changed`` where the two 95% intervals do not overlap, ``tie`` where they do, ``no interval``
     where either has none (a single run)."""
-    bounds = [before.get("speedup_lo"), before.get("speedup_hi"), after.get("speedup_lo"), after.get("speedup_hi")]
-    if any(value is None or pd.isna(value) for value in bounds):
-        return UNKNOWN
-    low_a, high_a, low_b, high_b = (float(value) for value in bounds)
-    return CHANGED if high_a < low_b or high_b < low_a else TIE
+    return _compare(before, after)[0]
+
+
+def _compare(before: Mapping, after: Mapping) -> tuple[str, str]:
+    """``verdict`` and its direction (``faster``/``slower`` where it changed, else ``""``), as the
+    deploy verdict compares two speedups (``specscope.verdict.compare_speedups``)."""
+    if not (bounded(before) and bounded(after)):
+        return UNKNOWN, ""
+    direction = compare_speedups(after, before)[0]
+    return (TIE, "") if direction == "tie" else (CHANGED, direction)
 
 
 def _pairs(frame: pd.DataFrame):
@@ -87,8 +93,7 @@ def changes(frame: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for i, j in _pairs(frame):
         before, after = frame.loc[i].to_dict(), frame.loc[j].to_dict()
-        result = verdict(before, after)
-        direction = "" if result != CHANGED else "faster" if after["speedup"] > before["speedup"] else "slower"
+        result, direction = _compare(before, after)
         rows.append({"setup": after["setup"], "concurrency": after["concurrency"], "k": after["k"],
                      "from_version": before["version"], "to_version": after["version"],
                      "from_speedup": intervals.row_text(before), "to_speedup": intervals.row_text(after),
@@ -104,10 +109,7 @@ def table(store: Store, filters: Mapping[str, Sequence] | None = None) -> pd.Dat
     out = frame.assign(speedup_text=[intervals.row_text(row) for row in frame.to_dict("records")],
                        verdict="", direction="")
     for i, j in _pairs(frame):
-        result = verdict(frame.loc[i], frame.loc[j])
-        out.loc[j, "verdict"] = result
-        if result == CHANGED:
-            out.loc[j, "direction"] = "faster" if frame.loc[j, "speedup"] > frame.loc[i, "speedup"] else "slower"
+        out.loc[j, ["verdict", "direction"]] = _compare(frame.loc[i], frame.loc[j])
     return out
 
 
