@@ -36,7 +36,7 @@ import httpx
 from specscope import access, files, freshness, launch, metrics, settings, warmup
 from specscope.errors import ConfigError, InputError, SpecScopeError
 from specscope.freshness import Freshness
-from specscope.launch import procfs
+from specscope import procfs
 from specscope.launch.registry import ServerState, read_states
 from specscope.ngram import NgramConfig
 from specscope.steps import Provenance, StepTracker

@@ -43,7 +43,7 @@ import pyarrow.parquet as pq
 
 from specscope import files, settings, shared, stats
 from specscope.errors import StoreError
-from specscope.launch import procfs
+from specscope import procfs
 from specscope.schema import (BASELINE_METHOD, REQUEST_SCHEMA, RESULT_COLUMNS, RESULT_SCHEMA)
 
 __all__ = ["write_results", "write_requests", "new_run_id", "to_table", "host_of", "Store",

@@ -66,7 +66,7 @@ from typing import Protocol
 from specscope import (bench, catalog, files, formats, hygiene, launch, metrics, probe, prompts, provenance, settings,
                        shared, store, warmup)
 from specscope.errors import ConfigError, ServerUnreachable, SpecScopeError
-from specscope.launch import procfs
+from specscope import procfs
 from specscope import schedule
 from specscope.schedule import KSchedule
 from specscope.presets import get_preset

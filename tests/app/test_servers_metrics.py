@@ -10,7 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from specscope import launch
-from specscope.launch import procfs, registry
+from specscope import procfs
+from specscope.launch import registry
 
 pytestmark = pytest.mark.app
 

@@ -13,7 +13,7 @@ from specscope import bench, run_results, sweep
 from specscope.cli import build_parser
 from specscope.cli import bench as bench_cli
 from specscope.errors import ConfigError
-from specscope.launch import procfs
+from specscope import procfs
 from specscope.store import Store
 
 PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "open-chat.jsonl"

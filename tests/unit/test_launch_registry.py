@@ -15,7 +15,8 @@ import pytest
 
 from specscope import launch, settings
 from specscope.errors import UnknownServer
-from specscope.launch import procfs, registry
+from specscope import procfs
+from specscope.launch import registry
 
 
 @pytest.fixture

@@ -16,14 +16,13 @@ healthy server configured exactly like a plan, ``unused_name`` a name no live se
 - ``host``: this machine's facts (installed vLLM, free port, least used core) and ``plan``.
 - ``process``: start, health wait, stop, process groups.
 - ``registry``: state files, list, attach, forget, ports.
-- ``procfs``: what ``/proc`` says about a process and its group.
 """
 
 from specscope.launch.command import LaunchPlan, VllmInstall
 from specscope.launch.host import plan, plan_for
 from specscope.launch.process import (Progress, death, ready, restart, start, start_together, stop, stop_all,
                                       wait_healthy)
-from specscope.launch.procfs import group_pids, group_rss_bytes
+from specscope.procfs import group_pids, group_rss_bytes
 from specscope.launch.registry import (ServerState, ServerStatus, attach, cleanup_stale, find, find_reusable,
                                        forget, free_port, list_servers, log_tail, port_in_use, same_config,
                                        unused_name)

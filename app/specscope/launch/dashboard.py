@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from specscope import settings
-from specscope.launch import procfs
+from specscope import procfs
 
 __all__ = ["record", "stop", "pid_file"]
 

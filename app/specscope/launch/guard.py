@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-from specscope.launch import procfs
+from specscope import procfs
 
 __all__ = ["end_group", "watch", "detach"]
 

@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 from specscope import catalog, provenance, settings, vllms
 from specscope.errors import ConfigError
-from specscope.launch import procfs, registry
+from specscope import procfs
+from specscope.launch import registry
 from specscope.launch.command import API_SERVER, LaunchPlan, VllmInstall, build
 from specscope.presets import Preset, get_preset
 from specscope.schedule import KSchedule

@@ -19,7 +19,8 @@ from datetime import datetime, timezone
 
 from specscope import access, probe, serverlog, warmup
 from specscope.errors import ConfigError, LaunchFailed
-from specscope.launch import guard, procfs, registry
+from specscope import procfs
+from specscope.launch import guard, registry
 from specscope.launch.command import LaunchPlan
 from specscope.launch.registry import ServerState
 

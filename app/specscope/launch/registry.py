@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from specscope import access, files, metrics, probe, settings
 from specscope.errors import ServerError, ServerUnreachable, UnknownServer
-from specscope.launch import procfs
+from specscope import procfs
 
 __all__ = ["ServerState", "ServerStatus", "Status", "state_path", "write_state", "remove_state",
            "read_states", "find", "list_servers", "cleanup_stale", "attach", "forget", "log_tail",

@@ -1,5 +1,6 @@
 """Processes as Linux's ``/proc`` shows them: is a server's process alive, which processes its
-group holds, how much memory they use. Reads only; starting and signalling live in ``process``."""
+group holds, how much memory they use. Reads only; starting and signalling live in
+``specscope.launch.process``; it sits below the store and the launcher, which both read it."""
 
 from __future__ import annotations
 
