@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 
-from specscope import bench, presets, prompts, settings, shared, sweep
+from specscope import bench, presets, settings, shared, sweep
 from specscope.errors import ConfigError
 
 __all__ = ["needs", "connect", "configured_address", "run_on_ray"]
@@ -164,11 +164,13 @@ def _run_group(spec: sweep.SweepSpec, run_id: str, cell_ids: list[str], ledger) 
             "cells": sorted(todo), "start": started, "end": time.time()}
 
 
-def run_on_ray(spec: sweep.SweepSpec, address: str | None = None, progress: bench.Progress | None = None,
-               stop: threading.Event | None = None) -> sweep.SweepResult:
-    """Run (or resume) ``spec`` with one Ray task per server group; returns what ran, was kept and
+def run_on_ray(spec: sweep.SweepSpec | sweep.SweepPlan, address: str | None = None,
+               progress: bench.Progress | None = None, stop: threading.Event | None = None) -> sweep.SweepResult:
+    """Run (or resume) a sweep (a spec, or its plan) with one Ray task per server group; returns what ran, was kept and
     failed, and (in ``groups``) the node and time span of each group. ``stop``: every group ends
     after its current cell."""
+    plan = sweep.as_plan(spec)
+    spec = plan.spec
     if spec.servers or spec.baseline_alongside:
         raise ConfigError("A Ray sweep starts its own servers one group per task; leave out --servers and "
                           "--baseline-alongside, or run the sweep without --ray.")
@@ -179,8 +181,7 @@ def run_on_ray(spec: sweep.SweepSpec, address: str | None = None, progress: benc
     resources = needs(spec.preset)
     connect(address)
     _check_fits(resources)
-    run_id = spec.resolved_run_id(prompts.load(spec.prompts).sha256)
-    cells = sweep.plan_cells(spec)
+    run_id, cells = plan.run_id, list(plan.cells)
     emit = progress or (lambda event: None)
     result = sweep.SweepResult(run_id)
     kept = sweep.finished_cells(run_id)
@@ -206,8 +207,8 @@ def run_on_ray(spec: sweep.SweepSpec, address: str | None = None, progress: benc
             if event["stage"] not in ("cell_done", "cell_failed"):
                 emit(bench.ProgressEvent(**{**event, "cells_done": done, "cells_total": len(cells)}))
         for cell_id, entry in new_cells:
-            sweep._keep_entry(run_id, cell_id, entry)
-            result.results_path = sweep._write_run(run_id)
+            sweep.keep_entry(run_id, cell_id, entry)
+            result.results_path = sweep.write_run(run_id)
             done += 1
             row = entry["row"]
             if row["status"] == "ok":

@@ -15,29 +15,30 @@ def sweep_jobs() -> dict[str, sweep.SweepJob]:
     return {}
 
 
-def start_sweep(spec: sweep.SweepSpec, run_id: str, ray_address: str | None = None) -> bool:
-    """Start ``spec`` on a background thread (its groups as tasks on the Ray cluster at ``ray_address``,
+def start_sweep(plan: sweep.SweepPlan, ray_address: str | None = None) -> bool:
+    """Start a sweep's ``plan`` on a background thread (its groups as tasks on the Ray cluster at ``ray_address``,
     if given) unless that run is already going; False if it is. Only an operator starts one
     (NotAllowed); on this machine one sweep runs at a time (Busy names the one running). The
     sweep's thread acts as the operator who started it, whom its servers' audit trail names."""
     actor = access.require("run a sweep")
+    run_id = plan.run_id
     running = sweep_jobs().get(run_id)
     if running is not None and not running.done:
         return False
     if ray_address:
-        def run(spec, progress, stop):
+        def run(plan, progress, stop):
             with access.acting_as(actor):
-                return cluster.run_on_ray(spec, ray_address, progress, stop)
+                return cluster.run_on_ray(plan, ray_address, progress, stop)
     else:
         lock = sweeplock.take(run_id)
 
-        def run(spec, progress, stop):
+        def run(plan, progress, stop):
             try:
                 with access.acting_as(actor):
-                    return sweep.run_sweep(spec, sweep.launcher_for(spec), progress, stop)
+                    return sweep.run_sweep(plan, sweep.launcher_for(plan.spec), progress, stop)
             finally:
                 lock.release()
-    sweep_jobs()[run_id] = sweep.SweepJob(spec, run=run).start()
+    sweep_jobs()[run_id] = sweep.SweepJob(plan, run=run).start()
     return True
 
 

@@ -180,8 +180,9 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
                                        k_schedule=schedule_text.strip() or None, **fields)
             else:
                 spec = sweep.servers_spec(names, **fields)
-            run_id = spec.resolved_run_id(prompt_set.sha256)
-            if not start_sweep(spec, run_id, ray_address if on_ray else None):
+            plan = sweep.resolve(spec, prompt_set)
+            run_id = plan.run_id
+            if not start_sweep(plan, ray_address if on_ray else None):
                 st.warning(f"Sweep {run_id} is already running.")
             st.session_state[state.RUNS_CURRENT] = run_id
         except SpecScopeError as exc:

@@ -70,8 +70,8 @@ def two_category_run(page_env):
         requests = [{"cell_id": cell.cell_id, "prompt_id": prompt_id, "category": prompt_id.split("-")[0]
                      .replace("code", "coding"), "method": method, "k": k, "concurrency": 1, "success": True,
                      "prompt_tokens": 30, "output_tokens": 16, "e2el_ms": ms} for prompt_id, ms in times.items()]
-        sweep._keep(run_id, cell, {**row, "method": method, "k": k}, requests)
-    sweep._write_run(run_id)
+        sweep.keep(run_id, cell, {**row, "method": method, "k": k}, requests)
+    sweep.write_run(run_id)
     return run_id
 
 

@@ -28,11 +28,11 @@ def kept_run(specscope_home, monkeypatch):
             "foreign_cpu": 0.0, "prior_requests": 0}
     outputs = {"p1": "aa"}
     for repeat, (b, n) in enumerate([(40.0, 60.0), (42.0, 63.0), (41.0, 61.0)], start=1):
-        sweep._keep(run_id, sweep.Cell("none", 0, 4, repeat),
+        sweep.keep(run_id, sweep.Cell("none", 0, 4, repeat),
                     {**base, "method": "none", "k": 0, "repeat": repeat, "output_throughput": b}, [], outputs)
-        sweep._keep(run_id, sweep.Cell("ngram", 4, 4, repeat),
+        sweep.keep(run_id, sweep.Cell("ngram", 4, 4, repeat),
                     {**base, "method": "ngram", "k": 4, "repeat": repeat, "output_throughput": n}, [], outputs)
-    sweep._write_run(run_id)
+    sweep.write_run(run_id)
     return run_id
 
 

@@ -35,14 +35,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from specscope import advisor, explore, models, presets, schedule, settings, sweep, verdict
+from specscope import advisor, bench, explore, models, presets, schedule, settings, sweep, verdict
 from specscope.store import Store
 
 PRESET = "cpu-smollm2"
 PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "code-editing.jsonl"
 
 
-def progress(event: sweep.bench.ProgressEvent) -> None:
+def progress(event: bench.ProgressEvent) -> None:
     print(f"  {event.cells_done}/{event.cells_total} {event.message or event.stage}", file=sys.stderr, flush=True)
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from specscope import provenance, settings, sweep
+from specscope import bench, provenance, settings, sweep
 from specscope.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ RUIZ_METHODS = {"eagle3": ("RedHatAI/Qwen3-32B-speculator.eagle3", 3, 2.18),
 PHASES = {"ruiz-eagle3": ("none", "eagle3"), "ruiz-draft": ("draft_model",), "ruiz-4b": ("draft_4b",)}
 
 
-def progress(event: sweep.bench.ProgressEvent) -> None:
+def progress(event: bench.ProgressEvent) -> None:
     if event.stage != "request":
         print(f"{time.strftime('%H:%M:%S')} {event.cells_done}/{event.cells_total} {event.cell} "
               f"{event.message or event.stage}", flush=True)

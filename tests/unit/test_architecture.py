@@ -88,8 +88,9 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_no_import_cycle_under_app():
     graph = import_graph(APP)
     assert "specscope.launch.process" in graph and "specscope.sweep" in graph
-    assert "specscope.launch" in graph["specscope.sweep"]          # sweeps start servers through launch
+    assert "specscope.launch" in graph["specscope.sweep.launchers"]  # sweeps start servers through launch
     assert not any(m.startswith("specscope.sweep") for m in graph["specscope.launch.process"])
+    assert not any(m.startswith("specscope.launch") for m in graph["specscope.store"])  # /proc sits below both
     assert cycles(graph) == []
 
 

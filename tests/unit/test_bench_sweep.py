@@ -62,15 +62,15 @@ def test_kept_cells_become_the_runs_parquet_with_speedups(specscope_home):
     base = {"source": "specscope", "model": "m", "dataset": "open-chat", "hardware": "cpu-2core",
             "output_len": 16, "concurrency": 1, "status": "ok", "error": None,
             "created_at": "2026-11-21T22:00:00+00:00", "request_rate": float("inf")}
-    sweep._keep(run_id, sweep.Cell("none", 0, 1), {**base, "method": "none", "k": 0,
+    sweep.keep(run_id, sweep.Cell("none", 0, 1), {**base, "method": "none", "k": 0,
                                                     "output_throughput": 40.0}, [])
-    sweep._keep(run_id, sweep.Cell("ngram", 4, 1), {**base, "method": "ngram", "k": 4,
+    sweep.keep(run_id, sweep.Cell("ngram", 4, 1), {**base, "method": "ngram", "k": 4,
                                                      "output_throughput": 60.0},
                 [{"cell_id": "ngram-k4-c1", "prompt_id": "p", "method": "ngram", "k": 4,
                   "concurrency": 1, "success": True, "e2el_ms": 100.0, "acceptance_rate": 0.5}])
-    sweep._keep(run_id, sweep.Cell("ngram", 2, 1), {**base, "method": "ngram", "k": 2, "status": "failed",
+    sweep.keep(run_id, sweep.Cell("ngram", 2, 1), {**base, "method": "ngram", "k": 2, "status": "failed",
                                                      "error": "The server stopped answering."}, [])
-    path = sweep._write_run(run_id)
+    path = sweep.write_run(run_id)
     assert path.name == f"{run_id}.parquet"
     table = run_results.cell_table(Store(), run_id)
     assert table["method"].tolist() == ["none", "ngram", "ngram"]
@@ -85,10 +85,10 @@ def test_lock_refuses_a_second_live_sweep(specscope_home):
     folder.mkdir(parents=True)
     (folder / "lock").write_text("1")  # pid 1 is alive and is not us
     with pytest.raises(ConfigError, match="already running"):
-        with sweep._lock("locked"):
+        with sweep.record.lock("locked"):
             pass
     (folder / "lock").write_text("999999999")  # a dead sweep's lock is taken over
-    with sweep._lock("locked"):
+    with sweep.record.lock("locked"):
         assert (folder / "lock").read_text() != "999999999"
 
 
@@ -142,7 +142,7 @@ def test_a_lock_held_by_another_users_live_process_is_not_taken_over(specscope_h
     folder.mkdir(parents=True)
     (folder / "lock").write_text("1")
     with pytest.raises(ConfigError, match="already running \\(process 1\\)"):
-        with sweep._lock("theirs"):
+        with sweep.record.lock("theirs"):
             pass
     assert (folder / "lock").read_text() == "1"
 
@@ -164,21 +164,21 @@ def test_a_launcher_holding_one_server_restarts_them_by_round_and_may_keep_the_b
     started = []
     for index, cell in enumerate(cells):
         if cell.group not in live:
-            for victim in sweep._evict(cells, index, live, 1, keep_baseline=False):
+            for victim in sweep.pool.evict(cells, index, live, 1, keep_baseline=False):
                 live.remove(victim)
             live.append(cell.group)
             started.append(cell.group[:2])
     assert started == [("none", 0), ("ngram", 2), ("ngram", 4)] * 2
     # the baseline kept beside one method server: only the method servers restart
-    assert sweep._evict(cells, 1, [("none", 0, None)], 1, keep_baseline=True) == []
-    assert sweep._evict(cells, 2, [("none", 0, None), ("ngram", 2, None)], 1, keep_baseline=True) == \
+    assert sweep.pool.evict(cells, 1, [("none", 0, None)], 1, keep_baseline=True) == []
+    assert sweep.pool.evict(cells, 2, [("none", 0, None), ("ngram", 2, None)], 1, keep_baseline=True) == \
         [("ngram", 2, None)]
-    assert sweep._evict(cells, 2, [("none", 0, None), ("ngram", 2, None)], None, keep_baseline=False) == []
+    assert sweep.pool.evict(cells, 2, [("none", 0, None), ("ngram", 2, None)], None, keep_baseline=False) == []
 
 
 def test_progress_carries_an_estimate_of_the_time_left():
     seen = []
-    estimate = sweep._Estimate(seen.append)
+    estimate = sweep.progress.Estimate(seen.append)
     estimate(bench.ProgressEvent("cell_skipped", "a", 1, 4))
     estimate(bench.ProgressEvent("cell_start", "b", 1, 4))
     assert seen[-1].remaining_s is None and seen[-1].remaining == ""
@@ -203,14 +203,14 @@ def test_written_runs_carry_lossless_mismatches_and_hygiene_flags(specscope_home
             "warmups": 1, "wave_share": 1.0, "max_num_seqs": 8}
     same, other = {"p1": "aa", "p2": "bb"}, {"p1": "aa", "p2": "cc"}
     for r, tps in ((1, 40.0), (2, 42.0)):
-        sweep._keep(run_id, sweep.Cell("none", 0, 4, r),
+        sweep.keep(run_id, sweep.Cell("none", 0, 4, r),
                     {**base, "method": "none", "k": 0, "repeat": r, "output_throughput": tps}, [], same)
-    sweep._keep(run_id, sweep.Cell("ngram", 4, 4, 1), {**base, "method": "ngram", "k": 4, "repeat": 1,
+    sweep.keep(run_id, sweep.Cell("ngram", 4, 4, 1), {**base, "method": "ngram", "k": 4, "repeat": 1,
                                                         "output_throughput": 60.0}, [], same)
-    sweep._keep(run_id, sweep.Cell("suffix", 4, 4, 1), {**base, "method": "suffix", "k": 4, "repeat": 1,
+    sweep.keep(run_id, sweep.Cell("suffix", 4, 4, 1), {**base, "method": "suffix", "k": 4, "repeat": 1,
                                                          "output_throughput": 70.0, "prior_requests": 8},
                 [], other)
-    sweep._write_run(run_id)
+    sweep.write_run(run_id)
     rows = Store().query("SELECT method, repeat, lossless_mismatches, hygiene FROM results "
                          "WHERE run_id = ? ORDER BY method, repeat", [run_id])
     got = {(m, r): (lm, h) for m, r, lm, h in rows.itertuples(index=False)}
@@ -232,7 +232,7 @@ def test_a_schedule_is_its_own_server_after_the_fixed_k():
                                             "ngram-schedule-c1", "ngram-schedule-c4"]
     fixed, scheduled = planned[2], planned[4]
     assert (scheduled.k, scheduled.schedule) == (4, "1-2:4,3-256:1")  # canonical text, K = its maximum
-    assert fixed.group != scheduled.group and len(sweep._last_use(planned)) == 3
+    assert fixed.group != scheduled.group and len(sweep.plan.last_use(planned)) == 3
     assert sweep.plan_cells(spec(ks=(1,), k_schedule="auto"))[-1].schedule == "auto"
     assert spec(k_schedule="auto").resolved_run_id("abc") != spec().resolved_run_id("abc")
 
@@ -246,7 +246,7 @@ def test_bad_schedules_are_config_errors(overrides):
 
 def test_auto_schedule_without_measured_cells_says_what_to_do(specscope_home):
     with pytest.raises(ConfigError, match="give the schedule itself"):
-        sweep._advised(sweep.Cell("ngram", 0, 1, None, "auto"), "sweep-empty", "open-chat")
+        sweep.run.advised_cell(sweep.Cell("ngram", 0, 1, None, "auto"), "sweep-empty", "open-chat")
 
 
 def test_a_run_keeps_one_schedule_per_method(specscope_home):
@@ -256,11 +256,11 @@ def test_a_run_keeps_one_schedule_per_method(specscope_home):
     (cells / "ngram-schedule-c1.json").write_text(json.dumps(
         {"row": {"status": "ok", "method": "ngram", "k_schedule": "1-2:4,3-256:1"}}))
     same = sweep.plan_cells(spec(ks=(4,), k_schedule="1-2:4,3-256:1"))
-    sweep._same_schedules("r", same)  # resuming the same schedule is fine, and so is auto
-    sweep._same_schedules("r", sweep.plan_cells(spec(ks=(4,), k_schedule="auto")))
+    sweep.record.same_schedules("r", same)  # resuming the same schedule is fine, and so is auto
+    sweep.record.same_schedules("r", sweep.plan_cells(spec(ks=(4,), k_schedule="auto")))
     with pytest.raises(ConfigError, match="already measured ngram with the schedule 1-2:4,3-256:1; give "
                                           "another run id to measure 1-4:2"):
-        sweep._same_schedules("r", sweep.plan_cells(spec(ks=(4,), k_schedule="1-4:2")))
+        sweep.record.same_schedules("r", sweep.plan_cells(spec(ks=(4,), k_schedule="1-4:2")))
 
 
 def test_cli_passes_the_schedule():
@@ -279,14 +279,14 @@ def test_preflight_plans_the_baseline_without_k_and_an_auto_schedule_as_k1():
 
     spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(2,), concurrencies=(1,),
                            prompts=Path("p.jsonl"), k_schedule="auto")
-    sweep._preflight(Recorder(), list(dict.fromkeys(cell.group for cell in sweep.plan_cells(spec))))
+    sweep.run.preflight(Recorder(), list(dict.fromkeys(cell.group for cell in sweep.plan_cells(spec))))
     assert checked == [("none", 0, None), ("ngram", 2, None), ("ngram", 1, "1:1")]
 
 
 def test_cpu_servers_run_side_by_side_as_memory_allows(monkeypatch):
-    monkeypatch.setattr(sweep.procfs, "memory_available_bytes", lambda: 21 * 2**30)
-    assert sweep._cpu_room() == 5
-    monkeypatch.setattr(sweep.procfs, "memory_available_bytes", lambda: 3 * 2**30)
-    assert sweep._cpu_room() == 2  # a baseline and one method server, as a round needs at least
-    monkeypatch.setattr(sweep.procfs, "memory_available_bytes", lambda: None)
-    assert sweep._cpu_room() == 2
+    monkeypatch.setattr(procfs, "memory_available_bytes", lambda: 21 * 2**30)
+    assert sweep.launchers.cpu_room() == 5
+    monkeypatch.setattr(procfs, "memory_available_bytes", lambda: 3 * 2**30)
+    assert sweep.launchers.cpu_room() == 2  # a baseline and one method server, as a round needs at least
+    monkeypatch.setattr(procfs, "memory_available_bytes", lambda: None)
+    assert sweep.launchers.cpu_room() == 2

@@ -180,5 +180,5 @@ def test_a_ray_calibration_asks_the_nodes_for_synthetic_acceptance(specscope_hom
     argv = ["calibrate", "--preset", "cpu-smollm2", "--method", "draft_model", "--prompts", str(PROMPTS)]
     assert cli_main(argv + ["--ray", "127.0.0.1:6379"]) == 1
     assert cli_main(argv + ["--ray", "127.0.0.1:6379", "--real-acceptance"]) == 1
-    assert [(spec.synthetic_acceptance, ray) for spec, ray in sent] == [
+    assert [(plan.spec.synthetic_acceptance, ray) for plan, ray in sent] == [
         (calibrate.DEFAULT_ALPHA, "127.0.0.1:6379"), (None, "127.0.0.1:6379")]

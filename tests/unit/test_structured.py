@@ -109,5 +109,5 @@ def test_lossless_compares_each_format_with_its_own_baseline():
     rows = [{"method": m, "k": k, "concurrency": 1, "response_format": f, "status": "ok", "temperature": 0.0,
              "repeat": 1} for m, k in (("none", 0), ("ngram", 4)) for f in ("none", "json_schema")]
     outputs = [{"p": "free"}, {"p": "json"}, {"p": "free"}, {"p": "json"}]
-    checked = sweep._with_hygiene(rows, outputs)
+    checked = sweep.record.with_hygiene(rows, outputs)
     assert [r.get("lossless_mismatches") for r in checked] == [None, None, 0, 0]

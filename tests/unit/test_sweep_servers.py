@@ -62,8 +62,8 @@ def test_sweep_reuses_an_exactly_matching_server_and_leaves_it_running(specscope
         return _plan(method, k, port=8100 + len(planned), **options)
 
     started = []
-    monkeypatch.setattr(sweep.launch, "plan_for", plan_for)
-    monkeypatch.setattr(sweep.launch, "start", lambda plan, **kw: started.append(plan.state.name) or plan.state)
+    monkeypatch.setattr(launch, "plan_for", plan_for)
+    monkeypatch.setattr(launch, "start", lambda plan, **kw: started.append(plan.state.name) or plan.state)
     launcher = sweep.PresetLauncher("cpu-smollm2")
     server = launcher.start("none", 0)
     assert server.reused and server.url == metrics_url and started == []

@@ -191,7 +191,7 @@ def test_each_version_checks_lossless_outputs_against_its_own_baseline():
                 "status": "ok", "temperature": 0.0, "completed": 8, "warmups": 1, "repeat": 1}
     rows = [row("none", "0.31.0"), row("ngram", "0.31.0"), row("none", "0.32.0"), row("ngram", "0.32.0")]
     outputs = [{"p": "a"}, {"p": "a"}, {"p": "b"}, {"p": "b"}]  # the versions answer differently, each lossless
-    checked = sweep._with_hygiene(rows, outputs)
+    checked = sweep.record.with_hygiene(rows, outputs)
     assert [r.get("lossless_mismatches") for r in checked] == [None, 0, None, 0]
 
 

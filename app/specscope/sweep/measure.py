@@ -1,0 +1,78 @@
+"""Measuring one cell on its server: the load, the CPU-sharing check, and the row's labels (what
+was measured, on what, with which vLLM and torch)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from specscope import bench, catalog, formats, hygiene, prompts, provenance
+from specscope.errors import SpecScopeError
+from specscope.sweep.launchers import Launcher, RunningServer
+from specscope.sweep.spec import Cell, SweepSpec, is_synthetic, requests_of, synthetic_keys
+
+__all__ = ["labels", "failed_row", "run_cell"]
+
+def labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: RunningServer,
+            info: bench.ServerInfo | None) -> dict:
+    """What a cell's row says about what was measured: the run, model, method, K, hardware, vLLM, torch."""
+    return {
+        "run_id": None, "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+        "source": spec.source, "label": spec.label or f"{spec.preset} on {prompt_set.name}",
+        "model": server.model or (info.model if info else None), "draft_model": server.draft_model,
+        "method": cell.method, "k": cell.k, "k_schedule": cell.schedule, "repeat": cell.repeat,
+        "method_params": server.method_params,
+        "tp": server.tp,
+        "hardware": spec.hardware or server.hardware or provenance.hardware_label(),
+        "vllm_version": (info.vllm_version if info else None) or server.vllm_version or _installed_version(),
+        "torch_version": None if server.hardware else server.torch_version or provenance.torch_version(),
+        "weights": server.weights,
+        "acceptance": provenance.acceptance_kind(cell.method, is_synthetic(server.method_params) or (
+            synthetic_keys(spec.synthetic_acceptance, spec.synthetic_length, cell.k) is not None)),
+        "dataset": prompt_set.name,
+        "response_format": formats.kinds_label(p.response_format for p in prompt_set.prompts
+                                               if cell.constrained),
+    }
+
+
+def _installed_version() -> str | None:
+    installed = catalog.installed_vllm()
+    return installed[1] if installed else None
+
+
+def failed_row(spec, prompt_set, cell, server, info, reason: str) -> dict:
+    """The row of a cell that could not be measured, with the reason."""
+    row = labels(spec, prompt_set, cell, server or RunningServer(url=""), info)
+    row.update(concurrency=cell.concurrency, output_len=spec.output_len, temperature=spec.temperature,
+               request_rate=spec.request_rate, num_prompts=requests_of(spec, cell.concurrency) or len(prompt_set),
+               status="failed", error=reason)
+    return row
+
+
+def run_cell(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: RunningServer,
+              launcher: Launcher, emit: bench.Progress, done: int, total: int,
+              prior_requests: int) -> tuple[dict, list[dict], dict[str, str]]:
+    """Measure one cell on its server: its row, its request rows and each prompt's output hash."""
+    info = None
+    try:
+        info = bench.server_info(server.url)
+        load = bench.LoadSpec(base_url=server.url, model=info.model, num_prompts=requests_of(spec, cell.concurrency),
+                              max_concurrency=cell.concurrency, request_rate=spec.request_rate,
+                              output_len=spec.output_len, temperature=spec.temperature, warmups=spec.warmups,
+                              structured=cell.constrained)
+        emit(bench.ProgressEvent("cell_start", cell.cell_id, done, total))
+        cpu_before = hygiene.sample_cpu(launcher.pids(server), server.cores) if server.cores else None
+        outcome = bench.run_sync(bench.run_load(load, prompt_set, emit, cell=cell.cell_id,
+                                                cells_done=done, cells_total=total))
+        cpu_after = hygiene.sample_cpu(launcher.pids(server), server.cores) if server.cores else None
+    except SpecScopeError as exc:
+        death = launcher.death(server)
+        row = failed_row(spec, prompt_set, cell, server, info, f"{exc} {death or ''}".strip())
+        return row, [], {}
+    row = {**outcome.row(), **labels(spec, prompt_set, cell, server, info),
+           "max_num_seqs": server.max_num_seqs, "prior_requests": prior_requests,
+           "foreign_cpu": hygiene.foreign_cpu(cpu_before, cpu_after)}
+    if row["status"] != "ok":
+        death = launcher.death(server)
+        row["error"] = f"{row['error']} {death}" if death else row["error"]
+    outputs = {r.prompt_id: r.text_sha256 for r in outcome.ok}
+    return row, outcome.request_rows(cell_id=cell.cell_id, method=cell.method, k=cell.k), outputs

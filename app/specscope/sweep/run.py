@@ -1,0 +1,164 @@
+"""Running a sweep: every cell of its plan in order on the servers the pool holds up, each kept as
+it finishes, so a killed sweep loses only the cell it was in and a rerun resumes."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Collection
+from dataclasses import asdict
+
+from specscope import bench, schedule, shared, warmup
+from specscope.errors import ConfigError, SpecScopeError
+from specscope.schema import BASELINE_METHOD
+from specscope.sweep.launchers import Launcher, RunningServer
+from specscope.sweep.measure import failed_row, run_cell
+from specscope.sweep.plan import SweepPlan, as_plan, typical_chars
+from specscope.sweep.pool import ServerPool, schedule_arg, vllm_arg
+from specscope.sweep.progress import Estimate
+from specscope.sweep.record import (SweepResult, drop_if_empty, finished_cells, keep, lock, run_dir,
+                                    same_schedules, write_run)
+from specscope.sweep.spec import Cell, SweepSpec
+
+__all__ = ["run_sweep", "preflight", "advised_cell"]
+
+
+def run_sweep(spec: SweepSpec | SweepPlan, launcher: Launcher, progress: bench.Progress | None = None,
+              stop: threading.Event | Callable[[], bool] | None = None,
+              only: Collection[str] | None = None) -> SweepResult:
+    """Run (or resume) a sweep (a spec, or its plan resolved once); returns which cells ran, were
+    skipped and failed. ``stop`` (an event or a callable) is asked before each cell; ``only`` limits
+    the sweep to those cell ids (a Ray task's group)."""
+    plan = as_plan(spec)
+    cells = [cell for cell in plan.cells if only is None or cell.cell_id in only]
+    result = SweepResult(plan.run_id)
+    emit = progress or (lambda event: None)
+    stopped = getattr(stop, "is_set", stop) or (lambda: False)
+    same_schedules(plan.run_id, cells)
+    preflight(launcher, list(dict.fromkeys(cell.group for cell in cells)))
+    try:
+        with lock(plan.run_id):
+            _run_cells(plan, cells, launcher, result, emit, stopped)
+    finally:
+        drop_if_empty(plan.run_id)
+        if finished_cells(plan.run_id):  # the finished cells go to the shared store, if there is one
+            result.upload_problem = shared.publish(plan.run_id)
+    return result
+
+
+def preflight(launcher: Launcher, groups: list[tuple[str, int, str | None, str | None]]) -> None:
+    """One ConfigError naming every problem that would fail whole servers, before anything runs."""
+    check = getattr(launcher, "check", None)
+    problems: list[str] = []
+    for method, k, text, vllm in groups if check else []:
+        try:
+            # an `auto` schedule has no K until it is advised: plan it as K=1 drafting 1
+            check(method, (k or 1) if text else k, **schedule_arg(text if text != "auto" else "1:1"),
+                  **vllm_arg(vllm))
+        except SpecScopeError as exc:
+            if str(exc) not in problems:
+                problems.append(str(exc))
+    if problems:
+        raise ConfigError("The sweep cannot start: " + " ".join(problems))
+
+
+def advised_cell(cell: Cell, run_id: str, dataset: str) -> Cell:
+    """An ``auto`` schedule cell made concrete: advised from this run's fixed-K cells of its method
+    (their rows are stored by now), else from earlier stored results of that model."""
+    if cell.schedule != "auto":
+        return cell
+    models = [e["row"].get("model") for e in finished_cells(run_id).values()
+              if e.get("row", {}).get("method") == cell.method and e["row"].get("model")]
+    if not models:
+        raise ConfigError(f"No {cell.method} cell of this sweep was measured, so no schedule can be "
+                          "advised; give the schedule itself.")
+    advised = schedule.from_results(models[0], cell.method, dataset)
+    return Cell(cell.method, advised.server_k, cell.concurrency, cell.repeat, advised.text(),
+                constrained=cell.constrained, vllm=cell.vllm)
+
+
+def _started(cell: Cell, what: str, server: RunningServer, seconds: float) -> str:
+    """The progress line of a server start: how long it took, and what its vLLM cannot report."""
+    if server.reused:
+        return f"{cell.method} {what}: measuring a server already running"
+    note = ""
+    if cell.method != BASELINE_METHOD and not server.per_request:
+        note = " (this vLLM reports no per-request acceptance: each cell's comes from /metrics)"
+    return f"{cell.method} {what} started in {seconds:.0f} s{note}"
+
+
+def _run_cells(plan: SweepPlan, cells: list[Cell], launcher: Launcher, result: SweepResult,
+               emit: bench.Progress, stopped: Callable[[], bool]) -> None:
+    """The body of ``run_sweep`` under the run's lock: fills ``result`` cell by cell."""
+    spec, prompt_set, run_id = plan.spec, plan.prompt_set, plan.run_id
+    emit = Estimate(emit)
+    pool = ServerPool(launcher, cells, keep_baseline=spec.baseline_alongside)
+    start_errors: dict[tuple, str] = {}
+    advised: dict[tuple, Cell] = {}  # an `auto` schedule server's concrete cell
+
+    (run_dir(run_id) / "spec.json").write_text(json.dumps(asdict(spec), default=str, indent=1))
+    kept = finished_cells(run_id)
+    done = 0
+    try:
+        for index, planned in enumerate(cells):
+            group, cell = planned.group, planned
+            if kept.get(cell.cell_id, {}).get("row", {}).get("status") == "ok":
+                done += 1
+                result.skipped.append(cell.cell_id)
+                emit(bench.ProgressEvent("cell_skipped", cell.cell_id, done, len(cells)))
+                pool.done_with(group, index)
+                continue
+            if stopped():
+                break
+            if pool.get(group) is None and group not in start_errors:
+                what = f"schedule {cell.schedule}" if cell.schedule else f"K={cell.k}"
+                emit(bench.ProgressEvent("server", cell.cell_id, done, len(cells),
+                                         message=f"starting {cell.method} {what}"))
+                try:
+                    advised[group] = advised_cell(cell, run_id, prompt_set.name)
+                    began = time.monotonic()
+                    server = pool.start(index, group, advised[group])
+                    emit(bench.ProgressEvent("server", cell.cell_id, done, len(cells),
+                                             message=_started(cell, what, server, time.monotonic() - began)))
+                    emit(bench.ProgressEvent("server", cell.cell_id, done, len(cells),
+                                             message=f"warming up {cell.method} {what} (not measured)"))
+                    warmup.warm_up(server.url, concurrency=cell.concurrency,
+                                   output_len=spec.output_len or bench.DEFAULT_OUTPUT_LEN,
+                                   prompt_chars=typical_chars(prompt_set), temperature=spec.temperature,
+                                   live=False)
+                except SpecScopeError as exc:
+                    start_errors[group] = f"The {cell.method} K={cell.k} server did not start: {exc}"
+                    if not any(e.get("row", {}).get("status") == "ok" for e in kept.values()) \
+                            and not result.ran:  # nothing measured: every cell would fail alike
+                        raise ConfigError(f"{start_errors[group]} Nothing was measured; fix this "
+                                          "and start the sweep again.") from exc
+            server = pool.get(group)
+            if group in advised:
+                cell = advised[group]
+                cell = Cell(cell.method, cell.k, planned.concurrency, planned.repeat, cell.schedule,
+                            constrained=planned.constrained, vllm=cell.vllm)
+            if server is None:
+                row, requests, outputs = failed_row(spec, prompt_set, cell, None, None,
+                                                    start_errors[group]), [], {}
+            else:
+                row, requests, outputs = run_cell(spec, prompt_set, cell, server, launcher, emit,
+                                                  done, len(cells), pool.served[group])
+                pool.answered(group, len(requests))
+                pool.done_with(group, index, now=row["status"] != "ok" or spec.restart_each_cell)
+            keep(run_id, cell, row, requests, outputs)
+            result.results_path = write_run(run_id)
+            done += 1
+            if row["status"] == "ok":
+                result.ran.append(cell.cell_id)
+                emit(bench.ProgressEvent("cell_done", cell.cell_id, done, len(cells)))
+            else:
+                result.failed[cell.cell_id] = row["error"]
+                emit(bench.ProgressEvent("cell_failed", cell.cell_id, done, len(cells),
+                                         message=row["error"]))
+    finally:
+        pool.close()
+    result.results_path = write_run(run_id) or result.results_path
+    emit(bench.ProgressEvent("sweep_done", "", done, len(cells),
+                             message=f"{len(result.ran)} ran, {len(result.skipped)} kept, "
+                                     f"{len(result.failed)} failed; done in {emit.elapsed_s():.0f} s"))

@@ -1,0 +1,236 @@
+"""What a sweep is: its spec (methods x K x concurrency on a preset or on known servers), its
+cells, and the keys of a server that accepts drafts synthetically."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import socket
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from specscope import bench, prompts, schedule
+from specscope.errors import ConfigError
+from specscope.schema import BASELINE_METHOD
+
+__all__ = ["SYNTHETIC", "STRUCTURED", "Cell", "SweepSpec", "parse_ints", "structured_default", "method_ks",
+           "schedule_k", "requests_of", "synthetic_length_for", "parse_lengths", "synthetic_keys", "synthetic_config",
+           "is_synthetic"]
+
+SYNTHETIC = "synthetic"  # rejection_sample_method that accepts drafts at set rates, whatever they are
+STRUCTURED = ("free", "constrained", "both")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (method, K, concurrency) point of a sweep; K=0 for the baseline. A schedule cell's
+    server drafts K by batch size (``schedule``: its text, or ``auto``; K = its maximum)."""
+
+    method: str
+    k: int
+    concurrency: int
+    repeat: int | None = None  # None: the cell is measured once
+    schedule: str | None = None
+    constrained: bool = False  # each prompt sent with its response format
+    vllm: str | None = None  # the vLLM its server runs on (a sweep over vLLMs); None: the preset's
+
+    @property
+    def group(self) -> tuple[str, int, str | None, str | None]:
+        """The server this cell is measured on."""
+        return (self.method, self.k, self.schedule, self.vllm)
+
+    @property
+    def cell_id(self) -> str:
+        """The cell's name, e.g. ``ngram-k4-c1`` (``-r2`` for the second repeat, ``-constrained`` with the
+        prompts' response formats; a sweep's one schedule is ``ngram-schedule-c1``)."""
+        kind = "schedule" if self.schedule else f"k{self.k}"
+        base = (f"{self.method}-{kind}-c{self.concurrency}" + ("-constrained" if self.constrained else "")
+                + (f"-vllm{_slug(self.vllm)}" if self.vllm else ""))
+        return base if self.repeat is None else f"{base}-r{self.repeat}"
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """What to sweep; equal specs on the same prompt file share a run id (and so resume)."""
+
+    preset: str
+    methods: tuple[str, ...]
+    ks: tuple[int, ...]
+    concurrencies: tuple[int, ...]
+    prompts: Path
+    num_prompts: int | None = None
+    output_len: int | None = bench.DEFAULT_OUTPUT_LEN
+    request_rate: float = math.inf
+    temperature: float = 0.0
+    warmups: int = 1
+    restart_each_cell: bool = False
+    source: str = "specscope"
+    label: str | None = None
+    hardware: str | None = None
+    run_id: str | None = None
+    repeats: int = 1
+    baseline_alongside: bool = False
+    servers: tuple[tuple[str, str, int], ...] = ()  # (name, method, K) of known servers to measure
+    k_schedule: str | None = None  # a schedule measured beside the fixed K: its text, or "auto"
+    synthetic_acceptance: float | None = None  # drafts accepted at rate alpha^i (a step-cost calibration)
+    synthetic_length: tuple[tuple[int, float], ...] = ()  # (K, mean acceptance length); K 0: every K
+    per_concurrency: int | None = None  # a cell sends this many requests per slot (at least num_prompts)
+    structured: str = "free"  # free | constrained | both: cells without and/or with the response formats
+    vllm: tuple[str, ...] = ()  # the vLLMs to run the preset on, one after the other (versions or Python paths)
+
+    def __post_init__(self):
+        if self.repeats < 1:
+            raise ConfigError("Repeats must be a whole number of at least 1.")
+        if self.structured not in STRUCTURED:
+            raise ConfigError(f"Structured output must be one of {', '.join(STRUCTURED)}, not {self.structured!r:.40}.")
+        if not self.methods and not self.servers:
+            raise ConfigError("Give at least one method, e.g. none,ngram.")
+        groups = [(method, k) for _, method, k in self.servers]
+        if len(set(groups)) < len(groups):
+            raise ConfigError("Two of the chosen servers run the same method and K; measure them in "
+                              "separate sweeps.")
+        if not self.servers and (any(k < 1 for m, k in method_ks(self) if m != BASELINE_METHOD) or (
+                not self.ks and any(":" not in m for m in set(self.methods) - {BASELINE_METHOD}))):
+            raise ConfigError("K values must be whole numbers of at least 1, e.g. 1,2,4.")
+        if not self.concurrencies or any(c < 1 for c in self.concurrencies):
+            raise ConfigError("Concurrency values must be whole numbers of at least 1, e.g. 1,4,16.")
+        if self.num_prompts is not None and self.num_prompts < 1:
+            raise ConfigError("The number of prompts per cell must be at least 1.")
+        if self.per_concurrency is not None and self.per_concurrency < 1:
+            raise ConfigError("The requests per concurrency slot must be at least 1.")
+        if self.vllm and self.servers:
+            raise ConfigError("Running servers keep the vLLM they started on; name vLLM versions with a preset, "
+                              "not with running servers.")
+        if self.output_len is not None and self.output_len < 1:
+            raise ConfigError("The output length must be at least 1 token.")
+        if self.k_schedule is not None:
+            object.__setattr__(self, "k_schedule", _schedule_text(self))
+        if self.synthetic_acceptance is not None and not 0.0 <= self.synthetic_acceptance <= 1.0:
+            raise ConfigError("The synthetic acceptance rate must lie between 0 and 1, e.g. 0.8.")
+        if (self.synthetic_acceptance is not None or self.synthetic_length) and self.servers:
+            raise ConfigError("Synthetic acceptance is set when a server starts; sweep it with a preset, "
+                              "not with running servers.")
+        if self.synthetic_acceptance is not None and self.synthetic_length:
+            raise ConfigError("Give either a synthetic acceptance rate or a synthetic acceptance length, not both.")
+        for method, k in method_ks(self) if self.synthetic_length else ():
+            length = synthetic_length_for(self.synthetic_length, k)
+            if method != BASELINE_METHOD and length is not None and not 1.0 <= length <= k + 1:
+                raise ConfigError(f"A synthetic acceptance length at K={k} must lie between 1 and {k + 1} "
+                                  f"(K drafts plus the target's token), not {length:g}.")
+
+    def resolved_run_id(self, prompt_sha: str) -> str:
+        """The given run id, else one derived from the spec and the prompt set's hash."""
+        if self.run_id:
+            return self.run_id
+        key = {k: v for k, v in asdict(self).items() if k not in ("run_id", "label")}
+        for name, default in (("repeats", 1), ("baseline_alongside", False), ("servers", ()),
+                              ("k_schedule", None), ("synthetic_acceptance", None), ("synthetic_length", ()),
+                              ("per_concurrency", None), ("structured", "free"), ("vllm", ())):
+            if key[name] == default:
+                del key[name]  # sweeps without them keep the run ids they always had
+        # the host too: two machines running the same sweep into one shared store never share a run id
+        key.update(prompts=prompt_sha, request_rate=str(self.request_rate), host=socket.gethostname())
+        digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:10]
+        return f"sweep-{_slug(self.preset)}-{digest}"
+
+
+def _schedule_text(spec: SweepSpec) -> str:
+    """The spec's schedule in canonical text (``auto`` stays); ConfigError when it cannot be swept."""
+    if spec.servers:
+        raise ConfigError("A K schedule starts its own server; sweep it with a preset, not with running servers.")
+    if not set(spec.methods) - {BASELINE_METHOD}:
+        raise ConfigError("A K schedule needs a speculative method, e.g. --methods none,ngram.")
+    text = spec.k_schedule.strip()
+    return "auto" if text == "auto" else schedule.parse(text).text()
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "-" for c in text)[:60]
+
+
+def parse_ints(text: str) -> tuple[int, ...]:
+    """K or concurrency values typed as ``1, 2,4`` -> (1, 2, 4); ConfigError on anything else."""
+    try:
+        return tuple(int(part) for part in text.replace(" ", "").split(",") if part)
+    except ValueError:
+        raise ConfigError(f"{text!r} is not a comma-separated list of whole numbers, e.g. 1,2,4.") from None
+
+
+def structured_default(prompt_set: prompts.PromptSet) -> str:
+    """``both`` for a set whose prompts carry response formats, else ``free``."""
+    return "both" if prompt_set.has_formats else "free"
+
+
+def method_ks(spec: SweepSpec) -> list[tuple[str, int]]:
+    """The (method, K) server groups of a preset sweep: every method at every K of ``ks``, except a
+    method written with its own K values (``suffix:4``, ``ngram:2/4``); the baseline at K=0."""
+    groups: list[tuple[str, int]] = []
+    for entry in dict.fromkeys(spec.methods):
+        method, own, text = entry.partition(":")
+        try:
+            ks = tuple(int(k) for k in text.split("/")) if own else spec.ks
+        except ValueError:
+            raise ConfigError(f"{entry!r}: write a method's own K values as method:K, e.g. suffix:4 or "
+                              "ngram:2/4.") from None
+        groups += [(method, 0)] if method == BASELINE_METHOD else [(method, k) for k in dict.fromkeys(ks)]
+    return list(dict.fromkeys(groups))
+
+
+def schedule_k(text: str) -> int:
+    """A schedule server's K (0 for ``auto`` until it is advised)."""
+    return 0 if text == "auto" else schedule.parse(text).server_k
+
+
+def requests_of(spec: SweepSpec, concurrency: int) -> int | None:
+    """How many requests a cell at ``concurrency`` sends: ``per_concurrency`` per slot (at least
+    ``num_prompts``) when set, else ``num_prompts`` (None: every prompt of the set once)."""
+    if spec.per_concurrency is None:
+        return spec.num_prompts
+    return max(spec.num_prompts or 0, spec.per_concurrency * concurrency)
+
+
+def synthetic_length_for(lengths: tuple[tuple[int, float], ...], k: int) -> float | None:
+    """The mean acceptance length set for K (an entry for K, else the one for every K, K 0); None: none set."""
+    by_k = dict(lengths)
+    return by_k.get(k, by_k.get(0))
+
+
+def parse_lengths(text: str) -> tuple[tuple[int, float], ...]:
+    """``2.8`` (every K) or ``4=2.9,6=3.4`` (per K) -> ((K, length), ...); ConfigError on anything else."""
+    pairs = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        k, _, length = part.rpartition("=")
+        try:
+            pairs.append((int(k) if k else 0, float(length)))
+        except ValueError:
+            raise ConfigError(f"Cannot read the synthetic acceptance length '{part}'; give a mean length such "
+                              "as 2.8, or one per K such as 4=2.9,6=3.4.") from None
+    return tuple(pairs)
+
+
+def synthetic_keys(alpha: float | None, lengths: tuple[tuple[int, float], ...], k: int) -> dict | None:
+    """The speculative_config keys of a K server that accepts drafts synthetically: at ``alpha``^i, or at
+    the mean length set for K; None where drafts are accepted by the target (and for the baseline)."""
+    length = synthetic_length_for(lengths, k)
+    if not k or (alpha is None and length is None):
+        return None
+    if alpha is not None:
+        return synthetic_config(alpha, k)
+    return {"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_length": length}
+
+
+def synthetic_config(alpha: float, k: int) -> dict:
+    """speculative_config keys that accept draft position i with probability alpha^i (vLLM's
+    synthetic rejection sampler): a step's cost measured apart from the drafter's quality."""
+    return {"rejection_sample_method": SYNTHETIC,
+            "synthetic_acceptance_rates": [round(alpha ** i, 6) for i in range(1, k + 1)]}
+
+
+def is_synthetic(method_params: str | None) -> bool:
+    """Whether a row's speculative_config (its ``method_params`` JSON) accepted drafts synthetically."""
+    try:
+        config = json.loads(method_params) if method_params else {}
+    except ValueError:
+        return False
+    return isinstance(config, dict) and config.get("rejection_sample_method") == SYNTHETIC
