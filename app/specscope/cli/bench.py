@@ -86,11 +86,14 @@ def _bench(args: argparse.Namespace) -> int:
         spec = sweep.servers_spec(args.servers, **fields)
     else:
         spec = sweep.SweepSpec(preset=args.preset, methods=args.methods, ks=args.k, **fields)
-    return run(sweep.resolve(spec, prompt_set), args.ray)
+    return run(sweep.resolve(spec, prompt_set), args.ray, sleep_mode=args.sleep_mode,
+               starts_at_once=args.starts_at_once)
 
 
-def run(plan: sweep.SweepPlan, ray: str | None = None) -> int:
-    """Run a sweep's plan here or on Ray (``ray``: an address, "" for the default) and print its summary."""
+def run(plan: sweep.SweepPlan, ray: str | None = None, sleep_mode: bool | None = None,
+        starts_at_once: int | None = None) -> int:
+    """Run a sweep's plan here or on Ray (``ray``: an address, "" for the default) and print its summary
+    (``sleep_mode`` and ``starts_at_once``: how a GPU's servers stay ready, see ``sweep.launcher_for``)."""
     if ray is not None:
         from specscope import cluster
 
@@ -101,7 +104,8 @@ def run(plan: sweep.SweepPlan, ray: str | None = None) -> int:
                   f"{group['end'] - group['start']:.0f} s")
     else:  # one sweep at a time on this machine: Busy names the one running
         with sweeplock.held(plan.run_id):
-            result = sweep.run_sweep(plan, sweep.launcher_for(plan.spec), progress=ProgressBar())
+            launcher = sweep.launcher_for(plan.spec, sleep_mode=sleep_mode, starts_at_once=starts_at_once)
+            result = sweep.run_sweep(plan, launcher, progress=ProgressBar())
     print(f"run {result.run_id}: {len(result.ran)} cells ran, {len(result.skipped)} kept from an "
           f"earlier run, {len(result.failed)} failed")
     by_reason: dict[str, list[str]] = {}
@@ -157,6 +161,12 @@ def register(subparsers) -> None:
     parser.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                         help="run each server group as a task on a Ray cluster (ADDRESS, else RAY_ADDRESS, "
                              "else the cluster on this machine); needs specscope[cluster]")
+    parser.add_argument("--no-sleep", dest="sleep_mode", action="store_false", default=None,
+                        help="on a GPU, stop each server after its cells and start it again in the next round, "
+                             "instead of letting it sleep between its cells (vLLM's sleep mode)")
+    parser.add_argument("--starts-at-once", type=int, default=None, metavar="N",
+                        help="on a GPU, start N servers together (they sleep until their cells); default: as "
+                             "many as the preset's gpu_memory_utilization fits on one GPU")
     parser.add_argument("--k-schedule", default=None, metavar="TEXT|auto",
                         help="also measure each method on one server drafting K by batch size, e.g. "
                              "1-2:4,3-8:2,9-256:1 (K = its maximum); auto: advised from this run's "

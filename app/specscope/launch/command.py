@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from specscope import catalog
+from specscope import catalog, sleepmode
 from specscope.errors import ConfigError
 from specscope.launch.registry import ServerState
 from specscope.presets import Preset
@@ -94,12 +94,16 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
           log_dir: Path, busy_ports: Collection[int] = (), host: str = "127.0.0.1",
           cpu_cores: str | None = None, spare_core: str = "0", name: str | None = None,
           importable: Callable[[str], bool] = lambda package: True,
-          k_schedule: KSchedule | None = None, spec_extra: dict | None = None) -> LaunchPlan:
+          k_schedule: KSchedule | None = None, spec_extra: dict | None = None, gpus: str | None = None,
+          sleep_mode: bool = False, cache_dir: Path | None = None) -> LaunchPlan:
     """Validate everything and build a server's argv, env and state; ConfigError before any start.
 
     ``cpu_cores`` binds a vllm-cpu server's threads; without it the preset's binding, else ``spare_core``.
     ``k_schedule`` drafts K by batch size (its largest K is the server's K). ``spec_extra`` adds
-    speculative_config keys to the preset's (a speculative method only).
+    speculative_config keys to the preset's (a speculative method only). On a GPU build, ``gpus``
+    places the server on those devices (``CUDA_VISIBLE_DEVICES``, as many as its tensor parallelism),
+    ``sleep_mode`` lets it sleep and wake (``specscope.sleepmode``), and ``cache_dir`` keeps vLLM's
+    compile cache, so a second start of the same shape skips compilation.
     """
     _check_method(preset, method, vllm, importable)
     entry = preset.method(method)
@@ -144,7 +148,12 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
     if spec_config:
         argv += ["--speculative-config", json.dumps(spec_config)]
         argv += list(vllm.per_request_args)
+    tp = int(preset.engine_args.get("tensor_parallel_size", 1))
     extra_env = {key: str(value) for key, value in preset.env.items()}
+    if vllm.dist == "vllm":
+        argv, extra_env = _gpu_placement(argv, extra_env, tp, gpus, sleep_mode, cache_dir)
+    elif sleep_mode or gpus:
+        raise ConfigError("Sleep mode and GPU placement need vLLM's GPU build; vllm-cpu servers keep running.")
     if vllm.dist == "vllm-cpu" and cpu_cores:
         extra_env["VLLM_CPU_OMP_THREADS_BIND"] = cpu_cores
     elif vllm.dist == "vllm-cpu":
@@ -154,5 +163,21 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
         model_path=model_path, url=f"http://{host}:{port}", port=port, argv=argv, env=extra_env,
         log_path=str(log_dir / f"{name}.log"), engine=vllm.dist, vllm_version=vllm.version,
         python=argv[0] if argv[0] == vllm.python else "", torch_version=vllm.torch or "",
-        speculative_config=spec_config, tp=int(preset.engine_args.get("tensor_parallel_size", 1)))
+        speculative_config=spec_config, tp=tp)
     return LaunchPlan(state=state, extra_env=extra_env)
+
+
+def _gpu_placement(argv: list[str], env: dict[str, str], tp: int, gpus: str | None, sleep_mode: bool,
+                   cache_dir: Path | None) -> tuple[list[str], dict[str, str]]:
+    """A GPU server's devices, sleep mode and compile cache, added to its argv and env."""
+    if gpus is not None:
+        count = len([g for g in gpus.split(",") if g.strip()])
+        if count != tp:
+            raise ConfigError(f"A server with tensor parallelism {tp} needs {tp} GPU(s), not {count} ({gpus}).")
+        env["CUDA_VISIBLE_DEVICES"] = gpus
+    if sleep_mode or sleepmode.SLEEP_FLAG in argv:
+        argv = argv if sleepmode.SLEEP_FLAG in argv else [*argv, sleepmode.SLEEP_FLAG]
+        env[sleepmode.DEV_MODE_ENV] = "1"
+    if cache_dir is not None:
+        env.setdefault("VLLM_CACHE_ROOT", str(cache_dir))
+    return argv, env

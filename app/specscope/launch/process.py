@@ -52,13 +52,13 @@ def start(launch_plan: LaunchPlan, *, wait: bool = True, timeout: float = 300.0,
 
 def start_together(plans: Iterable[LaunchPlan], *, timeout: float = 300.0,
                    progress_for: Callable[[str], Progress] | None = None,
-                   warm: bool = True) -> list[tuple[ServerState, LaunchFailed | None]]:
+                   warm: bool = True, die_with_parent: bool = False) -> list[tuple[ServerState, LaunchFailed | None]]:
     """Start several servers at once and wait for all: each is spawned once the previous one is
     registered (so a plan made lazily, as ``plans`` is iterated, sees the cores already taken), then
     all wait for health and warm up side by side. A CPU server's start is mostly single-threaded
     imports in three processes, so on two cores two servers start in about the time of one.
     Returns each spawned server with None or the LaunchFailed that ended it; Ctrl-C stops them all."""
-    states = [_spawn(plan, False) for plan in plans]
+    states = [_spawn(plan, die_with_parent) for plan in plans]
     name_progress = progress_for or (lambda name: None)
 
     def one(state: ServerState) -> LaunchFailed | None:

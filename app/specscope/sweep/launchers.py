@@ -9,16 +9,24 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from specscope import catalog, hygiene, launch, metrics, probe, procfs, provenance
+from specscope.launch import gpus
 from specscope.errors import ConfigError, ServerUnreachable, SpecScopeError
 from specscope.presets import get_preset
 from specscope.schedule import KSchedule
 from specscope.schema import BASELINE_METHOD
 from specscope.sweep.spec import SweepSpec, synthetic_keys
 
-__all__ = ["CPU_SERVER_BYTES", "cpu_room", "RunningServer", "Launcher", "PresetLauncher", "ServersLauncher",
-           "servers_spec", "launcher_for"]
+__all__ = ["CPU_SERVER_BYTES", "starts_fitting", "cpu_room", "RunningServer", "Launcher", "PresetLauncher",
+           "ServersLauncher", "servers_spec", "launcher_for"]
 
 CPU_SERVER_BYTES = 4 * 2**30  # what a CPU demo server holds at most (weights, KV cache, engine processes)
+
+
+def starts_fitting(engine_args: dict) -> int:
+    """How many servers of a preset start at once on one GPU: as many shares of
+    ``gpu_memory_utilization`` as fit in 95% of it (1 at vLLM's default share, 0.9)."""
+    share = float(engine_args.get("gpu_memory_utilization", 0.9))
+    return max(1, int(0.95 // share)) if share > 0 else 1
 
 
 def cpu_room() -> int:
@@ -46,6 +54,7 @@ class RunningServer:
     vllm_version: str | None = None   # of the interpreter it runs on, when launched
     torch_version: str | None = None
     per_request: bool = True     # its vLLM reports acceptance per request (else the sweep reads /metrics)
+    placed: str | None = None    # the hardware of the GPUs it was placed on (1xH100-80GB), when placed
 
 
 def _prior_requests(url: str) -> int:
@@ -72,7 +81,9 @@ def _from_state(state: launch.ServerState, reused: bool) -> RunningServer:
                          weights=None if state.attached else provenance.weights_kind(state.argv),
                          vllm_version=state.vllm_version or None, torch_version=state.torch_version or None,
                          per_request=state.attached or any(flag in state.argv for flag in (
-                             catalog.PER_REQUEST_METRICS_FLAG, catalog.PER_REQUEST_STATS_FLAG)))
+                             catalog.PER_REQUEST_METRICS_FLAG, catalog.PER_REQUEST_STATS_FLAG)),
+                         placed=gpus.label(state.env["CUDA_VISIBLE_DEVICES"])
+                         if "CUDA_VISIBLE_DEVICES" in state.env else None)
 
 
 class Launcher(Protocol):
@@ -93,7 +104,10 @@ class Launcher(Protocol):
     def check(self, method: str, k: int) -> None:
         """ConfigError when the (method, K) server cannot be started here at all."""
 
-    # An optional ``max_servers`` attribute: how many of its servers may run at once (None: any).
+    # Optional attributes: ``max_servers``, how many of its servers may be awake at once (None: any);
+    # ``sleeps``, whether its servers fall asleep and wake (``specscope.sleepmode``); ``starts_at_once``
+    # with ``start_many``, how many it starts together; ``lanes()``, launchers that run side by side
+    # (one per GPU slot of a node).
 
 
 class PresetLauncher:
@@ -101,21 +115,45 @@ class PresetLauncher:
 
     def __init__(self, preset: str, start_timeout: float = 600.0, reuse: bool = True,
                  die_with_parent: bool = False, synthetic_acceptance: float | None = None,
-                 synthetic_length: tuple[tuple[int, float], ...] = ()):
+                 synthetic_length: tuple[tuple[int, float], ...] = (), sleep_mode: bool | None = None,
+                 devices: str | None = None, starts_at_once: int | None = None):
         self.preset = preset
+        found = get_preset(preset)
+        gpu = found.engine != "vllm-cpu"
         self.start_timeout = start_timeout  # a CPU server on a busy machine can take minutes
         self.reuse = reuse  # False: every server is the sweep's own (e.g. fresh per cell)
         self.die_with_parent = die_with_parent  # servers end with this process (a Ray task's)
         self.synthetic_acceptance = synthetic_acceptance  # accept drafts at alpha^i, whatever they are
         self.synthetic_length = synthetic_length  # or at a mean acceptance length per K
         # CPU servers (one core, a small KV cache) run side by side as memory allows; a GPU server takes the GPU
-        self.max_servers = cpu_room() if get_preset(preset).engine == "vllm-cpu" else 1
+        self.max_servers = 1 if gpu else cpu_room()
+        self.sleeps = gpu and sleep_mode is not False  # on a GPU, servers sleep between their cells by default
+        self.devices = devices  # the GPUs its servers run on (None: those visible)
+        self.tp = int(found.engine_args.get("tensor_parallel_size", 1))
+        self.starts_at_once = starts_at_once or (starts_fitting(found.engine_args) if self.sleeps else 1)
+
+    def _options(self) -> dict:
+        return {"start_timeout": self.start_timeout, "reuse": self.reuse, "die_with_parent": self.die_with_parent,
+                "synthetic_acceptance": self.synthetic_acceptance, "synthetic_length": self.synthetic_length,
+                "sleep_mode": self.sleeps, "starts_at_once": self.starts_at_once}
+
+    def lanes(self) -> list[PresetLauncher]:
+        """One launcher per GPU slot of this node (tensor-parallel size GPUs each), whose servers run
+        side by side; just this one on a CPU, on a node of one slot, or when placed already."""
+        if self.devices is not None or self.max_servers != 1:
+            return [self]
+        slots = gpus.slots(gpus.visible(), self.tp)
+        if len(slots) < 2:
+            return [self]
+        return [PresetLauncher(self.preset, devices=slot, **self._options()) for slot in slots]
 
     def _plan(self, method: str, k: int, name: str | None = None,
               k_schedule: KSchedule | None = None, vllm: str | None = None) -> launch.LaunchPlan:
         extra = synthetic_keys(self.synthetic_acceptance, self.synthetic_length, k)
+        placement = {"gpus": self.devices, "sleep_mode": True} if self.sleeps else {"gpus": self.devices}
         return launch.plan_for(self.preset, method, k or None, name=name, k_schedule=k_schedule, spec_extra=extra,
-                               **({"vllm_choice": vllm} if vllm else {}))
+                               **({"vllm_choice": vllm} if vllm else {}),
+                               **{key: value for key, value in placement.items() if value})
 
     def check(self, method: str, k: int, k_schedule: KSchedule | None = None, vllm: str | None = None) -> None:
         """Plan the server without starting it: ConfigError on a missing model, vLLM or package."""
@@ -134,6 +172,19 @@ class PresetLauncher:
             plan = self._plan(method, k, name=name, k_schedule=k_schedule, vllm=vllm)
         return _from_state(launch.start(plan, timeout=self.start_timeout, die_with_parent=self.die_with_parent,
                                         warm=False), reused=False)
+
+    def start_many(self, wanted: list[tuple[str, int, dict]]) -> list[RunningServer | SpecScopeError]:
+        """Start several (method, K, options) servers at once, each under a free name; per server
+        what ``start`` returns, or the error that ended its start."""
+        def plans():
+            for method, k, options in wanted:  # lazily: each name is chosen once the one before is registered
+                plan = self._plan(method, k, **options)
+                name = launch.unused_name(plan.state.name)
+                yield plan if name == plan.state.name else self._plan(method, k, name=name, **options)
+
+        started = launch.start_together(plans(), timeout=self.start_timeout, warm=False,
+                                        die_with_parent=self.die_with_parent)
+        return [failure if failure is not None else _from_state(state, reused=False) for state, failure in started]
 
     def pids(self, server: RunningServer) -> list[int]:
         """The processes of the server's group, for the core-sharing check."""
@@ -193,11 +244,13 @@ def servers_spec(names: list[str] | tuple[str, ...], **fields) -> SweepSpec:
                      servers=chosen, **fields)
 
 
-def launcher_for(spec: SweepSpec) -> Launcher:
+def launcher_for(spec: SweepSpec, sleep_mode: bool | None = None, starts_at_once: int | None = None) -> Launcher:
     """The Launcher a spec needs: its known servers, else its preset's (fresh ones per cell
-    when ``restart_each_cell``; drafts accepted synthetically when the spec says so). Servers a
-    sweep starts end with the process running it, even when that process is killed outright."""
+    when ``restart_each_cell``; drafts accepted synthetically when the spec says so; on a GPU, servers
+    that sleep between their cells unless ``sleep_mode`` is False, ``starts_at_once`` started together).
+    Servers a sweep starts end with the process running it, even when that process is killed outright."""
     if spec.servers:
         return ServersLauncher(spec.servers)
     return PresetLauncher(spec.preset, reuse=not spec.restart_each_cell, die_with_parent=True,
-                          synthetic_acceptance=spec.synthetic_acceptance, synthetic_length=spec.synthetic_length)
+                          synthetic_acceptance=spec.synthetic_acceptance, synthetic_length=spec.synthetic_length,
+                          sleep_mode=sleep_mode, starts_at_once=starts_at_once)

@@ -22,7 +22,7 @@ def labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: R
         "method": cell.method, "k": cell.k, "k_schedule": cell.schedule, "repeat": cell.repeat,
         "method_params": server.method_params,
         "tp": server.tp,
-        "hardware": spec.hardware or server.hardware or provenance.hardware_label(),
+        "hardware": spec.hardware or server.hardware or server.placed or provenance.hardware_label(),
         "vllm_version": (info.vllm_version if info else None) or server.vllm_version or _installed_version(),
         "torch_version": None if server.hardware else server.torch_version or provenance.torch_version(),
         "weights": server.weights,

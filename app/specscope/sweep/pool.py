@@ -1,9 +1,17 @@
 """Which servers a sweep holds up when: each server group's server is started (or reused) before its
-first cell and stopped after its last; where the launcher holds fewer at once (``max_servers``: one on
-a GPU, as many as memory holds on a CPU), the one needed furthest ahead is stopped first."""
+first cell and stopped after its last. Where the launcher holds fewer awake at once (``max_servers``:
+one on a GPU, as many as memory holds on a CPU), the one needed furthest ahead makes room: a server
+that sleeps (vLLM's sleep mode, on a GPU) falls asleep and is woken when its turn comes, any other
+is stopped and started again. A launcher that starts several servers at once (``starts_at_once``)
+starts the next groups due beside the one needed, and they sleep until their turn."""
 
 from __future__ import annotations
 
+import time
+from collections import Counter
+
+from specscope import sleepmode
+from specscope.errors import SpecScopeError
 from specscope.schedule import KSchedule, parse
 from specscope.schema import BASELINE_METHOD
 from specscope.sweep.launchers import Launcher, RunningServer
@@ -37,29 +45,104 @@ def vllm_arg(vllm: str | None) -> dict[str, str]:
 
 class ServerPool:
     """The servers of a sweep's cells, by group, with the requests each has answered (its earlier
-    ones included, for the hygiene checks)."""
+    ones included, for the hygiene checks), which of them sleep, and where the time went
+    (``seconds``: start, wake, sleep)."""
 
     def __init__(self, launcher: Launcher, cells: list[Cell], keep_baseline: bool = False):
         self.launcher = launcher
         self.cells = cells
         self.keep_baseline = keep_baseline
         self.limit = getattr(launcher, "max_servers", None)
+        self.sleeps = bool(getattr(launcher, "sleeps", False))
+        self.at_once = max(1, int(getattr(launcher, "starts_at_once", 1))) if self.sleeps else 1
         self.last_use = last_use(cells)
         self.servers: dict[Group, RunningServer] = {}
         self.served: dict[Group, int] = {}
+        self.asleep: set[Group] = set()
+        self.failed: dict[Group, str] = {}  # groups started ahead in a wave whose server did not start
+        self.seconds: Counter[str] = Counter()
 
     def get(self, group: Group) -> RunningServer | None:
-        """The group's server while it is up."""
+        """The group's server while it is up (awake or asleep)."""
         return self.servers.get(group)
+
+    def _make_room(self, index: int) -> None:
+        awake = [g for g in self.servers if g not in self.asleep]
+        for victim in evict(self.cells, index, awake, self.limit, self.keep_baseline):
+            self._put_away(victim, index)
+
+    def _put_away(self, group: Group, index: int) -> None:
+        """Sleep a server needed again later, where it can; stop it otherwise."""
+        needed = any(c.group == group for c in self.cells[index:])
+        if self.sleeps and needed:
+            began = time.monotonic()
+            try:
+                sleepmode.fall_asleep(self.servers[group].url)
+                self.asleep.add(group)
+                return
+            except SpecScopeError:
+                pass  # no sleep after all: stop it, and start it again when its turn comes
+            finally:
+                self.seconds["sleep"] += time.monotonic() - began
+        self.retire(group)
+
+    def _due(self, index: int, group: Group, cell: Cell) -> list[tuple[Group, Cell]]:
+        """``group`` and the next groups due after cell ``index`` that start beside it (a wave)."""
+        wave = [(group, cell)]
+        for later in self.cells[index + 1:]:
+            if len(wave) >= self.at_once:
+                break
+            g = later.group
+            if g in self.servers or g in self.failed or any(g == w for w, _ in wave) or later.schedule == "auto":
+                continue  # an `auto` schedule is advised from this run's cells: it cannot start ahead
+            wave.append((g, later))
+        return wave
 
     def start(self, index: int, group: Group, cell: Cell) -> RunningServer:
         """Start (or reuse) ``group``'s server as ``cell`` says (an advised schedule's K) before cell
-        ``index``, first stopping the servers needed furthest ahead where the launcher holds no more."""
-        for victim in evict(self.cells, index, list(self.servers), self.limit, self.keep_baseline):
-            self.retire(victim)
-        server = self.launcher.start(cell.method, cell.k, **schedule_arg(cell.schedule), **vllm_arg(cell.vllm))
-        self.servers[group], self.served[group] = server, server.prior_requests
-        return server
+        ``index``, first making room; a launcher that starts several at once starts the next groups
+        due beside it, which then sleep. Raises the SpecScopeError of the needed server's start."""
+        self._make_room(index)
+        wave = self._due(index, group, cell)
+        began = time.monotonic()
+        if len(wave) == 1:
+            started: list[RunningServer | SpecScopeError] = [self._start_one(cell)]
+        else:
+            started = self.launcher.start_many([(c.method, c.k, {**schedule_arg(c.schedule), **vllm_arg(c.vllm)})
+                                                for _, c in wave])
+        self.seconds["start"] += time.monotonic() - began
+        for (g, _), outcome in zip(wave, started):
+            if isinstance(outcome, SpecScopeError):
+                self.failed[g] = str(outcome)
+                continue
+            self.servers[g], self.served[g] = outcome, outcome.prior_requests
+            if g != group:
+                self._put_away(g, index)
+        if isinstance(started[0], SpecScopeError):
+            self.failed.pop(group, None)
+            raise started[0]
+        return self.servers[group]
+
+    def _start_one(self, cell: Cell) -> RunningServer | SpecScopeError:
+        try:
+            return self.launcher.start(cell.method, cell.k, **schedule_arg(cell.schedule), **vllm_arg(cell.vllm))
+        except SpecScopeError as exc:
+            return exc
+
+    def wake(self, index: int, group: Group) -> bool:
+        """Wake ``group``'s server if it sleeps, first making room; whether it slept."""
+        if group not in self.asleep:
+            return False
+        self.asleep.discard(group)  # counted awake while room is made for it
+        awake = [g for g in self.servers if g not in self.asleep and g != group]
+        for victim in evict(self.cells, index, awake, self.limit, self.keep_baseline):
+            self._put_away(victim, index)
+        began = time.monotonic()
+        try:
+            sleepmode.wake_up(self.servers[group].url)
+        finally:
+            self.seconds["wake"] += time.monotonic() - began
+        return True
 
     def answered(self, group: Group, requests: int) -> None:
         """Count requests the group's server answered."""
@@ -67,13 +150,14 @@ class ServerPool:
 
     def done_with(self, group: Group, index: int, now: bool = False) -> None:
         """Stop the group's server after cell ``index`` if that was its last cell (or ``now``)."""
-        if now or self.last_use[group] == index:
+        if now or self.last_use.get(group) == index:
             self.retire(group)
 
     def retire(self, group: Group) -> None:
         """Stop the group's server (a reused one keeps running: the launcher decides)."""
         server = self.servers.pop(group, None)
         self.served.pop(group, None)
+        self.asleep.discard(group)
         if server is not None:
             self.launcher.stop(server)
 

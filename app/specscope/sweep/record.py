@@ -48,6 +48,7 @@ class SweepResult:
     upload_problem: str | None = None  # why the run waits to go to the shared store
     groups: list[dict] = field(default_factory=list)  # Ray sweeps: each group's node and time span
     measured_twice: list[str] = field(default_factory=list)  # Ray sweeps: cells a retry measured again
+    seconds: dict[str, float] = field(default_factory=dict)  # where the time went: start, wake, sleep, warm, measure
 
 
 def keep(run_id: str, cell: Cell, row: dict, requests: list[dict],

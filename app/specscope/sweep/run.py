@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Collection
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
 from specscope import bench, schedule, shared, warmup
@@ -21,7 +23,7 @@ from specscope.sweep.record import (SweepResult, drop_if_empty, finished_cells, 
                                     same_schedules, write_run)
 from specscope.sweep.spec import Cell, SweepSpec
 
-__all__ = ["run_sweep", "preflight", "advised_cell"]
+__all__ = ["run_sweep", "preflight", "advised_cell", "time_split"]
 
 
 def run_sweep(spec: SweepSpec | SweepPlan, launcher: Launcher, progress: bench.Progress | None = None,
@@ -39,7 +41,7 @@ def run_sweep(spec: SweepSpec | SweepPlan, launcher: Launcher, progress: bench.P
     preflight(launcher, list(dict.fromkeys(cell.group for cell in cells)))
     try:
         with lock(plan.run_id):
-            _run_cells(plan, cells, launcher, result, emit, stopped)
+            _run_lanes(plan, cells, launcher, result, emit, stopped)
     finally:
         drop_if_empty(plan.run_id)
         if finished_cells(plan.run_id):  # the finished cells go to the shared store, if there is one
@@ -88,51 +90,113 @@ def _started(cell: Cell, what: str, server: RunningServer, seconds: float) -> st
     return f"{cell.method} {what} started in {seconds:.0f} s{note}"
 
 
-def _run_cells(plan: SweepPlan, cells: list[Cell], launcher: Launcher, result: SweepResult,
+def time_split(seconds: dict[str, float], lanes: int = 1) -> str:
+    """Where a sweep's time went, in words: 'starts 131 s, wake-ups 1 s, warm-ups 9 s, measuring 40 s'."""
+    names = (("start", "starts"), ("wake", "wake-ups"), ("sleep", "sleeps"), ("warm", "warm-ups"),
+             ("measure", "measuring"))
+    text = ", ".join(f"{word} {seconds[key]:.0f} s" for key, word in names if seconds.get(key))
+    return text + (f" (summed over {lanes} GPU slots side by side)" if lanes > 1 and text else "")
+
+
+class _Tally:
+    """What lanes running side by side share: finished cells, the result, where the time went."""
+
+    def __init__(self, total: int, result: SweepResult):
+        self.lock = threading.Lock()
+        self.done, self.total, self.result = 0, total, result
+        self.seconds: Counter[str] = Counter()
+
+
+def _lane_cells(cells: list[Cell], lanes: int) -> list[list[Cell]]:
+    """Cells split by server group over ``lanes`` (most cells first onto the emptiest), plan order kept."""
+    counts = Counter(cell.group for cell in cells)
+    load, owner = [0] * lanes, {}
+    for group, count in sorted(counts.items(), key=lambda item: -item[1]):
+        lane = load.index(min(load))
+        owner[group], load[lane] = lane, load[lane] + count
+    return [[cell for cell in cells if owner[cell.group] == lane] for lane in range(lanes)]
+
+
+def _run_lanes(plan: SweepPlan, cells: list[Cell], launcher: Launcher, result: SweepResult,
                emit: bench.Progress, stopped: Callable[[], bool]) -> None:
-    """The body of ``run_sweep`` under the run's lock: fills ``result`` cell by cell."""
-    spec, prompt_set, run_id = plan.spec, plan.prompt_set, plan.run_id
+    """The body of ``run_sweep`` under the run's lock: the cells on one launcher, or split by server
+    group over its lanes (one per GPU slot), side by side."""
+    lanes = launcher.lanes() if hasattr(launcher, "lanes") else [launcher]
     emit = Estimate(emit)
+    tally = _Tally(len(cells), result)
+    (run_dir(plan.run_id) / "spec.json").write_text(json.dumps(asdict(plan.spec), default=str, indent=1))
+    if len(lanes) == 1:
+        _run_cells(plan, cells, launcher, tally, emit, stopped)
+    else:
+        with ThreadPoolExecutor(max_workers=len(lanes)) as pool:
+            for done in [pool.submit(_run_cells, plan, part, lane, tally, emit, stopped)
+                         for part, lane in zip(_lane_cells(cells, len(lanes)), lanes) if part]:
+                done.result()
+    result.results_path = write_run(plan.run_id) or result.results_path
+    result.seconds = dict(tally.seconds)
+    split = time_split(tally.seconds, len(lanes))
+    emit(bench.ProgressEvent("sweep_done", "", tally.done, len(cells),
+                             message=f"{len(result.ran)} ran, {len(result.skipped)} kept, "
+                                     f"{len(result.failed)} failed; done in {emit.elapsed_s():.0f} s"
+                                     + (f" ({split})" if split else "")))
+
+
+def _run_cells(plan: SweepPlan, cells: list[Cell], launcher: Launcher, tally: _Tally,
+               emit: bench.Progress, stopped: Callable[[], bool]) -> None:
+    """One lane's cells in order on one launcher's servers, each kept as it finishes."""
+    spec, prompt_set, run_id, result = plan.spec, plan.prompt_set, plan.run_id, tally.result
     pool = ServerPool(launcher, cells, keep_baseline=spec.baseline_alongside)
     start_errors: dict[tuple, str] = {}
     advised: dict[tuple, Cell] = {}  # an `auto` schedule server's concrete cell
-
-    (run_dir(run_id) / "spec.json").write_text(json.dumps(asdict(spec), default=str, indent=1))
     kept = finished_cells(run_id)
-    done = 0
+
+    def event(stage: str, cell_id: str, message: str = "") -> None:
+        emit(bench.ProgressEvent(stage, cell_id, tally.done, tally.total, message=message))
+
+    def warm(server: RunningServer, cell: Cell, what: str) -> None:
+        event("server", cell.cell_id, f"warming up {cell.method} {what} (not measured)")
+        began = time.monotonic()
+        warmup.warm_up(server.url, concurrency=cell.concurrency,
+                       output_len=spec.output_len or bench.DEFAULT_OUTPUT_LEN,
+                       prompt_chars=typical_chars(prompt_set), temperature=spec.temperature, live=False)
+        with tally.lock:
+            tally.seconds["warm"] += time.monotonic() - began
+
     try:
         for index, planned in enumerate(cells):
             group, cell = planned.group, planned
             if kept.get(cell.cell_id, {}).get("row", {}).get("status") == "ok":
-                done += 1
-                result.skipped.append(cell.cell_id)
-                emit(bench.ProgressEvent("cell_skipped", cell.cell_id, done, len(cells)))
+                with tally.lock:
+                    tally.done += 1
+                    result.skipped.append(cell.cell_id)
+                event("cell_skipped", cell.cell_id)
                 pool.done_with(group, index)
                 continue
             if stopped():
                 break
+            what = f"schedule {cell.schedule}" if cell.schedule else f"K={cell.k}"
             if pool.get(group) is None and group not in start_errors:
-                what = f"schedule {cell.schedule}" if cell.schedule else f"K={cell.k}"
-                emit(bench.ProgressEvent("server", cell.cell_id, done, len(cells),
-                                         message=f"starting {cell.method} {what}"))
+                event("server", cell.cell_id, f"starting {cell.method} {what}")
                 try:
                     advised[group] = advised_cell(cell, run_id, prompt_set.name)
                     began = time.monotonic()
                     server = pool.start(index, group, advised[group])
-                    emit(bench.ProgressEvent("server", cell.cell_id, done, len(cells),
-                                             message=_started(cell, what, server, time.monotonic() - began)))
-                    emit(bench.ProgressEvent("server", cell.cell_id, done, len(cells),
-                                             message=f"warming up {cell.method} {what} (not measured)"))
-                    warmup.warm_up(server.url, concurrency=cell.concurrency,
-                                   output_len=spec.output_len or bench.DEFAULT_OUTPUT_LEN,
-                                   prompt_chars=typical_chars(prompt_set), temperature=spec.temperature,
-                                   live=False)
+                    event("server", cell.cell_id, _started(cell, what, server, time.monotonic() - began))
+                    warm(server, cell, what)
                 except SpecScopeError as exc:
                     start_errors[group] = f"The {cell.method} K={cell.k} server did not start: {exc}"
                     if not any(e.get("row", {}).get("status") == "ok" for e in kept.values()) \
                             and not result.ran:  # nothing measured: every cell would fail alike
                         raise ConfigError(f"{start_errors[group]} Nothing was measured; fix this "
                                           "and start the sweep again.") from exc
+            elif group not in start_errors:
+                try:
+                    if pool.wake(index, group):
+                        event("server", cell.cell_id, f"woke {cell.method} {what} from sleep")
+                        warm(pool.get(group), cell, what)
+                except SpecScopeError as exc:
+                    pool.retire(group)
+                    start_errors[group] = f"The {cell.method} K={cell.k} server did not wake: {exc}"
             server = pool.get(group)
             if group in advised:
                 cell = advised[group]
@@ -142,23 +206,26 @@ def _run_cells(plan: SweepPlan, cells: list[Cell], launcher: Launcher, result: S
                 row, requests, outputs = failed_row(spec, prompt_set, cell, None, None,
                                                     start_errors[group]), [], {}
             else:
+                began = time.monotonic()
                 row, requests, outputs = run_cell(spec, prompt_set, cell, server, launcher, emit,
-                                                  done, len(cells), pool.served[group])
+                                                  tally.done, tally.total, pool.served[group])
+                with tally.lock:
+                    tally.seconds["measure"] += time.monotonic() - began
                 pool.answered(group, len(requests))
                 pool.done_with(group, index, now=row["status"] != "ok" or spec.restart_each_cell)
-            keep(run_id, cell, row, requests, outputs)
-            result.results_path = write_run(run_id)
-            done += 1
+            with tally.lock:
+                keep(run_id, cell, row, requests, outputs)
+                result.results_path = write_run(run_id)
+                tally.done += 1
+                if row["status"] == "ok":
+                    result.ran.append(cell.cell_id)
+                else:
+                    result.failed[cell.cell_id] = row["error"]
             if row["status"] == "ok":
-                result.ran.append(cell.cell_id)
-                emit(bench.ProgressEvent("cell_done", cell.cell_id, done, len(cells)))
+                event("cell_done", cell.cell_id)
             else:
-                result.failed[cell.cell_id] = row["error"]
-                emit(bench.ProgressEvent("cell_failed", cell.cell_id, done, len(cells),
-                                         message=row["error"]))
+                event("cell_failed", cell.cell_id, row["error"])
     finally:
         pool.close()
-    result.results_path = write_run(run_id) or result.results_path
-    emit(bench.ProgressEvent("sweep_done", "", done, len(cells),
-                             message=f"{len(result.ran)} ran, {len(result.skipped)} kept, "
-                                     f"{len(result.failed)} failed; done in {emit.elapsed_s():.0f} s"))
+        with tally.lock:
+            tally.seconds.update(pool.seconds)

@@ -1,0 +1,43 @@
+"""The GPUs of this node as servers use them: which are visible, how they split into slots of a
+server's tensor-parallel size, and what a slot is called in result rows.
+
+    visible()                  # ['0', '1', '2', '3'] (CUDA_VISIBLE_DEVICES when set, else nvidia-smi)
+    slots(['0', '1', '2', '3'], tp=2)   # ['0,1', '2,3']: one server on each
+    label('2,3')               # '2xH100-80GB': the hardware of a server placed there
+"""
+
+from __future__ import annotations
+
+import os
+
+from specscope import provenance
+
+__all__ = ["visible", "slots", "label"]
+
+
+def _cards() -> list[str]:
+    return [line for line in provenance.nvidia_smi().strip().splitlines() if line.strip()]
+
+
+def visible() -> list[str]:
+    """The GPU ids servers may use here: ``CUDA_VISIBLE_DEVICES`` when set, else every GPU nvidia-smi lists."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [d.strip() for d in env.split(",") if d.strip() and d.strip() != "-1"]
+    return [str(i) for i in range(len(_cards()))]
+
+
+def slots(devices: list[str], tp: int = 1) -> list[str]:
+    """``devices`` split into whole slots of ``tp`` GPUs each (a remainder stays unused)."""
+    if tp < 1:
+        raise ValueError("tensor parallelism is at least 1")
+    return [",".join(devices[i:i + tp]) for i in range(0, len(devices) - tp + 1, tp)]
+
+
+def label(slot: str) -> str | None:
+    """The hardware label of a server on ``slot`` (``1xH100-80GB``), from the cards nvidia-smi lists;
+    None when it lists none."""
+    cards = _cards()
+    ids = [d.strip() for d in slot.split(",") if d.strip()]
+    chosen = [cards[int(d)] for d in ids if d.isdigit() and int(d) < len(cards)] or cards[:len(ids)]
+    return provenance.gpu_label("\n".join(chosen))

@@ -1,0 +1,135 @@
+"""The sweep's server pool on a GPU: servers start in waves as memory allows, sleep while other
+servers are measured and wake for their own cells (vLLM's /sleep and /wake_up, asked over HTTP of a
+local server here), and GPU slots of a node each get their own lane of server groups."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from local_http import Answering, serving
+from specscope import sweep
+from specscope.launch import command, gpus
+from specscope.errors import ConfigError, LaunchFailed
+from specscope.presets import MethodEntry, Preset
+from specscope.sweep.pool import ServerPool
+from specscope.sweep.run import _lane_cells, time_split
+
+CALLS: list[str] = []
+
+
+class _SleepingServers(Answering):
+    """Answers /<server>/sleep and /<server>/wake_up as a vLLM in sleep mode does, and logs them."""
+
+    def do_POST(self):  # noqa: N802 - the http.server API
+        CALLS.append(self.path.split("?")[0])
+        self.answer(b"")
+
+
+class _GpuLauncher:
+    """A launcher whose servers are paths of one local HTTP server; it records starts and stops."""
+
+    sleeps, max_servers = True, 1
+
+    def __init__(self, url: str, at_once: int):
+        self.url, self.starts_at_once = url, at_once
+        self.waves: list[list[str]] = []
+        self.stopped: list[str] = []
+
+    def _server(self, method: str) -> sweep.RunningServer:
+        return sweep.RunningServer(url=f"{self.url}/{method}")
+
+    def start(self, method, k, **options):
+        self.waves.append([method])
+        return self._server(method)
+
+    def start_many(self, wanted):
+        self.waves.append([method for method, _, _ in wanted])
+        return [self._server(method) if method != "broken" else LaunchFailed("it died")
+                for method, _, _ in wanted]
+
+    def stop(self, server):
+        self.stopped.append(server.url.rsplit("/", 1)[1])
+
+
+def _walk(pool: ServerPool, cells: list[sweep.Cell]) -> None:
+    """What the sweep's loop asks of the pool, cell by cell."""
+    for index, cell in enumerate(cells):
+        if pool.get(cell.group) is None:
+            pool.start(index, cell.group, cell)
+        else:
+            pool.wake(index, cell.group)
+        pool.done_with(cell.group, index)
+    pool.close()
+
+
+def _cells(repeats: int) -> list[sweep.Cell]:
+    spec = sweep.SweepSpec(preset="shape", methods=("none", "ngram", "eagle3", "draft_model"), ks=(4,),
+                           concurrencies=(1, 16), prompts=Path("p.jsonl"), repeats=repeats)
+    return sweep.plan_cells(spec)
+
+
+def test_servers_start_in_waves_sleep_between_their_cells_and_wake_for_them():
+    CALLS.clear()
+    with serving(_SleepingServers) as url:
+        launcher = _GpuLauncher(url, at_once=2)
+        pool = ServerPool(launcher, _cells(repeats=2))
+        _walk(pool, pool.cells)
+    assert launcher.waves == [["none", "ngram"], ["eagle3", "draft_model"]]  # 4 starts for 16 cells
+    assert CALLS == [
+        "/ngram/sleep",                             # started beside the baseline, asleep until its turn
+        "/none/sleep", "/ngram/wake_up",            # the baseline is needed again in round 2
+        "/ngram/sleep", "/draft_model/sleep",       # room for the second wave; its second server sleeps
+        "/eagle3/sleep", "/draft_model/wake_up",
+        "/draft_model/sleep", "/none/wake_up",      # round 2: every server is woken, none started again
+        "/ngram/wake_up", "/eagle3/wake_up", "/draft_model/wake_up"]
+    assert sorted(launcher.stopped) == ["draft_model", "eagle3", "ngram", "none"]
+    assert pool.seconds["sleep"] >= 0 and pool.seconds["wake"] > 0 and pool.seconds["start"] >= 0
+
+
+def test_a_server_that_did_not_start_in_a_wave_fails_only_its_own_cells():
+    CALLS.clear()
+    spec = sweep.SweepSpec(preset="shape", methods=("none", "broken"), ks=(4,), concurrencies=(1,),
+                           prompts=Path("p.jsonl"))
+    cells = sweep.plan_cells(spec)
+    with serving(_SleepingServers) as url:
+        pool = ServerPool(_GpuLauncher(url, at_once=2), cells)
+        pool.start(0, cells[0].group, cells[0])
+        assert pool.failed == {cells[1].group: "it died"}
+        pool.close()
+
+
+def test_without_sleep_a_gpu_sweep_starts_each_server_when_its_turn_comes():
+    launcher = _GpuLauncher("http://127.0.0.1:9", at_once=4)
+    launcher.sleeps = False
+    pool = ServerPool(launcher, _cells(repeats=2))
+    _walk(pool, pool.cells)
+    assert launcher.waves == [[m] for m in ("none", "ngram", "eagle3", "draft_model")] * 2  # restarts each round
+
+
+def test_gpu_slots_split_server_groups_into_lanes_of_about_equal_work():
+    lanes = _lane_cells(_cells(repeats=1), 2)
+    assert [sorted({c.method for c in lane}) for lane in lanes] == [["eagle3", "none"], ["draft_model", "ngram"]]
+    assert all(lane == sorted(lane, key=_cells(1).index) for lane in lanes)  # each lane keeps plan order
+    assert gpus.slots(["0", "1", "2", "3", "4"], tp=2) == ["0,1", "2,3"]
+    assert time_split({"start": 270.4, "wake": 0.9, "measure": 61.0}, lanes=2) == \
+        "starts 270 s, wake-ups 1 s, measuring 61 s (summed over 2 GPU slots side by side)"
+
+
+def test_a_gpu_server_is_placed_sleeps_and_keeps_its_compile_cache_under_the_home(tmp_path):
+    gpu = command.VllmInstall("vllm", "0.24.0", python="/env/bin/python")
+    methods = {"none": MethodEntry(name="none", kind="none"), "ngram": MethodEntry(name="ngram", kind="ngram", k=4)}
+    gpu_preset = Preset(name="shape", path=Path("shape.toml"), engine="vllm", model="org/Shape",
+                        engine_args={"tensor_parallel_size": 2}, methods=methods)
+    cpu_preset = Preset(name="cpu", path=Path("cpu.toml"), engine="vllm-cpu", model="org/Small", methods=methods)
+    plan = command.build(gpu_preset, "ngram", 4, vllm=gpu, port=8001, log_dir=tmp_path, gpus="2,3",
+                         sleep_mode=True, cache_dir=tmp_path / "vllm-cache")
+    assert plan.extra_env["CUDA_VISIBLE_DEVICES"] == "2,3" and plan.extra_env["VLLM_SERVER_DEV_MODE"] == "1"
+    assert plan.extra_env["VLLM_CACHE_ROOT"] == str(tmp_path / "vllm-cache")
+    assert "--enable-sleep-mode" in plan.state.argv and plan.state.tp == 2
+    with pytest.raises(ConfigError, match="needs 2 GPU"):
+        command.build(gpu_preset, "ngram", 4, vllm=gpu, port=8001, log_dir=tmp_path, gpus="0")
+    cpu = command.VllmInstall("vllm-cpu", "0.32.0", python="/env/bin/python")
+    with pytest.raises(ConfigError, match="GPU build"):
+        command.build(cpu_preset, "ngram", 4, vllm=cpu, port=8001, log_dir=tmp_path, sleep_mode=True)
