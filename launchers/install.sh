@@ -133,6 +133,10 @@ if [ "$use_installed" = 1 ]; then
     exit 1
   fi
   [ -x .venv/bin/python ] || "$py" -m venv --system-site-packages .venv
+  # A venv or conda interpreter keeps its packages (vLLM, torch) in its own site-packages, which a venv
+  # made from it does not see (--system-site-packages reaches the base Python's): a .pth names them.
+  "$py" -c "import site; print('\n'.join(site.getsitepackages()))" \
+    > "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/specscope-base-env.pth"
 else
   [ -x .venv/bin/python ] || "$py" -m venv .venv
 fi
@@ -141,12 +145,35 @@ pip=".venv/bin/python -m pip"
 extras="."
 [ "$with_test" = 1 ] && extras=".[test]"
 
+# With --wheels, pip finds nothing beyond the folder: one sentence names the wheel it lacks.
+pip_from() {
+  local log status
+  log=$(mktemp)
+  # no index to fetch a build backend from: use the installed setuptools where it builds wheels itself (70.1+)
+  if [ -n "$wheels" ] && .venv/bin/python -c "import setuptools, sys; v = tuple(int(p) for p in \
+      setuptools.__version__.split('.')[:2]); sys.exit(v < (70, 1))" >/dev/null 2>&1; then
+    set -- --no-build-isolation "$@"
+  fi
+  set +e
+  $pip install -q "$@" 2>"$log"
+  status=$?
+  set -e
+  cat "$log" >&2
+  if [ "$status" != 0 ] && [ -n "$wheels" ]; then
+    missing=$(sed -n 's/.*No matching distribution found for \([^ ]*\).*/\1/p' "$log" | head -1)
+    [ -n "$missing" ] && echo "install.sh: the wheels folder $wheels has no wheel for $missing, which SpecScope" \
+      "needs here; add it (pip download '$missing' -d $wheels on a machine with an index) and run again" >&2
+  fi
+  rm -f "$log"
+  return "$status"
+}
+
 if [ "$use_installed" = 1 ]; then
   echo "== using the installed vLLM $(.venv/bin/python -c 'import vllm; print(vllm.__version__)') and its torch"
-  $pip install -q -e "$extras"
+  pip_from -e "$extras"
 elif [ "$gpu" = 1 ] && [ -n "$wheels" ]; then
   echo "== GPU build: installing vLLM from $wheels (no index)"
-  $pip install -q -e "$extras" vllm
+  pip_from -e "$extras" vllm
 elif [ "$gpu" = 1 ]; then
   # vLLM 0.32.0: the release whose CPU build SpecScope's tests run, so the speculative-decoding
   # flags, /metrics names and method set the catalog expects are the ones it serves.
