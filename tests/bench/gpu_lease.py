@@ -64,8 +64,21 @@ def sweep_phase(way: str, home: Path, budget: float) -> None:
     began = time.monotonic()
     plan = sweep.resolve(lease_spec(way))
     launcher = sweep.launcher_for(plan.spec, sleep_mode=way == "new")
-    result = sweep.run_sweep(plan, launcher, progress=progress,
-                             stop=lambda: time.monotonic() - began + START_S > budget)
+    finished = set(sweep.finished_cells(plan.run_id))
+    seen: list[str] = []
+
+    def tracked(event: bench.ProgressEvent) -> None:
+        if event.stage in ("cell_done", "cell_failed", "cell_skipped"):
+            seen.append(event.cell)
+        progress(event)
+
+    def out_of_time() -> bool:
+        """Before a cell: stop only where it needs a server start that would end past the budget."""
+        ahead = [cell for cell in plan.cells if cell.cell_id not in finished and cell.cell_id not in seen]
+        starts = not seen or not ahead or ahead[0].group not in {c.group for c in plan.cells if c.cell_id in seen}
+        return starts and time.monotonic() - began + START_S > budget
+
+    result = sweep.run_sweep(plan, launcher, progress=tracked, stop=out_of_time)
     wall = time.monotonic() - began
     lanes = len(launcher.lanes())
     print(f"{way}: {len(result.ran)} ran, {len(result.skipped)} kept, {len(result.failed)} failed in {wall:.0f} s; "

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-from specscope import launch, models, presets, schedule, shapes
+from specscope import launch, models, presets, schedule, shapes, sweep
 from specscope.errors import ConfigError, LaunchFailed
 from specscope.launch import dashboard
 
@@ -31,6 +31,9 @@ def register(subparsers) -> None:
                        help="the vLLM to run: a version installed by launchers/install.sh --vllm VERSION, or a "
                             "Python path (default: the preset's, else this interpreter's)")
     serve.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for health")
+    serve.add_argument("--synthetic-al", type=float, default=None, metavar="AL",
+                       help="accept drafts synthetically at this mean acceptance length (GPU vLLM): a model "
+                            "shape's random weights accept nothing, so Live shows the engine at a chosen acceptance")
     serve.set_defaults(func=_serve)
 
     ps = subparsers.add_parser("ps", help="list launched and attached servers with their status")
@@ -81,9 +84,12 @@ def _progress(prefix: str):
 
 def _start(preset: str, method: str, k: int | None, *, port: int | None = None, cores: str | None = None,
            timeout: float, k_schedule: schedule.KSchedule | None = None,
-           vllm: str | None = None) -> launch.ServerState:
-    plan = launch.plan(presets.get_preset(preset), method, k, port=port, cpu_cores=cores, k_schedule=k_schedule,
-                       vllm_choice=vllm)
+           vllm: str | None = None, synthetic_al: float | None = None) -> launch.ServerState:
+    found = presets.get_preset(preset)
+    drafts = k or (k_schedule.server_k if k_schedule else found.method(method).k) or 0
+    extra = sweep.synthetic_keys(None, ((0, synthetic_al),), drafts) if synthetic_al is not None else None
+    plan = launch.plan(found, method, k, port=port, cpu_cores=cores, k_schedule=k_schedule,
+                       vllm_choice=vllm, spec_extra=extra)
     name = plan.state.name
     try:
         return launch.start(plan, timeout=timeout, progress=_progress(f"[{name}] "))
@@ -108,7 +114,7 @@ def _k_schedule(args) -> schedule.KSchedule | None:
 
 def _serve(args) -> int:
     state = _start(args.preset, args.method, args.k, port=args.port, cores=args.cores, timeout=args.timeout,
-                   k_schedule=_k_schedule(args), vllm=args.vllm)
+                   k_schedule=_k_schedule(args), vllm=args.vllm, synthetic_al=args.synthetic_al)
     print(f"{state.name} healthy at {state.url} (pid {state.pid}, vLLM {state.vllm_version})")
     return 0
 
