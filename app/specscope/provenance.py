@@ -62,9 +62,23 @@ def nvidia_smi() -> str:
     return done.stdout if done.returncode == 0 else ""
 
 
+def visible_cards(smi_csv: str) -> str:
+    """The lines of ``smi_csv`` (one a GPU, in nvidia-smi's order) that ``CUDA_VISIBLE_DEVICES`` leaves visible."""
+    chosen = os.environ.get("CUDA_VISIBLE_DEVICES")
+    lines = [line for line in smi_csv.strip().splitlines() if line.strip()]
+    if chosen is None:
+        return "\n".join(lines)
+    ids = [d.strip() for d in chosen.split(",") if d.strip()]
+    if not all(d.isdigit() for d in ids):  # UUIDs: as many cards as named
+        return "\n".join(lines[:len(ids)])
+    return "\n".join(lines[int(d)] for d in ids if int(d) < len(lines))
+
+
 def hardware_label() -> str:
-    """A short name for this machine (``$SPECSCOPE_HARDWARE`` wins): its GPUs, else ``cpu-<N>core``."""
-    return os.environ.get("SPECSCOPE_HARDWARE") or gpu_label(nvidia_smi()) or f"cpu-{os.cpu_count()}core"
+    """A short name for this machine (``$SPECSCOPE_HARDWARE`` wins): the GPUs it may use (those
+    ``CUDA_VISIBLE_DEVICES`` names, else all), else ``cpu-<N>core``."""
+    return (os.environ.get("SPECSCOPE_HARDWARE") or gpu_label(visible_cards(nvidia_smi()))
+            or f"cpu-{os.cpu_count()}core")
 
 
 @lru_cache(maxsize=None)

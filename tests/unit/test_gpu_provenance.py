@@ -168,3 +168,13 @@ def test_gpu_bench_skips_without_a_gpu(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["gpu.py", "--phase", "engine"])
     assert gpu.main() == 0
     assert "skipped (nvidia-smi lists no GPU" in capsys.readouterr().out
+
+
+def test_a_server_on_some_gpus_of_a_node_is_labelled_with_those(monkeypatch):
+    smi = "NVIDIA H100 80GB HBM3, 81559\nNVIDIA H100 80GB HBM3, 81559\nNVIDIA H200, 143771\n"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")
+    assert provenance.gpu_label(provenance.visible_cards(smi)) == "1xH200-140GB"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    assert provenance.gpu_label(provenance.visible_cards(smi)) == "2xH100-80GB"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert provenance.gpu_label(provenance.visible_cards(smi)) == "2xH100-80GB+1xH200-140GB"

@@ -139,11 +139,13 @@ class PresetLauncher:
 
     def lanes(self) -> list[PresetLauncher]:
         """One launcher per GPU slot of this node (tensor-parallel size GPUs each), whose servers run
-        side by side; just this one on a CPU, on a node of one slot, or when placed already."""
+        side by side; just this one on a CPU, when placed already, or on a node of one slot (which it
+        then takes, so its rows name the GPUs its servers run on)."""
         if self.devices is not None or self.max_servers != 1:
             return [self]
         slots = gpus.slots(gpus.visible(), self.tp)
         if len(slots) < 2:
+            self.devices = slots[0] if slots else None
             return [self]
         return [PresetLauncher(self.preset, devices=slot, **self._options()) for slot in slots]
 
