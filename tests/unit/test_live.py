@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from specscope import live
+from specscope import live, steps
 from specscope.errors import ConfigError, InputError
 from specscope.stream import GenerationRequest
 
@@ -179,3 +179,18 @@ def test_the_baseline_pane_comes_first_and_reads_one():
     baseline, ngram = run.views()
     assert baseline.metrics.speedup == 1.0 and ngram.metrics.speedup is not None
     assert run.fresh_request().prompt == "(variant 1) p"
+
+
+def test_a_recording_of_gpu_servers_replays_with_its_provenance():
+    """Live on an H100 (vLLM 0.24.0, the Llama-3.1-8B shape): the baseline beside an EAGLE-3 head at K=4
+    whose drafts were accepted synthetically at a mean length of 3.0 (``specscope stream --save``)."""
+    loaded = live.load_recording(Path(__file__).resolve().parents[1] / "captures" /
+                                 "live_gpu_h100_eagle3_synthetic.json")
+    loaded.replay_started = float("-inf")
+    base, eagle = loaded.views(now=float("inf"))
+    assert not base.spec.speculative and eagle.spec.speculative
+    assert base.metrics.tokens == eagle.metrics.tokens == 96
+    accepted = sum(1 for t in eagle.provenance.tokens if t.kind == steps.ACCEPTED)
+    assert accepted >= 40 and eagle.provenance.estimated  # vLLM 0.24.0 reports no per-request acceptance
+    assert 1.5 < eagle.metrics.speedup < 2.5 and eagle.metrics.tpot_ms < base.metrics.tpot_ms
+    assert eagle.lossless is False  # synthetic acceptance keeps drafts the target would not have made
