@@ -35,7 +35,8 @@ def _cell_name(row) -> str:
 
 def by_group(frame: pd.DataFrame, value: str, title: str, y_title: str) -> go.Figure:
     """``value`` (speedup or acceptance_length) per group, one trace per method cell, with its 95%
-    interval as error bars; speedup draws the baseline at 1.000x."""
+    interval as error bars; a group too small for an interval is a hollow marker with no bar, and
+    says so on hover. Speedup draws the baseline at 1.000x."""
     data = frame[(frame["method"] != BASELINE_METHOD) & frame[value].notna()]
     if data.empty:
         return empty_figure("No per-prompt figures: the run needs per-request rows of a baseline and a "
@@ -49,10 +50,12 @@ def by_group(frame: pd.DataFrame, value: str, title: str, y_title: str) -> go.Fi
                     array=[None if pd.isna(v) else float(v) for v in hi[rows.index] - rows[value]],
                     arrayminus=[None if pd.isna(v) else float(v) for v in rows[value] - lo[rows.index]])
         texts = [intervals.text(v, a, b, unit="×" if value == "speedup" else "", digits=3 if value == "speedup"
-                                else 2, why_none="one prompt: no interval")
-                 for v, a, b in zip(rows[value], lo[rows.index], hi[rows.index])]
+                                else 2, why_none=intervals.too_few(int(p)) if p < intervals.MIN_GROUP else "")
+                 for v, a, b, p in zip(rows[value], lo[rows.index], hi[rows.index], rows["prompts"])]
+        hollow = ["circle-open" if pd.isna(a) else "circle" for a in lo[rows.index]]
         fig.add_scatter(x=[html.escape(str(g)) for g in rows["group"]], y=rows[value], name=name, mode="markers",
-                        marker=dict(size=10, color=PALETTE[n % len(PALETTE)]), error_y=bars,
+                        marker=dict(size=10, color=PALETTE[n % len(PALETTE)], symbol=hollow,
+                                    line=dict(width=2, color=PALETTE[n % len(PALETTE)])), error_y=bars,
                         customdata=list(zip(texts, rows["prompts"], rows["verdict"], rows["slower_prompts"])),
                         hovertemplate=f"{name}<br>%{{x}}: %{{customdata[0]}}<br>%{{customdata[1]}} prompts, "
                                       "%{customdata[2]}, %{customdata[3]} slower than baseline<extra></extra>")
@@ -136,8 +139,9 @@ def _charts(rows: pd.DataFrame, key: str) -> None:
         grouped, dimension), key=f"{key}_per_prompt_acceptance")
     st.caption("A prompt's speedup: its requests' tokens/s (TTFT included) over the same prompt's in the run's "
                "baseline at the same concurrency and response format. A group reads the geometric mean of its prompts' speedups "
-               f"[{intervals.WORDS}: t-interval over prompts]; one prompt has none. An interval that holds 1 is a "
-               "tie with the baseline.")
+               f"[{intervals.WORDS}: t-interval over prompts; acceptance length stays at least 1]. A group of fewer "
+               f"than {intervals.MIN_GROUP} prompts is too few for an interval: a hollow marker, no bar, no verdict. "
+               "An interval that holds 1 is a tie with the baseline.")
 
 
 def _pick_servers(launched: dict[str, PaneSpec], method: str, k: str) -> list[str]:
