@@ -170,7 +170,8 @@ else:
     matched = calibrate.find(calibrations, fit.keys)
     names = [f"{c.label} · {'this machine' if c.here else 'host ' + str(c.keys.get('host'))}" for c in calibrations]
     left, right = st.columns([3, 1])
-    name = left.selectbox("Calibration (model · method · hardware · where measured)", names, key="theory_calibration",
+    name = left.selectbox("Calibration (model · method · hardware · where measured)", names,
+                          key="theory_calibration",
                           index=calibrations.index(matched) if matched else 0)
     calibration = calibrations[names.index(name)]
     left.caption(f"Measured on {calibration.measured_on()}.")

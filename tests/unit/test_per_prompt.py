@@ -86,7 +86,7 @@ def test_a_prompt_pairs_with_the_baseline_of_its_own_run_and_concurrency(specsco
     assert rows["speedup_interval"].tolist() == ["none", "none"]  # one request a side: no interval
 
 
-def test_groups_of_fewer_than_three_prompts_have_no_interval_and_lengths_fall_in_doubling_buckets(specscope_home, monkeypatch):
+def test_small_groups_have_no_interval_and_lengths_fall_in_doubling_buckets(specscope_home, monkeypatch):
     monkeypatch.setenv("SPECSCOPE_DATA", str(specscope_home / "no-bundled"))
     requests = []
     for prompt_id, category, tokens, base, sd in [("c1", "coding", 100, 1000.0, 500.0),
