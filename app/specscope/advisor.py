@@ -19,10 +19,16 @@ the answer lists them in ``tied_ks``: the measurements cannot tell those K apart
 advisor does not rank them. Where the fit misses the measured points at a concurrency by a
 median of more than ``POOR_FIT``, the advice follows the best measured K there instead, and
 says so. Every answer has a plain-words reason and, apart, the formulas behind it.
+
+A fit is never called good on the points it was fitted to: ``FamilyFit.held_out`` refits the
+family without each measured point in turn and predicts that point (leave-one-out). With at
+least ``MIN_HELD_OUT`` such predictions the answer reports their median error; with fewer it
+says "fitted on N points, not validated" (``Advice.validation``).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -47,6 +53,7 @@ EXTRAPOLATE = 4  # how far past the largest measured concurrency a crossover is 
 _ALPHAS = np.linspace(0.0, 0.999, 1999)
 AL_ROUNDING = 0.01  # acceptance lengths published with two decimals
 POOR_FIT = 0.10     # above this median error at a concurrency, the advice follows the measurements
+MIN_HELD_OUT = 3    # held-out predictions a fit needs before its error is reported as validated
 
 
 def with_acceptance_length(rows: pd.DataFrame) -> pd.DataFrame:
@@ -129,10 +136,42 @@ class FamilyFit:
         return float(self.cost.d1[0])
 
     def train_error(self) -> float:
-        """Median absolute relative error of predicted speedup on the training rows."""
+        """Median absolute relative error of predicted speedup on the training rows (in-sample)."""
         train = self.rows[self.rows["train"]]
         pred = [self.predict(int(r.k), float(r.concurrency)) for r in train.itertuples()]
         return float(np.median(np.abs(np.asarray(pred) / train["speedup"].to_numpy() - 1.0)))
+
+    @property
+    def fitted_points(self) -> int:
+        """How many measured points the fit was fitted to."""
+        return int(self.rows["train"].sum())
+
+    @functools.cached_property
+    def held_out(self) -> pd.DataFrame:
+        """Leave-one-out: each training point predicted by the family refitted without it
+        (``concurrency, k, speedup, predicted, rel_err``); a point whose removal leaves nothing to
+        fit has no row."""
+        train = self.rows[self.rows["train"]]
+        found = []
+        for index, row in train.iterrows():
+            try:
+                refit = fit_family(self.rows.drop(index=index).drop(columns=["al", "train"]), self.train_smallest)
+            except InputError:
+                continue
+            predicted = refit.predict(int(row["k"]), float(row["concurrency"]))
+            found.append({"concurrency": row["concurrency"], "k": int(row["k"]), "speedup": float(row["speedup"]),
+                          "predicted": predicted, "rel_err": predicted / float(row["speedup"]) - 1.0})
+        return pd.DataFrame(found, columns=["concurrency", "k", "speedup", "predicted", "rel_err"])
+
+    def held_out_error(self, concurrency: float | None = None) -> float | None:
+        """Median |held-out prediction / measured − 1| (at ``concurrency``, or over all points); None
+        with fewer than ``MIN_HELD_OUT`` held-out predictions overall, or none at that concurrency."""
+        held = self.held_out
+        if len(held) < MIN_HELD_OUT:
+            return None
+        if concurrency is not None:
+            held = held[held["concurrency"] == concurrency]
+        return float(np.median(np.abs(held["rel_err"]))) if len(held) else None
 
 
 def family_label(keys: Mapping) -> str:
@@ -335,6 +374,10 @@ class Evidence:
     train_median_rel_err: float
     here_median_rel_err: float | None      # the same over the fitted points at this concurrency
     measured: tuple[MeasuredPoint, ...]
+    fitted_points: int = 0                 # measured points the fit was fitted to
+    held_out_points: int = 0               # of those, how many a refit without them could predict
+    held_out_median_rel_err: float | None = None  # leave-one-out; None when not validated (too few)
+    held_out_here_rel_err: float | None = None    # the same at this concurrency
 
 
 @dataclass(frozen=True)
@@ -360,6 +403,25 @@ class Advice:
     model_k: int | None = None   # the fit's own pick, when the advice follows the measurements
     measured_speedup: float | None = None  # measured speedup at k and this concurrency, if any
     details: list[str] = field(default_factory=list)
+
+    @property
+    def validated(self) -> bool:
+        """Whether the fit was checked on points it was not fitted to (leave-one-out)."""
+        return self.evidence.held_out_median_rel_err is not None
+
+    def validation(self) -> str:
+        """How far the fit can be trusted, in one sentence: its leave-one-out error, or that it is not validated."""
+        ev = self.evidence
+        points = f"{ev.fitted_points} point{'' if ev.fitted_points == 1 else 's'}"
+        if not self.validated:
+            return (f"The model was fitted on {points}, not validated: fewer than {MIN_HELD_OUT} of them can be "
+                    "predicted by a fit without them, so its predictions are untested guesses. Measure more K "
+                    "and concurrencies to check it.")
+        here = ("" if ev.held_out_here_rel_err is None else
+                f"{ev.held_out_here_rel_err:.1%} at this concurrency, ")
+        return (f"Leave-one-out, the fit misses each measured speedup it was not fitted to by a median "
+                f"{here}{ev.held_out_median_rel_err:.1%} over all {ev.held_out_points} held-out points "
+                f"(fitted on {points}; {ev.train_median_rel_err:.1%} on the points it was fitted to).")
 
     def stops_paying(self) -> str:
         """Where speculation stops paying, e.g. 'above concurrency ≈ 24'."""
@@ -391,9 +453,12 @@ class Advice:
                     f"{measured}." if self.speculate else
                     f"Do not speculate at concurrency {conc}: even K = {self.k} is predicted at "
                     f"{self.predicted_speedup:.2f}×{measured}.")
+        caveat = "" if self.validated else (f" The fit behind it is not validated (fitted on "
+                                            f"{self.evidence.fitted_points} point"
+                                            f"{'' if self.evidence.fitted_points == 1 else 's'}).")
         if self.crossover is None and self.evidence.crossover_extrapolated is None:
-            return f"{head} Speculation pays at every measured concurrency."
-        return f"{head} Speculation stops paying {self.stops_paying()}."
+            return f"{head} Speculation pays at every measured concurrency.{caveat}"
+        return f"{head} Speculation stops paying {self.stops_paying()}.{caveat}"
 
     def as_dict(self) -> dict:
         """The answer as JSON-ready values."""
@@ -402,6 +467,7 @@ class Advice:
                 "predicted_speedup": round(self.predicted_speedup, 4), "speculate": self.speculate,
                 "measured_speedup": self.measured_speedup,
                 "crossover_concurrency": None if self.crossover is None else round(self.crossover, 1),
+                "validated": self.validated, "validation": self.validation(),
                 "reason": self.reason, "details": self.details, "evidence": asdict(self.evidence),
                 "speedup_by_k": {str(k): round(v, 4) for k, v in self.speedup_by_k.items()}}
 
@@ -567,8 +633,13 @@ def advise(fit: FamilyFit, concurrency: float, ks: Sequence[int] | None = None) 
                + (" (measured per-position rates where known)." if fit.measured_rates else "."),
                formula_k, formula_c]
     if error_here is not None:
-        details.append(f"Median |predicted / measured − 1| over the fitted points: {error_here:.1%} at this "
-                       f"concurrency, {fit.train_error():.1%} over all.")
+        details.append(f"Median |predicted / measured − 1| over the points it was fitted to (in-sample, not a "
+                       f"check): {error_here:.1%} at this concurrency, {fit.train_error():.1%} over all.")
+    held_error = fit.held_out_error()
+    details.append(f"Leave-one-out over {len(fit.held_out)} of {fit.fitted_points} fitted points: median "
+                   f"|predicted / measured − 1| {held_error:.1%}." if held_error is not None else
+                   f"Not validated: {len(fit.held_out)} of {fit.fitted_points} fitted points can be predicted "
+                   f"without themselves (leave-one-out needs {MIN_HELD_OUT}).")
     speculate = measured[k] > 1.0 if poor else by_k[k] > 1.0
     evidence = Evidence(
         alpha_iid=round(fit.alpha, 4), alpha_rmse_tokens=round(fit.alpha_rmse, 4),
@@ -583,7 +654,10 @@ def advise(fit: FamilyFit, concurrency: float, ks: Sequence[int] | None = None) 
         measured=tuple(MeasuredPoint(int(r.k), round(float(r.speedup), 4),
                                      round(fit.predict(int(r.k), concurrency), 4), bool(r.train),
                                      None if (b := _bounds(r)) is None else (round(b[0], 4), round(b[1], 4)))
-                       for r in here.itertuples()))
+                       for r in here.itertuples()),
+        fitted_points=fit.fitted_points, held_out_points=len(fit.held_out),
+        held_out_median_rel_err=None if held_error is None else round(held_error, 4),
+        held_out_here_rel_err=None if (h := fit.held_out_error(concurrency)) is None else round(h, 4))
     return Advice(fit.keys, float(concurrency), k, by_k.get(k, fit.predict(k, concurrency)), speculate, by_k,
                   crossover, reason, evidence, tied, basis="measured" if poor else "model",
                   model_k=model_k, measured_speedup=None if k not in measured else round(measured[k], 4),

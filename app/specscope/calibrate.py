@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from specscope import advisor, provenance, theory
+from specscope import advisor, provenance, store, theory
 from specscope.errors import ConfigError, InputError
 from specscope.launch.host import installed_vllm
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
@@ -68,6 +68,16 @@ class Calibration:
     groups: pd.DataFrame  # per concurrency: d0, d1, ks
     curve: theory.CostCurve
     synthetic: bool = True  # drafts accepted synthetically (else at the drafter's own acceptance)
+
+    @property
+    def here(self) -> bool:
+        """Whether this calibration was measured on this machine (its host is this machine's)."""
+        return self.keys.get("host") == store.host_of()
+
+    def measured_on(self) -> str:
+        """Where it was measured: ``1xH100-80GB (host bundled:vm), not on this machine`` or ``... this machine``."""
+        where = f"{self.keys.get('hardware') or 'unknown hardware'} (host {self.keys.get('host') or 'unknown'})"
+        return f"{where}, this machine" if self.here else f"{where}, not on this machine"
 
     @property
     def label(self) -> str:

@@ -3,11 +3,16 @@
 The interval is written as its two bounds in brackets after the estimate, never as ``±``: a
 speedup's Fieller interval is asymmetric, and ``1.32× ± 0.36`` reads as "maybe slower" where
 ``1.325× [1.054, 1.775]`` says "faster". Without bounds the brackets say why (one run, the
-baseline, a baseline too noisy for an interval). JSON carries the same bounds as numbers
-(``speedup_lo``/``speedup_hi``).
+baseline, a baseline too noisy for an interval, a group of too few prompts). JSON carries the
+same bounds as numbers (``speedup_lo``/``speedup_hi``).
+
+A group of fewer than ``MIN_GROUP`` prompts gets no interval at all: with two, Student's t has one
+degree of freedom (t = 12.7) and the "interval" spans two orders of magnitude, so it is not drawn
+and its verdict reads ``too few prompts``, never ``tie`` (``too_few``).
 
     text(1.325, 1.054, 1.775, unit="×")          # '1.325× [1.054, 1.775]'
     text(21.37, 19.8, 23.02, digits=1)           # '21.4 [19.8, 23.0]'
+    text(1.7, why_none=too_few(2), unit="×")     # '1.700× (2 prompts: too few for an interval)'
     row_text({"speedup": 1.3, "speedup_lo": None, "speedup_hi": None, "method": "ngram"})
                                                  # '1.300× (1 run: no interval)'
 """
@@ -17,12 +22,20 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-__all__ = ["text", "bounds", "row_text", "WORDS", "ONE_RUN", "TOO_NOISY", "NO_BASELINE"]
+__all__ = ["text", "bounds", "row_text", "too_few", "WORDS", "ONE_RUN", "TOO_NOISY", "NO_BASELINE", "MIN_GROUP",
+           "TOO_FEW"]
 
 WORDS = "95% interval in brackets"  # how a caption names the brackets
 ONE_RUN = "1 run: no interval"
 TOO_NOISY = "baseline too noisy for an interval"
 NO_BASELINE = "no matching baseline"
+MIN_GROUP = 3  # prompts a group needs for an interval
+TOO_FEW = "too few prompts"  # a group's verdict without an interval
+
+
+def too_few(prompts: int) -> str:
+    """Why a group has no interval: ``2 prompts: too few for an interval``."""
+    return f"{prompts} prompt{'' if prompts == 1 else 's'}: too few for an interval"
 
 
 def _number(value) -> float | None:
@@ -47,7 +60,7 @@ def text(value, low=None, high=None, *, unit: str = "", digits: int = 3, why_non
     shown, interval = f"{value:.{digits}f}{unit}", bounds(low, high, digits)
     if not interval:
         return f"{shown} ({why_none})" if why_none else shown
-    if _number(low) <= 0.0 < value:  # a speedup or a throughput cannot be below 0
+    if _number(low) == 0.0 < value:  # a Fieller low end below 0 is raised to 0: a speedup cannot be less
         return f"{shown} {interval} (low end clipped at 0)"
     return f"{shown} {interval}"
 

@@ -6,10 +6,12 @@ of its requests there (repeats and cycled requests folded) over the mean rate of
 prompt's requests in **the same run's baseline** at the same concurrency, with the same response
 formats and on the same vLLM (PAIR_KEYS: the one place that says what must match), with a 95% Fieller interval when both sides have two or more
 requests (``stats.ratio_intervals``). A group of prompts (a category, a prompt-length bucket)
-reads the geometric mean of its prompts' speedups with a 95% t-interval on their logs; a
-group of one prompt has no interval. A group whose interval holds 1 is a tie with the baseline,
-which reads 1.000x. Acceptance is the mean of the prompts' per-request figures (null where the
-server gave none), with a t-interval.
+reads the geometric mean of its prompts' speedups with a 95% t-interval on their logs (so it stays
+above 0). A group of fewer than ``intervals.MIN_GROUP`` prompts has no interval and its verdict is
+``too few prompts``; a group whose interval holds 1 is a tie with the baseline, which reads
+1.000x. Acceptance is the mean of the prompts' per-request figures (null where the server gave
+none), with an interval that stays inside what it measures (``stats.bounded_mean_intervals``):
+acceptance length at least 1, acceptance rate within [0, 1].
 
 Prompt-length buckets double from 64 prompt tokens (``<64``, ``64-127``, ... ``>=8192``), so a
 set of short chat turns and one of long documents land in different buckets. Rows written
@@ -117,11 +119,16 @@ def runs(rows: pd.DataFrame) -> list[str]:
     return kinds.sort_values(ascending=False, kind="stable").index.tolist()
 
 
-def _verdict(speedup: float, low: float, high: float) -> str:
-    """faster, slower, tie (the interval holds 1) or ``one prompt`` (no interval)."""
+def _verdict(low: float, high: float) -> str:
+    """faster, slower, tie (the interval holds 1) or ``too few prompts`` (no interval)."""
     if pd.isna(low) or pd.isna(high):
-        return "one prompt" if speedup != 1.0 else "baseline"
+        return intervals.TOO_FEW
     return "faster" if low > 1.0 else "slower" if high < 1.0 else "tie"
+
+
+def _enough(counts: pd.Series) -> np.ndarray:
+    """The counts of groups large enough for an interval, 0 for the others (no interval)."""
+    return np.where(counts >= intervals.MIN_GROUP, counts, 0)
 
 
 def by(db: Store, dimension: str, filters: dict | None = None) -> pd.DataFrame:
@@ -140,9 +147,10 @@ def _column(dimension: str) -> str:
 def group(rows: pd.DataFrame, dimension: str) -> pd.DataFrame:
     """Per method cell and ``group`` (a category, or a prompt-length bucket for ``prompt_length``)
     of ``per_prompt`` rows: ``prompts``, ``speedup`` (geometric mean of the prompts' speedups)
-    [``speedup_lo``, ``speedup_hi``] (95% t-interval on the logs; none for one prompt),
-    ``verdict`` (faster, slower, tie, one prompt), ``slower_prompts``, acceptance length and rate
-    with their intervals; and each run's baseline at every concurrency and group, at 1.000x."""
+    [``speedup_lo``, ``speedup_hi``] (95% t-interval on the logs; none below ``intervals.MIN_GROUP``
+    prompts), ``verdict`` (faster, slower, tie, too few prompts), ``slower_prompts``, acceptance
+    length and rate with their bounded intervals (none below MIN_GROUP prompts with the figure);
+    and each run's baseline at every concurrency and group, at 1.000x."""
     column = _column(dimension)
     names = ["dataset", "model", "label", *CELL_KEYS]
     if rows.empty:
@@ -158,15 +166,15 @@ def group(rows: pd.DataFrame, dimension: str) -> pd.DataFrame:
         acceptance_length=("acceptance_length", "mean"), _al_n=("acceptance_length", "count"),
         _al_var=("acceptance_length", "var"), acceptance_rate=("acceptance_rate", "mean"),
         _ar_n=("acceptance_rate", "count"), _ar_var=("acceptance_rate", "var")).reset_index()
-    low, high = stats.mean_intervals(folded["prompts"], folded["_mean_log"], folded["_var_log"], LEVEL)
-    al_low, al_high = stats.mean_intervals(folded["_al_n"], folded["acceptance_length"], folded["_al_var"], LEVEL)
-    ar_low, ar_high = stats.mean_intervals(folded["_ar_n"], folded["acceptance_rate"], folded["_ar_var"], LEVEL,
-                                           lower=0.0)
+    low, high = stats.mean_intervals(_enough(folded["prompts"]), folded["_mean_log"], folded["_var_log"], LEVEL)
+    al_low, al_high = stats.bounded_mean_intervals(_enough(folded["_al_n"]), folded["acceptance_length"],
+                                                   folded["_al_var"], LEVEL, lower=1.0)
+    ar_low, ar_high = stats.bounded_mean_intervals(_enough(folded["_ar_n"]), folded["acceptance_rate"],
+                                                   folded["_ar_var"], LEVEL, lower=0.0, upper=1.0)
     folded = folded.assign(speedup=np.exp(folded["_mean_log"]), speedup_lo=np.exp(low), speedup_hi=np.exp(high),
                            acceptance_length_lo=al_low, acceptance_length_hi=al_high,
-                           acceptance_rate_lo=ar_low, acceptance_rate_hi=np.minimum(ar_high, 1.0))
-    folded["verdict"] = [_verdict(s, lo, hi) for s, lo, hi in
-                         zip(folded["speedup"], folded["speedup_lo"], folded["speedup_hi"])]
+                           acceptance_rate_lo=ar_low, acceptance_rate_hi=ar_high)
+    folded["verdict"] = [_verdict(lo, hi) for lo, hi in zip(folded["speedup_lo"], folded["speedup_hi"])]
     baselines = (folded.groupby(["dataset", "model", "label", *PAIR_KEYS, "_order", "group"], dropna=False)
                  ["prompts"].max().reset_index()
                  .assign(cell=lambda f: [f"{BASELINE_METHOD}-k0-c{c}{v}" for c, v in zip(f["concurrency"], f["variant"])],
@@ -235,7 +243,7 @@ def _report(db: Store, dimension: str, filters: dict | None, as_json: bool) -> s
         "speedup": [_speedup_text(r) for _, r in frame.iterrows()],
         "verdict": frame["verdict"], "slower prompts": frame["slower_prompts"],
         "acceptance length": [intervals.text(r["acceptance_length"], r["acceptance_length_lo"],
-                                             r["acceptance_length_hi"], digits=2, why_none="")
+                                             r["acceptance_length_hi"], digits=2, why_none=_why_none(r))
                               for _, r in frame.iterrows()]})
     lines.append(table.astype(object).where(table.notna(), "–").to_string(index=False))
     return "\n".join(lines)
@@ -245,7 +253,12 @@ def _speedup_text(row) -> str:
     if row["method"] == BASELINE_METHOD:
         return intervals.text(1.0, unit="x", why_none="baseline")
     return intervals.text(row["speedup"], row["speedup_lo"], row["speedup_hi"], unit="x",
-                          why_none="one prompt: no interval")
+                          why_none=_why_none(row))
+
+
+def _why_none(row) -> str:
+    """Why a group's figure has no interval (``2 prompts: too few for an interval``); '' when it has one."""
+    return intervals.too_few(int(row["prompts"])) if row["prompts"] < intervals.MIN_GROUP else ""
 
 
 def report_by_category(db: Store, filters: dict | None = None, as_json: bool = False) -> str:

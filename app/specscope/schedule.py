@@ -244,25 +244,48 @@ def _family_of(rows, fit: FamilyFit):
 def advice(fit: FamilyFit, ks: Sequence[int] | None = None, max_batch: int = 256, rows=None) -> dict:
     """The advised schedule of one family as shown and printed: its text, the exact
     speculative_config (None when speculation pays nowhere), the batch sizes whose K was measured,
-    per range its K and whether that K was measured or predicted by the fit, and what drafting 0
-    was taken to cost. ``rows`` (a speedup frame) may hold the family's servers that drafted 0
-    (``drafting_nothing``); without them drafting 0 is assumed as fast as no speculation."""
+    per range its K and whether that K was measured, predicted by the fit between measured
+    concurrencies, or extrapolated past them, and what drafting 0 was taken to cost. ``extrapolated``
+    and ``note``: whether batch sizes lie outside the measured concurrencies, and a sentence saying
+    so (with whether the fit was validated), so no one starts a server on it unmeasured. ``rows``
+    (a speedup frame) may hold the family's servers that drafted 0 (``drafting_nothing``); without
+    them drafting 0 is assumed as fast as no speculation."""
     zero = drafting_nothing(_family_of(rows, fit)) if rows is not None else {}
     advised, points = advise_schedule(fit, ks=ks, max_batch=max_batch, zero=zero)
     measured = sorted({p.batch_size for p in points if p.measured})
+    concs = sorted(int(c) for c in fit.rows["concurrency"].unique())
+    measured_text = f"{concs[0]}-{concs[-1]}" if len(concs) > 1 else str(concs[0])
     ranges = []
     for r in advised.ranges:
         inside = [p.batch_size for p in points if r.start <= p.batch_size <= r.end and p.measured]
+        outside = r.end > concs[-1] or r.start < concs[0]
+        source = (f"measured at {', '.join(map(str, inside))}" + (
+            "; predicted between" if len(inside) < r.end - r.start + 1 else "") if inside else "predicted by the fit")
         ranges.append({"batch sizes": f"{r.start}-{r.end}" if r.end != r.start else str(r.start), "K": r.k,
-                       "source": f"measured at {', '.join(map(str, inside))}" + (
-                           "; predicted between" if len(inside) < r.end - r.start + 1 else "")
-                       if inside else "predicted by the fit"})
+                       "source": source + (f"; extrapolated past the measured concurrencies ({measured_text})"
+                                           if outside else "")})
     config = None if advised.max_k == 0 else advised.speculative_config({"method": fit.keys["method"]})
     zero_text = ("measured on a server drafting 0: " + ", ".join(f"{v:.3f}x at {c}" for c, v in sorted(zero.items()))
                  if zero else "assumed 1.000x (as without speculation): no server drafting 0 was measured")
     return {"family": fit.keys, "schedule": advised.text(), "speculative_config": config,
-            "measured_batch_sizes": measured, "ranges": ranges, "drafting_zero": zero_text,
-            "versus_fixed": _versus_fixed(fit, points)}
+            "measured_batch_sizes": measured, "measured_concurrencies": concs, "ranges": ranges,
+            "drafting_zero": zero_text, "versus_fixed": _versus_fixed(fit, points),
+            "extrapolated": concs[0] > 1 or concs[-1] < max_batch, "note": _extrapolation_note(fit, concs, max_batch)}
+
+
+def _extrapolation_note(fit: FamilyFit, concs: Sequence[int], max_batch: int) -> str:
+    """What the schedule rests on beyond the measured concurrencies, in one or two sentences."""
+    outside = [f"{lo}-{hi}" if hi > lo else str(lo) for lo, hi in ((1, concs[0] - 1), (concs[-1] + 1, max_batch))
+               if hi >= lo]
+    held = fit.held_out_error()
+    trust = (f"a fit that misses held-out points by a median {held:.1%}" if held is not None else
+             f"a fit on {fit.fitted_points} point{'' if fit.fitted_points == 1 else 's'} (not validated)")
+    if not outside:
+        return f"Every batch size lies within the measured concurrencies ({', '.join(map(str, concs))})."
+    return (f"Measured at concurrency {', '.join(map(str, concs))} only: the K for batch sizes "
+            f"{' and '.join(outside)} is not measured but extrapolated by {trust}. Measure the schedule "
+            "beside every fixed K at those loads (`specscope bench ... --k-schedule auto`) before starting a "
+            "server with it.")
 
 
 def _versus_fixed(fit: FamilyFit, points: Sequence[ScheduledPoint]) -> dict | None:

@@ -3,6 +3,7 @@
     mean_interval([21.0, 22.5, 20.9])                   # t-interval for the mean throughput
     ratio_interval(method_tps, baseline_tps)           # Fieller interval for a speedup
     ratio_prediction_interval(method_tps, baseline_tps) # where a rerun's speedup should land
+    bounded_mean_intervals(n, mean, var, lower=1.0)      # an acceptance length's mean, never below 1
 
 Every function returns an ``Interval``. One value gives no interval (``low``/``high`` are
 ``None``, ``method="none"``): a single run says nothing about its own spread. A speedup whose
@@ -24,6 +25,7 @@ __all__ = [
     "Interval",
     "mean_interval",
     "mean_intervals",
+    "bounded_mean_intervals",
     "ratio_interval",
     "ratio_intervals",
     "ratio_prediction_interval",
@@ -239,6 +241,51 @@ def mean_intervals(n, mean, var, level: float = 0.95, lower: float | None = None
         low[ok] = _at_least(mean[ok] - half, lower)
         high[ok] = mean[ok] + half
     return low, high
+
+
+def bounded_mean_intervals(n, mean, var, level: float = 0.95, lower: float | None = None,
+                           upper: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``mean_intervals`` for a quantity that cannot leave ``[lower, upper]`` (an acceptance length
+    >= 1, a rate in [0, 1], a speedup > 0): the t-interval is drawn on a scale where the bounds are
+    out of reach, log(x - lower) with a lower bound, logit((x - lower) / (upper - lower)) with both
+    (delta method: the mean's standard error over the scale's slope at the mean), and mapped back.
+    So both ends stay inside the bounds and hold the mean, and the interval leans away
+    from a near bound as the data do. A mean on a bound (every value there) reads [mean, mean];
+    NaN where a sample has fewer than two values."""
+    _check_level(level)
+    n, mean, var = (np.atleast_1d(np.asarray(v, dtype=float)) for v in (n, mean, var))
+    low, high = np.full(n.shape, np.nan), np.full(n.shape, np.nan)
+    ok = (n >= 2) & np.isfinite(mean) & np.isfinite(var)
+    if not ok.any():
+        return low, high
+    m = mean[ok]
+    half = t_quantiles(0.5 + level / 2.0, n[ok] - 1) * np.sqrt(np.maximum(var[ok], 0.0)) / np.sqrt(n[ok])
+    if lower is None and upper is None:
+        low[ok], high[ok] = m - half, m + half
+        return low, high
+    if upper is None:
+        gap = m - lower
+        inside = gap > 0
+        step = np.minimum(half / np.where(inside, gap, 1.0), _MAX_LOG_STEP)
+        low[ok] = np.minimum(np.where(inside, lower + gap * np.exp(-step), m), m)
+        high[ok] = np.maximum(np.where(inside, lower + gap * np.exp(step), m), m)
+        return low, high
+    if lower is None:
+        raise ValueError("bounded_mean_intervals needs a lower bound with an upper one")
+    width = upper - lower
+    share = (m - lower) / width
+    inside = (share > 0) & (share < 1)
+    safe = np.where(inside, share, 0.5)
+    centre = np.log(safe / (1 - safe))
+    step = np.minimum(half / (width * safe * (1 - safe)), _MAX_LOG_STEP)
+    with np.errstate(over="ignore"):  # a far end maps to the bound itself
+        ends = [lower + width / (1 + np.exp(-(centre + sign * step))) for sign in (-1, 1)]
+    low[ok] = np.clip(np.where(inside, ends[0], m), lower, m)
+    high[ok] = np.clip(np.where(inside, ends[1], m), m, upper)
+    return low, high
+
+
+_MAX_LOG_STEP = 50.0  # past e^50 an interval's end says nothing more, and stays a finite number
 
 
 def _at_least(bound, lower: float | None):

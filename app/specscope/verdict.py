@@ -127,7 +127,16 @@ class Verdict:
         else:
             head = f"Deploy {named}, the simpler server: "
             against = f"it tied K={self.fixed_k} everywhere ({noise})"
-        return f"{head}{against}; {means}{follows}."
+        return f"{head}{against}; {means}{follows}.{self.unmeasured()}"
+
+    def unmeasured(self) -> str:
+        """What the comparison does not cover: the batch sizes above the largest concurrency measured
+        (vLLM keeps a schedule's last K past its last range), '' when the schedule deployed is a fixed K."""
+        top = self.comparisons[-1].concurrency
+        if not self.deploy_schedule:
+            return ""
+        return (f" Measured up to concurrency {top} only: at batch sizes above {top} the schedule's K is an "
+                "extrapolation, not compared.")
 
 
 def verdicts(curves: pd.DataFrame) -> list[Verdict]:

@@ -35,27 +35,21 @@ def _cell_name(row) -> str:
 
 def by_group(frame: pd.DataFrame, value: str, title: str, y_title: str) -> go.Figure:
     """``value`` (speedup or acceptance_length) per group, one trace per method cell, with its 95%
-    interval as error bars; speedup draws the baseline at 1.000x."""
+    interval as error bars; a group too small for an interval is a hollow marker with no bar, and
+    says so on hover. Speedup draws the baseline at 1.000x."""
     data = frame[(frame["method"] != BASELINE_METHOD) & frame[value].notna()]
     if data.empty:
         return empty_figure("No per-prompt figures: the run needs per-request rows of a baseline and a "
                             "method cell" + ("." if value == "speedup" else ", and per-request acceptance."),
                             height=300)
     fig = go.Figure()
-    lo, hi = data[f"{value}_lo"], data[f"{value}_hi"]
     for n, (cell, rows) in enumerate(data.groupby(["method", "k", "concurrency"], sort=True)):
         name = html.escape(_cell_name(rows.iloc[0]))
-        bars = dict(type="data", symmetric=False, thickness=1.2, width=5,
-                    array=[None if pd.isna(v) else float(v) for v in hi[rows.index] - rows[value]],
-                    arrayminus=[None if pd.isna(v) else float(v) for v in rows[value] - lo[rows.index]])
-        texts = [intervals.text(v, a, b, unit="×" if value == "speedup" else "", digits=3 if value == "speedup"
-                                else 2, why_none="one prompt: no interval")
-                 for v, a, b in zip(rows[value], lo[rows.index], hi[rows.index])]
-        fig.add_scatter(x=[html.escape(str(g)) for g in rows["group"]], y=rows[value], name=name, mode="markers",
-                        marker=dict(size=10, color=PALETTE[n % len(PALETTE)]), error_y=bars,
-                        customdata=list(zip(texts, rows["prompts"], rows["verdict"], rows["slower_prompts"])),
-                        hovertemplate=f"{name}<br>%{{x}}: %{{customdata[0]}}<br>%{{customdata[1]}} prompts, "
-                                      "%{customdata[2]}, %{customdata[3]} slower than baseline<extra></extra>")
+        bounded = rows[f"{value}_lo"].notna() & rows[f"{value}_hi"].notna()
+        for part, with_interval in ((rows[bounded], True), (rows[~bounded], False)):
+            if not part.empty:  # a group without an interval goes in a trace of its own that has no error bars
+                _group_points(fig, part, value, name, PALETTE[n % len(PALETTE)], with_interval,
+                              legend=with_interval or not bounded.any())
     layout(fig, title, "", y_title, height=380)
     fig.update_layout(scattermode="group", legend_title="cell", showlegend=True)  # one cell: still named
     fig.update_xaxes(type="category")
@@ -63,6 +57,26 @@ def by_group(frame: pd.DataFrame, value: str, title: str, y_title: str) -> go.Fi
         fig.add_hline(y=1.0, line_dash="dot", line_color="grey", annotation_text="baseline 1.000×",
                       annotation_position="bottom right")
     return fig
+
+
+def _group_points(fig: go.Figure, rows: pd.DataFrame, value: str, name: str, color: str, with_interval: bool,
+                  legend: bool) -> None:
+    """One cell's groups as markers: filled with their error bars, or hollow with none (too few prompts);
+    both parts of a cell share its offset and legend entry."""
+    speedup = value == "speedup"
+    lo, hi = rows[f"{value}_lo"], rows[f"{value}_hi"]
+    texts = [intervals.text(v, a, b, unit="×" if speedup else "", digits=3 if speedup else 2,
+                            why_none=intervals.too_few(int(p)) if p < intervals.MIN_GROUP else "")
+             for v, a, b, p in zip(rows[value], lo, hi, rows["prompts"])]
+    bars = dict(type="data", symmetric=False, thickness=1.2, width=5, array=(hi - rows[value]).tolist(),
+                arrayminus=(rows[value] - lo).tolist()) if with_interval else None
+    fig.add_scatter(x=[html.escape(str(g)) for g in rows["group"]], y=rows[value], name=name, mode="markers",
+                    legendgroup=name, offsetgroup=name, showlegend=legend, error_y=bars,
+                    marker=dict(size=10, color=color, symbol="circle" if with_interval else "circle-open",
+                                line=dict(width=2, color=color)),
+                    customdata=list(zip(texts, rows["prompts"], rows["verdict"], rows["slower_prompts"])),
+                    hovertemplate=f"{name}<br>%{{x}}: %{{customdata[0]}}<br>%{{customdata[1]}} prompts, "
+                                  "%{customdata[2]}, %{customdata[3]} slower than baseline<extra></extra>")
 
 
 def _slower_table(slow: pd.DataFrame) -> pd.DataFrame:
@@ -136,8 +150,9 @@ def _charts(rows: pd.DataFrame, key: str) -> None:
         grouped, dimension), key=f"{key}_per_prompt_acceptance")
     st.caption("A prompt's speedup: its requests' tokens/s (TTFT included) over the same prompt's in the run's "
                "baseline at the same concurrency and response format. A group reads the geometric mean of its prompts' speedups "
-               f"[{intervals.WORDS}: t-interval over prompts]; one prompt has none. An interval that holds 1 is a "
-               "tie with the baseline.")
+               f"[{intervals.WORDS}: t-interval over prompts; acceptance length stays at least 1]. A group of fewer "
+               f"than {intervals.MIN_GROUP} prompts is too few for an interval: a hollow marker, no bar, no verdict. "
+               "An interval that holds 1 is a tie with the baseline.")
 
 
 def _pick_servers(launched: dict[str, PaneSpec], method: str, k: str) -> list[str]:

@@ -109,10 +109,9 @@ except SpecScopeError as exc:
 
 (st.success if answer.speculate else st.warning)(answer.summary())
 st.markdown("**Why:** " + answer.reason)
-error = answer.evidence.here_median_rel_err
-st.caption(f"The fit misses the measured speedups at this concurrency by a median {error:.1%} "
-           f"({answer.evidence.train_median_rel_err:.1%} over all)." if error is not None else
-           "Nothing was measured at this concurrency: the advice rests on the fit alone.")
+(st.caption if answer.validated else st.warning)(answer.validation() + (
+    "" if answer.evidence.here_median_rel_err is not None else
+    " Nothing was measured at this concurrency: the advice rests on the fit alone."))
 with st.expander("The formulas behind this advice"):
     st.markdown("\n".join(f"- {line}" for line in answer.details))
 st.button("Load this fit into the sliders", key="theory_load_fit", on_click=_load_fit_into_sliders,
@@ -134,12 +133,15 @@ st.altair_chart(cache.built("theory_concurrency", lambda: theory_charts.speedup_
 st.subheader("Advised K schedule (K by batch size)")
 advice = cache.built("theory_schedule", lambda: schedule.advice(fit, ks=candidates, rows=frame), fit.rows, frame)
 st.markdown(f"**{advice['schedule']}** (batch sizes 1-256). " + (
-    "Start the server with the speculative_config below." if advice["speculative_config"]
-    else "Speculation pays at no batch size: run the server without it."))
+    "" if advice["extrapolated"] else "Start the server with the speculative_config below."
+    if advice["speculative_config"] else "Speculation pays at no batch size: run the server without it."))
+if advice["extrapolated"]:
+    st.warning(advice["note"], icon=":material/warning:")
 if advice["speculative_config"]:
     # Drawn when opened: the code block's highlighter is the page's largest script.
-    config = st.expander("speculative_config for vLLM", key="theory_config_open", on_change="rerun",
-                         icon=":material/content_copy:")
+    config = st.expander("speculative_config for vLLM" + (" (extrapolated: measure it first)"
+                                                          if advice["extrapolated"] else ""),
+                         key="theory_config_open", on_change="rerun", icon=":material/content_copy:")
     if config.open:
         with config:
             st.code(json.dumps(advice["speculative_config"]), language="json", wrap_lines=True)
@@ -154,19 +156,25 @@ st.caption("Measured: every candidate K was measured at that batch size (as conc
            "one is taken; predicted: the fit's best K, never above the K of a smaller batch. A range drafts 0 "
            f"where that beats every K; drafting 0 is {advice['drafting_zero']}.")
 
-st.subheader("Step cost measured on this hardware")
 calibrations = cache.built("theory_calibrations", lambda: calibrate.calibrations(frame), frame)
+st.subheader("Step cost measured on this machine" if any(c.here for c in calibrations) else
+             "Step cost calibrations")
+if calibrations and not any(c.here for c in calibrations):
+    st.caption("None was measured on this machine: each below says the hardware it is from. `specscope calibrate "
+               "--preset PRESET --method draft_model --prompts FILE` measures this machine's.")
 if not calibrations:
     st.caption("No step-cost calibration is stored. `specscope calibrate --preset PRESET --method draft_model "
                "--prompts FILE` measures what a speculative step costs here, with vLLM accepting drafts "
                "synthetically, so speedups can be predicted for a drafter of any acceptance.")
 else:
     matched = calibrate.find(calibrations, fit.keys)
-    names = [c.label for c in calibrations]
+    names = [f"{c.label} · {'this machine' if c.here else 'host ' + str(c.keys.get('host'))}" for c in calibrations]
     left, right = st.columns([3, 1])
-    name = left.selectbox("Calibration (model · method · hardware)", names, key="theory_calibration",
+    name = left.selectbox("Calibration (model · method · hardware · where measured)", names,
+                          key="theory_calibration",
                           index=calibrations.index(matched) if matched else 0)
     calibration = calibrations[names.index(name)]
+    left.caption(f"Measured on {calibration.measured_on()}.")
     what_alpha = right.slider("What if the drafter accepted α", 0.05, 0.99, 0.70, 0.01, key="theory_whatif_alpha")
     k_calibrated = int(calibration.cells["k"].max())
     what = calibrate.what_if(calibration, what_alpha, range(1, max(8, k_calibrated) + 1))
@@ -198,7 +206,10 @@ if evidence.open:
                        help=f"RMSE {ev.rates_rmse_tokens} tokens")
         cols[2].metric("Step cost D(K)", f"{ev.d0:.3f} + {ev.d1:.3f}·K",
                        help="SD step time over the baseline step time at this concurrency")
-        cols[3].metric("Median training error", f"{ev.train_median_rel_err:.1%}")
+        cols[3].metric("Leave-one-out error", "not validated" if ev.held_out_median_rel_err is None
+                       else f"{ev.held_out_median_rel_err:.1%}",
+                       help=f"Fitted on {ev.fitted_points} points; {ev.train_median_rel_err:.1%} on those points "
+                            "themselves (in-sample, not a check)")
         st.dataframe(points, hide_index=True, width="stretch",
                      column_config={"speedup": st.column_config.NumberColumn(format="%.3f×"),
                                     "predicted": st.column_config.NumberColumn(format="%.3f×")})

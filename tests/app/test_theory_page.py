@@ -57,8 +57,10 @@ def test_advisor_answer_over_imported_results(page_env, ruiz_parquet):
     [config] = [json.loads(c.value) for c in at.code]  # the advised schedule, exactly as vLLM takes it
     assert config["method"] == "draft_model" and config["num_speculative_tokens"] == max(
         k for _, _, k in config["num_speculative_tokens_per_batch_size"])
-    sources = set(at.table[0].value["source"])  # K 1-8 were not all measured at one concurrency
-    assert sources == {"predicted by the fit"}
+    sources = list(at.table[0].value["source"])  # K 1-8 were not all measured at one concurrency
+    assert all(source.startswith("predicted by the fit") for source in sources)
+    assert sources[-1].endswith("extrapolated past the measured concurrencies (1-64)")  # it reaches batch 256
+    assert any("is not measured but extrapolated by a fit" in w.value for w in at.warning)
     at.selectbox(key="theory_group").set_value(
         next(o for o in at.selectbox(key="theory_group").options if "Qwen3-1.7B" in o)).run()
     at.selectbox(key="theory_conc").set_value(256).run()
@@ -90,7 +92,8 @@ def test_measured_step_cost_predicts_for_any_alpha_and_for_the_prompt_set(page_e
     calibration_rows.write(settings.results_dir())
     at = _run()
     assert [o for o in at.selectbox(key="theory_group").options if "calibration" in o] == []
-    assert at.selectbox(key="theory_calibration").value == "m · draft_model + d · cpu-2core"
+    assert at.selectbox(key="theory_calibration").value == "m · draft_model + d · cpu-2core · host h"
+    assert any("not on this machine" in c.value for c in at.caption)  # its rows' host is h, not this one
     at.slider(key="theory_whatif_alpha").set_value(0.5).run()
     assert not at.exception
     line = [r for r in rows(titled(at, "Predicted on the measured step cost, α=0.50"), "line")

@@ -86,7 +86,7 @@ def test_a_prompt_pairs_with_the_baseline_of_its_own_run_and_concurrency(specsco
     assert rows["speedup_interval"].tolist() == ["none", "none"]  # one request a side: no interval
 
 
-def test_groups_of_one_prompt_have_no_interval_and_lengths_fall_in_doubling_buckets(specscope_home, monkeypatch):
+def test_small_groups_have_no_interval_and_lengths_fall_in_doubling_buckets(specscope_home, monkeypatch):
     monkeypatch.setenv("SPECSCOPE_DATA", str(specscope_home / "no-bundled"))
     requests = []
     for prompt_id, category, tokens, base, sd in [("c1", "coding", 100, 1000.0, 500.0),
@@ -100,7 +100,8 @@ def test_groups_of_one_prompt_have_no_interval_and_lengths_fall_in_doubling_buck
     ngram = categories[categories["method"] == "ngram"].set_index("group")
     assert list(ngram.index) == ["chat", "coding", per_prompt.UNCATEGORISED]
     assert ngram.loc["coding", "speedup"] == pytest.approx(math.sqrt(2.0 * 1.25))
-    assert ngram.loc["chat", "verdict"] == "one prompt" and pd.isna(ngram.loc["chat", "speedup_lo"])
+    assert ngram.loc["chat", "verdict"] == "too few prompts" and pd.isna(ngram.loc["chat", "speedup_lo"])
+    assert ngram.loc["coding", "verdict"] == "too few prompts" and pd.isna(ngram.loc["coding", "speedup_hi"])
     assert ngram.loc["chat", "speedup"] == pytest.approx(0.8) and ngram.loc["chat", "slower_prompts"] == 1
     lengths = per_prompt.by(db, "prompt_length")
     assert lengths[lengths["method"] == "ngram"]["group"].tolist() == ["<64", "64–127", "2048–4095"]

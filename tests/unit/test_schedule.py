@@ -124,8 +124,13 @@ class _Loaded:
     rows = pd.DataFrame({"concurrency": [1, 1, 8, 8, 32, 32], "k": [1, 4] * 3,
                          "speedup": [1.2, 1.4, 0.98, 0.95, 0.90, 0.80], "train": [True] * 6})
 
+    fitted_points = 6
+
     def predict(self, k: int, concurrency: float) -> float:
         return 0.5
+
+    def held_out_error(self) -> None:
+        return None  # not validated
 
 
 def test_drafting_zero_counts_what_it_measured_not_the_baseline():

@@ -38,7 +38,8 @@ def _report(frame, found: list[calibrate.Calibration], alpha: float, as_json: bo
         return
     for entry, calibration in zip(out, found):
         how = "drafts accepted synthetically" if calibration.synthetic else "the drafter's own acceptance"
-        print(f"{calibration.label}: step cost D(K) in baseline steps, measured with {how}")
+        print(f"{calibration.label}: step cost D(K) in baseline steps, measured with {how} on "
+              f"{calibration.measured_on()}")
         for group in entry["step_cost"]:
             print(f"    concurrency {group['concurrency']:g}: D(K) = {group['d0']:.3f} + {group['d1']:.3f}·K "
                   f"(K {group['ks']})")

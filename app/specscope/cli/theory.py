@@ -33,6 +33,7 @@ def _advise(args: argparse.Namespace) -> int:
         return 0
     for answer in answers:
         print(f"{advisor.family_label(answer.keys)}  conc={answer.concurrency:g}: {answer.summary()}")
+        print(f"    fit: {answer.validation()}")
         print(f"    why: {answer.reason}")
         for line in answer.details:
             print(f"    formula: {line}")
@@ -50,8 +51,9 @@ def _schedules(fits: list[advisor.FamilyFit], args: argparse.Namespace, frame) -
     for entry, fit in zip(out, fits):
         print(f"{advisor.family_label(entry['family'])}: {entry['schedule']}")
         where = ", ".join(map(str, entry["measured_batch_sizes"])) or "none"
-        print(f"    measured best K at batch sizes {where}; predicted elsewhere "
-              f"(fit error {fit.train_error():.1%}); drafting 0 {entry['drafting_zero']}")
+        print(f"    measured best K at batch sizes {where}; predicted elsewhere; drafting 0 {entry['drafting_zero']}")
+        if entry["extrapolated"]:
+            print(f"    extrapolated: {entry['note']}")
         if versus := entry["versus_fixed"]:
             print(f"    at the measured batch sizes the schedule averages {versus['schedule']:.3f}x, fixed "
                   f"K={versus['best_fixed_k']} {versus['fixed']:.3f}x ({versus['gain'] - 1:+.1%}); a schedule "
