@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from specscope import formats, provenance, theory
+from specscope import identity, provenance, theory
 from specscope.errors import InputError
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 
@@ -175,22 +175,15 @@ class FamilyFit:
 
 
 def family_label(keys: Mapping) -> str:
-    """A family's name for menus: ``model · method [+ draft] · dataset · hardware (source)``."""
-    method = keys["method"] + (f" + {keys['draft_model']}" if keys.get("draft_model") else "")
-    marks = provenance.marks(keys)
-    method += f" · {constrained}" if (constrained := formats.constrained_label(keys.get("response_format"))) else ""
-    return (f"{keys['model']} · {method} · {keys.get('dataset') or 'no dataset'} · "
-            f"{keys.get('hardware') or 'no hardware'}{' · ' + marks if marks else ''} "
-            f"({keys.get('source') or 'no source'})")
+    """A family's name for menus and CLI lines: its setup's name (``identity.setup_label``: model ·
+    method (draft) · dataset · format · hardware · vLLM · weights/acceptance marks) and its source."""
+    return f"{identity.setup_label(keys)} ({keys.get('source') or 'no source'})"
 
 
 def family_labels(keys: Sequence[Mapping]) -> list[str]:
-    """``family_label`` of each, with its vLLM version where two would read the same (one setup measured on
-    two versions), then numbered where two still would, so every menu entry is distinct."""
-    labels = [family_label(k) for k in keys]
-    versions = {label: {k.get("vllm_version") for other, k in zip(labels, keys) if other == label} for label in labels}
-    labels = [f"{label} · vLLM {k.get('vllm_version') or '?'}" if len(versions[label]) > 1 else label
-              for label, k in zip(labels, keys)]
+    """``family_label`` of each, with the key that tells two apart where two would read the same
+    (``identity.unique_labels``), then numbered where two still would, so every menu entry is distinct."""
+    labels = identity.unique_labels(list(keys), label=family_label)
     seen: dict[str, int] = {}
     out = []
     for label in labels:

@@ -17,12 +17,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from specscope import formats, intervals, provenance, settings
+from specscope import identity, intervals, provenance, settings
+from specscope.identity import setup_label
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 from specscope.store import OWN_SOURCE, SETUP_KEYS, Store
 
 __all__ = ["SETUP_KEYS", "best_point", "setup_label", "interval_text", "tie_text", "point_label", "best_k_table", "unmatched_setups",
-           "headline", "interval_summary", "speedup_vs_k", "k_sweep_setups", "best_k", "acceptance_vs_k",
+           "headline", "interval_summary", "speedup_vs_k", "point_runs", "with_point_means", "point_runs_text", "k_sweep_setups", "best_k", "acceptance_vs_k",
            "by_concurrency", "curves_vs_concurrency", "crossovers", "crossover_caption", "bundled_sources", "bundled_summary", "per_position",
            "filtered_rows", "to_csv_bytes", "to_parquet_bytes"]
 
@@ -30,23 +31,6 @@ _KEYS = ", ".join(SETUP_KEYS)  # the setup columns in SQL
 Filters = Mapping[str, Sequence] | None
 _MEANS = ["acceptance_length", "output_throughput"]  # averaged over the runs of a point
 _POINT = ["speedup", "speedup_lo", "speedup_hi", *_MEANS, "repeats", "runs"]  # a figure point's columns
-
-
-def setup_label(row: Mapping) -> str:
-    """A short name for a setup: ``model · method (draft) · dataset · hardware`` (with ``constrained
-    (json_schema)`` after the dataset when its answers followed a response format)."""
-    model = str(row.get("model") or "?").split("/")[-1]
-    method = row.get("method") or "?"
-    draft = row.get("draft_model")
-    if isinstance(draft, str) and draft:
-        method = f"{method} ({draft.split('/')[-1]})"
-    host = row.get("host")
-    where = row.get("hardware")
-    if isinstance(host, str) and host:
-        where = f"{where or '?'} @ {host.split(':')[0] if host.startswith('bundled:') else host}"
-    constrained = formats.constrained_label(row.get("response_format"))
-    parts = [model, method, row.get("dataset"), constrained, where, provenance.marks(row)]
-    return " · ".join(str(p) for p in parts if isinstance(p, str) and p)
 
 
 def interval_text(row: Mapping, value: str = "speedup", unit: str = "×", short: bool = False) -> str:
@@ -68,7 +52,7 @@ def _with_labels(frame: pd.DataFrame) -> pd.DataFrame:
         return frame.assign(setup=pd.Series(dtype=str))
     keys = frame[list(SETUP_KEYS)]
     first = keys.drop_duplicates()  # each setup once, in the order ngroup numbers them
-    labels = np.array([setup_label(r) for r in first.to_dict("records")], dtype=object)
+    labels = np.array(identity.unique_labels(first.to_dict("records")), dtype=object)
     return frame.assign(setup=labels[keys.groupby(list(SETUP_KEYS), dropna=False, sort=False).ngroup().to_numpy()])
 
 
@@ -96,6 +80,22 @@ def curves_vs_concurrency(store: Store, filters: Filters = None) -> pd.DataFrame
     return _with_labels(points.sort_values(keys, kind="stable").reset_index(drop=True)[[*keys, *_POINT]])
 
 
+def point_runs(store: Store, filters: Filters = None) -> pd.DataFrame:
+    """Each run's own figure of the points that fold two or more runs (``runs`` > 1 in ``speedup_vs_k``):
+    one row per (setup, concurrency, K, run) with that run's speedup [95% interval], repeats and the run
+    whose baseline it divides by, so a "mean of 2 runs" can be opened into its runs."""
+    keys = [*SETUP_KEYS, "concurrency", "k"]
+    columns = [*keys, "run_id", "speedup", "speedup_lo", "speedup_hi", "speedup_interval", "repeats",
+               "baseline_run_id"]
+    cells = store.speedup(filters, columns=["output_throughput"])
+    cells = cells[(cells["method"] != BASELINE_METHOD) & cells["k_schedule"].isna() & cells["speedup"].notna()]
+    if cells.empty:
+        return _with_labels(pd.DataFrame(columns=columns))
+    folded = cells.groupby(keys, dropna=False)["run_id"].transform("nunique") > 1
+    cells = cells[folded].sort_values([*keys, "run_id"], kind="stable").reset_index(drop=True)
+    return _with_labels(cells[columns])
+
+
 def k_sweep_setups(vs_k: pd.DataFrame) -> list[str]:
     """Setups measured at two or more K, best speedup first (the ones a speedup-vs-K plot can show)."""
     if vs_k.empty:
@@ -108,6 +108,33 @@ def k_sweep_setups(vs_k: pd.DataFrame) -> list[str]:
 def best_k(store: Store, filters: Filters = None) -> pd.DataFrame:
     """The best K per setup and concurrency (baseline rows kept, at 1), with ``tied_ks``."""
     return _with_labels(store.speedup(filters, best=True))
+
+
+def with_point_means(best: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
+    """``best`` (one run's cell per row) with what every run of its point measured (``points`` from
+    ``speedup_vs_k``): ``point_runs`` (how many runs measured that setup, concurrency and K) and, where
+    several did, their mean ``point_speedup`` [``point_speedup_lo``, ``point_speedup_hi``]; so a best K
+    taken from one of several runs says so. A K schedule's rows get none."""
+    keys = [*SETUP_KEYS, "concurrency", "k"]
+    folded = points[[*keys, "runs", "speedup", "speedup_lo", "speedup_hi"]].rename(columns={
+        "runs": "point_runs", "speedup": "point_speedup", "speedup_lo": "point_speedup_lo",
+        "speedup_hi": "point_speedup_hi"})
+    out = best.merge(folded, on=keys, how="left")
+    fixed = out["k_schedule"].isna() if "k_schedule" in out else True
+    out["point_runs"] = out["point_runs"].where(fixed).astype("Int64")
+    return out
+
+
+def point_runs_text(row: Mapping) -> str:
+    """``run r1, one of 2 runs of this point (their mean 1.587× [0.679, 2.495])`` for a best-K row
+    (``with_point_means``) taken from one of several runs; ``run r1`` otherwise."""
+    run = f"run {row.get('run_id')}"
+    n = row.get("point_runs")
+    if n is None or pd.isna(n) or int(n) < 2:
+        return run
+    mean = intervals.row_text({"speedup": row.get("point_speedup"), "speedup_lo": row.get("point_speedup_lo"),
+                               "speedup_hi": row.get("point_speedup_hi")})
+    return f"{run}, one of {int(n)} runs of this point (their mean {mean})"
 
 
 def point_label(row: Mapping) -> str:

@@ -15,12 +15,16 @@ and its verdict reads ``too few prompts``, never ``tie`` (``too_few``).
     text(1.7, why_none=too_few(2), unit="×")     # '1.700× (2 prompts: too few for an interval)'
     row_text({"speedup": 1.3, "speedup_lo": None, "speedup_hi": None, "method": "ngram"})
                                                  # '1.300× (1 run: no interval)'
+    row_text({"speedup": 1.587, "speedup_lo": 0.679, "speedup_hi": 2.495, "runs": 2})
+                                                 # '1.587× [0.679, 2.495] (mean of 2 runs)'
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+
+from specscope import identity
 
 __all__ = ["text", "bounds", "row_text", "too_few", "WORDS", "ONE_RUN", "TOO_NOISY", "NO_BASELINE", "MIN_GROUP",
            "TOO_FEW"]
@@ -68,8 +72,8 @@ def text(value, low=None, high=None, *, unit: str = "", digits: int = 3, why_non
 def row_text(row: Mapping, value: str = "speedup", unit: str = "×", short: bool = False,
              digits: int | None = None) -> str:
     """``text`` of a result row's ``value`` and its ``<value>_lo``/``_hi`` bounds, saying why a
-    speedup has none (the baseline itself, no matching baseline, a noisy baseline, one run).
-    ``short``: '1 run' instead of '1 run: no interval'."""
+    speedup has none (the baseline itself, no matching baseline, a noisy baseline, one run), and
+    ``(mean of 2 runs)`` where the row folds several runs (its ``runs``). ``short``: '1 run' instead of '1 run: no interval'."""
     speedup = value == "speedup"
     digits = digits if digits is not None else 3 if speedup else 1
     if _number(row.get(value)) is None:
@@ -78,5 +82,7 @@ def row_text(row: Mapping, value: str = "speedup", unit: str = "×", short: bool
         return text(row.get(value), unit=unit, digits=digits, why_none="baseline")
     why = TOO_NOISY if speedup and row.get("speedup_interval") == "unbounded" else \
         "1 run" if short else ONE_RUN
-    return text(row.get(value), row.get(f"{value}_lo"), row.get(f"{value}_hi"), unit=unit, digits=digits,
-                why_none=why)
+    shown = text(row.get(value), row.get(f"{value}_lo"), row.get(f"{value}_hi"), unit=unit, digits=digits,
+                 why_none=why)
+    folded = identity.folded_text(row.get("runs"))
+    return f"{shown} ({folded})" if folded else shown

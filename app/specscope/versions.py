@@ -31,7 +31,7 @@ VERSION_KEYS = ("vllm_version", "torch_version")
 SAME_SETUP = tuple(key for key in SETUP_KEYS if key not in VERSION_KEYS)  # equal across the versions compared
 CHANGED, TIE, UNKNOWN = "changed", "tie", "no interval"
 JSON_FIELDS = ("setup", *SAME_SETUP, "concurrency", "k", *VERSION_KEYS, "speedup", "speedup_lo", "speedup_hi",
-               "repeats", "verdict", "direction")
+               "repeats", "runs", "verdict", "direction")
 _COLUMNS = [*SAME_SETUP, "concurrency", "k", *VERSION_KEYS, "speedup", "speedup_lo", "speedup_hi",
             "output_throughput", "acceptance_length", "repeats", "runs"]
 

@@ -226,7 +226,8 @@ def test_group_labels_name_prompt_set_and_hardware_and_are_distinct(bundled_fram
     fits = _cpu_fits(bundled_frame)
     labels = advisor.family_labels([f.keys for f in fits])
     assert len(set(labels)) == len(fits) >= 2  # ngram and suffix on code-editing, ngram on two vLLM versions
-    assert any(label.endswith("· vLLM 0.31.0") for label in labels)  # the same setup on another version says so
+    assert any("· vLLM 0.31.0 (specscope)" in label for label in labels)  # every label names its vLLM
+    assert any("· vLLM 0.32.0 (specscope)" in label for label in labels)
     for fit, label in zip(fits, labels):
         assert fit.keys["dataset"] in label and fit.keys["hardware"] in label and fit.keys["method"] in label
     same = {"source": "s", "model": "m", "draft_model": None, "method": "ngram", "dataset": None, "hardware": "h"}
@@ -293,8 +294,8 @@ def test_published_results_without_what_a_fit_needs_say_what_is_missing(bundled_
     unfit = {advisor.family_label(keys): problem for keys, problem in advisor.unfitted(bundled_frame)}
     guide = {label: p for label, p in unfit.items() if "(vllm-sd-guide)" in label}
     assert len(guide) == 16                      # 2 models x 4 methods x 2 prompt sets
-    eagle3 = ("meta-llama/Llama-3.3-70B-Instruct · eagle3 + RedHatAI/Llama-3.3-70B-Instruct-speculator.eagle3 · "
-              "sharegpt · 2xH200 (vllm-sd-guide)")
+    eagle3 = ("Llama-3.3-70B-Instruct · eagle3 (Llama-3.3-70B-Instruct-speculator.eagle3) · "
+              "sharegpt · 2xH200 · vLLM 0.12.0 (vllm-sd-guide)")
     assert "no acceptance rate or length" in guide[eagle3]
     assert all("K (speculative tokens)" in p for label, p in guide.items() if "· suffix ·" in label)
     assert all("concurrency" in p for label, p in unfit.items() if "(pace-sd-lab)" in label)
@@ -302,7 +303,7 @@ def test_published_results_without_what_a_fit_needs_say_what_is_missing(bundled_
     assert cli_main(["advise", "--source", "specscope", "--source", "vllm-sd-guide"]) == 0
     out = capsys.readouterr().out
     assert f"not fitted: {eagle3}: no acceptance rate or length" in out
-    assert "SmolLM2-135M-Instruct · suffix · code-editing · cpu-2core (specscope)  conc=1: Use K = 4" in out
+    assert "SmolLM2-135M-Instruct · suffix · code-editing · cpu-2core · vLLM 0.32.0 (specscope)  conc=1: Use K = 4" in out
 
 
 def test_reason_is_plain_words_and_the_formulas_come_apart(bundled_frame):

@@ -22,7 +22,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from specscope import explore, importers, per_prompt, structured, versions
+from specscope import explore, identity, importers, per_prompt, structured, versions
 from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
 from specscope.store import Store
@@ -34,7 +34,10 @@ JSON_FIELDS = ("source", "model", "draft_model", "method", "dataset", "hardware"
                "torch_version", "weights", "acceptance", "concurrency",
                "k", "speedup", "speedup_lo", "speedup_hi", "speedup_interval", "acceptance_length",
                "acceptance_rate", "output_throughput", "output_throughput_lo", "output_throughput_hi",
-               "repeats", "baseline_throughput", "baseline_repeats", "baseline_run_id", "run_id")
+               "repeats", "baseline_throughput", "baseline_repeats", "baseline_run_id", "run_id", "response_format",
+               "setup")
+# with --best: the K it cannot be told apart from, and what every run of its point measured
+BEST_JSON_FIELDS = ("tied_ks", "point_runs", "point_speedup", "point_speedup_lo", "point_speedup_hi")
 
 
 def _column_map(text: str | None) -> dict[str, str] | None:
@@ -112,7 +115,8 @@ def _speedup(args: argparse.Namespace) -> int:
     if args.by or args.slower:
         print((BY[args.by] if args.by else per_prompt.report_slower)(Store(), filters, args.json))
         return 0
-    frame = Store().speedup(filters, best=args.best)
+    db = Store()
+    frame = db.speedup(filters, best=args.best)
     if args.best:
         unmatched = frame["speedup"].isna()
         if unmatched.any():  # no baseline to divide by: no K of the group can be called best
@@ -120,7 +124,9 @@ def _speedup(args: argparse.Namespace) -> int:
                   "same model, dataset, hardware, host, vLLM and torch versions, weights, output length, "
                   "temperature and concurrency) and are left out.", file=sys.stderr)
             frame = frame[~unmatched]
-    fields = JSON_FIELDS + (("tied_ks",) if args.best else ())
+        frame = explore.with_point_means(frame, explore.speedup_vs_k(db, filters))
+    frame = frame.assign(setup=identity.unique_labels(frame.to_dict("records")))
+    fields = JSON_FIELDS + (BEST_JSON_FIELDS if args.best else ())
     if args.json:
         records = [{f: _clean(rec.get(f)) for f in fields} for rec in frame.to_dict("records")]
         print(json.dumps(records, indent=1))
@@ -131,10 +137,18 @@ def _speedup(args: argparse.Namespace) -> int:
     if args.best:  # a baseline is 1.000x by definition: it is no best K of anything
         frame = frame[frame["method"] != BASELINE_METHOD]
     records = frame.to_dict("records")
-    table = frame[["source", "model", "draft_model", "method", "dataset", "hardware", "concurrency", "k"]].assign(
-        speedup=[explore.interval_text(r) for r in records], baseline_run=frame["baseline_run_id"])
+    # every key that tells two rows apart is a column (vLLM, response format, weights, ...), the run always
+    shown = ["source", "model", "draft_model", "method", "dataset", "hardware",
+             *(k for k in identity.varying(frame) if k not in ("source", "hardware", "run_id")), "concurrency", "k"]
+    table = frame[shown].rename(columns={k: identity.COLUMN_NAMES[k] for k in shown if k in identity.COLUMN_NAMES
+                                         and k not in ("source", "hardware")})
+    table = table.assign(speedup=[explore.interval_text(r) for r in records], run=frame["run_id"],
+                         baseline_run=frame["baseline_run_id"])
+    if "response format" in table:
+        table["response format"] = [identity.format_name(v) for v in frame["response_format"]]
     if args.best:
         table["tied"] = [explore.tie_text(r) for r in records]
+        table["run"] = [explore.point_runs_text(r) for r in records]
     print(table.astype(object).where(table.notna(), "–").to_string(index=False))  # "–", never NaN or <NA>
     return 0
 
