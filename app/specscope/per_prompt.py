@@ -29,7 +29,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from specscope import formats, intervals, prompts, stats
+from specscope import formats, identity, intervals, prompts, stats
 from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
 from specscope.store import Store
@@ -218,7 +218,7 @@ def variant_label(row) -> str:
     variant = row.get("variant") or ""
     constrained = "-constrained" in variant and (formats.constrained_label(row.get("response_format")) or "constrained")
     vllm = re.search(r"-vllm(.+)$", variant)
-    return "".join(f" {part}" for part in (constrained, vllm and f"vLLM {vllm.group(1)}") if part)
+    return "".join(f" {part}" for part in (constrained, vllm and identity.vllm_text(vllm.group(1))) if part)
 
 
 _GROUP_JSON = ("run_id", "dataset", "model", "cell", "method", "k", "concurrency", "group", "prompts", "speedup",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from specscope import formats
 from specscope.per_prompt import VARIANT_SQL
 from specscope.schema import BASELINE_METHOD
 from specscope.store import Store
@@ -18,10 +19,14 @@ CELL_COLUMNS = ("method", "k", "concurrency", "status", "completed", "failed", "
                 "mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "p99_e2el_ms", "acceptance_rate",
                 "acceptance_length", "error")
 # what cell_table returns besides status and error (repeats and intervals come from the store)
-CELL_TABLE_COLUMNS = ("method", "k", "concurrency", "response_format", "repeats", "output_throughput", "output_throughput_lo",
+CELL_TABLE_COLUMNS = ("method", "k", "concurrency", "response_format", "vllm_version", "torch_version", "weights",
+                      "acceptance", "hardware", "repeats", "output_throughput", "output_throughput_lo",
                       "output_throughput_hi", "speedup", "speedup_lo", "speedup_hi", "speedup_interval",
                       "completed", "failed", "mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "p99_e2el_ms",
                       "acceptance_rate", "acceptance_length", "hygiene")
+
+
+_CELL = CELL_TABLE_COLUMNS[:9]  # what tells a run's cells apart: method, K, concurrency and the identity keys
 
 
 def list_runs(db: Store) -> pd.DataFrame:
@@ -36,13 +41,13 @@ def cell_table(db: Store, run_id: str) -> pd.DataFrame:
     intervals, repeats, hygiene flags; cells with no ok repeat appear as failed with the reason."""
     wanted = [c for c in CELL_COLUMNS if c not in ("status", "error")] + ["hygiene"]
     ok = db.speedup({"run_id": [run_id]}, columns=wanted)
-    ok = ok[[*CELL_TABLE_COLUMNS[:4], *[c for c in CELL_TABLE_COLUMNS[4:] if c in ok.columns]]].copy()
+    ok = ok[[*_CELL, *[c for c in CELL_TABLE_COLUMNS[len(_CELL):] if c in ok.columns]]].copy()
     ok["status"], ok["error"] = "ok", None
-    failed = db.query("""
-        SELECT method, k, concurrency, response_format, any_value(status) AS status, any_value(error) AS error
+    failed = db.query(f"""
+        SELECT {", ".join(_CELL)}, any_value(status) AS status, any_value(error) AS error
         FROM results WHERE run_id = ? AND coalesce(status, 'ok') <> 'ok' GROUP BY ALL""", [run_id])
     if not ok.empty:
-        cell = ["method", "k", "concurrency", "response_format"]
+        cell = list(_CELL)
         done = set(ok[cell].itertuples(index=False, name=None))
         keep = [key not in done for key in failed[cell].itertuples(index=False, name=None)]
         failed = failed.loc[pd.Series(keep, index=failed.index, dtype=bool)]
@@ -50,8 +55,10 @@ def cell_table(db: Store, run_id: str) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=[*CELL_TABLE_COLUMNS, "status", "error"])
     table = pd.concat(frames, ignore_index=True)
-    table["_sd"] = table["method"] != BASELINE_METHOD  # the baseline first
-    return table.sort_values(["_sd", "method", "k", "concurrency", "response_format"]).drop(columns="_sd").reset_index(drop=True)
+    table["_sd"] = table["method"] != BASELINE_METHOD  # the baseline first, free before constrained
+    table["_c"] = table["response_format"].map(formats.is_constrained)
+    return table.sort_values(["_sd", "method", "k", "concurrency", "_c", "response_format", "vllm_version"],
+                             na_position="first").drop(columns=["_sd", "_c"]).reset_index(drop=True)
 
 
 def per_prompt(db: Store, run_id: str) -> pd.DataFrame:

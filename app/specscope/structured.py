@@ -15,9 +15,8 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from specscope import formats
-from specscope.explore import setup_label
-from specscope.formats import FREE
+from specscope import formats, identity
+from specscope.identity import setup_label
 from specscope.schema import BASELINE_METHOD
 from specscope.store import SETUP_KEYS, Store
 
@@ -28,11 +27,7 @@ _COLUMNS = ("acceptance_length", "acceptance_rate", "valid_share", "max_itl_ms",
 _PAIR_KEYS = ("run_id", *(k for k in SETUP_KEYS if k != "response_format"), "k", "k_schedule", "concurrency")
 
 
-def format_label(value) -> str:
-    """``free``, ``constrained (json_schema)`` or ``not recorded`` for a row's ``response_format``."""
-    if formats.is_constrained(value):
-        return formats.constrained_label(value)
-    return "free" if value == FREE else "not recorded"
+format_label = identity.format_name  # ``free``, ``constrained (json_schema)`` or ``not recorded``
 
 
 def by_response_format(store: Store, filters: Mapping[str, Sequence] | None = None) -> pd.DataFrame:

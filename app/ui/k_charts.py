@@ -14,10 +14,12 @@ import pandas as pd
 from specscope.explore import interval_text
 from ui.chart_style import PALETTE, k_axis, no_gain
 
-__all__ = ["EMPTY", "speedup_vs_k", "combined"]
+__all__ = ["EMPTY", "speedup_vs_k", "combined", "runs_table", "RUNS_CAPTION"]
 
 EMPTY = "Choose a setup measured at two or more K."
 TITLE = "Speedup vs K (a line per concurrency; bars: 95% interval)"
+RUNS_CAPTION = ("A point measured by several runs is their mean with a t-interval over the runs; below, each "
+                "run's own figure over its own baseline.")
 # Hover fields beyond K, speedup and concurrency: (column in the chart's data, label)
 _TOOLTIP = [("speedup_95", "speedup [95%]"), ("acceptance_length", "acceptance length"),
             ("throughput_95", "output tok/s"), ("repeats", "repeats"), ("runs", "runs"),
@@ -73,3 +75,11 @@ def speedup_vs_k(frame: pd.DataFrame, setups: list[str]) -> list[tuple[str, alt.
 def combined(charts: list[tuple[str, alt.LayerChart]]) -> alt.ConcatChart:
     """Every setup's chart in one figure, two abreast, titled (what the download holds)."""
     return alt.concat(*(chart for _, chart in charts), columns=2).properties(title=TITLE)
+
+
+def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Each run's own figure of the points folded over several runs (``explore.point_runs``), as shown."""
+    return pd.DataFrame({
+        "setup": runs["setup"], "concurrency": runs["concurrency"].astype(int), "K": runs["k"].astype(int),
+        "run": runs["run_id"], "speedup (× its baseline, 95%)": [interval_text(r) for r in runs.to_dict("records")],
+        "repeats": runs["repeats"], "baseline run": runs["baseline_run_id"]})

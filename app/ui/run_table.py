@@ -6,7 +6,8 @@ import math
 
 import pandas as pd
 
-from specscope import hygiene, intervals
+from specscope import hygiene, identity, intervals
+from specscope.schema import BASELINE_METHOD
 
 __all__ = ["display_table", "hygiene_counts"]
 
@@ -28,12 +29,27 @@ def _badges(text) -> str:
     return " · ".join(f"⚠ {hygiene.CHECKS[i].title}" for i in ids) or ("✓" if isinstance(text, str) else "–")
 
 
+def _identity(row, key: str) -> str:
+    value = row.get(key)
+    if key == "acceptance" and row.get("method") == BASELINE_METHOD:
+        return "–"
+    if key == "response_format":
+        return identity.format_name(value)
+    return value if isinstance(value, str) and value else "not recorded"
+
+
 def display_table(cells: pd.DataFrame) -> pd.DataFrame:
-    """One readable line per cell: throughput and speedup [95% interval], repeats, checks."""
+    """One readable line per cell: throughput and speedup [95% interval], repeats, checks; a column for
+    each key that tells the run's cells apart besides method, K and concurrency (response format, vLLM,
+    torch, weights, acceptance, hardware), so no two lines read alike."""
+    shown = identity.varying(cells, ("response_format", "vllm_version", "torch_version", "weights", "hardware"))
+    if "acceptance" in cells and identity.varying(cells[cells["method"] != BASELINE_METHOD], ("acceptance",)):
+        shown.append("acceptance")  # a baseline drafts nothing: it has no acceptance kind to differ in
     rows = []
     for row in cells.to_dict("records"):
         rows.append({
             "method": row["method"], "K": int(row["k"]), "concurrency": int(row["concurrency"]),
+            **{identity.COLUMN_NAMES[key]: _identity(row, key) for key in shown},
             "status": row.get("status") or "ok",
             "repeats": int(row["repeats"]) if _number(row.get("repeats")) is not None else 0,
             "tok/s [95%]": _throughput(row), "speedup [95%]": _speedup(row),

@@ -11,8 +11,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from specscope import intervals, versions
-from ui import cache
+from specscope import explore, intervals, versions
+from ui import cache, k_charts
 from ui.chart_style import PALETTE, empty_figure, layout
 from ui.common import figure_download
 
@@ -95,6 +95,17 @@ def section(filters: dict) -> None:
             st.warning(text, icon="⚠️")
         else:
             st.info(text, icon="ℹ️")
+    folded = frame[(frame["setup"] == setup) & (frame["runs"] > 1)]
+    if not folded.empty:
+        opened = st.expander(f"{len(folded)} of these figures are the mean of several runs: each run's figure",
+                             key="explorer_versions_runs_open", on_change="rerun")
+        if opened.open:
+            with opened:
+                keys = [*versions.SAME_SETUP, "concurrency", "k", *versions.VERSION_KEYS]
+                runs = cache.frame(explore.point_runs, filters).merge(folded[keys], on=keys)
+                st.caption(k_charts.RUNS_CAPTION)
+                st.dataframe(k_charts.runs_table(runs), hide_index=True, width="stretch",
+                             key="explorer_versions_runs")
     # drawn only when opened: a figure's scripts would load ahead of the landing figure
     drawn = st.expander("The setup's speedup per vLLM version, with its intervals", key="explorer_versions_open",
                         on_change="rerun")

@@ -154,6 +154,16 @@ def _speedup_vs_k() -> None:
     for n, (setup, chart) in enumerate(drawn):
         columns[n % 2].altair_chart(chart, width="stretch", key=f"explorer_k_chart_{zlib.crc32(setup.encode())}")
     figure_download(k_charts.combined(drawn), "Speedup vs K", key="explorer_dl_speedup_vs_k")
+    folded = vs_k[vs_k["setup"].isin(shown) & (vs_k["runs"] > 1)]
+    if not folded.empty:
+        opened = st.expander(f"{len(folded)} point{'s' if len(folded) > 1 else ''} shown are the mean of several "
+                             "runs: each run's figure", key="explorer_k_runs_open", on_change="rerun")
+        if opened.open:
+            with opened:
+                runs = cache.frame(explore.point_runs, filters)
+                st.caption(k_charts.RUNS_CAPTION)
+                st.dataframe(k_charts.runs_table(runs[runs["setup"].isin(shown)]), hide_index=True, width="stretch",
+                             key="explorer_k_runs")
 
 
 # Only the open tab builds and draws its content; the first is the landing figure.

@@ -242,8 +242,10 @@ def results_section() -> None:
     st.page_link("views/explorer.py", label="Open this run in the Explorer", icon=":material/insights:",
                  query_params={"run_id": run_id})
     _hygiene(cells)
-    st.caption("Throughput: mean over repeats [95% t-interval]. Speedup: mean throughput / mean baseline "
-               "throughput of this run [95% Fieller interval]. A cell measured once has no interval.")
+    st.caption(f"Run `{run_id}` only. Throughput: mean over repeats [95% t-interval]. Speedup: mean throughput / "
+               "mean baseline throughput of this run [95% Fieller interval]. A cell measured once has no interval. "
+               "Where other runs measured the same setup, the Explorer reads their mean (mean of N runs) and "
+               "lists each run's figure.")
     st.table(run_table.display_table(cells).style.format(
         {"acceptance": "{:.3f}", "mean TTFT ms": "{:.1f}", "mean TPOT ms": "{:.1f}"}, na_rep="–"))
     left, right = st.columns(2)
