@@ -8,7 +8,9 @@ with that commit's library::
     git archive 53cba9c app | tar -x -C /tmp/old
     SPECSCOPE_DATA=$PWD/data PYTHONPATH=/tmp/old/app .venv/bin/python tests/unit/test_speedup_numbers.py --write
 
-Any later change to the maths must give the same numbers, or say why and rewrite the file.
+Any later change to the maths must give the same numbers, or say why and rewrite the file. (The
+bundled GPU rows' ``draft_model`` was later renamed from the folder it was served from to the model's
+name, ``shape-Qwen3-1.7B``; only that key changed in the file, no number.)
 """
 
 from __future__ import annotations
