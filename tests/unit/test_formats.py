@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
 import local_http
 import pytest
 
-from specscope import bench, formats, prompts, warmup
+from specscope import bench, formats, prompts, sweep, warmup
+from specscope.sweep import measure
 from specscope.errors import InputError
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
@@ -200,6 +202,15 @@ def test_constrained_cells_run_only_the_prompts_that_carry_a_format():
     assert mixed.split_note() == ("Only 2 of the 3 prompts carry a response format: constrained cells (and their "
                                   "baseline) run those 2, free cells all 3.")
     assert mixed.with_formats().split_note() == "" and prompts.load(BUNDLED).split_note() == ""
+    free, bound = sweep.Cell("none", 0, 1), sweep.Cell("none", 0, 1, constrained=True)
+    assert measure.cell_prompts(mixed, free) is mixed and len(measure.cell_prompts(mixed, bound)) == 2
+    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none",), ks=(), concurrencies=(1,),
+                           prompts=Path("mixed.jsonl"), structured="both")
+    assert (measure.cell_requests(spec, mixed, free), measure.cell_requests(spec, mixed, bound)) == (None, None)
+    six = replace(spec, num_prompts=6)  # each prompt twice, free and constrained alike
+    assert (measure.cell_requests(six, mixed, free), measure.cell_requests(six, mixed, bound)) == (6, 4)
+    batches = replace(spec, per_concurrency=4)  # full batches: the constrained prompts cycle as the free ones do
+    assert measure.cell_requests(batches, mixed, bound) == 4
 
 
 def test_a_server_warm_up_sends_each_format_the_sweep_will_measure():

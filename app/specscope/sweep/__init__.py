@@ -33,9 +33,10 @@ length before that cell (``specscope.warmup``), on top of each cell's own ``warm
 Every row gets the ids of the hygiene checks it fails (``specscope.hygiene``).
 
 ``structured`` runs each cell free (``free``, the prompts' response formats left out), constrained
-(``constrained``: each prompt sent with its format) or both (``both``: a constrained cell beside
-each free one, on the same server, id suffix ``-constrained``); ``structured_default`` picks both
-for a set whose prompts carry formats. Rows record it in ``response_format``.
+(``constrained``: each prompt that carries a format sent with it; prompts without one are left out
+of constrained cells) or both (``both``: a constrained cell beside each free one, on the same server,
+id suffix ``-constrained``); ``structured_default`` picks both for a set whose prompts carry formats.
+Rows record it in ``response_format``. Warm-ups send each format the constrained cells will send.
 
 ``vllm`` runs the preset on several vLLMs (versions installed by ``launchers/install.sh --vllm``, or
 Python paths): in each round one vLLM's servers after the other's, each with its own baseline; rows

@@ -1,16 +1,35 @@
 """Measuring one cell on its server: the load, the CPU-sharing check, and the row's labels (what
-was measured, on what, with which vLLM and torch)."""
+was measured, on what, with which vLLM and torch). A constrained cell sends only the prompts that
+carry a response format (``cell_prompts``), as many times each as a free cell sends each prompt
+(``cell_requests``), so its row, its baseline and its per-prompt figures hold those prompts only."""
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 
 from specscope import bench, catalog, formats, hygiene, prompts, provenance
 from specscope.errors import SpecScopeError
 from specscope.sweep.launchers import Launcher, RunningServer
 from specscope.sweep.spec import Cell, SweepSpec, is_synthetic, requests_of, synthetic_keys
 
-__all__ = ["labels", "failed_row", "run_cell"]
+__all__ = ["labels", "failed_row", "run_cell", "cell_prompts", "cell_requests"]
+
+
+def cell_prompts(prompt_set: prompts.PromptSet, cell: Cell) -> prompts.PromptSet:
+    """The prompts a cell sends: a constrained cell only those that carry a response format."""
+    return prompt_set.with_formats() if cell.constrained else prompt_set
+
+
+def cell_requests(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell) -> int | None:
+    """How many requests a cell sends (``requests_of``); a constrained cell of a set where only some prompts
+    carry a format sends that share of them (each of its prompts as often as a free cell sends each prompt),
+    unless ``per_concurrency`` asks for full batches."""
+    count = requests_of(spec, cell.concurrency)
+    sent = len(cell_prompts(prompt_set, cell))
+    if count is None or spec.per_concurrency is not None or sent == len(prompt_set):
+        return count
+    return max(1, math.ceil(count * sent / len(prompt_set)))
 
 def labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: RunningServer,
             info: bench.ServerInfo | None) -> dict:
@@ -43,7 +62,8 @@ def failed_row(spec, prompt_set, cell, server, info, reason: str) -> dict:
     """The row of a cell that could not be measured, with the reason."""
     row = labels(spec, prompt_set, cell, server or RunningServer(url=""), info)
     row.update(concurrency=cell.concurrency, output_len=spec.output_len, temperature=spec.temperature,
-               request_rate=spec.request_rate, num_prompts=requests_of(spec, cell.concurrency) or len(prompt_set),
+               request_rate=spec.request_rate,
+               num_prompts=cell_requests(spec, prompt_set, cell) or len(cell_prompts(prompt_set, cell)),
                status="failed", error=reason)
     return row
 
@@ -55,13 +75,13 @@ def run_cell(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server:
     info = None
     try:
         info = bench.server_info(server.url)
-        load = bench.LoadSpec(base_url=server.url, model=info.model, num_prompts=requests_of(spec, cell.concurrency),
+        load = bench.LoadSpec(base_url=server.url, model=info.model, num_prompts=cell_requests(spec, prompt_set, cell),
                               max_concurrency=cell.concurrency, request_rate=spec.request_rate,
                               output_len=spec.output_len, temperature=spec.temperature, warmups=spec.warmups,
                               structured=cell.constrained)
         emit(bench.ProgressEvent("cell_start", cell.cell_id, done, total))
         cpu_before = hygiene.sample_cpu(launcher.pids(server), server.cores) if server.cores else None
-        outcome = bench.run_sync(bench.run_load(load, prompt_set, emit, cell=cell.cell_id,
+        outcome = bench.run_sync(bench.run_load(load, cell_prompts(prompt_set, cell), emit, cell=cell.cell_id,
                                                 cells_done=done, cells_total=total))
         cpu_after = hygiene.sample_cpu(launcher.pids(server), server.cores) if server.cores else None
     except SpecScopeError as exc:

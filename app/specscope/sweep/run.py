@@ -158,7 +158,9 @@ def _run_cells(plan: SweepPlan, cells: list[Cell], launcher: Launcher, tally: _T
         began = time.monotonic()
         warmup.warm_up(server.url, concurrency=cell.concurrency,
                        output_len=spec.output_len or bench.DEFAULT_OUTPUT_LEN,
-                       prompt_chars=typical_chars(prompt_set), temperature=spec.temperature, live=False)
+                       prompt_chars=typical_chars(prompt_set), temperature=spec.temperature, live=False,
+                       formats=[p.response_format for p in prompt_set.prompts]
+                       if spec.structured != "free" else ())  # each grammar compiled unmeasured
         with tally.lock:
             tally.seconds["warm"] += time.monotonic() - began
 
