@@ -24,11 +24,12 @@ def bundled() -> Store:
 
 
 def test_a_label_names_every_key_that_separates_setups():
-    assert identity.setup_label(ROW) == "SmolLM2-135M-Instruct · ngram · code-editing · cpu-2core @ bundled · vLLM 0.32.0"
+    assert identity.setup_label(ROW) == ("SmolLM2-135M-Instruct · ngram · code-editing · cpu-2core @ bundled · "
+                                         "vLLM 0.32.0")
     constrained = identity.setup_label({**ROW, "response_format": "json_schema", "weights": "dummy",
                                         "acceptance": "synthetic", "draft_model": "/root/m/shape-Qwen3-1.7B"})
-    assert constrained == ("SmolLM2-135M-Instruct · ngram (shape-Qwen3-1.7B) · code-editing · constrained (json_schema) "
-                           "· cpu-2core @ bundled · vLLM 0.32.0 · dummy weights, synthetic acceptance")
+    assert constrained == ("SmolLM2-135M-Instruct · ngram (shape-Qwen3-1.7B) · code-editing · constrained "
+                           "(json_schema) · cpu-2core @ bundled · vLLM 0.32.0 · dummy weights, synthetic acceptance")
     assert "vLLM" not in identity.setup_label(ROW, omit=("vllm_version",))
     assert "vLLM" not in identity.setup_label({**ROW, "vllm_version": None})  # not recorded: not invented
 
