@@ -152,10 +152,13 @@ def _blank(values, fmt: str = "{:.0f}") -> list[str]:
     return ["" if v is None or pd.isna(v) else fmt.format(v) for v in values]
 
 
-def best_k_table(best: pd.DataFrame) -> pd.DataFrame:
+def best_k_table(best: pd.DataFrame, points: pd.DataFrame | None = None) -> pd.DataFrame:
     """The best-K table as shown: speculative rows with a speedup only, units in the headers,
-    blank where a value was not measured or not stated."""
+    blank where a value was not measured or not stated; with ``points`` (``speedup_vs_k``), the run each
+    best K comes from and, where several runs measured that point, their mean (``point_runs_text``)."""
     spec = best[(best["method"] != BASELINE_METHOD) & best["speedup"].notna()]
+    if points is not None:
+        spec = with_point_means(spec, points).set_axis(spec.index)
     records = spec.to_dict("records")
     return pd.DataFrame({
         "setup": spec["setup"], "concurrency (requests)": _blank(spec["concurrency"]),
@@ -167,6 +170,7 @@ def best_k_table(best: pd.DataFrame) -> pd.DataFrame:
         "output (tok/s, 95%)": [interval_text(r, "output_throughput", "", short=True) for r in records],
         "p99 TPOT (ms)": _blank(spec["p99_tpot_ms"], "{:.1f}"),
         "repeats": _blank(spec["repeats"]),
+        "measured by": [point_runs_text(r) for r in records],
         "baseline run": _blank(spec["baseline_run_id"], "{}")})
 
 

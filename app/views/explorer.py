@@ -196,7 +196,7 @@ def _best_k_table() -> None:
                "the measurements cannot tell them apart. " + explore.interval_summary(best) + (
                    f" Not listed: {len(unmatched)} setup(s) without a matching baseline, so without a speedup."
                    if unmatched else ""))
-    st.dataframe(explore.best_k_table(best), hide_index=True, width="stretch", key="explorer_best_table")
+    st.dataframe(explore.best_k_table(best, vs_k), hide_index=True, width="stretch", key="explorer_best_table")
 
 
 first, table, *rest = st.tabs(["Speedup vs K", "Best K per setup", *(name for _, name, _ in figures)],

@@ -107,3 +107,13 @@ def test_advise_names_each_group_apart(bundled, specscope_home, capsys):
     heads = [line.split("  conc=")[0] + " conc=" + line.split("  conc=")[1].split(":")[0]
              for line in capsys.readouterr().out.splitlines() if "  conc=" in line]
     assert len(heads) == len(set(heads)) >= 3
+
+
+def test_the_best_k_table_names_the_run_of_each_best_k(bundled):
+    filters = {"method": ["ngram"], "dataset": ["code-editing"]}
+    table = explore.best_k_table(explore.by_concurrency(bundled, filters), explore.speedup_vs_k(bundled, filters))
+    assert table["setup"].nunique() == 2  # 0.31.0 and 0.32.0 apart
+    measured = set(table["measured by"])
+    assert "run specscope-cpu-versions" in measured
+    assert any(m.startswith("run specscope-cpu-code-editing, one of 2 runs of this point (their mean 1.587×")
+               for m in measured), measured
