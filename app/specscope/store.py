@@ -531,8 +531,8 @@ class Store:
         """One point per POINT_KEYS (setup, K schedule, concurrency, K) over the speculative cells with
         a speedup, folded in SQL on integer keys: a point measured by one cell keeps that cell's
         speedup and Fieller interval; one measured by several cells (runs) is their mean speedup
-        with a t-interval over them. Also ``runs``, the sum of ``repeats`` and the mean of each of
-        ``columns``. ``fixed_k`` leaves out K schedules. Unordered."""
+        with a t-interval over them. Also ``runs`` and ``run_ids`` (the runs that measured the point),
+        the sum of ``repeats`` and the mean of each of ``columns``. ``fixed_k`` leaves out K schedules. Unordered."""
         rows = {c: v for c, v in (filters or {}).items() if c in CELL_KEYS}  # equal over a cell's rows
         where, params = self.where(rows)
         cell_where, cell_params = self.where({c: v for c, v in (filters or {}).items() if c not in rows})
@@ -542,6 +542,7 @@ class Store:
             cells AS (
                 SELECT * FROM (
                     SELECT _cell, any_value(_baseline_key) AS _baseline_key, any_value(_run) AS _run,
+                           any_value(run_id) AS _run_id,
                            any_value(_point) AS _point, count(*) AS repeats, count(output_throughput) AS _n,
                            avg(output_throughput) AS output_throughput, var_samp(output_throughput) AS _var
                            {means}{"".join(f", {_aggregate(RESULT_SCHEMA.field(c))}"
@@ -554,7 +555,8 @@ class Store:
                        {", ".join(f"{self._baseline(c)} AS {c}" for c in _BASE_STATS)}
                 FROM cells r {self._JOIN_BASELINES})
             SELECT k.*, p.* EXCLUDE (_point) FROM (
-                SELECT _point, count(*) AS runs, CAST(sum(repeats) AS BIGINT) AS repeats, avg(speedup) AS speedup,
+                SELECT _point, count(*) AS runs, list(DISTINCT _run_id ORDER BY _run_id) AS run_ids,
+                       CAST(sum(repeats) AS BIGINT) AS repeats, avg(speedup) AS speedup,
                        var_samp(speedup) AS _speedup_var, avg(output_throughput) AS _mean_throughput{means},
                        any_value(output_throughput) AS output_throughput, {stats_sql}
                 FROM speedups WHERE speedup IS NOT NULL GROUP BY _point) p

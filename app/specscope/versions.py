@@ -31,9 +31,9 @@ VERSION_KEYS = ("vllm_version", "torch_version")
 SAME_SETUP = tuple(key for key in SETUP_KEYS if key not in VERSION_KEYS)  # equal across the versions compared
 CHANGED, TIE, UNKNOWN = "changed", "tie", "no interval"
 JSON_FIELDS = ("setup", *SAME_SETUP, "concurrency", "k", *VERSION_KEYS, "speedup", "speedup_lo", "speedup_hi",
-               "repeats", "runs", "verdict", "direction")
+               "repeats", "runs", "run_ids", "verdict", "direction")
 _COLUMNS = [*SAME_SETUP, "concurrency", "k", *VERSION_KEYS, "speedup", "speedup_lo", "speedup_hi",
-            "output_throughput", "acceptance_length", "repeats", "runs"]
+            "output_throughput", "acceptance_length", "repeats", "runs", "run_ids"]
 
 
 def _version_order(version) -> tuple:
@@ -122,4 +122,12 @@ def speedup_by(store: Store, filters: Mapping[str, Sequence] | None = None, as_j
         return "no setup has speedups on two or more vLLM versions for these filters"
     shown = frame[["setup", "concurrency", "k", "version"]].rename(columns={"version": "vllm"}).assign(
         speedup=frame["speedup_text"], change=(frame["verdict"] + " " + frame["direction"]).str.strip())
-    return shown.astype(object).where(shown.notna(), "–").to_string(index=False)
+    text = shown.astype(object).where(shown.notna(), "–").to_string(index=False)
+    folded = frame[frame["runs"] > 1]
+    if folded.empty:
+        return text
+    keys = [*SAME_SETUP, "concurrency", "k", *VERSION_KEYS]
+    runs = explore.point_runs(store, filters).merge(folded[[*keys, "version"]], on=keys)
+    lines = [f"  vLLM {r['version']}, K={r['k']:.0f}, concurrency {r['concurrency']:.0f}: run {r['run_id']} "
+             f"{intervals.row_text(r)}" for r in runs.to_dict("records")]
+    return "\n".join([text, "Each run of a figure that is a mean of several runs:", *lines])

@@ -85,6 +85,10 @@ def test_the_same_setup_on_two_vllm_versions_reads_as_two(bundled):
     assert runs["speedup"].mean() == pytest.approx(folded["speedup"])
     text = versions.speedup_by(bundled, {"method": ["ngram"]})
     assert "(mean of 2 runs)" in text
+    assert "run specscope-cpu-code-editing 1.658×" in text and "run specscope-cpu-versions 1.516×" in text
+    records = json.loads(versions.speedup_by(bundled, {"method": ["ngram"]}, as_json=True))
+    assert [r["run_ids"] for r in records if r["runs"] == 2] == [["specscope-cpu-code-editing",
+                                                                   "specscope-cpu-versions"]]
 
 
 def test_speedup_best_names_vllm_run_and_the_mean_of_the_point(bundled, specscope_home, capsys):
