@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from specscope import formats, provenance
+from specscope.schema import BASELINE_METHOD
 
 __all__ = ["IDENTITY_KEYS", "COLUMN_NAMES", "setup_label", "unique_labels", "key_text", "varying",
            "format_name", "folded_text", "vllm_text"]
@@ -97,9 +98,16 @@ def unique_labels(rows: Sequence[Mapping], omit: Sequence[str] = (), label=setup
 
 def varying(frame: pd.DataFrame, keys: Sequence[str] = IDENTITY_KEYS) -> list[str]:
     """The identity columns of ``frame`` that hold two or more values (a missing value counts as one):
-    the columns a table must show so that no two of its rows read alike."""
-    return [k for k in keys if k in frame.columns and frame[k].astype(object).where(frame[k].notna(), None)
-            .nunique(dropna=False) > 1]
+    the columns a table must show so that no two of its rows read alike. ``acceptance`` counts over the
+    speculative rows only (a baseline drafts nothing, so it has no acceptance kind to differ in)."""
+    found = []
+    for key in (k for k in keys if k in frame.columns):
+        values = frame[key]
+        if key == "acceptance" and "method" in frame.columns:
+            values = values[frame["method"] != BASELINE_METHOD]
+        if values.astype(object).where(values.notna(), None).nunique(dropna=False) > 1:
+            found.append(key)
+    return found
 
 
 def folded_text(runs) -> str:

@@ -42,9 +42,8 @@ def display_table(cells: pd.DataFrame) -> pd.DataFrame:
     """One readable line per cell: throughput and speedup [95% interval], repeats, checks; a column for
     each key that tells the run's cells apart besides method, K and concurrency (response format, vLLM,
     torch, weights, acceptance, hardware), so no two lines read alike."""
-    shown = identity.varying(cells, ("response_format", "vllm_version", "torch_version", "weights", "hardware"))
-    if "acceptance" in cells and identity.varying(cells[cells["method"] != BASELINE_METHOD], ("acceptance",)):
-        shown.append("acceptance")  # a baseline drafts nothing: it has no acceptance kind to differ in
+    shown = identity.varying(cells, ("response_format", "vllm_version", "torch_version", "weights", "acceptance",
+                                     "hardware"))
     rows = []
     for row in cells.to_dict("records"):
         rows.append({

@@ -148,7 +148,7 @@ def _speedup(args: argparse.Namespace) -> int:
         table["response format"] = [identity.format_name(v) for v in frame["response_format"]]
     if args.best:
         table["tied"] = [explore.tie_text(r) for r in records]
-        table["run"] = [explore.point_runs_text(r) for r in records]
+        table = table.drop(columns="run").assign(**{"measured by": [explore.point_runs_text(r) for r in records]})
     print(table.astype(object).where(table.notna(), "–").to_string(index=False))  # "–", never NaN or <NA>
     return 0
 
