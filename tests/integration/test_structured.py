@@ -13,6 +13,7 @@ import pytest
 pytestmark = pytest.mark.integration
 
 PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "json-extraction.jsonl"
+OUTPUT_LEN = 48  # the first prompts' constrained answers close within ~32 tokens (SmolLM2, greedy)
 SCHEMAS = {r["id"]: r["response_format"]["json_schema"]["schema"]
            for r in map(json.loads, PROMPTS.read_text().splitlines())}
 
@@ -30,7 +31,8 @@ def server(home):
 def swept(server):
     from specscope import sweep
 
-    spec = sweep.servers_spec([server.name], prompts=PROMPTS, concurrencies=(1,), num_prompts=2, output_len=16,
+    spec = sweep.servers_spec([server.name], prompts=PROMPTS, concurrencies=(1,), num_prompts=2,
+                              output_len=OUTPUT_LEN,
                               structured="both")
     result = sweep.run_sweep(spec, sweep.launcher_for(spec))
     return result, sweep.finished_cells(result.run_id)
@@ -42,7 +44,7 @@ def test_free_and_constrained_cells_record_their_format_validity_and_gaps(swept)
     free, constrained = cells["ngram-k4-c1"]["row"], cells["ngram-k4-c1-constrained"]["row"]
     assert (free["response_format"], free["valid_share"]) == ("none", None)
     assert (constrained["response_format"], constrained["valid_share"]) == ("json_schema", 1.0)
-    assert free["total_output_tokens"] == 2 * 16  # EOS ignored: the fixed length
+    assert free["total_output_tokens"] == 2 * OUTPUT_LEN  # EOS ignored: the fixed length
     assert free["max_itl_ms"] > 0 and constrained["max_itl_ms"] > 0
     requests = cells["ngram-k4-c1-constrained"]["requests"]
     assert [(r["response_format"], r["valid"]) for r in requests] == [("json_schema", True)] * 2
@@ -53,10 +55,15 @@ def test_free_and_constrained_cells_record_their_format_validity_and_gaps(swept)
 def test_constrained_answers_validate_against_their_own_schema(server, swept):
     from specscope import bench, prompts
 
-    load = bench.LoadSpec(base_url=server.url, num_prompts=3, output_len=16, structured=True)
+    load = bench.LoadSpec(base_url=server.url, num_prompts=3, output_len=OUTPUT_LEN, structured=True)
     cell = bench.run_sync(bench.run_load(load, prompts.load(PROMPTS)))
     assert len(cell.ok) == 3
     for request in cell.ok:
         jsonschema.validate(json.loads(request.text), SCHEMAS[request.prompt_id])
         assert request.finish_reason == "stop" and request.valid is True
-        assert request.output_tokens < bench.STRUCTURED_MAX_TOKENS  # it closed, not cut
+        assert request.output_tokens < OUTPUT_LEN  # it closed, not cut
+    # a constrained request asks for the output length asked, as a free one: too few tokens cut it, and it says so
+    short = bench.run_sync(bench.run_load(bench.LoadSpec(base_url=server.url, num_prompts=2, output_len=6,
+                                                         structured=True), prompts.load(PROMPTS)))
+    assert [(r.output_tokens, r.finish_reason, r.valid) for r in short.ok] == [(6, "length", False)] * 2
+    assert all(r.invalid_reason == "was cut by max_tokens before the format closed" for r in short.ok)
