@@ -106,9 +106,7 @@ def _load_fields(cols) -> dict:
     conc_text = cols[0].text_input("Concurrency values", "1,4", key="runs_conc")
     num_prompts = cols[1].number_input("Requests per cell (0 = the whole set)", 0, 100_000,
                                        key="runs_num_prompts")
-    output_len = cols[2].number_input("Output tokens per request", 1, 8192, 64, key="runs_output_len",
-                                      help="Every request asks for this many tokens. A constrained request stops "
-                                           "where its format closes; one cut before that is counted invalid.")
+    output_len = cols[2].number_input("Output tokens per request", 1, 8192, 64, key="runs_output_len")
     cols = st.columns(3)
     repeats = cols[0].number_input("Repeats per cell (interleaved)", 1, 20, key="runs_repeats",
                                    help="Each cell is measured this many times, repeats interleaved, so "

@@ -24,8 +24,9 @@ def _show_run(page, wait_idle, run_id: str) -> list[str]:
     """Pick ``run_id`` in the Runs page's Run box; the lines of its cell table (header first)."""
     box = page.locator("[data-testid='stSelectbox']").filter(has=page.locator("label").filter(
         has_text=re.compile("^Run$")))
-    box.click()
-    page.get_by_role("option").filter(has_text=run_id).click()
+    box.locator("input").click()
+    page.keyboard.type(run_id)
+    page.keyboard.press("Enter")
     wait_idle(page, 120_000)
     page.wait_for_function(f"() => document.body.innerText.includes('Run {run_id} only')", timeout=60_000)
     table = page.locator("[data-testid='stTable']").first
@@ -57,21 +58,20 @@ def _k_points(page) -> list[dict]:
 def test_speedup_vs_k_keeps_vllm_versions_apart_and_opens_a_folded_point(streamlit_server, page, wait_idle):
     page.goto(streamlit_server.url)  # the Explorer
     wait_idle(page, 180_000)
-    page.get_by_test_id("stMultiSelect").filter(has_text="Setups").locator("input").click()
-    page.keyboard.type("ngram · code-editing")
-    options = page.get_by_role("option").filter(has_text="ngram · code-editing")
-    options.first.wait_for(timeout=30_000)
-    names = options.all_inner_texts()
-    assert names and all("vLLM" in name for name in names), names
-    options.first.click()
-    page.keyboard.press("Escape")
-    wait_idle(page, 120_000)
+    page.locator("[data-testid='stVegaLiteChart'] svg").first.wait_for(timeout=120_000)
+    page.wait_for_timeout(3000)  # the other charts of the first setups drawn
 
     def ours():
         return [p for p in _k_points(page) if "code-editing" in p["chart"] and "ngram" in p["chart"]]
 
-    page.wait_for_function(f"() => ({MARKS_JS})('point').some(c => c.title.includes('code-editing'))",
-                           timeout=60_000)
+    if not ours():  # not among the setups drawn first: choose it
+        page.get_by_test_id("stMultiSelect").filter(has_text="Setups").locator("input").click()
+        page.keyboard.type("ngram · code-editing")
+        page.keyboard.press("Enter")
+        page.keyboard.press("Escape")
+        wait_idle(page, 120_000)
+        page.wait_for_function(f"() => ({MARKS_JS})('point').some(c => c.title.includes('code-editing'))",
+                               timeout=60_000)
     points = ours()
     seen = [(p["chart"], p["K (speculative tokens)"], p["concurrency"]) for p in points]
     assert len(seen) == len(set(seen)), seen  # one point per chart, K and concurrency: no two versions on a line

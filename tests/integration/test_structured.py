@@ -66,4 +66,4 @@ def test_constrained_answers_validate_against_their_own_schema(server, swept):
     short = bench.run_sync(bench.run_load(bench.LoadSpec(base_url=server.url, num_prompts=2, output_len=6,
                                                          structured=True), prompts.load(PROMPTS)))
     assert [(r.output_tokens, r.finish_reason, r.valid) for r in short.ok] == [(6, "length", False)] * 2
-    assert all(r.invalid_reason == "was cut by max_tokens before the format closed" for r in short.ok)
+    assert all(r.invalid_reason == "The answer was cut by max_tokens before the format closed." for r in short.ok)
