@@ -126,7 +126,8 @@ def section(filters: dict) -> None:
     shares = constrained["valid_share"].dropna()
     st.caption("Each cell divides by the baseline of its own run **with the same response format**: a constrained "
                "cell by the constrained baseline, a free one by the free baseline. Constrained answers end where "
-               "their format closes; free ones run to the fixed output length. "
+               "their format closes, at most at the output length asked (an answer cut there is invalid); free "
+               "ones run to the fixed output length. Constrained cells hold only the prompts that carry a format. "
                + (f"Valid constrained answers: {shares.min():.0%} in the worst cell, "
                   f"{'every' if (shares == 1).all() else 'not every'} cell fully valid." if not shares.empty else ""))
     # Drawn only when opened: plotly's scripts would load ahead of the landing page's first figure.
