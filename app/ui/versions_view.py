@@ -97,7 +97,8 @@ def section(filters: dict) -> None:
             st.info(text, icon="ℹ️")
     folded = frame[(frame["setup"] == setup) & (frame["runs"] > 1)]
     if not folded.empty:
-        opened = st.expander(f"{len(folded)} of these figures are the mean of several runs: each run's figure",
+        opened = st.expander(f"{len(folded)} of these figures {'are' if len(folded) > 1 else 'is'} the mean of "
+                             "several runs: each run's figure",
                              key="explorer_versions_runs_open", on_change="rerun")
         if opened.open:
             with opened:

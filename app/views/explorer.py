@@ -156,8 +156,9 @@ def _speedup_vs_k() -> None:
     figure_download(k_charts.combined(drawn), "Speedup vs K", key="explorer_dl_speedup_vs_k")
     folded = vs_k[vs_k["setup"].isin(shown) & (vs_k["runs"] > 1)]
     if not folded.empty:
-        opened = st.expander(f"{len(folded)} point{'s' if len(folded) > 1 else ''} shown are the mean of several "
-                             "runs: each run's figure", key="explorer_k_runs_open", on_change="rerun")
+        opened = st.expander(f"{len(folded)} point{'s' if len(folded) > 1 else ''} shown "
+                             f"{'are' if len(folded) > 1 else 'is'} the mean of several runs: each run's figure",
+                             key="explorer_k_runs_open", on_change="rerun")
         if opened.open:
             with opened:
                 runs = cache.frame(explore.point_runs, filters)
