@@ -10,6 +10,7 @@ import math
 import altair as alt
 import pandas as pd
 import plotly.graph_objects as go
+from streamlit import dataframe_util
 
 __all__ = ["PALETTE", "LOG2_STEP", "VEGA_PAD", "layout", "empty_figure", "k_axis", "no_gain", "vega_spec"]
 
@@ -55,8 +56,8 @@ def no_gain() -> alt.Chart:
 def vega_spec(chart: alt.TopLevelMixin) -> dict:
     """``chart`` as the Vega-Lite spec ``st.altair_chart`` would send: validated once here (Altair's
     ``to_dict`` is most of what drawing a chart costs), without the default theme's 300 px view
-    (Streamlit draws Altair without it), each dataset a frame. Draw it with ``st.vega_lite_chart``;
-    keep it in a shared cache, so a viewer pays only for sending it."""
+    (Streamlit draws Altair without it), each dataset already in Streamlit's Arrow bytes. Draw it
+    with ``st.vega_lite_chart``; keep it in a shared cache, so a viewer pays only for sending it."""
     spec = chart.to_dict()
     if alt.theme.active == "default":
         view = spec.get("config", {}).get("view", {})
@@ -66,5 +67,6 @@ def vega_spec(chart: alt.TopLevelMixin) -> dict:
             spec.get("config", {}).pop("view", None)
         if not spec.get("config", True):
             del spec["config"]
-    spec["datasets"] = {name: pd.DataFrame(values) for name, values in spec.get("datasets", {}).items()}
+    spec["datasets"] = {name: dataframe_util.convert_anything_to_arrow_bytes(pd.DataFrame(values))
+                        for name, values in spec.get("datasets", {}).items()}
     return spec

@@ -65,7 +65,8 @@ if not facets["model"]:
 
 sources = or_stop(cache.table, explore.bundled_sources)
 if not sources.empty:
-    st.caption(explore.bundled_summary(sources) + " Each source's rows are kept apart: a speedup always "
+    st.caption(cache.built("bundled_summary", lambda: explore.bundled_summary(sources), sources) +
+               " Each source's rows are kept apart: a speedup always "
                "divides by a baseline of the same source.")
     # Drawn only when opened: a table's scripts would load ahead of the headline and first figure.
     where = st.expander("Where the bundled results come from", key="explorer_sources_open", on_change="rerun")
@@ -102,8 +103,8 @@ except SpecScopeError as exc:
     show_error(exc)
     st.stop()
 
-counts = explore.headline(best)
-top = explore.best_point(best)
+counts = cache.built("headline", lambda: explore.headline(best), best)
+top = cache.built("best_point", lambda: explore.best_point(best), best)
 cols = st.columns(4)
 cols[0].metric("Result rows", len(rows), help="Rows of the results files after the filters: one per "
                "measured configuration (model, method, K, concurrency) of a run, baselines included.")
@@ -141,7 +142,7 @@ def _positions():
 
 def _speedup_vs_k() -> None:
     """The landing figure: a Vega-Lite chart per chosen setup, two abreast."""
-    k_setups = explore.k_sweep_setups(vs_k)
+    k_setups = cache.built("k_sweep_setups", lambda: explore.k_sweep_setups(vs_k), vs_k)
     # Keyed by the choices, so new results (an import, a finished run) bring a fresh default; the
     # choice outlives a visit to another tab.
     shown = st.multiselect("Setups", k_setups, default=k_setups[:4], persist_state="session",
