@@ -397,10 +397,12 @@ async def main(sessions: list[int], speeds: list[float], rows: int) -> None:
                 servers = {"floor": floor_server(homes["floor"])}
                 try:
                     servers["explorer"] = Server(homes["explorer"])
+                    warmed(homes["explorer"])
                     t1m = time.perf_counter()
                     servers["explorer_1m"] = Server(homes["explorer_1m"])
-                    print(f"{rows} rows written in {wrote:.1f} s; that server served (warmed) after "
-                          f"{time.perf_counter() - t1m:.1f} s; loadavg {loadavg()}", flush=True)
+                    print(f"{rows} rows written in {wrote:.1f} s; that server served after "
+                          f"{time.perf_counter() - t1m:.1f} s and {warmed(homes['explorer_1m'])}; loadavg {loadavg()}",
+                          flush=True)
                     landing = await landings(browser, servers)
                     switches = await tab_switches(browser, servers["explorer"].url)
                 finally:
@@ -431,6 +433,18 @@ async def main(sessions: list[int], speeds: list[float], rows: int) -> None:
           f"landing_1m_ratio={landing['explorer_1m'] / landing['explorer']:.2f} "
           f"tab_switch_s={statistics.median(switches.values()):.3f} tab_switch_max_s={max(switches.values()):.3f} "
           f"live_p95_ms={'n/a' if p95 is None else f'{p95:.1f}'} landing_cached_s={fmt(one and one['again'][2])}")
+
+
+def warmed(home: Path, timeout: float = 180) -> str:
+    """Waits until the server of ``home`` has warmed its landing pages (``ui.warm``'s line in its log),
+    so a landing measures the page, not the start; returns that line's figures."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in (home / "streamlit.log").read_text(errors="replace").splitlines():
+            if "computed its landing pages" in line:
+                return "warmed its pages in " + line.split(": ", 1)[1]
+        time.sleep(0.5)
+    raise RuntimeError(f"the server of {home} did not warm its landing pages in {timeout:.0f} s")
 
 
 def loadavg() -> str:
