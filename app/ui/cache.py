@@ -5,8 +5,9 @@ copy per session) and is keyed on what it is computed from:
 
 - query results on (the store's content version, the query, the filters): the SQL of a view
   runs once per version of the results files, whoever asks;
-- figures (and frames derived in pandas) on a digest of the frames they are drawn from, plus
-  their options, so a new run rebuilds only the figures whose data it changes;
+- figures (and frames derived in pandas, and Vega-Lite specs ready to send) on a digest of the
+  frames they are drawn from, plus their options, so a new run rebuilds only the figures whose
+  data it changes;
 - fits per family on a digest of that family's rows, so a new run refits only its family.
 
 The content version comes from ``Store.refresh`` on every call, so a new run, an import or a
@@ -27,9 +28,10 @@ import streamlit as st
 
 from specscope import advisor
 from specscope.store import Store
+from ui.chart_style import vega_spec
 from ui.common import store
 
-__all__ = ["version", "facets", "frame", "speedup_rows", "built", "fits", "digest"]
+__all__ = ["version", "facets", "frame", "table", "speedup_rows", "built", "vega_lite", "fits", "digest"]
 
 T = TypeVar("T")
 Filters = Mapping[str, Sequence] | None
@@ -65,6 +67,12 @@ def frame(query: Callable[[Store, Filters], pd.DataFrame], filters: Filters = No
     """``query(store, filters)`` (e.g. ``explore.speedup_vs_k``) once per content version and filters."""
     db = store()
     return _frame(f"{query.__module__}.{query.__qualname__}", db.refresh(), _filters_key(filters), query, db)
+
+
+def table(query: Callable[[Store], pd.DataFrame]) -> pd.DataFrame:
+    """``query(store)`` (e.g. ``explore.bundled_sources``: no filters) once per content version."""
+    db = store()
+    return _frame(f"{query.__module__}.{query.__qualname__}", db.refresh(), (), lambda s, _: query(s), db)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -125,6 +133,12 @@ def built(name: str, build: Callable[[], T], *inputs: Any) -> T:
     """``build()`` (a figure, a derived frame) once per (name, content of ``inputs``) for the
     whole server; ``inputs`` are the frames and options it is computed from."""
     return _built(name, digest(*inputs), build)
+
+
+def vega_lite(name: str, build: Callable[[], Any], *inputs: Any) -> dict:
+    """The Vega-Lite spec (``chart_style.vega_spec``) of the Altair chart ``build()`` draws, once per
+    (name, content of ``inputs``) for the whole server: draw it with ``st.vega_lite_chart(spec=...)``."""
+    return _built(f"{name}.vega-lite", digest(*inputs), lambda: vega_spec(build()))
 
 
 @st.cache_resource(max_entries=512, show_spinner=False)

@@ -1,5 +1,6 @@
 """The look every SpecScope figure shares: colours, the common layout, and the empty-figure message
-(plotly); the K axis and the no-gain line (Vega-Lite, Altair)."""
+(plotly); the K axis and the no-gain line (Vega-Lite, Altair), and an Altair chart as the spec
+``st.vega_lite_chart`` draws."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import math
 import altair as alt
 import pandas as pd
 import plotly.graph_objects as go
+from streamlit import dataframe_util
 
-__all__ = ["PALETTE", "LOG2_STEP", "VEGA_PAD", "layout", "empty_figure", "k_axis", "no_gain"]
+__all__ = ["PALETTE", "LOG2_STEP", "VEGA_PAD", "layout", "empty_figure", "k_axis", "no_gain", "vega_spec"]
 
 PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D",
            "#EECA3B", "#BAB0AC"]
@@ -49,3 +51,22 @@ def no_gain() -> alt.Chart:
     """The dotted Vega-Lite rule at speedup 1, to layer under a speedup chart."""
     return alt.Chart(pd.DataFrame({"no_gain": [1.0]})).mark_rule(strokeDash=[3, 3], color="#888").encode(
         y="no_gain:Q")
+
+
+def vega_spec(chart: alt.TopLevelMixin) -> dict:
+    """``chart`` as the Vega-Lite spec ``st.altair_chart`` would send: validated once here (Altair's
+    ``to_dict`` is most of what drawing a chart costs), without the default theme's 300 px view
+    (Streamlit draws Altair without it), each dataset already in Streamlit's Arrow bytes. Draw it
+    with ``st.vega_lite_chart``; keep it in a shared cache, so a viewer pays only for sending it."""
+    spec = chart.to_dict()
+    if alt.theme.active == "default":
+        view = spec.get("config", {}).get("view", {})
+        for size in alt.theme.get()()["config"]["view"]:
+            view.pop(size, None)
+        if not view:
+            spec.get("config", {}).pop("view", None)
+        if not spec.get("config", True):
+            del spec["config"]
+    spec["datasets"] = {name: dataframe_util.convert_anything_to_arrow_bytes(pd.DataFrame(values))
+                        for name, values in spec.get("datasets", {}).items()}
+    return spec

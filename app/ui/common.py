@@ -1,16 +1,19 @@
-"""Shared Streamlit pieces: the cached store, error display, and download buttons."""
+"""Shared Streamlit pieces: the cached store, error display, download buttons, and fragments."""
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from specscope import settings, shared
 from specscope.errors import SpecScopeError
 from specscope.store import Store
 
-__all__ = ["store", "shared_store_note", "show_error", "or_stop", "figure_download", "slug"]
+__all__ = ["store", "shared_store_note", "show_error", "or_stop", "figure_download", "slug", "fragment"]
 
 
 @st.cache_resource
@@ -58,3 +61,15 @@ def figure_download(fig, name: str, key: str) -> None:
         else fig.to_html
     st.download_button("Download figure (HTML)", html,
                        file_name=f"{slug(name)}.html", mime="text/html", key=key, on_click="ignore")
+
+
+def fragment(func: Callable) -> Callable:
+    """``func`` as an ``st.fragment``: a widget inside it (a tab, an expander, a choice) reruns only
+    ``func``, not the page. A page run bare (``ui.warm``, no browser) runs ``func`` in place, so
+    warming still fills the caches it uses; ``st.fragment`` would skip it there."""
+    fragmented = st.fragment(func)
+
+    @functools.wraps(func)
+    def run(*args, **kwargs):
+        return (fragmented if get_script_run_ctx(suppress_warning=True) else func)(*args, **kwargs)
+    return run

@@ -114,19 +114,20 @@ def section(filters: dict | None, key: str, *, folded: bool = False) -> None:
         st.info("No per-prompt rows here: SpecScope's own sweeps record every request; imported results "
                 "have none.")
         return
-    runs = per_prompt.runs(rows)
+    runs, datasets, kinds = cache.built("per_prompt_runs", lambda: (
+        per_prompt.runs(rows), rows.groupby("run_id")["dataset"].first(), rows.groupby("run_id")["category"].nunique()),
+        rows)
     if len(runs) > 1:
-        datasets, kinds = rows.groupby("run_id")["dataset"].first(), rows.groupby("run_id")["category"].nunique()
         runs = [st.selectbox("Run", runs, key=f"{key}_per_prompt_run",
                              format_func=lambda r: f"{r} ({datasets[r]}, {kinds[r]} "
                                                    f"{'category' if kinds[r] == 1 else 'categories'})")]
-    rows = rows[rows["run_id"].isin(runs)]
+    every, rows = rows, rows[rows["run_id"].isin(runs)]
     if not folded:
         _charts(rows, key)
     elif (drawn := st.expander(CHARTS, key=f"{key}_per_prompt_open", on_change="rerun")).open:
         with drawn:
             _charts(rows, key)
-    slow = per_prompt.slower_rows(rows)
+    slow = cache.built("per_prompt_slower", lambda: per_prompt.slower_rows(rows), every, runs)
     st.markdown(f"**Slower than baseline** ({len(slow)} prompt-cell pairs"
                 f"{f', {int(slow.within_noise.sum())} of them within noise' if len(slow) else ''})")
     if slow.empty:

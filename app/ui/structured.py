@@ -121,9 +121,8 @@ def section(filters: dict) -> None:
     if frame.empty:
         return
     st.subheader("Constrained vs free (structured output)")
-    pairs = structured.side_by_side(frame)
-    constrained = frame[frame["response_format"].map(formats.is_constrained)]
-    shares = constrained["valid_share"].dropna()
+    shares = cache.built("structured_valid_shares", lambda: frame.loc[
+        frame["response_format"].map(formats.is_constrained), "valid_share"].dropna(), frame)
     st.caption("Each cell divides by the baseline of its own run **with the same response format**: a constrained "
                "cell by the constrained baseline, a free one by the free baseline. Constrained answers end where "
                "their format closes, at most at the output length asked (an answer cut there is invalid); free "
@@ -139,7 +138,8 @@ def section(filters: dict) -> None:
         fig = cache.built("fig_structured", lambda: comparison_figure(frame), frame)
         st.plotly_chart(fig, width="stretch", key="explorer_fig_structured")
         figure_download(fig, "Constrained vs free", key="explorer_dl_structured")
-        st.dataframe(comparison_table(pairs), hide_index=True, width="stretch", key="explorer_structured_table")
+        st.dataframe(comparison_table(structured.side_by_side(frame)), hide_index=True, width="stretch",
+                     key="explorer_structured_table")
         gaps = cache.frame(structured.request_gaps, filters)
         if not gaps.empty:
             st.plotly_chart(cache.built("fig_structured_gaps", lambda: gaps_figure(gaps), gaps), width="stretch",

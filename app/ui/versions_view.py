@@ -76,7 +76,8 @@ def sentence(change: dict) -> str:
 
 
 def section(filters: dict) -> None:
-    """The section, drawn only where a setup was measured on two or more vLLM versions."""
+    """The section, drawn only where a setup was measured on two or more vLLM versions: a sentence
+    on the landing page, the table, verdicts and figure once its expander opens."""
     frame = cache.frame(versions.per_version, filters)
     if frame.empty:
         return
@@ -84,33 +85,37 @@ def section(filters: dict) -> None:
     st.caption("The same setup (model · method · dataset · hardware · host) measured on several vLLM versions. "
                "Each version's speedup divides by the baseline measured on that version; a change is flagged "
                "only where the two 95% intervals do not overlap, otherwise the versions tie.")
-    found = versions.changes(frame)
-    st.dataframe(_table(found), hide_index=True, width="stretch", key="explorer_versions_table")
-    # setups whose speedup changed come first
-    setups = list(dict.fromkeys([*found.loc[found["verdict"] == versions.CHANGED, "setup"], *frame["setup"]]))
-    setup = st.selectbox("Setup measured on several vLLM versions", setups, key="explorer_versions_setup")
-    for change in found[found["setup"] == setup].to_dict("records"):
-        text = html.escape(sentence(change))  # setup names come from result files
-        if change["verdict"] == versions.CHANGED:
-            st.warning(text, icon="⚠️")
-        else:
-            st.info(text, icon="ℹ️")
-    folded = frame[(frame["setup"] == setup) & (frame["runs"] > 1)]
-    if not folded.empty:
-        opened = st.expander(f"{len(folded)} of these figures {'are' if len(folded) > 1 else 'is'} the mean of "
-                             "several runs: each run's figure",
-                             key="explorer_versions_runs_open", on_change="rerun")
-        if opened.open:
-            with opened:
-                keys = [*versions.SAME_SETUP, "concurrency", "k", *versions.VERSION_KEYS]
-                runs = cache.frame(explore.point_runs, filters).merge(folded[keys], on=keys)
-                st.caption(k_charts.RUNS_CAPTION)
-                st.table(k_charts.runs_table(runs).set_index("setup"))
-    # drawn only when opened: a figure's scripts would load ahead of the landing figure
-    drawn = st.expander("The setup's speedup per vLLM version, with its intervals", key="explorer_versions_open",
-                        on_change="rerun")
-    if drawn.open:
-        with drawn:
-            fig = figure(frame, setup)
-            st.plotly_chart(fig, width="stretch", key=f"explorer_versions_fig_{zlib.crc32(setup.encode())}")
-            figure_download(fig, "Speedup per vLLM version", key="explorer_dl_versions")
+    found = cache.built("versions_changes", lambda: versions.changes(frame), frame)
+    changed = found[found["verdict"] == versions.CHANGED]
+    count = f"{found['setup'].nunique()} setup(s) measured on several vLLM versions"
+    if changed.empty:
+        st.info(f"{count}: no version changed a speedup beyond noise.", icon="ℹ️")
+    else:
+        st.warning(f"{count}: {changed['setup'].nunique()} of them changed speed between two versions "
+                   "(95% intervals apart).", icon="⚠️")
+    # drawn only when opened: a table's and a figure's scripts would load ahead of the landing figure
+    drawn = st.expander("Each setup per vLLM version: the changes, their verdicts and the figure",
+                        key="explorer_versions_open", on_change="rerun")
+    if not drawn.open:
+        return
+    with drawn:
+        st.dataframe(_table(found), hide_index=True, width="stretch", key="explorer_versions_table")
+        # setups whose speedup changed come first
+        setups = list(dict.fromkeys([*changed["setup"], *frame["setup"]]))
+        setup = st.selectbox("Setup measured on several vLLM versions", setups, key="explorer_versions_setup")
+        for change in found[found["setup"] == setup].to_dict("records"):
+            text = html.escape(sentence(change))  # setup names come from result files
+            if change["verdict"] == versions.CHANGED:
+                st.warning(text, icon="⚠️")
+            else:
+                st.info(text, icon="ℹ️")
+        folded = frame[(frame["setup"] == setup) & (frame["runs"] > 1)]
+        if not folded.empty:  # each run's figure behind a folded one (expanders do not nest)
+            keys = [*versions.SAME_SETUP, "concurrency", "k", *versions.VERSION_KEYS]
+            runs = cache.frame(explore.point_runs, filters).merge(folded[keys], on=keys)
+            st.caption(f"{len(folded)} of these figures {'are' if len(folded) > 1 else 'is'} the mean of several "
+                       f"runs. {k_charts.RUNS_CAPTION}")
+            st.table(k_charts.runs_table(runs).set_index("setup"))
+        fig = figure(frame, setup)
+        st.plotly_chart(fig, width="stretch", key=f"explorer_versions_fig_{zlib.crc32(setup.encode())}")
+        figure_download(fig, "Speedup per vLLM version", key="explorer_dl_versions")

@@ -12,7 +12,8 @@ from specscope import datasets, explore, intervals, verdict
 from specscope.errors import SpecScopeError
 from ui import cache, charts, import_form, k_charts, per_prompt, structured, versions_view
 from ui.access import is_operator
-from ui.common import figure_download, or_stop, shared_store_note, show_error, store
+from ui.chart_style import vega_spec
+from ui.common import figure_download, fragment, or_stop, shared_store_note, show_error
 
 FILTERS = [("source", "Source"), ("model", "Model"), ("draft_model", "Draft / head"),
            ("method", "Method"), ("dataset", "Dataset"), ("response_format", "Response format"), ("hardware", "Hardware"),
@@ -62,9 +63,10 @@ if not facets["model"]:
     st.info("No results yet. Import a file (Import results, in the sidebar), or run a sweep on the Runs page.")
     st.stop()
 
-sources = or_stop(explore.bundled_sources, store())
+sources = or_stop(cache.table, explore.bundled_sources)
 if not sources.empty:
-    st.caption(explore.bundled_summary(sources) + " Each source's rows are kept apart: a speedup always "
+    st.caption(cache.built("bundled_summary", lambda: explore.bundled_summary(sources), sources) +
+               " Each source's rows are kept apart: a speedup always "
                "divides by a baseline of the same source.")
     # Drawn only when opened: a table's scripts would load ahead of the headline and first figure.
     where = st.expander("Where the bundled results come from", key="explorer_sources_open", on_change="rerun")
@@ -101,8 +103,8 @@ except SpecScopeError as exc:
     show_error(exc)
     st.stop()
 
-counts = explore.headline(best)
-top = explore.best_point(best)
+counts = cache.built("headline", lambda: explore.headline(best), best)
+top = cache.built("best_point", lambda: explore.best_point(best), best)
 cols = st.columns(4)
 cols[0].metric("Result rows", len(rows), help="Rows of the results files after the filters: one per "
                "measured configuration (model, method, K, concurrency) of a run, baselines included.")
@@ -140,7 +142,7 @@ def _positions():
 
 def _speedup_vs_k() -> None:
     """The landing figure: a Vega-Lite chart per chosen setup, two abreast."""
-    k_setups = explore.k_sweep_setups(vs_k)
+    k_setups = cache.built("k_sweep_setups", lambda: explore.k_sweep_setups(vs_k), vs_k)
     # Keyed by the choices, so new results (an import, a finished run) bring a fresh default; the
     # choice outlives a visit to another tab.
     shown = st.multiselect("Setups", k_setups, default=k_setups[:4], persist_state="session",
@@ -149,11 +151,13 @@ def _speedup_vs_k() -> None:
     if not drawn:
         st.info(k_charts.EMPTY)
         return
+    specs = cache.built("fig_speedup_vs_k_specs", lambda: [vega_spec(chart) for _, chart in drawn], vs_k, shown)
     st.caption(k_charts.TITLE)
     columns = st.columns(2) if len(drawn) > 1 else [st.container()]
-    for n, (setup, chart) in enumerate(drawn):
-        columns[n % 2].altair_chart(chart, width="stretch", key=f"explorer_k_chart_{zlib.crc32(setup.encode())}")
-    figure_download(k_charts.combined(drawn), "Speedup vs K", key="explorer_dl_speedup_vs_k")
+    for n, ((setup, _), spec) in enumerate(zip(drawn, specs)):
+        columns[n % 2].vega_lite_chart(spec=spec, width="stretch", key=f"explorer_k_chart_{zlib.crc32(setup.encode())}")
+    figure_download(cache.built("fig_speedup_vs_k_all", lambda: k_charts.combined(drawn), vs_k, shown),
+                    "Speedup vs K", key="explorer_dl_speedup_vs_k")
     folded = vs_k[vs_k["setup"].isin(shown) & (vs_k["runs"] > 1)]
     if not folded.empty:
         opened = st.expander(f"{len(folded)} point{'s' if len(folded) > 1 else ''} shown "
@@ -200,21 +204,26 @@ def _best_k_table() -> None:
     st.dataframe(explore.best_k_table(best, vs_k), hide_index=True, width="stretch", key="explorer_best_table")
 
 
-first, table, *rest = st.tabs(["Speedup vs K", "Best K per setup", *(name for _, name, _ in figures)],
-                              key="explorer_tabs", on_change="rerun")
-if first.open:
-    with first:
-        _speedup_vs_k()
-if table.open:
-    with table:
-        _best_k_table()
-for tab, (key, name, build) in zip(rest, figures):
-    if tab.open:
-        with tab:
-            _show(key, name, build)
+@fragment
+def _figures() -> None:
+    """The figure tabs: a tab switch (or a setup chosen) reruns this, not the page."""
+    first, table, *rest = st.tabs(["Speedup vs K", "Best K per setup", *(name for _, name, _ in figures)],
+                                  key="explorer_tabs", on_change="rerun")
+    if first.open:
+        with first:
+            _speedup_vs_k()
+    if table.open:
+        with table:
+            _best_k_table()
+    for tab, (key, name, build) in zip(rest, figures):
+        if tab.open:
+            with tab:
+                _show(key, name, build)
 
-curves = cache.frame(explore.curves_vs_concurrency, filters)
-if not curves.empty:
+
+@fragment
+def _schedule_section(curves: pd.DataFrame) -> None:
+    """The K schedule's verdict per setup; choosing a setup reruns this, not the page."""
     st.subheader("K schedule vs fixed K")
     scheduled_setup = st.selectbox("Setup with a K schedule", list(dict.fromkeys(curves["setup"])),
                                    key="explorer_schedule_setup")
@@ -231,10 +240,16 @@ if not curves.empty:
             _show("schedule_vs_concurrency", "K schedule vs fixed K",
                   lambda: charts.schedule_vs_concurrency(curves, scheduled_setup))
 
-structured.section(filters)  # constrained vs free, when a run measured both
-versions_view.section(filters)  # one setup on several vLLM versions
+
+# Each part below the header is a fragment: what a viewer opens or picks in one reruns only that part.
+_figures()
+curves = cache.frame(explore.curves_vs_concurrency, filters)
+if not curves.empty:
+    _schedule_section(curves)
+fragment(structured.section)(filters)  # constrained vs free, when a run measured both
+fragment(versions_view.section)(filters)  # one setup on several vLLM versions
 st.subheader("Where it pays, per prompt")
-per_prompt.section(filters, "explorer", folded=True)
+fragment(per_prompt.section)(filters, "explorer", folded=True)
 
 left, right = st.columns(2)
 left.download_button("Download rows (CSV)", lambda: explore.to_csv_bytes(rows), "specscope-results.csv",

@@ -10,7 +10,7 @@ import streamlit as st
 from specscope import advisor, calibrate, schedule, theory
 from specscope.errors import SpecScopeError
 from ui import cache, theory_charts
-from ui.common import or_stop, show_error
+from ui.common import fragment, or_stop, show_error
 
 K_MAX = 16
 
@@ -31,8 +31,10 @@ def _load_fit_into_sliders(alpha: float, c: float) -> None:
     st.session_state["theory_c"] = round(min(1.0, max(0.0, c)), 3)
 
 
+@fragment
 def _illustration() -> None:
-    """The model with α, K and c the viewer picks: an illustration, drawn after the fitted advice."""
+    """The model with α, K and c the viewer picks: an illustration, drawn after the fitted advice; a
+    slider moved reruns only this."""
     st.subheader("Illustration: the model with values you pick")
     st.caption("Not advice: the sliders show what the formulas give for any α, K and c. The advice above is "
                "fitted to measured results; “Load this fit into the sliders” starts them from it.")
@@ -49,10 +51,10 @@ def _illustration() -> None:
     cols[2].metric("Best K for this α and c", best_k)
     model_curves = curves.assign(curve=f"α={alpha:.2f}, c={cost:.3f}")
     left, right = st.columns(2)
-    left.altair_chart(cache.built("theory_model_tokens", lambda: theory_charts.tokens_per_step_figure(
+    left.vega_lite_chart(spec=cache.vega_lite("theory_model_tokens", lambda: theory_charts.tokens_per_step_figure(
         model_curves, marker_k=k, title="Model: tokens per step vs K"), alpha, cost, k), width="stretch",
                       key="theory_fig_tokens")
-    right.altair_chart(cache.built("theory_model_speedup", lambda: theory_charts.speedup_vs_k_figure(
+    right.vega_lite_chart(spec=cache.vega_lite("theory_model_speedup", lambda: theory_charts.speedup_vs_k_figure(
         model_curves, marker_k=k, title="Model: speedup vs K"), alpha, cost, k), width="stretch",
                        key="theory_fig_speedup")
 
@@ -120,13 +122,13 @@ st.button("Load this fit into the sliders", key="theory_load_fit", on_click=_loa
 fit_lines, points = cache.built("theory_fit_curves", lambda: advisor.fit_curves(
     fit, float(conc), max(k_top, K_MAX // 2)), fit.rows, conc)
 left, right = st.columns(2)
-left.altair_chart(cache.built("theory_fit_tokens", lambda: theory_charts.tokens_per_step_figure(
+left.vega_lite_chart(spec=cache.vega_lite("theory_fit_tokens", lambda: theory_charts.tokens_per_step_figure(
     fit_lines, points, marker_k=answer.k, title=f"Fitted at concurrency {conc}: tokens per step vs K"),
                               fit.rows, conc), width="stretch", key="theory_fig_fit_tokens")
-right.altair_chart(cache.built("theory_fit_speedup", lambda: theory_charts.speedup_vs_k_figure(
+right.vega_lite_chart(spec=cache.vega_lite("theory_fit_speedup", lambda: theory_charts.speedup_vs_k_figure(
     fit_lines, points, marker_k=answer.k, title=f"Fitted at concurrency {conc}: speedup vs K"),
                                fit.rows, conc), width="stretch", key="theory_fig_fit_speedup")
-st.altair_chart(cache.built("theory_concurrency", lambda: theory_charts.speedup_vs_concurrency_figure(
+st.vega_lite_chart(spec=cache.vega_lite("theory_concurrency", lambda: theory_charts.speedup_vs_concurrency_figure(
     *advisor.concurrency_curves(fit, candidates), answer.crossover), fit.rows),
                 width="stretch", key="theory_fig_concurrency")
 
@@ -178,7 +180,7 @@ else:
     what_alpha = right.slider("What if the drafter accepted α", 0.05, 0.99, 0.70, 0.01, key="theory_whatif_alpha")
     k_calibrated = int(calibration.cells["k"].max())
     what = calibrate.what_if(calibration, what_alpha, range(1, max(8, k_calibrated) + 1))
-    st.altair_chart(cache.built("theory_fig_what_if", lambda: theory_charts.measured_cost_figure(
+    st.vega_lite_chart(spec=cache.vega_lite("theory_fig_what_if", lambda: theory_charts.measured_cost_figure(
         what, f"Predicted on the measured step cost, α={what_alpha:.2f}"), what),
                     width="stretch", key="theory_fig_what_if")
     st.caption("Predicted, not measured: tokens per step from α, over the step cost measured at each "

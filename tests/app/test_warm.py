@@ -14,19 +14,28 @@ pytestmark = pytest.mark.app
 def test_warming_runs_the_landing_pages_and_fills_the_shared_caches(page_env, monkeypatch):
     from ui import cache, warm
 
-    calls = []
-    query = explore.by_concurrency
+    from ui import k_charts
+
+    calls, drawn = [], []
+    query, draw = explore.by_concurrency, k_charts.speedup_vs_k
 
     @functools.wraps(query)
     def counted(store, filters=None):
         calls.append(filters)
         return query(store, filters)
 
+    @functools.wraps(draw)
+    def counted_draw(frame, setups):
+        drawn.append(setups)
+        return draw(frame, setups)
+
     monkeypatch.setattr(explore, "by_concurrency", counted)
+    monkeypatch.setattr(k_charts, "speedup_vs_k", counted_draw)
     done = warm.warm()
     assert set(done) == set(warm.LANDING)
     assert all(isinstance(seconds, float) for seconds in done.values()), done  # no page failed bare
     assert len(calls) == 1
+    assert len(drawn) == 1  # the landing figure, drawn in a fragment, which a bare run runs in place
     best = cache.frame(explore.by_concurrency, {})  # what the first viewer's Explorer asks for
     assert len(calls) == 1 and not best.empty
 

