@@ -37,7 +37,7 @@ def test_every_group_choice_is_distinct_and_shows_its_own_group(page_env):
         at.selectbox(key="theory_group").set_value(option).run()
         assert not at.exception
         model, method, dataset, _ = option.split(" · ", 3)
-        version = option.rsplit(" · vLLM ", 1)[1] if " · vLLM " in option else "0.32.0"
+        version = option.rsplit(" · vLLM ", 1)[1].split(" ")[0] if " · vLLM " in option else "0.32.0"
         rows = frame[(frame["method"] == method) & (frame["dataset"] == dataset) & (frame["concurrency"] == 1)
                      & (frame["vllm_version"] == version)]
         expected = sorted(round(v, 4) for v in rows["speedup"])
