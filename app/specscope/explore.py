@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from specscope import formats, intervals, provenance, settings
+from specscope import formats, intervals, provenance, settings, tool_exports
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 from specscope.store import OWN_SOURCE, SETUP_KEYS, Store
 
@@ -34,7 +34,8 @@ _POINT = ["speedup", "speedup_lo", "speedup_hi", *_MEANS, "repeats", "runs"]  # 
 
 def setup_label(row: Mapping) -> str:
     """A short name for a setup: ``model · method (draft) · dataset · hardware`` (with ``constrained
-    (json_schema)`` after the dataset when its answers followed a response format)."""
+    (json_schema)`` after the dataset when its answers followed a response format, and ``via guidellm``
+    or ``via AIPerf`` for rows imported from those tools)."""
     model = str(row.get("model") or "?").split("/")[-1]
     method = row.get("method") or "?"
     draft = row.get("draft_model")
@@ -45,7 +46,8 @@ def setup_label(row: Mapping) -> str:
     if isinstance(host, str) and host:
         where = f"{where or '?'} @ {host.split(':')[0] if host.startswith('bundled:') else host}"
     constrained = formats.constrained_label(row.get("response_format"))
-    parts = [model, method, row.get("dataset"), constrained, where, provenance.marks(row)]
+    tool = tool_exports.MARKS.get(row.get("source"))
+    parts = [model, method, row.get("dataset"), constrained, where, provenance.marks(row), tool and f"via {tool}"]
     return " · ".join(str(p) for p in parts if isinstance(p, str) and p)
 
 

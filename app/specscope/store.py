@@ -57,12 +57,12 @@ FILTER_COLUMNS = ("source", "label", "run_id", "model", "draft_model", "method",
 # Provenance: rows that differ in these never share a baseline, a setup or a best K.
 PROVENANCE_KEYS = ("vllm_version", "torch_version", "weights")
 BASELINE_KEYS = ("source", "model", "dataset", "response_format", "hardware", "host", *PROVENANCE_KEYS, "output_len",
-                 "temperature", "concurrency")
+                 "temperature", "concurrency", "request_rate")
 BEST_KEYS = ("source", "model", "draft_model", "method", "dataset", "response_format", "hardware", "host", *PROVENANCE_KEYS,
-             "acceptance", "temperature", "concurrency")
+             "acceptance", "temperature", "concurrency", "request_rate")
 SETUP_KEYS = ("source", "model", "draft_model", "method", "dataset", "response_format", "hardware", "host", *PROVENANCE_KEYS,
               "acceptance")
-POINT_KEYS = (*SETUP_KEYS, "k_schedule", "concurrency", "k")  # a figure point: runs of a cell fold into it
+POINT_KEYS = (*SETUP_KEYS, "k_schedule", "concurrency", "request_rate", "k")  # a figure point: its runs fold into it
 CELL_KEYS = ("run_id", "source", "label", "model", "draft_model", "method", "k", "k_schedule",
              "method_params", "tp",
              "hardware", "host", *PROVENANCE_KEYS, "acceptance", "dataset", "response_format", "temperature", "output_len",
@@ -212,6 +212,11 @@ _CELL_NEEDS = ("run_id", "method", "created_at", "output_throughput")  # the fol
 _OK = "coalesce(status, 'ok') = 'ok'"  # the rows that count: a failed measurement is no sample
 _BASE_STATS = ["_base_n", "_base_mean", "_base_var"]  # count, mean, variance of a baseline's pooled throughputs
 _STATS = ["_n", "_var", *_BASE_STATS]  # with the cell's count and variance: its speedup's sufficient statistics
+# A group's count and variance of throughputs: over its repeats, or for a single row the spread over its
+# requests that an import recorded (output_throughput_n, _var), when it did.
+_ONE = "count(output_throughput) = 1 AND any_value(output_throughput_n) >= 2"
+_N = f"CASE WHEN {_ONE} THEN any_value(output_throughput_n) ELSE count(output_throughput) END"
+_VAR = f"CASE WHEN {_ONE} THEN any_value(output_throughput_var) ELSE var_samp(output_throughput) END"
 
 
 def _cell_aggregates(wanted: Sequence[str], filters: Mapping[str, Sequence] | None, empty: frozenset) -> str:
@@ -440,8 +445,8 @@ class Store:
         newest run's ``base`` per BASELINE_KEYS)."""
         return f"""
             WITH pool AS (
-                SELECT _run, _baseline_key, count(output_throughput) AS _base_n,
-                       avg(output_throughput) AS _base_mean, var_samp(output_throughput) AS _base_var
+                SELECT _run, _baseline_key, {_N} AS _base_n,
+                       avg(output_throughput) AS _base_mean, {_VAR} AS _base_var
                 FROM _results WHERE {_OK} AND method = '{BASELINE_METHOD}' GROUP BY _run, _baseline_key),
             base AS (
                 SELECT b.*, pool._base_n, pool._base_mean, pool._base_var FROM (
@@ -489,8 +494,7 @@ class Store:
                 SELECT c.*{joined} FROM (
                     SELECT _cell, any_value(_baseline_key) AS _baseline_key, any_value(_run) AS _run,
                            {_cell_aggregates(wanted, filters, empty)},
-                           count(*) AS repeats, count(output_throughput) AS _n,
-                           var_samp(output_throughput) AS _var
+                           count(*) AS repeats, {_N} AS _n, {_VAR} AS _var
                     FROM _results WHERE {_OK} GROUP BY _cell) c {"LEFT JOIN positions p USING (_cell)" if joined else ""})
             SELECT {select}, r.repeats, r._n, r._var,
                    CASE WHEN r.method = '{BASELINE_METHOD}' THEN r.run_id
@@ -542,8 +546,8 @@ class Store:
             cells AS (
                 SELECT * FROM (
                     SELECT _cell, any_value(_baseline_key) AS _baseline_key, any_value(_run) AS _run,
-                           any_value(_point) AS _point, count(*) AS repeats, count(output_throughput) AS _n,
-                           avg(output_throughput) AS output_throughput, var_samp(output_throughput) AS _var
+                           any_value(_point) AS _point, count(*) AS repeats, {_N} AS _n,
+                           avg(output_throughput) AS output_throughput, {_VAR} AS _var
                            {means}{"".join(f", {_aggregate(RESULT_SCHEMA.field(c))}"
                                            for c in (filters or {}) if c not in rows)}
                     FROM _results r WHERE {_OK} AND method IS DISTINCT FROM '{BASELINE_METHOD}' AND {where}

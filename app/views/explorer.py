@@ -34,8 +34,9 @@ if is_operator():
         if importing.open:
             with importing:
                 upload = st.file_uploader(
-                    "vllm bench JSON, Ruiz Parquet, SpecScope Parquet or any CSV / Parquet (you map its columns; "
-                    f"at most {st.get_option('server.maxUploadSize')} MB)", type=["json", "parquet", "csv"],
+                    "vllm bench JSON, guidellm or AIPerf results, Ruiz Parquet, SpecScope Parquet or any CSV / "
+                    f"Parquet (you map its columns; at most {st.get_option('server.maxUploadSize')} MB)",
+                    type=import_form.TYPES,
                     key="explorer_upload")
                 source_name = st.text_input("Source name (optional)", key="explorer_source")
                 if upload is not None:
