@@ -23,7 +23,7 @@ st.caption("Speedup = output throughput with speculative decoding / without, sam
            "hardware, host, output length and concurrency, over the baseline **the same run** measured "
            "(a run without one uses the newest matching baseline of another run; the table names the "
            "baseline run). Error bars and [low, high] are 95% intervals over a cell's repeats (Fieller "
-           "for speedup); a single run has none.")
+           "for speedup; over its requests for a guidellm or AIPerf import that keeps them); a single run has none.")
 
 # The sidebar's forms are drawn only when opened: their scripts would load ahead of the first figure.
 # Importing is an operator's (it writes results every viewer then sees).
