@@ -373,13 +373,14 @@ def _prepare(path: Path, source: str | None, column_map: Mapping[str, str] | Non
 
 def import_file(path: Path, *, source: str | None = None, column_map: Mapping[str, str] | None = None,
                 overrides: Mapping | None = None, directory: Path | None = None) -> ImportResult:
-    """Import one file into the home's results; returns its path, row count, format and notes.
+    """Import one file into the home's results (and its per-request rows, if any, into the home's
+    requests; ``directory`` takes the results only); returns its path, row count, format and notes.
     Operators only (access.require)."""
     access.require("import results")
     found = _prepare(path, source, column_map, overrides)
     run_id = f"import-{_sha(found.data + (source or '').encode())[:12]}"
-    if found.requests:  # first, so the results file never names requests that are missing
-        store.write_requests(found.requests, run_id, None if directory is None else directory.parent / "requests")
+    if found.requests and directory is None:  # first, so no results file names requests that are missing
+        store.write_requests(found.requests, run_id)
     written = store.write_results(found.table, run_id=run_id, directory=directory)
     notes = found.notes
     if directory is None and (problem := shared.publish(run_id)):

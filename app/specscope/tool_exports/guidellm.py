@@ -80,12 +80,11 @@ def _output_len(data: list) -> int | None:
     """The fixed output length the data asked for (synthetic data without spread), else None."""
     if len(data or []) != 1 or not isinstance(data[0], dict):
         return None
-    source = data[0]
-    spread = [source.get(key) for key in ("output_tokens_stdev", "output_tokens_min", "output_tokens_max")]
-    if source.get("output_tokens") is None or any(v not in (None, 0) for v in spread[:1]) or any(
-            v is not None and v != source["output_tokens"] for v in spread[1:]):
+    tokens, stdev, low, high = (data[0].get(key) for key in ("output_tokens", "output_tokens_stdev",
+                                                              "output_tokens_min", "output_tokens_max"))
+    if tokens is None or stdev not in (None, 0) or any(v not in (None, tokens) for v in (low, high)):
         return None
-    return int(source["output_tokens"])
+    return int(tokens)
 
 
 def strategy_load(strategy: Mapping) -> tuple[int | None, float | None]:
