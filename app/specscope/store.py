@@ -239,14 +239,14 @@ def _with_intervals(frame: pd.DataFrame) -> pd.DataFrame:
     is_baseline = (frame["method"] == BASELINE_METHOD).to_numpy()
     low, high = stats.mean_intervals(frame["_n"], frame["output_throughput"], frame["_var"], LEVEL, lower=0.0)
     speed_low, speed_high, method = _speedup_intervals(frame)
-    base_n = frame["_base_n"].where(frame["_base_n"] > 0).astype("Int64")  # none without samples
+    base_rows = frame["_base_rows"].where(frame["_base_rows"] > 0).astype("Int64")  # none without samples
     out = frame.assign(
         output_throughput_lo=low, output_throughput_hi=high,
         speedup_lo=np.where(is_baseline, 1.0, speed_low), speedup_hi=np.where(is_baseline, 1.0, speed_high),
         speedup_interval=np.where(is_baseline, "baseline", method).astype(object),
-        baseline_repeats=base_n,
+        baseline_repeats=base_rows,
         speedup=np.where(is_baseline, 1.0, frame["output_throughput"] / frame["baseline_throughput"]))
-    return out.drop(columns=_STATS)
+    return out.drop(columns=[*_STATS, "_base_rows"])
 
 
 def _choice(k, schedule) -> int | str:
@@ -445,11 +445,11 @@ class Store:
         newest run's ``base`` per BASELINE_KEYS)."""
         return f"""
             WITH pool AS (
-                SELECT _run, _baseline_key, {_N} AS _base_n,
+                SELECT _run, _baseline_key, {_N} AS _base_n, count(output_throughput) AS _base_rows,
                        avg(output_throughput) AS _base_mean, {_VAR} AS _base_var
                 FROM _results WHERE {_OK} AND method = '{BASELINE_METHOD}' GROUP BY _run, _baseline_key),
             base AS (
-                SELECT b.*, pool._base_n, pool._base_mean, pool._base_var FROM (
+                SELECT b.*, pool._base_n, pool._base_rows, pool._base_mean, pool._base_var FROM (
                     SELECT _run, _baseline_key, any_value(run_id) AS run_id, avg(mean) AS baseline_throughput,
                            max(created_at) AS _at
                     FROM (SELECT any_value(_run) AS _run, any_value(run_id) AS run_id,
@@ -494,13 +494,14 @@ class Store:
                 SELECT c.*{joined} FROM (
                     SELECT _cell, any_value(_baseline_key) AS _baseline_key, any_value(_run) AS _run,
                            {_cell_aggregates(wanted, filters, empty)},
-                           count(*) AS repeats, {_N} AS _n, {_VAR} AS _var
+                           count(*) AS repeats, {_N} AS _n, {_VAR} AS _var, count(output_throughput) AS _rows
                     FROM _results WHERE {_OK} GROUP BY _cell) c {"LEFT JOIN positions p USING (_cell)" if joined else ""})
             SELECT {select}, r.repeats, r._n, r._var,
                    CASE WHEN r.method = '{BASELINE_METHOD}' THEN r.run_id
                         ELSE coalesce(own.run_id, latest.run_id) END AS baseline_run_id,
                    {self._baseline("baseline_throughput", "r.output_throughput")} AS baseline_throughput,
                    {self._baseline("_base_n", "r._n")} AS _base_n,
+                   {self._baseline("_base_rows", "r._rows")} AS _base_rows,
                    {self._baseline("_base_mean", "r.output_throughput")} AS _base_mean,
                    {self._baseline("_base_var", "r._var")} AS _base_var
             FROM cells r {self._JOIN_BASELINES}

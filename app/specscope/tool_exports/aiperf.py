@@ -23,6 +23,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -177,9 +178,10 @@ def _row(name: str, export: Mapping, given: Mapping, stated: Mapping) -> dict:
     """One canonical row from AIPerf's metrics (``export``: tag -> {avg, p50, p99, max, ...}) and what the
     file ``stated`` (model, concurrency, dataset, ...)."""
     histogram = export.get("pooled_spec_decode_acceptance_histogram") or {}
-    drafted = bool(_metric(export, "total_draft_tokens")) or any(int(j) > 0 for j in histogram)
-    method, k = speculation(name, given, "AIPerf", drafted=drafted,
-                            max_accepted=max((int(j) for j in histogram), default=None))
+    drafts, steps = _metric(export, "total_draft_tokens"), _metric(export, "total_spec_decode_steps")
+    least = max([int(j) for j in histogram] + ([math.ceil(drafts / steps - 1e-9)] if drafts and steps else []),
+                default=None)
+    method, k = speculation(name, given, "AIPerf", drafted=bool(drafts) or bool(least), least_k=least)
     model = settle(name, "model", stated.get("model"), given.get("model"))
     if not model:
         raise InputError(f"{name} does not name its model; give it for the whole file with --model.", field="model")

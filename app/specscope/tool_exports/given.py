@@ -47,9 +47,10 @@ def settle(name: str, field: str, stated, given):
 
 
 def speculation(name: str, given: Mapping, tool: str, *, drafted: bool = False,
-                max_accepted: int | None = None) -> tuple[str, int | None]:
+                least_k: int | None = None) -> tuple[str, int | None]:
     """The (method, K) of a file's server, from ``given``: ``drafted`` says the file reports drafts
-    (so the server speculated), ``max_accepted`` the most drafts any step accepted (so K is at least that)."""
+    (so the server speculated), ``least_k`` the smallest K its figures allow (the drafts a step proposed
+    on average, or accepted at most)."""
     method, k = given.get("method"), given.get("k")
     if not method or not str(method).strip():
         raise InputError(f"{name} is a {tool} export, which does not say which speculative decoding the server "
@@ -63,9 +64,9 @@ def speculation(name: str, given: Mapping, tool: str, *, drafted: bool = False,
         if k not in (None, 0):
             raise InputError(f"--k {k} with --method none: a baseline drafts no tokens; leave --k out.", field="k")
         return method, 0
-    if k is not None and max_accepted is not None and int(k) < max_accepted:
-        raise InputError(f"{name} reports steps that accepted {max_accepted} draft tokens, more than --k {k} "
-                         "allows; give the K the server ran with.", field="k")
+    if k is not None and least_k is not None and int(k) < least_k:
+        raise InputError(f"{name} reports steps with {least_k} draft tokens or more, more than --k {k} allows; "
+                         "give the K the server ran with.", field="k")
     return method, None if k is None else int(k)
 
 
