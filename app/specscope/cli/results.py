@@ -55,7 +55,7 @@ def _column_map(text: str | None) -> dict[str, str] | None:
 
 def _import(args: argparse.Namespace) -> int:
     overrides = {key: getattr(args, key) for key in ("method", "k", "draft_model", "hardware",
-                                                     "label", "dataset", "model")
+                                                     "label", "dataset", "model", "concurrency")
                  if getattr(args, key) is not None}
     for path in args.paths:
         result = importers.import_file(path, source=args.source, column_map=_column_map(args.map),
@@ -122,7 +122,7 @@ def _speedup(args: argparse.Namespace) -> int:
         if unmatched.any():  # no baseline to divide by: no K of the group can be called best
             print(f"specscope: {int(unmatched.sum())} group(s) have no matching baseline (method none, "
                   "same model, dataset, hardware, host, vLLM and torch versions, weights, output length, "
-                  "temperature and concurrency) and are left out.", file=sys.stderr)
+                  "temperature, concurrency and request rate) and are left out.", file=sys.stderr)
             frame = frame[~unmatched]
         frame = explore.with_point_means(frame, explore.speedup_vs_k(db, filters))
     frame = frame.assign(setup=identity.unique_labels(frame.to_dict("records")))
@@ -155,14 +155,20 @@ def _speedup(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     """Add ``specscope import`` and ``specscope speedup``."""
-    imp = subparsers.add_parser("import", help="import benchmark results (vllm bench JSON, Ruiz "
-                                "Parquet, SpecScope Parquet, or CSV/Parquet with --map)")
+    imp = subparsers.add_parser("import", help="import benchmark results (vllm bench JSON, guidellm JSON/YAML/CSV, "
+                                "AIPerf JSON/CSV, Ruiz Parquet, SpecScope Parquet, or CSV/Parquet with --map)",
+                                description="A guidellm or AIPerf export does not say which speculative decoding "
+                                "the server ran: give it for the whole file, --method none for the baseline or "
+                                "e.g. --method ngram --k 4 (and --hardware). A value the file states wins; one "
+                                "that contradicts it is refused.")
     imp.add_argument("paths", nargs="+", metavar="PATH")
     imp.add_argument("--source", help="source name for the imported rows")
     imp.add_argument("--map", help="column map canonical=column,... for foreign CSV/Parquet")
     for key in ("method", "draft-model", "hardware", "label", "dataset", "model"):
         imp.add_argument(f"--{key}", help=f"set {key.replace('-', '_')} on every imported row")
     imp.add_argument("--k", type=int, help="set k (speculative tokens) on every imported row")
+    imp.add_argument("--concurrency", type=int, help="set the concurrency on every imported row (an AIPerf CSV "
+                     "does not state it)")
     imp.set_defaults(func=_import)
 
     sp = subparsers.add_parser("speedup", help="speedup over the matching baseline, per K and concurrency")
