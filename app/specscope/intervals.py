@@ -17,6 +17,10 @@ and its verdict reads ``too few prompts``, never ``tie`` (``too_few``).
                                                  # '1.300× (1 run: no interval)'
     row_text({"speedup": 1.587, "speedup_lo": 0.679, "speedup_hi": 2.495, "runs": 2})
                                                  # '1.587× [0.679, 2.495] (mean of 2 runs)'
+
+An imported benchmark tool's single run (guidellm, AIPerf) takes its interval from the spread of its
+requests, which covers how requests differ and not how a rerun would: it says so, ``(over one run's
+requests)``.
 """
 
 from __future__ import annotations
@@ -24,10 +28,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from specscope import identity
+from specscope import identity, tool_exports
 
 __all__ = ["text", "bounds", "row_text", "too_few", "WORDS", "ONE_RUN", "TOO_NOISY", "NO_BASELINE", "MIN_GROUP",
-           "TOO_FEW"]
+           "TOO_FEW", "OVER_REQUESTS"]
 
 WORDS = "95% interval in brackets"  # how a caption names the brackets
 ONE_RUN = "1 run: no interval"
@@ -35,6 +39,7 @@ TOO_NOISY = "baseline too noisy for an interval"
 NO_BASELINE = "no matching baseline"
 MIN_GROUP = 3  # prompts a group needs for an interval
 TOO_FEW = "too few prompts"  # a group's verdict without an interval
+OVER_REQUESTS = "over one run's requests"  # an imported run's interval: how requests differ, not reruns
 
 
 def too_few(prompts: int) -> str:
@@ -86,4 +91,7 @@ def row_text(row: Mapping, value: str = "speedup", unit: str = "×", short: bool
     shown = text(row.get(value), row.get(f"{value}_lo"), row.get(f"{value}_hi"), unit=unit, digits=digits,
                  why_none=why)
     folded = identity.folded_text(row.get("runs"))
+    imported = row.get("source") in tool_exports.MARKS and (_number(row.get("repeats")) or 1) <= 1
+    if not folded and imported and bounds(row.get(f"{value}_lo"), row.get(f"{value}_hi")):
+        folded = OVER_REQUESTS  # an imported tool's one run: its spread over requests, not over reruns
     return f"{shown} ({folded})" if folded else shown

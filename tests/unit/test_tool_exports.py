@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from specscope import explore, importers, stats
+from specscope import explore, importers, intervals, stats
 from specscope.cli import main
 from specscope.errors import InputError
 from specscope.store import Store, write_results
@@ -207,3 +207,11 @@ def test_a_rate_limited_cell_pairs_only_with_a_baseline_at_its_rate():
                         "output_throughput": throughput, "created_at": pd.Timestamp(day, tz="UTC")}], run_id=run_id)
     [row] = Store().speedup({"method": ["ngram"]}).to_dict("records")
     assert (row["baseline_run_id"], row["speedup"]) == ("base-2", pytest.approx(120.0 / 90.0))
+
+
+def test_an_imported_runs_interval_says_it_is_over_its_requests():
+    row = {"speedup": 1.133, "speedup_lo": 1.046, "speedup_hi": 1.234, "method": "ngram", "source": "aiperf",
+           "repeats": 1}
+    assert intervals.row_text(row) == "1.133× [1.046, 1.234] (over one run's requests)"
+    own = {**row, "source": "specscope", "repeats": 3}
+    assert intervals.row_text(own) == "1.133× [1.046, 1.234]"
