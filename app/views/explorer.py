@@ -10,7 +10,7 @@ import streamlit as st
 
 from specscope import datasets, explore, intervals, verdict
 from specscope.errors import SpecScopeError
-from ui import cache, charts, import_form, k_charts, per_prompt, structured, versions_view
+from ui import anatomy, cache, charts, import_form, k_charts, per_prompt, structured, versions_view
 from ui.access import is_operator
 from ui.common import figure_download, or_stop, shared_store_note, show_error, store
 
@@ -223,6 +223,7 @@ if not curves.empty:
 
 structured.section(filters)  # constrained vs free, when a run measured both
 versions_view.section(filters)  # one setup on several vLLM versions
+anatomy.section("explorer", filters)  # where a step goes: verify, draft, overhead
 st.subheader("Where it pays, per prompt")
 per_prompt.section(filters, "explorer", folded=True)
 
