@@ -46,7 +46,7 @@ from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
 
 __all__ = ["PROBES", "MATCH_DRAFTERS", "HEADS", "MIN_DRAFTING", "PARTS", "Figure", "cells", "table", "from_store",
-           "as_records", "cost_slopes", "drafter_preset"]
+           "as_records", "cost_slopes", "drafter_preset", "NEEDED"]
 
 PROBES = ("ngram", "ngram_gpu")               # near-free drafters: their step is the verify cost
 MATCH_DRAFTERS = ("ngram", "ngram_gpu", "suffix")  # no model pass; draft where the context matches
@@ -242,12 +242,12 @@ def _parts(cell: Mapping, frame: pd.DataFrame, speedups: pd.DataFrame | None) ->
         return out
     verify = verify_step.times(f) + plain.times(1.0 - f)
     rest = step - verify
-    out.update(_columns("verify", verify), _columns("rest", rest))
+    out.update(**_columns("verify", verify), **_columns("rest", rest))
     if one_draft is None:
         out["overhead_how"] = "given with draft (rest = step - verify)"
         return out
     draft = one_draft.times(f)
-    out.update(_columns("draft", draft), _columns("overhead", rest - draft))
+    out.update(**_columns("draft", draft), **_columns("overhead", rest - draft))
     out["overhead_how"] = "the rest: step - verify - draft"
     return out
 
@@ -316,22 +316,28 @@ def as_records(frame: pd.DataFrame) -> list[dict]:
 
 
 def cost_slopes(frame: pd.DataFrame, keys: Mapping) -> dict[float, float]:
-    """Per concurrency, what one more drafted token costs in plain steps, from measured parts of the family
-    ``keys`` (model, draft_model, method, hardware): the drafter's pass plus the growth of verify with K
-    (fitted over the measured K; with one K, the drafter's pass alone). Where draft and verify were measured."""
-    rows = frame[(frame["model"] == keys.get("model")) & (frame["method"] == keys.get("method"))
-                 & (frame["hardware"] == keys.get("hardware"))
-                 & (frame["draft_model"].fillna("") == (keys.get("draft_model") or ""))]
-    rows = rows.dropna(subset=["verify_ms", "draft_ms", "plain_ms"])
+    """Per concurrency, what one more drafted token costs in plain steps, from the measured parts (``table``)
+    of the family ``keys`` (its model, draft, method, hardware and vLLM): a drafter's pass plus the growth of
+    verify with K (fitted over the measured K; with one K, the pass alone). Where verify and draft were measured."""
+    if frame.empty or not {"verify_ms", "draft_ms", "plain_ms"} <= set(frame.columns):
+        return {}
+    rows = frame.dropna(subset=["verify_ms", "draft_ms", "plain_ms"])
+    for key in ("model", "draft_model", "method", "hardware", "vllm_version"):
+        rows = rows[rows[key].fillna("") == (keys.get(key) or "")]
     out = {}
     for conc, g in rows.groupby("concurrency"):
-        g = g.assign(k=g["k"].astype(float), per_verify=g["verify_ms"] / g["plain_ms"] / g["drafting_share"])
-        per_pass = float((g["draft_ms"] / g["drafting_share"] / g["k"] / g["plain_ms"]).mean())
+        share = g["drafting_share"].astype(float)
+        ks = g["k"].astype(float)
+        per_pass = float((g["draft_ms"] / share / ks / g["plain_ms"]).mean())
         growth = 0.0
-        if g["k"].nunique() >= 2:
-            growth = max(0.0, float(np.polyfit(g["k"], g["per_verify"], 1)[0]))
+        if ks.nunique() >= 2:  # verify of one drafting step, in plain steps, against K
+            growth = max(0.0, float(np.polyfit(ks, g["verify_ms"] / share / g["plain_ms"], 1)[0]))
         out[float(conc)] = per_pass + growth
     return out
+
+
+NEEDED = frozenset({"mean_tpot_ms", "total_output_tokens", "completed", "accepted_tokens", "num_drafts",
+                    "draft_tokens", "acceptance_length", "run_id", "created_at", "model", "draft_model"})
 
 
 def _toml_value(value) -> str:
