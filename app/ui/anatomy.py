@@ -28,9 +28,9 @@ TITLE = "Where a step goes"
 
 
 def setup_label(row: dict) -> str:
-    """``model · hardware · vLLM v · concurrency c``: what every bar of one figure shares."""
+    """``model · hardware · vLLM v · prompt set · concurrency c (run R)``: what every bar of one figure shares."""
     return (f"{row['model']} · {row['hardware']} · vLLM {row.get('vllm_version') or '?'} · "
-            f"concurrency {int(row['concurrency'])}")
+            f"{row.get('dataset') or 'no prompt set'} · concurrency {int(row['concurrency'])} (run {row['run_id']})")
 
 
 def bar_label(row: dict) -> str:
