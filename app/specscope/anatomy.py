@@ -129,8 +129,8 @@ def cells(raw: pd.DataFrame) -> pd.DataFrame:
     for values, g in keyed.groupby(list(CELL), sort=False):
         step, tpot = _mean(g["step_ms"]), _mean(g["mean_tpot_ms"])
         drafts = g["num_drafts"].astype(float).sum()
-        out.append({**dict(zip(CELL, values)), "created_at": g["created_at"].max(), "repeats": len(g), "step_ms": step.value, "step_half": step.half,
-                    "tpot_ms": tpot.value, "tpot_half": tpot.half,
+        out.append({**dict(zip(CELL, values)), "created_at": g["created_at"].max(), "repeats": len(g),
+                    "step_ms": step.value, "step_half": step.half, "tpot_ms": tpot.value, "tpot_half": tpot.half,
                     "tokens_per_step": float(g["tokens_per_step"].mean()),
                     "drafting_share": float(g["drafting_share"].mean()),
                     "draft_len": float(g["draft_tokens"].astype(float).sum() / drafts) if drafts > 0 else np.nan})

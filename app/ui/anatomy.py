@@ -60,6 +60,20 @@ def _hover(row: dict, part: str) -> str:
     return html.escape(f"{bar_label(row)}, {part}: {text} ({share:.0%} of the step). {how}")
 
 
+def _error_bars(records: list[dict], value: str, bounds: str) -> dict:
+    """Plotly error bars from each record's ``<bounds>_lo``/``_hi`` (none where a cell was measured once)."""
+    def gap(r: dict, end: str, sign: float) -> float | None:
+        edge = r.get(f"{bounds}_{end}")
+        return None if edge is None or pd.isna(edge) or pd.isna(r.get(value)) else sign * (edge - r[value])
+    return dict(type="data", symmetric=False, thickness=1.2, width=5, array=[gap(r, "hi", 1.0) for r in records],
+                arrayminus=[gap(r, "lo", -1.0) for r in records])
+
+
+def _text(row: dict, value: str, bounds: str, unit: str = "") -> str:
+    return intervals.text(row.get(value), row.get(f"{bounds}_lo"), row.get(f"{bounds}_hi"), unit=unit, digits=2,
+                          why_none="1 run")
+
+
 def figure(table: pd.DataFrame, setup: str) -> go.Figure:
     """Stacked parts per method and K of ``setup`` (ms), the step's D(K) (plain steps, right axis), and the
     speedup (right panel) with their 95% intervals."""
@@ -82,14 +96,11 @@ def figure(table: pd.DataFrame, setup: str) -> go.Figure:
             textposition="inside", insidetextanchor="middle",
             hovertext=[_hover(r, part) if v is not None else "" for v, r in zip(y, records)],
             hovertemplate="%{hovertext}<extra></extra>"), row=1, col=1)
-    step_err = dict(type="data", symmetric=False, thickness=1.2, width=5,
-                    array=[(r["step_hi"] - r["step_ms"]) if pd.notna(r.get("step_hi")) else None for r in records],
-                    arrayminus=[(r["step_ms"] - r["step_lo"]) if pd.notna(r.get("step_lo")) else None for r in records])
     fig.add_trace(go.Scatter(
         x=bars, y=[r["step_ms"] for r in records], mode="markers", name="measured step (ms)",
-        marker=dict(symbol="line-ew-open", size=18, color="#333"), error_y=step_err,
-        hovertext=[html.escape(f"{r['bar']}: step {intervals.text(r['step_ms'], r.get('step_lo'), r.get('step_hi'), unit=' ms', digits=2, why_none='1 run')}"
-                               f", {r['tokens_per_step']:.2f} tokens a step") for r in records],
+        marker=dict(symbol="line-ew-open", size=18, color="#333"), error_y=_error_bars(records, "step_ms", "step"),
+        hovertext=[html.escape(f"{r['bar']}: step {_text(r, 'step_ms', 'step', ' ms')}, "
+                               f"{r['tokens_per_step']:.2f} tokens a step") for r in records],
         hovertemplate="%{hovertext}<extra></extra>"), row=1, col=1)
     for j, (method, line) in enumerate(rows.groupby("method", sort=False)):
         d = line["d"] if "d" in line else line["d_ms"]
@@ -97,18 +108,14 @@ def figure(table: pd.DataFrame, setup: str) -> go.Figure:
         fig.add_trace(go.Scatter(
             x=list(line["bar"]), y=list(d), mode="lines+markers", name=html.escape(f"D(K), {method}"),
             line=dict(color="#222", dash="dot" if j % 2 else "solid", width=1.5), marker=dict(size=8, symbol="diamond"),
-            hovertext=[html.escape(f"{r['bar']}: D = {intervals.text(r.get('d'), r.get('d_lo'), r.get('d_hi'), digits=2, why_none='1 run')}"
-                                   f" plain steps (tokens a step / speedup); from TPOT {r['d_ms']:.2f}")
-                       for r in line.to_dict("records")],
+            hovertext=[html.escape(f"{r['bar']}: D = {_text(r, 'd', 'd')} plain steps (tokens a step / speedup); "
+                                   f"from TPOT {r['d_ms']:.2f}") for r in line.to_dict("records")],
             hovertemplate="%{hovertext}<extra></extra>"), row=1, col=1, secondary_y=True)
     speedup = [r.get("speedup") for r in records]
     fig.add_trace(go.Bar(
         x=bars, y=speedup, name="speedup", marker_color=PALETTE[2], showlegend=False,
         text=[f"{s:.2f}×" if s is not None and pd.notna(s) else "" for s in speedup], textposition="outside",
-        error_y=dict(type="data", symmetric=False, thickness=1.2, width=5,
-                     array=[(r["speedup_hi"] - r["speedup"]) if pd.notna(r.get("speedup_hi")) else None for r in records],
-                     arrayminus=[(r["speedup"] - r["speedup_lo"]) if pd.notna(r.get("speedup_lo")) else None
-                                 for r in records]),
+        error_y=_error_bars(records, "speedup", "speedup"),
         hovertext=[html.escape(f"{r['bar']}: {intervals.row_text(r)}") for r in records],
         hovertemplate="%{hovertext}<extra></extra>"), row=1, col=2)
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888", row=1, col=2)

@@ -36,8 +36,8 @@ def _print(rows: list[dict]) -> None:
         if here != setup:
             setup = here
             draft = f" + {Path(row['draft_model']).name}" if row.get("draft_model") else ""
-            print(f"{row['model']} · {row['method']}{draft} · {row['hardware']} · vLLM {row.get('vllm_version') or '?'}"
-                  f" · concurrency {row['concurrency']} (run {row['run_id']})")
+            print(f"{row['model']} · {row['method']}{draft} · {row['hardware']} · "
+                  f"vLLM {row.get('vllm_version') or '?'} · concurrency {row['concurrency']} (run {row['run_id']})")
         if row.get("plain_ms") is None:
             print(f"  K={row['k']}: step {_ms(row, 'step')}; {row.get('notes')}")
             continue
@@ -46,7 +46,9 @@ def _print(rows: list[dict]) -> None:
         print(f"  K={row['k']}: step {_ms(row, 'step')} = {row['d_ms']:.2f} plain steps of {row['plain_ms']:.2f} ms{d}"
               f"; {row['tokens_per_step']:.2f} tokens a step, drafting on {row['drafting_share']:.0%} of steps")
         if row.get("speedup") is not None:
-            print(f"       speedup {intervals.text(row['speedup'], row.get('speedup_lo'), row.get('speedup_hi'), unit='x', why_none='')}")
+            speedup = intervals.text(row["speedup"], row.get("speedup_lo"), row.get("speedup_hi"), unit="x",
+                                     why_none="")
+            print(f"       speedup {speedup}")
         if row.get("draft_ms") is not None:
             print(f"       verify {_ms(row, 'verify')} · draft {_ms(row, 'draft')} · overhead {_ms(row, 'overhead')}")
         elif row.get("verify_ms") is not None:
