@@ -36,11 +36,11 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from specscope import identity, provenance, theory
+from specscope import anatomy, identity, provenance, theory
 from specscope.errors import InputError
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 
-__all__ = ["FAMILY_KEYS", "FamilyFit", "Advice", "Evidence", "MeasuredPoint", "fit_alpha", "fit_rates", "fit_cost",
+__all__ = ["FAMILY_KEYS", "FamilyFit", "with_parts", "Advice", "Evidence", "MeasuredPoint", "fit_alpha", "fit_rates", "fit_cost",
            "fit_family", "fit_families", "family_rows", "keyed", "advise", "family_label", "family_labels", "missing",
            "unfitted", "measured_crossover",
            "predicted_crossover", "with_acceptance_length", "model_curves", "fit_curves",
@@ -334,7 +334,26 @@ def fit_families(frame: pd.DataFrame, train_smallest: int | None = None,
     if not fits:
         raise InputError(skipped[0] if skipped else "Only step-cost calibration rows match; run or import "
                          "results of a real drafter to fit.")
-    return fits
+    parts = anatomy.table(frame) if anatomy.NEEDED <= set(frame.columns) else pd.DataFrame()
+    return [with_parts(f, anatomy.cost_slopes(parts, f.keys)) for f in fits]
+
+
+def with_parts(fit: FamilyFit, slopes: Mapping[float, float]) -> FamilyFit:
+    """The fit with the cost per drafted token measured from the step's parts (``anatomy.cost_slopes``:
+    the drafter's pass served alone, verify's growth with K) wherever the family was measured at one K only,
+    in place of Leviathan's d0 = 1: the line still passes through the measured D(K)."""
+    groups = fit.groups.copy()
+    used = [i for i, g in groups.iterrows() if len(g["train_ks"]) == 1 and float(g["concurrency"]) in slopes]
+    if not used:
+        return fit
+    groups["cost_from"] = "fit"
+    for i in used:
+        k, d1 = groups.at[i, "train_ks"][0], slopes[float(groups.at[i, "concurrency"])]
+        measured = groups.at[i, "d0"] + groups.at[i, "d1"] * k
+        groups.loc[i, ["d0", "d1", "cost_from"]] = [measured - d1 * k, d1, "measured parts"]
+    cost = theory.CostCurve(tuple(float(c) for c in groups["concurrency"]), tuple(groups["d0"]), tuple(groups["d1"]))
+    return FamilyFit(fit.keys, fit.alpha, fit.alpha_rmse, fit.first, fit.decay, fit.rates_rmse, cost, groups,
+                     fit.rows, fit.train_smallest, fit.measured_rates)
 
 
 @dataclass(frozen=True)

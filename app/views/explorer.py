@@ -10,7 +10,7 @@ import streamlit as st
 
 from specscope import datasets, explore, intervals, verdict
 from specscope.errors import SpecScopeError
-from ui import cache, charts, import_form, k_charts, per_prompt, structured, versions_view
+from ui import anatomy, cache, charts, import_form, k_charts, per_prompt, structured, versions_view
 from ui.access import is_operator
 from ui.chart_style import vega_spec
 from ui.common import figure_download, fragment, or_stop, shared_store_note, show_error
@@ -249,6 +249,7 @@ if not curves.empty:
     _schedule_section(curves)
 fragment(structured.section)(filters)  # constrained vs free, when a run measured both
 fragment(versions_view.section)(filters)  # one setup on several vLLM versions
+fragment(anatomy.section)("explorer", filters)  # where a step goes: verify, draft, overhead
 st.subheader("Where it pays, per prompt")
 fragment(per_prompt.section)(filters, "explorer", folded=True)
 

@@ -9,7 +9,7 @@ import streamlit as st
 
 from specscope import advisor, calibrate, schedule, theory
 from specscope.errors import SpecScopeError
-from ui import cache, theory_charts
+from ui import anatomy, cache, theory_charts
 from ui.common import fragment, or_stop, show_error
 
 K_MAX = 16
@@ -197,6 +197,8 @@ else:
             "measured": st.column_config.NumberColumn("measured ×", format="%.3f"),
             "predicted": st.column_config.NumberColumn("predicted ×", format="%.3f"),
             "rel_err": st.column_config.NumberColumn("error", format="percent")})
+
+anatomy.section("theory")  # where a step goes: verify, draft, overhead
 
 evidence = st.expander("Evidence: fit and measured points", key="theory_evidence_open", on_change="rerun")
 if evidence.open:
