@@ -13,7 +13,7 @@ specscope=.venv/bin/specscope python=.venv/bin/python
 [ -x "$specscope" ] || specscope=specscope python=python3
 run=specscope-cpu-anatomy
 "$specscope" anatomy --measure --preset cpu-smollm2 --methods ngram,draft_model --k 2,4 --concurrency 1 \
-  --prompts data/prompts/copy.jsonl --output-len 48 --repeats 3 --request-rate 2 --run-id "$run"
+  --prompts data/anatomy/copy.jsonl --output-len 48 --repeats 3 --request-rate 2 --run-id "$run"
 for id in "$run" "$run-drafter-draft_model"; do
   cp "$SPECSCOPE_HOME/results/$id.parquet" data/results/
   cp "$SPECSCOPE_HOME/requests/$id.parquet" data/requests/

@@ -79,10 +79,12 @@ class Figure:
 
     @property
     def low(self) -> float | None:
+        """The interval's low end (None without one)."""
         return None if self.half is None else self.value - self.half
 
     @property
     def high(self) -> float | None:
+        """The interval's high end (None without one)."""
         return None if self.half is None else self.value + self.half
 
 

@@ -19,7 +19,7 @@ from specscope.cli import main
 
 pytestmark = pytest.mark.integration
 
-PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "copy.jsonl"
+PROMPTS = Path(__file__).resolve().parents[2] / "data" / "anatomy" / "copy.jsonl"
 
 
 @pytest.fixture(scope="module")

@@ -60,7 +60,7 @@ def _print(rows: list[dict]) -> None:
 def _measure(args: argparse.Namespace) -> int:
     if not (args.preset and args.prompts):
         raise InputError("Give --preset and --prompts to measure, e.g. --preset cpu-smollm2 --methods "
-                         "ngram,draft_model --k 2,4 --prompts data/prompts/copy.jsonl.")
+                         "ngram,draft_model --k 2,4 --prompts data/anatomy/copy.jsonl.")
     run_id = args.run_id[0] if args.run_id else None
     if args.run_id and len(args.run_id) > 1:
         raise InputError("Give one --run-id to measure into.")
