@@ -53,7 +53,9 @@ class StreamlitServer:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:]
 
-    def wait_healthy(self, timeout: float = 60) -> None:
+    def wait_healthy(self, timeout: float = 300) -> None:
+        """Until Streamlit answers its health check; the ceiling is generous, as a loaded machine
+        (servers, a sweep, other browsers) can take minutes to start Python and import the app."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
