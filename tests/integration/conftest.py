@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from folder_servers import FolderServers
 from specscope import catalog, launch, models, settings
 
+SHARED = FolderServers()
 PAIR = (("ngram", "0"), ("none", "1"))  # method, core: each on a core of its own
 
 
@@ -28,14 +30,16 @@ def home(tmp_path_factory):
         launch.stop_all()
 
 
+def pytest_runtest_teardown(item, nextitem):
+    SHARED.stop_after(item, nextitem)
+
+
 @pytest.fixture(scope="session")
 def pair_home(tmp_path_factory):
-    """The home the shared baseline and ngram servers are registered in; they stop when the session ends."""
-    path = tmp_path_factory.mktemp("pair-home")
-    yield path
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SPECSCOPE_HOME", str(path))
-        launch.stop_all()
+    """The home the shared baseline and ngram servers are registered in; they stop after this
+    folder's last test."""
+    yield SHARED.add(tmp_path_factory.mktemp("pair-home"))
+    SHARED.stop()
 
 
 @pytest.fixture(scope="module")
