@@ -165,8 +165,10 @@ def test_a_new_cpu_server_binds_a_core_no_other_server_on_this_machine_holds():
     holders = [subprocess.Popen(["sleep", "60"], start_new_session=True,
                                 env={**os.environ, "VLLM_CPU_OMP_THREADS_BIND": free}) for _ in range(margin)]
     try:
-        seen = procfs.env_by_group("VLLM_CPU_OMP_THREADS_BIND")
-        assert [seen.get(holder.pid) for holder in holders] == [free] * margin
+        deadline = time.monotonic() + 60  # until each has exec'd: a forked child shows our environment first
+        while [procfs.env_by_group("VLLM_CPU_OMP_THREADS_BIND").get(h.pid) for h in holders] != [free] * margin:
+            assert time.monotonic() < deadline, "the holders' environment never showed their core"
+            time.sleep(0.05)
         assert host.least_used_core() != free
     finally:
         for holder in holders:
