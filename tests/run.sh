@@ -7,4 +7,4 @@ cd "$(dirname "$0")/.."
 bash launchers/install.sh --test
 export SPECSCOPE_MODELS="${SPECSCOPE_MODELS:-${XDG_CACHE_HOME:-$HOME/.cache}/specscope/models}"
 .venv/bin/specscope models prepare
-exec .venv/bin/python -m pytest -q --durations=25 "$@"
+exec .venv/bin/python -m pytest -q --durations=10 "$@"

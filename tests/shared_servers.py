@@ -1,0 +1,39 @@
+"""Servers that several tests share: started by a session fixture on first use, stopped right after
+the last test of the run that uses that fixture (left to the session's end, they would hold their
+memory and cores through every later test)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+class SharedServers:
+    """The homes whose launched servers the tests using ``fixture`` share; ``stop_after`` goes in the
+    ``pytest_runtest_teardown`` hook of the conftest that defines the fixture."""
+
+    def __init__(self, fixture: str) -> None:
+        self.fixture = fixture
+        self.homes: list[Path] = []
+
+    def add(self, home: Path) -> Path:
+        self.homes.append(home)
+        return home
+
+    def stop(self) -> None:
+        from specscope import launch
+
+        while self.homes:
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("SPECSCOPE_HOME", str(self.homes.pop()))
+                launch.stop_all()
+
+    def stop_after(self, item: pytest.Item) -> None:
+        """Stop them once no test after ``item`` in this run uses the fixture."""
+        if not self.homes:
+            return
+        items = item.session.items
+        later = items[items.index(item) + 1:] if item in items else []
+        if not any(self.fixture in getattr(other, "fixturenames", ()) for other in later):
+            self.stop()
