@@ -17,7 +17,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-__all__ = ["text", "bounds", "row_text", "WORDS", "ONE_RUN", "TOO_NOISY", "NO_BASELINE"]
+__all__ = ["text", "bounds", "row_text", "times", "WORDS", "ONE_RUN", "TOO_NOISY", "NO_BASELINE", "TIMES"]
+
+TIMES = "×"  # the one suffix of a speedup, on every page, hover, table and CLI line
 
 WORDS = "95% interval in brackets"  # how a caption names the brackets
 ONE_RUN = "1 run: no interval"
@@ -31,6 +33,11 @@ def _number(value) -> float | None:
     except (TypeError, ValueError):
         return None
     return None if math.isnan(number) else number
+
+
+def times(value: float, digits: int = 3) -> str:
+    """A speedup without an interval: ``1.325×``."""
+    return f"{value:.{digits}f}{TIMES}"
 
 
 def bounds(low, high, digits: int = 3) -> str:
@@ -52,7 +59,7 @@ def text(value, low=None, high=None, *, unit: str = "", digits: int = 3, why_non
     return f"{shown} {interval}"
 
 
-def row_text(row: Mapping, value: str = "speedup", unit: str = "×", short: bool = False,
+def row_text(row: Mapping, value: str = "speedup", unit: str = TIMES, short: bool = False,
              digits: int | None = None) -> str:
     """``text`` of a result row's ``value`` and its ``<value>_lo``/``_hi`` bounds, saying why a
     speedup has none (the baseline itself, no matching baseline, a noisy baseline, one run).

@@ -856,8 +856,9 @@ def _run_cells(spec: SweepSpec, prompt_set: prompts.PromptSet, run_id: str, cell
             retire(group)
     result.results_path = _write_run(run_id) or result.results_path
     emit(bench.ProgressEvent("sweep_done", "", done, len(cells),
-                             message=f"{len(result.ran)} ran, {len(result.skipped)} kept, "
-                                     f"{len(result.failed)} failed; done in {emit.elapsed_s():.0f} s"))
+                             message=f"{len(result.ran)} ran, {len(result.failed)} failed"
+                                     + (f", {len(result.skipped)} reused from an earlier run" if result.skipped else "")
+                                     + f"; done in {emit.elapsed_s():.0f} s"))
 
 
 CPU_SERVER_BYTES = 4 * 2**30  # what a CPU demo server holds at most (weights, KV cache, engine processes)

@@ -94,7 +94,7 @@ def section(filters: dict) -> None:
         if change["verdict"] == versions.CHANGED:
             st.warning(text, icon="⚠️")
         else:
-            st.info(text, icon="ℹ️")
+            st.info(text, icon=":material/info:")
     # drawn only when opened: a figure's scripts would load ahead of the landing figure
     drawn = st.expander("The setup's speedup per vLLM version, with its intervals", key="explorer_versions_open",
                         on_change="rerun")
