@@ -191,7 +191,9 @@ def issue_pass() -> str:
 
 def pass_valid(value: str | None) -> bool:
     """Whether ``value`` is a pass signed with the current token and not revoked."""
-    marker, _, signature = (value or "").partition(".")
+    if not isinstance(value, str):
+        return False
+    marker, _, signature = value.partition(".")
     if not marker or not signature:
         return False
     with _passes_lock:
@@ -202,7 +204,7 @@ def pass_valid(value: str | None) -> bool:
 
 def revoke(value: str | None) -> None:
     """Give a pass back: it no longer makes anyone an operator, even if a browser still sends it."""
-    marker = (value or "").partition(".")[0]
+    marker = value.partition(".")[0] if isinstance(value, str) else ""
     if marker:
         with _passes_lock:
             _revoked.add(marker)

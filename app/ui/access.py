@@ -67,7 +67,7 @@ def actor() -> access.Actor:
 def _browser_pass() -> bool:
     """Whether this session's browser sent a valid operator pass (one it did not give back here)."""
     cookie = st.context.cookies.get(access.PASS_COOKIE)
-    return bool(cookie) and cookie != st.session_state.get(state.ACCESS_LEFT) and access.pass_valid(cookie)
+    return isinstance(cookie, str) and cookie != st.session_state.get(state.ACCESS_LEFT) and access.pass_valid(cookie)
 
 
 def is_operator() -> bool:
