@@ -9,12 +9,13 @@ not prompts) and what the prefix cache hits are the servers' own behaviour.
 - three runs of one prompt give an interval;
 - a reworded prompt with the same answer is still badged on suffix (its cache is keyed on the answer).
 
-Screenshots of the page (after the repeats and after the reworded prompt) go to /work/notes/shots-live/
-when that folder's parent exists.
+Screenshots of Live (after the repeats and after the reworded prompt) and of Servers go to
+$SPECSCOPE_SHOTS (default /work/notes/shots-live/) when that folder's parent exists.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import pytest
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
 REPO = Path(__file__).resolve().parents[2]
-SHOTS = Path("/work/notes/shots-live")
+SHOTS = Path(os.environ.get("SPECSCOPE_SHOTS", "/work/notes/shots-live"))
 PROMPT = "Write the numbers from 1 to 30, separated by commas."
 REWORDED = "List every number from 1 up to 30, with a comma between each."
 DONE_JS = """labels => labels.every(l => {
@@ -128,4 +129,9 @@ def test_live_figures_say_what_they_measured(servers, streamlit_factory, specsco
     if "repeated answer: cached drafts" not in reworded[suffix]:
         problems.append(f"a reworded prompt with the same answer has no badge on suffix: {reworded[suffix][:400]}")
     _shoot(page, "live-reworded-prompt")
+    page.goto(f"{app.url}/servers")
+    wait_idle(page)
+    page.get_by_text("Known servers").wait_for(timeout=30_000)
+    page.wait_for_timeout(1500)  # the table's canvas draws after the script
+    _shoot(page, "servers")
     assert not problems, "\n".join(problems)
