@@ -30,8 +30,9 @@ def prompt_set_section() -> tuple[prompts.PromptSet, Path]:
     upload = st.file_uploader(
         f"Upload a prompt set (JSONL with prompt/messages, CSV, TXT, ShareGPT JSON; at most "
         f"{prompts.MAX_BYTES // 2**20} MB and {prompts.MAX_PROMPTS:,} prompts)",
-        type=[ext.lstrip(".") for ext in prompts.FORMATS], key="runs_upload",
-        max_upload_size=prompts.MAX_BYTES // 2**20)  # the drop zone states the library's cap too
+        key="runs_upload", max_upload_size=prompts.MAX_BYTES // 2**20)  # the drop zone states the library's cap
+    # any type is taken: a file of the wrong type gets the library's one sentence and replaces the last file's
+    # problems (a type the browser refused left the last file, and its problems, in place without a word)
     if upload is not None:
         found = prompts.problems(upload.getvalue(), upload.name)
         if found:
