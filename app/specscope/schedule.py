@@ -259,7 +259,8 @@ def advice(fit: FamilyFit, ks: Sequence[int] | None = None, max_batch: int = 256
                            "; predicted between" if len(inside) < r.end - r.start + 1 else "")
                        if inside else "predicted by the fit"})
     config = None if advised.max_k == 0 else advised.speculative_config({"method": fit.keys["method"]})
-    zero_text = ("measured on a server drafting 0: " + ", ".join(f"{intervals.times(v)} at {c}" for c, v in sorted(zero.items()))
+    zero_text = ("measured on a server drafting 0: "
+                 + ", ".join(f"{intervals.times(v)} at {c}" for c, v in sorted(zero.items()))
                  if zero else "assumed 1.000× (as without speculation): no server drafting 0 was measured")
     return {"family": fit.keys, "schedule": advised.text(), "speculative_config": config,
             "measured_batch_sizes": measured, "ranges": ranges, "drafting_zero": zero_text,

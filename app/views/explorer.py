@@ -211,7 +211,7 @@ if not curves.empty:
                                    key="explorer_schedule_setup")
     for found in cache.built("schedule_verdicts", lambda: verdict.verdicts(curves), curves):
         if found.setup == scheduled_setup:
-            icon = ":material/check_circle:" if found.deploy_schedule else ":material/info:"  # drawn without emoji fonts
+            icon = ":material/check_circle:" if found.deploy_schedule else ":material/info:"  # no emoji font needed
             (st.success if found.deploy_schedule else st.info)(found.sentence(), icon=icon)
             st.caption("The speculative_config to deploy (add the method's own options, e.g. ngram's lookup sizes):")
             st.code(json.dumps(found.speculative_config()), language="json", wrap_lines=True)
