@@ -59,6 +59,16 @@ def _answer(page, label: str) -> str:
                    if t.get_attribute("data-kind") != "rejected")
 
 
+def _check_prefix_badges(page, problems: list[str]) -> None:
+    """A prefix-cache badge only where most of the prompt's tokens were hits, as its own text says."""
+    for badge in page.locator("[data-fresh]").all():
+        if "prefix cache" not in badge.inner_text():
+            continue
+        hits = re.search(r"(\d+)% of its prompt tokens came from the prefix cache", badge.get_attribute("title"))
+        if hits is None or int(hits.group(1)) <= 50:
+            problems.append(f"a prefix-cache badge on few hits: {badge.get_attribute('title')}")
+
+
 def _shoot(page, name: str) -> None:
     if SHOTS.parent.exists():
         SHOTS.mkdir(exist_ok=True)
@@ -107,16 +117,14 @@ def test_live_figures_say_what_they_measured(servers, streamlit_factory, specsco
         problems.append("no decode speedup (TPOT ratio) apart from the end-to-end one")
     if "repeated" in first[suffix]:
         problems.append(f"a first answer is badged as repeated: {first[suffix][:200]}")
+    _check_prefix_badges(page, problems)
 
     for _ in range(2):
         _start(page, wait_idle, PROMPT)
         again = _finish(page, wait_idle, labels)
     if "repeated answer: cached drafts" not in again[suffix]:
         problems.append(f"suffix on its own cached answer has no badge: {again[suffix][:300]}")
-    for badge in page.locator("[data-fresh='prefix']").all():
-        hits = re.search(r"(\d+)% of its prompt tokens came from the prefix cache", badge.get_attribute("title"))
-        if hits is None or int(hits.group(1)) <= 50:
-            problems.append(f"a prefix-cache badge on few hits: {badge.get_attribute('title')}")
+    _check_prefix_badges(page, problems)
     note = page.locator(f"[data-pane='{suffix}'] [data-note='repeats']")
     if not note.count() or not re.search(r"over 3 runs of this prompt: end to end [\d.]+× \[[\d.]+, [\d.]+\]",
                                          note.inner_text()):
@@ -128,6 +136,7 @@ def test_live_figures_say_what_they_measured(servers, streamlit_factory, specsco
     assert _answer(page, suffix) == first_answer, "the reworded prompt must keep the answer for this check"
     if "repeated answer: cached drafts" not in reworded[suffix]:
         problems.append(f"a reworded prompt with the same answer has no badge on suffix: {reworded[suffix][:400]}")
+    _check_prefix_badges(page, problems)
     _shoot(page, "live-reworded-prompt")
     page.goto(f"{app.url}/servers")
     wait_idle(page)
