@@ -96,6 +96,7 @@ class Repeats:
 
     @property
     def count(self) -> int:
+        """How many runs finished."""
         return len(self.speedups)
 
     def interval(self, decode: bool = False) -> tuple[float, float, float] | None:
