@@ -468,6 +468,7 @@ class LiveSession:
     replay_started_wall: float | None = None
     history: RunHistory | None = None  # where finished runs of the same setup add up to an interval
     _threads: list[threading.Thread] = field(default_factory=list)
+    _settled: threading.Event = field(default_factory=threading.Event)  # the run is over and in the history
     _changed: threading.Condition = field(default_factory=threading.Condition)
     _arrivals: int = 0       # chunks received (and panes finished) so far
     _shown: int = 0          # _arrivals at the last views()
@@ -538,6 +539,15 @@ class LiveSession:
         thread.start()
 
     def _run(self, transports: dict[str, httpx.BaseTransport]) -> None:
+        try:
+            self._stream(transports)
+            if self.history is not None and not any(p.error for p in self.panes):
+                self.history.record(self.setup_key, {v.spec.label: v.metrics for v in self._views(None)})
+        finally:
+            self._settled.set()
+            self._arrived()  # a page waiting for a change draws the final panes, their repeats included
+
+    def _stream(self, transports: dict[str, httpx.BaseTransport]) -> None:
         def each(work: Callable[[Pane], None]) -> list[threading.Thread]:
             threads = [threading.Thread(target=work, args=(p,), daemon=True, name="specscope-live")
                        for p in self.panes]
@@ -555,8 +565,6 @@ class LiveSession:
             streams[0].start()
         for thread in streams:
             thread.join()
-        if self.history is not None and not any(p.error for p in self.panes):
-            self.history.record(self.setup_key, {v.spec.label: v.metrics for v in self._views(None)})
 
     def wait(self, timeout: float | None = None) -> None:
         """Wait for the panes to finish streaming."""
@@ -565,8 +573,8 @@ class LiveSession:
 
     @property
     def finished(self) -> bool:
-        """Whether every pane has ended (done or failed)."""
-        return all(p.done for p in self.panes)
+        """Whether every pane has ended (done or failed) and the run was added to the history."""
+        return all(p.done for p in self.panes) and (not self._threads or self._settled.is_set())
 
     @property
     def replay_length_s(self) -> float:

@@ -213,3 +213,16 @@ def test_the_baseline_pane_comes_first_and_reads_one():
     baseline, ngram = run.views()
     assert baseline.metrics.speedup == 1.0 and ngram.metrics.speedup is not None
     assert run.fresh_request().prompt == "(variant 1) p"
+
+
+def test_a_finished_session_is_already_in_its_history():
+    """The page draws a session's final panes once ``finished``: by then its run is in the history."""
+    specs = [live.PaneSpec("ngram", "http://ngram", "ngram", NGRAM), live.PaneSpec("baseline", "http://base", "none")]
+    history = live.RunHistory()
+    for count in (1, 2):
+        run = live.LiveSession.create(specs, REQUEST, "race", history=history)
+        run.start({"baseline": server("none_completion.sse"), "ngram": server("ngram_completion.sse")})
+        while not run.finished:
+            run.wait_for_change(1.0)
+        ngram = next(v for v in run.views() if v.spec.label == "ngram")
+        assert ngram.repeats is not None and ngram.repeats.count == count
