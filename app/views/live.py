@@ -1,7 +1,7 @@
 """Live: stream 2-6 servers side by side with token provenance, live metrics and a lossless check.
 
-Recordings and the settings come first, then Start (and Save, Replay) and the panes right below
-them; the settings fold away once a comparison runs, so the streaming stays near the top of the screen.
+Start (and Save, Replay) sit at the top, the panes right below them, then recordings and the
+settings, which fold away once a comparison runs: the streaming is the first thing on screen.
 Panes whose server reused cached work (an answer suffix decoding produced before, prefix-cache hits) are
 badged, and the page offers a fresh comparison: a variant of the prompt (no prefix cache holds it), or a
 restart of the suffix servers. Runs of the same prompt on the same servers add up to an interval."""
@@ -31,6 +31,10 @@ st.caption("Each token coloured by where it came from: accepted draft (underline
            "acceptance length, tokens per step (1 = no gain) · speedup: tok/s over the baseline pane's, end to end · "
            "decode: the baseline's TPOT over the pane's. Grey figures are provisional. Hover "
            "a figure for more. Servers are warmed up before their first run; nothing of the warm-up is shown.")
+start, save, replay_again, _ = st.columns([0.8, 1.4, 0.9, 4])
+start_clicked = is_operator() and start.button("Start", type="primary", key="live_start")  # viewers: recordings
+messages = st.container()
+board = st.container()  # the running comparison, above its settings
 
 with st.expander("Recordings"):
     upload = st.file_uploader("Load a recording", type=["json"], key="live_upload")
@@ -47,7 +51,8 @@ with settings:
     except SpecScopeError as exc:
         launched = {}
         show_error(exc)
-    prefill_note = prefill_live(launched)  # a slow prompt opened from the Explorer or the Runs page
+    if note := prefill_live(launched):  # a slow prompt opened from the Explorer or the Runs page
+        messages.info(note)
     picked = st.multiselect("Started or attached servers", list(launched), key="live_launched",
                             help="Start servers on the Servers page or with `specscope serve`.")
     servers_text = st.text_area("More servers by URL", key="live_servers", height=100, help=SERVER_HELP,
@@ -105,14 +110,6 @@ with settings:
         cores = "; ".join(f"{label} on core {', '.join(map(str, sorted(c)))}" for label, c in shared.items())
         st.caption(f"These servers share CPU cores ({cores}). Racing them measures how they slow each other "
                    "down, not what speculation gains, so fair replay is the default.")
-
-# Start after the settings it starts; once a comparison runs they fold away, so the panes stay near the top
-start, save, replay_again, _ = st.columns([0.8, 1.4, 0.9, 4])
-start_clicked = is_operator() and start.button("Start", type="primary", key="live_start")  # viewers: recordings
-messages = st.container()
-board = st.container()  # the running comparison, below the Start it came from
-if prefill_note:
-    messages.info(prefill_note)
 
 
 def _start(specs: list[live.PaneSpec], request: GenerationRequest) -> None:
