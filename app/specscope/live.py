@@ -93,6 +93,7 @@ class Repeats:
 
     speedups: tuple[float, ...]
     decode_speedups: tuple[float, ...]
+    cached: int = 0  # of the runs, those whose server reused cached work (badged)
 
     @property
     def count(self) -> int:
@@ -115,16 +116,18 @@ class RunHistory:
     """The finished runs of each setup (prompt, settings, servers, mode), kept for one dashboard session."""
 
     def __init__(self):
-        self._runs: dict[str, dict[str, list[tuple[float, float | None]]]] = {}
+        self._runs: dict[str, dict[str, list[tuple[float, float | None, bool]]]] = {}
         self._lock = threading.Lock()
 
-    def record(self, key: str, figures: dict[str, PaneMetrics]) -> None:
-        """One finished run: each pane's end-to-end and decode speedup."""
+    def record(self, key: str, figures: dict[str, PaneMetrics], cached: Iterable[str] = ()) -> None:
+        """One finished run: each pane's end-to-end and decode speedup; ``cached``: the panes whose
+        server reused cached work."""
+        cached = set(cached)
         with self._lock:
             runs = self._runs.setdefault(key, {})
             for label, m in figures.items():
                 if m.speedup is not None:
-                    runs.setdefault(label, []).append((m.speedup, m.decode_speedup))
+                    runs.setdefault(label, []).append((m.speedup, m.decode_speedup, label in cached))
 
     def repeats(self, key: str, label: str) -> Repeats | None:
         """A pane's runs of the setup ``key`` so far, None before the first."""
@@ -132,7 +135,8 @@ class RunHistory:
             runs = list(self._runs.get(key, {}).get(label, []))
         if not runs:
             return None
-        return Repeats(tuple(e for e, _ in runs), tuple(d for _, d in runs if d is not None))
+        return Repeats(tuple(e for e, _, _ in runs), tuple(d for _, d, _ in runs if d is not None),
+                       sum(c for _, _, c in runs))
 
 
 @dataclass
@@ -542,7 +546,9 @@ class LiveSession:
         try:
             self._stream(transports)
             if self.history is not None and not any(p.error for p in self.panes):
-                self.history.record(self.setup_key, {v.spec.label: v.metrics for v in self._views(None)})
+                views = self._views(None)
+                self.history.record(self.setup_key, {v.spec.label: v.metrics for v in views},
+                                    cached=[v.spec.label for v in views if v.freshness and v.freshness.repeated])
         finally:
             self._settled.set()
             self._arrived()  # a page waiting for a change draws the final panes, their repeats included

@@ -108,7 +108,8 @@ def _notes(view: PaneView) -> str:
         else:
             text = (f"over {repeats.count} runs of this prompt: end to end "
                     f"{intervals.text(*span, unit='×', digits=2)}"
-                    + (f" · decode {intervals.text(*decode, unit='×', digits=2)}" if decode else ""))
+                    + (f" · decode {intervals.text(*decode, unit='×', digits=2)}" if decode else "")
+                    + (f" · {repeats.cached} of them drew on cached work (badged)" if repeats.cached else ""))
         notes.append(f'<div class="ss-below" data-note="repeats" title="geometric mean and 95% interval over '
                      f'the finished runs of the same prompt, servers and settings in this session">'
                      f"<small>{html.escape(text)}</small></div>")

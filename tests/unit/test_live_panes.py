@@ -116,6 +116,7 @@ def test_figures_are_provisional_until_done_then_decode_apart_from_ttft_and_repe
     one = replace(view, repeats=live.Repeats((1.1,), (2.0,)))
     assert "1 run of this prompt on these servers; 2 more give an interval" in parsed(
         pane_html(one, show_rejected=True)).text
-    three = replace(view, repeats=live.Repeats((1.12, 0.86, 1.35), (2.0, 2.1, 1.9)))
+    three = replace(view, repeats=live.Repeats((1.12, 0.86, 1.35), (2.0, 2.1, 1.9), cached=2))
     text = parsed(pane_html(three, show_rejected=True)).text
     assert "over 3 runs of this prompt: end to end 1.09× [" in text and "decode 2.00× [" in text
+    assert "2 of them drew on cached work" in text
