@@ -69,7 +69,8 @@ def _duration(ms: float | None) -> str:
     return f"{ms:.1f} ms" if ms < 100 else f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
 
 
-def _speedup(value: str, timing: str, contention: bool, final: bool) -> str:
+def _speedup(value: str, timing: str, contention: bool, final: bool, ttft: str = "") -> str:
+    """The end-to-end speedup cell; ``ttft``, when set, says why time to first token decides it."""
     title = (f"end to end: tok/s against the baseline pane, time to first token included, measured in "
              f"{'fair replay' if timing == 'fair' else 'a race'}")
     warn = ""
@@ -77,6 +78,9 @@ def _speedup(value: str, timing: str, contention: bool, final: bool) -> str:
         title += ("; these servers share CPU cores, so a race speedup measures how they slow each other "
                   "down, not what speculation gains: use fair replay")
         warn = '<br><small class="ss-warn">contention</small>'
+    if ttft:
+        title += "; " + ttft
+        warn += '<br><small class="ss-warn" data-note="ttft">TTFT decides</small>'
     name = f"{timing} speedup" if final else "speedup so far"
     return (f'<div data-metric="speedup" data-timing="{timing}" title="{html.escape(title, quote=True)}">'
             f"<small>{name}</small><br><b>{html.escape(value)}</b>{warn}</div>")
@@ -87,15 +91,11 @@ def _times(value: float | None) -> str:
 
 
 def _notes(view: PaneView) -> str:
-    """Below the grid of a finished speculative pane: when TTFT decides the end-to-end figure, and
-    the runs of this prompt so far (their interval from ``live.MIN_REPEATS`` runs)."""
+    """Below the grid of a finished speculative pane: the runs of this prompt so far (their interval
+    from ``live.MIN_REPEATS`` runs)."""
     m, notes = view.metrics, []
     if not (view.done and view.spec.speculative and m.speedup is not None):
         return ""
-    if m.ttft_decides and m.decode_speedup is not None:
-        notes.append(f'<div class="ss-below ss-warn" data-note="ttft"><small>Time to first token decides the '
-                     f"end-to-end figure (first token after {_duration(m.ttft_ms)}); decoding alone runs at "
-                     f"{_times(m.decode_speedup)} the baseline's speed.</small></div>")
     repeats = view.repeats
     if repeats is not None:
         span, decode = repeats.interval(), repeats.interval(decode=True)
@@ -125,8 +125,11 @@ def _metrics(view: PaneView, timing: str, contention: bool) -> tuple[str, str]:
              ("AL", fmt(m.acceptance_length, ".2f")), ("acceptance", fmt(m.acceptance_rate, ".0%"))]
     grid = "".join(f'<div data-metric="{name}" title="{METRIC_HELP[name]}"><small>{METRIC_NAMES.get(name, name)}'
                    f"</small><br><b>{html.escape(value)}</b></div>" for name, value in cells)
+    ttft = (f"time to first token decides the end-to-end figure (first token after {_duration(m.ttft_ms)}); "
+            f"decoding alone runs at {_times(m.decode_speedup)} the baseline's speed"
+            if view.done and m.ttft_decides and m.decode_speedup is not None else "")
     grid += _speedup(_times(m.speedup), timing,  # the baseline is 1.00x however it was raced
-                     contention and m.speedup is not None and view.spec.speculative, view.done)
+                     contention and m.speedup is not None and view.spec.speculative, view.done, ttft)
     if view.spec.speculative:
         grid += (f'<div data-metric="decode" title="{METRIC_HELP["decode"]}"><small>decode</small><br>'
                  f"<b>{_times(m.decode_speedup)}</b></div>")

@@ -28,8 +28,8 @@ st.title("Live")
 st.caption("Each token coloured by where it came from: accepted draft (underlined), the target's own "
            "token (bonus in bold, correction plain), rejected drafts (struck through). TTFT: time to first "
            "token · TPOT: time per output token after the first · ITL: mean gap between arrivals · AL: "
-           "acceptance length, tokens per step (1 = no gain) · speedup: tok/s over the baseline pane's, end to end · "
-           "decode: the baseline's TPOT over the pane's. Grey figures are provisional. Hover "
+           "acceptance length, tokens per step (1 = no gain) · speedup: tok/s over the baseline pane's · decode: "
+           "its TPOT ratio. Grey: so far. Hover "
            "a figure for more. Servers are warmed up before their first run; nothing of the warm-up is shown.")
 start, save, replay_again, _ = st.columns([0.8, 1.4, 0.9, 4])
 start_clicked = is_operator() and start.button("Start", type="primary", key="live_start")  # viewers: recordings

@@ -112,7 +112,10 @@ def test_figures_are_provisional_until_done_then_decode_apart_from_ttft_and_repe
     assert not any(a.get("data-provisional") for _, a in tags.tags) and "fair speedup" in tags.text
     assert any(a.get("data-metric") == "decode" for _, a in tags.tags)
     slow_start = replace(view, metrics=replace(view.metrics, speedup=0.9, decode_speedup=2.0, ttft_decides=True))
-    assert "Time to first token decides the end-to-end figure" in parsed(pane_html(slow_start, show_rejected=True)).text
+    tags = parsed(pane_html(slow_start, show_rejected=True))
+    assert "TTFT decides" in tags.text
+    cell = next(a for _, a in tags.tags if a.get("data-metric") == "speedup")
+    assert "time to first token decides the end-to-end figure" in cell["title"] and "2.00×" in cell["title"]
     one = replace(view, repeats=live.Repeats((1.1,), (2.0,)))
     assert "1 run of this prompt on these servers; 2 more give an interval" in parsed(
         pane_html(one, show_rejected=True)).text
