@@ -3,7 +3,7 @@
 Serves the pages of ``dashboard.py``; at start, before the first viewer, the landing pages run
 once without a browser so their data and figures are already in the shared caches (``ui.warm``).
 A dashboard shared with the network prints the address to hand out and the operator's, with the
-token (``ui.access``).
+token (``ui.access``), and serves the routes that keep an operator's browser an operator.
 """
 
 from contextlib import asynccontextmanager
@@ -20,4 +20,4 @@ async def lifespan(app):
         yield
 
 
-app = st.App("dashboard.py", lifespan=lifespan)
+app = st.App("dashboard.py", lifespan=lifespan, routes=access.routes())

@@ -5,12 +5,19 @@
     rotate()                         # a new token; sessions that proved the old one are viewers again
     require("start a server")        # the acting Actor, or NotAllowed when a viewer acts
     with acting_as(actor): ...       # this thread acts as ``actor`` (a sweep's thread, as its starter)
+    value = issue_pass()             # what a browser keeps to stay an operator (never the token)
+    pass_valid(value)                # signed with today's token and not given back
 
 The functions that start, stop or attach servers, run sweeps, import results or store prompt sets
 call ``require`` first, so a page cannot skip the check. Who acts: the ``acting_as`` actor of this
 thread, else what the dashboard's ``install``-ed resolver says of its session, else the local user
 (the CLI, tests, a background thread), who is an operator. The token is never logged; only a
 digest of it is kept beside a session.
+
+An operator pass is what a browser keeps (an HttpOnly cookie) so its reloads and other tabs stay
+operators: a random marker and its HMAC under the token, so it holds nothing that reveals the token,
+and a rotated token makes every pass invalid. ``revoke`` gives one back (leaving operator mode). A pass
+reaches the browser through a one-time nonce (``offer`` then ``claim``), never through an address.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ import os
 import secrets
 import socket
 import stat
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,12 +42,18 @@ from specscope import settings
 from specscope.errors import NotAllowed
 
 __all__ = ["Actor", "TOKEN_FILE", "token_path", "token", "rotate", "matches", "digest", "install", "current",
-           "require", "acting_as", "local_user", "lan_address"]
+           "require", "acting_as", "local_user", "lan_address", "PASS_COOKIE", "issue_pass", "pass_valid",
+           "revoke", "offer", "claim"]
 
 TOKEN_FILE = "operator-token"
 _log = logging.getLogger(__name__)
 _acting: contextvars.ContextVar[Actor | None] = contextvars.ContextVar("specscope_actor", default=None)
 _resolver: Callable[[], Actor | None] | None = None
+PASS_COOKIE = "specscope_operator"
+OFFER_S = 120.0   # how long an offered pass waits for its browser to claim it
+_passes_lock = threading.Lock()
+_revoked: set[str] = set()                      # markers of passes given back (this process)
+_offers: dict[str, tuple[str, float]] = {}      # nonce -> (pass, monotonic deadline)
 
 
 @dataclass(frozen=True)
@@ -162,3 +177,52 @@ def lan_address() -> str:
         except OSError:
             return socket.gethostname()
     return socket.gethostname() if address.startswith("127.") else address
+
+
+def _sign(marker: str) -> str:
+    return hmac.new(token().encode(), f"operator-pass:{marker}".encode(), hashlib.sha256).hexdigest()
+
+
+def issue_pass() -> str:
+    """A new operator pass: ``marker.signature``, the signature an HMAC of the marker under the token."""
+    marker = secrets.token_urlsafe(16)
+    return f"{marker}.{_sign(marker)}"
+
+
+def pass_valid(value: str | None) -> bool:
+    """Whether ``value`` is a pass signed with the current token and not revoked."""
+    if not isinstance(value, str):
+        return False
+    marker, _, signature = value.partition(".")
+    if not marker or not signature:
+        return False
+    with _passes_lock:
+        if marker in _revoked:
+            return False
+    return hmac.compare_digest(signature.encode(), _sign(marker).encode())
+
+
+def revoke(value: str | None) -> None:
+    """Give a pass back: it no longer makes anyone an operator, even if a browser still sends it."""
+    marker = value.partition(".")[0] if isinstance(value, str) else ""
+    if marker:
+        with _passes_lock:
+            _revoked.add(marker)
+
+
+def offer(value: str) -> str:
+    """A one-time nonce under which the browser may ``claim`` the pass ``value`` for ``OFFER_S`` seconds."""
+    nonce = secrets.token_urlsafe(24)
+    now = time.monotonic()
+    with _passes_lock:
+        for old in [n for n, (_, deadline) in _offers.items() if deadline < now]:
+            del _offers[old]
+        _offers[nonce] = (value, now + OFFER_S)
+    return nonce
+
+
+def claim(nonce: str | None) -> str | None:
+    """The pass offered under ``nonce`` (once), None when unknown, claimed or expired."""
+    with _passes_lock:
+        value, deadline = _offers.pop(nonce or "", (None, 0.0))
+    return value if value is not None and deadline >= time.monotonic() else None

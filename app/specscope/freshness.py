@@ -1,45 +1,49 @@
-"""Fresh prompts on Live: whether a server answered a prompt before, and a variant new to it.
+"""Fresh prompts on Live: whether a server reused earlier work for this request, and a prompt variant.
 
-A prompt sent to a server again is not a new measurement. Its prefix cache skips the prompt's
-prefill (TTFT reads lower for every method alike), and suffix decoding drafts from the answer it
-cached the first time (acceptance near 100%, a speedup no new prompt gets). Two signals:
+A request is flattered by what its server actually reuses, and the badges follow exactly that:
 
-- ``PromptLog``: the prompts SpecScope sent to each server process (a server is its URL and its
-  start time from /metrics, so a restart starts a clean log), kept in ``home()/prompts-seen.json``;
-- the share of the request's prompt tokens that came from the prefix cache (/metrics before and
-  after the request), which also catches prompts sent by anyone else.
+- suffix decoding drafts from the answers it produced before, whatever prompt asked for them: a reworded
+  prompt with the same answer reads 100% acceptance. ``AnswerLog`` keeps the token ids of the answers
+  SpecScope streamed from each server process (a server is its URL and its start time from /metrics, so
+  a restart starts a clean log; in ``home()/answers-seen.json``), and ``answer_overlap`` is the share of
+  a new answer that lies in runs of ``OVERLAP_RUN`` tokens an earlier answer also holds;
+- the prefix cache skips the prefill of prompt tokens it holds: the share of the request's prompt tokens
+  that were prefix-cache hits (vLLM's /metrics counters before and after the request), which also
+  counts prompts sent by anyone else.
 
-A variant (``variant``) changes the prompt's first tokens, so no prefix cache holds it; its
-answer stays close to the original's, so for suffix decoding a variant is still a repeat (the
-log compares suffix panes by the prompt without its variant mark) and only a restart clears it.
+A variant (``variant``) changes the prompt's first tokens, so no prefix cache holds it; its answer
+stays close to the original's, so for suffix decoding only a restart gives a fresh comparison.
 
-    log = PromptLog()
+    log = AnswerLog()
     key = server_key(url, metrics.scrape(url))
-    fresh = Freshness(seen_before=log.seen(key, prompt, drafts_from_answers=True), prefix_hit_rate=0.9,
-                      drafts_from_answers=True)
-    fresh.badge     # 'repeated prompt: cached drafts'
-    log.add(key, prompt)
+    fresh = Freshness(drafts_from_answers=True, answer_overlap=answer_overlap(ids, log.answers(key)),
+                      prefix_hit_rate=0.9)
+    fresh.badge     # 'repeated answer: cached drafts'
+    log.add(key, ids)
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import threading
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
 
 from specscope import files, hygiene, settings
 from specscope.metrics import MetricsSnapshot
 
-__all__ = ["Freshness", "PromptLog", "server_key", "variant", "base_prompt", "drafts_from_answers",
-           "CACHED_DRAFTS", "PREFIX_CACHED"]
+__all__ = ["Freshness", "AnswerLog", "server_key", "variant", "base_prompt", "drafts_from_answers",
+           "answer_overlap", "CACHED_DRAFTS", "PREFIX_CACHED", "OVERLAP_RUN", "ANSWER_OVERLAP_LIMIT"]
 
-CACHED_DRAFTS = "repeated prompt: cached drafts"
-PREFIX_CACHED = "repeated prompt: prefix cache"
+CACHED_DRAFTS = "repeated answer: cached drafts"
+PREFIX_CACHED = "prefix cache hit"
+OVERLAP_RUN = 8               # tokens in a row an earlier answer must hold for them to count as seen
+ANSWER_OVERLAP_LIMIT = 0.5    # more of the answer than this was seen before: suffix drafts from the cache
 _MARK = re.compile(r"^\(variant \d+\) ")
 _KEEP_SERVERS = 50     # server processes remembered
-_KEEP_PROMPTS = 500    # prompts remembered per server process
+_KEEP_ANSWERS = 200    # answers remembered per server process
+_KEEP_TOKENS = 4096    # tokens kept of each answer
 
 
 def drafts_from_answers(method: str, speculative_config: dict | None) -> bool:
@@ -66,70 +70,99 @@ def variant(prompt: str) -> str:
     return f"(variant {number}) {base_prompt(prompt)}"
 
 
-def _digest(kind: str, prompt: str) -> str:
-    return f"{kind}:{hashlib.sha256(prompt.encode()).hexdigest()[:24]}"
+def answer_overlap(answer: Sequence[int], earlier: Iterable[Sequence[int]], run: int = OVERLAP_RUN) -> float | None:
+    """Share of ``answer``'s tokens inside a run of ``run`` tokens (the whole answer, if shorter) that an
+    earlier answer also holds; None for an empty answer."""
+    answer = list(answer)
+    if not answer:
+        return None
+    run = min(run, len(answer))
+    seen = {tuple(old[i:i + run]) for old in earlier for i in range(len(old) - run + 1)}
+    covered = [False] * len(answer)
+    for i in range(len(answer) - run + 1):
+        if tuple(answer[i:i + run]) in seen:
+            covered[i:i + run] = [True] * run
+    return sum(covered) / len(answer)
 
 
 @dataclass(frozen=True)
 class Freshness:
-    """Whether a pane's prompt was new to its server, and what to call it if not."""
+    """What a pane's server reused for its request, and what to call it."""
 
-    seen_before: bool
-    prefix_hit_rate: float | None = None
-    drafts_from_answers: bool = False
+    drafts_from_answers: bool = False      # the method drafts from earlier answers (suffix)
+    answer_overlap: float | None = None    # share of this answer an earlier answer of its server held
+    prefix_hit_rate: float | None = None   # share of its prompt tokens that were prefix-cache hits
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Freshness":
+        """From a recording's entry (older recordings carry keys no longer kept)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    @property
+    def cached_answer(self) -> bool:
+        """Suffix decoding drafted from an answer it had produced before."""
+        return self.drafts_from_answers and (self.answer_overlap or 0.0) > ANSWER_OVERLAP_LIMIT
+
+    @property
+    def prefix_cached(self) -> bool:
+        """Most of the prompt's tokens were prefix-cache hits."""
+        return (self.prefix_hit_rate or 0.0) > hygiene.PREFIX_CACHE_LIMIT
 
     @property
     def repeated(self) -> bool:
-        """The server answered this prompt before, or most of its tokens came from the prefix cache."""
-        return self.seen_before or (self.prefix_hit_rate or 0.0) > hygiene.PREFIX_CACHE_LIMIT
+        """Cached work flatters the pane's figures."""
+        return self.cached_answer or self.prefix_cached
 
     @property
     def badge(self) -> str | None:
-        """The pane's badge text, None for a fresh prompt."""
-        if not self.repeated:
-            return None
-        return CACHED_DRAFTS if self.drafts_from_answers else PREFIX_CACHED
+        """The pane's badge text, None when nothing cached flatters it."""
+        return CACHED_DRAFTS if self.cached_answer else PREFIX_CACHED if self.prefix_cached else None
 
     @property
     def explanation(self) -> str:
-        """One sentence on what the repeat does to the pane's figures."""
-        hits = f" {self.prefix_hit_rate:.0%} of its prompt tokens came from the prefix cache." \
-            if self.prefix_hit_rate is not None else ""
-        if self.drafts_from_answers:
-            return ("This server answered this prompt (or a variant of it) before: suffix decoding drafts from "
-                    "the answer it cached, so acceptance and speedup read far higher than for a new prompt; "
-                    "restart the server for a fair comparison." + hits)
-        return ("This server saw this prompt before: its prefix cache skips the prompt's prefill, so TTFT "
-                "reads lower than for a new prompt; run a variant of the prompt for a fair comparison." + hits)
+        """What the reuse does to the pane's figures (what was measured, then what to do)."""
+        parts = []
+        if self.cached_answer:
+            parts.append(f"{self.answer_overlap:.0%} of this answer repeats an answer this server produced "
+                         "before: suffix decoding drafts from its cached answers, so acceptance and speedup read "
+                         "far higher than for a new answer (a reworded prompt does not help; restart the server "
+                         "for a fair comparison).")
+        if self.prefix_hit_rate is not None:
+            parts.append(f"{self.prefix_hit_rate:.0%} of its prompt tokens came from the prefix cache"
+                         + (", so TTFT reads lower than for a new prompt; run a variant of the prompt for a fair "
+                            "comparison." if self.prefix_cached else "."))
+        return " ".join(parts)
 
 
-class PromptLog:
-    """The prompts SpecScope sent to each server process, in ``home()/prompts-seen.json`` (not beside
-    the servers' state files, which are every ``*.json`` of ``servers_dir()``)."""
+class AnswerLog:
+    """The token ids of the answers SpecScope streamed from each server process, in
+    ``home()/answers-seen.json`` (not beside the servers' state files, which are every ``*.json`` of
+    ``servers_dir()``)."""
 
     _lock = threading.Lock()
 
     def __init__(self):
-        self.path = settings.home() / "prompts-seen.json"
+        self.path = settings.home() / "answers-seen.json"
 
-    def _read(self) -> dict[str, list[str]]:
+    def _read(self) -> dict[str, list[list[int]]]:
         try:
             data = json.loads(self.path.read_text())
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) else {}
 
-    def seen(self, key: str, prompt: str, drafts_from_answers: bool = False) -> bool:
-        """Whether ``prompt`` went to the server before (for suffix decoding: any variant of it)."""
-        wanted = _digest("base", base_prompt(prompt)) if drafts_from_answers else _digest("exact", prompt)
-        return wanted in self._read().get(key, [])
+    def answers(self, key: str) -> list[list[int]]:
+        """The answers the server process ``key`` streamed before."""
+        return [a for a in self._read().get(key, []) if isinstance(a, list)]
 
-    def add(self, key: str, prompt: str) -> None:
-        """Remember that ``prompt`` went to the server."""
+    def add(self, key: str, answer: Sequence[int]) -> None:
+        """Remember an answer the server produced."""
+        if not answer:
+            return
         with self._lock:
             data = self._read()
-            kept = [d for d in data.pop(key, []) if d not in (_digest("exact", prompt),
-                                                             _digest("base", base_prompt(prompt)))]
-            data[key] = (kept + [_digest("exact", prompt), _digest("base", base_prompt(prompt))])[-_KEEP_PROMPTS:]
+            kept = data.pop(key, [])
+            data[key] = (kept + [list(answer)[:_KEEP_TOKENS]])[-_KEEP_ANSWERS:]
             data = dict(list(data.items())[-_KEEP_SERVERS:])
             files.write_atomic(self.path, json.dumps(data))

@@ -30,8 +30,10 @@ from collections.abc import Mapping
 
 from specscope import identity, tool_exports
 
-__all__ = ["text", "bounds", "row_text", "too_few", "WORDS", "ONE_RUN", "TOO_NOISY", "NO_BASELINE", "MIN_GROUP",
-           "TOO_FEW", "OVER_REQUESTS"]
+__all__ = ["text", "bounds", "row_text", "times", "too_few", "WORDS", "ONE_RUN", "TOO_NOISY", "NO_BASELINE",
+           "MIN_GROUP", "TOO_FEW", "OVER_REQUESTS", "TIMES"]
+
+TIMES = "×"  # the one suffix of a speedup, on every page, hover, table and CLI line
 
 WORDS = "95% interval in brackets"  # how a caption names the brackets
 ONE_RUN = "1 run: no interval"
@@ -55,6 +57,11 @@ def _number(value) -> float | None:
     return None if math.isnan(number) else number
 
 
+def times(value: float, digits: int = 3) -> str:
+    """A speedup without an interval: ``1.325×``."""
+    return f"{value:.{digits}f}{TIMES}"
+
+
 def bounds(low, high, digits: int = 3) -> str:
     """``[1.054, 1.775]``; '' without both bounds."""
     low, high = _number(low), _number(high)
@@ -74,7 +81,7 @@ def text(value, low=None, high=None, *, unit: str = "", digits: int = 3, why_non
     return f"{shown} {interval}"
 
 
-def row_text(row: Mapping, value: str = "speedup", unit: str = "×", short: bool = False,
+def row_text(row: Mapping, value: str = "speedup", unit: str = TIMES, short: bool = False,
              digits: int | None = None) -> str:
     """``text`` of a result row's ``value`` and its ``<value>_lo``/``_hi`` bounds, saying why a
     speedup has none (the baseline itself, no matching baseline, a noisy baseline, one run), and

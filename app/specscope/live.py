@@ -22,6 +22,7 @@ TPOT (excludes the first token), ITL (gap between chunks), plus acceptance from 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import threading
@@ -33,7 +34,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from specscope import access, files, freshness, launch, metrics, settings, warmup
+from specscope import access, files, freshness, launch, metrics, settings, stats, warmup
 from specscope.errors import ConfigError, InputError, SpecScopeError
 from specscope.freshness import Freshness
 from specscope import procfs
@@ -44,12 +45,13 @@ from specscope.stream import FORMAT_FLAGS, Chunk, GenerationRequest, StreamClien
 
 __all__ = ["launched_specs", "parse_server_lines", "PaneSpec", "PaneMetrics", "PaneView", "Pane", "LiveSession", "pane_metrics",
            "compare_lossless", "answer_problem", "recordings_dir", "load_recording", "shared_cores", "default_mode", "special_tokens",
-           "describe_source", "MODES", "MAX_PANES"]
+           "describe_source", "MODES", "MAX_PANES", "Repeats", "RunHistory", "MIN_REPEATS"]
 
 MODES = ("race", "fair")
 AUTO = "auto"
 MAX_PANES = 6
 RECORDING_VERSION = 1
+MIN_REPEATS = 3  # finished runs of one prompt on the same servers before their interval is shown
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,61 @@ class PaneMetrics:
     acceptance_length: float | None = None
     acceptance_rate: float | None = None
     per_position: tuple[float, ...] = ()
-    speedup: float | None = None
+    speedup: float | None = None          # end to end: tok/s over the baseline's (TTFT included)
+    decode_speedup: float | None = None   # decode alone: the baseline's TPOT over this pane's
+    ttft_decides: bool = False            # the TTFT difference outweighs the decode difference
+
+
+@dataclass(frozen=True)
+class Repeats:
+    """One pane's figures over the finished runs of one prompt on the same servers and settings."""
+
+    speedups: tuple[float, ...]
+    decode_speedups: tuple[float, ...]
+    cached: int = 0  # of the runs, those whose server reused cached work (badged)
+
+    @property
+    def count(self) -> int:
+        """How many runs finished."""
+        return len(self.speedups)
+
+    def interval(self, decode: bool = False) -> tuple[float, float, float] | None:
+        """(geometric mean, low, high): a 95% t-interval on the log scale, so it stays above 0;
+        None below ``MIN_REPEATS`` runs."""
+        values = [math.log(v) for v in (self.decode_speedups if decode else self.speedups) if v > 0]
+        if len(values) < MIN_REPEATS:
+            return None
+        mean = sum(values) / len(values)
+        spread = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1) / len(values))
+        half = stats.t_quantile(0.975, len(values) - 1) * spread
+        return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+class RunHistory:
+    """The finished runs of each setup (prompt, settings, servers, mode), kept for one dashboard session."""
+
+    def __init__(self):
+        self._runs: dict[str, dict[str, list[tuple[float, float | None, bool]]]] = {}
+        self._lock = threading.Lock()
+
+    def record(self, key: str, figures: dict[str, PaneMetrics], cached: Iterable[str] = ()) -> None:
+        """One finished run: each pane's end-to-end and decode speedup; ``cached``: the panes whose
+        server reused cached work."""
+        cached = set(cached)
+        with self._lock:
+            runs = self._runs.setdefault(key, {})
+            for label, m in figures.items():
+                if m.speedup is not None:
+                    runs.setdefault(label, []).append((m.speedup, m.decode_speedup, label in cached))
+
+    def repeats(self, key: str, label: str) -> Repeats | None:
+        """A pane's runs of the setup ``key`` so far, None before the first."""
+        with self._lock:
+            runs = list(self._runs.get(key, {}).get(label, []))
+        if not runs:
+            return None
+        return Repeats(tuple(e for e, _, _ in runs), tuple(d for _, d, _ in runs if d is not None),
+                       sum(c for _, _, c in runs))
 
 
 @dataclass
@@ -102,6 +158,7 @@ class PaneView:
     freshness: Freshness | None = None  # whether its server saw the prompt before
     invalid_reason: str | None = None  # why a finished answer breaks the request's response format
     valid: bool | None = None  # whether it follows it (None: no format, or not finished)
+    repeats: Repeats | None = None  # this setup's finished runs of the same prompt, this one included
 
 
 def pane_metrics(chunks: list[Chunk], provenance: Provenance) -> PaneMetrics:
@@ -126,6 +183,17 @@ def pane_metrics(chunks: list[Chunk], provenance: Provenance) -> PaneMetrics:
         acceptance_rate=accepted / drafted if drafted else None,
         per_position=tuple(sum(1 for s in drafting if s.accepted > i) / len(drafting) for i in range(depth)),
     )
+
+
+def _decode_and_ttft(base: PaneMetrics, pane: PaneMetrics) -> dict:
+    """The decode speedup (TPOT ratio) and whether TTFT decides the end-to-end figure: its difference,
+    spread over the output tokens, outweighs the difference in decode time per token."""
+    if not (base.tpot_ms and pane.tpot_ms and base.tokens and pane.tokens):
+        return {}
+    ttft_gap = abs(base.ttft_ms / base.tokens - pane.ttft_ms / pane.tokens)
+    decode_gap = abs(base.tpot_ms * (base.tokens - 1) / base.tokens
+                     - pane.tpot_ms * (pane.tokens - 1) / pane.tokens)
+    return {"decode_speedup": base.tpot_ms / pane.tpot_ms, "ttft_decides": ttft_gap > decode_gap}
 
 
 def answer_problem(request: GenerationRequest, chunks: list[Chunk]) -> str | None:
@@ -289,20 +357,23 @@ class Pane:
         self.cold = before is not None and before.requests_finished == 0
         suffix = freshness.drafts_from_answers(self.spec.method, self.spec.speculative_config)
         if before is not None:
-            key = freshness.server_key(self.spec.url, before)
-            self._server = (key, before)
-            seen = freshness.PromptLog().seen(key, self.request.prompt, drafts_from_answers=suffix)
-            self.freshness = Freshness(seen_before=seen, drafts_from_answers=suffix)
+            self._server = (freshness.server_key(self.spec.url, before), before)
+            self.freshness = Freshness(drafts_from_answers=suffix)
 
     def _after(self, transport: httpx.BaseTransport | None) -> None:
-        """The prefix-cache share of this request's prompt, and the prompt logged for its server."""
+        """What the server reused: the prefix-cache hits of this request's prompt (/metrics before and
+        after), and for suffix decoding how much of the answer it had produced before; the answer is
+        then logged for its server."""
         after = self._snapshot(transport) if self._server is not None else None
         if after is None or self.freshness is None:
             return
         key, before = self._server
-        rate = metrics.prefix_cache_hit_rate(before, after)
-        self.freshness = replace(self.freshness, prefix_hit_rate=rate)
-        freshness.PromptLog().add(key, self.request.prompt)
+        answer = [i for c in self.snapshot() for i in c.token_ids]
+        log = freshness.AnswerLog()
+        overlap = freshness.answer_overlap(answer, log.answers(key)) if self.freshness.drafts_from_answers else None
+        self.freshness = replace(self.freshness, prefix_hit_rate=metrics.prefix_cache_hit_rate(before, after),
+                                 answer_overlap=overlap)
+        log.add(key, answer)
 
     def run(self, transport: httpx.BaseTransport | None = None) -> None:
         """Stream to the end; any failure becomes the pane's error, keeping what arrived."""
@@ -373,7 +444,7 @@ class Pane:
         pane.max_model_len = data.get("max_model_len")
         pane.token_texts = {int(k): v for k, v in (data.get("token_texts") or {}).items()}
         pane.cold = bool(data.get("cold"))
-        pane.freshness = Freshness(**data["freshness"]) if data.get("freshness") else None
+        pane.freshness = Freshness.from_dict(data["freshness"]) if data.get("freshness") else None
         for raw in data["chunks"]:
             raw = dict(raw)
             for key in ("token_ids", "texts", "logprobs"):
@@ -399,7 +470,9 @@ class LiveSession:
     replay_started: float | None = None
     created_at: float = field(default_factory=time.time)
     replay_started_wall: float | None = None
+    history: RunHistory | None = None  # where finished runs of the same setup add up to an interval
     _threads: list[threading.Thread] = field(default_factory=list)
+    _settled: threading.Event = field(default_factory=threading.Event)  # the run is over and in the history
     _changed: threading.Condition = field(default_factory=threading.Condition)
     _arrivals: int = 0       # chunks received (and panes finished) so far
     _shown: int = 0          # _arrivals at the last views()
@@ -435,9 +508,15 @@ class LiveSession:
         """Whether the speedups were raced on shared cores, so they measure contention."""
         return self.timing == "race" and len(self.shared) > 1
 
+    @property
+    def setup_key(self) -> str:
+        """What makes two runs repeats of one another: the request, the servers and the mode."""
+        return json.dumps({"request": asdict(self.panes[0].request), "mode": self.timing,
+                           "panes": [asdict(p.spec) for p in self.panes]}, sort_keys=True)
+
     @classmethod
     def create(cls, specs: list[PaneSpec], request: GenerationRequest, mode: str,
-               shared: Iterable[str] = ()) -> "LiveSession":
+               shared: Iterable[str] = (), history: RunHistory | None = None) -> "LiveSession":
         """A session of 2-6 panes on one request, the baseline's first; ConfigError on a bad mode,
         count or label. ``shared``: the labels ``shared_cores`` found. Operators only: an 'auto'
         method asks the URL."""
@@ -450,7 +529,7 @@ class LiveSession:
             raise ConfigError("Two panes have the same label; give each server its own name.")
         specs = [_resolve_method(s) for s in specs]
         specs = sorted(specs, key=lambda s: s.speculative)  # the baseline first, the rest as chosen
-        return cls([Pane(spec, request) for spec in specs], mode, tuple(shared))
+        return cls([Pane(spec, request) for spec in specs], mode, tuple(shared), history=history)
 
     def start(self, transports: dict[str, httpx.BaseTransport] | None = None) -> None:
         """Prepare every pane (warm-up, fresh-prompt check; all of them before any streams, so no
@@ -464,6 +543,17 @@ class LiveSession:
         thread.start()
 
     def _run(self, transports: dict[str, httpx.BaseTransport]) -> None:
+        try:
+            self._stream(transports)
+            if self.history is not None and not any(p.error for p in self.panes):
+                views = self._views(None)
+                self.history.record(self.setup_key, {v.spec.label: v.metrics for v in views},
+                                    cached=[v.spec.label for v in views if v.freshness and v.freshness.repeated])
+        finally:
+            self._settled.set()
+            self._arrived()  # a page waiting for a change draws the final panes, their repeats included
+
+    def _stream(self, transports: dict[str, httpx.BaseTransport]) -> None:
         def each(work: Callable[[Pane], None]) -> list[threading.Thread]:
             threads = [threading.Thread(target=work, args=(p,), daemon=True, name="specscope-live")
                        for p in self.panes]
@@ -489,8 +579,8 @@ class LiveSession:
 
     @property
     def finished(self) -> bool:
-        """Whether every pane has ended (done or failed)."""
-        return all(p.done for p in self.panes)
+        """Whether every pane has ended (done or failed) and the run was added to the history."""
+        return all(p.done for p in self.panes) and (not self._threads or self._settled.is_set())
 
     @property
     def replay_length_s(self) -> float:
@@ -521,6 +611,9 @@ class LiveSession:
             self.replaying(now)
             until = now - self.replay_started
         self._shown_until = until
+        return self._views(until)
+
+    def _views(self, until: float | None) -> list[PaneView]:
         views = []
         for pane in self.panes:
             chunks = pane.snapshot(until)
@@ -535,6 +628,9 @@ class LiveSession:
                                   freshness=pane.freshness, invalid_reason=invalid or None,
                                   valid=None if invalid is None else not invalid))
         self._compare(views)
+        if self.history is not None:
+            for view in views:
+                view.repeats = self.history.repeats(self.setup_key, view.spec.label) if view.done else None
         return views
 
     def _compare(self, views: list[PaneView]) -> None:
@@ -549,20 +645,21 @@ class LiveSession:
                 continue
             rate = view.metrics.tokens_per_s
             if rate and base_rate:
-                view.metrics = replace(view.metrics, speedup=rate / base_rate)
+                view.metrics = replace(view.metrics, speedup=rate / base_rate,
+                                       **_decode_and_ttft(baseline.metrics, view.metrics))
             if greedy and not baseline.error and not view.error:
                 view.lossless, view.divergence = compare_lossless(
                     base_ids, [t.id for t in view.provenance.tokens], baseline.done and view.done)
 
     def repeated(self) -> list[Pane]:
-        """The panes whose server had seen the prompt before (their figures read better than a new prompt's)."""
+        """The panes whose server reused cached work (their figures read better than a new prompt's)."""
         return [p for p in self.panes if p.freshness is not None and p.freshness.repeated]
 
     def restartable(self) -> list[str]:
         """The servers SpecScope launched (so can restart) under the repeated panes that draft from
         cached answers (suffix): a variant of the prompt does not make those fresh, a restart does."""
         states = [s for s in read_states() if not s.attached and procfs.alive(s.pid, s.pgid)]
-        urls = {_host_port(p.spec.url) for p in self.repeated() if p.freshness.drafts_from_answers}
+        urls = {_host_port(p.spec.url) for p in self.repeated() if p.freshness.cached_answer}
         return [s.name for s in states if _host_port(s.url) in urls]
 
     def fresh_request(self) -> GenerationRequest:

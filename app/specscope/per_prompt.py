@@ -251,8 +251,8 @@ def _report(db: Store, dimension: str, filters: dict | None, as_json: bool) -> s
 
 def _speedup_text(row) -> str:
     if row["method"] == BASELINE_METHOD:
-        return intervals.text(1.0, unit="x", why_none="baseline")
-    return intervals.text(row["speedup"], row["speedup_lo"], row["speedup_hi"], unit="x",
+        return intervals.text(1.0, unit=intervals.TIMES, why_none="baseline")
+    return intervals.text(row["speedup"], row["speedup_lo"], row["speedup_hi"], unit=intervals.TIMES,
                           why_none=_why_none(row))
 
 
@@ -282,7 +282,7 @@ def report_slower(db: Store, filters: dict | None = None, as_json: bool = False)
         "run": frame["run_id"], "cell": [_cell(r) for _, r in frame.iterrows()],
         "concurrency": frame["concurrency"], "prompt": frame["prompt_id"], "category": frame["category"],
         "prompt tokens": frame["prompt_tokens"],
-        "speedup": [intervals.text(r["speedup"], r["speedup_lo"], r["speedup_hi"], unit="x")
+        "speedup": [intervals.text(r["speedup"], r["speedup_lo"], r["speedup_hi"], unit=intervals.TIMES)
                     + (" tie (within noise)" if r["within_noise"] else "") for _, r in frame.iterrows()],
         "acceptance length": frame["acceptance_length"].round(2)})
     return ("Prompts slower than their run's baseline (request tok/s over the same prompt's baseline "

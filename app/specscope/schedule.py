@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from specscope import intervals
 from specscope.errors import ConfigError
 
 if TYPE_CHECKING:  # only for the annotation: launch imports this module, and needs no pandas
@@ -265,8 +266,9 @@ def advice(fit: FamilyFit, ks: Sequence[int] | None = None, max_batch: int = 256
                        "source": source + (f"; extrapolated past the measured concurrencies ({measured_text})"
                                            if outside else "")})
     config = None if advised.max_k == 0 else advised.speculative_config({"method": fit.keys["method"]})
-    zero_text = ("measured on a server drafting 0: " + ", ".join(f"{v:.3f}x at {c}" for c, v in sorted(zero.items()))
-                 if zero else "assumed 1.000x (as without speculation): no server drafting 0 was measured")
+    zero_text = ("measured on a server drafting 0: "
+                 + ", ".join(f"{intervals.times(v)} at {c}" for c, v in sorted(zero.items()))
+                 if zero else "assumed 1.000× (as without speculation): no server drafting 0 was measured")
     return {"family": fit.keys, "schedule": advised.text(), "speculative_config": config,
             "measured_batch_sizes": measured, "measured_concurrencies": concs, "ranges": ranges,
             "drafting_zero": zero_text, "versus_fixed": _versus_fixed(fit, points),

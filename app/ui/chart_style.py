@@ -44,7 +44,7 @@ def empty_figure(message: str, height: int = 300) -> go.Figure:
 def k_axis(title: str = "K (speculative tokens)") -> alt.X:
     """A Vega-Lite x axis of whole K over the measured range (field ``k``)."""
     return alt.X("k:Q", title=title, axis=alt.Axis(tickMinStep=1, format="d"),
-                 scale=alt.Scale(padding=VEGA_PAD, nice=False))
+                 scale=alt.Scale(padding=VEGA_PAD, nice=False, zero=False))  # from the smallest K, not 0
 
 
 def no_gain() -> alt.Chart:

@@ -7,9 +7,13 @@ it takes to draw one pane, and panes that received nothing are never resent. A c
 any widget stops the loop at the next arrival and reruns the page, which resumes it.
 
 Metrics sit in a grid that wraps inside the pane, so they stay in it however narrow it is;
-a pane's title wraps between words only. Badges say what a figure cannot: a repeated prompt
-(cached drafts or prefix cache), a cold start, a server being warmed up; and, for a prompt with a
-response format, whether the finished answer follows it.
+a pane's title wraps between words only. Badges say what a figure cannot: cached work the server
+reused (an answer suffix decoding had produced before, prefix-cache hits), a cold start, a server being
+warmed up; and, for a prompt with a response format, whether the finished answer follows it.
+
+The speedup reads end to end (tok/s, TTFT included) beside the decode speedup (TPOT ratio), with a
+note when TTFT decides the end-to-end figure; repeated runs of a prompt give an interval. Until a pane
+is done its figures are greyed and say "so far".
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from specscope import live, stream
+from specscope import intervals, live, stream
 from specscope.live import LiveSession, PaneView
 from ui.tokens import tokens_html
 
@@ -39,6 +43,7 @@ PANE_STYLE = """<style>
 .ss-metrics small,.ss-source small{color:#888}
 .ss-warn{color:#b26a00}
 .ss-source{cursor:help;text-decoration:underline dotted #8888}
+.ss-provisional b{color:#999;font-weight:normal;font-style:italic}
 </style>"""
 
 MODE_WORDS = {"race": "raced", "fair": "fair replay"}
@@ -50,6 +55,7 @@ METRIC_HELP = {
     "tok/s": "output tokens per second",
     "AL": "AL, acceptance length: tokens per engine step = accepted drafts per step + 1 (1 = no gain)",
     "acceptance": "share of drafted tokens the model accepted",
+    "decode": "decode speedup: the baseline pane's TPOT over this pane's (time to first token left out)",
 }
 METRIC_NAMES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL"}
 COLD_HELP = ("Its server had answered no request before this one, so the figures include its cold start "
@@ -63,19 +69,55 @@ def _duration(ms: float | None) -> str:
     return f"{ms:.1f} ms" if ms < 100 else f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
 
 
-def _speedup(value: str, timing: str, contention: bool) -> str:
-    title = f"tok/s against the baseline pane, measured in {'fair replay' if timing == 'fair' else 'a race'}"
+def _speedup(value: str, timing: str, contention: bool, final: bool, ttft: str = "") -> str:
+    """The end-to-end speedup cell; ``ttft``, when set, says why time to first token decides it."""
+    title = (f"end to end: tok/s against the baseline pane, time to first token included, measured in "
+             f"{'fair replay' if timing == 'fair' else 'a race'}")
     warn = ""
     if contention:
         title += ("; these servers share CPU cores, so a race speedup measures how they slow each other "
                   "down, not what speculation gains: use fair replay")
         warn = '<br><small class="ss-warn">contention</small>'
+    if ttft:
+        title += "; " + ttft
+        warn += '<br><small class="ss-warn" data-note="ttft">TTFT decides</small>'
+    name = f"{timing} speedup" if final else "speedup so far"
     return (f'<div data-metric="speedup" data-timing="{timing}" title="{html.escape(title, quote=True)}">'
-            f"<small>{timing} speedup</small><br><b>{html.escape(value)}</b>{warn}</div>")
+            f"<small>{name}</small><br><b>{html.escape(value)}</b>{warn}</div>")
+
+
+def _times(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}×"
+
+
+def _notes(view: PaneView) -> str:
+    """Below the grid of a finished speculative pane: the runs of this prompt so far (their interval
+    from ``live.MIN_REPEATS`` runs)."""
+    m, notes = view.metrics, []
+    if not (view.done and view.spec.speculative and m.speedup is not None):
+        return ""
+    repeats = view.repeats
+    if repeats is not None:
+        span, decode = repeats.interval(), repeats.interval(decode=True)
+        if span is None:
+            more = live.MIN_REPEATS - repeats.count
+            text = (f"{repeats.count} run of this prompt on these servers; {more} more "
+                    f"give{'s' if more == 1 else ''} an interval")
+            if repeats.count > 1:
+                text = text.replace(" run ", " runs ")
+        else:
+            text = (f"over {repeats.count} runs of this prompt: end to end "
+                    f"{intervals.text(*span, unit='×', digits=2)}"
+                    + (f" · decode {intervals.text(*decode, unit='×', digits=2)}" if decode else "")
+                    + (f" · {repeats.cached} of them drew on cached work (badged)" if repeats.cached else ""))
+        notes.append(f'<div class="ss-below" data-note="repeats" title="geometric mean and 95% interval over '
+                     f'the finished runs of the same prompt, servers and settings in this session">'
+                     f"<small>{html.escape(text)}</small></div>")
+    return "".join(notes)
 
 
 def _metrics(view: PaneView, timing: str, contention: bool) -> tuple[str, str]:
-    """The metric grid, and the per-position acceptance line (shown below the tokens)."""
+    """The metric grid (greyed while provisional), and the per-position acceptance line (below the tokens)."""
     m = view.metrics
     fmt = lambda v, spec, unit="": "–" if v is None else f"{v:{spec}}{unit}"  # noqa: E731
     cells = [("tokens", str(m.tokens)), ("ttft", _duration(m.ttft_ms)), ("tpot", _duration(m.tpot_ms)),
@@ -83,12 +125,20 @@ def _metrics(view: PaneView, timing: str, contention: bool) -> tuple[str, str]:
              ("AL", fmt(m.acceptance_length, ".2f")), ("acceptance", fmt(m.acceptance_rate, ".0%"))]
     grid = "".join(f'<div data-metric="{name}" title="{METRIC_HELP[name]}"><small>{METRIC_NAMES.get(name, name)}'
                    f"</small><br><b>{html.escape(value)}</b></div>" for name, value in cells)
-    grid += _speedup(fmt(m.speedup, ".3f", "×"), timing,  # the baseline is 1.000x however it was raced
-                     contention and m.speedup is not None and view.spec.speculative)
+    ttft = (f"time to first token decides the end-to-end figure (first token after {_duration(m.ttft_ms)}); "
+            f"decoding alone runs at {_times(m.decode_speedup)} the baseline's speed"
+            if view.done and m.ttft_decides and m.decode_speedup is not None else "")
+    grid += _speedup(_times(m.speedup), timing,  # the baseline is 1.00x however it was raced
+                     contention and m.speedup is not None and view.spec.speculative, view.done, ttft)
+    if view.spec.speculative:
+        grid += (f'<div data-metric="decode" title="{METRIC_HELP["decode"]}"><small>decode</small><br>'
+                 f"<b>{_times(m.decode_speedup)}</b></div>")
     positions = " · ".join(f"{i + 1}: {rate:.0%}" for i, rate in enumerate(m.per_position))
-    per_position = (f'<div class="ss-below" data-metric="per-position" title="share of drafting steps whose n-th draft token '
-                    f'was accepted"><small>accepted by draft position: {positions}</small></div>' if positions else "")
-    return f'<div class="ss-metrics">{grid}</div>', per_position
+    per_position = (f'<div class="ss-below" data-metric="per-position" title="share of drafting steps whose n-th '
+                    f'draft token was accepted"><small>accepted by draft position: {positions}</small></div>'
+                    if positions else "")
+    final = "" if view.done else ' ss-provisional" data-provisional="1'
+    return f'<div class="ss-metrics{final}">{grid}</div>', per_position
 
 
 def pane_html(view: PaneView, *, show_rejected: bool, spec_format: str | None = None,
@@ -121,7 +171,7 @@ def pane_html(view: PaneView, *, show_rejected: bool, spec_format: str | None = 
     return (f'<div data-pane="{html.escape(spec.label, quote=True)}"{t0}>'
             f'<div class="ss-title"><b>{_breakable(spec.label)}</b> '
             f"<small>{html.escape(spec.method)} · {phase} · {MODE_WORDS[timing]}</small> {badge}</div>"
-            f"{_badges(view)}{grid}{error}{tokens}{per_position}{source}</div>")
+            f"{_badges(view)}{grid}{_notes(view)}{error}{tokens}{per_position}{source}</div>")
 
 
 def _breakable(label: str) -> str:
@@ -133,7 +183,8 @@ def _badges(view: PaneView) -> str:
     """A repeated prompt and a cold start, each with what it does to the figures on hover."""
     badges = []
     if view.freshness is not None and view.freshness.badge:
-        badges.append(f'<span class="ss-badge ss-warn-badge" data-fresh="repeated" '
+        kind = "answer" if view.freshness.cached_answer else "prefix"
+        badges.append(f'<span class="ss-badge ss-warn-badge" data-fresh="{kind}" '
                       f'title="{html.escape(view.freshness.explanation, quote=True)}">⚠ {view.freshness.badge}</span>')
     if view.cold:
         badges.append(f'<span class="ss-badge ss-warn-badge" data-cold="1" title="{html.escape(COLD_HELP, quote=True)}">'

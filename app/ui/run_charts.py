@@ -17,12 +17,12 @@ def _setup(row) -> str:
     return html.escape(f"{row['method']} K={int(row['k'])} c={int(row['concurrency'])}{per_prompt.variant_label(row)}")
 
 
-def _bars(frame: pd.DataFrame, column: str, title: str, y_title: str) -> go.Figure:
+def _bars(frame: pd.DataFrame, column: str, title: str, y_title: str, source: str = "") -> go.Figure:
     fig = go.Figure()
     for _, group in frame.groupby(["method", "k", "concurrency", "variant"], sort=True):
         label = _setup(group.iloc[0])
         fig.add_bar(x=[html.escape(str(p)) for p in group["prompt_id"]], y=group[column], name=label,
-                    hovertemplate=f"{label}<br>prompt %{{x}}<br>{y_title} %{{y:.3f}}<extra></extra>")
+                    hovertemplate=f"{label}<br>prompt %{{x}}<br>{y_title} %{{y:.3f}}{source}<extra></extra>")
     fig.update_layout(title=title, barmode="group", xaxis_title="prompt", yaxis_title=y_title,
                       legend_title="cell", height=380, margin=dict(t=50, b=40))
     return fig
@@ -35,15 +35,17 @@ def per_prompt_acceptance(frame: pd.DataFrame) -> go.Figure:
         return empty_figure("No per-request acceptance: the servers did not report per-request SD metrics.",
                             height=260)
     formats = sorted(set(data.get("spec_decode_format", pd.Series(dtype=object)).dropna()))
-    source = f" (server per-request figures: {html.escape(', '.join(formats))})" if formats else ""
-    return _bars(data, "acceptance_rate", f"Acceptance rate per prompt{source}", "acceptance rate")
+    source = f"<br>from the server's {html.escape(', '.join(formats))}" if formats else ""  # the field, on hover
+    return _bars(data, "acceptance_rate", "Share of drafted tokens accepted, per prompt (as the server reported it)",
+                 "drafted tokens accepted", source)
 
 
 def per_prompt_speedup(frame: pd.DataFrame) -> go.Figure:
-    """Baseline E2EL / SD E2EL per prompt (same concurrency): above 1 the prompt gains."""
+    """Baseline E2EL / SD E2EL per prompt (same concurrency): above 1 the prompt gains (plain words on the chart)."""
     data = frame[(frame["method"] != "none") & frame["speedup"].notna()]
     if data.empty:
         return empty_figure("No per-prompt speedup yet: it needs the baseline (none) and an SD cell.", height=260)
-    fig = _bars(data, "speedup", "Speedup per prompt", "baseline E2EL / SD E2EL")
+    fig = _bars(data, "speedup", "Speedup per prompt (above 1: answered faster than without speculation)",
+                "times faster than the baseline")
     fig.add_hline(y=1.0, line_dash="dot", line_color="grey")
     return fig

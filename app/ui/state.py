@@ -6,7 +6,8 @@ One place, so two pages never pick the same key and a reader sees what a session
 from __future__ import annotations
 
 __all__ = ["LIVE_SESSION", "RUNS_UPLOADED", "RUNS_SET", "RUNS_CURRENT", "RUNS_VIEW", "RUNS_FOLLOWED",
-           "RUNS_FINISHED_SEEN", "ACCESS_PROVEN", "ACCESS_REFUSED"]
+           "RUNS_FINISHED_SEEN", "ACCESS_PROVEN", "ACCESS_REFUSED",
+           "ACCESS_PASS", "ACCESS_POST", "ACCESS_LEFT", "LIVE_HISTORY"]
 
 LIVE_SESSION = "live_session"              # the Live page's LiveSession (running, finished or loaded)
 RUNS_UPLOADED = "runs_uploaded"            # sha256 of the prompt set uploaded last
@@ -17,3 +18,7 @@ RUNS_FOLLOWED = "runs_followed"            # the run id the results already swit
 RUNS_FINISHED_SEEN = "runs_finished_seen"  # run ids whose end already refreshed the page
 ACCESS_PROVEN = "access_proven"            # sha256 of the operator token this session gave (ui.access)
 ACCESS_REFUSED = "access_refused"          # the last token this session gave was wrong
+ACCESS_PASS = "access_pass"                # the operator pass this session handed its browser (ui.access)
+ACCESS_POST = "access_post"                # (path, body) the page still has to POST: claim or clear the pass
+ACCESS_LEFT = "access_left"                # the pass cookie this session gave back on leaving operator mode
+LIVE_HISTORY = "live_history"              # the Live page's finished runs, for repeated-run intervals

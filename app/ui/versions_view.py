@@ -89,7 +89,7 @@ def section(filters: dict) -> None:
     changed = found[found["verdict"] == versions.CHANGED]
     count = f"{found['setup'].nunique()} setup(s) measured on several vLLM versions"
     if changed.empty:
-        st.info(f"{count}: no version changed a speedup beyond noise.", icon="ℹ️")
+        st.info(f"{count}: no version changed a speedup beyond noise.", icon=":material/info:")
     else:
         st.warning(f"{count}: {changed['setup'].nunique()} of them changed speed between two versions "
                    "(95% intervals apart).", icon="⚠️")
@@ -108,7 +108,7 @@ def section(filters: dict) -> None:
             if change["verdict"] == versions.CHANGED:
                 st.warning(text, icon="⚠️")
             else:
-                st.info(text, icon="ℹ️")
+                st.info(text, icon=":material/info:")
         folded = frame[(frame["setup"] == setup) & (frame["runs"] > 1)]
         if not folded.empty:  # each run's figure behind a folded one (expanders do not nest)
             keys = [*versions.SAME_SETUP, "concurrency", "k", *versions.VERSION_KEYS]

@@ -120,6 +120,7 @@ if top is not None:
                    delta=f"{intervals.bounds(top['speedup_lo'], top['speedup_hi'])} 95% interval over repeats"
                    if bounded else intervals.ONE_RUN,
                    delta_color="off", delta_arrow="off", help=explore.point_label(top))
+    cols[2].caption(f"on {top['hardware']} · {str(top['model']).rsplit('/', 1)[-1]}")  # the rows span hardware
     cols[3].metric("Slower than baseline", f"{counts['slower']} of {counts['setups']}",
                    help="Speculative setups whose best K is below 1× (slower than the baseline) at one "
                         "or more of their measured operating points.")
@@ -230,8 +231,8 @@ def _schedule_section(curves: pd.DataFrame) -> None:
                                    key="explorer_schedule_setup")
     for found in cache.built("schedule_verdicts", lambda: verdict.verdicts(curves), curves):
         if found.setup == scheduled_setup:
-            (st.success if found.deploy_schedule else st.info)(found.sentence(), icon="✅" if found.deploy_schedule
-                                                                else "ℹ️")
+            icon = ":material/check_circle:" if found.deploy_schedule else ":material/info:"  # no emoji font needed
+            (st.success if found.deploy_schedule else st.info)(found.sentence(), icon=icon)
             st.caption("The speculative_config to deploy (add the method's own options, e.g. ngram's lookup sizes):")
             st.code(json.dumps(found.speculative_config()), language="json", wrap_lines=True)
     drawn = st.expander("The schedule and each fixed K: speedup vs concurrency", key="explorer_schedule_open",

@@ -2,8 +2,9 @@
 
 Start (and Save, Replay) sit at the top, the panes right below them, then recordings and the
 settings, which fold away once a comparison runs: the streaming is the first thing on screen.
-Panes whose server saw the prompt before are badged, and the page offers a fresh comparison:
-a variant of the prompt (no prefix cache holds it), or a restart of the suffix servers."""
+Panes whose server reused cached work (an answer suffix decoding produced before, prefix-cache hits) are
+badged, and the page offers a fresh comparison: a variant of the prompt (no prefix cache holds it), or a
+restart of the suffix servers. Runs of the same prompt on the same servers add up to an interval."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ st.title("Live")
 st.caption("Each token coloured by where it came from: accepted draft (underlined), the target's own "
            "token (bonus in bold, correction plain), rejected drafts (struck through). TTFT: time to first "
            "token · TPOT: time per output token after the first · ITL: mean gap between arrivals · AL: "
-           "acceptance length, tokens per step (1 = no gain) · speedup: tok/s over the baseline pane's. Hover "
+           "acceptance length, tokens per step (1 = no gain) · speedup: tok/s over the baseline pane's · decode: "
+           "its TPOT ratio. Grey: so far. Hover "
            "a figure for more. Servers are warmed up before their first run; nothing of the warm-up is shown.")
 start, save, replay_again, _ = st.columns([0.8, 1.4, 0.9, 4])
 start_clicked = is_operator() and start.button("Start", type="primary", key="live_start")  # viewers: recordings
@@ -111,7 +113,8 @@ with settings:
 
 
 def _start(specs: list[live.PaneSpec], request: GenerationRequest) -> None:
-    session = live.LiveSession.create(specs, request, mode, shared=live.shared_cores(specs))
+    history = st.session_state.setdefault(state.LIVE_HISTORY, live.RunHistory())  # repeats give an interval
+    session = live.LiveSession.create(specs, request, mode, shared=live.shared_cores(specs), history=history)
     session.start()
     st.session_state[state.LIVE_SESSION] = session
 
@@ -140,13 +143,17 @@ def _finished_controls(session: live.LiveSession) -> None:
 def _offer_fresh(session: live.LiveSession) -> None:
     """Say which panes repeat a prompt, and offer the comparison again on a fresh one."""
     repeated = session.repeated()
-    labels = ", ".join(p.spec.label for p in repeated)
     restart = session.restartable()
     with board:
-        st.warning(f"{labels}: {'its server' if len(repeated) == 1 else 'their servers'} saw this prompt before, "
-                   "so cached work flatters the figures (hover the badges). For a fair comparison, run a variant "
-                   "of the prompt" + (", or restart the suffix servers (their cache holds the answer)."
-                                      if restart else "."))
+        answers = ", ".join(p.spec.label for p in repeated if p.freshness.cached_answer)
+        prefix = ", ".join(p.spec.label for p in repeated if not p.freshness.cached_answer)
+        said = ([f"{answers} drafted from answers its server produced before (suffix decoding caches answers, "
+                 "whatever the prompt's wording)"] if answers else []) \
+            + ([f"{prefix} took most of the prompt from the prefix cache"] if prefix else [])
+        fix = "restart the suffix servers" + (" or run a variant of the prompt" if prefix else "") if restart \
+            else "run a variant of the prompt"
+        st.warning(f"{'; '.join(said)}: cached work flatters the figures (hover the badges). "
+                   f"For a fair comparison, {fix}.")
         left, right, _ = st.columns([1, 2.4, 1.6])
         specs = [p.spec for p in session.panes]
         if left.button("Run a prompt variant", key="live_variant"):

@@ -30,7 +30,9 @@ def prompt_set_section() -> tuple[prompts.PromptSet, Path]:
     upload = st.file_uploader(
         f"Upload a prompt set (JSONL with prompt/messages, CSV, TXT, ShareGPT JSON; at most "
         f"{prompts.MAX_BYTES // 2**20} MB and {prompts.MAX_PROMPTS:,} prompts)",
-        type=[ext.lstrip(".") for ext in prompts.FORMATS], key="runs_upload")
+        key="runs_upload", max_upload_size=prompts.MAX_BYTES // 2**20)  # the drop zone states the library's cap
+    # any type is taken: a file of the wrong type gets the library's one sentence and replaces the last file's
+    # problems (a type the browser refused left the last file, and its problems, in place without a word)
     if upload is not None:
         found = prompts.problems(upload.getvalue(), upload.name)
         if found:
@@ -208,9 +210,9 @@ def _hygiene(cells: pd.DataFrame) -> None:
     failed_checks = {check_id: n for check_id, n in counts.items() if n}
     if failed_checks:
         st.warning("Hygiene: " + " · ".join(f"⚠ {hygiene.CHECKS[c].title} ({n} cell{'s' if n > 1 else ''})"
-                                            for c, n in failed_checks.items()), icon="🧪")
+                                            for c, n in failed_checks.items()), icon=":material/science:")
     else:
-        st.success("Hygiene: every check passed.", icon="🧪")
+        st.success("Hygiene: every check passed.", icon=":material/science:")
     with st.expander("What the hygiene checks mean"):
         for check_id, check in hygiene.CHECKS.items():
             mark = f"⚠ failed in {counts[check_id]} cells" if counts[check_id] else "✓ passed"

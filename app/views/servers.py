@@ -88,16 +88,36 @@ else:
             "servers is for operators (the sidebar's Operator token).")
 
 REFRESH_SECONDS = 5
+TABLE_COLUMNS = {  # the URL whole; the acceptance columns say that warm-up requests count
+    "url": st.column_config.TextColumn("url", width="medium"),
+    "acceptance rate": st.column_config.TextColumn(
+        "acceptance rate", help="accepted / drafted tokens since the server started, warm-up requests included"),
+    "mean acceptance length": st.column_config.TextColumn(
+        "mean acceptance length", help="1 + accepted / drafts since the server started, warm-up requests included"),
+}
+NUMBER_FORMATS = {"acceptance rate": "{:.3f}", "mean acceptance length": "{:.2f}", "K": "{:.0f}", "drafts": "{:.0f}",
+                  "requests answered": "{:.0f}", "running now": "{:.0f}", "pid": "{:.0f}", "RSS MiB": "{:.0f}"}
+
+
+def _shown(rows: list[dict]) -> pd.DataFrame:
+    """The table as text: numbers in their format, "–" where a value is missing."""
+    frame = pd.DataFrame(rows)
+    for column in frame.columns:
+        spec = NUMBER_FORMATS.get(column, "{}")
+        frame[column] = ["–" if v is None or (not isinstance(v, str) and pd.isna(v)) else spec.format(v)
+                         for v in frame[column]]
+    return frame
 CONFIRM = "servers_confirm_stop"  # name of the server whose Stop waits for a confirmation
 
 
 def _row(s: launch.ServerStatus) -> dict:
     counters = metrics.server_columns(s.state.url) if s.status == "healthy" else {}
-    return {"name": s.state.name, "status": s.status, "preset": s.state.preset, "method": s.state.method,
+    return {"name": s.state.name, "status": s.status, "url": s.state.url, "preset": s.state.preset,
+            "method": s.state.method,
             "K": s.state.k, "K schedule": schedule.of_config(s.state.speculative_config), "acceptance rate": counters.get("acceptance rate"),
             "mean acceptance length": counters.get("acceptance length"), "drafts": counters.get("drafts"),
             "requests answered": counters.get("requests"), "running now": counters.get("running"),
-            "url": s.state.url, "pid": s.state.pid, "model": s.state.model,
+            "pid": s.state.pid, "model": s.state.model,
             "RSS MiB": round(s.rss_bytes / 2**20) if s.rss_bytes else None,
             "vLLM": s.state.vllm_version, "started": s.state.started_at[:19], "started by": s.state.started_by}
 
@@ -151,13 +171,11 @@ def known_servers() -> None:
         st.info("No servers yet. Start one above, attach one, or run `specscope demo`.")
         return
     st.caption(f"Acceptance rate = accepted / drafted tokens, mean acceptance length = 1 + accepted / "
-               f"drafts, both since the server started (from its /metrics); refreshed every "
-               f"{REFRESH_SECONDS} s.")
-    # "–" where a figure does not apply (no K, not speculating, attached: no pid), never "None"
-    st.dataframe(pd.DataFrame(rows).style.format(
-        {"acceptance rate": "{:.3f}", "mean acceptance length": "{:.2f}", "K": "{:.0f}", "drafts": "{:.0f}",
-         "requests answered": "{:.0f}", "running now": "{:.0f}", "pid": "{:.0f}", "RSS MiB": "{:.0f}"},
-        na_rep="–"), hide_index=True, key="servers_table")
+               f"drafts, both over every request since the server started, its warm-up requests included "
+               f"(from its /metrics); refreshed every {REFRESH_SECONDS} s.")
+    # "–" where a figure does not apply (no K, not speculating, attached: no pid), never "None": the grid
+    # draws a missing value as "None" whatever a Styler says, so the cells are text
+    st.dataframe(_shown(rows), hide_index=True, key="servers_table", column_config=TABLE_COLUMNS)
     may_operate = is_operator()
     for s, row in zip(servers, rows):
         with st.expander(f"{s.state.name} · {s.status}", expanded=st.session_state.get(CONFIRM) == s.state.name):

@@ -90,4 +90,4 @@ def test_the_cli_gives_the_same_figures(run, capsys):
     assert [r["speedup"] for r in printed] == pytest.approx(frame["speedup"].tolist())
     assert main(["speedup", "--by", "prompt_length", "--run-id", run_id]) == 0
     text = capsys.readouterr().out
-    assert "1.000x (baseline)" in text and "<64" in text  # the chat prompts are the short ones
+    assert "1.000× (baseline)" in text and "<64" in text  # the chat prompts are the short ones

@@ -226,3 +226,18 @@ def test_dashboards_starting_at_once_share_one_token(specscope_home):
     with ThreadPoolExecutor(8) as pool:
         made = set(pool.map(lambda _: access.token(), range(32)))
     assert made == {access.token()} and not list(specscope_home.glob(".operator-token.*"))
+
+
+def test_an_operator_pass_is_signed_with_the_token_and_ends_with_rotation_or_revocation(specscope_home):
+    value = access.issue_pass()
+    assert access.pass_valid(value) and access.token() not in value
+    assert not access.pass_valid(value[:-1] + ("0" if value[-1] != "0" else "1"))  # forged signature
+    assert not access.pass_valid("") and not access.pass_valid(None) and not access.pass_valid("no-dot")
+    nonce = access.offer(value)
+    assert access.claim(nonce) == value and access.claim(nonce) is None  # once only
+    assert access.claim("unknown") is None
+    other = access.issue_pass()
+    access.revoke(other)
+    assert not access.pass_valid(other) and access.pass_valid(value)
+    access.rotate()
+    assert not access.pass_valid(value)  # every pass signed with the old token is void

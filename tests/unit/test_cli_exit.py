@@ -57,3 +57,10 @@ def test_a_file_needing_a_column_map_exits_1_with_its_message_every_time(tmp_pat
         assert done.stderr.startswith("specscope: foreign.parquet fits no known results format")
         assert done.stderr.count("\n") == 1 and "terminate called" not in done.stderr
     assert not (tmp_path / "home" / "results").exists() or not any((tmp_path / "home" / "results").iterdir())
+
+
+def test_help_reads_as_plain_text():
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "app")}
+    shown = subprocess.run([sys.executable, "-c", SCRIPT, "--help"], capture_output=True, text=True, env=env,
+                           timeout=120)
+    assert shown.returncode == 0 and "specscope" in shown.stdout and "``" not in shown.stdout

@@ -1,11 +1,11 @@
-"""Fresh prompts on Live: a server process's identity from /metrics, the prompts it saw, variants, badges."""
+"""Fresh prompts on Live: a server process's identity from /metrics, the answers it produced, variants, badges."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from specscope import freshness, metrics
-from specscope.freshness import Freshness, PromptLog
+from specscope.freshness import AnswerLog, Freshness
 from specscope.launch import registry
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
@@ -21,33 +21,48 @@ def test_a_server_is_its_url_and_start_time_so_a_restart_starts_a_clean_log(spec
     key = freshness.server_key("http://127.0.0.1:8001/", before)
     assert key.startswith("http://127.0.0.1:8001@1795316258")
     assert freshness.server_key("http://127.0.0.1:8001", None) == "http://127.0.0.1:8001"
-    log = PromptLog()
-    assert not log.seen(key, "Rewrite this function.")
-    log.add(key, "Rewrite this function.")
-    assert log.seen(key, "Rewrite this function.") and not log.seen(key, "Another prompt.")
-    assert not log.seen("http://127.0.0.1:8001@1795399999", "Rewrite this function.")  # restarted
+    log = AnswerLog()
+    assert log.answers(key) == []
+    log.add(key, [1, 2, 3])
+    assert log.answers(key) == [[1, 2, 3]]
+    assert log.answers("http://127.0.0.1:8001@1795399999") == []  # restarted: nothing cached
     assert registry.read_states() == []  # the log is no server state file
 
 
-def test_a_variant_is_new_to_the_prefix_cache_but_not_to_suffix_decoding(specscope_home):
+def test_a_variant_changes_the_first_tokens():
     prompt = "Rewrite this function."
     first = freshness.variant(prompt)
     assert first == "(variant 1) Rewrite this function." and freshness.variant(first) == "(variant 2) " + prompt
     assert freshness.base_prompt(freshness.variant(first)) == prompt
-    log = PromptLog()
-    log.add("s", prompt)
-    assert not log.seen("s", first)                              # its first tokens are new
-    assert log.seen("s", first, drafts_from_answers=True)        # its answer is the cached one
 
 
-def test_badges_say_which_cache_flatters_the_pane():
-    assert Freshness(seen_before=False, prefix_hit_rate=0.1).badge is None
-    prefix = Freshness(seen_before=False, prefix_hit_rate=0.9)
-    assert prefix.badge == "repeated prompt: prefix cache" and "90%" in prefix.explanation
-    suffix = Freshness(seen_before=True, drafts_from_answers=True)
-    assert suffix.badge == "repeated prompt: cached drafts" and "restart" in suffix.explanation
+def test_answer_overlap_counts_runs_an_earlier_answer_holds():
+    earlier = [list(range(100, 140))]
+    assert freshness.answer_overlap(list(range(100, 140)), earlier) == 1.0     # the same answer
+    assert freshness.answer_overlap(list(range(0, 40)), earlier) == 0.0        # a new one
+    half = list(range(100, 120)) + list(range(0, 20))                          # half of it repeats
+    assert freshness.answer_overlap(half, earlier) == 0.5
+    scattered = [100, 0, 101, 1, 102, 2, 103, 3, 104, 4]                       # shared tokens, no runs
+    assert freshness.answer_overlap(scattered, earlier) == 0.0
+    assert freshness.answer_overlap([100, 101, 102], earlier) == 1.0          # shorter than a run: whole
+    assert freshness.answer_overlap([], earlier) is None
+
+
+def test_badges_follow_what_the_server_reused():
+    assert Freshness(prefix_hit_rate=0.1).badge is None
+    cold = Freshness(prefix_hit_rate=0.0)
+    assert cold.badge is None and "0% of its prompt tokens" in cold.explanation  # no badge without hits
+    prefix = Freshness(prefix_hit_rate=0.9)
+    assert prefix.badge == "prefix cache hit" and "90%" in prefix.explanation
+    suffix = Freshness(drafts_from_answers=True, answer_overlap=0.97, prefix_hit_rate=0.0)
+    assert suffix.badge == "repeated answer: cached drafts" and "restart" in suffix.explanation
+    assert "97% of this answer" in suffix.explanation
+    assert Freshness(drafts_from_answers=True, answer_overlap=0.2).badge is None
+    assert Freshness(drafts_from_answers=False, answer_overlap=1.0).badge is None  # only suffix drafts from answers
     rate = metrics.prefix_cache_hit_rate(snapshot("metrics_prefix_hit_before.txt"),
                                          snapshot("metrics_prefix_hit_after.txt"))
-    assert Freshness(seen_before=False, prefix_hit_rate=rate).repeated == (rate > 0.5)
+    assert Freshness(prefix_hit_rate=rate).repeated == (rate > 0.5)
     assert freshness.drafts_from_answers("speculative", {"method": "suffix"})
     assert not freshness.drafts_from_answers("ngram", None)
+    old = {"seen_before": True, "prefix_hit_rate": 0.2, "drafts_from_answers": False}  # an older recording
+    assert Freshness.from_dict(old) == Freshness(prefix_hit_rate=0.2)

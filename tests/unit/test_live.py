@@ -12,7 +12,7 @@ import pytest
 
 from specscope import live, steps
 from specscope.errors import ConfigError, InputError
-from specscope.stream import GenerationRequest
+from specscope.stream import Chunk, GenerationRequest
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 NGRAM = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
@@ -152,22 +152,56 @@ def test_sessions_refuse_bad_setups(specs, mode, message):
         live.LiveSession.create(specs, REQUEST, mode)
 
 
-def test_a_pane_learns_whether_its_server_saw_the_prompt(specscope_home, metrics_url):
-    """/metrics of a real ngram server (two requests answered: warm, so no warm-up is sent)."""
-    spec = live.PaneSpec("ngram", metrics_url, "ngram", NGRAM)
-    pane = live.Pane(spec, REQUEST)
+def _answered(spec, request, answer):
+    pane = live.Pane(spec, request)
     pane.prepare()
-    assert not pane.cold and not pane.warming
-    assert pane.freshness is not None and not pane.freshness.repeated
-    pane._after(None)  # the request went out: the prompt is logged for this server process
-    again = live.Pane(spec, REQUEST)
-    again.prepare()
-    assert again.freshness.seen_before and again.freshness.badge == "repeated prompt: prefix cache"
-    suffix = live.Pane(live.PaneSpec("suffix", metrics_url, "suffix"), REQUEST)
-    suffix.prepare()
-    assert suffix.freshness.badge == "repeated prompt: cached drafts"
-    recorded = live.Pane.from_dict(again.to_dict())
-    assert recorded.freshness == again.freshness and recorded.cold is False
+    pane.chunks = [Chunk(arrival_s=0.1 * (i + 1), token_ids=(t,), texts=(str(t),)) for i, t in enumerate(answer)]
+    pane._after(None)
+    return pane
+
+
+def test_suffix_badges_follow_the_answers_its_server_produced(specscope_home, metrics_url):
+    """/metrics of a real server (two requests answered: warm, so no warm-up is sent); its counters stand
+    still here, so no prefix-cache hit is seen and only the answers decide."""
+    answer = list(range(500, 530))
+    suffix = live.PaneSpec("suffix", metrics_url, "suffix")
+    first = _answered(suffix, REQUEST, answer)
+    assert not first.cold and not first.warming
+    assert first.freshness is not None and first.freshness.answer_overlap == 0.0 and not first.freshness.repeated
+    reworded = _answered(suffix, GenerationRequest(prompt="q, in other words", max_tokens=64), answer)
+    assert reworded.freshness.badge == "repeated answer: cached drafts"  # a new prompt, the same answer
+    assert reworded.freshness.answer_overlap == 1.0
+    new = _answered(suffix, REQUEST, list(range(600, 630)))
+    assert new.freshness.badge is None  # the same prompt, a new answer: nothing cached to draft from
+    ngram = _answered(live.PaneSpec("ngram", metrics_url, "ngram", NGRAM), REQUEST, answer)
+    assert ngram.freshness.badge is None and ngram.freshness.answer_overlap is None  # ngram caches no answers
+    recorded = live.Pane.from_dict(reworded.to_dict())
+    assert recorded.freshness == reworded.freshness and recorded.cold is False
+
+
+def test_decode_speed_is_apart_from_ttft_which_may_decide_the_end_to_end_figure():
+    """A 27-token answer: TPOT twice as good as the baseline's, but a slow first token."""
+    base = live.PaneMetrics(tokens=27, ttft_ms=100.0, tpot_ms=20.0)
+    slow_start = live.PaneMetrics(tokens=27, ttft_ms=400.0, tpot_ms=10.0)
+    figures = live._decode_and_ttft(base, slow_start)
+    assert figures["decode_speedup"] == pytest.approx(2.0) and figures["ttft_decides"]
+    quick_start = live.PaneMetrics(tokens=27, ttft_ms=110.0, tpot_ms=10.0)
+    assert not live._decode_and_ttft(base, quick_start)["ttft_decides"]  # decoding decides
+    assert live._decode_and_ttft(base, live.PaneMetrics(tokens=1, ttft_ms=90.0)) == {}  # one token: no TPOT
+
+
+def test_repeated_runs_of_a_setup_give_an_interval_that_stays_above_zero():
+    history = live.RunHistory()
+    for speedup, decode in [(1.12, 2.0), (0.86, 2.1), (1.35, 1.9)]:
+        assert (history.repeats("k", "ngram") is None or history.repeats("k", "ngram").interval() is None)
+        history.record("k", {"ngram": live.PaneMetrics(speedup=speedup, decode_speedup=decode),
+                             "none": live.PaneMetrics(speedup=1.0)}, cached=["ngram"] if speedup > 1.3 else [])
+    repeats = history.repeats("k", "ngram")
+    mean, low, high = repeats.interval()
+    assert repeats.count == 3 and 0 < low < 0.86 and 1.35 < high and low < mean < high and repeats.cached == 1
+    d_mean, d_low, d_high = repeats.interval(decode=True)
+    assert 1.9 < d_mean < 2.1 and d_low < 1.9 and d_high > 2.1
+    assert history.repeats("other", "ngram") is None
 
 
 def test_the_baseline_pane_comes_first_and_reads_one():
@@ -194,3 +228,16 @@ def test_a_recording_of_gpu_servers_replays_with_its_provenance():
     assert accepted >= 40 and eagle.provenance.estimated  # vLLM 0.24.0 reports no per-request acceptance
     assert 1.5 < eagle.metrics.speedup < 2.5 and eagle.metrics.tpot_ms < base.metrics.tpot_ms
     assert eagle.lossless is False  # synthetic acceptance keeps drafts the target would not have made
+
+
+def test_a_finished_session_is_already_in_its_history():
+    """The page draws a session's final panes once ``finished``: by then its run is in the history."""
+    specs = [live.PaneSpec("ngram", "http://ngram", "ngram", NGRAM), live.PaneSpec("baseline", "http://base", "none")]
+    history = live.RunHistory()
+    for count in (1, 2):
+        run = live.LiveSession.create(specs, REQUEST, "race", history=history)
+        run.start({"baseline": server("none_completion.sse"), "ngram": server("ngram_completion.sse")})
+        while not run.finished:
+            run.wait_for_change(1.0)
+        ngram = next(v for v in run.views() if v.spec.label == "ngram")
+        assert ngram.repeats is not None and ngram.repeats.count == count

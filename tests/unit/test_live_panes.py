@@ -95,3 +95,31 @@ def test_a_pane_says_whether_its_answer_follows_the_response_format_escaped():
     badge = [a for t, a in invalid.tags if a.get("data-valid") == "fail"]
     assert badge and badge[0]["title"] == reason and "<b>" not in [t for t, a in invalid.tags]
     assert f"invalid: {reason}" in invalid.text
+
+
+def test_figures_are_provisional_until_done_then_decode_apart_from_ttft_and_repeats_give_an_interval():
+    session = live.load_recording(CAPTURES / "live_4panes.json")
+    session.views(now=0.0)
+    midway = session.views(now=session.replay_started + session.replay_length_s / 2)
+    for view in midway:
+        tags = parsed(pane_html(view, show_rejected=True))
+        grid = next(a for t, a in tags.tags if "ss-metrics" in a.get("class", ""))
+        assert "ss-provisional" in grid["class"] and grid.get("data-provisional") == "1", view.spec.label
+        assert "speedup so far" in tags.text
+    done = [v for v in session.views(now=1e9) if v.spec.speculative]
+    view = done[0]
+    tags = parsed(pane_html(view, show_rejected=True, timing="fair"))
+    assert not any(a.get("data-provisional") for _, a in tags.tags) and "fair speedup" in tags.text
+    assert any(a.get("data-metric") == "decode" for _, a in tags.tags)
+    slow_start = replace(view, metrics=replace(view.metrics, speedup=0.9, decode_speedup=2.0, ttft_decides=True))
+    tags = parsed(pane_html(slow_start, show_rejected=True))
+    assert "TTFT decides" in tags.text
+    cell = next(a for _, a in tags.tags if a.get("data-metric") == "speedup")
+    assert "time to first token decides the end-to-end figure" in cell["title"] and "2.00×" in cell["title"]
+    one = replace(view, repeats=live.Repeats((1.1,), (2.0,)))
+    assert "1 run of this prompt on these servers; 2 more give an interval" in parsed(
+        pane_html(one, show_rejected=True)).text
+    three = replace(view, repeats=live.Repeats((1.12, 0.86, 1.35), (2.0, 2.1, 1.9), cached=2))
+    text = parsed(pane_html(three, show_rejected=True)).text
+    assert "over 3 runs of this prompt: end to end 1.09× [" in text and "decode 2.00× [" in text
+    assert "2 of them drew on cached work" in text

@@ -3,6 +3,7 @@
 import pandas as pd
 
 from ui import run_charts, run_table
+from ui.chart_style import k_axis
 
 FRAME = pd.DataFrame([
     {"method": "ngram", "k": 4, "concurrency": 1, "variant": "", "prompt_id": "<b>p1</b>", "acceptance_rate": 0.4,
@@ -16,9 +17,16 @@ FRAME = pd.DataFrame([
 
 def test_per_prompt_acceptance_names_the_per_request_format_and_escapes_prompt_ids():
     fig = run_charts.per_prompt_acceptance(FRAME)
-    assert "metrics.speculative_decoding" in fig.layout.title.text
+    assert "metrics.speculative_decoding" not in fig.layout.title.text  # a plain title, the field on hover
+    assert "as the server reported it" in fig.layout.title.text and len(fig.layout.title.text) < 80
+    assert "metrics.speculative_decoding" in fig.data[0].hovertemplate
     assert list(fig.data[0].x) == ["&lt;b&gt;p1&lt;/b&gt;"]
     assert [trace.name for trace in fig.data] == ["ngram K=4 c=1", "ngram K=4 c=1 vLLM 0.31.0"]  # one trace a variant
+
+
+def test_per_prompt_speedup_speaks_plainly():
+    fig = run_charts.per_prompt_speedup(FRAME)
+    assert "E2EL" not in fig.layout.yaxis.title.text and "faster" in fig.layout.yaxis.title.text
 
 
 def test_without_per_request_figures_the_chart_says_so():
@@ -50,3 +58,7 @@ def test_table_text_for_repeats_single_runs_and_unbounded_speedups():
                                         "⚠ Too few requests for an interval", "–"]
     counts = run_table.hygiene_counts(cells)
     assert counts["few_requests"] == 2 and counts["waves"] == 1 and counts["lossless"] == 0
+
+
+def test_the_k_axis_starts_at_the_smallest_k_not_zero():
+    assert k_axis().to_dict()["scale"]["zero"] is False

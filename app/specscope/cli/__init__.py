@@ -1,4 +1,4 @@
-"""The ``specscope`` command.
+"""The specscope command: see and measure speculative decoding on vLLM.
 
 Each submodule of this package adds its subcommands through ``register(subparsers)``
 and handles them in the function it sets as ``func``. Errors a user can cause are

@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from specscope import advisor, calibrate, prompts, sweep
+from specscope import advisor, calibrate, intervals, prompts, sweep
 from specscope.cli.bench import _ints, run
 from specscope.errors import InputError
 from specscope.store import Store
@@ -46,12 +46,12 @@ def _report(frame, found: list[calibrate.Calibration], alpha: float, as_json: bo
         print(f"    a drafter accepting each position with α={alpha:g} (predicted; * = K and concurrency calibrated):")
         for row in entry["what_if"]["rows"]:
             mark = "*" if row["measured_cost"] else " "
-            print(f"      c={row['concurrency']:g} K={row['k']}{mark} {row['speedup']:.3f}x")
+            print(f"      c={row['concurrency']:g} K={row['k']}{mark} {intervals.times(row['speedup'])}")
         if "prompt_set" in entry:
             print(f"    with the acceptance measured on {advisor.family_label(entry['prompt_set']['family'])} "
                   "(predicted):")
             for row in entry["prompt_set"]["rows"]:
-                print(f"      c={row['concurrency']:g} K={row['k']} {row['predicted']:.3f}x")
+                print(f"      c={row['concurrency']:g} K={row['k']} {intervals.times(row['predicted'])}")
 
 
 def _calibrate(args: argparse.Namespace) -> int:

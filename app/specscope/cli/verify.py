@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from specscope import explore, verdict
+from specscope import explore, intervals, verdict
 from specscope.store import Store
 
 __all__ = ["register"]
@@ -31,8 +31,9 @@ def _verify(args: argparse.Namespace) -> int:
     for v in found:
         print(f"{v.setup}\n  {v.sentence()}")
         for c in v.comparisons:
-            print(f"  concurrency {c.concurrency:>4}: schedule {c.scheduled:.3f}x, K={v.fixed_k} {c.fixed:.3f}x "
-                  f"({c.outcome}), best fixed K={c.best_k} {c.best:.3f}x")
+            print(f"  concurrency {c.concurrency:>4}: schedule {intervals.times(c.scheduled)}, "
+                  f"K={v.fixed_k} {intervals.times(c.fixed)} ({c.outcome}), "
+                  f"best fixed K={c.best_k} {intervals.times(c.best)}")
         print(f"  speculative_config: {json.dumps(v.speculative_config())}")
     return 0
 

@@ -136,9 +136,9 @@ def _run_lanes(plan: SweepPlan, cells: list[Cell], launcher: Launcher, result: S
     result.seconds = dict(tally.seconds)
     split = time_split(tally.seconds, len(lanes))
     emit(bench.ProgressEvent("sweep_done", "", tally.done, len(cells),
-                             message=f"{len(result.ran)} ran, {len(result.skipped)} kept, "
-                                     f"{len(result.failed)} failed; done in {emit.elapsed_s():.0f} s"
-                                     + (f" ({split})" if split else "")))
+                             message=f"{len(result.ran)} ran, {len(result.failed)} failed"
+                                     + (f", {len(result.skipped)} reused from an earlier run" if result.skipped else "")
+                                     + f"; done in {emit.elapsed_s():.0f} s" + (f" ({split})" if split else "")))
 
 
 def _run_cells(plan: SweepPlan, cells: list[Cell], launcher: Launcher, tally: _Tally,
