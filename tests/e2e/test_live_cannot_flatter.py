@@ -10,7 +10,7 @@ not prompts) and what the prefix cache hits are the servers' own behaviour.
 - a reworded prompt with the same answer is still badged on suffix (its cache is keyed on the answer).
 
 Screenshots of Live (after the repeats and after the reworded prompt) and of Servers go to
-$SPECSCOPE_SHOTS (default /work/notes/shots-live/) when that folder's parent exists.
+$SPECSCOPE_SHOTS when it is set and its parent exists.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pytest
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
 REPO = Path(__file__).resolve().parents[2]
-SHOTS = Path(os.environ.get("SPECSCOPE_SHOTS", "/work/notes/shots-live"))
+SHOTS = Path(os.environ["SPECSCOPE_SHOTS"]) if os.environ.get("SPECSCOPE_SHOTS") else None
 PROMPT = "Write the numbers from 1 to 30, separated by commas."
 REWORDED = "Please write the numbers from 1 to 30, separated by commas."  # new first tokens, the same answer
 DONE_JS = """labels => labels.every(l => {
@@ -33,8 +33,9 @@ DONE_JS = """labels => labels.every(l => {
 
 
 @pytest.fixture
-def servers(cpu_demo_servers):
-    return [s.name for s in cpu_demo_servers(("none", "0", True), ("suffix", "1", True))]
+def servers(demo_servers):
+    """The browser tests' demo baseline and suffix servers (suffix's answers so far are another prompt's)."""
+    return [demo_servers.servers[method].name for method in ("none", "suffix")]
 
 
 def _start(page, wait_idle, prompt: str) -> None:
@@ -71,7 +72,7 @@ def _check_prefix_badges(page, problems: list[str]) -> None:
 
 def _shoot(page, name: str, panes: bool = True) -> None:
     """The page at both demo sizes; on Live with the settings folded and the panes in view."""
-    if not SHOTS.parent.exists():
+    if SHOTS is None or not SHOTS.parent.exists():
         return
     SHOTS.mkdir(exist_ok=True)
     if panes and page.get_by_label("Prompt text").is_visible():
@@ -86,10 +87,10 @@ def _shoot(page, name: str, panes: bool = True) -> None:
     page.set_viewport_size({"width": 1600, "height": 1000})
 
 
-def test_live_figures_say_what_they_measured(servers, streamlit_factory, specscope_home, page, wait_idle):
+def test_live_figures_say_what_they_measured(servers, demo_servers, streamlit_factory, page, wait_idle):
     none, suffix = servers
     labels = [none, suffix]
-    app = streamlit_factory(home=specscope_home, env={"PYTHONPATH": str(REPO / "app")})
+    app = streamlit_factory(home=demo_servers.home, env={"PYTHONPATH": str(REPO / "app")})
     page.set_viewport_size({"width": 1600, "height": 1000})
     page.goto(f"{app.url}/live")
     wait_idle(page)
