@@ -65,14 +65,14 @@ def _measure(args: argparse.Namespace) -> int:
     if args.run_id and len(args.run_id) > 1:
         raise InputError("Give one --run-id to measure into.")
     prompt_path = Path(args.prompts).resolve()
-    prompts.load(prompt_path)
+    prompt_set = prompts.load(prompt_path)  # a malformed set is refused before anything starts
     methods = [m for m in args.methods if m != BASELINE_METHOD]
     probe = [] if set(methods) & set(anatomy.PROBES) else ["ngram"]  # a near-free drafter at every K
     fields = dict(concurrencies=args.concurrency, prompts=prompt_path, num_prompts=args.num_prompts,
                   output_len=args.output_len, request_rate=args.request_rate, repeats=args.repeats,
                   synthetic_length=args.synthetic_al or ())
-    status = run(sweep.SweepSpec(preset=args.preset, methods=(BASELINE_METHOD, *methods, *probe), ks=args.k,
-                                 run_id=run_id, label="step anatomy", **fields))
+    status = run(sweep.resolve(sweep.SweepSpec(preset=args.preset, methods=(BASELINE_METHOD, *methods, *probe),
+                                               ks=args.k, run_id=run_id, label="step anatomy", **fields), prompt_set))
     for method in methods:
         entry = anatomy.presets.get_preset(args.preset).method(method)
         if entry.kind in anatomy.MATCH_DRAFTERS or entry.kind in anatomy.HEADS or not entry.params.get("model"):
@@ -80,8 +80,9 @@ def _measure(args: argparse.Namespace) -> int:
         name = anatomy.drafter_preset(args.preset, method)
         print(f"{method}'s drafter alone: preset {name}")
         fields["synthetic_length"] = ()
-        status |= run(sweep.SweepSpec(preset=name, methods=(BASELINE_METHOD,), ks=(), label=f"{method} drafter alone",
-                                      run_id=f"{run_id}-drafter-{method}" if run_id else None, **fields))
+        alone = sweep.SweepSpec(preset=name, methods=(BASELINE_METHOD,), ks=(), label=f"{method} drafter alone",
+                                run_id=f"{run_id}-drafter-{method}" if run_id else None, **fields)
+        status |= run(sweep.resolve(alone, prompt_set))
     return status
 
 
