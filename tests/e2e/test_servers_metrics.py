@@ -40,7 +40,7 @@ def _grid(page) -> list[list[str]]:
 
 def test_servers_show_acceptance_and_stop_asks_first(servers_app, page, wait_idle):
     url, proc = servers_app
-    for width, height in ((1600, 1000), (1280, 800)):
+    for width, height in ((1280, 800), (1600, 1000)):  # read the grid at the wider size
         page.set_viewport_size({"width": width, "height": height})
         page.goto(url)
         wait_idle(page)

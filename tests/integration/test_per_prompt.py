@@ -67,7 +67,9 @@ def test_category_speedups_and_slower_list_match_an_independent_query(run):
     assert ngram["speedup"].to_numpy() == pytest.approx(expected["speedup"].to_numpy(), rel=1e-9)
     assert ngram["acceptance_length"].to_numpy() == pytest.approx(expected["acceptance_length"].to_numpy(),
                                                                   rel=1e-9)
-    assert (ngram["speedup_lo"] <= ngram["speedup"]).all() and (ngram["speedup"] <= ngram["speedup_hi"]).all()
+    # two prompts a category: too few for an interval (intervals.MIN_GROUP), so none is drawn
+    assert ngram["speedup_lo"].isna().all() and ngram["speedup_hi"].isna().all()
+    assert set(ngram["verdict"]) <= {"too few prompts"}, ngram["verdict"].tolist()
     baseline = got[got["method"] == "none"]
     assert set(baseline["speedup"]) == {1.0} and len(baseline) == 3
 
