@@ -4,6 +4,9 @@ One sweep of 4 servers x 2 concurrencies on the Llama-3.1-8B shape (dummy weight
 synthetically at a mean length of 3.0, K=4, preset ``shape-llama31-8b-shared``), run two ways on the
 same machine, each in its own SpecScope home (so each starts with an empty compile cache):
 
+Every cell is measured ``--repeats`` times (default 2, the fewest that give an interval), in interleaved
+rounds as every SpecScope sweep with repeats runs.
+
 - ``old``: as sweeps ran before servers could sleep (``bench --no-sleep``): each server started when
   its cells come, one after the other, and stopped after them.
 - ``new``: servers start together as memory allows, sleep between their cells and wake for them;
@@ -16,7 +19,7 @@ same machine, each in its own SpecScope home (so each starts with an empty compi
 A phase that would run past ``--budget`` seconds stops before its next server start and resumes when
 run again (the sweep keeps its cells); its wall time adds up. Without a GPU every phase but ``report``
 prints why it skipped and exits 0. Last line of ``report``:
-``gpu_lease gpus=<n> cells=<n> old_wall_s=<s> new_wall_s=<s> ratio=<new/old> start_s=<s> measure_s=<s>
+``gpu_lease gpus=<n> cells=<n> repeats=<n> old_wall_s=<s> new_wall_s=<s> ratio=<new/old> start_s=<s> measure_s=<s>
 share=<measure/wall>`` (start_s, measure_s and share of the new way).
 
 Run (GPU machine): python tests/bench/gpu_lease.py --phase new --home /root/lease; ... --phase report
@@ -47,10 +50,10 @@ def progress(event: bench.ProgressEvent) -> None:
               f"{event.message or event.stage}", flush=True)
 
 
-def lease_spec(way: str) -> sweep.SweepSpec:
+def lease_spec(way: str, repeats: int) -> sweep.SweepSpec:
     return sweep.SweepSpec(preset=PRESET, methods=METHODS, ks=(4,), concurrencies=(1, 16), prompts=PROMPTS,
-                           num_prompts=8, per_concurrency=4, output_len=128, warmups=1,
-                           synthetic_length=((0, 3.0),), run_id=f"gpu-lease-{way}")
+                           num_prompts=8, per_concurrency=4, output_len=128, warmups=1, repeats=repeats,
+                           synthetic_length=((0, 3.0),), run_id=f"gpu-lease-{way}-r{repeats}")
 
 
 def _record(home: Path, entry: dict) -> None:
@@ -59,10 +62,10 @@ def _record(home: Path, entry: dict) -> None:
     path.write_text(json.dumps([*entries, entry], indent=1))
 
 
-def sweep_phase(way: str, home: Path, budget: float) -> None:
+def sweep_phase(way: str, home: Path, budget: float, repeats: int) -> None:
     """One way's sweep (resumed where an earlier command of the same way stopped)."""
     began = time.monotonic()
-    plan = sweep.resolve(lease_spec(way))
+    plan = sweep.resolve(lease_spec(way, repeats))
     launcher = sweep.launcher_for(plan.spec, sleep_mode=way == "new")
     finished = set(sweep.finished_cells(plan.run_id))
     seen: list[str] = []
@@ -87,7 +90,7 @@ def sweep_phase(way: str, home: Path, budget: float) -> None:
         print(f"  {cell_id}: {reason}")
     _record(home, {"way": way, "wall_s": wall, "ran": len(result.ran), "failed": len(result.failed),
                    "seconds": result.seconds, "lanes": lanes, "gpus": len(gpus.visible()),
-                   "hardware": provenance.hardware_label()})
+                   "repeats": repeats, "hardware": provenance.hardware_label()})
 
 
 def _measure(url: str, prompt_set: prompts.PromptSet) -> dict:
@@ -144,11 +147,11 @@ def _woken_report(figures: dict) -> None:
               f"{min(c[1] for c in cycles):.2f}-{max(c[1] for c in cycles):.2f} s (level 1)")
 
 
-def report(home: Path) -> None:
+def report(home: Path, repeats: int) -> None:
     entries = json.loads((home / "lease.json").read_text())
     ways = {}
     for way in ("old", "new"):
-        runs = [e for e in entries if e["way"] == way]
+        runs = [e for e in entries if e["way"] == way and e.get("repeats", 1) == repeats]
         if runs:
             seconds: dict[str, float] = {}
             for e in runs:
@@ -165,7 +168,7 @@ def report(home: Path) -> None:
     if "old" in ways and "new" in ways:
         old, new = ways["old"], ways["new"]
         start, measure = new["seconds"].get("start", 0.0), new["seconds"].get("measure", 0.0)
-        print(f"gpu_lease gpus={new['lanes']} cells={new['cells']} old_wall_s={old['wall']:.0f} "
+        print(f"gpu_lease gpus={new['lanes']} cells={new['cells']} repeats={repeats} old_wall_s={old['wall']:.0f} "
               f"new_wall_s={new['wall']:.0f} ratio={new['wall'] / old['wall']:.3f} start_s={start:.0f} "
               f"measure_s={measure:.0f} share={measure / new['wall']:.3f}")
 
@@ -174,11 +177,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--phase", choices=("old", "new", "woken", "report"), required=True)
     parser.add_argument("--home", type=Path, default=Path(os.environ.get("SPECSCOPE_LEASE", "/tmp/specscope-lease")))
+    parser.add_argument("--repeats", type=int, default=2,
+                        help="measurements of every cell, in interleaved rounds (default %(default)s: an interval)")
     parser.add_argument("--budget", type=float, default=560.0, help="seconds this command may measure for")
     args = parser.parse_args()
     args.home.mkdir(parents=True, exist_ok=True)
     if args.phase == "report":
-        report(args.home)
+        report(args.home, args.repeats)
         return 0
     if not gpus.visible():
         print(f"gpu_lease: skipped, no GPU here ({provenance.hardware_label()}); run it on a GPU machine")
@@ -188,7 +193,7 @@ def main() -> int:
     if args.phase == "woken":
         woken_phase(args.home)
     else:
-        sweep_phase(args.phase, args.home, args.budget)
+        sweep_phase(args.phase, args.home, args.budget, args.repeats)
     return 0
 
 
