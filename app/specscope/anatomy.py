@@ -27,7 +27,8 @@ A method drafting on a share f of its steps pays verify and draft on those and a
 others, so both parts are weighted by f. The parts add up to the step by construction; what is checked
 is that each measured part lies within it and that the step measured from TPOT (``d_ms``) agrees with
 D from throughput. Intervals: a t-interval over each cell's repeats; sums and differences of
-measurements made apart combine half-widths in quadrature. A part one cell measured once has none.
+measurements made apart combine half-widths in quadrature; a duration's low end is clipped at 0, a
+difference's (overhead, rest) is not. A part one cell measured once has none.
 """
 
 from __future__ import annotations
@@ -254,8 +255,14 @@ def _parts(cell: Mapping, frame: pd.DataFrame, speedups: pd.DataFrame | None) ->
     return out
 
 
+TIMES = ("step", "plain", "verify", "draft")  # measured durations: an interval's low end never below 0
+
+
 def _columns(name: str, figure: Figure) -> dict:
-    return {f"{name}_ms": figure.value, f"{name}_lo": figure.low, f"{name}_hi": figure.high}
+    """A part's ms and interval; a duration's low end is clipped at 0 (two far-apart repeats give a t-interval
+    reaching below it), overhead and rest are differences and may read below 0."""
+    low = figure.low if figure.low is None or name not in TIMES else max(0.0, figure.low)
+    return {f"{name}_ms": figure.value, f"{name}_lo": low, f"{name}_hi": figure.high}
 
 
 def _speedup(cell: Mapping, speedups: pd.DataFrame | None) -> dict:

@@ -83,6 +83,18 @@ def test_repeats_give_every_part_an_interval_that_holds_its_value():
     assert halves[3] == pytest.approx(math.sqrt(halves[0] ** 2 + halves[1] ** 2 + halves[2] ** 2))
 
 
+def test_a_duration_interval_stops_at_zero_while_a_difference_may_go_below():
+    """Two repeats far apart (t = 12.7 with one degree of freedom) reach below 0 ms: a step, a verify or a
+    draft cannot take less than nothing, so its low end is 0; overhead is a difference and keeps its own."""
+    raw = _demo(tpots=(10.0, 10.0))
+    raw.loc[(raw["method"] == "draft_model") & (raw["mean_tpot_ms"] > 12.0), "mean_tpot_ms"] = 18.0
+    row = anatomy.table(raw).query("method == 'draft_model'").iloc[0]
+    assert row["step_lo"] == 0.0 < row["step_ms"] < row["step_hi"]
+    assert row["overhead_lo"] < 0.0 < row["overhead_hi"]
+    found = stats.mean_interval([24.0, 36.0])
+    assert found.low < 0.0 and row["step_hi"] == pytest.approx(found.high)
+
+
 def test_ngram_is_its_own_verify_probe_so_its_step_is_all_verify():
     row = anatomy.table(_demo()).query("method == 'ngram'").iloc[0]
     assert row["verify_ms"] == pytest.approx(row["step_ms"]) and row["draft_ms"] == 0.0
