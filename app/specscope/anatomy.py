@@ -42,12 +42,12 @@ from pathlib import PurePath
 import numpy as np
 import pandas as pd
 
-from specscope import presets, settings, stats
+from specscope import intervals, presets, settings, stats
 from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
 
 __all__ = ["PROBES", "MATCH_DRAFTERS", "HEADS", "MIN_DRAFTING", "PARTS", "Figure", "cells", "table", "from_store",
-           "as_records", "cost_slopes", "drafter_preset", "NEEDED"]
+           "as_records", "d_text", "cost_slopes", "drafter_preset", "NEEDED"]
 
 PROBES = ("ngram", "ngram_gpu")               # near-free drafters: their step is the verify cost
 MATCH_DRAFTERS = ("ngram", "ngram_gpu", "suffix")  # no model pass; draft where the context matches
@@ -322,6 +322,16 @@ def as_records(frame: pd.DataFrame) -> list[dict]:
         out.append({k: (None if isinstance(v, float) and math.isnan(v) else round(v, 4) if isinstance(v, float)
                         else v.item() if hasattr(v, "item") else v) for k, v in row.items()})
     return out
+
+
+def d_text(row: Mapping, why_none: str = "") -> str:
+    """D with its 95% interval: ``2.86 [2.33, 3.71]``. Where the speedup's interval reaches 0, D has a low end
+    and no high one: ``4.66 [2.13, no upper bound]``, not a bare figure that reads like a single run."""
+    d, low, high = (row.get(c) for c in ("d", "d_lo", "d_hi"))
+    if all(isinstance(v, (int, float)) and math.isfinite(v) for v in (d, low)) and \
+            not (isinstance(high, (int, float)) and math.isfinite(high)):
+        return f"{d:.2f} [{low:.2f}, no upper bound]"
+    return intervals.text(d, low, high, digits=2, why_none=why_none)
 
 
 def cost_slopes(frame: pd.DataFrame, keys: Mapping) -> dict[float, float]:

@@ -138,6 +138,14 @@ def test_d_is_tokens_per_step_over_the_speedup_with_its_interval():
     assert (row["d_lo"], row["d_hi"]) == pytest.approx((2.0 / 1.0, 2.0 / 0.5))
 
 
+def test_d_reads_its_interval_and_says_when_it_has_no_upper_bound():
+    assert anatomy.d_text({"d": 2.8617, "d_lo": 2.3272, "d_hi": 3.7149}) == "2.86 [2.33, 3.71]"
+    # a speedup interval clipped at 0 leaves D a low end only: said, not dropped as if measured once
+    assert anatomy.d_text({"d": 4.6647, "d_lo": 2.1287, "d_hi": None}) == "4.66 [2.13, no upper bound]"
+    assert anatomy.d_text({"d": 4.6647, "d_lo": 2.1287, "d_hi": float("nan")}) == "4.66 [2.13, no upper bound]"
+    assert anatomy.d_text({"d": 1.5, "d_lo": None, "d_hi": None}, "1 run") == "1.50 (1 run)"
+
+
 def test_as_records_are_json_ready():
     records = anatomy.as_records(anatomy.table(_demo()))
     assert {r["method"] for r in records} == {"ngram", "draft_model"}
