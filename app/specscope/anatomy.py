@@ -107,13 +107,16 @@ def _per_row(raw: pd.DataFrame) -> pd.DataFrame:
     rows = raw.copy()
     decode = rows["total_output_tokens"].astype(float) - rows["completed"].astype(float)
     accepted = rows["accepted_tokens"].astype(float).where(rows["method"] != BASELINE_METHOD, 0.0)
-    steps = decode - accepted
+    drafts = rows["num_drafts"].astype(float)
+    # a step drafts once: more drafts than decode - accepted steps means a request's last step accepted tokens
+    # past its output cap (counted as accepted, never output), so there the drafts count the steps
+    steps = (decode - accepted).where(~(drafts > decode - accepted), drafts)
     counted = (steps > 0) & decode.notna() & accepted.notna()
     every_step = ~rows["method"].isin(MATCH_DRAFTERS)
     fallback = rows["acceptance_length"].astype(float).where(every_step)  # AL is per step where every step drafts
     rows["tokens_per_step"] = (decode / steps).where(counted, fallback)
     rows.loc[rows["method"] == BASELINE_METHOD, "tokens_per_step"] = 1.0
-    share = (rows["num_drafts"].astype(float) / steps).where(counted).clip(0.0, 1.0)
+    share = (drafts / steps).where(counted).clip(0.0, 1.0)
     rows["drafting_share"] = share.where(share.notna(), np.where(every_step, 1.0, np.nan))
     rows.loc[rows["method"] == BASELINE_METHOD, "drafting_share"] = 0.0
     rows["step_ms"] = rows["mean_tpot_ms"].astype(float) * rows["tokens_per_step"]

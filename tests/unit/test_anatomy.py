@@ -69,6 +69,18 @@ def test_a_draft_model_step_splits_into_verify_draft_and_overhead_that_add_up():
     assert "served alone" in row["draft_how"] and "drafting on 80% of steps" in row["verify_how"]
 
 
+def test_tokens_accepted_past_the_output_cap_do_not_make_a_step_longer():
+    """8 requests of 128 tokens, every draft of K=2 accepted (3 tokens a step): 43 steps a request make 129
+    tokens, the last 2 dropped at the cap but counted as accepted. A step yields 127/43 tokens, never more than
+    K+1 = 3, and the step is TPOT x 127/43."""
+    raw = _raw(_row("none", 0, 6.0, out=1024, completed=8),
+               _row("eagle3", 2, 2.5, draft_model="head", out=1024, completed=8, accepted=688, drafts=344,
+                    draft_tokens=688, al=3.0, acceptance="synthetic"))
+    row = anatomy.table(raw).iloc[0]
+    assert row["tokens_per_step"] == pytest.approx(1016 / 344) and row["drafting_share"] == 1.0
+    assert row["step_ms"] == pytest.approx(2.5 * 1016 / 344)
+
+
 def test_repeats_give_every_part_an_interval_that_holds_its_value():
     table = anatomy.table(_demo(tpots=(10.0, 10.0, 10.0)))
     row = table[table["method"] == "draft_model"].iloc[0]
