@@ -27,7 +27,8 @@ A method drafting on a share f of its steps pays verify and draft on those and a
 others, so both parts are weighted by f. The parts add up to the step by construction; what is checked
 is that each measured part lies within it and that the step measured from TPOT (``d_ms``) agrees with
 D from throughput. Intervals: a t-interval over each cell's repeats; sums and differences of
-measurements made apart combine half-widths in quadrature. A part one cell measured once has none.
+measurements made apart combine half-widths in quadrature; a duration's low end is clipped at 0, a
+difference's (overhead, rest) is not. A part one cell measured once has none.
 """
 
 from __future__ import annotations
@@ -41,12 +42,12 @@ from pathlib import PurePath
 import numpy as np
 import pandas as pd
 
-from specscope import presets, settings, stats
+from specscope import intervals, presets, settings, stats
 from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
 
 __all__ = ["PROBES", "MATCH_DRAFTERS", "HEADS", "MIN_DRAFTING", "PARTS", "Figure", "cells", "table", "from_store",
-           "as_records", "cost_slopes", "drafter_preset", "NEEDED"]
+           "as_records", "d_text", "cost_slopes", "drafter_preset", "NEEDED"]
 
 PROBES = ("ngram", "ngram_gpu")               # near-free drafters: their step is the verify cost
 MATCH_DRAFTERS = ("ngram", "ngram_gpu", "suffix")  # no model pass; draft where the context matches
@@ -106,13 +107,16 @@ def _per_row(raw: pd.DataFrame) -> pd.DataFrame:
     rows = raw.copy()
     decode = rows["total_output_tokens"].astype(float) - rows["completed"].astype(float)
     accepted = rows["accepted_tokens"].astype(float).where(rows["method"] != BASELINE_METHOD, 0.0)
-    steps = decode - accepted
+    drafts = rows["num_drafts"].astype(float)
+    # a step drafts once: more drafts than decode - accepted steps means a request's last step accepted tokens
+    # past its output cap (counted as accepted, never output), so there the drafts count the steps
+    steps = (decode - accepted).where(~(drafts > decode - accepted), drafts)
     counted = (steps > 0) & decode.notna() & accepted.notna()
     every_step = ~rows["method"].isin(MATCH_DRAFTERS)
     fallback = rows["acceptance_length"].astype(float).where(every_step)  # AL is per step where every step drafts
     rows["tokens_per_step"] = (decode / steps).where(counted, fallback)
     rows.loc[rows["method"] == BASELINE_METHOD, "tokens_per_step"] = 1.0
-    share = (rows["num_drafts"].astype(float) / steps).where(counted).clip(0.0, 1.0)
+    share = (drafts / steps).where(counted).clip(0.0, 1.0)
     rows["drafting_share"] = share.where(share.notna(), np.where(every_step, 1.0, np.nan))
     rows.loc[rows["method"] == BASELINE_METHOD, "drafting_share"] = 0.0
     rows["step_ms"] = rows["mean_tpot_ms"].astype(float) * rows["tokens_per_step"]
@@ -254,8 +258,14 @@ def _parts(cell: Mapping, frame: pd.DataFrame, speedups: pd.DataFrame | None) ->
     return out
 
 
+TIMES = ("step", "plain", "verify", "draft")  # measured durations: an interval's low end never below 0
+
+
 def _columns(name: str, figure: Figure) -> dict:
-    return {f"{name}_ms": figure.value, f"{name}_lo": figure.low, f"{name}_hi": figure.high}
+    """A part's ms and interval; a duration's low end is clipped at 0 (two far-apart repeats give a t-interval
+    reaching below it), overhead and rest are differences and may read below 0."""
+    low = figure.low if figure.low is None or name not in TIMES else max(0.0, figure.low)
+    return {f"{name}_ms": figure.value, f"{name}_lo": low, f"{name}_hi": figure.high}
 
 
 def _speedup(cell: Mapping, speedups: pd.DataFrame | None) -> dict:
@@ -315,6 +325,16 @@ def as_records(frame: pd.DataFrame) -> list[dict]:
         out.append({k: (None if isinstance(v, float) and math.isnan(v) else round(v, 4) if isinstance(v, float)
                         else v.item() if hasattr(v, "item") else v) for k, v in row.items()})
     return out
+
+
+def d_text(row: Mapping, why_none: str = "") -> str:
+    """D with its 95% interval: ``2.86 [2.33, 3.71]``. Where the speedup's interval reaches 0, D has a low end
+    and no high one: ``4.66 [2.13, no upper bound]``, not a bare figure that reads like a single run."""
+    d, low, high = (row.get(c) for c in ("d", "d_lo", "d_hi"))
+    if all(isinstance(v, (int, float)) and math.isfinite(v) for v in (d, low)) and \
+            not (isinstance(high, (int, float)) and math.isfinite(high)):
+        return f"{d:.2f} [{low:.2f}, no upper bound]"
+    return intervals.text(d, low, high, digits=2, why_none=why_none)
 
 
 def cost_slopes(frame: pd.DataFrame, keys: Mapping) -> dict[float, float]:

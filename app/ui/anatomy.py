@@ -108,8 +108,8 @@ def figure(table: pd.DataFrame, setup: str) -> go.Figure:
         fig.add_trace(go.Scatter(
             x=list(line["bar"]), y=list(d), mode="lines+markers", name=html.escape(f"D(K), {method}"),
             line=dict(color="#222", dash="dot" if j % 2 else "solid", width=1.5), marker=dict(size=8, symbol="diamond"),
-            hovertext=[html.escape(f"{r['bar']}: D = {_text(r, 'd', 'd')} plain steps (tokens a step / speedup); "
-                                   f"from TPOT {r['d_ms']:.2f}") for r in line.to_dict("records")],
+            hovertext=[html.escape(f"{r['bar']}: D = {anatomy.d_text(r, '1 run')} plain steps (tokens a step / "
+                                   f"speedup); from TPOT {r['d_ms']:.2f}") for r in line.to_dict("records")],
             hovertemplate="%{hovertext}<extra></extra>"), row=1, col=1, secondary_y=True)
     speedup = [r.get("speedup") for r in records]
     fig.add_trace(go.Bar(
@@ -140,8 +140,7 @@ def _table(rows: pd.DataFrame) -> pd.DataFrame:
             return (intervals.text(r[f"{name}_ms"], r.get(f"{name}_lo"), r.get(f"{name}_hi"), unit=" ms", digits=1,
                                    why_none="") + f" ({r[f'{name}_ms'] / r['step_ms']:.0%})")
         out.append({"method, K": r["bar"], "step": part("step").rsplit(" (", 1)[0],
-                    "D (plain steps)": intervals.text(r.get("d", r["d_ms"]), r.get("d_lo"), r.get("d_hi"), digits=2,
-                                                      why_none=""),
+                    "D (plain steps)": anatomy.d_text(r if "d" in r else {"d": r["d_ms"]}),
                     "verify": part("verify"), "draft": part("draft"), "overhead": part("overhead"),
                     "how": " · ".join(str(r.get(h)) for h in ("verify_how", "draft_how") if r.get(h))})
     return pd.DataFrame(out)

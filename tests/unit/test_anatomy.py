@@ -69,6 +69,18 @@ def test_a_draft_model_step_splits_into_verify_draft_and_overhead_that_add_up():
     assert "served alone" in row["draft_how"] and "drafting on 80% of steps" in row["verify_how"]
 
 
+def test_tokens_accepted_past_the_output_cap_do_not_make_a_step_longer():
+    """8 requests of 128 tokens, every draft of K=2 accepted (3 tokens a step): 43 steps a request make 129
+    tokens, the last 2 dropped at the cap but counted as accepted. A step yields 127/43 tokens, never more than
+    K+1 = 3, and the step is TPOT x 127/43."""
+    raw = _raw(_row("none", 0, 6.0, out=1024, completed=8),
+               _row("eagle3", 2, 2.5, draft_model="head", out=1024, completed=8, accepted=688, drafts=344,
+                    draft_tokens=688, al=3.0, acceptance="synthetic"))
+    row = anatomy.table(raw).iloc[0]
+    assert row["tokens_per_step"] == pytest.approx(1016 / 344) and row["drafting_share"] == 1.0
+    assert row["step_ms"] == pytest.approx(2.5 * 1016 / 344)
+
+
 def test_repeats_give_every_part_an_interval_that_holds_its_value():
     table = anatomy.table(_demo(tpots=(10.0, 10.0, 10.0)))
     row = table[table["method"] == "draft_model"].iloc[0]
@@ -81,6 +93,18 @@ def test_repeats_give_every_part_an_interval_that_holds_its_value():
     # overhead = step - verify - draft: its half-width is theirs in quadrature
     halves = [(row[f"{p}_hi"] - row[f"{p}_lo"]) / 2 for p in ("step", "verify", "draft", "overhead")]
     assert halves[3] == pytest.approx(math.sqrt(halves[0] ** 2 + halves[1] ** 2 + halves[2] ** 2))
+
+
+def test_a_duration_interval_stops_at_zero_while_a_difference_may_go_below():
+    """Two repeats far apart (t = 12.7 with one degree of freedom) reach below 0 ms: a step, a verify or a
+    draft cannot take less than nothing, so its low end is 0; overhead is a difference and keeps its own."""
+    raw = _demo(tpots=(10.0, 10.0))
+    raw.loc[(raw["method"] == "draft_model") & (raw["mean_tpot_ms"] > 12.0), "mean_tpot_ms"] = 18.0
+    row = anatomy.table(raw).query("method == 'draft_model'").iloc[0]
+    assert row["step_lo"] == 0.0 < row["step_ms"] < row["step_hi"]
+    assert row["overhead_lo"] < 0.0 < row["overhead_hi"]
+    found = stats.mean_interval([24.0, 36.0])
+    assert found.low < 0.0 and row["step_hi"] == pytest.approx(found.high)
 
 
 def test_ngram_is_its_own_verify_probe_so_its_step_is_all_verify():
@@ -124,6 +148,14 @@ def test_d_is_tokens_per_step_over_the_speedup_with_its_interval():
     row = anatomy.table(_demo(), speedups).query("method == 'draft_model'").iloc[0]
     assert row["d"] == pytest.approx(2.0 / 0.8)
     assert (row["d_lo"], row["d_hi"]) == pytest.approx((2.0 / 1.0, 2.0 / 0.5))
+
+
+def test_d_reads_its_interval_and_says_when_it_has_no_upper_bound():
+    assert anatomy.d_text({"d": 2.8617, "d_lo": 2.3272, "d_hi": 3.7149}) == "2.86 [2.33, 3.71]"
+    # a speedup interval clipped at 0 leaves D a low end only: said, not dropped as if measured once
+    assert anatomy.d_text({"d": 4.6647, "d_lo": 2.1287, "d_hi": None}) == "4.66 [2.13, no upper bound]"
+    assert anatomy.d_text({"d": 4.6647, "d_lo": 2.1287, "d_hi": float("nan")}) == "4.66 [2.13, no upper bound]"
+    assert anatomy.d_text({"d": 1.5, "d_lo": None, "d_hi": None}, "1 run") == "1.50 (1 run)"
 
 
 def test_as_records_are_json_ready():

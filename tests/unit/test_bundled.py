@@ -134,7 +134,8 @@ def test_bundled_gpu_runs_say_where_and_how_they_were_measured(store, specscope_
     """The H100 runs (tests/bench/gpu.py): engine-only, so every row names its accelerator, vLLM, torch/CUDA,
     dummy weights and synthetic acceptance, and `specscope speedup --json` carries them."""
     gpu = [p for p in _own_files() if "dummy" in pq.read_table(p, columns=["weights"]).column("weights").to_pylist()]
-    assert {p.stem for p in gpu} >= {"gpu-llama31-8b-eagle3-synthetic", "gpu-qwen3-32b-ruiz-replay"}
+    assert {p.stem for p in gpu} >= {"gpu-llama31-8b-eagle3-synthetic", "gpu-qwen3-32b-ruiz-replay",
+                                     "gpu-anatomy-8b-vllm0.24.0", "gpu-anatomy-8b-vllm0.24.0-drafter-draft_model"}
     for path in gpu:
         rows = pq.read_table(path).to_pandas()
         ok = rows[rows["status"] == "ok"]
@@ -146,7 +147,8 @@ def test_bundled_gpu_runs_say_where_and_how_they_were_measured(store, specscope_
     records = json.loads(capsys.readouterr().out)
     assert records and {(r["vllm_version"], r["weights"]) for r in records} == {("0.24.0", "dummy")}
     assert {r["acceptance"] for r in records if r["method"] != "none"} == {"synthetic"}
-    eagle = next(r for r in records if r["method"] == "eagle3" and r["k"] == 4 and r["concurrency"] == 1)
+    eagle = next(r for r in records if r["run_id"] == "gpu-llama31-8b-eagle3-synthetic" and r["method"] == "eagle3"
+                 and r["k"] == 4 and r["concurrency"] == 1)
     assert eagle["speedup"] == pytest.approx(305.897 / 151.974, rel=1e-3)
 
 
@@ -230,3 +232,21 @@ def test_no_bundled_row_carries_a_machine_path(folder):
     gpu = pq.read_table(DATA / "results" / "gpu-qwen3-32b-ruiz-replay.parquet").to_pandas()
     assert set(gpu["draft_model"].dropna()) == {"shape-Qwen3-1.7B"}
     assert {json.loads(p)["model"] for p in gpu["method_params"].dropna()} == {"shape-Qwen3-1.7B"}
+
+
+def test_bundled_gpu_anatomy_splits_every_step_from_its_own_run(specscope_home, capsys):
+    """data/results/gpu-anatomy-8b-vllm0.24.0*.parquet (docs/gpu.md, "Where a step goes on the H100"): every
+    draft_model step splits into verify (the run's own ngram), draft (the 1B drafter served alone, its own run)
+    and overhead; an EAGLE-3 head is never served alone, so its draft and overhead come together."""
+    assert cli_main(["anatomy", "--json", "--run-id", "gpu-anatomy-8b-vllm0.24.0"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert sorted((r["method"], r["k"], r["concurrency"]) for r in rows) == sorted(
+        (m, k, c) for m in ("draft_model", "eagle3", "ngram") for k in (2, 4) for c in (1, 16))
+    for row in rows:
+        assert row["repeats"] == 2 and row["host"] == "bundled:vm" and row["speedup"] is not None
+        assert row["verify_how"].startswith("this run's ngram") and 0.0 <= row["step_lo"] < row["step_ms"]
+        if row["method"] == "draft_model":
+            assert "run gpu-anatomy-8b-vllm0.24.0-drafter-draft_model" in row["draft_how"]
+            assert row["verify_ms"] + row["draft_ms"] + row["overhead_ms"] == pytest.approx(row["step_ms"], abs=1e-3)
+        if row["method"] == "eagle3":
+            assert row["draft_ms"] is None and "cannot be served alone" in row["draft_how"]

@@ -41,8 +41,7 @@ def _print(rows: list[dict]) -> None:
         if row.get("plain_ms") is None:
             print(f"  K={row['k']}: step {_ms(row, 'step')}; {row.get('notes')}")
             continue
-        d = f"; D from throughput {intervals.text(row['d'], row.get('d_lo'), row.get('d_hi'), digits=2, why_none='')}" \
-            if row.get("d") is not None else ""
+        d = f"; D from throughput {anatomy.d_text(row)}" if row.get("d") is not None else ""
         print(f"  K={row['k']}: step {_ms(row, 'step')} = {row['d_ms']:.2f} plain steps of {row['plain_ms']:.2f} ms{d}"
               f"; {row['tokens_per_step']:.2f} tokens a step, drafting on {row['drafting_share']:.0%} of steps")
         if row.get("speedup") is not None:
