@@ -14,14 +14,14 @@ if [ $# -gt 0 ]; then
 fi
 
 reports="$(mktemp -d)"
-stream() {  # stream NAME: one pytest run over the tests of that stream, its lines marked with its name
-  SPECSCOPE_TEST_STREAM="$1" .venv/bin/python -m pytest -q --basetemp="$reports/tmp-$1" \
+stream() {  # stream NAME NICENESS: one pytest run over the tests of that stream, its lines marked with its name
+  SPECSCOPE_TEST_STREAM="$1" nice -n "$2" .venv/bin/python -m pytest -q --basetemp="$reports/tmp-$1" \
     --junitxml="$reports/$1.xml" 2>&1 | sed -u "s/^/[$1] /"
   return "${PIPESTATUS[0]}"
 }
 began=$SECONDS
-stream vllm & vllm=$!
-stream rest & rest=$!
+stream vllm 0 & vllm=$!
+stream rest 10 & rest=$!  # the shorter stream yields the cores to the servers of the longer one
 status=0
 wait "$vllm" || status=$?
 wait "$rest" || status=$?
