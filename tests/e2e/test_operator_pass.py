@@ -7,6 +7,8 @@ Needs no vLLM server: the sidebar says the role.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from specscope import access
@@ -28,6 +30,14 @@ def _role(page, wait_idle) -> str:
     return "operator" if page.get_by_role("button", name=LEAVE).count() else "viewer"
 
 
+def _cookie_is(context, present: bool, timeout_s: float = 30) -> bool:
+    """Wait until the pass cookie is set (or cleared) by the page's same-origin POST; whether it is."""
+    deadline = time.monotonic() + timeout_s
+    while (COOKIE in {c["name"] for c in context.cookies()}) != present and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return (COOKIE in {c["name"] for c in context.cookies()}) == present
+
+
 def _open(context, url, wait_idle):
     page = context.new_page()
     page.goto(url)
@@ -40,7 +50,7 @@ def test_operator_survives_reload_and_new_tab_until_rotation(shared_dashboard, b
     try:
         first, role = _open(context, f"{url}?token={access.token()}", wait_idle)
         assert role == "operator" and "token=" not in first.url
-        first.wait_for_timeout(500)  # the page's claim of the pass (a same-origin POST) lands
+        assert _cookie_is(context, present=True)  # the page's claim of the pass (a same-origin POST) landed
 
         first.reload()
         assert _role(first, wait_idle) == "operator" and "token=" not in first.url
@@ -69,12 +79,11 @@ def test_leaving_operator_mode_leaves_in_every_tab(shared_dashboard, browser, wa
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     try:
         first, role = _open(context, f"{url}?token={access.token()}", wait_idle)
-        assert role == "operator"
-        first.wait_for_timeout(500)
+        assert role == "operator" and _cookie_is(context, present=True)
         first.get_by_role("button", name=LEAVE).click()
+        first.get_by_role("button", name=LEAVE).wait_for(state="detached", timeout=30_000)
         assert _role(first, wait_idle) == "viewer"
-        first.wait_for_timeout(500)  # the page's clearing POST lands
-        assert COOKIE not in {c["name"] for c in context.cookies()}
+        assert _cookie_is(context, present=False)  # the page's clearing POST landed
         first.reload()
         assert _role(first, wait_idle) == "viewer"
         assert _open(context, url, wait_idle)[1] == "viewer"
