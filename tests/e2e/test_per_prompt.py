@@ -69,6 +69,8 @@ def test_the_explorer_draws_the_section_and_opens_a_slow_prompt_in_live(streamli
         page.wait_for_timeout(500)
         _shot(page, f"explorer-per-prompt-slower-{size}")
         page.get_by_role("link", name="Open in Live").click()
+        page.wait_for_function("() => (document.querySelector('h1')?.innerText || '').startsWith('Live')",
+                               timeout=120_000)  # the new page, not the Explorer still idle before it goes
         wait_idle(page, 120_000)
         assert page.locator("h1").first.inner_text().startswith("Live")
         note = page.locator("[data-testid='stAlertContentInfo']").filter(has_text="is filled in")

@@ -3,8 +3,8 @@ draft_model step add up to it, and the step read from TPOT agrees with D read fr
 
 Needs real servers because the parts come from four of them (the baseline, ngram as the verify probe,
 draft_model, and the draft model served alone), whose TPOTs and /metrics counts are what is taken apart.
-The baseline and ngram K=4 are the shared pair's (the sweep reuses them), so two servers start here.
-Small on purpose: one K, concurrency 1, 2 prompts of 24 tokens, 2 repeats (for intervals).
+Small on purpose: one K, concurrency 1, 2 prompts of 24 tokens, 2 repeats (for intervals), one server per
+method, about 4 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ PROMPTS = Path(__file__).resolve().parents[2] / "data" / "anatomy" / "copy.jsonl
 
 
 @pytest.fixture(scope="module")
-def measured(cpu_pair):
+def measured(home):
     if not (settings.models_dir() / "SmolLM2-135M-Instruct-draft-24L" / "config.json").exists():
         pytest.skip("The CPU demo models are missing; run `specscope models prepare`")
-    return cpu_pair
+    return home
 
 
 def test_the_parts_of_a_real_draft_model_step_add_up_to_it(measured, capsys):
-    status = main(["anatomy", "--measure", "--preset", "cpu-smollm2", "--methods", "draft_model", "--k", "4",
+    status = main(["anatomy", "--measure", "--preset", "cpu-smollm2", "--methods", "draft_model", "--k", "2",
                    "--concurrency", "1", "--prompts", str(PROMPTS), "--num-prompts", "2", "--output-len", "24",
                    "--repeats", "2", "--run-id", "anatomy-it", "--json"])
     out = capsys.readouterr().out
