@@ -23,14 +23,19 @@ __all__ = ["Group", "evict", "schedule_arg", "vllm_arg", "ServerPool"]
 Group = tuple[str, int, str | None, str | None]  # (method, K, schedule, vLLM): one server
 
 
+def furthest_ahead(cells: list[Cell], index: int, groups: list[tuple]) -> list[tuple]:
+    """``groups`` ordered by their next cell from ``index`` on, the one needed furthest ahead first."""
+    ahead = {g: next((i for i in range(index, len(cells)) if cells[i].group == g), len(cells)) for g in groups}
+    return sorted(groups, key=ahead.get, reverse=True)
+
+
 def evict(cells: list[Cell], index: int, live: list[tuple], limit: int | None, keep_baseline: bool) -> list[tuple]:
     """The live servers to stop before cell ``index`` starts a new one, so no more than ``limit``
     run (``keep_baseline``: the baseline's server is kept beside them): those needed furthest ahead."""
     counted = [g for g in live if not (keep_baseline and g[0] == BASELINE_METHOD)]
     if limit is None or len(counted) < limit:
         return []
-    ahead = {g: next((i for i in range(index, len(cells)) if cells[i].group == g), len(cells)) for g in counted}
-    return sorted(counted, key=ahead.get, reverse=True)[:len(counted) - limit + 1]
+    return furthest_ahead(cells, index, counted)[:len(counted) - limit + 1]
 
 
 def schedule_arg(text: str | None) -> dict[str, KSchedule]:
@@ -66,9 +71,11 @@ class ServerPool:
         """The group's server while it is up (awake or asleep)."""
         return self.servers.get(group)
 
+    def _awake(self) -> list[Group]:
+        return [g for g in self.servers if g not in self.asleep]
+
     def _make_room(self, index: int) -> None:
-        awake = [g for g in self.servers if g not in self.asleep]
-        for victim in evict(self.cells, index, awake, self.limit, self.keep_baseline):
+        for victim in evict(self.cells, index, self._awake(), self.limit, self.keep_baseline):
             self._put_away(victim, index)
 
     def _put_away(self, group: Group, index: int) -> None:
@@ -89,7 +96,7 @@ class ServerPool:
     def _due(self, index: int, group: Group, cell: Cell) -> list[tuple[Group, Cell]]:
         """``group`` and the next groups due after cell ``index`` that start beside it (a wave), as many
         as start at once beside the servers awake (the memory shares of ``starts_at_once`` fit in all)."""
-        size = self.at_once - len([g for g in self.servers if g not in self.asleep])
+        size = self.at_once - len(self._awake())
         wave = [(group, cell)]
         for later in self.cells[index + 1:]:
             if len(wave) >= size:
@@ -127,10 +134,8 @@ class ServerPool:
     def _sleep_beyond_limit(self, index: int, ahead: list[Group]) -> None:
         """Put away the servers started ahead in a wave that are more than the launcher keeps awake
         (an idle awake server costs the measured one nothing but memory): those needed furthest ahead."""
-        excess = len([g for g in self.servers if g not in self.asleep]) - (self.limit or len(self.servers))
-        later = {g: next((i for i in range(index, len(self.cells)) if self.cells[i].group == g), len(self.cells))
-                 for g in ahead}
-        for group in sorted(ahead, key=later.get, reverse=True)[:max(0, excess)]:
+        excess = len(self._awake()) - (self.limit or len(self.servers))
+        for group in furthest_ahead(self.cells, index, ahead)[:max(0, excess)]:
             self._put_away(group, index)
 
     def _start_one(self, cell: Cell) -> RunningServer | SpecScopeError:
@@ -144,8 +149,8 @@ class ServerPool:
         if group not in self.asleep:
             return False
         self.asleep.discard(group)  # counted awake while room is made for it
-        awake = [g for g in self.servers if g not in self.asleep and g != group]
-        for victim in evict(self.cells, index, awake, self.limit, self.keep_baseline):
+        others = [g for g in self._awake() if g != group]
+        for victim in evict(self.cells, index, others, self.limit, self.keep_baseline):
             self._put_away(victim, index)
         began = time.monotonic()
         try:
