@@ -11,7 +11,7 @@ import pytest
 from specscope import shared, store
 from specscope.store import Store
 
-pytestmark = [pytest.mark.integration, pytest.mark.cluster]
+pytestmark = pytest.mark.cluster  # SeaweedFS from PyPI; no vLLM server
 
 
 def _rows(run_id: str, method: str = "ngram") -> list[dict]:
