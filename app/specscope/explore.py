@@ -24,7 +24,7 @@ from specscope.store import OWN_SOURCE, SETUP_KEYS, Store
 
 __all__ = ["SETUP_KEYS", "best_point", "setup_label", "interval_text", "tie_text", "point_label", "best_k_table",
            "unmatched_setups", "headline", "interval_summary", "speedup_vs_k", "point_runs", "with_point_means",
-           "point_runs_text", "k_sweep_setups", "best_k", "acceptance_vs_k", "by_concurrency", "curves_vs_concurrency",
+           "point_runs_text", "k_sweep_setups", "default_setups", "best_k", "acceptance_vs_k", "by_concurrency", "curves_vs_concurrency",
            "crossovers", "crossover_caption", "bundled_sources", "bundled_summary", "per_position", "filtered_rows",
            "to_csv_bytes", "to_parquet_bytes"]
 
@@ -104,6 +104,17 @@ def k_sweep_setups(vs_k: pd.DataFrame) -> list[str]:
     summary = vs_k.groupby("setup", sort=False).agg(ks=("k", "nunique"), top=("speedup", "max"))
     summary = summary[summary["ks"] >= 2].sort_values("top", ascending=False)
     return summary.index.tolist()
+
+
+def default_setups(vs_k: pd.DataFrame, count: int = 4) -> list[str]:
+    """The landing figure's setups: the best ``count`` of ``k_sweep_setups``, one per setup told apart by
+    more than its vLLM or torch version (the versions view compares those), then the rest if too few."""
+    ranked = k_sweep_setups(vs_k)
+    family = vs_k.drop_duplicates("setup").set_index("setup")[
+        [key for key in SETUP_KEYS if key not in ("vllm_version", "torch_version")]].apply(lambda row: repr(tuple(row)), axis=1)
+    seen: set[str] = set()
+    first = [setup for setup in ranked if not (family[setup] in seen or seen.add(family[setup]))]
+    return (first + [setup for setup in ranked if setup not in first])[:count]
 
 
 def best_k(store: Store, filters: Filters = None) -> pd.DataFrame:

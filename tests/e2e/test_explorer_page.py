@@ -167,8 +167,10 @@ def test_the_setups_chosen_for_speedup_vs_k_outlive_a_visit_to_another_tab(strea
     page.locator(VEGA_CHART).first.wait_for(timeout=60_000)
     # the bundled results: a chart per setup measured at several K (CPU ngram and suffix, the H100 runs)
     chooser = page.get_by_test_id("stMultiSelect").filter(has_text="Setups")
-    chosen = page.locator(VEGA_CHART).count()  # the first four setups are chosen by default
+    chosen = page.locator(VEGA_CHART).count()  # the best four setups, one per setup whatever its vLLM
     assert chosen == 4, chosen
+    chips = chooser.inner_text()  # the H100 anatomy's 0.26.0 twins wait in the list
+    assert chips.count("vLLM 0.24.0") == 3 and "vLLM 0.26.0" not in chips, chips
     # the chip's delete button: the H100's ngram, leaving the CPU one
     chooser.get_by_role("button", name=re.compile(r"· ngram · copy")).click()
     wait_idle(page)

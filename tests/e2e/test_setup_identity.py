@@ -29,6 +29,7 @@ def _show_run(page, wait_idle, run_id: str) -> list[str]:
     page.keyboard.press("Enter")
     wait_idle(page, 120_000)
     page.wait_for_function(f"() => document.body.innerText.includes('Run {run_id} only')", timeout=60_000)
+    wait_idle(page, 120_000)  # the rerun that drew that line may still be drawing the table
     table = page.locator("[data-testid='stTable']").first
     return [row.inner_text() for row in table.locator("tr").all()]
 

@@ -135,17 +135,21 @@ def test_bundled_gpu_runs_say_where_and_how_they_were_measured(store, specscope_
     dummy weights and synthetic acceptance, and `specscope speedup --json` carries them."""
     gpu = [p for p in _own_files() if "dummy" in pq.read_table(p, columns=["weights"]).column("weights").to_pylist()]
     assert {p.stem for p in gpu} >= {"gpu-llama31-8b-eagle3-synthetic", "gpu-qwen3-32b-ruiz-replay",
-                                     "gpu-anatomy-8b-vllm0.24.0", "gpu-anatomy-8b-vllm0.24.0-drafter-draft_model"}
+                                     "gpu-anatomy-8b-vllm0.24.0", "gpu-anatomy-8b-vllm0.24.0-drafter-draft_model",
+                                     "gpu-anatomy-8b-vllm0.26.0", "gpu-anatomy-8b-vllm0.26.0-drafter-draft_model",
+                                     "gpu-ruiz-70b-tp2-vllm0.26.0", "gpu-ruiz-70b-tp2-eagle3-vllm0.26.0"}
     for path in gpu:
         rows = pq.read_table(path).to_pandas()
         ok = rows[rows["status"] == "ok"]
-        assert (ok["hardware"] == "1xH100-80GB").all() and (ok["vllm_version"] == "0.24.0").all()
+        version = "0.26.0" if "vllm0.26.0" in path.stem else "0.24.0"  # a run on another vLLM names it
+        hardware = "2xH100-80GB" if "-tp2-" in path.stem else "1xH100-80GB"  # tensor parallel 2: two GPUs
+        assert (ok["hardware"] == hardware).all() and (ok["vllm_version"] == version).all()
         assert (ok["torch_version"] == "2.11.0+cu130").all() and (ok["weights"] == "dummy").all()
         assert (ok.loc[ok["method"] != "none", "acceptance"] == "synthetic").all()
         assert ok.loc[ok["method"] == "none", "acceptance"].isna().all()
     assert cli_main(["speedup", "--json", "--hardware", "1xH100-80GB"]) == 0
     records = json.loads(capsys.readouterr().out)
-    assert records and {(r["vllm_version"], r["weights"]) for r in records} == {("0.24.0", "dummy")}
+    assert records and {(r["vllm_version"], r["weights"]) for r in records} == {("0.24.0", "dummy"), ("0.26.0", "dummy")}
     assert {r["acceptance"] for r in records if r["method"] != "none"} == {"synthetic"}
     eagle = next(r for r in records if r["run_id"] == "gpu-llama31-8b-eagle3-synthetic" and r["method"] == "eagle3"
                  and r["k"] == 4 and r["concurrency"] == 1)

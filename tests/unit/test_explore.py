@@ -154,3 +154,18 @@ def test_a_low_end_clipped_at_zero_is_said():
     row = {"method": "suffix", "speedup": 0.797, "speedup_lo": 0.0, "speedup_hi": 3.972}
     assert explore.interval_text(row) == "0.797× [0.000, 3.972] (low end clipped at 0)"
     assert explore.interval_text({**row, "speedup_lo": 0.5}) == "0.797× [0.500, 3.972]"
+
+
+def test_the_landing_setups_are_one_per_setup_whatever_its_vllm_version():
+    """The same setup measured on two vLLM versions takes one of the landing figure's places, not two (the
+    versions view compares them); the rest follow best first, and the other versions only fill a gap."""
+    def point(method: str, version: str, k: int, speedup: float) -> dict:
+        keys = dict.fromkeys(store_module.SETUP_KEYS, "x")
+        return {**keys, "method": method, "vllm_version": version, "k": k, "speedup": speedup,
+                "setup": f"{method} · vLLM {version}"}
+    vs_k = pd.DataFrame([point(m, v, k, s * k) for m, v, s in (("eagle3", "0.24.0", 2.0), ("eagle3", "0.26.0", 1.9),
+                                                              ("ngram", "0.24.0", 1.5), ("suffix", "0.24.0", 1.2))
+                         for k in (2, 4)])
+    assert explore.default_setups(vs_k, 3) == ["eagle3 · vLLM 0.24.0", "ngram · vLLM 0.24.0", "suffix · vLLM 0.24.0"]
+    assert explore.default_setups(vs_k, 4)[-1] == "eagle3 · vLLM 0.26.0"
+    assert explore.default_setups(vs_k.iloc[0:0]) == []

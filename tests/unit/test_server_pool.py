@@ -1,6 +1,7 @@
 """The sweep's server pool on a GPU: servers start in waves as memory allows, sleep while other
 servers are measured and wake for their own cells (vLLM's /sleep and /wake_up, asked over HTTP of a
-local server here), and GPU slots of a node each get their own lane of server groups."""
+local server here), and GPU slots of a node each get their own lane of server groups. On a CPU,
+servers start a core's worth at once and stay up side by side as memory allows."""
 
 from __future__ import annotations
 
@@ -106,6 +107,24 @@ def test_without_sleep_a_gpu_sweep_starts_each_server_when_its_turn_comes():
     pool = ServerPool(launcher, _cells(repeats=2))
     _walk(pool, pool.cells)
     assert launcher.waves == [[m] for m in ("none", "ngram", "eagle3", "draft_model")] * 2  # restarts each round
+
+
+def test_cpu_servers_start_a_core_each_at_once_and_stay_up_for_every_round():
+    launcher = _GpuLauncher("http://127.0.0.1:9", at_once=2)  # two cores
+    launcher.sleeps, launcher.max_servers = False, 4  # memory for four CPU servers
+    pool = ServerPool(launcher, _cells(repeats=2))
+    _walk(pool, pool.cells)
+    assert launcher.waves == [["none", "ngram"], ["eagle3", "draft_model"]]  # 4 starts for 16 cells
+    assert sorted(launcher.stopped) == ["draft_model", "eagle3", "ngram", "none"]
+
+
+def test_a_cpu_wave_starts_no_more_servers_than_memory_holds():
+    launcher = _GpuLauncher("http://127.0.0.1:9", at_once=2)
+    launcher.sleeps, launcher.max_servers = False, 3
+    pool = ServerPool(launcher, _cells(repeats=2))
+    _walk(pool, pool.cells)
+    assert launcher.waves[:3] == [["none", "ngram"], ["eagle3"], ["draft_model"]]  # one at a time once 2 are up
+    assert len(launcher.waves) == 4  # round 2 starts again the one stopped to make room for draft_model
 
 
 def test_gpu_slots_split_server_groups_into_lanes_of_about_equal_work():

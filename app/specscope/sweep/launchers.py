@@ -5,6 +5,7 @@ configured exactly alike); ``ServersLauncher`` measures servers that already run
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -130,10 +131,15 @@ class PresetLauncher:
         self.sleeps = gpu and sleep_mode is not False  # on a GPU, servers sleep between their cells by default
         self.devices = devices  # the GPUs its servers run on (None: those visible)
         self.tp = int(found.engine_args.get("tensor_parallel_size", 1))
-        self.starts_at_once = starts_at_once or (starts_fitting(found.engine_args) if self.sleeps else 1)
-        # CPU servers (one core, a small KV cache) run side by side as memory allows; on a GPU, servers that
-        # sleep stay awake as their memory shares allow (idle, they cost the measured one nothing), else one
-        self.max_servers = (self.starts_at_once if self.sleeps else 1) if gpu else cpu_room()
+        # CPU servers (one core, a small KV cache) run side by side as memory allows and start a core each at
+        # once; on a GPU, servers that sleep start and stay awake as their memory shares allow (idle, they
+        # cost the measured one nothing), else one at a time
+        if not gpu:
+            self.max_servers = cpu_room()
+            self.starts_at_once = starts_at_once or min(os.cpu_count() or 1, self.max_servers)
+        else:
+            self.starts_at_once = (starts_at_once or starts_fitting(found.engine_args)) if self.sleeps else 1
+            self.max_servers = self.starts_at_once
 
     def _options(self) -> dict:
         return {"start_timeout": self.start_timeout, "reuse": self.reuse, "die_with_parent": self.die_with_parent,
@@ -179,17 +185,28 @@ class PresetLauncher:
                                         warm=False), reused=False)
 
     def start_many(self, wanted: list[tuple[str, int, dict]]) -> list[RunningServer | SpecScopeError]:
-        """Start several (method, K, options) servers at once, each under a free name; per server
-        what ``start`` returns, or the error that ended its start."""
+        """Start several (method, K, options) servers at once, each under a free name (a running server
+        configured exactly like one is reused, as ``start`` does); per server what ``start`` returns,
+        or the error that ended its start."""
+        found: list[RunningServer | SpecScopeError | None] = []
+        for method, k, options in wanted:
+            running = launch.find_reusable(self._plan(method, k, **options).state) if self.reuse else None
+            found.append(_from_state(running, reused=True) if running is not None else None)
+        fresh = [want for want, server in zip(wanted, found) if server is None]
+
         def plans():
-            for method, k, options in wanted:  # lazily: each name is chosen once the one before is registered
+            for method, k, options in fresh:  # lazily: each name (and core) is chosen once the one before is registered
                 plan = self._plan(method, k, **options)
                 name = launch.unused_name(plan.state.name)
                 yield plan if name == plan.state.name else self._plan(method, k, name=name, **options)
 
-        started = launch.start_together(plans(), timeout=self.start_timeout, warm=False,
-                                        die_with_parent=self.die_with_parent)
-        return [failure if failure is not None else _from_state(state, reused=False) for state, failure in started]
+        started = iter(launch.start_together(plans(), timeout=self.start_timeout, warm=False,
+                                             die_with_parent=self.die_with_parent) if fresh else [])
+        for n, server in enumerate(found):
+            if server is None:
+                state, failure = next(started)
+                found[n] = failure if failure is not None else _from_state(state, reused=False)
+        return found
 
     def pids(self, server: RunningServer) -> list[int]:
         """The processes of the server's group, for the core-sharing check."""

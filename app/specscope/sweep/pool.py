@@ -2,8 +2,9 @@
 first cell and stopped after its last. Where the launcher holds fewer awake at once (``max_servers``:
 as many as GPU or CPU memory holds), the one needed furthest ahead makes room: a server
 that sleeps (vLLM's sleep mode, on a GPU) falls asleep and is woken when its turn comes, any other
-is stopped and started again. A launcher that starts several servers at once (``starts_at_once``)
-starts the next groups due beside the one needed; those beyond what stays awake sleep until their turn."""
+is stopped and started again. A launcher that starts several servers at once (``starts_at_once``: CPU
+servers a core each, GPU servers as their memory shares fit) starts the next groups due beside the one
+needed; those beyond what stays awake sleep until their turn."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ class ServerPool:
         self.keep_baseline = keep_baseline
         self.limit = getattr(launcher, "max_servers", None)
         self.sleeps = bool(getattr(launcher, "sleeps", False))
-        self.at_once = max(1, int(getattr(launcher, "starts_at_once", 1))) if self.sleeps else 1
+        self.at_once = max(1, int(getattr(launcher, "starts_at_once", 1)))
         self.last_use = last_use(cells)
         self.servers: dict[Group, RunningServer] = {}
         self.served: dict[Group, int] = {}
@@ -94,9 +95,11 @@ class ServerPool:
         self.retire(group)
 
     def _due(self, index: int, group: Group, cell: Cell) -> list[tuple[Group, Cell]]:
-        """``group`` and the next groups due after cell ``index`` that start beside it (a wave), as many
-        as start at once beside the servers awake (the memory shares of ``starts_at_once`` fit in all)."""
-        size = self.at_once - len(self._awake())
+        """``group`` and the next groups due after cell ``index`` that start beside it (a wave): servers that
+        sleep, as many as start at once beside those awake (the memory shares of ``starts_at_once`` fit in
+        all); others, ``starts_at_once`` of them as long as no more than ``max_servers`` run."""
+        awake = len(self._awake())
+        size = self.at_once - awake if self.sleeps else min(self.at_once, (self.limit or self.at_once) - awake)
         wave = [(group, cell)]
         for later in self.cells[index + 1:]:
             if len(wave) >= size:
