@@ -145,7 +145,7 @@ def _positions():
 def _speedup_vs_k() -> None:
     """The landing figure: a Vega-Lite chart per chosen setup, two abreast."""
     k_setups = cache.built("k_sweep_setups", lambda: explore.k_sweep_setups(vs_k), vs_k)
-    landing = cache.built("default_setups", lambda: explore.default_setups(vs_k, 2), vs_k)
+    landing = cache.built("default_setups", lambda: explore.default_setups(vs_k), vs_k)
     # Keyed by the choices, so new results (an import, a finished run) bring a fresh default; the
     # choice outlives a visit to another tab.
     shown = st.multiselect("Setups", k_setups, default=landing, persist_state="session",
