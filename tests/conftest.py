@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from local_http import Answering, serving
+import server_room
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 RUIZ_PARQUET = SHARED_DATA / "tomasruizt_vllm-scripts_full-bench-data_d94d714.parquet"
@@ -86,10 +87,32 @@ def starts_real_vllm(item: pytest.Item) -> bool:
     return item.get_closest_marker("integration") is not None or "demo_servers" in item.fixturenames
 
 
+def in_vllm_stream(item: pytest.Item) -> bool:
+    """The vLLM stream's tests: those that start real vLLM servers, but for the few-server ones, which end
+    the other stream (it finishes first) beside the vLLM stream's later tests."""
+    return starts_real_vllm(item) and item.get_closest_marker("few_servers") is None
+
+
 def pytest_collection_modifyitems(config, items):
-    """Under SPECSCOPE_TEST_STREAM, keep only the tests that start real vLLM servers (``vllm``) or the rest."""
+    """Under SPECSCOPE_TEST_STREAM, keep only the vLLM stream's tests (``vllm``) or the rest (``rest``,
+    the few-server tests last)."""
     if STREAM not in ("vllm", "rest"):
         return
-    kept = [item for item in items if starts_real_vllm(item) == (STREAM == "vllm")]
+    kept = [item for item in items if in_vllm_stream(item) == (STREAM == "vllm")]
     config.hook.pytest_deselected(items=[item for item in items if item not in kept])
-    items[:] = kept
+    items[:] = sorted(kept, key=lambda item: item.get_closest_marker("few_servers") is not None)  # stable
+
+
+@pytest.fixture(autouse=True)
+def room_for_servers(request):
+    """A ``many_servers`` test holds the machine's server room alone, a ``few_servers`` one shares it
+    (tests/server_room.py): only while tests/run.sh runs two streams."""
+    alone, few = (request.node.get_closest_marker(name) is not None for name in ("many_servers", "few_servers"))
+    if not (alone or few):
+        yield
+        return
+    server_room.enter(alone)
+    try:
+        yield
+    finally:
+        server_room.leave(alone)

@@ -15,6 +15,7 @@ if [ $# -gt 0 ] || [ "${SPECSCOPE_TEST_STREAMS:-2}" != 2 ]; then
 fi
 
 reports="$(mktemp -d)"
+export SPECSCOPE_TEST_LOCK="$reports/servers.lock"  # tests/server_room.py
 stream() {  # stream NAME NICENESS: one pytest run over the tests of that stream, its lines marked with its name
   SPECSCOPE_TEST_STREAM="$1" nice -n "$2" .venv/bin/python -m pytest -q --basetemp="$reports/tmp-$1" \
     --junitxml="$reports/$1.xml" 2>&1 | sed -u "s/^/[$1] /"

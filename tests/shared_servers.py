@@ -8,16 +8,21 @@ from pathlib import Path
 
 import pytest
 
+import server_room
+
 
 class SharedServers:
     """The homes whose launched servers the tests using ``fixture`` share; ``stop_after`` goes in the
     ``pytest_runtest_teardown`` hook of the conftest that defines the fixture."""
 
-    def __init__(self, fixture: str) -> None:
+    def __init__(self, fixture: str, alone: bool) -> None:
         self.fixture = fixture
         self.homes: list[Path] = []
+        self.alone = alone  # whether they hold the server room alone until stopped, or share it
 
     def add(self, home: Path) -> Path:
+        if not self.homes:
+            server_room.enter(self.alone)
         self.homes.append(home)
         return home
 
@@ -28,6 +33,8 @@ class SharedServers:
             with pytest.MonkeyPatch.context() as patch:
                 patch.setenv("SPECSCOPE_HOME", str(self.homes.pop()))
                 launch.stop_all()
+            if not self.homes:
+                server_room.leave(self.alone)
 
     def stop_after(self, item: pytest.Item) -> None:
         """Stop them once no test after ``item`` in this run uses the fixture."""

@@ -108,7 +108,7 @@ def streamlit_server(streamlit_factory, specscope_home) -> StreamlitServer:
     return streamlit_factory(home=specscope_home)
 
 
-SHARED = SharedServers("demo_servers")
+SHARED = SharedServers("demo_servers", alone=True)  # three, beside each test's own
 DEMO_SERVERS = (("none", "0", True), ("ngram", "1", True), ("suffix", "1", False))  # method, core, warmed
 
 

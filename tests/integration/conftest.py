@@ -8,7 +8,7 @@ import pytest
 from shared_servers import SharedServers
 from specscope import catalog, launch, models, settings
 
-SHARED = SharedServers("cpu_pair")
+SHARED = SharedServers("cpu_pair", alone=False)  # two servers
 PAIR = (("ngram", "0"), ("none", "1"))  # method, core: each on a core of its own
 
 

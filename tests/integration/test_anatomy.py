@@ -17,7 +17,7 @@ import pytest
 from specscope import settings
 from specscope.cli import main
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.many_servers]  # four servers side by side
 
 PROMPTS = Path(__file__).resolve().parents[2] / "data" / "anatomy" / "copy.jsonl"
 

@@ -10,7 +10,7 @@ import pytest
 from specscope import catalog, launch, presets, prompts, schedule
 from specscope.stream import GenerationRequest, StreamClient
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.few_servers]  # at most three servers at once
 
 SCHEDULE = "1:4,2-8:1"
 

@@ -42,6 +42,7 @@ def _cli(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
                           timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO / "app")})
 
 
+@pytest.mark.many_servers  # the demo's four
 def test_demo_methods_come_up_agree_and_stop_cleanly_through_the_cli(home):
     demo = _cli("demo")
     assert demo.returncode == 0, demo.stderr[-3000:]

@@ -10,7 +10,7 @@ import pytest
 from specscope import catalog, launch, sweep
 from specscope.store import Store
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.few_servers]  # at most three servers at once
 
 PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "code-editing.jsonl"
 SCHEDULE = "1:2,2-256:1"

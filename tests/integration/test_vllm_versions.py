@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.few_servers]  # at most three servers at once
 
 REPO = Path(__file__).resolve().parents[2]
 PROMPTS = REPO / "data" / "prompts" / "code-editing.jsonl"
