@@ -112,9 +112,11 @@ def default_setups(vs_k: pd.DataFrame, count: int = 4) -> list[str]:
     ranked = k_sweep_setups(vs_k)
     family = vs_k.drop_duplicates("setup").set_index("setup")[
         [key for key in SETUP_KEYS if key not in ("vllm_version", "torch_version")]].apply(lambda row: repr(tuple(row)), axis=1)
-    seen: set[str] = set()
-    first = [setup for setup in ranked if not (family[setup] in seen or seen.add(family[setup]))]
-    return (first + [setup for setup in ranked if setup not in first])[:count]
+    first: dict[str, str] = {}  # family -> its best setup
+    for setup in ranked:
+        first.setdefault(family[setup], setup)
+    chosen = list(first.values())
+    return (chosen + [setup for setup in ranked if setup not in chosen])[:count]
 
 
 def best_k(store: Store, filters: Filters = None) -> pd.DataFrame:

@@ -170,37 +170,37 @@ class PresetLauncher:
         """Plan the server without starting it: ConfigError on a missing model, vLLM or package."""
         self._plan(method, k, k_schedule=k_schedule, vllm=vllm)
 
+    def _running_alike(self, plan: launch.LaunchPlan) -> RunningServer | None:
+        """A running server configured exactly as ``plan`` says, where this launcher reuses servers."""
+        running = launch.find_reusable(plan.state) if self.reuse else None
+        return _from_state(running, reused=True) if running is not None else None
+
+    def _free_named(self, plan: launch.LaunchPlan, method: str, k: int, options: dict) -> launch.LaunchPlan:
+        """``plan`` under a name no registered server has."""
+        name = launch.unused_name(plan.state.name)
+        return plan if name == plan.state.name else self._plan(method, k, name=name, **options)
+
     def start(self, method: str, k: int, k_schedule: KSchedule | None = None,
               vllm: str | None = None) -> RunningServer:
         """Reuse a running server configured exactly like this (method, K, schedule, vLLM), else start
         one under a free name; K=0 means the baseline takes no K."""
-        plan = self._plan(method, k, k_schedule=k_schedule, vllm=vllm)
-        running = launch.find_reusable(plan.state) if self.reuse else None
-        if running is not None:
-            return _from_state(running, reused=True)
-        name = launch.unused_name(plan.state.name)
-        if name != plan.state.name:
-            plan = self._plan(method, k, name=name, k_schedule=k_schedule, vllm=vllm)
-        return _from_state(launch.start(plan, timeout=self.start_timeout, die_with_parent=self.die_with_parent,
-                                        warm=False), reused=False)
+        options = {"k_schedule": k_schedule, "vllm": vllm}
+        plan = self._plan(method, k, **options)
+        if (running := self._running_alike(plan)) is not None:
+            return running
+        return _from_state(launch.start(self._free_named(plan, method, k, options), timeout=self.start_timeout,
+                                        die_with_parent=self.die_with_parent, warm=False), reused=False)
 
     def start_many(self, wanted: list[tuple[str, int, dict]]) -> list[RunningServer | SpecScopeError]:
         """Start several (method, K, options) servers at once, each under a free name (a running server
         configured exactly like one is reused, as ``start`` does); per server what ``start`` returns,
         or the error that ended its start."""
-        found: list[RunningServer | SpecScopeError | None] = []
-        for method, k, options in wanted:
-            running = launch.find_reusable(self._plan(method, k, **options).state) if self.reuse else None
-            found.append(_from_state(running, reused=True) if running is not None else None)
+        found: list[RunningServer | SpecScopeError | None] = [
+            self._running_alike(self._plan(method, k, **options)) for method, k, options in wanted]
         fresh = [want for want, server in zip(wanted, found) if server is None]
-
-        def plans():
-            for method, k, options in fresh:  # lazily: each name (and core) is chosen once the one before is registered
-                plan = self._plan(method, k, **options)
-                name = launch.unused_name(plan.state.name)
-                yield plan if name == plan.state.name else self._plan(method, k, name=name, **options)
-
-        started = iter(launch.start_together(plans(), timeout=self.start_timeout, warm=False,
+        # planned lazily: each name (and core) is chosen once the one before is registered
+        plans = (self._free_named(self._plan(method, k, **options), method, k, options) for method, k, options in fresh)
+        started = iter(launch.start_together(plans, timeout=self.start_timeout, warm=False,
                                              die_with_parent=self.die_with_parent) if fresh else [])
         for n, server in enumerate(found):
             if server is None:
