@@ -31,7 +31,12 @@ class SeaweedS3:
 
     def __init__(self, folder: Path, bucket: str):
         self.folder, self.bucket = folder, bucket
-        # gRPC ports are the HTTP port + 10000: pick HTTP ports whose gRPC twin is free as well
+        self._pick_ports()
+        self.proc: subprocess.Popen | None = None
+        self.served = False
+
+    def _pick_ports(self) -> None:
+        """gRPC ports are the HTTP port + 10000: pick HTTP ports whose gRPC twin is free as well."""
         self.ports = {}
         for name in ("s3", "master", "filer", "volume", "admin", "webdav"):
             port = _free_port()
@@ -39,13 +44,22 @@ class SeaweedS3:
                 port = _free_port()
             self.ports[name] = port
         self.endpoint = f"http://127.0.0.1:{self.ports['s3']}"
-        self.proc: subprocess.Popen | None = None
 
     def env(self) -> dict[str, str]:
         return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET,
                 "AWS_REGION": "us-east-1"}
 
     def start(self, timeout: float = 60) -> None:
+        """Serve; a first start whose port another process took meanwhile tries fresh ports, twice more."""
+        for attempt in range(3):
+            try:
+                return self._start(timeout)
+            except RuntimeError as exc:
+                if self.served or attempt == 2 or "address already in use" not in str(exc):
+                    raise
+                self._pick_ports()
+
+    def _start(self, timeout: float) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         args = [weed_binary(), "mini", f"-dir={self.folder}", f"-bucket={self.bucket}", "-admin.ui=false",
                 "-ip=127.0.0.1", "-ip.bind=127.0.0.1", *(f"-{name}.port={port}" for name, port in self.ports.items())]
@@ -58,6 +72,7 @@ class SeaweedS3:
                 raise RuntimeError(f"weed mini exited with {self.proc.returncode}: "
                                    f"{(self.folder / 'weed.log').read_text()[-2000:]}")
             if self._bucket_ready():
+                self.served = True
                 return
             time.sleep(0.5)
         self.stop()

@@ -101,6 +101,19 @@ def _forge(wire: Wire, template, widget_id: str) -> None:
     wire.server.send(forged.SerializeToString())
 
 
+def _rerun_of(viewer, wire: Wire, page_hash: str):
+    """A rerun the viewer's page sent for the Servers page; a busy machine may draw the page before
+    its first click carries the page's hash, so click Refresh until one does."""
+    for _ in range(10):
+        viewer.get_by_role("button", name="Refresh").click()
+        wait_idle(viewer)
+        mine = [m for m in wire.reruns() if m.rerun_script.page_script_hash == page_hash]
+        if mine:
+            return mine[-1]
+        viewer.wait_for_timeout(1000)
+    raise AssertionError(f"the viewer's page sent no rerun for page {page_hash}: {wire.reruns()}")
+
+
 def _button_id(key: str, page_hash: str) -> str:
     from streamlit.elements.lib.utils import _compute_element_id
 
@@ -188,9 +201,7 @@ def test_viewers_see_operators_start_and_stop(shared_app, specscope_home, browse
     wire = Wire(viewer)
     viewer.goto(f"{lan_url}/servers")
     wait_idle(viewer)
-    viewer.get_by_role("button", name="Refresh").click()
-    wait_idle(viewer)
-    template = next(m for m in reversed(wire.reruns()) if m.rerun_script.page_script_hash == page_hash)
+    template = _rerun_of(viewer, wire, page_hash)
     for key in ("servers_start", f"servers_stop_{SERVER}", f"servers_stop_yes_{SERVER}", "servers_clean"):
         _forge(wire, template, _button_id(key, page_hash))
         viewer.wait_for_timeout(500)
