@@ -158,24 +158,17 @@ def _pick(found: pd.DataFrame, cell: Mapping, dataset: bool = False) -> Mapping 
     return order.sort_values(["_own", "_data", "created_at"], ascending=False).iloc[0].to_dict()
 
 
-def _same_setup(frame: pd.DataFrame, cell: Mapping, keys: Sequence[str] = SETUP) -> pd.Series:
-    same = pd.Series(True, index=frame.index)
-    for key in keys:
-        same &= frame[key] == cell[key]
-    return same
-
-
 def _plain(frame: pd.DataFrame, cell: Mapping) -> Mapping | None:
     """The baseline of the cell: the target's own plain server, same setup and dataset."""
     found = frame[(frame["method"] == BASELINE_METHOD) & (frame["model"] == cell["model"])
-                  & (frame["source"] == cell["source"]) & _same_setup(frame, cell)]
+                  & (frame["source"] == cell["source"])]
     return _pick(found, cell, dataset=True)
 
 
 def _probe(frame: pd.DataFrame, cell: Mapping) -> Mapping | None:
     """A near-free drafter's cell at the same K: synthetic like the cell where it can be."""
     found = frame[frame["method"].isin(PROBES) & (frame["model"] == cell["model"]) & (frame["k"] == cell["k"])
-                  & (frame["k_schedule"] == "") & _same_setup(frame, cell)]
+                  & (frame["k_schedule"] == "")]
     if cell["method"] in PROBES and cell["run_id"] in set(found["run_id"]):
         found = found[(found["run_id"] == cell["run_id"]) & (found["method"] == cell["method"])]
     found = found[found["acceptance"] == cell["acceptance"]] if (found["acceptance"] == cell["acceptance"]).any() \
@@ -187,8 +180,7 @@ def _drafter(frame: pd.DataFrame, cell: Mapping) -> Mapping | None:
     """The cell's draft model served alone as a plain server, same setup."""
     if not cell["draft_model"]:
         return None
-    found = frame[(frame["method"] == BASELINE_METHOD) & (frame["model"].map(_name) == _name(cell["draft_model"]))
-                  & _same_setup(frame, cell)]
+    found = frame[(frame["method"] == BASELINE_METHOD) & (frame["model"].map(_name) == _name(cell["draft_model"]))]
     return _pick(found, cell)
 
 
@@ -227,7 +219,8 @@ def _draft(drafter: Mapping | None, cell: Mapping) -> tuple[Figure | None, str]:
                           f"(run {drafter['run_id']}), an upper bound: it includes a plain step's scheduling")
 
 
-def _parts(cell: Mapping, frame: pd.DataFrame, speedups: pd.DataFrame | None) -> dict:
+def _parts(cell: Mapping, frame: pd.DataFrame, speedups: tuple[tuple[str, ...], dict]) -> dict:
+    """The parts of ``cell``'s step; ``frame`` holds the cells of its setup (``SETUP``)."""
     plain_cell = _plain(frame, cell)
     out = {key: (None if cell[key] == "" else cell[key]) for key in CELL}
     out.update(repeats=int(cell["repeats"]), tokens_per_step=cell["tokens_per_step"],
@@ -268,16 +261,24 @@ def _columns(name: str, figure: Figure) -> dict:
     return {f"{name}_ms": figure.value, f"{name}_lo": low, f"{name}_hi": figure.high}
 
 
-def _speedup(cell: Mapping, speedups: pd.DataFrame | None) -> dict:
-    """Speedup with its interval (``Store.speedup``) and D = tokens per step / speedup."""
+def _speedups_by_cell(speedups: pd.DataFrame | None) -> tuple[tuple[str, ...], dict]:
+    """``Store.speedup`` rows keyed by the cell columns they carry (the first row of a key wins)."""
     if speedups is None or speedups.empty:
+        return (), {}
+    keys = tuple(c for c in CELL if c in speedups)
+    keyed = speedups.assign(**{c: speedups[c].astype(object).where(speedups[c].notna(), "") for c in keys})
+    out: dict = {}
+    for row in keyed.to_dict("records"):
+        out.setdefault(tuple(row[c] for c in keys), row)
+    return keys, out
+
+
+def _speedup(cell: Mapping, speedups: tuple[tuple[str, ...], dict]) -> dict:
+    """Speedup with its interval (``Store.speedup``) and D = tokens per step / speedup."""
+    keys, by_cell = speedups
+    row = by_cell.get(tuple(cell[c] for c in keys)) if by_cell else None
+    if row is None or pd.isna(row["speedup"]):
         return {}
-    keyed = speedups.assign(**{c: speedups[c].astype(object).where(speedups[c].notna(), "") for c in CELL
-                               if c in speedups})
-    found = keyed[_same_setup(keyed, cell, [c for c in CELL if c in keyed])]
-    if found.empty or pd.isna(found["speedup"].iloc[0]):
-        return {}
-    row = found.iloc[0]
     tps = float(cell["tokens_per_step"])
     s, lo, hi = (float(row[c]) if pd.notna(row.get(c)) else None for c in ("speedup", "speedup_lo", "speedup_hi"))
     return {"speedup": s, "speedup_lo": lo, "speedup_hi": hi, "d": tps / s,
@@ -291,9 +292,11 @@ def table(raw: pd.DataFrame, speedups: pd.DataFrame | None = None) -> pd.DataFra
     (draft + overhead) in ms with ``_lo``/``_hi`` bounds, each part's ``_how``, and shares of the step."""
     found = cells(raw)
     found = found[(found["k_schedule"] == "")]
-    spec = found[(found["method"] != BASELINE_METHOD) & (found["k"] != "")]
-    records = [_parts(cell, found, speedups) for cell in spec.to_dict("records")]
-    out = pd.DataFrame(records)
+    parts, by_cell = {}, _speedups_by_cell(speedups)
+    for _, same in found.groupby(list(SETUP), sort=False):  # a cell's baseline, probe and drafter share its setup
+        spec = same[(same["method"] != BASELINE_METHOD) & (same["k"] != "")]
+        parts.update((i, _parts(cell, same, by_cell)) for i, cell in zip(spec.index, spec.to_dict("records")))
+    out = pd.DataFrame([parts[i] for i in sorted(parts)])
     if out.empty:
         return out
     for part in (*PARTS, "rest"):
