@@ -602,6 +602,11 @@ class LiveSession:
         self.replay_started = time.monotonic()
         self.replay_started_wall = time.time()
 
+    def skip_replay(self) -> None:
+        """Show the end of the replay now: every pane as it finished."""
+        self.replay_started = time.monotonic() - self.replay_length_s - 1.0
+        self.replay_started_wall = time.time() - self.replay_length_s - 1.0
+
     def views(self, now: float | None = None) -> list[PaneView]:
         """What every pane shows at ``now`` (replayed on recorded times in fair mode), compared to the baseline."""
         now = time.monotonic() if now is None else now

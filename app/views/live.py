@@ -31,7 +31,7 @@ st.caption("Each token coloured by where it came from: accepted draft (underline
            "acceptance length, tokens per step (1 = no gain) · speedup: tok/s over the baseline pane's · decode: "
            "its TPOT ratio. Grey: so far. Hover "
            "a figure for more. Servers are warmed up before their first run; nothing of the warm-up is shown.")
-start, save, replay_again, _ = st.columns([0.8, 1.4, 0.9, 4])
+start, save, replay_again, skip, _ = st.columns([0.8, 1.4, 0.9, 1.1, 2.9])
 start_clicked = is_operator() and start.button("Start", type="primary", key="live_start")  # viewers: recordings
 messages = st.container()
 board = st.container()  # the running comparison, above its settings
@@ -138,6 +138,8 @@ def _finished_controls(session: live.LiveSession) -> None:
         messages.success(f"Saved to {session.save()}")
     if session.mode == "fair" and replay_again.button("Replay", key="live_replay"):
         session.restart_replay()
+    if session.replaying() and skip.button("Skip to end", key="live_skip", help="Show every pane as it finished"):
+        session.skip_replay()
 
 
 def _offer_fresh(session: live.LiveSession) -> None:

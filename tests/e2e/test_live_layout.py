@@ -58,6 +58,7 @@ def load(page, url: str, recording: Path, labels: list[str], wait_idle) -> None:
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(recording))
     wait_idle(page)
     page.get_by_role("button", name="Load", exact=True).click()
+    page.get_by_role("button", name="Skip to end").click()  # the layout of the end, without watching the replay
     page.wait_for_function(
         """labels => labels.every(l => {
             const el = document.querySelector(`[data-pane='${l}']`);

@@ -83,6 +83,17 @@ def test_fair_replay_plays_back_on_recorded_times():
     assert full[1].lossless is True and early[1].lossless is None
 
 
+def test_skipping_a_replay_shows_every_pane_finished_and_replay_starts_it_again():
+    run = session("fair")
+    assert run.replaying() and not all(v.done for v in run.views())
+    run.skip_replay()
+    assert not run.replaying()
+    ended = run.views()
+    assert all(v.done for v in ended) and sum(v.metrics.tokens for v in ended) == 110
+    run.restart_replay()
+    assert run.replaying()
+
+
 def test_recording_round_trip(tmp_path):
     run = session()
     path = run.save(tmp_path, name="demo: none vs ngram")

@@ -77,7 +77,7 @@ def _stream(args) -> int:
     session = live.LiveSession.create(_specs(args), request, args.mode)
     session.start()
     session.wait()
-    session.replay_started = 0.0  # show the whole recording, not a playback moment
+    session.skip_replay()  # the whole recording, not a playback moment
     _print(session, args.json)
     if args.save:
         print(f"saved {session.save()}")
@@ -86,7 +86,7 @@ def _stream(args) -> int:
 
 def _replay(args) -> int:
     session = live.load_recording(args.file)
-    session.replay_started = float("-inf")
+    session.skip_replay()  # the whole recording, not a playback moment
     _print(session, args.json)
     return 0
 
