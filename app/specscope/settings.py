@@ -81,6 +81,12 @@ def cache_dir() -> Path:
     return _made(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "specscope")
 
 
+def warm_landing() -> bool:
+    """Whether the dashboard computes its landing pages at start, before the first viewer:
+    ``$SPECSCOPE_WARM`` ``0`` turns it off (its first viewer then waits for them), else on."""
+    return os.environ.get("SPECSCOPE_WARM", "1") != "0"
+
+
 def duckdb_memory_limit() -> str:
     """How much memory the results store's DuckDB may hold before it spills to ``cache_dir()``:
     ``$SPECSCOPE_DUCKDB_MEMORY`` in DuckDB's units (``4GB``), else 2GB."""

@@ -18,6 +18,8 @@ import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from specscope import settings
+
 __all__ = ["LANDING", "warm", "lifespan"]
 
 APP_DIR = Path(__file__).resolve().parents[1]
@@ -52,6 +54,9 @@ def warm(pages: tuple[str, ...] = LANDING) -> dict[str, float | str]:
 @asynccontextmanager
 async def lifespan(app):
     """st.App's start and stop: warm in a thread, serve once it is done or ``WAIT_S`` passed."""
+    if not settings.warm_landing():
+        yield
+        return
     thread = threading.Thread(target=warm, name="specscope-warm", daemon=True)
     thread.start()
     await asyncio.to_thread(thread.join, WAIT_S)

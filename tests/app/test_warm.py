@@ -47,3 +47,22 @@ def test_a_page_that_fails_while_warming_is_reported_not_raised(page_env, tmp_pa
     (tmp_path / "views" / "broken.py").write_text("raise ValueError('no store here')\n")
     monkeypatch.setattr(warm, "APP_DIR", tmp_path)
     assert warm.warm(("views/broken.py",)) == {"views/broken.py": "ValueError: no store here"}
+
+
+def test_warm_0_serves_at_once_without_computing_the_landing_pages(monkeypatch):
+    import asyncio
+
+    from ui import warm
+
+    calls = []
+    monkeypatch.setattr(warm, "warm", lambda *a: calls.append(a))
+
+    async def serve(value: str) -> None:
+        monkeypatch.setenv("SPECSCOPE_WARM", value)
+        async with warm.lifespan(None):
+            pass
+
+    asyncio.run(serve("0"))
+    assert calls == []
+    asyncio.run(serve("1"))
+    assert calls == [()]

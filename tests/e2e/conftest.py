@@ -44,7 +44,9 @@ class StreamlitServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = home / "streamlit.log"
-        full_env = {**os.environ, "SPECSCOPE_HOME": str(home), **(env or {})}
+        # the landing pages are computed by the tests that open them, not by every start (tests/app/test_warm.py
+        # and tests/bench/dashboard.py measure warming)
+        full_env = {**os.environ, "SPECSCOPE_HOME": str(home), "SPECSCOPE_WARM": "0", **(env or {})}
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(entry), "--server.headless", "true",
