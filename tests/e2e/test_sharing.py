@@ -101,7 +101,7 @@ def _forge(wire: Wire, template, widget_id: str) -> None:
     wire.server.send(forged.SerializeToString())
 
 
-def _rerun_of(viewer, wire: Wire, page_hash: str):
+def _rerun_of(viewer, wire: Wire, page_hash: str, wait_idle):
     """A rerun the viewer's page sent for the Servers page; a busy machine may draw the page before
     its first click carries the page's hash, so click Refresh until one does."""
     for _ in range(10):
@@ -201,7 +201,7 @@ def test_viewers_see_operators_start_and_stop(shared_app, specscope_home, browse
     wire = Wire(viewer)
     viewer.goto(f"{lan_url}/servers")
     wait_idle(viewer)
-    template = _rerun_of(viewer, wire, page_hash)
+    template = _rerun_of(viewer, wire, page_hash, wait_idle)
     for key in ("servers_start", f"servers_stop_{SERVER}", f"servers_stop_yes_{SERVER}", "servers_clean"):
         _forge(wire, template, _button_id(key, page_hash))
         viewer.wait_for_timeout(500)

@@ -25,7 +25,7 @@ import pytest
 from specscope import launch, presets, settings
 from specscope.errors import LaunchFailed
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.few_servers]  # one server at a time
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -36,6 +36,7 @@ def ray_cluster(tmp_path_factory):
         cluster.shutdown()
 
 
+@pytest.mark.many_servers  # a Ray cluster and its servers: no room for other tests' servers beside them
 def test_groups_run_at_once_on_two_nodes_and_every_cell_is_kept(ray_cluster, specscope_home):
     from specscope import cluster
 

@@ -131,6 +131,7 @@ def test_a_two_repeat_sweep_measures_every_cell_once_per_round(resumed):
     assert rows["created_at"].is_monotonic_increasing and rows["created_at"].is_unique
 
 
+@pytest.mark.few_servers  # one server
 def test_a_server_killed_mid_sweep_fails_only_its_cell(sweep_home):
     from specscope import bench, launch, sweep
 
