@@ -140,6 +140,7 @@ def _finished_controls(session: live.LiveSession) -> None:
         session.restart_replay()
     if session.replaying() and skip.button("Skip to end", key="live_skip", help="Show every pane as it finished"):
         session.skip_replay()
+        st.rerun()  # drawn again without this button
 
 
 def _offer_fresh(session: live.LiveSession) -> None:
