@@ -106,16 +106,22 @@ def k_sweep_setups(vs_k: pd.DataFrame) -> list[str]:
     return summary.index.tolist()
 
 
-def default_setups(vs_k: pd.DataFrame, count: int = 4) -> list[str]:
-    """The landing figure's setups: the best ``count`` of ``k_sweep_setups``, one per setup told apart by
-    more than its vLLM or torch version (the versions view compares those), then the rest if too few."""
+def default_setups(vs_k: pd.DataFrame, count: int = 2) -> list[str]:
+    """The landing figure's setups: ``count`` of ``k_sweep_setups`` (two: one row of charts, in the first
+    viewport), best first, one per setup told apart by more than its vLLM or torch version (the versions
+    view compares those), the best of each hardware before a second of any (a CPU demo run shows beside
+    GPU results), then the rest if too few."""
     ranked = k_sweep_setups(vs_k)
-    family = vs_k.drop_duplicates("setup").set_index("setup")[
-        [key for key in SETUP_KEYS if key not in ("vllm_version", "torch_version")]].apply(lambda row: repr(tuple(row)), axis=1)
+    setups = vs_k.drop_duplicates("setup").set_index("setup")
+    family = setups[[key for key in SETUP_KEYS if key not in ("vllm_version", "torch_version")]].apply(
+        lambda row: repr(tuple(row)), axis=1)
     first: dict[str, str] = {}  # family -> its best setup
     for setup in ranked:
         first.setdefault(family[setup], setup)
-    chosen = list(first.values())
+    per_hardware: dict[str, str] = {}  # hardware -> its best family
+    for setup in first.values():
+        per_hardware.setdefault(setups.at[setup, "hardware"], setup)
+    chosen = list(dict.fromkeys([*per_hardware.values(), *first.values()]))
     return (chosen + [setup for setup in ranked if setup not in chosen])[:count]
 
 

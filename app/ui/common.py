@@ -13,7 +13,7 @@ from specscope import settings, shared
 from specscope.errors import SpecScopeError
 from specscope.store import Store
 
-__all__ = ["store", "shared_store_note", "show_error", "or_stop", "figure_download", "slug", "fragment"]
+__all__ = ["store", "shared_store_note", "show_error", "or_stop", "figure_download", "slug", "fragment", "plain"]
 
 
 @st.cache_resource
@@ -52,6 +52,12 @@ def or_stop(call, *args, **kwargs):
 
 def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "figure"
+
+
+def plain(text) -> str:
+    """``text`` (from result files or a link's query) shown literally in Streamlit markdown: no link,
+    emphasis, code or HTML."""
+    return re.sub(r"([\\`*_{}\[\]()!|<>~$:#])", r"\\\1", str(text))
 
 
 def figure_download(fig, name: str, key: str) -> None:

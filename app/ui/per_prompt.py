@@ -5,7 +5,6 @@ from such a link. The Explorer and the Runs page draw the section with ``section
 from __future__ import annotations
 
 import html
-import re
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -16,17 +15,13 @@ from specscope.live import PaneSpec
 from specscope.schema import BASELINE_METHOD
 from ui import cache
 from ui.chart_style import PALETTE, empty_figure, layout
+from ui.common import plain
 
 __all__ = ["section", "by_group", "prefill_live"]
 
 BY = {"category": "Category", "prompt_length": "Prompt length (tokens)"}
 LIVE_PREFILLED = "live_prefilled"  # the Live link (query) whose prompt and servers were filled in
 _QUERY = ("dataset", "prompt_id", "method", "k")
-
-
-def _plain(text) -> str:
-    """``text`` (from a link's query) shown literally in Streamlit markdown."""
-    return re.sub(r"([\\`*_{}\[\]()!|<>~$:])", r"\\\1", str(text))  # no link, emphasis, code or HTML
 
 
 def _cell_name(row) -> str:
@@ -102,13 +97,13 @@ def _open_in_live(slow: pd.DataFrame, key: str) -> None:
                                     "method": row["method"], "k": str(int(row["k"]))})
 
 
-CHARTS = "Speedup and acceptance by category or prompt length"
+FOLDED = "By category and prompt length, and the slower prompts (open one in Live)"
 
 
 def section(filters: dict | None, key: str, *, folded: bool = False) -> None:
     """The per-prompt section for the runs ``filters`` keep: by category or prompt length, and the
-    slower-than-baseline list. ``folded``: the figures are drawn only once their expander opens (the
-    Explorer's landing page loads no plotly)."""
+    slower-than-baseline list. ``folded``: a sentence on the newest run, the rest drawn only once its
+    expander opens (the Explorer's landing page loads no plotly, table or chooser)."""
     rows = cache.frame(per_prompt.per_prompt, filters)
     if rows.empty:
         st.info("No per-prompt rows here: SpecScope's own sweeps record every request; imported results "
@@ -117,16 +112,34 @@ def section(filters: dict | None, key: str, *, folded: bool = False) -> None:
     runs, datasets, kinds = cache.built("per_prompt_runs", lambda: (
         per_prompt.runs(rows), rows.groupby("run_id")["dataset"].first(), rows.groupby("run_id")["category"].nunique()),
         rows)
+    if folded:
+        newest = rows[rows["run_id"] == runs[0]]
+        slow = cache.built("per_prompt_slower", lambda: per_prompt.slower_rows(newest), rows, runs[:1])
+        st.markdown(f"Run {plain(runs[0])} ({plain(datasets[runs[0]])}"
+                    f"{f', the newest of {len(runs)}' if len(runs) > 1 else ''}): {_slower(slow)}.")
+        drawn = st.expander(FOLDED, key=f"{key}_per_prompt_open", on_change="rerun")
+        if not drawn.open:
+            return
+        with drawn:
+            _body(rows, runs, datasets, kinds, key)
+        return
+    _body(rows, runs, datasets, kinds, key)
+
+
+def _slower(slow: pd.DataFrame) -> str:
+    if slow.empty:
+        return "no prompt ran slower than its baseline"
+    return (f"{len(slow)} prompt-cell pair{'s' if len(slow) > 1 else ''} slower than the baseline, "
+            f"{int(slow.within_noise.sum())} of them within noise")
+
+
+def _body(rows: pd.DataFrame, runs: list[str], datasets: pd.Series, kinds: pd.Series, key: str) -> None:
     if len(runs) > 1:
         runs = [st.selectbox("Run", runs, key=f"{key}_per_prompt_run",
                              format_func=lambda r: f"{r} ({datasets[r]}, {kinds[r]} "
                                                    f"{'category' if kinds[r] == 1 else 'categories'})")]
     every, rows = rows, rows[rows["run_id"].isin(runs)]
-    if not folded:
-        _charts(rows, key)
-    elif (drawn := st.expander(CHARTS, key=f"{key}_per_prompt_open", on_change="rerun")).open:
-        with drawn:
-            _charts(rows, key)
+    _charts(rows, key)
     slow = cache.built("per_prompt_slower", lambda: per_prompt.slower_rows(rows), every, runs)
     st.markdown(f"**Slower than baseline** ({len(slow)} prompt-cell pairs"
                 f"{f', {int(slow.within_noise.sum())} of them within noise' if len(slow) else ''})")
@@ -176,7 +189,7 @@ def prefill_live(launched: dict[str, PaneSpec]) -> str | None:
         return None
     st.session_state[LIVE_PREFILLED] = signature
     found = prompts.find(query["dataset"], query["prompt_id"])
-    shown = {name: _plain(value or "") for name, value in query.items()}
+    shown = {name: plain(value or "") for name, value in query.items()}
     if found is None:
         return (f"Prompt {shown['prompt_id']} of set '{shown['dataset']}' is in no prompt set here; "
                 "upload the set on the Runs page to open it.")
@@ -190,4 +203,4 @@ def prefill_live(launched: dict[str, PaneSpec]) -> str | None:
     if len(servers) < 2:
         return (f"{filled} is filled in; start {wanted} on the Servers page (or add them by URL below) to "
                 "compare them on it.")
-    return f"{filled} and {wanted} ({', '.join(_plain(s) for s in servers)}) are filled in."
+    return f"{filled} and {wanted} ({', '.join(plain(s) for s in servers)}) are filled in."

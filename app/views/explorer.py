@@ -13,7 +13,7 @@ from specscope.errors import SpecScopeError
 from ui import anatomy, cache, charts, import_form, k_charts, per_prompt, structured, versions_view
 from ui.access import is_operator
 from ui.chart_style import vega_spec
-from ui.common import figure_download, fragment, or_stop, shared_store_note, show_error
+from ui.common import figure_download, fragment, or_stop, plain, shared_store_note, show_error
 
 FILTERS = [("source", "Source"), ("model", "Model"), ("draft_model", "Draft / head"),
            ("method", "Method"), ("dataset", "Dataset"), ("response_format", "Response format"), ("hardware", "Hardware"),
@@ -147,9 +147,16 @@ def _speedup_vs_k() -> None:
     k_setups = cache.built("k_sweep_setups", lambda: explore.k_sweep_setups(vs_k), vs_k)
     landing = cache.built("default_setups", lambda: explore.default_setups(vs_k), vs_k)
     # Keyed by the choices, so new results (an import, a finished run) bring a fresh default; the
-    # choice outlives a visit to another tab.
-    shown = st.multiselect("Setups", k_setups, default=landing, persist_state="session",
-                           key=f"explorer_k_setups_{zlib.crc32(repr(k_setups).encode())}")
+    # choice outlives a visit to another tab and the chooser's closing. The chooser is drawn only when
+    # opened: its scripts would load ahead of the landing figure.
+    key = f"explorer_k_setups_{zlib.crc32(repr(k_setups).encode())}"
+    kept = st.session_state.get(key)
+    shown = landing if kept is None else [setup for setup in kept if setup in k_setups]
+    picker = st.expander(f"Setups: {len(shown)} of {len(k_setups)} shown", key="explorer_k_setups_open",
+                         on_change="rerun", icon=":material/tune:")
+    if picker.open:
+        with picker:
+            shown = st.multiselect("Setups", k_setups, default=landing, persist_state="session", key=key)
     drawn = cache.built("fig_speedup_vs_k", lambda: k_charts.speedup_vs_k(vs_k, shown), vs_k, shown)
     if not drawn:
         st.info(k_charts.EMPTY)
@@ -226,22 +233,30 @@ def _figures() -> None:
 
 @fragment
 def _schedule_section(curves: pd.DataFrame) -> None:
-    """The K schedule's verdict per setup; choosing a setup reruns this, not the page."""
+    """The K schedule's verdicts in a sentence; a setup's verdict, config and figure once opened."""
     st.subheader("K schedule vs fixed K")
-    scheduled_setup = st.selectbox("Setup with a K schedule", list(dict.fromkeys(curves["setup"])),
-                                   key="explorer_schedule_setup")
-    for found in cache.built("schedule_verdicts", lambda: verdict.verdicts(curves), curves):
-        if found.setup == scheduled_setup:
-            icon = ":material/check_circle:" if found.deploy_schedule else ":material/info:"  # no emoji font needed
-            (st.success if found.deploy_schedule else st.info)(found.sentence(), icon=icon)
-            st.caption("The speculative_config to deploy (add the method's own options, e.g. ngram's lookup sizes):")
-            st.code(json.dumps(found.speculative_config()), language="json", wrap_lines=True)
-    drawn = st.expander("The schedule and each fixed K: speedup vs concurrency", key="explorer_schedule_open",
-                        on_change="rerun")
-    if drawn.open:
-        with drawn:
-            _show("schedule_vs_concurrency", "K schedule vs fixed K",
-                  lambda: charts.schedule_vs_concurrency(curves, scheduled_setup))
+    found = cache.built("schedule_verdicts", lambda: verdict.verdicts(curves), curves)
+    deploy = [v.setup for v in found if v.deploy_schedule]
+    st.markdown(f"{len(found)} setup{'s' if len(found) != 1 else ''} measured with a K schedule beside fixed K: "
+                + (f"deploy the schedule on {len(deploy)} ({', '.join(plain(name) for name in deploy)})." if deploy
+                   else "a fixed K is the one to deploy" + (" on each." if len(found) > 1 else ".")))
+    # drawn only when opened: a chooser's and a figure's scripts would load ahead of the landing figure
+    drawn = st.expander("Each setup's verdict, the speculative_config to deploy, and the schedule vs each fixed K",
+                        key="explorer_schedule_open", on_change="rerun")
+    if not drawn.open:
+        return
+    with drawn:
+        scheduled_setup = st.selectbox("Setup with a K schedule", list(dict.fromkeys(curves["setup"])),
+                                       key="explorer_schedule_setup")
+        for one in found:
+            if one.setup == scheduled_setup:
+                icon = ":material/check_circle:" if one.deploy_schedule else ":material/info:"  # no emoji font
+                (st.success if one.deploy_schedule else st.info)(one.sentence(), icon=icon)
+                st.caption("The speculative_config to deploy (add the method's own options, e.g. ngram's "
+                           "lookup sizes):")
+                st.code(json.dumps(one.speculative_config()), language="json", wrap_lines=True)
+        _show("schedule_vs_concurrency", "K schedule vs fixed K",
+              lambda: charts.schedule_vs_concurrency(curves, scheduled_setup))
 
 
 # Each part below the header is a fragment: what a viewer opens or picks in one reruns only that part.

@@ -26,6 +26,20 @@ def test_bundled_results_show_without_any_server(specscope_home):
     assert "Best speedup" in metrics
 
 
+
+def test_the_landing_page_draws_no_chooser_table_or_code_until_opened(specscope_home):
+    """What a viewer does not open loads nothing ahead of the first figure: the setups chooser, the
+    per-prompt run chooser and table and the other sections wait for their expanders (the K schedule's
+    verdicts too: tests/e2e/test_explorer_page.py)."""
+    at = _run(AppTest.from_file(MAIN, default_timeout=60))
+    assert len(at.get("vega_lite_chart")) == 2 and at.metric
+    assert not at.selectbox and not at.multiselect and not at.dataframe and not at.code and not at.radio
+    assert not at.get("plotly_chart")
+    closed = [e.label for e in at.expander]
+    assert any(label.startswith("Setups: 2 of ") for label in closed), closed
+    assert any(label.startswith("By category and prompt length") for label in closed), closed
+
+
 def test_filter_on_imported_results(specscope_home, ruiz_parquet):
     importers.import_file(ruiz_parquet)
     at = _run(AppTest.from_file(MAIN, default_timeout=60))

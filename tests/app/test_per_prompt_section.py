@@ -36,10 +36,13 @@ def test_the_explorer_shows_the_bundled_runs_by_category_and_length_and_their_sl
     rows = per_prompt.per_prompt(Store())
     runs = per_prompt.runs(rows)
     assert runs[0] == "specscope-cpu-mixed"  # three categories: the section opens on it
-    assert at.selectbox(key="explorer_per_prompt_run").value == runs[0]
-    assert not at.radio  # the figures and their grouping wait for the expander to open
+    # folded: a sentence on that run; its chooser, figures and table wait for the expander to open
+    assert not at.radio and not at.selectbox and not at.get("page_link")
+    assert any("Run specscope-cpu-mixed (mixed, the newest of" in m.value
+               and "no prompt ran slower than its baseline" in m.value for m in at.markdown)
     at.session_state["explorer_per_prompt_open"] = True
     _run(at)
+    assert at.selectbox(key="explorer_per_prompt_run").value == runs[0]
     assert at.radio(key="explorer_per_prompt_by").value == "category"
     assert per_prompt.slower_rows(rows[rows["run_id"] == runs[0]]).empty
     assert any(s.value == "No prompt ran slower than its baseline." for s in at.success)

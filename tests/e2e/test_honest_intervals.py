@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import few_prompts_store
-from ui.per_prompt import CHARTS
+from ui.per_prompt import FOLDED
 
 pytestmark = pytest.mark.e2e
 
@@ -51,7 +51,7 @@ def test_two_prompts_a_category_draw_no_interval_and_no_tie(streamlit_factory, s
         wait_idle(page, 120_000)
         heading = page.locator("[data-testid='stHeading']").filter(has_text="Where it pays, per prompt")
         heading.scroll_into_view_if_needed()
-        page.locator("[data-testid='stExpander'] summary").filter(has_text=CHARTS).click()
+        page.locator("[data-testid='stExpander'] summary").filter(has_text=FOLDED).click()
         wait_idle(page, 120_000)
         run = page.locator("[data-testid='stSelectbox']").filter(has=page.locator("label").filter(
             has_text=re.compile("^Run$")))

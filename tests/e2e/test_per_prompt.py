@@ -12,7 +12,7 @@ import pytest
 
 from specscope import per_prompt
 from specscope.store import Store
-from ui.per_prompt import CHARTS
+from ui.per_prompt import FOLDED
 
 pytestmark = pytest.mark.e2e
 
@@ -39,7 +39,7 @@ def test_the_explorer_draws_the_section_and_opens_a_slow_prompt_in_live(streamli
         wait_idle(page, 120_000)
         heading = page.locator("[data-testid='stHeading']").filter(has_text="Where it pays, per prompt")
         heading.scroll_into_view_if_needed()
-        page.locator("[data-testid='stExpander'] summary").filter(has_text=CHARTS).click()  # figures drawn once open
+        page.locator("[data-testid='stExpander'] summary").filter(has_text=FOLDED).click()  # figures drawn once open
         wait_idle(page, 120_000)
         charts = page.locator("[data-testid='stPlotlyChart']").filter(has_text="by category")
         charts.nth(1).wait_for(timeout=60_000)  # plotly draws after the script ends

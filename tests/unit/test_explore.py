@@ -168,4 +168,9 @@ def test_the_landing_setups_are_one_per_setup_whatever_its_vllm_version():
                          for k in (2, 4)])
     assert explore.default_setups(vs_k, 3) == ["eagle3 · vLLM 0.24.0", "ngram · vLLM 0.24.0", "suffix · vLLM 0.24.0"]
     assert explore.default_setups(vs_k, 4)[-1] == "eagle3 · vLLM 0.26.0"
+    assert explore.default_setups(vs_k) == ["eagle3 · vLLM 0.24.0", "ngram · vLLM 0.24.0"]  # one row of two
+    # the best setup of each hardware comes before a second of any: a CPU run beside the GPU's best
+    cpu = vs_k[vs_k["method"] == "suffix"].assign(hardware="cpu-2core", setup="suffix · cpu")
+    assert explore.default_setups(pd.concat([vs_k[vs_k["method"] != "suffix"], cpu])) == [
+        "eagle3 · vLLM 0.24.0", "suffix · cpu"]
     assert explore.default_setups(vs_k.iloc[0:0]) == []
