@@ -65,6 +65,7 @@ def load(page, url: str, recording: Path, labels: list[str], wait_idle) -> None:
             return el && el.textContent.includes('· done');
         })""", arg=labels, timeout=120_000)
     wait_idle(page)
+    assert page.get_by_role("button", name="Skip to end").count() == 0  # nothing left to skip
 
 
 def inside(inner: dict, outer: dict, slack: float = 0.5) -> bool:
