@@ -93,14 +93,24 @@ def in_vllm_stream(item: pytest.Item) -> bool:
     return starts_real_vllm(item) and item.get_closest_marker("few_servers") is None
 
 
+def holds_the_room_alone(item: pytest.Item) -> bool:
+    """Tests of four or more servers, and those of the browser tests' shared demo servers."""
+    return item.get_closest_marker("many_servers") is not None or "demo_servers" in item.fixturenames
+
+
 def pytest_collection_modifyitems(config, items):
-    """Under SPECSCOPE_TEST_STREAM, keep only the vLLM stream's tests (``vllm``) or the rest (``rest``,
-    the few-server tests last)."""
+    """Under SPECSCOPE_TEST_STREAM, keep only the vLLM stream's tests (``vllm``: those that hold the server
+    room alone first, so the other stream's few-server tests find it shared by the time they come) or the
+    rest (``rest``, the few-server tests last)."""
     if STREAM not in ("vllm", "rest"):
         return
     kept = [item for item in items if in_vllm_stream(item) == (STREAM == "vllm")]
     config.hook.pytest_deselected(items=[item for item in items if item not in kept])
-    items[:] = sorted(kept, key=lambda item: item.get_closest_marker("few_servers") is not None)  # stable
+    if STREAM == "vllm":  # whole modules, so a module's fixtures start once
+        alone = {item.module for item in kept if holds_the_room_alone(item)}
+        items[:] = sorted(kept, key=lambda item: item.module not in alone)  # stable
+    else:
+        items[:] = sorted(kept, key=lambda item: item.get_closest_marker("few_servers") is not None)
 
 
 @pytest.fixture(autouse=True)
