@@ -25,7 +25,7 @@ import pytest
 from specscope import launch, presets, settings
 from specscope.errors import LaunchFailed
 
-pytestmark = [pytest.mark.integration, pytest.mark.few_servers]  # one server at a time
+pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -35,6 +35,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.few_servers  # one server
 def test_a_server_that_dies_on_an_import_error_is_reported_with_that_line(home, tmp_path):
     libs = tmp_path / "libs"
     libs.mkdir()
