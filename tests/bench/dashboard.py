@@ -13,10 +13,10 @@ the views; then one more viewer opens both pages on the same server (what anyone
 later costs). Right before a round of N > 1, the floor page is opened by N viewers at once (its
 median landing and its server CPU per viewer).
 
-Then the landing alone, three times over, alternating a fresh viewer of the floor page, of the
+Then the landing alone, five times over, alternating a fresh viewer of the floor page, of the
 Explorer on the bundled results, and of the Explorer with a 1M-row store in the SpecScope home
 (``tests/bench/explorer.py``'s one-run shape: 2 models x 33 method/K choices x 9 concurrencies,
-about 1,700 repeats a cell), each figure the median of its three. Then one viewer clicks
+about 1,700 repeats a cell), each figure the median of its five. Then one viewer clicks
 through the Explorer's tabs: seconds from the click until the tab's figure (or table) is drawn.
 
 Then one session loads a 4-pane Live recording (``tests/captures/live_4panes.json``:
@@ -30,10 +30,10 @@ and four panes at ~40 chunks/s together. The figure reported last is the fastest
 
 Last line: ``dashboard cpu_per_view_s=<N=10 server CPU / 10 sessions of Explorer + Theory>
 cpu_floor_s=<the floor page's server CPU per viewer, 10 at once> landing_s=<Explorer until idle,
-median of 3> floor_s=<the floor page, median of 3> landing_ratio=<landing_s / floor_s>
+median of 5> floor_s=<the floor page, median of 5> landing_ratio=<landing_s / floor_s>
 ten_median_s=<N=10 Explorer median> ten_floor_s=<the floor page opened by 10 viewers at once,
 median> ten_ratio=<ten_median_s / ten_floor_s> landing_1m_s=<Explorer with a 1M-row store, median
-of 3> landing_1m_ratio=<landing_1m_s / landing_s> tab_switch_s=<median over the tabs>
+of 5> landing_1m_ratio=<landing_1m_s / landing_s> tab_switch_s=<median over the tabs>
 tab_switch_max_s=<slowest tab> live_p95_ms=<token arrival -> DOM> landing_cached_s=<the Explorer
 reopened in a browser that cached Streamlit's scripts>``
 (targets: cpu_per_view_s <= 0.4, landing_ratio <= 1.3, ten_ratio <= 1.6, landing_1m_ratio <= 1.5,
@@ -251,7 +251,7 @@ def million_row_home(home: Path, rows: int) -> float:
     return time.perf_counter() - t0
 
 
-async def landings(browser, servers: dict[str, Server], rounds: int = 3) -> dict[str, float]:
+async def landings(browser, servers: dict[str, Server], rounds: int = 5) -> dict[str, float]:
     """Median landing seconds of a fresh viewer of each server, the servers taken in turn each round
     (so the machine's load falls alike on all of them); the floor server first runs its script once."""
     await land(browser, servers["floor"].url)
@@ -408,7 +408,7 @@ async def main(sessions: list[int], speeds: list[float], rows: int) -> None:
                 finally:
                     for server in servers.values():
                         server.stop()
-                print(f"landing (median of 3): floor {landing['floor']:.2f} s, Explorer {landing['explorer']:.2f} s, "
+                print(f"landing (median of 5): floor {landing['floor']:.2f} s, Explorer {landing['explorer']:.2f} s, "
                       f"Explorer with {rows} rows {landing['explorer_1m']:.2f} s "
                       f"({time.perf_counter() - started:.0f} s in all); loadavg {loadavg()}", flush=True)
                 print("tab switch s: " + "; ".join(f"{label} {t:.2f}" for label, t in switches.items()), flush=True)
