@@ -25,7 +25,7 @@ from specscope.store import OWN_SOURCE, SETUP_KEYS, Store
 __all__ = ["SETUP_KEYS", "best_point", "setup_label", "interval_text", "tie_text", "point_label", "best_k_table",
            "unmatched_setups", "headline", "interval_summary", "speedup_vs_k", "point_runs", "with_point_means",
            "point_runs_text", "k_sweep_setups", "default_setups", "best_k", "acceptance_vs_k", "by_concurrency", "curves_vs_concurrency",
-           "crossovers", "crossover_caption", "bundled_sources", "bundled_summary", "per_position", "filtered_rows",
+           "crossovers", "crossover_caption", "bundled_sources", "bundled_summary", "bundled_label", "per_position", "filtered_rows",
            "to_csv_bytes", "to_parquet_bytes"]
 
 _KEYS = ", ".join(SETUP_KEYS)  # the setup columns in SQL
@@ -327,6 +327,14 @@ def bundled_summary(sources: pd.DataFrame) -> str:
     parts = [f"{short(row['from'])} ({row['models']} on {row['hardware']}, vLLM {row['vLLM']})"
              for row in sources.drop_duplicates(["from", "models", "hardware", "vLLM"]).to_dict("records")]
     return "Bundled results: " + "; ".join(parts) + "."
+
+
+def bundled_label(sources: pd.DataFrame) -> str:
+    """The bundled results in a few words, for the expander that holds ``bundled_summary`` and the table."""
+    own = int((sources["from"] == "SpecScope's own measurements").sum())
+    parts = [f"{own} of SpecScope's own measurements" if own else "",
+             f"{len(sources) - own} from published articles" if len(sources) > own else ""]
+    return f"Where the bundled results come from ({len(sources)} files: {' and '.join(p for p in parts if p)})"
 
 
 def per_position(store: Store, filters: Filters = None) -> pd.DataFrame:

@@ -82,15 +82,14 @@ def section(filters: dict) -> None:
     if frame.empty:
         return
     st.subheader("vLLM versions")
-    st.caption("The same setup (model · method · dataset · hardware · host) measured on several vLLM versions. "
-               "Each version's speedup divides by the baseline measured on that version; a change is flagged "
-               "only where the two 95% intervals do not overlap, otherwise the versions tie.")
     found = cache.built("versions_changes", lambda: versions.changes(frame), frame)
     changed = found[found["verdict"] == versions.CHANGED]
     count = f"{found['setup'].nunique()} setup(s) measured on several vLLM versions"
-    if changed.empty:
-        st.info(f"{count}: no version changed a speedup beyond noise.", icon=":material/info:")
-    else:
+    st.caption((f"**{count}: no version changed a speedup beyond noise.** " if changed.empty else "")
+               + "The same setup (model · method · dataset · hardware · host) measured on several vLLM versions. "
+               "Each version's speedup divides by the baseline measured on that version; a change is flagged "
+               "only where the two 95% intervals do not overlap, otherwise the versions tie.")
+    if not changed.empty:
         st.warning(f"{count}: {changed['setup'].nunique()} of them changed speed between two versions "
                    "(95% intervals apart).", icon="⚠️")
     # drawn only when opened: a table's and a figure's scripts would load ahead of the landing figure

@@ -8,9 +8,9 @@ import zlib
 import pandas as pd
 import streamlit as st
 
-from specscope import datasets, explore, intervals, verdict
+from specscope import datasets, explore, verdict
 from specscope.errors import SpecScopeError
-from ui import anatomy, cache, charts, import_form, k_charts, per_prompt, structured, versions_view
+from ui import anatomy, cache, charts, headline, import_form, k_charts, per_prompt, structured, versions_view
 from ui.access import is_operator
 from ui.chart_style import vega_spec
 from ui.common import figure_download, fragment, or_stop, plain, shared_store_note, show_error
@@ -66,13 +66,14 @@ if not facets["model"]:
 
 sources = or_stop(cache.table, explore.bundled_sources)
 if not sources.empty:
-    st.caption(cache.built("bundled_summary", lambda: explore.bundled_summary(sources), sources) +
-               " Each source's rows are kept apart: a speedup always "
-               "divides by a baseline of the same source.")
     # Drawn only when opened: a table's scripts would load ahead of the headline and first figure.
-    where = st.expander("Where the bundled results come from", key="explorer_sources_open", on_change="rerun")
+    where = st.expander(cache.built("bundled_label", lambda: explore.bundled_label(sources), sources),
+                        key="explorer_sources_open", on_change="rerun")
     if where.open:
         with where:
+            st.caption(cache.built("bundled_summary", lambda: explore.bundled_summary(sources), sources) +
+                       " Each source's rows are kept apart: a speedup always divides by a baseline of the same "
+                       "source.")
             st.dataframe(sources, hide_index=True, width="stretch", key="explorer_sources")
             st.caption("Transcriptions keep the published digits; data/README.md lists every table and choice.")
 
@@ -106,30 +107,8 @@ except SpecScopeError as exc:
 
 counts = cache.built("headline", lambda: explore.headline(best), best)
 top = cache.built("best_point", lambda: explore.best_point(best), best)
-cols = st.columns(4)
-cols[0].metric("Result rows", len(rows), help="Rows of the results files after the filters: one per "
-               "measured configuration (model, method, K, concurrency) of a run, baselines included.")
-cols[1].metric("Speculative setups", counts["setups"],
-               help="A setup is one model · method (draft) · dataset · hardware from one source, with one "
-                    "vLLM and torch version, real or dummy weights, real or synthetic acceptance. Counted: "
-                    "setups with speculative decoding that have a matching baseline, so a speedup "
-                    f"(besides {counts['baselines']} baseline setups).")
-if top is not None:
-    bounded = pd.notna(top["speedup_lo"]) and pd.notna(top["speedup_hi"])
-    cols[2].metric("Best speedup", f"{top['speedup']:.3f}×",
-                   delta=f"{intervals.bounds(top['speedup_lo'], top['speedup_hi'])} 95% interval over repeats"
-                   if bounded else intervals.ONE_RUN,
-                   delta_color="off", delta_arrow="off", help=explore.point_label(top))
-    cols[2].caption(f"on {top['hardware']} · {str(top['model']).rsplit('/', 1)[-1]}")  # the rows span hardware
-    cols[3].metric("Slower than baseline", f"{counts['slower']} of {counts['setups']}",
-                   help="Speculative setups whose best K is below 1× (slower than the baseline) at one "
-                        "or more of their measured operating points.")
-
-st.caption("A setup is one model · method (draft) · dataset · hardware of one source, with one vLLM and torch "
-           f"version, real or dummy weights, real or synthetic acceptance. {counts['setups']} "
-           f"speculative setups have a matching baseline; {counts['slower']} of them are slower than it "
-           "(below 1×) at one or more measured concurrencies.")
-
+st.markdown(headline.sentence(len(rows), counts, top))
+st.caption(headline.caption(counts, top))
 
 
 def _accept():
@@ -166,8 +145,13 @@ def _speedup_vs_k() -> None:
     columns = st.columns(2) if len(drawn) > 1 else [st.container()]
     for n, ((setup, _), spec) in enumerate(zip(drawn, specs)):
         columns[n % 2].vega_lite_chart(spec=spec, width="stretch", key=f"explorer_k_chart_{zlib.crc32(setup.encode())}")
-    figure_download(cache.built("fig_speedup_vs_k_all", lambda: k_charts.combined(drawn), vs_k, shown),
-                    "Speedup vs K", key="explorer_dl_speedup_vs_k")
+    # Drawn only when opened: a download button's scripts would load ahead of the landing figure.
+    download = st.expander("Download this figure (HTML)", key="explorer_dl_speedup_vs_k_open", on_change="rerun",
+                           icon=":material/download:")
+    if download.open:
+        with download:
+            figure_download(cache.built("fig_speedup_vs_k_all", lambda: k_charts.combined(drawn), vs_k, shown),
+                            "Speedup vs K", key="explorer_dl_speedup_vs_k")
     folded = vs_k[vs_k["setup"].isin(shown) & (vs_k["runs"] > 1)]
     if not folded.empty:
         opened = st.expander(f"{len(folded)} point{'s' if len(folded) > 1 else ''} shown "
@@ -270,9 +254,14 @@ fragment(anatomy.section)("explorer", filters)  # where a step goes: verify, dra
 st.subheader("Where it pays, per prompt")
 fragment(per_prompt.section)(filters, "explorer", folded=True)
 
-left, right = st.columns(2)
-left.download_button("Download rows (CSV)", lambda: explore.to_csv_bytes(rows), "specscope-results.csv",
-                     "text/csv", key="explorer_dl_csv", on_click="ignore")
-right.download_button("Download rows (Parquet)", lambda: explore.to_parquet_bytes(rows),
-                      "specscope-results.parquet", "application/octet-stream", key="explorer_dl_parquet",
-                      on_click="ignore")
+# Drawn only when opened: a download button's scripts would load ahead of the landing figure.
+downloads = st.expander(f"Download the {len(rows)} result rows (CSV, Parquet)", key="explorer_dl_rows_open",
+                        on_change="rerun", icon=":material/download:")
+if downloads.open:
+    with downloads:
+        left, right = st.columns(2)
+        left.download_button("Download rows (CSV)", lambda: explore.to_csv_bytes(rows), "specscope-results.csv",
+                             "text/csv", key="explorer_dl_csv", on_click="ignore")
+        right.download_button("Download rows (Parquet)", lambda: explore.to_parquet_bytes(rows),
+                              "specscope-results.parquet", "application/octet-stream", key="explorer_dl_parquet",
+                              on_click="ignore")

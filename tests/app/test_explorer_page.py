@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -19,12 +20,22 @@ def _run(at: AppTest) -> AppTest:
     return at
 
 
+def _headline(at: AppTest) -> str:
+    [line] = [m.value for m in at.markdown if " result rows" in m.value]
+    return line
+
+
+def _rows(at: AppTest) -> int:
+    return int(re.search(r"\*\*([\d,]+)\*\* result rows", _headline(at)).group(1).replace(",", ""))
+
+
 def test_bundled_results_show_without_any_server(specscope_home):
     at = _run(AppTest.from_file(MAIN, default_timeout=60))
-    metrics = {m.label: m.value for m in at.metric}
-    assert int(metrics["Result rows"]) > 0
-    assert "Best speedup" in metrics
-
+    assert _rows(at) > 0
+    assert _headline(at).startswith("Best speedup **")
+    # the best speedup says where it was measured; the caption names its setup, K and concurrency
+    assert re.search(r"95% interval over repeats on \S.* · \S", _headline(at)), _headline(at)
+    assert any(c.value.startswith("Best: ") and "concurrency" in c.value for c in at.caption)
 
 
 def test_the_landing_page_draws_no_chooser_table_or_code_until_opened(specscope_home):
@@ -32,12 +43,25 @@ def test_the_landing_page_draws_no_chooser_table_or_code_until_opened(specscope_
     per-prompt run chooser and table and the other sections wait for their expanders (the K schedule's
     verdicts too: tests/e2e/test_explorer_page.py)."""
     at = _run(AppTest.from_file(MAIN, default_timeout=60))
-    assert len(at.get("vega_lite_chart")) == 2 and at.metric
+    assert len(at.get("vega_lite_chart")) == 2 and not at.metric  # the headline is text: no metric scripts
     assert not at.selectbox and not at.multiselect and not at.dataframe and not at.code and not at.radio
-    assert not at.get("plotly_chart")
+    assert not at.get("plotly_chart") and not at.get("download_button")
     closed = [e.label for e in at.expander]
     assert any(label.startswith("Setups: 2 of ") for label in closed), closed
     assert any(label.startswith("By category and prompt length") for label in closed), closed
+    assert "Download this figure (HTML)" in closed
+    assert f"Download the {_rows(at)} result rows (CSV, Parquet)" in closed
+    assert any(label.startswith("Where the bundled results come from (") for label in closed), closed
+    assert not [c for c in at.caption if c.value.startswith("Bundled results: ")]  # inside that expander
+
+
+def test_the_downloads_are_there_once_opened(specscope_home):
+    at = _run(AppTest.from_file(MAIN, default_timeout=60))
+    at.session_state["explorer_dl_rows_open"] = True
+    at.session_state["explorer_dl_speedup_vs_k_open"] = True
+    _run(at)
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels == ["Download figure (HTML)", "Download rows (CSV)", "Download rows (Parquet)"], labels
 
 
 def test_filter_on_imported_results(specscope_home, ruiz_parquet):
@@ -49,13 +73,12 @@ def test_filter_on_imported_results(specscope_home, ruiz_parquet):
     at.multiselect(key="explorer_f_source").select("ruiz-2026")
     at.multiselect(key="explorer_f_method").select("eagle3")
     _run(at)
-    metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Result rows"] == "96"
-    assert metrics["Best speedup"] == "2.946×"
+    assert _rows(at) == 96
+    assert _headline(at).startswith("Best speedup **2.946×**")
     # closed again, the expander keeps the choices (and says how many)
     at.session_state["explorer_filters_open"] = False
     _run(at)
-    assert {m.label: m.value for m in at.metric}["Result rows"] == "96"
+    assert _rows(at) == 96
     assert [e.label for e in at.expander if e.label.startswith("Filters")] == ["Filters (2 active)"]
 
 

@@ -61,13 +61,13 @@ def test_a_run_with_repeats_shows_its_intervals(streamlit_server, page, wait_idl
     [chart] = page.evaluate(MARKS_JS, "errorbar")  # the run is one setup: one speedup-vs-K chart
     bars = [(float(m["speedup_lo"]), float(m["speedup_hi"])) for m in chart["marks"]]
     assert bars and all(lo < hi for lo, hi in bars), chart
-    # the best-K table is a canvas grid in its tab; its caption and the headline metric are text
+    # the best-K table is a canvas grid in its tab; its caption and the headline are text
     page.get_by_role("tab", name="Best K per setup").click()
     wait_idle(page)
     page.get_by_text("speedups carry a 95% interval.", exact=False).wait_for(timeout=60_000)
     text = page.locator("[data-testid='stMain']").inner_text()
     assert "speedups carry a 95% interval." in text and "single runs" not in text
-    best = page.locator("[data-testid='stMetric']").filter(has_text="Best speedup").inner_text()
+    best = page.locator("[data-testid='stMarkdown']").filter(has_text="Best speedup").inner_text()
     assert "×" in best and "] 95% interval over repeats" in best and "±" not in best
 
 

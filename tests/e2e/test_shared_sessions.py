@@ -4,6 +4,8 @@ deleted file."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -22,9 +24,15 @@ def _rows(model: str) -> list[dict]:
             {**base, "method": "ngram", "k": 4, "concurrency": 1, "output_throughput": 70.0}]
 
 
+HEADLINE = "[data-testid='stMarkdown']"  # the Explorer's headline sentence: "... · 123 result rows"
+ROWS = re.compile(r"· ([\d,]+) result rows")
+ROWS_JS = """n => Array.from(document.querySelectorAll("[data-testid='stMarkdown']")).some(m =>
+    m.textContent.includes('· ' + n.toLocaleString('en-US') + ' result rows'))"""
+
+
 def _result_rows(page) -> int:
-    metric = page.locator("[data-testid='stMetric']").filter(has_text="Result rows")
-    return int(metric.locator("[data-testid='stMetricValue']").inner_text())
+    text = page.locator(HEADLINE).filter(has_text=ROWS).inner_text()
+    return int(ROWS.search(text).group(1).replace(",", ""))
 
 
 def _rerun(page, wait_idle, expected: int) -> None:
@@ -35,11 +43,7 @@ def _rerun(page, wait_idle, expected: int) -> None:
         page.locator("h1").first.click()
         page.keyboard.press("r")
         try:
-            page.wait_for_function(
-                """n => Array.from(document.querySelectorAll("[data-testid='stMetric']")).some(m =>
-                    m.textContent.includes('Result rows') &&
-                    m.querySelector("[data-testid='stMetricValue']").textContent.trim() === String(n))""",
-                arg=expected, timeout=30_000)
+            page.wait_for_function(ROWS_JS, arg=expected, timeout=30_000)
             break
         except PlaywrightTimeout:
             if attempt == 3:
@@ -58,7 +62,7 @@ def test_new_runs_imports_and_deletions_reach_every_open_session(streamlit_serve
     try:
         for page in sessions:
             page.goto(streamlit_server.url)
-            page.locator("[data-testid='stMetric']").filter(has_text="Result rows").wait_for(timeout=60_000)
+            page.locator(HEADLINE).filter(has_text=ROWS).wait_for(timeout=60_000)
             wait_idle(page)
         bundled = _result_rows(sessions[0])
         assert _result_rows(sessions[1]) == bundled > 0

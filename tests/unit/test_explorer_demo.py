@@ -108,6 +108,10 @@ def test_bundled_sources_name_article_hardware_and_vllm_version(bundled):
     assert own["from"] == "SpecScope's own measurements" and own["hardware"] == "cpu-2core"
     summary = explore.bundled_summary(sources.reset_index())
     assert "vLLM 0.12.0" in summary and "1xL40S" in summary and "SpecScope's own measurements" in summary
+    own = int((sources["from"] == "SpecScope's own measurements").sum())
+    assert explore.bundled_label(sources.reset_index()) == (
+        f"Where the bundled results come from ({len(sources)} files: {own} of SpecScope's own measurements "
+        f"and {len(sources) - own} from published articles)")
 
 
 def test_the_best_point_names_only_what_its_source_states():
