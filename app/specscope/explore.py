@@ -29,6 +29,7 @@ __all__ = ["SETUP_KEYS", "best_point", "setup_label", "interval_text", "tie_text
            "to_csv_bytes", "to_parquet_bytes"]
 
 _KEYS = ", ".join(SETUP_KEYS)  # the setup columns in SQL
+OWN_FROM = "SpecScope's own measurements"  # what ``bundled_sources`` says SpecScope's own files come from
 Filters = Mapping[str, Sequence] | None
 _MEANS = ["acceptance_length", "output_throughput"]  # averaged over the runs of a point
 _POINT = ["speedup", "speedup_lo", "speedup_hi", *_MEANS, "repeats", "runs"]  # a figure point's columns
@@ -310,7 +311,7 @@ def bundled_sources(store: Store) -> pd.DataFrame:
     return pd.DataFrame({
         "source": frame["run_id"],
         "from": [f"article: {titles[s]}" if s in titles else
-                 "SpecScope's own measurements" if s == OWN_SOURCE else s
+                 OWN_FROM if s == OWN_SOURCE else s
                  for s in frame["source"]],
         "models": frame["models"], "hardware": frame["hardware"],
         "vLLM": frame["vllm"].fillna("not stated"), "datasets": frame["datasets"].fillna("not stated"),
@@ -331,8 +332,8 @@ def bundled_summary(sources: pd.DataFrame) -> str:
 
 def bundled_label(sources: pd.DataFrame) -> str:
     """The bundled results in a few words, for the expander that holds ``bundled_summary`` and the table."""
-    own = int((sources["from"] == "SpecScope's own measurements").sum())
-    parts = [f"{own} of SpecScope's own measurements" if own else "",
+    own = int((sources["from"] == OWN_FROM).sum())
+    parts = [f"{own} of {OWN_FROM}" if own else "",
              f"{len(sources) - own} from published articles" if len(sources) > own else ""]
     return f"Where the bundled results come from ({len(sources)} files: {' and '.join(p for p in parts if p)})"
 

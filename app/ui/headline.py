@@ -14,7 +14,8 @@ __all__ = ["sentence", "caption"]
 
 
 def sentence(rows: int, counts: dict[str, int], top: pd.Series | None) -> str:
-    """``**2.318×** best speedup [2.2, 2.4] on H100 · model · 1,234 result rows · ...`` in markdown."""
+    """``Best speedup **2.318×** [2.2, 2.4] 95% interval over repeats on H100 · model · ... · **1,234** result
+    rows`` in markdown."""
     parts = []
     if top is not None:
         spread = intervals.bounds(top["speedup_lo"], top["speedup_hi"])

@@ -113,8 +113,8 @@ def section(filters: dict | None, key: str, *, folded: bool = False) -> None:
         per_prompt.runs(rows), rows.groupby("run_id")["dataset"].first(), rows.groupby("run_id")["category"].nunique()),
         rows)
     if folded:
-        newest = rows[rows["run_id"] == runs[0]]
-        slow = cache.built("per_prompt_slower", lambda: per_prompt.slower_rows(newest), rows, runs[:1])
+        slow = cache.built("per_prompt_slower", lambda: per_prompt.slower_rows(rows[rows["run_id"] == runs[0]]),
+                           rows, runs[:1])
         st.markdown(f"Run {plain(runs[0])} ({plain(datasets[runs[0]])}"
                     f"{f', the newest of {len(runs)}' if len(runs) > 1 else ''}): {_slower(slow)}.")
         drawn = st.expander(FOLDED, key=f"{key}_per_prompt_open", on_change="rerun")
