@@ -107,13 +107,16 @@ def k_sweep_setups(vs_k: pd.DataFrame) -> list[str]:
     return summary.index.tolist()
 
 
-def default_setups(vs_k: pd.DataFrame, count: int = 2) -> list[str]:
-    """The landing figure's setups: ``count`` of ``k_sweep_setups`` (two: one row of charts, in the first
-    viewport), best first, one per setup told apart by more than its vLLM or torch version (the versions
-    view compares those), the best of each hardware before a second of any (a CPU demo run shows beside
-    GPU results), then the rest if too few."""
+def default_setups(vs_k: pd.DataFrame, count: int = 1) -> list[str]:
+    """The landing figure's setups: ``count`` of ``k_sweep_setups`` (one: the chart under the headline),
+    a real drafter's before one that measured the engine only (the headline leaves those out too), best
+    first, one per setup told apart by more than its vLLM or torch version (the versions view compares
+    those), the best of each hardware before a second of any (a CPU demo run beside GPU results), then
+    the rest if too few."""
     ranked = k_sweep_setups(vs_k)
     setups = vs_k.drop_duplicates("setup").set_index("setup")
+    real = _real_drafter(setups)
+    ranked = [setup for setup in ranked if real[setup]] + [setup for setup in ranked if not real[setup]]
     family = setups[[key for key in SETUP_KEYS if key not in ("vllm_version", "torch_version")]].apply(
         lambda row: repr(tuple(row)), axis=1)
     first: dict[str, str] = {}  # family -> its best setup
@@ -213,10 +216,14 @@ def headline(best: pd.DataFrame) -> dict[str, int]:
 def best_point(best: pd.DataFrame) -> pd.Series | None:
     """The highest speedup of a real drafter (step-cost calibrations and engine-only runs accept drafts
     synthetically)."""
-    synthetic = provenance.synthetic_rows(best)
-    spec = best[(best["method"] != BASELINE_METHOD) & (best["source"] != CALIBRATION_SOURCE) & ~synthetic]
-    spec = spec.dropna(subset=["speedup"])
+    spec = best[(best["method"] != BASELINE_METHOD) & _real_drafter(best)].dropna(subset=["speedup"])
     return None if spec.empty else spec.loc[spec["speedup"].idxmax()]
+
+
+def _real_drafter(frame: pd.DataFrame) -> pd.Series:
+    """Which rows measured a real drafter: neither a step-cost calibration nor synthetic acceptance."""
+    synthetic = pd.Series(provenance.synthetic_rows(frame), index=frame.index, dtype=bool)
+    return (frame["source"] != CALIBRATION_SOURCE) & ~synthetic
 
 
 def interval_summary(frame: pd.DataFrame) -> str:

@@ -122,7 +122,8 @@ def _positions():
 
 
 def _speedup_vs_k() -> None:
-    """The landing figure: a Vega-Lite chart per chosen setup, two abreast."""
+    """The landing figure: a Vega-Lite chart per chosen setup, two abreast; at first one, the best real
+    drafter's (``explore.default_setups``), so the chart under the headline tells of what it names."""
     k_setups = cache.built("k_sweep_setups", lambda: explore.k_sweep_setups(vs_k), vs_k)
     landing = cache.built("default_setups", lambda: explore.default_setups(vs_k), vs_k)
     # Keyed by the choices, so new results (an import, a finished run) bring a fresh default; the

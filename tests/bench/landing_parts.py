@@ -5,8 +5,9 @@ its own Streamlit server; every round opens each page once in a fresh browser co
 the machine's load falls alike on all of them. Per part: the median landing (until idle with its
 charts drawn) beside the floor's, and the median main-thread task time of the page's renderer
 (Chromium's TaskDuration: what the page itself cost the browser, less noisy than the wall clock).
-The Explorer's two speedup-vs-K charts are the bundled results' landing figures, built as the page
-builds them. A part that costs a few percent alone is what a landing within 1.3x of the floor spends.
+The Explorer's speedup-vs-K charts are the bundled results' (the landing's one, and two abreast as a
+viewer who adds a setup sees them), built as the page builds them. A part that costs a few percent
+alone is what a landing within 1.3x of the floor spends.
 
     .venv/bin/python tests/bench/landing_parts.py [--rounds 8] [PART ...]
 
@@ -37,7 +38,7 @@ from ui import cache, k_charts
 from ui.chart_style import vega_spec
 vs_k = cache.frame(explore.speedup_vs_k, None)
 specs = cache.built("bench_specs", lambda: [vega_spec(chart) for _, chart in
-                    k_charts.speedup_vs_k(vs_k, explore.default_setups(vs_k))], vs_k)
+                    k_charts.speedup_vs_k(vs_k, explore.default_setups(vs_k, 2))], vs_k)
 """
 PARTS = {
     "floor": "",
@@ -52,6 +53,7 @@ PARTS = {
         f"st.download_button('Download {i}', b'x', 'x.csv', key='d{i}', on_click='ignore')" for i in range(3)),
     "sidebar nav of 5 pages": "def _page():\n    pass\nst.navigation([st.Page(_page, title=f'Page {i}', "
                               "icon=':material/insights:', url_path=f'p{i}') for i in range(5)]).run()",
+    "1 speedup-vs-K chart": K_CHARTS + "st.vega_lite_chart(spec=specs[0], width='stretch', key='k0')",
     "2 speedup-vs-K charts": K_CHARTS + "cols = st.columns(2)\nfor i, spec in enumerate(specs):\n"
                              "    cols[i].vega_lite_chart(spec=spec, width='stretch', key=f'k{i}')",
 }

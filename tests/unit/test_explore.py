@@ -7,8 +7,9 @@ import io
 import pandas as pd
 import pytest
 
-from specscope import explore, importers
+from specscope import explore, importers, provenance
 from specscope import store as store_module
+from specscope.schema import CALIBRATION_SOURCE
 from specscope.store import Store
 from ui import charts, k_charts
 
@@ -159,18 +160,38 @@ def test_a_low_end_clipped_at_zero_is_said():
 def test_the_landing_setups_are_one_per_setup_whatever_its_vllm_version():
     """The same setup measured on two vLLM versions takes one of the landing figure's places, not two (the
     versions view compares them); the rest follow best first, and the other versions only fill a gap."""
+    vs_k = _k_sweeps()
+    assert explore.default_setups(vs_k, 3) == ["eagle3 · vLLM 0.24.0", "ngram · vLLM 0.24.0", "suffix · vLLM 0.24.0"]
+    assert explore.default_setups(vs_k, 4)[-1] == "eagle3 · vLLM 0.26.0"
+    assert explore.default_setups(vs_k) == ["eagle3 · vLLM 0.24.0"]  # one chart, under the headline
+    # the best setup of each hardware comes before a second of any: a CPU run beside the GPU's best
+    cpu = vs_k[vs_k["method"] == "suffix"].assign(hardware="cpu-2core", setup="suffix · cpu")
+    assert explore.default_setups(pd.concat([vs_k[vs_k["method"] != "suffix"], cpu]), 2) == [
+        "eagle3 · vLLM 0.24.0", "suffix · cpu"]
+    assert explore.default_setups(vs_k.iloc[0:0]) == []
+
+
+def test_the_landing_setup_is_a_real_drafter_like_the_headline_best():
+    """A setup that measured the engine only (synthetic acceptance, a step-cost calibration) comes after
+    every real drafter, however fast: the headline leaves those out, and the chart under it does too."""
+    vs_k = _k_sweeps()
+    synthetic = vs_k.assign(acceptance=vs_k["acceptance"].mask(vs_k["method"] == "eagle3", provenance.SYNTHETIC))
+    assert explore.default_setups(synthetic) == ["ngram · vLLM 0.24.0"]
+    assert explore.default_setups(synthetic, 4) == ["ngram · vLLM 0.24.0", "suffix · vLLM 0.24.0",
+                                                    "eagle3 · vLLM 0.24.0", "eagle3 · vLLM 0.26.0"]
+    calibrated = vs_k.assign(source=vs_k["source"].mask(vs_k["method"] != "suffix", CALIBRATION_SOURCE))
+    assert explore.default_setups(calibrated) == ["suffix · vLLM 0.24.0"]
+    assert explore.default_setups(synthetic.assign(acceptance=provenance.SYNTHETIC)) == ["eagle3 · vLLM 0.24.0"]
+
+
+def _k_sweeps() -> pd.DataFrame:
+    """Four setups measured at K 2 and 4 (eagle3 on two vLLM versions), best first: eagle3, ngram, suffix."""
     def point(method: str, version: str, k: int, speedup: float) -> dict:
         keys = dict.fromkeys(store_module.SETUP_KEYS, "x")
         return {**keys, "method": method, "vllm_version": version, "k": k, "speedup": speedup,
                 "setup": f"{method} · vLLM {version}"}
-    vs_k = pd.DataFrame([point(m, v, k, s * k) for m, v, s in (("eagle3", "0.24.0", 2.0), ("eagle3", "0.26.0", 1.9),
+    return pd.DataFrame([point(m, v, k, s * k) for m, v, s in (("eagle3", "0.24.0", 2.0), ("eagle3", "0.26.0", 1.9),
                                                               ("ngram", "0.24.0", 1.5), ("suffix", "0.24.0", 1.2))
                          for k in (2, 4)])
-    assert explore.default_setups(vs_k, 3) == ["eagle3 · vLLM 0.24.0", "ngram · vLLM 0.24.0", "suffix · vLLM 0.24.0"]
-    assert explore.default_setups(vs_k, 4)[-1] == "eagle3 · vLLM 0.26.0"
-    assert explore.default_setups(vs_k) == ["eagle3 · vLLM 0.24.0", "ngram · vLLM 0.24.0"]  # one row of two
-    # the best setup of each hardware comes before a second of any: a CPU run beside the GPU's best
-    cpu = vs_k[vs_k["method"] == "suffix"].assign(hardware="cpu-2core", setup="suffix · cpu")
-    assert explore.default_setups(pd.concat([vs_k[vs_k["method"] != "suffix"], cpu])) == [
-        "eagle3 · vLLM 0.24.0", "suffix · cpu"]
-    assert explore.default_setups(vs_k.iloc[0:0]) == []
+
+
