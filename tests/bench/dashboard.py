@@ -13,10 +13,12 @@ the views; then one more viewer opens both pages on the same server (what anyone
 later costs). Right before a round of N > 1, the floor page is opened by N viewers at once (its
 median landing and its server CPU per viewer).
 
-Then the landing alone, five times over, alternating a fresh viewer of the floor page, of the
+Then the landing alone, nine times over, alternating a fresh viewer of the floor page, of the
 Explorer on the bundled results, and of the Explorer with a 1M-row store in the SpecScope home
 (``tests/bench/explorer.py``'s one-run shape: 2 models x 33 method/K choices x 9 concurrencies,
-about 1,700 repeats a cell), each figure the median of its five. Then one viewer clicks
+about 1,700 repeats a cell), each figure the median of its nine; each ratio of two of them
+carries a 95% bootstrap interval over the rounds (a round's landings, taken one after the other,
+share the machine's load, so rounds are resampled whole). Then one viewer clicks
 through the Explorer's tabs: seconds from the click until the tab's figure (or table) is drawn.
 
 Then one session loads a 4-pane Live recording (``tests/captures/live_4panes.json``:
@@ -30,10 +32,11 @@ and four panes at ~40 chunks/s together. The figure reported last is the fastest
 
 Last line: ``dashboard cpu_per_view_s=<N=10 server CPU / 10 sessions of Explorer + Theory>
 cpu_floor_s=<the floor page's server CPU per viewer, 10 at once> landing_s=<Explorer until idle,
-median of 5> floor_s=<the floor page, median of 5> landing_ratio=<landing_s / floor_s>
+median of 9> floor_s=<the floor page, median of 9> landing_ratio=<landing_s / floor_s> landing_ratio_95=<its
+interval>
 ten_median_s=<N=10 Explorer median> ten_floor_s=<the floor page opened by 10 viewers at once,
 median> ten_ratio=<ten_median_s / ten_floor_s> landing_1m_s=<Explorer with a 1M-row store, median
-of 5> landing_1m_ratio=<landing_1m_s / landing_s> tab_switch_s=<median over the tabs>
+of 9> landing_1m_ratio=<landing_1m_s / landing_s> landing_1m_ratio_95=<its interval> tab_switch_s=<median over the tabs>
 tab_switch_max_s=<slowest tab> live_p95_ms=<token arrival -> DOM> landing_cached_s=<the Explorer
 reopened in a browser that cached Streamlit's scripts>``
 (targets: cpu_per_view_s <= 0.4, landing_ratio <= 1.3, ten_ratio <= 1.6, landing_1m_ratio <= 1.5,
@@ -42,7 +45,7 @@ fetching and compiling Streamlit's scripts (~120 files, each costs the server ab
 the Vega-Lite chunk is 0.8 MB, Plotly's 4.7 MB, which is why both landing pages draw with
 Vega-Lite); a returning viewer does neither.
 Run: .venv/bin/python tests/bench/dashboard.py [--sessions 1,10] [--live-speed 1,12] [--skip-live]
-[--rows 1000000] [--timeout 240]
+[--rows 1000000] [--landings 9] [--timeout 240]
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import signal
 import socket
 import statistics
@@ -251,9 +255,9 @@ def million_row_home(home: Path, rows: int) -> float:
     return time.perf_counter() - t0
 
 
-async def landings(browser, servers: dict[str, Server], rounds: int = 5) -> dict[str, float]:
-    """Median landing seconds of a fresh viewer of each server, the servers taken in turn each round
-    (so the machine's load falls alike on all of them); the floor server first runs its script once."""
+async def landings(browser, servers: dict[str, Server], rounds: int) -> dict[str, list[float]]:
+    """Landing seconds of a fresh viewer of each server, round by round, the servers taken in turn each
+    round (so the machine's load falls alike on all of them); the floor server first runs its script once."""
     await land(browser, servers["floor"].url)
     times: dict[str, list[float]] = {name: [] for name in servers}
     for _ in range(rounds):
@@ -261,7 +265,19 @@ async def landings(browser, servers: dict[str, Server], rounds: int = 5) -> dict
             times[name].append(await land(browser, server.url))
     print("landings s: " + "; ".join(f"{name} {[round(t, 2) for t in values]}" for name, values in times.items()),
           flush=True)
-    return {name: statistics.median(values) for name, values in times.items()}
+    return times
+
+
+def ratio_95(numerator: list[float], denominator: list[float], resamples: int = 4000) -> tuple[float, float]:
+    """95% bootstrap interval of median(numerator) / median(denominator), measured in the same rounds:
+    rounds are resampled whole, so what loaded the machine in one round stays on both sides."""
+    rng, rounds = random.Random(0), range(len(numerator))
+    ratios = []
+    for _ in range(resamples):
+        picked = [rng.choice(rounds) for _ in rounds]
+        ratios.append(statistics.median(numerator[i] for i in picked) / statistics.median(denominator[i] for i in picked))
+    ratios.sort()
+    return ratios[int(0.025 * resamples)], ratios[int(0.975 * resamples) - 1]
 
 
 async def tab_switches(browser, url: str) -> dict[str, float]:
@@ -359,11 +375,15 @@ async def live_latency(browser, speed: float) -> list[float]:
     return latencies(log, recording)
 
 
+def bounds(interval: tuple[float, float]) -> str:
+    return f"[{interval[0]:.2f},{interval[1]:.2f}]"
+
+
 def summary(values: list[float]) -> str:
     return f"median {statistics.median(values):.2f} max {max(values):.2f}"
 
 
-async def main(sessions: list[int], speeds: list[float], rows: int) -> None:
+async def main(sessions: list[int], speeds: list[float], rows: int, landing_rounds: int) -> None:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as pw:
@@ -403,12 +423,13 @@ async def main(sessions: list[int], speeds: list[float], rows: int) -> None:
                     print(f"{rows} rows written in {wrote:.1f} s; that server served after "
                           f"{time.perf_counter() - t1m:.1f} s and {warmed(homes['explorer_1m'])}; loadavg {loadavg()}",
                           flush=True)
-                    landing = await landings(browser, servers)
+                    landed = await landings(browser, servers, landing_rounds)
                     switches = await tab_switches(browser, servers["explorer"].url)
                 finally:
                     for server in servers.values():
                         server.stop()
-                print(f"landing (median of 5): floor {landing['floor']:.2f} s, Explorer {landing['explorer']:.2f} s, "
+                landing = {name: statistics.median(values) for name, values in landed.items()}
+                print(f"landing (median of {landing_rounds}): floor {landing['floor']:.2f} s, Explorer {landing['explorer']:.2f} s, "
                       f"Explorer with {rows} rows {landing['explorer_1m']:.2f} s "
                       f"({time.perf_counter() - started:.0f} s in all); loadavg {loadavg()}", flush=True)
                 print("tab switch s: " + "; ".join(f"{label} {t:.2f}" for label, t in switches.items()), flush=True)
@@ -427,10 +448,12 @@ async def main(sessions: list[int], speeds: list[float], rows: int) -> None:
     print(f"dashboard cpu_per_view_s={fmt(ten and ten['cpu_s'] / 10)} cpu_floor_s={fmt(ten_floor and ten_floor[1])} "
           f"landing_s={landing['explorer']:.3f} floor_s={landing['floor']:.3f} "
           f"landing_ratio={landing['explorer'] / landing['floor']:.2f} "
+          f"landing_ratio_95={bounds(ratio_95(landed['explorer'], landed['floor']))} "
           f"ten_median_s={fmt(ten_median)} ten_floor_s={fmt(ten_floor and ten_floor[0])} "
           f"ten_ratio={fmt(ten_median and ten_floor and ten_median / ten_floor[0])} "
           f"landing_1m_s={landing['explorer_1m']:.3f} "
           f"landing_1m_ratio={landing['explorer_1m'] / landing['explorer']:.2f} "
+          f"landing_1m_ratio_95={bounds(ratio_95(landed['explorer_1m'], landed['explorer']))} "
           f"tab_switch_s={statistics.median(switches.values()):.3f} tab_switch_max_s={max(switches.values()):.3f} "
           f"live_p95_ms={'n/a' if p95 is None else f'{p95:.1f}'} landing_cached_s={fmt(one and one['again'][2])}")
 
@@ -457,8 +480,9 @@ if __name__ == "__main__":
     parser.add_argument("--live-speed", default="1,12", help="comma-separated replay speeds, slowest first")
     parser.add_argument("--skip-live", action="store_true", help="leave out the Live latency part")
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the large store (landing_1m_s)")
+    parser.add_argument("--landings", type=int, default=9, help="rounds of the landing alone (floor, Explorer, 1M)")
     parser.add_argument("--timeout", type=float, default=240, help="seconds any one page may take")
     args = parser.parse_args()
     TIMEOUT_MS = args.timeout * 1000
     speeds = [] if args.skip_live else sorted(float(v) for v in args.live_speed.split(","))
-    asyncio.run(main([int(n) for n in args.sessions.split(",") if n], speeds, args.rows))
+    asyncio.run(main([int(n) for n in args.sessions.split(",") if n], speeds, args.rows, args.landings))
