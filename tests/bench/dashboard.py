@@ -275,7 +275,8 @@ def ratio_95(numerator: list[float], denominator: list[float], resamples: int = 
     ratios = []
     for _ in range(resamples):
         picked = [rng.choice(rounds) for _ in rounds]
-        ratios.append(statistics.median(numerator[i] for i in picked) / statistics.median(denominator[i] for i in picked))
+        ratios.append(statistics.median(numerator[i] for i in picked)
+                      / statistics.median(denominator[i] for i in picked))
     ratios.sort()
     return ratios[int(0.025 * resamples)], ratios[int(0.975 * resamples) - 1]
 
@@ -429,7 +430,8 @@ async def main(sessions: list[int], speeds: list[float], rows: int, landing_roun
                     for server in servers.values():
                         server.stop()
                 landing = {name: statistics.median(values) for name, values in landed.items()}
-                print(f"landing (median of {landing_rounds}): floor {landing['floor']:.2f} s, Explorer {landing['explorer']:.2f} s, "
+                print(f"landing (median of {landing_rounds}): floor {landing['floor']:.2f} s, "
+                      f"Explorer {landing['explorer']:.2f} s, "
                       f"Explorer with {rows} rows {landing['explorer_1m']:.2f} s "
                       f"({time.perf_counter() - started:.0f} s in all); loadavg {loadavg()}", flush=True)
                 print("tab switch s: " + "; ".join(f"{label} {t:.2f}" for label, t in switches.items()), flush=True)
