@@ -38,7 +38,7 @@ import pandas as pd
 
 from specscope import anatomy, identity, provenance, theory
 from specscope.errors import InputError
-from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
+from specscope.schema import BASELINE_METHOD
 
 __all__ = ["FAMILY_KEYS", "FamilyFit", "with_parts", "Advice", "Evidence", "MeasuredPoint", "fit_alpha", "fit_rates", "fit_cost",
            "fit_family", "fit_families", "family_rows", "keyed", "advise", "family_label", "family_labels", "missing",
@@ -232,8 +232,7 @@ def _families(frame: pd.DataFrame):
     are what advice is checked against, not what it is fitted on: their K is the schedule's maximum).
     Drafts accepted synthetically (calibrations, engine-only GPU runs) measure the engine at a set
     acceptance, not a drafter, so no family is fitted on them."""
-    synthetic = provenance.synthetic_rows(frame)
-    sd = frame[(frame["method"] != BASELINE_METHOD) & (frame["source"] != CALIBRATION_SOURCE) & ~synthetic]
+    sd = frame[(frame["method"] != BASELINE_METHOD) & ~provenance.engine_only(frame)]
     if "k_schedule" in sd:
         sd = sd[sd["k_schedule"].isna()]
     for values, g in keyed(sd).groupby(list(FAMILY_KEYS), sort=True):

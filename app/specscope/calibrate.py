@@ -105,8 +105,7 @@ def synthetic_alpha() -> float | None:
 def calibrations(frame: pd.DataFrame) -> list[Calibration]:
     """One Calibration per (model, draft, method, hardware, host) among ``frame``'s calibration rows and
     other rows whose drafts were accepted synthetically, e.g. engine-only GPU runs (columns of ``Store.speedup``)."""
-    synthetic = provenance.synthetic_rows(frame)
-    rows = frame[((frame["source"] == CALIBRATION_SOURCE) | synthetic) & (frame["method"] != BASELINE_METHOD)]
+    rows = frame[provenance.engine_only(frame) & (frame["method"] != BASELINE_METHOD)]
     rows = advisor.with_acceptance_length(rows).dropna(subset=["speedup", "k", "concurrency", "al"])
     rows = rows[(rows["k"] > 0) & (rows["speedup"] > 0)]
     out = []

@@ -19,7 +19,7 @@ import pandas as pd
 
 from specscope import identity, intervals, provenance, settings
 from specscope.identity import setup_label
-from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
+from specscope.schema import BASELINE_METHOD
 from specscope.store import OWN_SOURCE, SETUP_KEYS, Store
 
 __all__ = ["SETUP_KEYS", "best_point", "setup_label", "interval_text", "tie_text", "point_label", "best_k_table",
@@ -115,8 +115,8 @@ def default_setups(vs_k: pd.DataFrame, count: int = 1) -> list[str]:
     the rest if too few."""
     ranked = k_sweep_setups(vs_k)
     setups = vs_k.drop_duplicates("setup").set_index("setup")
-    real = _real_drafter(setups)
-    ranked = [setup for setup in ranked if real[setup]] + [setup for setup in ranked if not real[setup]]
+    engine = provenance.engine_only(setups)
+    ranked = [setup for setup in ranked if not engine[setup]] + [setup for setup in ranked if engine[setup]]
     family = setups[[key for key in SETUP_KEYS if key not in ("vllm_version", "torch_version")]].apply(
         lambda row: repr(tuple(row)), axis=1)
     first: dict[str, str] = {}  # family -> its best setup
@@ -216,14 +216,8 @@ def headline(best: pd.DataFrame) -> dict[str, int]:
 def best_point(best: pd.DataFrame) -> pd.Series | None:
     """The highest speedup of a real drafter (step-cost calibrations and engine-only runs accept drafts
     synthetically)."""
-    spec = best[(best["method"] != BASELINE_METHOD) & _real_drafter(best)].dropna(subset=["speedup"])
+    spec = best[(best["method"] != BASELINE_METHOD) & ~provenance.engine_only(best)].dropna(subset=["speedup"])
     return None if spec.empty else spec.loc[spec["speedup"].idxmax()]
-
-
-def _real_drafter(frame: pd.DataFrame) -> pd.Series:
-    """Which rows measured a real drafter: neither a step-cost calibration nor synthetic acceptance."""
-    synthetic = pd.Series(provenance.synthetic_rows(frame), index=frame.index, dtype=bool)
-    return (frame["source"] != CALIBRATION_SOURCE) & ~synthetic
 
 
 def interval_summary(frame: pd.DataFrame) -> str:

@@ -20,8 +20,10 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
+from specscope.schema import CALIBRATION_SOURCE
+
 __all__ = ["gpu_label", "nvidia_smi", "hardware_label", "torch_version", "torch_label", "weights_kind", "acceptance_kind",
-           "synthetic_rows", "marks", "NVIDIA_SMI_QUERY", "SYNTHETIC", "DUMMY"]
+           "synthetic_rows", "engine_only", "marks", "NVIDIA_SMI_QUERY", "SYNTHETIC", "DUMMY"]
 
 NVIDIA_SMI_QUERY = ("--query-gpu=name,memory.total", "--format=csv,noheader,nounits")
 SYNTHETIC, DUMMY = "synthetic", "dummy"  # the ``acceptance`` and ``weights`` that measure the engine only
@@ -132,6 +134,12 @@ def acceptance_kind(method: str, synthetic: bool) -> str | None:
 def synthetic_rows(frame):
     """Which rows of a results frame accepted drafts synthetically (False where it has no ``acceptance``)."""
     return frame["acceptance"].eq(SYNTHETIC) if "acceptance" in frame else False
+
+
+def engine_only(frame):
+    """Which rows of a results frame measured the engine, not a drafter: a step-cost calibration or any
+    other run whose drafts were accepted synthetically."""
+    return frame["source"].eq(CALIBRATION_SOURCE) | synthetic_rows(frame)
 
 
 def marks(row) -> str:
