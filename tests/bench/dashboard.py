@@ -377,6 +377,7 @@ async def live_latency(browser, speed: float) -> list[float]:
 
 
 def bounds(interval: tuple[float, float]) -> str:
+    """``[1.16,1.31]``: no space (``intervals.bounds`` has one), so the last line stays key=value pairs."""
     return f"[{interval[0]:.2f},{interval[1]:.2f}]"
 
 
