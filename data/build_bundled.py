@@ -31,14 +31,14 @@ import pyarrow.parquet as pq
 DATA_DIR = Path(__file__).resolve().parent
 SOURCES_DIR = DATA_DIR / "sources"
 try:
-    from specscope.models import model_name, named_config
-    from specscope.schema import RESULT_SCHEMA
-    from specscope.store import OWN_SOURCE, to_table, write_results
+    from specscope.engine.models import model_name, named_config
+    from specscope.results.writing import to_table, write_results
+    from specscope.schema import OWN_SOURCE, RESULT_SCHEMA
 except ImportError:  # a fresh clone without `pip install -e .`
     sys.path.insert(0, str(DATA_DIR.parent / "app"))
-    from specscope.models import model_name, named_config
-    from specscope.schema import RESULT_SCHEMA
-    from specscope.store import OWN_SOURCE, to_table, write_results
+    from specscope.engine.models import model_name, named_config
+    from specscope.results.writing import to_table, write_results
+    from specscope.schema import OWN_SOURCE, RESULT_SCHEMA
 
 __all__ = ["SOURCES_DIR", "read_articles", "read_rows", "build", "restamp_own"]
 

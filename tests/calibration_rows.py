@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specscope import store
+from specscope.results import writing
 
 D0 = {1: 1.05, 4: 1.20}   # step cost intercept per concurrency
 D1 = {1: 0.30, 4: 0.45}   # and per drafted token
@@ -19,7 +19,8 @@ def _row(source, method, k, conc, throughput, rates=None):
     config = {"method": method, "num_speculative_tokens": k} if k else None
     if config and source == "calibration":
         config.update(rejection_sample_method="synthetic", synthetic_acceptance_rates=list(rates))
-    return {"method_params": json.dumps(config) if config else None, "run_id": f"run-{source}", "source": source, "model": "m", "draft_model": "d" if k else None,
+    return {"method_params": json.dumps(config) if config else None, "run_id": f"run-{source}", "source": source,
+            "model": "m", "draft_model": "d" if k else None,
             "method": method, "k": k, "dataset": "set", "hardware": "cpu-2core", "host": "h",
             "output_len": 64, "temperature": 0.0, "concurrency": conc, "output_throughput": throughput,
             "status": "ok", "acceptance_length": al, "acceptance_rate": (al - 1.0) / k if k else None,
@@ -40,5 +41,5 @@ def write(directory: Path) -> None:
     real = [_row("specscope", "none", 0, c, BASE[c]) for c in (1, 2)]
     real += [_row("specscope", "draft_model", 4, 1, sd_throughput(1, 4, REAL_RATES), REAL_RATES),
              _row("specscope", "draft_model", 3, 2, HELD_OUT, REAL_RATES[:3])]
-    store.write_results(synthetic, run_id="run-calibration", directory=directory)
-    store.write_results(real, run_id="run-specscope", directory=directory)
+    writing.write_results(synthetic, run_id="run-calibration", directory=directory)
+    writing.write_results(real, run_id="run-specscope", directory=directory)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from local_http import Answering, serving
 import server_room
+from local_http import Answering, serving
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 RUIZ_PARQUET = SHARED_DATA / "tomasruizt_vllm-scripts_full-bench-data_d94d714.parquet"
@@ -30,6 +30,15 @@ def ruiz_parquet() -> Path:
     if not RUIZ_PARQUET.exists():
         pytest.skip(f"{RUIZ_PARQUET} is missing; tests read the published Ruiz results from ../shared/data")
     return RUIZ_PARQUET
+
+
+@pytest.fixture
+def specdecode_traces() -> Path:
+    """SpecDecode-Bench's per-request acceptance traces (Llama-3.1-8B on an H100), read from ../shared/data."""
+    folder = SHARED_DATA / "specdecode-bench_simulator_2fdccbd"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is missing; tests read SpecDecode-Bench's traces from ../shared/data")
+    return folder
 
 
 class _CapturedMetrics(Answering):
@@ -89,8 +98,10 @@ def starts_real_vllm(item: pytest.Item) -> bool:
 
 def in_vllm_stream(item: pytest.Item) -> bool:
     """The vLLM stream's tests: those that start real vLLM servers, but for the few-server ones, which end
-    the other stream (it finishes first) beside the vLLM stream's later tests."""
-    return starts_real_vllm(item) and item.get_closest_marker("few_servers") is None
+    the other stream beside the vLLM stream's later tests (unless marked ``few_servers(stream="vllm")``: those
+    end the vLLM stream, so the two streams take about as long)."""
+    few = item.get_closest_marker("few_servers")
+    return starts_real_vllm(item) and (few is None or few.kwargs.get("stream") == "vllm")
 
 
 def holds_the_room_alone(item: pytest.Item) -> bool:
@@ -108,9 +119,13 @@ def pytest_collection_modifyitems(config, items):
     config.hook.pytest_deselected(items=[item for item in items if item not in kept])
     if STREAM == "vllm":  # whole modules, so a module's fixtures start once
         alone = {item.module for item in kept if holds_the_room_alone(item)}
-        items[:] = sorted(kept, key=lambda item: item.module not in alone)  # stable
+        items[:] = sorted(kept, key=lambda item: (item.module not in alone, _few(item)))  # stable
     else:
-        items[:] = sorted(kept, key=lambda item: item.get_closest_marker("few_servers") is not None)
+        items[:] = sorted(kept, key=_few)
+
+
+def _few(item: pytest.Item) -> bool:
+    return item.get_closest_marker("few_servers") is not None
 
 
 @pytest.fixture(autouse=True)

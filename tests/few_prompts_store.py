@@ -14,7 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from specscope import settings, store
+from specscope import settings
+from specscope.results import writing
 
 RUN = "cpu-mixed-two-prompts-each"  # sorts first: the per-prompt section opens on it
 SOURCE = "specscope-cpu-mixed"
@@ -29,7 +30,7 @@ def write_two_per_category(home: Path) -> list[str]:
     for prompt, category in zip(requests.column("prompt_id").to_pylist(), requests.column("category").to_pylist()):
         by_category.setdefault(category, set()).add(prompt)
     kept = sorted(p for prompts in by_category.values() for p in sorted(prompts)[:2])
-    store.write_results(results, run_id=RUN, directory=home / "results")
-    store.write_requests(requests.filter(pc.is_in(requests.column("prompt_id"), pa.array(kept))), run_id=RUN,
+    writing.write_results(results, run_id=RUN, directory=home / "results")
+    writing.write_requests(requests.filter(pc.is_in(requests.column("prompt_id"), pa.array(kept))), run_id=RUN,
                          directory=home / "requests")
     return kept

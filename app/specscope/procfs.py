@@ -9,9 +9,9 @@ import subprocess
 from pathlib import Path
 
 __all__ = ["CHILDREN", "proc_stat", "alive", "pid_exists", "group_pids", "group_rss_bytes", "env_by_group",
-           "memory_available_bytes"]
+           "memory_available_bytes", "listening_argv"]
 
-CHILDREN: dict[int, subprocess.Popen] = {}  # servers this process started, so exits get reaped
+CHILDREN: dict[int, subprocess.Popen[bytes]] = {}  # servers this process started, so exits get reaped
 
 
 def proc_stat(pid: int) -> list[str] | None:
@@ -84,7 +84,7 @@ def env_by_group(name: str) -> dict[int, str]:
             continue
         value = next((item[len(key):] for item in env.split(b"\0") if item.startswith(key)), None)
         stat = proc_stat(int(entry.name)) if value is not None else None
-        if stat is not None and stat[0] not in ("Z", "X"):
+        if value is not None and stat is not None and stat[0] not in ("Z", "X"):
             found[int(stat[2])] = value.decode(errors="replace")
     return found
 
@@ -97,4 +97,36 @@ def memory_available_bytes() -> int | None:
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         return None
+    return None
+
+
+def _listening_inodes(port: int) -> set[str]:
+    """Socket inodes listening on TCP ``port`` (``/proc/net/tcp`` and ``tcp6``: state 0A)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                found.add(fields[9])
+    return found
+
+
+def listening_argv(port: int) -> list[str] | None:
+    """The command line of the process on this machine listening on TCP ``port`` (one we may read),
+    None when there is none."""
+    inodes = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
+    if not inodes:
+        return None
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if any(os.readlink(fd) in inodes for fd in (entry / "fd").iterdir()):
+                return [a.decode(errors="replace") for a in (entry / "cmdline").read_bytes().split(b"\0") if a]
+        except OSError:
+            continue
     return None

@@ -9,11 +9,36 @@ from __future__ import annotations
 import pyarrow as pa
 
 __all__ = ["RESULT_SCHEMA", "REQUEST_SCHEMA", "RESULT_COLUMNS", "REQUEST_COLUMNS",
-           "LATENCY_METRICS", "BASELINE_METHOD", "CALIBRATION_SOURCE"]
+           "LATENCY_METRICS", "BASELINE_METHOD", "OWN_SOURCE", "CALIBRATION_SOURCE", "PROVENANCE_KEYS", "BASELINE_KEYS",
+           "BEST_KEYS", "SETUP_KEYS", "POINT_KEYS", "CELL_KEYS", "FAMILY_KEYS", "FRONT_KEYS", "VERSION_KEYS"]
 
 BASELINE_METHOD = "none"
+OWN_SOURCE = "specscope"  # rows SpecScope measured itself
 CALIBRATION_SOURCE = "calibration"  # synthetic-acceptance sweeps: step cost, not a method's speedup
 LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
+
+# The keys that group result rows, for each table or question built over them.
+# Provenance: rows that differ in these never share a baseline, a setup or a best K.
+PROVENANCE_KEYS = ("vllm_version", "torch_version", "weights")
+BASELINE_KEYS = ("source", "model", "dataset", "response_format", "hardware", "host", *PROVENANCE_KEYS, "output_len",
+                 "temperature", "concurrency", "request_rate")
+BEST_KEYS = ("source", "model", "draft_model", "method", "dataset", "response_format", "hardware", "host",
+             *PROVENANCE_KEYS, "acceptance", "temperature", "concurrency", "request_rate")
+SETUP_KEYS = ("source", "model", "draft_model", "method", "dataset", "response_format", "hardware", "host",
+              *PROVENANCE_KEYS, "acceptance")
+POINT_KEYS = (*SETUP_KEYS, "k_schedule", "concurrency", "request_rate", "k")  # a figure point: its runs fold into it
+CELL_KEYS = ("run_id", "source", "label", "model", "draft_model", "method", "k", "k_schedule",
+             "method_params", "tp",
+             "hardware", "host", *PROVENANCE_KEYS, "acceptance", "dataset", "response_format", "temperature",
+             "output_len", "concurrency", "request_rate")
+# a family the advisor fits: one curve over K and concurrency
+FAMILY_KEYS = ("source", "model", "draft_model", "method", "dataset", "response_format", "hardware", "vllm_version",
+               "weights", "acceptance")
+# a limits group: the cells one speed-latency front compares
+FRONT_KEYS = ("source", "model", "dataset", "response_format", "hardware", "host", "vllm_version", "torch_version",
+              "weights", "temperature", "output_len")
+# the versions a setup is compared across
+VERSION_KEYS = ("vllm_version", "torch_version")
 
 _fields: list[pa.Field] = [
     pa.field("run_id", pa.string()),
@@ -61,7 +86,7 @@ _fields += [
     pa.field("per_position_acceptance", pa.list_(pa.float64())),
     pa.field("status", pa.string()),
     pa.field("error", pa.string()),
-    # benchmark hygiene: what the checks of specscope.hygiene read, and the checks that flagged
+    # benchmark hygiene: what the checks of specscope.results.hygiene read, and the checks that flagged
     pa.field("warmups", pa.int64()),
     pa.field("prefix_cache_hit_rate", pa.float64()),
     pa.field("wave_share", pa.float64()),
@@ -72,7 +97,7 @@ _fields += [
     pa.field("hygiene", pa.string()),  # comma-separated check ids
     pa.field("valid_share", pa.float64()),  # constrained answers that follow their format; null when free
     pa.field("max_itl_ms", pa.float64()),   # the longest gap between streamed chunks of any request
-    # an imported cell's throughput spread from its requests (specscope.tool_exports.spread)
+    # an imported cell's throughput spread from its requests (specscope.results.tool_exports.spread)
     pa.field("output_throughput_n", pa.int64()),
     pa.field("output_throughput_var", pa.float64()),
 ]
@@ -106,6 +131,9 @@ REQUEST_SCHEMA = pa.schema([
     pa.field("valid", pa.bool_()),
     pa.field("invalid_reason", pa.string()),
     pa.field("max_itl_ms", pa.float64()),
+    # vLLM's per-step counts of the request's steps that drafted (detailed per-request metrics), in order
+    pa.field("per_step_accepted", pa.list_(pa.int32())),
+    pa.field("per_step_drafted", pa.list_(pa.int32())),
 ])
 REQUEST_COLUMNS = tuple(REQUEST_SCHEMA.names)
 

@@ -4,6 +4,7 @@
     ratio_interval(method_tps, baseline_tps)           # Fieller interval for a speedup
     ratio_prediction_interval(method_tps, baseline_tps) # where a rerun's speedup should land
     bounded_mean_intervals(n, mean, var, lower=1.0)      # an acceptance length's mean, never below 1
+    combined_ratios(a, n_a, var_a, b, n_b, var_b)       # several runs' speedups as one, with its interval
 
 Every function returns an ``Interval``. One value gives no interval (``low``/``high`` are
 ``None``, ``method="none"``): a single run says nothing about its own spread. A speedup whose
@@ -16,8 +17,8 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -29,6 +30,7 @@ __all__ = [
     "ratio_interval",
     "ratio_intervals",
     "ratio_prediction_interval",
+    "combined_ratios",
     "t_quantile",
     "t_quantiles",
 ]
@@ -53,13 +55,13 @@ class Interval:
     @property
     def half_width(self) -> float | None:
         """Half the interval's width (the ``±`` figure), or ``None`` without bounds."""
-        if not self.bounded:
+        if self.low is None or self.high is None:
             return None
         return (self.high - self.low) / 2
 
     def covers(self, value: float) -> bool:
         """True when ``value`` lies inside the bounds (never for an interval without bounds)."""
-        return self.bounded and self.low <= value <= self.high
+        return self.low is not None and self.high is not None and self.low <= value <= self.high
 
 
 def _betacf(a: float, b: float, x: float) -> float:
@@ -143,7 +145,7 @@ def t_quantiles(p: float, df) -> np.ndarray:
     t = z + (z**3 + z) / (4 * nu) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * nu**2) \
         + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * nu**3)
     lg = np.frompyfunc(math.lgamma, 1, 1)
-    log_norm = (lg((nu + 1) / 2) - lg(nu / 2)).astype(float) - 0.5 * np.log(nu * math.pi)
+    log_norm = np.asarray(lg((nu + 1) / 2) - lg(nu / 2), dtype=float) - 0.5 * np.log(nu * math.pi)
     active = np.arange(nu.size)
     for _ in range(50):  # from that start Newton needs a handful of steps
         v, x = nu[active], t[active]
@@ -286,6 +288,35 @@ def bounded_mean_intervals(n, mean, var, level: float = 0.95, lower: float | Non
 
 
 _MAX_LOG_STEP = 50.0  # past e^50 an interval's end says nothing more, and stays a finite number
+
+
+def combined_ratios(a, n_a, var_a, b, n_b, var_b, level: float = 0.95) -> tuple[float, float, float]:
+    """Several runs' ratios of means (each run's method mean ``a`` over its own baseline's ``b``, with their
+    sizes and variances) as one figure with its interval: the inverse-variance weighted mean of the runs'
+    log ratios (each run's variance by the delta method), with a random-effects term where the runs differ
+    by more than their own spread (DerSimonian-Laird), and a t-quantile on the Welch-Satterthwaite degrees
+    of freedom of all their repeats (of the runs, less one, where they differ); ``exp`` of it, so the
+    bounds stay above 0. Where a run has fewer than two values on a side, NaN (figure and bounds): then
+    only the runs' own spread can tell (``mean_intervals`` over the runs)."""
+    a, n_a, var_a, b, n_b, var_b = (np.asarray(v, dtype=float) for v in (a, n_a, var_a, b, n_b, var_b))
+    term_a, term_b = var_a / (n_a * a * a), var_b / (n_b * b * b)
+    within = term_a + term_b
+    if len(a) == 0 or (n_a < 2).any() or (n_b < 2).any() or not (np.isfinite(within) & (within > 0)).all():
+        return math.nan, math.nan, math.nan
+    logs = np.log(a / b)
+    weights = 1.0 / within
+    centre = float((weights * logs).sum() / weights.sum())
+    q = float((weights * (logs - centre) ** 2).sum())
+    spread = max(0.0, (q - (len(logs) - 1)) / float(weights.sum() - (weights ** 2).sum() / weights.sum()))
+    weights = 1.0 / (within + spread)
+    centre = float((weights * logs).sum() / weights.sum())
+    variance = 1.0 / float(weights.sum())
+    shares = (weights / weights.sum()) ** 2  # each run's part of the variance, by its two sides
+    parts = [*(shares * term_a), *(shares * term_b)]
+    dfs = [*(n_a - 1), *(n_b - 1)]
+    df = (sum(parts) ** 2 / sum(p * p / d for p, d in zip(parts, dfs))) if spread == 0.0 else len(logs) - 1.0
+    half = t_quantile(0.5 + level / 2.0, df) * math.sqrt(variance)
+    return float(math.exp(centre)), float(math.exp(centre - half)), float(math.exp(centre + half))
 
 
 def _at_least(bound, lower: float | None):

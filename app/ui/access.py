@@ -37,7 +37,6 @@ from ui import state
 __all__ = ["shared", "actor", "is_operator", "sign_in", "announce", "routes", "PASS_PATH", "LEAVE_PATH"]
 
 TOKEN_FIELD = "access_token_field"
-LOOPBACK = ("localhost", "::1")
 PASS_PATH = "/specscope/operator-pass"
 LEAVE_PATH = "/specscope/operator-leave"
 PASS_MAX_AGE_S = 30 * 24 * 3600  # a browser's pass outlives its restarts; rotation or leaving ends it
@@ -48,7 +47,7 @@ def shared() -> bool:
     if os.environ.get("SPECSCOPE_SHARE") == "1":
         return True
     address = st.get_option("server.address")
-    return not address or not (address in LOOPBACK or address.startswith("127."))
+    return not address or not access.is_loopback(address)
 
 
 def actor() -> access.Actor:

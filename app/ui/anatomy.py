@@ -1,6 +1,6 @@
 """"Where a step goes": per method and K of one setup, a stacked bar of the measured step (verify, draft,
 overhead, in ms, each labelled with its share), the measured D(K) in plain steps beside it, and the speedup.
-The numbers come from ``specscope.anatomy``; this module only draws, inside an expander opened on demand."""
+The numbers come from ``specscope.analysis.anatomy``; this module only draws, inside an expander opened on demand."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from specscope import anatomy, intervals
+from specscope import formats
+from specscope.analysis import anatomy, intervals
+from specscope.results import identity
 from ui import cache
 from ui.chart_style import PALETTE, empty_figure
 from ui.common import figure_download
@@ -28,9 +30,13 @@ TITLE = "Where a step goes"
 
 
 def setup_label(row: dict) -> str:
-    """``model · hardware · vLLM v · prompt set · concurrency c (run R)``: what every bar of one figure shares."""
+    """``model · hardware · vLLM v · prompt set [· constrained (json_schema)] · concurrency c (run R)``: what every
+    bar of one figure shares; a constrained cell is a setup of its own, never stacked with the free one."""
+    response_format = row.get("response_format")
+    constrained = f" · {identity.format_name(response_format)}" if formats.is_constrained(response_format) else ""
     return (f"{row['model']} · {row['hardware']} · vLLM {row.get('vllm_version') or '?'} · "
-            f"{row.get('dataset') or 'no prompt set'} · concurrency {int(row['concurrency'])} (run {row['run_id']})")
+            f"{row.get('dataset') or 'no prompt set'}{constrained} · concurrency {int(row['concurrency'])} "
+            f"(run {row['run_id']})")
 
 
 def bar_label(row: dict) -> str:
@@ -121,12 +127,13 @@ def figure(table: pd.DataFrame, setup: str) -> go.Figure:
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888", row=1, col=2)
     top = max(float(pd.Series([r.get("d"), r.get("d_ms"), r.get("d_hi")]).max(skipna=True)) for r in records)
     fig.update_layout(barmode="stack", template="plotly_white", height=480, hovermode="closest",
-                      margin=dict(l=60, r=20, t=70, b=50), title=html.escape(f"{TITLE}: {setup}"),
+                      margin=dict(l=60, r=60, t=90, b=50), title=f"{TITLE}<br><sup>{html.escape(setup)}</sup>",
                       legend=dict(orientation="h", y=-0.18, font=dict(size=11)))
     fig.update_yaxes(title_text="ms per step", row=1, col=1, secondary_y=False)
     fig.update_yaxes(title_text="D(K), plain steps", row=1, col=1, secondary_y=True, rangemode="tozero",
                      range=[0, top * 1.15], showgrid=False)
-    fig.update_yaxes(title_text="speedup ×", row=1, col=2, rangemode="tozero")
+    # the speedup's axis on the panel's right: on its left it would meet D(K)'s axis title in the gap between
+    fig.update_yaxes(title_text="speedup ×", row=1, col=2, rangemode="tozero", side="right")
     return fig
 
 
@@ -134,7 +141,7 @@ def _table(rows: pd.DataFrame) -> pd.DataFrame:
     """The parts as text, one line per method and K, with how each was had."""
     out = []
     for r in rows.to_dict("records"):
-        def part(name: str) -> str:
+        def part(name: str, r: dict = r) -> str:  # this row's part
             if pd.isna(r.get(f"{name}_ms")):
                 return "not measured"
             return (intervals.text(r[f"{name}_ms"], r.get(f"{name}_lo"), r.get(f"{name}_hi"), unit=" ms", digits=1,

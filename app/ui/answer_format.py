@@ -7,7 +7,7 @@ import json
 import streamlit as st
 
 from specscope import formats
-from specscope.prompts import Prompt
+from specscope.client.prompts import Prompt
 
 __all__ = ["from_prompt", "editor"]
 
@@ -20,14 +20,17 @@ def _text(answer_format: formats.ResponseFormat) -> str:
 
 def from_prompt(prompt: Prompt) -> str | None:
     """The prompt's response format (JSON) when the user keeps it on, else None."""
-    kind = prompt.response_format.kind.replace("_", " ")
+    answer_format = prompt.response_format
+    if answer_format is None:  # Live offers this only for a prompt that has one
+        return None
+    kind = answer_format.kind.replace("_", " ")
     keep = st.checkbox(f"Constrain the answers to the prompt's {kind}", True, key="live_keep_format",
                        help="Each server is asked for an answer that follows the prompt's response format; "
                             "each pane says whether its finished answer does.")
     if keep:
         with st.expander("The response format"):
-            st.code(json.dumps(prompt.response_format.as_record(), indent=1), language="json")
-    return _text(prompt.response_format) if keep else None
+            st.code(json.dumps(answer_format.as_record(), indent=1), language="json")
+    return _text(answer_format) if keep else None
 
 
 def editor() -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import math
+import textwrap
 
 import altair as alt
 import pandas as pd
@@ -17,6 +18,7 @@ __all__ = ["PALETTE", "LOG2_STEP", "VEGA_PAD", "layout", "empty_figure", "k_axis
 PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D",
            "#EECA3B", "#BAB0AC"]
 LOG2_STEP = math.log10(2)  # a log axis's dtick is in decades
+EMPTY_LINE = 44  # characters a line of the empty-figure message holds in half of a 1280-pixel page
 VEGA_PAD = 10  # pixels between a Vega plot's edge and its first and last points, which would be cut in half
 
 
@@ -33,9 +35,10 @@ def layout(fig: go.Figure, title: str, x: str, y: str, *, log_x: bool = False, h
 
 
 def empty_figure(message: str, height: int = 300) -> go.Figure:
-    """A blank figure that says why there is nothing to draw."""
+    """A blank figure that says why there is nothing to draw, on lines short enough for half a page."""
     fig = go.Figure()
-    fig.add_annotation(text=html.escape(message), showarrow=False, font=dict(size=15),
+    lines = textwrap.wrap(message, EMPTY_LINE) or [""]
+    fig.add_annotation(text="<br>".join(html.escape(line) for line in lines), showarrow=False, font=dict(size=15),
                        x=0.5, y=0.5, xref="paper", yref="paper")
     fig.update_layout(template="plotly_white", height=height, xaxis_visible=False, yaxis_visible=False)
     return fig
@@ -61,7 +64,9 @@ def vega_spec(chart: alt.TopLevelMixin) -> dict:
     spec = chart.to_dict()
     if alt.theme.active == "default":
         view = spec.get("config", {}).get("view", {})
-        for size in alt.theme.get()()["config"]["view"]:
+        theme = alt.theme.get()
+        assert theme is not None  # the active theme, registered by Altair itself
+        for size in theme()["config"]["view"]:
             view.pop(size, None)
         if not view:
             spec.get("config", {}).pop("view", None)

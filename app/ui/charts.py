@@ -1,4 +1,4 @@
-"""Explorer figures: pure functions from the frames of ``specscope.explore`` to plotly figures.
+"""Explorer figures: pure functions from the frames of ``specscope.analysis.explore`` to plotly figures.
 
 Hover shows the trace's name, x, y and only the few values not drawn already (``customdata``
 holds just those), so a figure's payload grows with its points, not with whole rows. Speedups
@@ -14,13 +14,15 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from specscope import intervals
-from specscope.explore import interval_text
+from specscope.analysis import intervals
+from specscope.analysis.explore import interval_text
 from specscope.schema import BASELINE_METHOD
+from ui import limit_charts
 from ui.chart_style import PALETTE, empty_figure, layout
 
 SPEEDUP_95 = "speedup [95%]"
 THROUGHPUT_95 = "output tok/s [95%]"
+ROOFLINE_SHARE = "share of the roofline"
 
 __all__ = ["speedup_by_method", "speedup_vs_concurrency", "acceptance_vs_k", "throughput_vs_concurrency",
            "latency_vs_concurrency", "per_position"]
@@ -28,9 +30,12 @@ __all__ = ["speedup_by_method", "speedup_vs_concurrency", "acceptance_vs_k", "th
 
 
 def _with_interval_text(frame: pd.DataFrame) -> pd.DataFrame:
-    """The frame with ``speedup [95%]`` and ``output tok/s [95%]`` texts for the hover."""
+    """The frame with ``speedup [95%]`` and ``output tok/s [95%]`` texts for the hover (and the share of
+    the roofline ceiling where the frame has ceilings)."""
     records = frame.to_dict("records")
     out = frame.copy()
+    if "ceiling_tok_s" in frame.columns:
+        out[ROOFLINE_SHARE] = [limit_charts.share_text(r) for r in records]
     if "speedup" in frame.columns:
         out[SPEEDUP_95] = [interval_text(r) for r in records]
     if "output_throughput" in frame.columns:
@@ -131,9 +136,12 @@ def speedup_vs_concurrency(best: pd.DataFrame, crossings: pd.DataFrame) -> go.Fi
         data, template = _hover(line, "concurrency", "speedup", ("k", SPEEDUP_95, "acceptance_length",
                                                                  "baseline_run_id"))
         fig.add_trace(go.Scatter(x=line["concurrency"], y=line["speedup"], mode="lines+markers",
-                                 name=_escape(setup), line=dict(color=PALETTE[j % len(PALETTE)]),
+                                 name=_escape(setup), line=dict(color=PALETTE[j % len(PALETTE)]), legendgroup=setup,
                                  text=[f"K={k}" for k in line["k"]], textposition="top center",
                                  error_y=_error_bars(line), customdata=data, hovertemplate=template))
+        if "k_ceiling" in line:  # a step emits at most K+1 tokens: speedup <= AL <= K+1
+            limit_charts.ceiling_trace(fig, line, "k_ceiling", PALETTE[j % len(PALETTE)], f"{setup}: K+1 ceiling",
+                                       setup, marks=True)
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888", annotation_text="no gain",
                   annotation_position="bottom right")
     crossings = crossings.dropna(subset=["crossover_concurrency"])
@@ -144,7 +152,9 @@ def speedup_vs_concurrency(best: pd.DataFrame, crossings: pd.DataFrame) -> go.Fi
             customdata=crossings[["setup", "crossover_concurrency", "measured_below"]].to_numpy().tolist(),
             hovertemplate="%{customdata[0]}<br>crosses 1 at concurrency ≈ %{customdata[1]:.0f}"
                           "<br>first measured below 1: %{customdata[2]}<extra></extra>"))
-    return layout(fig, "Speedup vs concurrency (best K per point; bars: 95% interval)", "concurrency", "speedup ×", log_x=True)
+    ceilings = "; dashes: each point's K+1, which no speedup passes" if "k_ceiling" in spec else ""
+    return layout(fig, f"Speedup vs concurrency (best K per point; bars: 95% interval{ceilings})", "concurrency",
+                  "speedup ×", log_x=True)
 
 
 def schedule_vs_concurrency(frame: pd.DataFrame, setup: str) -> go.Figure:
@@ -198,14 +208,21 @@ def throughput_vs_concurrency(best: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     for j, setup, line in _setup_lines(best.dropna(subset=drawn), "concurrency"):
         is_base, style = _setup_line(line, j)
-        data, template = _hover(line, "concurrency", "output tokens/s", ("k", THROUGHPUT_95,
-                                                                           SPEEDUP_95))
+        data, template = _hover(line, "concurrency", "output tokens/s", ("k", THROUGHPUT_95, SPEEDUP_95,
+                                                                           ROOFLINE_SHARE))
         fig.add_trace(go.Scatter(x=line["concurrency"], y=line["output_throughput"], mode="lines+markers",
                                  name=_escape(setup) + (" (baseline)" if is_base else ""), line=style,
-                                 error_y=_error_bars(line, "output_throughput"),
+                                 error_y=_error_bars(line, "output_throughput"), legendgroup=setup,
                                  customdata=data, hovertemplate=template))
-    return layout(fig, "Output throughput vs concurrency (best K; dashed = baseline; bars: 95% interval)", "concurrency",
-                   "output tokens/s", log_x=True)
+        if "ceiling_tok_s" in line:
+            limit_charts.ceiling_trace(fig, line, "ceiling_tok_s", style["color"], f"{setup}: roofline ceiling", setup)
+    ceilings = "ceiling_tok_s" in best and best["ceiling_tok_s"].notna().any()
+    title = "Output throughput vs concurrency (best K; dashed = baseline; bars: 95% interval" + (
+        "; dotted: each setup's roofline ceiling, log scale)" if ceilings else ")")
+    layout(fig, title, "concurrency", "output tokens/s", log_x=True)
+    if ceilings:  # ceilings run 4-10x above what is measured: a log axis keeps both readable
+        fig.update_yaxes(type="log")
+    return fig
 
 
 def latency_vs_concurrency(best: pd.DataFrame) -> go.Figure:
@@ -227,7 +244,11 @@ def latency_vs_concurrency(best: pd.DataFrame) -> go.Figure:
                                      name=_escape(setup), legendgroup=setup, showlegend=legend,
                                      line=style, customdata=data, hovertemplate=template), row=1, col=col)
             legend = False
-    layout(fig, "Tail latency vs concurrency (best K; dashed = baseline)", "concurrency", "ms", log_x=True)
+        if "ceiling_tpot_ms" in line:  # no token can come faster than the step's floor over K+1
+            limit_charts.ceiling_trace(fig, line, "ceiling_tpot_ms", style["color"], f"{setup}: TPOT floor", setup,
+                                       row=1, col=2)
+    floors = "; dotted: each setup's TPOT floor" if "ceiling_tpot_ms" in best else ""
+    layout(fig, f"Tail latency vs concurrency (best K; dashed = baseline{floors})", "concurrency", "ms", log_x=True)
     fig.update_xaxes(type="log")
     return fig
 

@@ -9,9 +9,10 @@ from collections.abc import Callable
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from specscope import settings, shared
+from specscope import settings
 from specscope.errors import SpecScopeError
-from specscope.store import Store
+from specscope.results import shared
+from specscope.results.store import Store
 
 __all__ = ["store", "shared_store_note", "show_error", "or_stop", "figure_download", "slug", "fragment", "plain"]
 

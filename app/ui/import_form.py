@@ -8,8 +8,8 @@ import zlib
 
 import streamlit as st
 
-from specscope import importers, tool_exports
 from specscope.errors import SpecScopeError
+from specscope.results import importers, tool_exports
 from ui.common import show_error
 
 __all__ = ["import_upload", "TYPES"]
@@ -64,10 +64,10 @@ def _column_map(name: str, data: bytes, columns: list[str], source: str | None) 
         if column_map.get(field) is None:
             given[field] = st.text_input(f"{field} for every row", key=f"{key}_given_{field}",
                                          help=f"the file has no {field} column: one value for all its rows")
-    column_map = {f: c for f, c in column_map.items() if c}
+    mapped = {f: c for f, c in column_map.items() if c}
     given = {f: v.strip() for f, v in given.items() if v and v.strip()}
     try:
-        preview, notes, rows = importers.preview_upload(name, data, column_map, given)
+        preview, notes, rows = importers.preview_upload(name, data, mapped, given)
     except SpecScopeError as exc:
         show_error(exc)
         return
@@ -76,7 +76,7 @@ def _column_map(name: str, data: bytes, columns: list[str], source: str | None) 
     for note in notes:
         st.caption(note)
     if st.button(f"Import {rows} rows", key="explorer_import_mapped"):
-        _run_import(name, data, source=source, column_map=column_map, overrides=given)
+        _run_import(name, data, source=source, column_map=mapped, overrides=given)
 
 
 def _tool_setup(name: str, data: bytes, tool: str, source: str | None) -> None:
@@ -89,13 +89,14 @@ def _tool_setup(name: str, data: bytes, tool: str, source: str | None) -> None:
                            "suffix, eagle3, draft_model, ...")
     k = st.number_input("K (draft tokens per step)", min_value=0, value=None, step=1, key=f"{key}_k",
                         help="the server's num_speculative_tokens; leave empty for the baseline")
-    given = {"method": method.strip() or None, "k": None if k is None else int(k)}
+    given: dict[str, str | int | None] = {"method": method.strip() or None, "k": None if k is None else int(k)}
     for field in TOOL_GIVEN:
         value = st.text_input(f"{field.replace('_', ' ')} for every row", key=f"{key}_{field}",
                               help=TOOL_HELP.get(field))
         given[field] = value.strip() or None
-    if given["concurrency"]:
-        given["concurrency"] = int(given["concurrency"]) if given["concurrency"].isdigit() else given["concurrency"]
+    concurrency = given["concurrency"]
+    if isinstance(concurrency, str) and concurrency.isdigit():
+        given["concurrency"] = int(concurrency)
     if st.button("Import", key="explorer_import_tool", disabled=not given["method"]):
         _run_import(name, data, source=source, overrides={f: v for f, v in given.items() if v is not None})
 

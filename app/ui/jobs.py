@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from specscope import access, cluster, sweep, sweeplock
+from specscope import access, sweep
+from specscope.advice import deploy
 
 __all__ = ["sweep_jobs", "start_sweep", "cancel_sweep"]
 
@@ -15,30 +16,14 @@ def sweep_jobs() -> dict[str, sweep.SweepJob]:
     return {}
 
 
-def start_sweep(plan: sweep.SweepPlan, ray_address: str | None = None) -> bool:
-    """Start a sweep's ``plan`` on a background thread (its groups as tasks on the Ray cluster at ``ray_address``,
-    if given) unless that run is already going; False if it is. Only an operator starts one
-    (NotAllowed); on this machine one sweep runs at a time (Busy names the one running). The
-    sweep's thread acts as the operator who started it, whom its servers' audit trail names."""
-    actor = access.require("run a sweep")
-    run_id = plan.run_id
-    running = sweep_jobs().get(run_id)
+def start_sweep(plan: sweep.SweepPlan, where: sweep.Where) -> bool:
+    """Start a sweep's ``plan`` ``where`` chosen, on a background thread, unless that run is already going;
+    False if it is. Only an operator starts one (NotAllowed); on this machine one sweep runs at a time (Busy
+    names the one running). The sweep acts as the operator who started it, whom its servers' audit trail names."""
+    running = sweep_jobs().get(plan.run_id)
     if running is not None and not running.done:
         return False
-    if ray_address:
-        def run(plan, progress, stop):
-            with access.acting_as(actor):
-                return cluster.run_on_ray(plan, ray_address, progress, stop)
-    else:
-        lock = sweeplock.take(run_id)
-
-        def run(plan, progress, stop):
-            try:
-                with access.acting_as(actor):
-                    return sweep.run_sweep(plan, sweep.launcher_for(plan.spec), progress, stop)
-            finally:
-                lock.release()
-    sweep_jobs()[run_id] = sweep.SweepJob(plan, run=run).start()
+    sweep_jobs()[plan.run_id] = sweep.SweepJob(plan, where, advise=deploy.from_results).start()
     return True
 
 

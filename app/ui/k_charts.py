@@ -8,18 +8,21 @@ as bars, and the no-gain line at 1. Vega draws names as text, never as HTML.
 
 from __future__ import annotations
 
+from typing import cast
+
 import altair as alt
 import pandas as pd
 
-from specscope.explore import interval_text
+from specscope.analysis.explore import interval_text
 from ui.chart_style import PALETTE, k_axis, no_gain
 
-__all__ = ["EMPTY", "speedup_vs_k", "combined", "runs_table", "RUNS_CAPTION"]
+__all__ = ["EMPTY", "speedup_vs_k", "combined", "runs_table", "RUNS_CAPTION", "best_k_shown"]
 
 EMPTY = "Choose a setup measured at two or more K."
 TITLE = "Speedup vs K (a line per concurrency; bars: 95% interval)"
-RUNS_CAPTION = ("A point measured by several runs is their mean with a t-interval over the runs; below, each "
-                "run's own figure over its own baseline.")
+RUNS_CAPTION = ("A point measured by several runs combines each run's own speedup and spread (weighted by how "
+                "precise each is; wider where the runs disagree beyond their noise); below, each run's own figure "
+                "over its own baseline.")
 # Hover fields beyond K, speedup and concurrency: (column in the chart's data, label)
 _TOOLTIP = [("speedup_95", "speedup [95%]"), ("acceptance_length", "acceptance length"),
             ("throughput_95", "output tok/s"), ("repeats", "repeats"), ("runs", "runs"),
@@ -50,8 +53,9 @@ def _chart(points: pd.DataFrame, setup: str, colours: alt.Scale) -> alt.LayerCha
     if not bounded.empty:
         layers.insert(1, alt.Chart(bounded).mark_errorbar(ticks=True, thickness=1.2).encode(
             x=x, y=alt.Y("speedup_lo:Q", title="speedup ×"), y2="speedup_hi:Q", color=color))
-    return alt.layer(*layers).properties(title=alt.Title(_title_lines(setup), fontSize=13, anchor="start"),
-                                         height=320)
+    # alt.layer makes a FacetChart only of layers with facet encodings; these have none
+    return cast(alt.LayerChart, alt.layer(*layers).properties(
+        title=alt.Title(_title_lines(setup), fontSize=13, anchor="start"), height=320))
 
 
 def _title_lines(setup: str) -> str | list[str]:
@@ -66,10 +70,16 @@ def _title_lines(setup: str) -> str | list[str]:
 def speedup_vs_k(frame: pd.DataFrame, setups: list[str]) -> list[tuple[str, alt.LayerChart]]:
     """(setup, its chart) for each chosen setup with points; none when nothing is left to draw."""
     frame = frame[frame["setup"].isin(setups)].dropna(subset=["k", "speedup", "concurrency"])
-    concurrencies = sorted(int(c) for c in frame["concurrency"].unique())
-    colours = alt.Scale(domain=concurrencies, range=[PALETTE[j % len(PALETTE)] for j in range(len(concurrencies))])
-    return [(setup, _chart(_points(frame[frame["setup"] == setup]), setup, colours))
-            for setup in setups if (frame["setup"] == setup).any()]
+    colour = {c: PALETTE[j % len(PALETTE)] for j, c in enumerate(sorted(int(c) for c in frame["concurrency"].unique()))}
+    charts = []
+    for setup in setups:
+        points = frame[frame["setup"] == setup]
+        if points.empty:
+            continue
+        # each chart's legend lists only its own concurrencies, each in the colour it has in every chart
+        mine = sorted(int(c) for c in points["concurrency"].unique())
+        charts.append((setup, _chart(_points(points), setup, alt.Scale(domain=mine, range=[colour[c] for c in mine]))))
+    return charts
 
 
 def combined(charts: list[tuple[str, alt.LayerChart]]) -> alt.ConcatChart:
@@ -83,3 +93,22 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
         "setup": runs["setup"], "concurrency": runs["concurrency"].astype(int), "K": runs["k"].astype(int),
         "run": runs["run_id"], "speedup (× its baseline, 95%)": [interval_text(r) for r in runs.to_dict("records")],
         "repeats": runs["repeats"], "baseline run": runs["baseline_run_id"]})
+
+
+# the best-K table's headers as the Explorer shows them: short, so the setup's column gets the width
+SHORT_HEADERS = {"concurrency (requests)": "concurrency", "K (draft tokens)": "K",
+                 "speedup (× baseline, 95%)": "speedup [95%]", "tied (within noise)": "tied with",
+                 "acceptance length (tokens/step)": "AL", "output (tok/s, 95%)": "tok/s [95%]",
+                 "p99 TPOT (ms)": "p99 TPOT ms", "baseline run": "baseline"}
+
+
+def best_k_shown(table: pd.DataFrame) -> pd.DataFrame:
+    """``explore.best_k_table`` as the Explorer's tab shows it: short headers, "(1 run)" for a single run's
+    missing interval (the caption says why), the tied K alone under "tied with", and "its run" where a row's
+    baseline is the run that measured it."""
+    shown = table.rename(columns=SHORT_HEADERS).replace({r"\(1 run: no interval\)": "(1 run)",
+                                                         r"^tied with (.*) \(within noise\)$": r"\1"}, regex=True)
+    if "baseline" in shown and "measured by" in shown:
+        runs = shown["measured by"].str.removeprefix("run ").str.split(",").str[0]
+        shown["baseline"] = ["its run" if base == run else base for base, run in zip(shown["baseline"], runs)]
+    return shown

@@ -2,7 +2,8 @@
 
 Instead of rerunning on a timer, the script holds one ``st.empty`` slot per pane and, while
 the session streams (or replays), waits on the session for the next arrival and rewrites
-only the slots whose HTML changed. A token therefore reaches the browser within the time
+only the slots whose HTML changed, at most once a frame (``FRAME_S``: faster, the browser falls behind
+and every token waits in its queue). A token therefore reaches the browser within a frame and the time
 it takes to draw one pane, and panes that received nothing are never resent. A click on
 any widget stops the loop at the next arrival and reruns the page, which resumes it.
 
@@ -19,22 +20,32 @@ is done its figures are greyed and say "so far".
 from __future__ import annotations
 
 import html
+import time
 from collections.abc import Callable
 
 import streamlit as st
 
-from specscope import intervals, live, stream
+from specscope import live
+from specscope.analysis import intervals
+from specscope.client import stream
+from specscope.client.stream import FORMAT_FLAGS
 from specscope.live import LiveSession, PaneView
+from specscope.live.steps import Provenance
 from ui.tokens import tokens_html
 
 __all__ = ["stream_panes", "pane_html", "session_pane_html", "PANE_STYLE", "IDLE_WAIT_S"]
 
 IDLE_WAIT_S = 0.25  # longest wait between checks when nothing arrives
+# Shortest time between two redraws. Measured (dashboard bench's replay at 12x, two panes streaming at once,
+# ~80 chunks/s): unthrottled, the browser fell behind (token sent -> drawn 26-90 ms, median 36); one redraw per
+# 30 ms waits up to 30 ms on the server but the browser keeps up (12-15 ms): p95 60-95 ms against 80-110 ms.
+FRAME_S = 0.03
 
 PANE_STYLE = """<style>
 [data-pane]{min-width:0}
 .ss-title{overflow-wrap:break-word;word-break:normal;hyphens:none}
-.ss-badge{display:inline-block;font-size:0.75rem;border-radius:4px;padding:0 0.3rem;margin:0.1rem 0.2rem 0 0;cursor:help}
+.ss-badge{display:inline-block;font-size:0.75rem;border-radius:4px;padding:0 0.3rem;margin:0.1rem 0.2rem 0 0;
+cursor:help}
 .ss-badge.ss-warn-badge{background:#b26a0022;color:#b26a00}
 .ss-metrics{display:grid;grid-template-columns:repeat(auto-fill,minmax(4.2rem,1fr));gap:0.15rem 0.4rem;margin:0.3rem 0}
 .ss-metrics>div{min-width:0;line-height:1.2;font-size:0.85rem;white-space:nowrap}
@@ -75,7 +86,7 @@ def _speedup(value: str, timing: str, contention: bool, final: bool, ttft: str =
              f"{'fair replay' if timing == 'fair' else 'a race'}")
     warn = ""
     if contention:
-        title += ("; these servers share CPU cores, so a race speedup measures how they slow each other "
+        title += ("; these servers share CPU cores or a GPU, so a race speedup measures how they slow each other "
                   "down, not what speculation gains: use fair replay")
         warn = '<br><small class="ss-warn">contention</small>'
     if ttft:
@@ -141,11 +152,41 @@ def _metrics(view: PaneView, timing: str, contention: bool) -> tuple[str, str]:
     return f'<div class="ss-metrics{final}">{grid}</div>', per_position
 
 
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def describe_source(provenance: Provenance, spec_format: str | None = None) -> tuple[str, str]:
+    """(a sentence a newcomer understands, the technical detail) on where a pane's colours come from."""
+    source, notes = provenance.source, " ".join(provenance.notes)
+    if source == "baseline":
+        return "No speculation: every token is the model's own.", "A server without speculative decoding."
+    if not provenance.tokens:
+        return "Waiting for the first tokens.", "No token has arrived yet."
+    if source == "ngram":
+        return ("Colours are exact: SpecScope re-ran the ngram drafter on the same text.",
+                "vLLM's ngram proposer rebuilt from the token ids; it also names the rejected drafts. " + notes)
+    if source == "chunks":
+        plain = ("Colours are a guess from how tokens arrived together; the server did not report its steps."
+                 if notes else "Colours so far are a guess from how tokens arrived together; the server's own "
+                               "counts come at the end, if it sends them.")
+        return (plain,
+                "One chunk = one engine step, accepted drafts = chunk size - 1; the server can merge steps "
+                "under load. " + (notes or "The server's own per-step counts come at the end of the stream, "
+                                           "where its vLLM reports them."))
+    where = f" ({spec_format}, from {FORMAT_FLAGS[spec_format]})" if spec_format in FORMAT_FLAGS else ""
+    detail = f"The server's own count of drafted and accepted tokens at each step{where}. {notes}"
+    if provenance.ambiguous > 0:
+        return (f"Colours come from the server's counts, which fit the text in more than one way at "
+                f"{_plural(provenance.ambiguous, 'place')}: the colours there are a best guess.", detail.strip())
+    return "Colours are exact: the server reported what it accepted at every step.", detail.strip()
+
+
 def pane_html(view: PaneView, *, show_rejected: bool, spec_format: str | None = None,
               timing: str = "race", contention: bool = False) -> str:
     """One pane: header, lossless badge, metrics, its tokens, then per-position acceptance and
     where its colours come from.
-    ``timing`` is the mode the speedup was measured in; ``contention`` marks a race on shared cores."""
+    ``timing`` is the mode the speedup was measured in; ``contention`` marks a race on shared cores or a GPU."""
     spec = view.spec
     badge = ""
     if view.lossless is True:
@@ -154,13 +195,16 @@ def pane_html(view: PaneView, *, show_rejected: bool, spec_format: str | None = 
     elif view.lossless is False:
         badge = (f'<span data-lossless="fail" title="not lossless: the output differs from the baseline\'s">'
                  f"✗ differs at token {view.divergence}</span>")
+    elif view.lossless_note:
+        badge = (f'<span data-lossless="n/a" title="lossless check {html.escape(view.lossless_note, quote=True)}">'
+                 "lossless: n/a</span>")
     if view.valid is True:
         badge += ' <span data-valid="pass" title="the answer follows the prompt\'s response format">✓ valid</span>'
     elif view.valid is False:
         badge += (f' <span data-valid="fail" title="{html.escape(view.invalid_reason or "", quote=True)}">'
                   f"✗ invalid: {html.escape(view.invalid_reason or '')}</span>")
     phase = "done" if view.done else "warming up (not measured)…" if view.warming else "streaming…"
-    plain, detail = live.describe_source(view.provenance, spec_format)
+    plain, detail = describe_source(view.provenance, spec_format)
     source = (f'<div class="ss-source ss-below" data-source="{view.provenance.source}" '
               f'title="{html.escape(detail, quote=True)}"><small>{html.escape(plain)}</small></div>')
     error = f'<div class="ss-error" data-error="1">⚠️ {html.escape(view.error)}</div>' if view.error else ""
@@ -187,7 +231,8 @@ def _badges(view: PaneView) -> str:
         badges.append(f'<span class="ss-badge ss-warn-badge" data-fresh="{kind}" '
                       f'title="{html.escape(view.freshness.explanation, quote=True)}">⚠ {view.freshness.badge}</span>')
     if view.cold:
-        badges.append(f'<span class="ss-badge ss-warn-badge" data-cold="1" title="{html.escape(COLD_HELP, quote=True)}">'
+        badges.append('<span class="ss-badge ss-warn-badge" data-cold="1" '
+                      f'title="{html.escape(COLD_HELP, quote=True)}">'
                       "⚠ includes a cold start</span>")
     return f"<div>{''.join(badges)}</div>" if badges else ""
 
@@ -217,4 +262,8 @@ def stream_panes(session: LiveSession, draw: Callable[[PaneView], str]) -> None:
                 shown[i] = text
         if not active:
             return
+        drawn_at = time.monotonic()
         session.wait_for_change(IDLE_WAIT_S)
+        # at most one redraw a frame: chunks due within it are drawn together, so the browser is never sent
+        # redraws faster than it draws them (a queue of those delayed every token behind it)
+        time.sleep(max(0.0, drawn_at + FRAME_S - time.monotonic()))

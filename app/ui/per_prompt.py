@@ -10,7 +10,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from specscope import intervals, per_prompt, prompts
+from specscope.analysis import intervals, per_prompt
+from specscope.client import prompt_library
 from specscope.live import PaneSpec
 from specscope.schema import BASELINE_METHOD
 from ui import cache
@@ -21,7 +22,7 @@ __all__ = ["section", "by_group", "prefill_live"]
 
 BY = {"category": "Category", "prompt_length": "Prompt length (tokens)"}
 LIVE_PREFILLED = "live_prefilled"  # the Live link (query) whose prompt and servers were filled in
-_QUERY = ("dataset", "prompt_id", "method", "k")
+_QUERY = ("dataset", "prompt_id", "method", "k", "max_tokens")
 
 
 def _cell_name(row) -> str:
@@ -29,16 +30,19 @@ def _cell_name(row) -> str:
 
 
 def by_group(frame: pd.DataFrame, value: str, title: str, y_title: str) -> go.Figure:
-    """``value`` (speedup or acceptance_length) per group, one trace per method cell, with its 95%
+    """``value`` (speedup or acceptance_length) per group, one trace per method cell (a constrained cell apart
+    from the free one of the same method, K and concurrency, its legend entry saying so), with its 95%
     interval as error bars; a group too small for an interval is a hollow marker with no bar, and
     says so on hover. Speedup draws the baseline at 1.000x."""
     data = frame[(frame["method"] != BASELINE_METHOD) & frame[value].notna()]
     if data.empty:
-        return empty_figure("No per-prompt figures: the run needs per-request rows of a baseline and a "
-                            "method cell" + ("." if value == "speedup" else ", and per-request acceptance."),
+        return empty_figure("No per-prompt speedups: the run needs per-request rows of a baseline and a method "
+                            "cell." if value == "speedup" else "No acceptance per prompt: this run's servers "
+                            "reported no per-request acceptance (its speedups are measured all the same).",
                             height=300)
     fig = go.Figure()
-    for n, (cell, rows) in enumerate(data.groupby(["method", "k", "concurrency"], sort=True)):
+    # one trace per cell: a constrained cell (or one on another vLLM) apart from the free one, named so
+    for n, (_, rows) in enumerate(data.groupby(["method", "k", "concurrency", "variant"], sort=True)):
         name = html.escape(_cell_name(rows.iloc[0]))
         bounded = rows[f"{value}_lo"].notna() & rows[f"{value}_hi"].notna()
         for part, with_interval in ((rows[bounded], True), (rows[~bounded], False)):
@@ -92,9 +96,10 @@ def _open_in_live(slow: pd.DataFrame, key: str) -> None:
     chosen = cols[0].selectbox("Open a slow prompt in Live", range(len(slow)), format_func=labels.__getitem__,
                                key=f"{key}_slow_pick")
     row = slow.iloc[chosen]
-    cols[1].page_link("views/live.py", label="Open in Live", icon=":material/play_circle:",
-                      query_params={"dataset": row["dataset"], "prompt_id": row["prompt_id"],
-                                    "method": row["method"], "k": str(int(row["k"]))})
+    query = {"dataset": row["dataset"], "prompt_id": row["prompt_id"], "method": row["method"], "k": str(int(row["k"]))}
+    if pd.notna(row.get("output_len")):  # Live asks for as many tokens as the sweep did
+        query["max_tokens"] = str(int(row["output_len"]))
+    cols[1].page_link("views/live.py", label="Open in Live", icon=":material/play_circle:", query_params=query)
 
 
 FOLDED = "By category and prompt length, and the slower prompts (open one in Live)"
@@ -163,7 +168,8 @@ def _charts(rows: pd.DataFrame, key: str) -> None:
         grouped, "acceptance_length", f"Acceptance length by {BY[dimension].lower()}", "tokens per step"),
         grouped, dimension), key=f"{key}_per_prompt_acceptance")
     st.caption("A prompt's speedup: its requests' tokens/s (TTFT included) over the same prompt's in the run's "
-               "baseline at the same concurrency and response format. A group reads the geometric mean of its prompts' speedups "
+               "baseline at the same concurrency and response format. A group reads the geometric mean of its "
+               "prompts' speedups "
                f"[{intervals.WORDS}: t-interval over prompts; acceptance length stays at least 1]. A group of fewer "
                f"than {intervals.MIN_GROUP} prompts is too few for an interval: a hollow marker, no bar, no verdict. "
                "An interval that holds 1 is a tie with the baseline.")
@@ -179,8 +185,9 @@ def _pick_servers(launched: dict[str, PaneSpec], method: str, k: str) -> list[st
 
 
 def prefill_live(launched: dict[str, PaneSpec]) -> str | None:
-    """Once per link: fill Live's prompt and servers from a slow prompt's link (query parameters
-    ``dataset``, ``prompt_id``, ``method``, ``k``); returns what it filled in, or why it could not."""
+    """Once per link: fill Live's prompt, servers and max tokens from a slow prompt's link (query parameters
+    ``dataset``, ``prompt_id``, ``method``, ``k``, ``max_tokens``); returns what it filled in, or why it could
+    not."""
     query = {name: st.query_params.get(name) for name in _QUERY}
     if not query["dataset"] or not query["prompt_id"]:
         return None
@@ -188,7 +195,7 @@ def prefill_live(launched: dict[str, PaneSpec]) -> str | None:
     if st.session_state.get(LIVE_PREFILLED) == signature:
         return None
     st.session_state[LIVE_PREFILLED] = signature
-    found = prompts.find(query["dataset"], query["prompt_id"])
+    found = prompt_library.find(query["dataset"], query["prompt_id"])
     shown = {name: plain(value or "") for name, value in query.items()}
     if found is None:
         return (f"Prompt {shown['prompt_id']} of set '{shown['dataset']}' is in no prompt set here; "
@@ -196,10 +203,15 @@ def prefill_live(launched: dict[str, PaneSpec]) -> str | None:
     path, prompt = found
     st.session_state.update({"live_prompt_source": "From a prompt set", "live_prompt_set": path,
                              "live_prompt_item": prompt})
+    max_tokens = query["max_tokens"] or ""
+    if max_tokens.isdigit():  # the output length the sweep asked for
+        st.session_state["live_max_tokens"] = max(1, min(4096, int(max_tokens)))
     servers = _pick_servers(launched, query["method"] or "", query["k"] or "")
     st.session_state["live_launched"] = servers
     wanted = f"the baseline and {shown['method']} K={shown['k']}"
-    filled = f"Prompt {shown['prompt_id']} of '{shown['dataset']}'"
+    filled = f"Prompt {shown['prompt_id']} of '{shown['dataset']}'" + (
+        f" with the sweep's {st.session_state['live_max_tokens']} max tokens" if (query["max_tokens"] or "").isdigit()
+        else "")
     if len(servers) < 2:
         return (f"{filled} is filled in; start {wanted} on the Servers page (or add them by URL below) to "
                 "compare them on it.")

@@ -7,7 +7,7 @@ import html
 import pandas as pd
 import plotly.graph_objects as go
 
-from specscope import per_prompt
+from specscope.analysis import per_prompt
 from ui.chart_style import empty_figure
 
 __all__ = ["per_prompt_acceptance", "per_prompt_speedup"]
@@ -32,12 +32,12 @@ def per_prompt_acceptance(frame: pd.DataFrame) -> go.Figure:
     """Per-request draft acceptance rate of each prompt, one bar group per SD cell."""
     data = frame[(frame["method"] != "none") & frame["acceptance_rate"].notna()]
     if data.empty:
-        return empty_figure("No per-request acceptance: the servers did not report per-request SD metrics.",
-                            height=260)
+        return empty_figure("No acceptance per prompt: this run's servers reported no per-request acceptance "
+                            "(its speedups are measured all the same).", height=260)
     formats = sorted(set(data.get("spec_decode_format", pd.Series(dtype=object)).dropna()))
     source = f"<br>from the server's {html.escape(', '.join(formats))}" if formats else ""  # the field, on hover
-    return _bars(data, "acceptance_rate", "Share of drafted tokens accepted, per prompt (as the server reported it)",
-                 "drafted tokens accepted", source)
+    return _bars(data, "acceptance_rate", "Drafted tokens accepted, per prompt", "share accepted (server's count)",
+                 source)
 
 
 def per_prompt_speedup(frame: pd.DataFrame) -> go.Figure:
@@ -45,7 +45,6 @@ def per_prompt_speedup(frame: pd.DataFrame) -> go.Figure:
     data = frame[(frame["method"] != "none") & frame["speedup"].notna()]
     if data.empty:
         return empty_figure("No per-prompt speedup yet: it needs the baseline (none) and an SD cell.", height=260)
-    fig = _bars(data, "speedup", "Speedup per prompt (above 1: answered faster than without speculation)",
-                "times faster than the baseline")
+    fig = _bars(data, "speedup", "Speedup per prompt (above 1: faster)", "times faster than the baseline")
     fig.add_hline(y=1.0, line_dash="dot", line_color="grey")
     return fig

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 __all__ = ["LIVE_SESSION", "RUNS_UPLOADED", "RUNS_SET", "RUNS_CURRENT", "RUNS_VIEW", "RUNS_FOLLOWED",
            "RUNS_FINISHED_SEEN", "ACCESS_PROVEN", "ACCESS_REFUSED",
-           "ACCESS_PASS", "ACCESS_POST", "ACCESS_LEFT", "LIVE_HISTORY"]
+           "ACCESS_PASS", "ACCESS_POST", "ACCESS_LEFT", "LIVE_HISTORY", "LIVE_DEFAULT_SERVERS", "LIVE_SENT"]
 
 LIVE_SESSION = "live_session"              # the Live page's LiveSession (running, finished or loaded)
 RUNS_UPLOADED = "runs_uploaded"            # sha256 of the prompt set uploaded last
@@ -22,3 +22,5 @@ ACCESS_PASS = "access_pass"                # the operator pass this session hand
 ACCESS_POST = "access_post"                # (path, body) the page still has to POST: claim or clear the pass
 ACCESS_LEFT = "access_left"                # the pass cookie this session gave back on leaving operator mode
 LIVE_HISTORY = "live_history"              # the Live page's finished runs, for repeated-run intervals
+LIVE_DEFAULT_SERVERS = "live_default_servers"  # the servers Live chose itself (kept while the user keeps them)
+LIVE_SENT = "live_sent"                    # the prompt a "Run a prompt variant" sent, shown above the panes

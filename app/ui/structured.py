@@ -1,6 +1,6 @@
 """The Explorer's "Constrained vs free" section: speedup and acceptance with and without the prompts'
 response formats side by side, the share of valid constrained answers, and each request's longest
-inter-token gap (stalls). Data from ``specscope.structured``; drawn only when some run measured both."""
+inter-token gap (stalls). Data from ``specscope.results.structured``; drawn only when some run measured both."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from specscope import formats, intervals, structured
-from specscope.explore import interval_text
+from specscope import formats
+from specscope.analysis.explore import interval_text
+from specscope.results import structured
 from specscope.schema import BASELINE_METHOD
 from ui import cache
 from ui.chart_style import PALETTE, layout
@@ -21,12 +22,24 @@ from ui.common import figure_download
 __all__ = ["section", "comparison_figure", "gaps_figure", "comparison_table"]
 
 _COLOURS = {"free": PALETTE[0], "constrained": PALETTE[1]}
+LABELLED = 4  # bar groups whose bars still hold their value as text
 
 
 def _point(row: dict) -> str:
+    """A bar group's label: method, K and concurrency, and below them what tells its setup from the others'."""
     k = "" if pd.isna(row.get("k")) else f" · K={row['k']:.0f}"
     c = "" if pd.isna(row.get("concurrency")) else f" · c={row['concurrency']:.0f}"
-    return html.escape(f"{row['method']}{k}{c}")
+    told = " · ".join(p for p in str(row.get("setup") or "").split(" · ") if p and p != row["method"])
+    return html.escape(f"{row['method']}{k}{c}") + (f"<br>{html.escape(told)}" if told else "")
+
+
+def _told_apart(setups: pd.Series, response_formats: pd.Series) -> list[str]:
+    """Each setup's name less its response format (free and constrained bars stand side by side) and less the
+    parts every drawn setup shares (the model, the hardware ...): '' where one setup is drawn."""
+    parts = [[p for p in str(s).split(" · ") if p != formats.constrained_label(f)]
+             for s, f in zip(setups, response_formats)]
+    shared = set.intersection(*(set(p) for p in parts)) if parts else set()
+    return [" · ".join(p for p in names if p not in shared) for names in parts]
 
 
 def comparison_figure(frame: pd.DataFrame) -> go.Figure:
@@ -35,8 +48,9 @@ def comparison_figure(frame: pd.DataFrame) -> go.Figure:
     spec = frame[frame["method"] != BASELINE_METHOD]
     fig = make_subplots(rows=1, cols=2, subplot_titles=("Speedup × its own baseline (bars: 95% interval)",
                                                          "Acceptance length (tokens / drafting step)"))
+    setups = spec.assign(setup=_told_apart(spec["setup"], spec["response_format"])) if "setup" in spec else spec
     for name in ("free", "constrained"):
-        part = spec[spec["response_format"].map(formats.is_constrained) == (name == "constrained")]
+        part = setups[setups["response_format"].map(formats.is_constrained) == (name == "constrained")]
         records = part.to_dict("records")
         x = [_point(r) for r in records]
         bars = dict(type="data", symmetric=False,
@@ -46,10 +60,13 @@ def comparison_figure(frame: pd.DataFrame) -> go.Figure:
         hover = [html.escape(f"{r['format']}: {interval_text(r)}; valid "
                              f"{'–' if pd.isna(r['valid_share']) else format(r['valid_share'], '.0%')}")
                  for r in records]
+        # the value at its bar's foot, clear of the error bar (which is the interval; the hover says both), and
+        # only while bars are wide enough: the full "1.20× [1.03, 1.40]" above each bar ran into the next one
         fig.add_trace(go.Bar(x=x, y=part["speedup"], name=name, marker_color=_COLOURS[name], error_y=bars,
-                             text=[intervals.text(r["speedup"], r["speedup_lo"], r["speedup_hi"], unit="×",
-                                                  digits=2, why_none="") for r in records],
-                             textposition="outside", hovertext=hover, hoverinfo="text+x"), row=1, col=1)
+                             text=[f"{r['speedup']:.2f}×" for r in records] if len(records) <= LABELLED else None,
+                             textposition="inside", insidetextanchor="start", textangle=0, textfont=dict(size=12),
+                             hovertext=hover, hoverinfo="text+x"),
+                      row=1, col=1)
         fig.add_trace(go.Bar(x=x, y=part["acceptance_length"], name=name, marker_color=_COLOURS[name],
                              showlegend=False, hovertemplate="%{x}: %{y:.2f}<extra>" + name + "</extra>"),
                       row=1, col=2)

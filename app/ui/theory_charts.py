@@ -1,4 +1,4 @@
-"""Theory figures: pure functions from the frames of ``specscope.advisor`` to Vega-Lite charts
+"""Theory figures: pure functions from the frames of ``specscope.advice.advisor`` to Vega-Lite charts
 (Altair), the engine of the Explorer's landing figure, so a viewer who opens both pages loads
 one chart library.
 
@@ -9,10 +9,12 @@ name as text, never as HTML.
 
 from __future__ import annotations
 
+from typing import cast
+
 import altair as alt
 import pandas as pd
 
-from specscope import intervals
+from specscope.analysis import intervals
 from ui.chart_style import VEGA_PAD, k_axis, no_gain
 
 __all__ = ["tokens_per_step_figure", "speedup_vs_k_figure", "speedup_vs_concurrency_figure",
@@ -82,30 +84,39 @@ def speedup_vs_k_figure(curves: pd.DataFrame, points: pd.DataFrame | None = None
 
 def _concurrency_axis(values) -> alt.X:
     doublings = [2 ** i for i in range(0, 13) if 2 ** i <= max(values) * 1.01] or [1]
-    return alt.X("concurrency:Q", title="concurrency", scale=alt.Scale(type="log", base=2, padding=VEGA_PAD, nice=False),
+    return alt.X("concurrency:Q", title="concurrency",
+                 scale=alt.Scale(type="log", base=2, padding=VEGA_PAD, nice=False),
                  axis=alt.Axis(values=doublings, format="d"))
 
 
 def speedup_vs_concurrency_figure(curve: pd.DataFrame, measured: pd.DataFrame,
                                   crossover: float | None = None) -> alt.LayerChart:
-    """Best-K speedup against concurrency: the fitted curve and the best measured point per concurrency."""
+    """Best-K speedup against concurrency: the fitted curve (a diamond at each concurrency) and the best
+    measured point per concurrency (a ring, so a prediction on it still shows)."""
     series = ["predicted (best K)", "measured (best K)"]
     x = _concurrency_axis([*curve["concurrency"], *measured["concurrency"]])
     colour = alt.Color("series:N", scale=alt.Scale(domain=series, range=[CURVE_COLORS[0], POINT_COLOR]), legend=LEGEND)
+    shape = alt.Shape("series:N", scale=alt.Scale(domain=series, range=["diamond", "circle"]), legend=LEGEND)
     tooltip = [alt.Tooltip("series:N"), alt.Tooltip("concurrency:Q", format="d"), alt.Tooltip("k:Q", title="K"),
                alt.Tooltip("speedup:Q", format=".3f")]
     y = alt.Y("speedup:Q", title="speedup ×", scale=alt.Scale(zero=False))
+    # the prediction's line carries a diamond at each concurrency (a prediction at one concurrency is one point,
+    # which a bare line would not draw), and each measured point is a ring over it: a fit on one point predicts
+    # that point, and a filled dot hid the diamond under it (its legend entry stood over nothing)
     layers = [no_gain(),
-              alt.Chart(curve[["concurrency", "speedup", "k"]].assign(series=series[0])).mark_line(strokeWidth=2.5)
-              .encode(x=x, y=y, color=colour, tooltip=tooltip),
+              alt.Chart(curve[["concurrency", "speedup", "k"]].assign(series=series[0])).mark_line(
+                  strokeWidth=2.5, point=alt.OverlayMarkDef(size=70, filled=True))
+              .encode(x=x, y=y, color=colour, shape=shape, tooltip=tooltip),
               alt.Chart(measured[["concurrency", "speedup", "k"]].assign(series=series[1])).mark_point(
-                  size=90, filled=True, opacity=1).encode(x=x, y=y, color=colour, tooltip=tooltip)]
+                  size=170, filled=False, strokeWidth=2.5, opacity=1).encode(x=x, y=y, color=colour, shape=shape,
+                                                                             tooltip=tooltip)]
     if crossover is not None:
         at = alt.Chart(pd.DataFrame({"concurrency": [crossover], "text": [f"stops paying ~{crossover:.0f}"]}))
         layers += [at.mark_rule(strokeDash=[6, 4], color=POINT_COLOR).encode(x="concurrency:Q"),
                    at.mark_text(dx=4, align="left", baseline="top", color=POINT_COLOR).encode(
                        x="concurrency:Q", text="text:N", y=alt.value(4))]
-    return alt.layer(*layers).properties(title="Best-K speedup vs concurrency", height=HEIGHT)
+    # alt.layer makes a FacetChart only of layers with facet encodings; these have none
+    return cast(alt.LayerChart, alt.layer(*layers).properties(title="Best-K speedup vs concurrency", height=HEIGHT))
 
 
 def measured_cost_figure(rows: pd.DataFrame, title: str) -> alt.LayerChart:
@@ -123,4 +134,5 @@ def measured_cost_figure(rows: pd.DataFrame, title: str) -> alt.LayerChart:
     layers = [no_gain(), alt.Chart(data).mark_line(strokeWidth=2.5).encode(x=x, y=y, color=colour, tooltip=tooltip),
               alt.Chart(data[data["measured_cost"]]).mark_point(size=70, filled=True, opacity=1).encode(
                   x=x, y=y, color=colour, tooltip=tooltip)]
-    return alt.layer(*layers).properties(title=title, height=HEIGHT)
+    # alt.layer makes a FacetChart only of layers with facet encodings; these have none
+    return cast(alt.LayerChart, alt.layer(*layers).properties(title=title, height=HEIGHT))

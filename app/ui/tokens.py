@@ -12,9 +12,9 @@ Pure functions, no Streamlit: the page passes the string to ``st.html``.
 from __future__ import annotations
 
 import html
-from typing import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
-from specscope.steps import ACCEPTED, BONUS, CORRECTION, TARGET, Step, Token
+from specscope.live.steps import ACCEPTED, BONUS, CORRECTION, TARGET, Step, Token
 
 __all__ = ["STYLE", "legend_html", "tokens_html", "KIND_LABELS"]
 

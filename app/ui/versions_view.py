@@ -1,6 +1,6 @@
 """The Explorer's "vLLM versions" section: each setup measured on two or more vLLM versions, its speedup
 per version with 95% intervals, and whether a version changed it (intervals apart) or tied (overlapping).
-The data comes from ``specscope.versions``; this module only draws."""
+The data comes from ``specscope.analysis.versions``; this module only draws."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from specscope import explore, intervals, versions
+from specscope import schema
+from specscope.analysis import explore, intervals, versions
 from ui import cache, k_charts
 from ui.chart_style import PALETTE, empty_figure, layout
 from ui.common import figure_download
@@ -110,7 +111,7 @@ def section(filters: dict) -> None:
                 st.info(text, icon=":material/info:")
         folded = frame[(frame["setup"] == setup) & (frame["runs"] > 1)]
         if not folded.empty:  # each run's figure behind a folded one (expanders do not nest)
-            keys = [*versions.SAME_SETUP, "concurrency", "k", *versions.VERSION_KEYS]
+            keys = [*versions.SAME_SETUP, "concurrency", "k", *schema.VERSION_KEYS]
             runs = cache.frame(explore.point_runs, filters).merge(folded[keys], on=keys)
             st.caption(f"{len(folded)} of these figures {'are' if len(folded) > 1 else 'is'} the mean of several "
                        f"runs. {k_charts.RUNS_CAPTION}")

@@ -8,16 +8,31 @@ import zlib
 import pandas as pd
 import streamlit as st
 
-from specscope import datasets, explore, verdict
+from specscope import schema
+from specscope.advice import deploy, fitting
+from specscope.analysis import explore, verdict
+from specscope.engine import roofline
 from specscope.errors import SpecScopeError
-from ui import anatomy, cache, charts, headline, import_form, k_charts, per_prompt, structured, versions_view
+from specscope.results import datasets
+from ui import (
+    anatomy,
+    cache,
+    charts,
+    headline,
+    import_form,
+    k_charts,
+    limits_view,
+    per_prompt,
+    structured,
+    versions_view,
+)
 from ui.access import is_operator
 from ui.chart_style import vega_spec
 from ui.common import figure_download, fragment, or_stop, plain, shared_store_note, show_error
 
 FILTERS = [("source", "Source"), ("model", "Model"), ("draft_model", "Draft / head"),
-           ("method", "Method"), ("dataset", "Dataset"), ("response_format", "Response format"), ("hardware", "Hardware"),
-           ("host", "Host")]
+           ("method", "Method"), ("dataset", "Dataset"), ("response_format", "Response format"),
+           ("hardware", "Hardware"), ("host", "Host")]
 
 st.title("Explorer")
 st.caption("Speedup = output throughput with speculative decoding / without, same model, dataset, "
@@ -107,8 +122,10 @@ except SpecScopeError as exc:
 
 counts = cache.built("headline", lambda: explore.headline(best), best)
 top = cache.built("best_point", lambda: explore.best_point(best), best)
+passed_over = cache.built("flagged_above", lambda: explore.flagged_above(best, top), best)
 st.markdown(headline.sentence(len(rows), counts, top))
-st.caption(headline.caption(counts, top))
+st.caption(headline.caption(counts, top, cache.built("headline_setup", lambda: explore.headline_setup(vs_k, top),
+                                                     vs_k, best), passed_over))
 
 
 def _accept():
@@ -122,10 +139,10 @@ def _positions():
 
 
 def _speedup_vs_k() -> None:
-    """The landing figure: a Vega-Lite chart per chosen setup, two abreast; at first one, the best real
-    drafter's (``explore.default_setups``), so the chart under the headline tells of what it names."""
+    """The landing figure: a Vega-Lite chart per chosen setup, two abreast; at first one, the headline's setup
+    where it has two or more K (``explore.landing_setups``), so the chart under the headline draws its number."""
     k_setups = cache.built("k_sweep_setups", lambda: explore.k_sweep_setups(vs_k), vs_k)
-    landing = cache.built("default_setups", lambda: explore.default_setups(vs_k), vs_k)
+    landing = cache.built("landing_setups", lambda: explore.landing_setups(vs_k, top), vs_k, best)
     # Keyed by the choices, so new results (an import, a finished run) bring a fresh default; the
     # choice outlives a visit to another tab and the chooser's closing. The chooser is drawn only when
     # opened: its scripts would load ahead of the landing figure.
@@ -165,18 +182,23 @@ def _speedup_vs_k() -> None:
                 st.table(k_charts.runs_table(runs[runs["setup"].isin(shown)]).set_index("setup"))
 
 
+def _limited():
+    """The best-K rows with their roofline and K+1 ceilings (``roofline.with_ceilings``), once a tab needs them."""
+    return cache.built("best_ceilings", lambda: roofline.with_ceilings(best), best)
+
+
 # Only the open tab builds and draws its content; the first is the landing figure.
 figures = [
     ("speedup_by_method", "Speedup by method",
      lambda: cache.built("fig_speedup_by_method", lambda: charts.speedup_by_method(best), best)),
     ("speedup_vs_concurrency", "Speedup vs concurrency",
-     lambda: cache.built("fig_speedup_vs_concurrency", lambda: charts.speedup_vs_concurrency(best, crossings),
+     lambda: cache.built("fig_speedup_vs_concurrency", lambda: charts.speedup_vs_concurrency(_limited(), crossings),
                          best, crossings)),
     ("acceptance_vs_k", "Acceptance length vs K", _accept),
     ("throughput", "Throughput vs concurrency",
-     lambda: cache.built("fig_throughput", lambda: charts.throughput_vs_concurrency(best), best)),
+     lambda: cache.built("fig_throughput", lambda: charts.throughput_vs_concurrency(_limited()), best)),
     ("latency", "Tail latency vs concurrency",
-     lambda: cache.built("fig_latency", lambda: charts.latency_vs_concurrency(best), best)),
+     lambda: cache.built("fig_latency", lambda: charts.latency_vs_concurrency(_limited()), best)),
     ("per_position", "Per-position acceptance", _positions),
 ]
 
@@ -192,11 +214,18 @@ def _show(key: str, name: str, build) -> None:
 def _best_k_table() -> None:
     unmatched = explore.unmatched_setups(best)
     st.caption("Speculative setups only (the baseline is 1× by definition); blank = not measured or not "
-               "stated by the source. A K whose 95% speedup interval overlaps the best K's is marked as tied: "
-               "the measurements cannot tell them apart. " + explore.interval_summary(best) + (
+               "stated by the source. Speedup over the baseline and output tok/s with their 95% intervals; AL: "
+               "acceptance length, tokens a step. A K whose 95% speedup interval overlaps the best K's is marked "
+               "as tied: the measurements cannot tell them apart. " + explore.interval_summary(best) + (
                    f" Not listed: {len(unmatched)} setup(s) without a matching baseline, so without a speedup."
                    if unmatched else ""))
-    st.dataframe(explore.best_k_table(best, vs_k), hide_index=True, width="stretch", key="explorer_best_table")
+    # a table that wraps, with short headers and the setup's column the widest: a setup's name (up to ~150
+    # characters) is read whole, never cut at a column's edge
+    with st.container(key="explorer_best_table"):
+        st.html("<style>.st-key-explorer_best_table th:first-child,.st-key-explorer_best_table td:first-child"
+                "{min-width:min(26rem,40vw)}</style>")
+        st.table(cache.built("best_k_shown", lambda: k_charts.best_k_shown(explore.best_k_table(best, vs_k)), best,
+                             vs_k), hide_index=True, border="horizontal")
 
 
 @fragment
@@ -217,41 +246,64 @@ def _figures() -> None:
 
 
 @fragment
-def _schedule_section(curves: pd.DataFrame) -> None:
-    """The K schedule's verdicts in a sentence; a setup's verdict, config and figure once opened."""
-    st.subheader("K schedule vs fixed K")
-    found = cache.built("schedule_verdicts", lambda: verdict.verdicts(curves), curves)
-    deploy = [v.setup for v in found if v.deploy_schedule]
-    st.markdown(f"{len(found)} setup{'s' if len(found) != 1 else ''} measured with a K schedule beside fixed K: "
-                + (f"deploy the schedule on {len(deploy)} ({', '.join(plain(name) for name in deploy)})." if deploy
-                   else "a fixed K is the one to deploy" + (" on each." if len(found) > 1 else ".")))
-    # drawn only when opened: a chooser's and a figure's scripts would load ahead of the landing figure
-    drawn = st.expander("Each setup's verdict, the speculative_config to deploy, and the schedule vs each fixed K",
-                        key="explorer_schedule_open", on_change="rerun")
+def _deploy_section(curves: pd.DataFrame) -> None:
+    """What to deploy per setup (``deploy.answer``, as Theory and ``specscope advise`` give it), and the measured K
+    schedules' verdicts in a sentence; a setup's answer, config and figure once opened."""
+    st.subheader("What to deploy")
+    found = cache.built("schedule_verdicts", lambda: verdict.verdicts(curves), curves) if not curves.empty else []
+    measured = [v.setup for v in found if v.deploy_schedule]
+    st.markdown("Per setup: one K to deploy, the fastest measured over the concurrencies (a tie within noise goes to "
+                "the smaller K), or a K schedule only where the best K moves with load beyond noise. "
+                + (f"{len(found)} setup{'s' if len(found) != 1 else ''} measured a K schedule beside fixed K: "
+                   + (f"deploy the schedule on {len(measured)} ({', '.join(plain(name) for name in measured)})."
+                      if measured else "a fixed K is the one to deploy" + (" on each." if len(found) > 1 else "."))
+                   if found else ""))
+    # drawn only when opened: the answers, a chooser's and a figure's scripts would load ahead of the landing figure
+    drawn = st.expander("Each setup's answer: the speculative_config to deploy, its K at each concurrency and where "
+                        "that comes from", key="explorer_deploy_open", on_change="rerun")
     if not drawn.open:
         return
     with drawn:
-        scheduled_setup = st.selectbox("Setup with a K schedule", list(dict.fromkeys(curves["setup"])),
-                                       key="explorer_schedule_setup")
-        for one in found:
-            if one.setup == scheduled_setup:
-                icon = ":material/check_circle:" if one.deploy_schedule else ":material/info:"  # no emoji font
-                (st.success if one.deploy_schedule else st.info)(one.sentence(), icon=icon)
-                st.caption("The speculative_config to deploy (add the method's own options, e.g. ngram's "
-                           "lookup sizes):")
-                st.code(json.dumps(one.speculative_config()), language="json", wrap_lines=True)
-        _show("schedule_vs_concurrency", "K schedule vs fixed K",
-              lambda: charts.schedule_vs_concurrency(curves, scheduled_setup))
+        try:
+            fits = [f for f in cache.fits(None) if all(f.keys.get(key) in values for key, values in filters.items()
+                                                        if key in schema.FAMILY_KEYS)
+                    and ("run_id" not in filters or f.rows["run_id"].isin(filters["run_id"]).any())]
+        except SpecScopeError as exc:
+            show_error(exc)
+            return
+        if not fits:
+            st.info("No setup here can be fitted: it needs speculative rows with a K, a concurrency and an "
+                    "acceptance rate or length.")
+            return
+        fits = sorted(fits, key=lambda f: -f.fitted_points)
+        labels = fitting.family_labels([f.keys for f in fits])
+        fit = fits[labels.index(st.selectbox("Setup", labels, key="explorer_deploy_setup"))]
+        frame = cache.speedup_rows()
+        answer = cache.built("explorer_answer", lambda: deploy.answer(fit, rows=frame), fit.rows, frame)
+        (st.success if answer.config else st.warning)(plain(answer.sentence()))
+        if answer.config:
+            st.caption("The speculative_config to deploy:")
+            st.code(json.dumps(answer.config), language="json", wrap_lines=True)
+        deployed = [(c, answer.deployed(c)) for c in answer.choices]
+        st.dataframe(pd.DataFrame([{"concurrency": c.concurrency, "K deployed": d["k"],
+                                    "from": d["source"],
+                                    "speedup": explore.interval_text(d), "why": d["why"]} for c, d in deployed]),
+                     hide_index=True, width="stretch", key="explorer_deploy_table")
+        setup = next((v.setup for v in found if answer.measured_schedule is not None
+                      and v.schedule == answer.measured_schedule.schedule), None)
+        if setup is not None:
+            _show("schedule_vs_concurrency", "K schedule vs fixed K",
+                  lambda: charts.schedule_vs_concurrency(curves, setup))
 
 
 # Each part below the header is a fragment: what a viewer opens or picks in one reruns only that part.
 _figures()
 curves = cache.frame(explore.curves_vs_concurrency, filters)
-if not curves.empty:
-    _schedule_section(curves)
+_deploy_section(curves)
 fragment(structured.section)(filters)  # constrained vs free, when a run measured both
 fragment(versions_view.section)(filters)  # one setup on several vLLM versions
 fragment(anatomy.section)("explorer", filters)  # where a step goes: verify, draft, overhead
+fragment(limits_view.section)(filters)  # rooflines, oracle bound, side effects, Pareto, acceptance over the output
 st.subheader("Where it pays, per prompt")
 fragment(per_prompt.section)(filters, "explorer", folded=True)
 

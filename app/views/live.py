@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-from specscope import launch, live, prompts
+from specscope import launch, live
+from specscope.client import prompt_library, prompts
+from specscope.client.stream import GenerationRequest
 from specscope.errors import ConfigError, SpecScopeError
-from specscope.stream import GenerationRequest
-from ui import answer_format as answer_format_ui, state
+from specscope.live import freshness
+from ui import answer_format as answer_format_ui
+from ui import state
 from ui.access import is_operator
-from ui.common import show_error
+from ui.common import plain, show_error
 from ui.live_panes import PANE_STYLE, session_pane_html, stream_panes
 from ui.per_prompt import prefill_live
 from ui.tokens import STYLE, legend_html
@@ -53,14 +56,20 @@ with settings:
         show_error(exc)
     if note := prefill_live(launched):  # a slow prompt opened from the Explorer or the Runs page
         messages.info(note)
+    # the baseline and the speculative servers that run, until the user picks others
+    kept = [name for name in st.session_state.get("live_launched", []) if name in launched]
+    if "live_launched" not in st.session_state or kept == st.session_state.get(state.LIVE_DEFAULT_SERVERS):
+        kept = st.session_state[state.LIVE_DEFAULT_SERVERS] = live.default_servers(launched.values())
+    st.session_state["live_launched"] = kept
     picked = st.multiselect("Started or attached servers", list(launched), key="live_launched",
                             help="Start servers on the Servers page or with `specscope serve`.")
     servers_text = st.text_area("More servers by URL", key="live_servers", height=100, help=SERVER_HELP,
                                 placeholder="baseline http://127.0.0.1:8001 none\n"
-                                            'ngram http://127.0.0.1:8002 {"method": "ngram", "num_speculative_tokens": 4}')
+                                            'ngram http://127.0.0.1:8002 '
+                                            '{"method": "ngram", "num_speculative_tokens": 4}')
 
     source = st.radio("Prompt", ["Typed", "Sample", "From a prompt set"], horizontal=True, key="live_prompt_source")
-    sets = prompts.stored_sets() + prompts.bundled_sets()
+    sets = prompt_library.stored_sets() + prompt_library.bundled_sets()
     prompt_text = ""
     answer_format = None  # the response format the answers must follow (JSON), if any
     if source == "Typed":
@@ -68,7 +77,7 @@ with settings:
     elif not sets:
         st.info("No prompt sets yet: upload one on the Prompt sets page, or type a prompt.")
     else:
-        chosen = sets if source == "From a prompt set" else prompts.bundled_sets()[:1] or sets[:1]
+        chosen = sets if source == "From a prompt set" else prompt_library.bundled_sets()[:1] or sets[:1]
         path = st.selectbox("Prompt set", chosen, format_func=lambda p: p.name, key="live_prompt_set")
         try:
             items = prompts.load(path).prompts
@@ -91,7 +100,7 @@ try:
     candidates = _specs()
 except SpecScopeError:  # a bad server line is reported on Start
     candidates = []
-shared = live.shared_cores(candidates)
+shared = live.sharing(candidates)
 if not st.session_state.get(MODE_CHOSEN):  # until the user picks a mode, it follows the servers
     st.session_state["live_mode"] = live.default_mode(candidates)
 
@@ -107,14 +116,14 @@ with settings:
                               "then plays them back side by side on their recorded timestamps.")
     show_rejected = cols[4].toggle("Show rejected", value=True, key="live_show_rejected")
     if shared:
-        cores = "; ".join(f"{label} on core {', '.join(map(str, sorted(c)))}" for label, c in shared.items())
-        st.caption(f"These servers share CPU cores ({cores}). Racing them measures how they slow each other "
+        where = "; ".join(f"{label} on {what}" for label, what in shared.items())
+        st.caption(f"These servers share hardware ({plain(where)}). Racing them measures how they slow each other "
                    "down, not what speculation gains, so fair replay is the default.")
 
 
 def _start(specs: list[live.PaneSpec], request: GenerationRequest) -> None:
     history = st.session_state.setdefault(state.LIVE_HISTORY, live.RunHistory())  # repeats give an interval
-    session = live.LiveSession.create(specs, request, mode, shared=live.shared_cores(specs), history=history)
+    session = live.LiveSession.create(specs, request, mode, shared=live.sharing(specs), history=history)
     session.start()
     st.session_state[state.LIVE_SESSION] = session
 
@@ -148,19 +157,16 @@ def _offer_fresh(session: live.LiveSession) -> None:
     repeated = session.repeated()
     restart = session.restartable()
     with board:
-        answers = ", ".join(p.spec.label for p in repeated if p.freshness.cached_answer)
-        prefix = ", ".join(p.spec.label for p in repeated if not p.freshness.cached_answer)
-        said = ([f"{answers} drafted from answers its server produced before (suffix decoding caches answers, "
-                 "whatever the prompt's wording)"] if answers else []) \
-            + ([f"{prefix} took most of the prompt from the prefix cache"] if prefix else [])
-        fix = "restart the suffix servers" + (" or run a variant of the prompt" if prefix else "") if restart \
-            else "run a variant of the prompt"
-        st.warning(f"{'; '.join(said)}: cached work flatters the figures (hover the badges). "
-                   f"For a fair comparison, {fix}.")
+        seen = [(p.spec.label, p.freshness) for p in repeated if p.freshness is not None]  # all of them
+        text, offer_variant = freshness.advice([label for label, f in seen if f.cached_answer],
+                                               [label for label, f in seen if not f.cached_answer], restart)
+        st.warning(text)
         left, right, _ = st.columns([1, 2.4, 1.6])
         specs = [p.spec for p in session.panes]
-        if left.button("Run a prompt variant", key="live_variant"):
-            _start(specs, session.fresh_request())
+        if offer_variant and left.button("Run a prompt variant", key="live_variant"):
+            fresh = session.fresh_request()
+            st.session_state[state.LIVE_SENT] = fresh.prompt  # shown above the panes: what was sent
+            _start(specs, fresh)
             st.rerun()
         if restart and right.button(f"Restart {', '.join(restart)} and run again", key="live_restart"):
             with st.spinner(f"Restarting {', '.join(restart)} (a fresh server has empty caches)…"):
@@ -182,6 +188,11 @@ if session is not None:
         if session.contention:
             st.warning("These servers raced on shared CPU cores: the speedups measure how they slow each "
                        "other down, not what speculation gains. Start again in Fair replay for the real speedup.")
+        sent = session.panes[0].request.prompt
+        if st.session_state.get(state.LIVE_SENT) == sent:  # a variant of the prompt: say what was sent
+            st.caption("Prompt sent, a variant of the one under Servers, prompt and settings (new first tokens, so "
+                       "no prefix cache holds it):")
+            st.code(sent, language=None, wrap_lines=True)  # shown literally
         st.html(STYLE + PANE_STYLE + legend_html())
         stream_panes(session, session_pane_html(session, show_rejected))
     if streaming:  # it finished while this run drew it: its controls go in their place above

@@ -7,13 +7,16 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from specscope import bench, cluster, hygiene, launch, presets, prompts, run_results, sweep
+from specscope import launch, sweep
+from specscope.analysis import run_results
+from specscope.client import bench, prompt_library, prompts
+from specscope.engine import presets
 from specscope.errors import SpecScopeError
+from specscope.results import hygiene
 from ui import per_prompt, run_charts, run_table, state
 from ui.access import is_operator
 from ui.common import or_stop, show_error, store
 from ui.jobs import cancel_sweep, start_sweep, sweep_jobs
-
 
 SMALL_SET = 32  # prompts; sweeps of sets this small repeat every cell 3 times by default
 REQUESTS_CAP = 8  # default requests per cell: the set's size, at most this
@@ -25,24 +28,27 @@ HERE = "This machine"
 def prompt_set_section() -> tuple[prompts.PromptSet, Path]:
     """1. Pick a bundled or stored prompt set, or upload one (every problem listed with its line)."""
     st.subheader("1. Prompt set")
-    choices = {f"sample: {p.name}": p for p in prompts.bundled_sets()}
-    choices.update({f"uploaded: {p.name} ({p.parent.name[:8]})": p for p in prompts.stored_sets()})
+    choices = {f"sample: {p.name}": p for p in prompt_library.bundled_sets()}
+    choices.update({f"uploaded: {p.name} ({p.parent.name[:8]})": p for p in prompt_library.stored_sets()})
+    # Any type and any size up to the server's own limit is taken: a file of the wrong type or over the set's
+    # cap gets the library's one sentence and replaces the last file's problems (a file the browser refused
+    # left the last file, and its problems, in place with only a red chip). The cap is the label's; the
+    # drop zone's own "per file" line, the server's limit, is hidden so the two never disagree.
     upload = st.file_uploader(
         f"Upload a prompt set (JSONL with prompt/messages, CSV, TXT, ShareGPT JSON; at most "
-        f"{prompts.MAX_BYTES // 2**20} MB and {prompts.MAX_PROMPTS:,} prompts)",
-        key="runs_upload", max_upload_size=prompts.MAX_BYTES // 2**20)  # the drop zone states the library's cap
-    # any type is taken: a file of the wrong type gets the library's one sentence and replaces the last file's
-    # problems (a type the browser refused left the last file, and its problems, in place without a word)
+        f"{prompts.MAX_BYTES // 2**20} MB and {prompts.MAX_PROMPTS:,} prompts)", key="runs_upload")
+    st.html("<style>.st-key-runs_upload [data-testid='stFileUploaderDropzoneInstructions']{display:none}</style>")
     if upload is not None:
         found = prompts.problems(upload.getvalue(), upload.name)
         if found:
             st.error(f"{upload.name} has {len(found)} problem{'s' if len(found) > 1 else ''}; fix them and "
-                     "upload it again.", icon="⚠️")
-            st.dataframe(pd.DataFrame([{"line": e.line, "field": e.field or "", "problem": str(e)}
-                                       for e in found[:200]]), hide_index=True, key="runs_problems")
+                     "upload it again." if len(found) > 1 else str(found[0]), icon="⚠️")
+            if len(found) > 1:  # a table, so a long problem wraps instead of being cut
+                st.table(pd.DataFrame([{"line": e.line, "field": e.field or "", "problem": str(e)}
+                                       for e in found[:200]]).set_index("line"))
         else:
             try:
-                saved_set, saved_path = prompts.save(upload.getvalue(), upload.name)
+                saved_set, saved_path = prompt_library.save(upload.getvalue(), upload.name)
                 label = f"uploaded: {saved_path.name} ({saved_path.parent.name[:8]})"
                 choices[label] = saved_path
                 if st.session_state.get(state.RUNS_UPLOADED) != saved_set.sha256:
@@ -62,10 +68,7 @@ def prompt_set_section() -> tuple[prompts.PromptSet, Path]:
         show_error(exc)
         st.stop()
     with st.expander(f"Preview: {prompt_set.name}, {len(prompt_set)} prompts ({prompt_set.format})"):
-        st.dataframe(pd.DataFrame([{"id": p.prompt_id, "line": p.line, "turns": len(p.messages),
-                                    "category": p.category, "prompt": p.text[:300],
-                                    "output_tokens": p.output_tokens}
-                                   for p in prompt_set.prompts]), hide_index=True, key="runs_preview")
+        st.dataframe(run_table.preview(prompt_set), hide_index=True, key="runs_preview")
     return prompt_set, choices[chosen]
 
 
@@ -124,7 +127,7 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
     mode = st.radio("Measure", [PRESET_MODE, SERVERS_MODE], horizontal=True, key="runs_mode")
     all_presets = or_stop(presets.load_presets) if mode == PRESET_MODE else {}
     running = [s.state for s in launch.list_servers() if s.status == "healthy"] if mode == SERVERS_MODE else []
-    ray_address = cluster.configured_address() if mode == PRESET_MODE else None
+    ray_address = sweep.ray_address() if mode == PRESET_MODE else None
     where = HERE
     if ray_address:
         where = st.radio("Run on", [HERE, f"Ray cluster at {ray_address}"], horizontal=True, key="runs_where",
@@ -150,12 +153,15 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
             "Baseline alongside (two servers at once)", True, key="runs_alongside",
             help="Repeats run in rounds (every cell once, then again), the baseline in each round. On a GPU, "
                  "where one server runs at a time, this keeps the baseline's server up beside it.")
-        schedule_text = mode == PRESET_MODE and load["cols"][2].text_input(
-            "K schedule (optional)", "", key="runs_k_schedule", placeholder="1-2:4,3-8:2,9-256:1 or auto",
-            help="Also measures each method on one server drafting K by batch size (K = its maximum); "
-                 "auto advises it from this run's fixed-K cells once they are done.")
+        schedule_text = ""
+        if mode == PRESET_MODE:
+            schedule_text = load["cols"][2].text_input(
+                "K schedule (optional)", "", key="runs_k_schedule", placeholder="1-2:4,3-8:2,9-256:1 or auto",
+                help="Also measures each method on one server drafting K by batch size (K = its maximum); "
+                     "auto advises it from this run's fixed-K cells once they are done.")
         structured = st.radio(
-            "Response formats", sweep.STRUCTURED, horizontal=True, key="runs_structured", disabled=not prompt_set.has_formats,
+            "Response formats", sweep.STRUCTURED, horizontal=True, key="runs_structured",
+            disabled=not prompt_set.has_formats,
             help="The set's prompts carry response formats (JSON schema, regex or choice): run each cell free, "
                  "constrained to them, or both side by side." if prompt_set.has_formats else
                  "The set's prompts carry no response format, so every cell runs free.")
@@ -188,7 +194,7 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
                 spec = sweep.servers_spec(names, **fields)
             plan = sweep.resolve(spec, prompt_set)
             run_id = plan.run_id
-            if not start_sweep(plan, ray_address if on_ray else None):
+            if not start_sweep(plan, sweep.OnRay(ray_address) if on_ray else sweep.Here()):
                 st.warning(f"Sweep {run_id} is already running.")
             st.session_state[state.RUNS_CURRENT] = run_id
         except SpecScopeError as exc:
@@ -238,7 +244,8 @@ def results_section() -> None:
         st.session_state[state.RUNS_FOLLOWED] = current
     by_id = runs.set_index("run_id")
     run_id = st.selectbox("Run", run_ids, key=state.RUNS_VIEW,
-                          format_func=lambda r: f"{r} ({by_id.loc[r, 'dataset']}, {by_id.loc[r, 'cells']} cells)")
+                          format_func=lambda r: f"{r} ({by_id.loc[r, 'dataset']}, "
+                                                f"{run_table.cells_text(by_id.loc[r])})")
     try:
         cells = run_results.cell_table(db, run_id)
         prompt_rows = run_results.per_prompt(db, run_id)
@@ -250,10 +257,11 @@ def results_section() -> None:
     _hygiene(cells)
     st.caption(f"Run `{run_id}` only. Throughput: mean over repeats [95% t-interval]. Speedup: mean throughput / "
                "mean baseline throughput of this run [95% Fieller interval]. A cell measured once has no interval. "
+               "TTFT and TPOT: means over the cell's requests. Checks: the hygiene checks a cell fails (above). "
                "Where other runs measured the same setup, the Explorer reads their mean (mean of N runs) and "
                "lists each run's figure.")
     st.table(run_table.display_table(cells).style.format(
-        {"acceptance": "{:.3f}", "mean TTFT ms": "{:.1f}", "mean TPOT ms": "{:.1f}"}, na_rep="–"))
+        {"acceptance": "{:.3f}", "TTFT ms": "{:.1f}", "TPOT ms": "{:.1f}"}, na_rep="–"))
     left, right = st.columns(2)
     left.plotly_chart(run_charts.per_prompt_acceptance(prompt_rows), key="runs_chart_acceptance")
     right.plotly_chart(run_charts.per_prompt_speedup(prompt_rows), key="runs_chart_speedup")

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from specscope import catalog, launch, metrics, models, presets, schedule
+from specscope import launch
+from specscope.client import metrics
+from specscope.engine import catalog, models, presets, schedule
 from specscope.errors import LaunchFailed, SpecScopeError
 from ui.access import is_operator
-from ui.common import show_error
+from ui.common import plain, show_error
 
 LOG_LINES = 40
 
@@ -41,7 +43,8 @@ if operator:
         st.subheader("Start from a preset")
         if all_presets:
             name = st.selectbox("Preset", list(all_presets), key="servers_preset",
-                                format_func=lambda n: f"{n}: {all_presets[n].description}" if all_presets[n].description else n)
+                                format_func=lambda n: f"{n}: {all_presets[n].description}"
+                                if all_presets[n].description else n)
             preset = all_presets[name]
             method = st.selectbox("Method", list(preset.methods), key="servers_method")
             entry = preset.method(method)
@@ -49,7 +52,8 @@ if operator:
             k = None
             if default_k is not None:
                 low, high = catalog.method_class(entry.kind).k_range
-                k = int(st.number_input("K (draft tokens per step)", low, high, default_k, key=f"servers_k_{name}_{method}"))
+                k = int(st.number_input("K (draft tokens per step)", low, high, default_k,
+                                        key=f"servers_k_{name}_{method}"))
             port = int(st.number_input("Port (0 = a free one)", 0, 65535, 0, key="servers_port"))
             if st.button("Start", key="servers_start", type="primary"):
                 try:
@@ -88,12 +92,15 @@ else:
             "servers is for operators (the sidebar's Operator token).")
 
 REFRESH_SECONDS = 5
-TABLE_COLUMNS = {  # the URL whole; the acceptance columns say that warm-up requests count
+TABLE_COLUMNS = {  # short headers, so the counters fit a laptop's width; each says in its help what it counts
     "url": st.column_config.TextColumn("url", width="medium"),
     "acceptance rate": st.column_config.TextColumn(
-        "acceptance rate", help="accepted / drafted tokens since the server started, warm-up requests included"),
+        "acceptance", help="acceptance rate: accepted / drafted tokens since the server started, warm-up requests "
+                           "included"),
     "mean acceptance length": st.column_config.TextColumn(
-        "mean acceptance length", help="1 + accepted / drafts since the server started, warm-up requests included"),
+        "AL", help="mean acceptance length: 1 + accepted / drafts since the server started, warm-up requests included"),
+    "requests answered": st.column_config.TextColumn("requests", help="requests answered since the server started"),
+    "running now": st.column_config.TextColumn("running", help="requests running now"),
 }
 NUMBER_FORMATS = {"acceptance rate": "{:.3f}", "mean acceptance length": "{:.2f}", "K": "{:.0f}", "drafts": "{:.0f}",
                   "requests answered": "{:.0f}", "running now": "{:.0f}", "pid": "{:.0f}", "RSS MiB": "{:.0f}"}
@@ -112,12 +119,13 @@ CONFIRM = "servers_confirm_stop"  # name of the server whose Stop waits for a co
 
 def _row(s: launch.ServerStatus) -> dict:
     counters = metrics.server_columns(s.state.url) if s.status == "healthy" else {}
-    return {"name": s.state.name, "status": s.status, "url": s.state.url, "preset": s.state.preset,
-            "method": s.state.method,
-            "K": s.state.k, "K schedule": schedule.of_config(s.state.speculative_config), "acceptance rate": counters.get("acceptance rate"),
-            "mean acceptance length": counters.get("acceptance length"), "drafts": counters.get("drafts"),
-            "requests answered": counters.get("requests"), "running now": counters.get("running"),
-            "pid": s.state.pid, "model": s.state.model,
+    # what a viewer watches first (method, K, its acceptance and load) before what identifies the process
+    return {"name": s.state.name, "status": s.status, "method": s.state.method, "K": s.state.k,
+            "acceptance rate": counters.get("acceptance rate"),
+            "mean acceptance length": counters.get("acceptance length"),
+            "drafts": counters.get("drafts"), "requests answered": counters.get("requests"),
+            "running now": counters.get("running"), "url": s.state.url, "preset": s.state.preset,
+            "K schedule": schedule.of_config(s.state.speculative_config), "pid": s.state.pid, "model": s.state.model,
             "RSS MiB": round(s.rss_bytes / 2**20) if s.rss_bytes else None,
             "vLLM": s.state.vllm_version, "started": s.state.started_at[:19], "started by": s.state.started_by}
 
@@ -186,7 +194,28 @@ def known_servers() -> None:
             _stop_controls(s, row["running now"])
             if not s.state.attached:
                 st.caption(f"Log: {s.state.log_path}")
-                st.code(launch.log_tail(s.state, LOG_LINES) or "(empty log)", language="text")
+                st.code(launch.log_tail(s.state, LOG_LINES, polls=False) or "(empty log)", language="text")
+
+
+def failed_starts() -> None:
+    """Servers whose start failed (a demo server start.sh skipped, a start here), with the cause from their
+    log, until they start again or an operator dismisses them."""
+    failed = launch.failed_starts()
+    if not failed:
+        return
+    st.subheader("Failed to start")
+    for f in failed:
+        what = f"{f.method}{f' K={f.k}' if f.k else ''}{f', preset {f.preset}' if f.preset else ''}"
+        st.error(f"**{plain(f.name)}** ({plain(what)}) failed to start at {f.failed_at[:19].replace('T', ' ')} UTC: "
+                 f"{plain(f.cause)}", icon="⚠️")  # the cause comes from the server's log: shown literally
+        if is_operator():
+            left, right = st.columns([4, 1])
+            with left.expander(f"Log of {f.name}"):
+                st.caption(f"Log: {f.log_path}")
+                st.code(launch.file_tail(f.log_path, LOG_LINES, polls=False) or "(empty log)", language="text")
+            if right.button("Dismiss", key=f"servers_dismiss_{f.name}"):
+                launch.dismiss_failure(f.name)
+                st.rerun()
 
 
 st.subheader("Known servers")
@@ -199,6 +228,7 @@ if operator and bar[1].button("Clean stale", key="servers_clean",
     _table.clear()
     st.info(f"Removed {', '.join(gone)}." if gone else "Nothing stale.")
 known_servers()
+failed_starts()
 
 with st.expander("Methods SpecScope knows"):
     st.dataframe(pd.DataFrame(catalog.describe()), hide_index=True, key="servers_methods")

@@ -7,10 +7,10 @@ import json
 import pandas as pd
 import streamlit as st
 
-from specscope import advisor, calibrate, schedule, theory
+from specscope.advice import advisor, calibrate, deploy, fitting, theory
 from specscope.errors import SpecScopeError
 from ui import anatomy, cache, theory_charts
-from ui.common import fragment, or_stop, show_error
+from ui.common import fragment, or_stop, plain, show_error
 
 K_MAX = 16
 
@@ -43,7 +43,7 @@ def _illustration() -> None:
     k = mid.slider("Speculative tokens K", 1, K_MAX, 4, 1, key="theory_k")
     cost = right.slider("Draft cost c", 0.0, 1.0, 0.05, 0.005, key="theory_c", format="%.3f")
 
-    curves = advisor.model_curves(alpha, cost, K_MAX)
+    curves = fitting.model_curves(alpha, cost, K_MAX)
     best_k = theory.optimal_k(dict(zip(curves["k"][1:], curves["speedup"][1:])))
     cols = st.columns(3)
     cols[0].metric("Tokens per step at K", f"{theory.tokens_per_step(alpha, k):.3f}")
@@ -61,7 +61,7 @@ def _illustration() -> None:
 
 def _unfitted(frame) -> None:
     """The groups the advisor cannot fit, and what each lacks."""
-    unfit = cache.built("theory_unfitted", lambda: advisor.unfitted(frame), frame)
+    unfit = cache.unfitted(frame)
     if not unfit:
         return
     missing = st.expander(f"Not fitted: {len(unfit)} groups lack what the advisor needs", key="theory_unfitted_open",
@@ -71,7 +71,7 @@ def _unfitted(frame) -> None:
     with missing:
         st.caption("A fit needs speedups measured at a known K and concurrency, with an acceptance "
                    "rate or length. Import or run results that have them to get advice here.")
-        st.dataframe(pd.DataFrame({"group": [advisor.family_label(keys) for keys, _ in unfit],
+        st.dataframe(pd.DataFrame({"group": [fitting.family_label(keys) for keys, _ in unfit],
                                    "what is missing": [problem for _, problem in unfit]}),
                      hide_index=True, width="stretch")
 
@@ -94,7 +94,8 @@ except SpecScopeError as exc:
     _unfitted(frame)
     _illustration()
     st.stop()
-labels = advisor.family_labels([f.keys for f in fits])
+fits = sorted(fits, key=lambda f: -f.fitted_points)  # the family measured most first
+labels = fitting.family_labels([f.keys for f in fits])
 chosen = left.selectbox("Group (model · method · prompt set · hardware (source))", labels, key="theory_group")
 fit = fits[labels.index(chosen)]
 concs = sorted(int(c) for c in fit.rows["concurrency"].unique())
@@ -103,14 +104,25 @@ k_top = int(fit.rows["k"].max())
 candidates = list(range(1, k_top + 1))
 
 try:
+    family = cache.built("theory_family_rows", lambda: fitting.family_rows(frame, fit.keys), fit.rows, frame)
+    found = cache.built("theory_answer", lambda: deploy.answer(fit, ks=candidates, rows=family), fit.rows, family)
     answer = cache.built("theory_advice", lambda: advisor.advise(fit, float(conc), ks=candidates), fit.rows, conc)
 except SpecScopeError as exc:
     show_error(exc)
     _illustration()
     st.stop()
 
-(st.success if answer.speculate else st.warning)(answer.summary())
-st.markdown("**Why:** " + answer.reason)
+(st.success if found.config else st.warning)(plain(found.sentence()))
+if found.config:
+    # Drawn when opened: the code block's highlighter is the page's largest script.
+    config = st.expander("speculative_config to deploy" + (" (extrapolated: measure it first)"
+                                                          if found.use_schedule and found.extrapolated else ""),
+                         key="theory_config_open", on_change="rerun", icon=":material/content_copy:")
+    if config.open:
+        with config:
+            st.code(json.dumps(found.config), language="json", wrap_lines=True)
+st.markdown(f"**At concurrency {conc}:** " + plain(found.here(float(conc)) or answer.summary()))
+st.markdown("**Why:** " + plain(answer.reason))
 (st.caption if answer.validated else st.warning)(answer.validation() + (
     "" if answer.evidence.here_median_rel_err is not None else
     " Nothing was measured at this concurrency: the advice rests on the fit alone."))
@@ -119,7 +131,7 @@ with st.expander("The formulas behind this advice"):
 st.button("Load this fit into the sliders", key="theory_load_fit", on_click=_load_fit_into_sliders,
           args=(fit.alpha, answer.evidence.d1))
 
-fit_lines, points = cache.built("theory_fit_curves", lambda: advisor.fit_curves(
+fit_lines, points = cache.built("theory_fit_curves", lambda: fitting.fit_curves(
     fit, float(conc), max(k_top, K_MAX // 2)), fit.rows, conc)
 left, right = st.columns(2)
 left.vega_lite_chart(spec=cache.vega_lite("theory_fit_tokens", lambda: theory_charts.tokens_per_step_figure(
@@ -129,34 +141,19 @@ right.vega_lite_chart(spec=cache.vega_lite("theory_fit_speedup", lambda: theory_
     fit_lines, points, marker_k=answer.k, title=f"Fitted at concurrency {conc}: speedup vs K"),
                                fit.rows, conc), width="stretch", key="theory_fig_fit_speedup")
 st.vega_lite_chart(spec=cache.vega_lite("theory_concurrency", lambda: theory_charts.speedup_vs_concurrency_figure(
-    *advisor.concurrency_curves(fit, candidates), answer.crossover), fit.rows),
+    *fitting.concurrency_curves(fit, candidates), answer.crossover), fit.rows),
                 width="stretch", key="theory_fig_concurrency")
 
-st.subheader("Advised K schedule (K by batch size)")
-advice = cache.built("theory_schedule", lambda: schedule.advice(fit, ks=candidates, rows=frame), fit.rows, frame)
-st.markdown(f"**{advice['schedule']}** (batch sizes 1-256). " + (
-    "" if advice["extrapolated"] else "Start the server with the speculative_config below."
-    if advice["speculative_config"] else "Speculation pays at no batch size: run the server without it."))
-if advice["extrapolated"]:
-    st.warning(advice["note"], icon=":material/warning:")
-if advice["speculative_config"]:
-    # Drawn when opened: the code block's highlighter is the page's largest script.
-    config = st.expander("speculative_config for vLLM" + (" (extrapolated: measure it first)"
-                                                          if advice["extrapolated"] else ""),
-                         key="theory_config_open", on_change="rerun", icon=":material/content_copy:")
-    if config.open:
-        with config:
-            st.code(json.dumps(advice["speculative_config"]), language="json", wrap_lines=True)
-st.table(pd.DataFrame(advice["ranges"]).set_index("batch sizes"))
-if versus := advice["versus_fixed"]:
-    st.caption(f"Where every K was measured (batch sizes {', '.join(map(str, versus['batch_sizes']))}), this "
-               f"schedule averages {versus['schedule']:.3f}× and a fixed K={versus['best_fixed_k']} "
-               f"{versus['fixed']:.3f}× ({versus['gain'] - 1:+.1%}). A schedule server can run slower than a fixed "
-               "one at the same K; measure the schedule beside every fixed K (`specscope bench ... --k-schedule auto`) and "
-               "the Explorer says which to deploy.")
-st.caption("Measured: every candidate K was measured at that batch size (as concurrency) and the best "
-           "one is taken; predicted: the fit's best K, never above the K of a smaller batch. A range drafts 0 "
-           f"where that beats every K; drafting 0 is {advice['drafting_zero']}.")
+st.subheader("K by batch size")
+st.markdown(plain(found.schedule_sentence()))
+if found.use_schedule and found.extrapolated:
+    st.warning(found.note, icon=":material/warning:")
+st.table(pd.DataFrame([{"batch sizes": r.text(), "K": r.k, "source": r.source} for r in found.ranges])
+         .set_index("batch sizes"))
+st.caption("Each range's K: measured (the fastest measured K at that batch size as concurrency, a tie within noise "
+           "going to the smaller K), predicted by the fit between measured concurrencies (never above the K of a "
+           f"smaller batch), or extrapolated past them. A range drafts 0 where that beats every K; drafting 0 is "
+           f"{found.drafting_zero}.")
 
 calibrations = cache.built("theory_calibrations", lambda: calibrate.calibrations(frame), frame)
 st.subheader("Step cost measured on this machine" if any(c.here for c in calibrations) else

@@ -6,16 +6,15 @@ and draft_model at K=2 and 4, and the draft model alone, 3 repeats each (the cel
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
-
-import datetime as dt
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from specscope import settings
-from specscope.store import write_results
+from specscope.results.writing import write_results
 
 pytestmark = pytest.mark.app
 APP = Path(__file__).resolve().parents[2] / "app"
@@ -23,7 +22,7 @@ EXPLORER = str(APP / "dashboard.py")  # the Explorer is its first page
 THEORY = str(APP / "views" / "theory.py")
 
 
-T0 = dt.datetime(2026, 11, 26, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 26, tzinfo=dt.UTC)
 
 
 def _write_runs() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from specscope.store import Store
+from specscope.results.store import Store
 
 pytestmark = pytest.mark.app
 MAIN = str(Path(__file__).resolve().parents[2] / "app" / "dashboard.py")

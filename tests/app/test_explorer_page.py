@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from specscope import importers
+from specscope.results import importers
 from vega_charts import charts
 
 pytestmark = pytest.mark.app

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from specscope import settings, store
+from specscope import settings
+from specscope.results import writing
 
 pytestmark = pytest.mark.app
 PAGE = str(Path(__file__).resolve().parents[2] / "app" / "views" / "explorer.py")
@@ -29,8 +30,8 @@ def measured(page_env, no_bundled_results):
     rows = [_row(m, k, f, r, base + r) for r in (1, 2, 3)
             for m, k, f, base in (("none", 0, "none", 10.0), ("none", 0, "json_schema", 5.0),
                                   ("ngram", 4, "none", 11.0), ("ngram", 4, "json_schema", 4.0))]
-    store.write_results(rows, run_id="run-s")
-    store.write_requests([{"cell_id": "ngram-k4-c1-constrained-r1", "prompt_id": HOSTILE, "method": "ngram", "k": 4,
+    writing.write_results(rows, run_id="run-s")
+    writing.write_requests([{"cell_id": "ngram-k4-c1-constrained-r1", "prompt_id": HOSTILE, "method": "ngram", "k": 4,
                            "concurrency": 1, "success": True, "output_tokens": 30, "response_format": "json_schema",
                            "valid": True, "max_itl_ms": 4200.0, "mean_itl_ms": 80.0}], run_id="run-s")
     assert settings.results_dir().is_dir()

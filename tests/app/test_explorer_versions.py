@@ -56,7 +56,7 @@ def test_no_versions_section_without_a_setup_on_two_versions(page_env, no_bundle
     rows = version_rows.rows("0.32.0", [10.0, 10.0], {"ngram": [15.0, 15.5]})
     for row in rows:
         row["run_id"] = "only"
-    from specscope.store import write_results
+    from specscope.results.writing import write_results
 
     write_results(rows, run_id="only", directory=settings.results_dir())
     at = _run(AppTest.from_file(PAGE, default_timeout=60))

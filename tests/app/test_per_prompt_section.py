@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from specscope import per_prompt, sweep
-from specscope.store import Store
+from specscope import sweep
+from specscope.analysis import per_prompt
+from specscope.results.store import Store
 
 pytestmark = pytest.mark.app
 
@@ -66,14 +67,14 @@ def two_category_run(page_env):
     prompt runs slower than its baseline."""
     run_id = "sweep-cpu-smollm2-categories"
     row = {"source": "specscope", "model": "SmolLM2-135M-Instruct", "dataset": "mixed", "concurrency": 1,
-           "status": "ok", "created_at": "2026-11-25T03:00:00+00:00", "output_throughput": 10.0}
+           "status": "ok", "created_at": "2026-11-25T03:00:00+00:00", "output_throughput": 10.0, "output_len": 32}
     for method, k, times in (("none", 0, {"code-01": 1000.0, "chat-01": 1000.0}),
                              ("ngram", 4, {"code-01": 500.0, "chat-01": 1100.0})):
         cell = sweep.Cell(method, k, 1)
         requests = [{"cell_id": cell.cell_id, "prompt_id": prompt_id, "category": prompt_id.split("-")[0]
                      .replace("code", "coding"), "method": method, "k": k, "concurrency": 1, "success": True,
                      "prompt_tokens": 30, "output_tokens": 16, "e2el_ms": ms} for prompt_id, ms in times.items()]
-        sweep.keep(run_id, cell, {**row, "method": method, "k": k}, requests)
+        sweep.keep(run_id, cell.cell_id, sweep.Kept({**row, "method": method, "k": k}, requests))
     sweep.write_run(run_id)
     return run_id
 
@@ -89,16 +90,20 @@ def test_the_runs_page_shows_the_run_by_category_with_its_slow_prompt(two_catego
     assert any("Slower than baseline** (1 prompt-cell pairs" in m.value for m in at.markdown)
     link = next(p for p in _links(at) if p.label == "Open in Live")
     assert "dataset=mixed" in link.query_string and "k=4" in link.query_string
+    assert "max_tokens=32" in link.query_string  # Live asks for the run's own output length
 
 
 def test_live_opens_with_the_slow_prompt_filled_in(page_env):
     at = AppTest.from_file(str(APP / "views" / "live.py"), default_timeout=60)
-    at.query_params.update({"dataset": "mixed", "prompt_id": "chat-02", "method": "ngram", "k": "4"})
+    at.query_params.update({"dataset": "mixed", "prompt_id": "chat-02", "method": "ngram", "k": "4",
+                            "max_tokens": "32"})
     _run(at)
+    assert at.number_input(key="live_max_tokens").value == 32  # what the sweep asked, not Live's 128
     assert at.radio(key="live_prompt_source").value == "From a prompt set"
     assert at.selectbox(key="live_prompt_item").value.prompt_id == "chat-02"
     assert at.selectbox(key="live_prompt_set").value.name == "mixed.jsonl"
-    assert any("Prompt chat-02 of 'mixed' is filled in; start the baseline and ngram K=4" in i.value for i in at.info)
+    assert any("Prompt chat-02 of 'mixed' with the sweep's 32 max tokens is filled in; start the baseline and "
+               "ngram K=4" in i.value for i in at.info)
     at.radio(key="live_prompt_source").set_value("Typed")  # the user's own choice is kept on later runs
     _run(at)
     assert at.radio(key="live_prompt_source").value == "Typed"
@@ -121,3 +126,4 @@ def test_live_picks_the_baseline_and_the_method_at_the_links_k(page_env):
     assert _pick_servers(launched, "ngram", "4") == ["base", "ng4"]
     assert _pick_servers(launched, "ngram", "3") == ["base", "ng2"]  # no server at that K: the method's first
     assert _pick_servers(launched, "eagle", "4") == ["base"]
+

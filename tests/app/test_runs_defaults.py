@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from specscope import launch, prompts
+from specscope import launch
+from specscope.client import prompt_library
 from specscope.launch import registry
 
 pytestmark = pytest.mark.app
@@ -31,7 +32,7 @@ def runs_page(page_env):
 
 
 def test_requests_per_cell_follow_the_chosen_sets_size(runs_page):
-    _, saved = prompts.save(THREE, "three.jsonl")
+    _, saved = prompt_library.save(THREE, "three.jsonl")
     at = _run(runs_page)
     assert at.number_input(key="runs_num_prompts").value == 8  # a bundled set of 10+ prompts, capped
     small = next(o for o in at.selectbox(key="runs_set").options if o.startswith("uploaded: three"))

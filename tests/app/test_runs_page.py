@@ -10,6 +10,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from specscope import sweep
+from specscope.results import writing
 
 pytestmark = pytest.mark.app
 
@@ -28,10 +29,9 @@ def kept_run(specscope_home, monkeypatch):
             "foreign_cpu": 0.0, "prior_requests": 0}
     outputs = {"p1": "aa"}
     for repeat, (b, n) in enumerate([(40.0, 60.0), (42.0, 63.0), (41.0, 61.0)], start=1):
-        sweep.keep(run_id, sweep.Cell("none", 0, 4, repeat),
-                    {**base, "method": "none", "k": 0, "repeat": repeat, "output_throughput": b}, [], outputs)
-        sweep.keep(run_id, sweep.Cell("ngram", 4, 4, repeat),
-                    {**base, "method": "ngram", "k": 4, "repeat": repeat, "output_throughput": n}, [], outputs)
+        for method, k, tps in (("none", 0, b), ("ngram", 4, n)):
+            row = {**base, "method": method, "k": k, "repeat": repeat, "output_throughput": tps}
+            sweep.keep(run_id, sweep.Cell(method, k, 4, repeat).cell_id, sweep.Kept(row, [], outputs))
     sweep.write_run(run_id)
     return run_id
 
@@ -49,7 +49,7 @@ def test_cells_show_intervals_and_the_run_shows_its_hygiene(kept_run):
     assert none["speedup [95%]"] == "1.000× (baseline)"
     low, high = (float(x) for x in ngram["speedup [95%]"].split("[")[1].rstrip("]").split(", "))
     assert low < 184 / 123 < high  # mean 61.33 / mean 41.0
-    assert ngram["checks"] == "⚠ Synchronized waves"
+    assert ngram["checks"] == "⚠ waves"
     assert any("Synchronized waves (2 cells)" in w.value for w in at.warning)
 
 
@@ -80,3 +80,29 @@ def test_a_configured_ray_cluster_is_a_choice_and_a_dead_one_is_one_sentence(spe
     at.switch_page("views/runs.py").run()
     assert not [r for r in at.radio if r.key == "runs_where"]
     st.cache_resource.clear()  # the failed job stays in this process's sweep registry otherwise
+
+
+def test_invalid_constrained_answers_fail_the_hygiene_checks(specscope_home, monkeypatch):
+    """A constrained cell half of whose answers broke their JSON schema (cut at the output length), in a run
+    written before the check existed (its stored hygiene is empty): the Runs page flags it and never says
+    that every check passed; the run chooser counts the table's cells and, apart, the measurements."""
+
+    monkeypatch.syspath_prepend(str(APP))
+    base = {"source": "specscope", "model": "SmolLM2-135M-Instruct", "dataset": "json-extraction", "k": 2,
+            "hardware": "cpu-2core", "output_len": 32, "concurrency": 1, "status": "ok", "temperature": 0.0,
+            "completed": 8, "failed": 0, "hygiene": "",
+            "response_format": '{"type": "json_schema"}'}
+    rows = [{**base, "method": method, "k": 0 if method == "none" else 2, "repeat": repeat,
+             "output_throughput": value + repeat, "valid_share": share}
+            for repeat in (1, 2, 3) for method, value, share in (("none", 10.0, 1.0), ("ngram", 12.0, 0.5))]
+    writing.write_results(rows, run_id="sweep-json-32")
+    at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=90).run()
+    at.switch_page("views/runs.py").run()
+    at.selectbox(key="runs_view").set_value("sweep-json-32").run()
+    assert not at.exception, at.exception
+    assert "sweep-json-32 (json-extraction, 2 cells, 6 measurements)" in at.selectbox(key="runs_view").options
+    table = at.table[0].value
+    assert table.set_index("method").loc["ngram", "checks"] == "⚠ invalid answers"
+    assert table.set_index("method").loc["none", "checks"] == "✓"
+    assert any("Invalid constrained answers (1 cell)" in w.value for w in at.warning)
+    assert not any("every check passed" in s.value for s in at.success)

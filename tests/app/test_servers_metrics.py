@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from specscope import launch
-from specscope import procfs
+from specscope import launch, procfs
 from specscope.launch import registry
 
 pytestmark = pytest.mark.app

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from specscope import catalog, launch, settings
+from specscope import launch, settings
+from specscope.engine import vllms
 
 pytestmark = pytest.mark.app
 
@@ -63,7 +64,7 @@ def test_k_follows_the_method_range(page_env):
 
 
 def test_start_on_a_busy_port_shows_one_sentence(page_env):
-    if catalog.installed_vllm() is None:
+    if vllms.installed_vllm() is None:
         pytest.skip("vLLM is not installed; run launchers/install.sh")
     _mark_model_prepared()
     with socket.socket() as busy:
@@ -107,7 +108,7 @@ def test_clean_stale_forgets_dead_servers(page_env):
 
 def test_start_reports_progress_and_success(page_env, monkeypatch):
     """launch.start is replaced here to check the page's wiring; tests/integration starts real servers."""
-    if catalog.installed_vllm() is None:
+    if vllms.installed_vllm() is None:
         pytest.skip("vLLM is not installed; run launchers/install.sh")
     stages = []
 

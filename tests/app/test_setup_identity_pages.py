@@ -40,7 +40,7 @@ def test_speedup_vs_k_setups_name_their_vllm_and_open_a_folded_point(page_env):
     at.session_state["explorer_k_setups_open"] = True
     at.run()
     setups = next(m for m in at.multiselect if m.label == "Setups")
-    ours = [o for o in setups.options if " · ngram · code-editing · " in o]
+    ours = [o for o in setups.options if " · ngram · code-editing · cpu-" in o]
     assert ours == ["SmolLM2-135M-Instruct · ngram · code-editing · cpu-2core @ bundled · vLLM 0.32.0"]
     setups.set_value([ours[0]]).run()
     at.session_state["explorer_k_runs_open"] = True

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from specscope import importers
+from specscope.results import importers
 from vega_charts import rows, titled
 
 pytestmark = [pytest.mark.app, pytest.mark.usefixtures("no_bundled_results")]
@@ -48,7 +48,8 @@ def test_advisor_answer_over_imported_results(page_env, ruiz_parquet):
     groups.set_value(llama).run()
     at.selectbox(key="theory_conc").set_value(1).run()
     assert not at.exception
-    assert "Use K = 8" in at.success[0].value
+    assert "1: K=8 3.555× measured" in at.success[0].value.replace("\\", "")  # the answer names K=8 at 1
+    assert any(m.value.startswith("**At concurrency 1:** Use K = 8") for m in at.markdown)
     measured = rows(titled(at, "Fitted at concurrency 1: speedup vs K"), "point")
     assert any(round(r["speedup"], 3) == 3.555 for r in measured)
     assert not at.code  # drawn once its expander is opened
@@ -57,14 +58,14 @@ def test_advisor_answer_over_imported_results(page_env, ruiz_parquet):
     [config] = [json.loads(c.value) for c in at.code]  # the advised schedule, exactly as vLLM takes it
     assert config["method"] == "draft_model" and config["num_speculative_tokens"] == max(
         k for _, _, k in config["num_speculative_tokens_per_batch_size"])
-    sources = list(at.table[0].value["source"])  # K 1-8 were not all measured at one concurrency
-    assert all(source.startswith("predicted by the fit") for source in sources)
+    sources = list(at.table[0].value["source"])
+    assert sources[0].startswith("measured at 1")
     assert sources[-1].endswith("extrapolated past the measured concurrencies (1-64)")  # it reaches batch 256
     assert any("is not measured but extrapolated by a fit" in w.value for w in at.warning)
     at.selectbox(key="theory_group").set_value(
         next(o for o in at.selectbox(key="theory_group").options if "Qwen3-1.7B" in o)).run()
     at.selectbox(key="theory_conc").set_value(256).run()
-    assert "Do not speculate" in at.warning[0].value
+    assert any(m.value.startswith("**At concurrency 256:** Do not speculate") for m in at.markdown)
 
 
 def test_load_fit_into_sliders(page_env, ruiz_parquet):
@@ -87,7 +88,8 @@ def test_held_out_view_marks_points_not_fitted(page_env, ruiz_parquet):
 
 def test_measured_step_cost_predicts_for_any_alpha_and_for_the_prompt_set(page_env):
     import calibration_rows
-    from specscope import settings, theory
+    from specscope import settings
+    from specscope.advice import theory
 
     calibration_rows.write(settings.results_dir())
     at = _run()
@@ -99,7 +101,8 @@ def test_measured_step_cost_predicts_for_any_alpha_and_for_the_prompt_set(page_e
     line = [r for r in rows(titled(at, "Predicted on the measured step cost, α=0.50"), "line")
             if r["concurrency"] == "concurrency 1"]
     d0, d1 = calibration_rows.D0[1], calibration_rows.D1[1]
-    assert [r["speedup"] for r in sorted(line, key=lambda r: r["k"])][:2] == pytest.approx([theory.tokens_per_step(0.5, k) / (d0 + d1 * k) for k in (1, 2)])
+    assert [r["speedup"] for r in sorted(line, key=lambda r: r["k"])][:2] == pytest.approx(
+        [theory.tokens_per_step(0.5, k) / (d0 + d1 * k) for k in (1, 2)])
     checked = next(d.value for d in at.dataframe if "rel_err" in d.value.columns).set_index(["concurrency", "k"])
     assert checked.loc[(2, 3), "measured"] == pytest.approx(calibration_rows.HELD_OUT / calibration_rows.BASE[2])
     assert any("Predicted, not measured" in c.value for c in at.caption)

@@ -18,7 +18,7 @@ def _both(kind: str) -> None:
     import pandas as pd
     import streamlit as st
 
-    from specscope import advisor
+    from specscope.advice import fitting
     from ui import k_charts, theory_charts
     from ui.chart_style import vega_spec
 
@@ -28,7 +28,7 @@ def _both(kind: str) -> None:
                               "speedup_hi": [1.3, None, 1.0, None]})
         chart = k_charts.speedup_vs_k(frame, ["m · ngram"])[0][1]
     elif kind == "theory":
-        curves = advisor.model_curves(0.8, 0.05, 8).assign(curve="α=0.80, c=0.050")
+        curves = fitting.model_curves(0.8, 0.05, 8).assign(curve="α=0.80, c=0.050")
         chart = theory_charts.speedup_vs_k_figure(curves, marker_k=4, title="Model: speedup vs K")
     else:
         chart = alt.Chart(pd.DataFrame({"x": ["a", "b"], "y": [1.0, float("nan")]})).mark_bar().encode(x="x", y="y")
@@ -54,3 +54,20 @@ def test_a_kept_spec_draws_what_altair_chart_sends(page_env, kind):
 def _rows(arrow: bytes) -> list[dict]:
     rows = pa.ipc.open_stream(arrow).read_all().to_pylist()
     return [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()} for row in rows]
+
+
+def test_a_prediction_at_one_concurrency_is_drawn_and_shows_through_the_measured_point():
+    """A fit on one point predicts that point: the prediction is a diamond (a bare line drew nothing at one
+    concurrency, so its legend entry stood over nothing) and the measured point a ring over it."""
+    import pandas as pd
+
+    from ui import theory_charts
+
+    one = pd.DataFrame({"concurrency": [1], "speedup": [1.682], "k": [4]})
+    layers = theory_charts.speedup_vs_concurrency_figure(one, one).to_dict()["layer"]
+    predicted, measured = layers[1], layers[2]
+    assert predicted["mark"]["type"] == "line" and predicted["mark"]["point"]["filled"] is True
+    assert measured["mark"]["type"] == "point" and measured["mark"]["filled"] is False
+    shapes = predicted["encoding"]["shape"]["scale"]
+    assert dict(zip(shapes["domain"], shapes["range"])) == {"predicted (best K)": "diamond",
+                                                            "measured (best K)": "circle"}

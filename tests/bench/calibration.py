@@ -24,8 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from specscope import advisor, calibrate, models, settings, sweep
-from specscope.store import Store
+from specscope import settings, sweep
+from specscope.advice import calibrate, fitting
+from specscope.engine import models
+from specscope.results.store import Store
 
 PRESET, METHOD = "cpu-smollm2", "draft_model"
 PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "code-editing.jsonl"
@@ -64,11 +66,12 @@ def main() -> int:
                                    run_id="held-out", **common))
     frame = Store().speedup()
     (calibration,) = calibrate.calibrations(frame)
-    fit = advisor.fit_family(frame[frame["run_id"] == accept])
+    fit = fitting.fit_family(frame[frame["run_id"] == accept])
     held_rows = frame[(frame["run_id"] == held) & (frame["method"] == METHOD)]
     print(f"measured in {time.monotonic() - started:.0f} s on {calibration.label}")
     for group in calibration.groups.itertuples():
-        print(f"step cost at concurrency {group.concurrency:g}: D(K) = {group.d0:.3f} + {group.d1:.3f}·K (K {group.ks})")
+        print(f"step cost at concurrency {group.concurrency:g}: "
+              f"D(K) = {group.d0:.3f} + {group.d1:.3f}·K (K {group.ks})")
     print("acceptance by position (K=4, concurrency 1): " + ", ".join(f"{r:.3f}" for r in fit.measured_rates))
     predicting = calibrate.with_measured_cost(fit, calibration)
     errors, predicted, measured = [], [], []

@@ -32,7 +32,9 @@ sys.path[:0] = [str(REPO / "app"), str(REPO / "tests")]
 
 from ray_local import loopback_cluster  # noqa: E402
 from s3server import SeaweedS3  # noqa: E402
-from specscope import bench, cluster, settings, store, sweep  # noqa: E402
+from specscope import settings, sweep
+from specscope.client import bench
+from specscope.results import store  # noqa: E402
 
 PROMPTS = REPO / "data" / "prompts" / "code-editing.jsonl"
 BUCKET, STORE = "team", "s3://team/results"
@@ -132,9 +134,9 @@ def main() -> None:
         try:
             try:
                 started = time.time()
-                result = cluster.run_on_ray(spec, address=ray_cluster.address, progress=progress)
+                result = sweep.execute(sweep.as_plan(spec), sweep.OnRay(ray_cluster.address), progress=progress)
                 took = time.time() - started
-                again = cluster.run_on_ray(spec, address=ray_cluster.address)
+                again = sweep.execute(sweep.as_plan(spec), sweep.OnRay(ray_cluster.address))
             finally:
                 ray.shutdown()
                 ray_cluster.shutdown()

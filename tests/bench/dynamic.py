@@ -4,7 +4,7 @@ In each of ``--rounds`` rounds (one run id per round, so each round divides by i
 
 1. A sweep of the cpu-smollm2 preset: the baseline and ngram at each fixed K, every concurrency,
    a fresh server per (method, K), on the code-editing prompts.
-2. In round 1, the schedule advised from those cells (``schedule.advise_schedule``, up to the
+2. In round 1, the schedule advised from those cells (``deploy.advise_schedule``, up to the
    preset's ``max_num_seqs``, the largest batch the server runs); later rounds keep it.
 3. One ngram server started with that schedule, measured at the same concurrencies as schedule
    cells of the round's run. Even rounds measure it before the fixed K, so a machine that drifts
@@ -35,8 +35,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from specscope import advisor, bench, explore, models, presets, schedule, settings, sweep, verdict
-from specscope.store import Store
+from specscope import settings, sweep
+from specscope.advice import deploy, fitting
+from specscope.analysis import explore, verdict
+from specscope.client import bench
+from specscope.engine import models, presets, schedule
+from specscope.results.store import Store
 
 PRESET = "cpu-smollm2"
 PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "code-editing.jsonl"
@@ -50,6 +54,18 @@ def measured(result: sweep.SweepResult) -> None:
     """Stop with the reasons when a sweep's cells failed."""
     if result.failed:
         sys.exit(f"{len(result.failed)} cells failed, e.g. {next(iter(result.failed.items()))}")
+
+
+def fixed(spec: dict) -> None:
+    """The round's fixed-K cells (and its baseline)."""
+    measured(sweep.run_sweep(sweep.SweepSpec(**spec), sweep.PresetLauncher(PRESET), progress=progress))
+
+
+def scheduled(spec: dict, advised: schedule.KSchedule) -> None:
+    """The round's cells of one server started with the advised schedule."""
+    with_schedule = sweep.SweepSpec(**spec, k_schedule=advised.text())
+    measured(sweep.run_sweep(with_schedule, sweep.PresetLauncher(PRESET), progress=progress, only=[
+        cell.cell_id for cell in sweep.plan_cells(with_schedule) if cell.schedule or not cell.k]))
 
 
 def main() -> int:
@@ -86,26 +102,20 @@ def main() -> int:
                     num_prompts=args.num_prompts, output_len=args.output_len, repeats=args.repeats,
                     run_id=f"dynamic-r{round_}")
         run_ids.append(spec["run_id"])
-
-        def fixed() -> None:
-            measured(sweep.run_sweep(sweep.SweepSpec(**spec), sweep.PresetLauncher(PRESET), progress=progress))
-
-        def scheduled() -> None:
-            with_schedule = sweep.SweepSpec(**spec, k_schedule=advised.text())
-            measured(sweep.run_sweep(with_schedule, sweep.PresetLauncher(PRESET), progress=progress, only=[
-                cell.cell_id for cell in sweep.plan_cells(with_schedule) if cell.schedule or not cell.k]))
-
         if advised is None:
-            fixed()
+            fixed(spec)
             rows = Store().speedup({"run_id": [spec["run_id"]], "method": ["ngram"]})
-            fit = advisor.fit_family(rows[rows["k_schedule"].isna()])
-            advised, _ = schedule.advise_schedule(fit, max_batch=max_batch)
+            fit = fitting.fit_family(rows[rows["k_schedule"].isna()])
+            advised, _ = deploy.advise_schedule(fit, max_batch=max_batch)
             print(f"advised from the fixed-K cells: {advised.text()} (fit error {fit.train_error():.1%}, "
                   f"{time.monotonic() - started:.0f} s so far)", flush=True)
-            scheduled()
+            scheduled(spec, advised)
+        elif round_ % 2 == 0:
+            scheduled(spec, advised)
+            fixed(spec)
         else:
-            for step in ((scheduled, fixed) if round_ % 2 == 0 else (fixed, scheduled)):
-                step()
+            fixed(spec)
+            scheduled(spec, advised)
         print(f"round {round_} done, {time.monotonic() - started:.0f} s so far", flush=True)
     runs, store = {"run_id": run_ids}, Store()
     curves = explore.curves_vs_concurrency(store, runs)
@@ -142,8 +152,8 @@ def report(rows, curves, advised: schedule.KSchedule, concs: tuple[int, ...], ma
         ratios.append(float(mine["output_throughput"].mean()) / float(best))
         at = curves[curves["concurrency"] == conc]
         cells = " ".join(f"{spread(at[at['curve'] == f'K={k}']):>17}" for k in ks)
-        print(f"{conc:>4} {cells} {'K=' + str(advised.k_at(min(conc, max_batch))) + ' ' + spread(at[at['scheduled']]):>21} "
-              f"{ratios[-1]:>6.3f}")
+        scheduled_text = f"K={advised.k_at(min(conc, max_batch))} {spread(at[at['scheduled']])}"
+        print(f"{conc:>4} {cells} {scheduled_text:>21} {ratios[-1]:>6.3f}")
     single = fixed_rows.groupby("k")["speedup"].mean()
     mean_schedule = float(sched_rows["speedup"].mean())
     print(f"mean speedup over concurrency: schedule {mean_schedule:.3f}, best single K={int(single.idxmax())} "

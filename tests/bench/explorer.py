@@ -29,7 +29,9 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
 
-from specscope import explore, store  # noqa: E402
+from specscope.analysis import explore
+from specscope.results import store, writing  # noqa: E402
+from specscope.schema import RESULT_SCHEMA  # noqa: E402
 
 METHODS = ["ngram", "suffix", "draft_model", "eagle3"]
 KS = list(range(1, 9))
@@ -65,7 +67,7 @@ def rows(cells: dict[str, np.ndarray], cell: np.ndarray, run: np.ndarray, repeat
         "acceptance_length": pa.array(np.where(method == "none", np.nan, 1 + 0.6 * k ** 0.7)),
         "status": pa.array(["ok"] * n),
     }
-    return store.to_table(pa.table(columns), store.RESULT_SCHEMA)
+    return writing.to_table(pa.table(columns), RESULT_SCHEMA)
 
 
 def one_run(n: int, seed: int = 0) -> pa.Table:
@@ -100,7 +102,7 @@ def main() -> None:
             table = make(n)
             for run in sorted(set(table.column("run_id").to_pylist())):
                 mask = pc.equal(table.column("run_id"), run)
-                store.write_results(table.filter(mask), run_id=run, directory=folder)
+                writing.write_results(table.filter(mask), run_id=run, directory=folder)
             del table
             stores[label] = store.Store(result_dirs=[folder], request_dirs=[])
             t0 = time.perf_counter()

@@ -24,7 +24,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from specscope import bench, prompts, provenance, settings
+from specscope import settings
+from specscope.client import bench, prompts
+from specscope.engine import provenance
 
 REPO = Path(__file__).resolve().parents[2]
 HELPER = Path(__file__).with_name("vllm_bench.py")

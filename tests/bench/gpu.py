@@ -29,8 +29,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from specscope import bench, provenance, settings, sweep
-from specscope.store import Store
+from specscope import settings, sweep
+from specscope.client import bench
+from specscope.engine import provenance
+from specscope.results.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPTS = ROOT / "data" / "prompts" / "code-editing.jsonl"

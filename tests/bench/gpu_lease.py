@@ -14,13 +14,17 @@ rounds as every SpecScope sweep with repeats runs.
 - ``woken``: the same cell (EAGLE-3 K=4, c=1, over the baseline) measured 3 times on fresh servers and
   3 times after each server slept (level 1) and woke, with 95% intervals: does waking change what is
   measured?
+- ``second``: after ``new``, in its home, the same sweep again under another run id: its servers are the ones
+  ``new`` kept for the lease (a GPU sweep's servers stay after it, asleep where memory is needed), so it should
+  spend almost none of its time starting servers.
 - ``report``: the figures, from what the phases wrote.
 
 A phase that would run past ``--budget`` seconds stops before its next server start and resumes when
 run again (the sweep keeps its cells); its wall time adds up. Without a GPU every phase but ``report``
 prints why it skipped and exits 0. Last line of ``report``:
 ``gpu_lease gpus=<n> cells=<n> repeats=<n> old_wall_s=<s> new_wall_s=<s> ratio=<new/old> start_s=<s> measure_s=<s>
-share=<measure/wall>`` (start_s, measure_s and share of the new way).
+share=<measure/wall>`` (start_s, measure_s and share of the new way), then, after ``second``,
+``gpu_pool second_sweep_start_share=<start/wall of the second sweep>``.
 
 Run (GPU machine): python tests/bench/gpu_lease.py --phase new --home /root/lease; ... --phase report
 """
@@ -34,7 +38,9 @@ import sys
 import time
 from pathlib import Path
 
-from specscope import bench, prompts, provenance, settings, sleepmode, stats, sweep, warmup
+from specscope import settings, stats, sweep
+from specscope.client import bench, prompts, sleepmode, warmup
+from specscope.engine import provenance
 from specscope.launch import gpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,7 +72,7 @@ def sweep_phase(way: str, home: Path, budget: float, repeats: int) -> None:
     """One way's sweep (resumed where an earlier command of the same way stopped)."""
     began = time.monotonic()
     plan = sweep.resolve(lease_spec(way, repeats))
-    launcher = sweep.launcher_for(plan.spec, sleep_mode=way == "new")
+    launcher = sweep.launcher_for(plan.spec, sweep.LaunchOptions(sleep_mode=way != "old"))
     finished = set(sweep.finished_cells(plan.run_id))
     seen: list[str] = []
 
@@ -100,7 +106,7 @@ def _measure(url: str, prompt_set: prompts.PromptSet) -> dict:
 
 def woken_phase(home: Path, rounds: int = 3) -> None:
     """The same cell on fresh servers, then after each sleep and wake of both."""
-    launcher = sweep.PresetLauncher(PRESET, synthetic_length=((0, 3.0),), starts_at_once=2)
+    launcher = sweep.PresetLauncher(PRESET, synthetic=sweep.Synthetic(lengths=((0, 3.0),)), starts_at_once=2)
     prompt_set = prompts.load(PROMPTS)
     started = launcher.start_many([("none", 0, {}), ("eagle3", 4, {})])
     failed = [str(s) for s in started if not isinstance(s, sweep.RunningServer)]
@@ -111,9 +117,10 @@ def woken_phase(home: Path, rounds: int = 3) -> None:
         for server in started:
             warmup.warm_up(server.url, concurrency=1, output_len=128, live=False)
         figures: dict[str, list[dict]] = {"fresh": [], "woken": []}
-        for r in range(rounds):
-            figures["fresh"].append({"base": _measure(base.url, prompt_set), "method": _measure(method.url, prompt_set)})
-        for r in range(rounds):
+        for _ in range(rounds):
+            figures["fresh"].append({"base": _measure(base.url, prompt_set),
+                                     "method": _measure(method.url, prompt_set)})
+        for _ in range(rounds):
             times = {}
             for server in started:
                 began = time.monotonic()
@@ -165,6 +172,11 @@ def report(home: Path, repeats: int) -> None:
     for e in entries:
         if e["way"] == "woken":
             _woken_report(e["figures"])
+    second = [e for e in entries if e["way"] == "second" and e.get("repeats", 1) == repeats]
+    if second:
+        wall = sum(e["wall_s"] for e in second)
+        start = sum(e["seconds"].get("start", 0.0) for e in second)
+        print(f"gpu_pool second_sweep_start_share={start / wall:.3f} second_wall_s={wall:.0f} start_s={start:.0f}")
     if "old" in ways and "new" in ways:
         old, new = ways["old"], ways["new"]
         start, measure = new["seconds"].get("start", 0.0), new["seconds"].get("measure", 0.0)
@@ -175,7 +187,7 @@ def report(home: Path, repeats: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--phase", choices=("old", "new", "woken", "report"), required=True)
+    parser.add_argument("--phase", choices=("old", "new", "second", "woken", "report"), required=True)
     parser.add_argument("--home", type=Path, default=Path(os.environ.get("SPECSCOPE_LEASE", "/tmp/specscope-lease")))
     parser.add_argument("--repeats", type=int, default=2,
                         help="measurements of every cell, in interleaved rounds (default %(default)s: an interval)")
@@ -189,7 +201,7 @@ def main() -> int:
         print(f"gpu_lease: skipped, no GPU here ({provenance.hardware_label()}); run it on a GPU machine")
         return 0
     os.environ["SPECSCOPE_MODELS"] = str(settings.models_dir())  # the shapes, wherever the home moves
-    os.environ["SPECSCOPE_HOME"] = str(args.home / args.phase)
+    os.environ["SPECSCOPE_HOME"] = str(args.home / ("new" if args.phase == "second" else args.phase))
     if args.phase == "woken":
         woken_phase(args.home)
     else:

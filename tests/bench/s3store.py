@@ -30,7 +30,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO / "app"), str(REPO / "tests")]
 
 from s3server import SeaweedS3, weed_binary  # noqa: E402
-from specscope import explore, shared, store  # noqa: E402
+from specscope.analysis import explore
+from specscope.results import shared, store, writing  # noqa: E402
 
 
 def run_rows(run: int, n: int, rng: np.random.Generator) -> pd.DataFrame:
@@ -82,7 +83,7 @@ def main() -> None:
             t0 = time.perf_counter()
             for run in range(args.runs):
                 rows = run_rows(run, args.rows // args.runs, rng)
-                path = store.write_results(rows, run_id=f"bench-run-{run:03d}")
+                path = writing.write_results(rows, run_id=f"bench-run-{run:03d}")
                 (local / "results").mkdir(parents=True, exist_ok=True)
                 (local / "results" / path.name).write_bytes(path.read_bytes())
                 assert shared.publish(f"bench-run-{run:03d}") is None

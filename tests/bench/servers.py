@@ -27,7 +27,9 @@ import httpx
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "app"))
 
-from specscope import launch, metrics, models, presets, prompts  # noqa: E402
+from specscope import launch
+from specscope.client import metrics, prompts
+from specscope.engine import models, presets  # noqa: E402
 
 SETS = ("code-editing", "open-chat", "summarisation")
 

@@ -23,7 +23,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "app"))
 
-from specscope import launch, presets  # noqa: E402
+from specscope import launch
+from specscope.engine import presets  # noqa: E402
 
 
 def main() -> None:

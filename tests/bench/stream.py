@@ -20,9 +20,9 @@ from pathlib import Path
 import httpx
 import openai
 
-from specscope.ngram import NgramConfig
-from specscope.steps import StepTracker
-from specscope.stream import GenerationRequest, StreamClient
+from specscope.client.stream import GenerationRequest, StreamClient
+from specscope.live.ngram import NgramConfig
+from specscope.live.steps import StepTracker
 from ui.tokens import legend_html, tokens_html
 
 CAPTURE = Path(__file__).resolve().parents[1] / "captures" / "ngram_chat_500.sse"
@@ -83,7 +83,8 @@ def main(rounds: int) -> int:
     y = statistics.median(theirs) / tokens * 1e6
     z = statistics.median(renders) * 1e3
     print(f"rounds={rounds} tokens={tokens} steps={len(provenance.steps)} chunks_source={provenance.source}")
-    print(f"specscope median {statistics.median(ours) * 1e3:.2f} ms/stream, openai {statistics.median(theirs) * 1e3:.2f} ms/stream")
+    print(f"specscope median {statistics.median(ours) * 1e3:.2f} ms/stream, "
+          f"openai {statistics.median(theirs) * 1e3:.2f} ms/stream")
     print(f"stream us_per_token={x:.2f} openai_us_per_token={y:.2f} ratio={x / y:.3f} render_4x500_ms={z:.2f}")
     return 0
 

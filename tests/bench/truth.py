@@ -29,8 +29,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from specscope import hygiene, stats, store, sweep
+from specscope import stats, sweep
 from specscope.cli.bench import ProgressBar
+from specscope.results import hygiene, store
 from specscope.schema import BASELINE_METHOD
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,7 +61,7 @@ def throughputs(run_id: str) -> dict[tuple[str, int, int], list[float]]:
     """Per (method, K, concurrency): output throughput of every ok repeat."""
     out: dict[tuple[str, int, int], list[float]] = {}
     for entry in sweep.finished_cells(run_id).values():
-        row = entry["row"]
+        row = entry.row
         if row.get("status") == "ok" and row.get("output_throughput"):
             out.setdefault((row["method"], row["k"], row["concurrency"]), []).append(row["output_throughput"])
     return out

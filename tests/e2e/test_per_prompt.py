@@ -1,6 +1,7 @@
 """The Explorer's per-prompt section in a real Chromium on the bundled CPU runs: speedup and
 acceptance by category and by prompt length are drawn for the mixed run, and on the code-editing
-run "Open in Live" opens Live with the slowest prompt filled in. SPECSCOPE_SHOTS=<folder> also saves the views as PNGs (1600x1000 and 1280x800)."""
+run "Open in Live" opens Live with the slowest prompt filled in. SPECSCOPE_SHOTS=<folder> also saves
+the views as PNGs (1600x1000 and 1280x800)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from specscope import per_prompt
-from specscope.store import Store
+from specscope.analysis import per_prompt
+from specscope.results.store import Store
 from ui.per_prompt import FOLDED
 
 pytestmark = pytest.mark.e2e

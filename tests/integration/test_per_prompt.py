@@ -48,8 +48,8 @@ def _independent(requests: Path) -> duckdb.DuckDBPyConnection:
 
 
 def test_category_speedups_and_slower_list_match_an_independent_query(run):
-    from specscope import per_prompt
-    from specscope.store import Store
+    from specscope.analysis import per_prompt
+    from specscope.results.store import Store
 
     run_id, requests = run
     con = _independent(requests)
@@ -80,9 +80,9 @@ def test_category_speedups_and_slower_list_match_an_independent_query(run):
 
 
 def test_the_cli_gives_the_same_figures(run, capsys):
-    from specscope import per_prompt
+    from specscope.analysis import per_prompt
     from specscope.cli import main
-    from specscope.store import Store
+    from specscope.results.store import Store
 
     run_id, _ = run
     assert main(["speedup", "--by", "category", "--run-id", run_id, "--json"]) == 0

@@ -4,6 +4,7 @@ same time, and the driver keeps every cell; bad cluster input is one sentence.""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -11,10 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from specscope import settings, store, sweep
+from specscope import settings, sweep
+from specscope.cli import bench as bench_cli
+from specscope.cli import build_parser
 from specscope.errors import ConfigError
+from specscope.results import store
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster]
+LAUNCH_FLAGS = ["--no-sleep", "--starts-at-once", "1", "--no-keep"]  # one flag per sweep.LaunchOptions field
 REPO = Path(__file__).resolve().parents[2]
 PROMPTS = (REPO / "data" / "prompts" / "code-editing.jsonl").resolve()
 
@@ -37,31 +42,42 @@ def ray_cluster(tmp_path_factory):
 
 
 @pytest.mark.many_servers  # a Ray cluster and its servers: no room for other tests' servers beside them
-def test_groups_run_at_once_on_two_nodes_and_every_cell_is_kept(ray_cluster, specscope_home):
-    from specscope import cluster
+def test_groups_run_at_once_on_two_nodes_and_every_cell_is_kept(ray_cluster, specscope_home, capsys, monkeypatch):
+    from specscope.cli import main
 
+    # through the CLI, so every launch option of `bench --ray` must reach the nodes' launchers
+    args = ["bench", "--preset", "cpu-smollm2", "--methods", "none,ngram", "--k", "2", "--concurrency", "1",
+            "--prompts", str(PROMPTS), "--num-prompts", "2", "--output-len", "16", "--run-id", "ray-two-nodes"]
+    results, execute = [], sweep.execute
+    monkeypatch.setattr(sweep, "execute", lambda *a, **kw: results.append(execute(*a, **kw)) or results[-1])
+    assert main([*args, "--ray", ray_cluster.address, *LAUNCH_FLAGS]) == 0
+    out = capsys.readouterr().out
+    given = dataclasses.asdict(bench_cli.options(build_parser().parse_args([*args, *LAUNCH_FLAGS])))
+    assert None not in given.values(), given  # every launch option is set by a flag above
+    for group in results[0].groups:  # what each node's launcher was handed
+        assert {name: group["launch"][name] for name in given} == given, group
+    assert "run ray-two-nodes: 2 cells ran" in out, out
+    assert out.count("servers started 1 at once, never asleep (--no-sleep)") == 2, out
     spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(2,), concurrencies=(1,),
-                           prompts=PROMPTS, num_prompts=2, output_len=16)
-    result = cluster.run_on_ray(spec, address=ray_cluster.address)
-    assert sorted(result.ran) == sorted(c.cell_id for c in sweep.plan_cells(spec)), result.failed
-    nodes = {group["node"] for group in result.groups}
-    assert len(nodes) == 2, result.groups
-    first, second = sorted(result.groups, key=lambda g: g["start"])
-    assert second["start"] < first["end"], result.groups  # the two groups overlapped in time
-    rows = store.Store().speedup({"run_id": [result.run_id]})
+                           prompts=PROMPTS, num_prompts=2, output_len=16, run_id="ray-two-nodes")
+    kept = sweep.finished_cells("ray-two-nodes")
+    assert sorted(kept) == sorted(c.cell_id for c in sweep.plan_cells(spec)) and all(k.ok for k in kept.values())
+    groups = [line for line in out.splitlines() if " node " in line]
+    assert len({line.split(" node ")[1].split(" ")[0] for line in groups}) == 2, out  # each group its own node
+    spans = sorted(tuple(line.split("), ")[1].split(" ")[0].split("-")) for line in groups)
+    assert spans[1][0] <= spans[0][1], out  # the two groups ran at the same time
+    rows = store.Store().speedup({"run_id": ["ray-two-nodes"]})
     assert sorted(rows["method"]) == ["ngram", "none"] and rows["speedup"].notna().all()
 
-    again = cluster.run_on_ray(spec, address=ray_cluster.address)  # a rerun measures nothing again
-    assert again.ran == [] and sorted(again.skipped) == sorted(result.ran)
+    again = sweep.execute(sweep.resolve(spec), sweep.OnRay(ray_cluster.address))  # a rerun measures nothing again
+    assert again.ran == [] and sorted(again.skipped) == sorted(kept)
 
 
 def test_a_preset_the_cluster_cannot_fit_is_refused_before_anything_starts(ray_cluster, specscope_home):
-    from specscope import cluster
-
     spec = sweep.SweepSpec(preset="llama33-70b-tp2", methods=("none",), ks=(), concurrencies=(1,),
                            prompts=PROMPTS, num_prompts=2, output_len=16)
     with pytest.raises(ConfigError, match="No node of the Ray cluster has 2 GPU"):
-        cluster.run_on_ray(spec, address=ray_cluster.address)
+        sweep.execute(sweep.resolve(spec), sweep.OnRay(ray_cluster.address))
     assert not sweep.run_dir(spec.resolved_run_id("x")).exists()
 
 

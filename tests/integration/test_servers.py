@@ -19,7 +19,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from specscope import catalog, launch, metrics, models, presets, prompts, settings
+from specscope import launch, settings
+from specscope.client import metrics, prompts
+from specscope.engine import models, presets, vllms
 from specscope.errors import ConfigError, LaunchFailed
 
 pytestmark = pytest.mark.integration
@@ -111,9 +113,9 @@ def test_a_method_the_installed_version_lacks(home, monkeypatch):
     _user_preset('model = "local:SmolLM2-135M-Instruct"\n[methods.medusa]\nmodel = "org/medusa-heads"\n')
     preset = presets.get_preset("mine")
     assert launch.plan(preset, "medusa").state.speculative_config["method"] == "medusa"
-    without_medusa = catalog.installed_methods() - {"medusa", "mlp_speculator"}
-    monkeypatch.setattr(catalog, "installed_vllm", lambda: ("vllm", "0.33.0"))
-    monkeypatch.setattr(catalog, "installed_methods", lambda: without_medusa)
+    without_medusa = vllms.installed_methods() - {"medusa", "mlp_speculator"}
+    monkeypatch.setattr(vllms, "installed_vllm", lambda: ("vllm", "0.33.0"))
+    monkeypatch.setattr(vllms, "installed_methods", lambda: without_medusa)
     with pytest.raises(ConfigError, match=r"^vLLM 0.33.0 does not accept method 'medusa'; it is accepted by vLLM "
                                           r"before 0.33.0"):
         launch.plan(preset, "medusa")

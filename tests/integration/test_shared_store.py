@@ -8,8 +8,8 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from specscope import shared, store
-from specscope.store import Store
+from specscope.results import shared, writing
+from specscope.results.store import Store
 
 pytestmark = pytest.mark.cluster  # SeaweedFS from PyPI; no vLLM server
 
@@ -50,7 +50,7 @@ def _objects(s3_server, prefix_url: str) -> dict[str, int]:
 def test_a_run_from_one_home_shows_in_another_within_ten_seconds_and_leaves_when_deleted(
         shared_store, s3_server, tmp_path, monkeypatch):
     _use_home(monkeypatch, tmp_path / "a")
-    store.write_results(_rows("run-from-a"), run_id="run-from-a")
+    writing.write_results(_rows("run-from-a"), run_id="run-from-a")
     assert shared.publish("run-from-a") is None
     assert "run-from-a.parquet" in _objects(s3_server, shared_store)
 
@@ -61,7 +61,7 @@ def test_a_run_from_one_home_shows_in_another_within_ten_seconds_and_leaves_when
     assert not (tmp_path / "b" / "results" / "run-from-a.parquet").exists()  # mirrored, not B's own run
 
     _use_home(monkeypatch, tmp_path / "a")  # A writes another run while B keeps reading
-    store.write_results(_rows("run-later", "suffix"), run_id="run-later")
+    writing.write_results(_rows("run-later", "suffix"), run_id="run-later")
     assert shared.publish("run-later") is None
     _use_home(monkeypatch, tmp_path / "b")
     print(f"new run visible in the other home after {_within(10, lambda: 'run-later' in seen()):.1f} s")
@@ -73,7 +73,7 @@ def test_a_run_from_one_home_shows_in_another_within_ten_seconds_and_leaves_when
 
 def _publish_fails(monkeypatch, tmp_path, expected: str) -> None:
     _use_home(monkeypatch, tmp_path / "home")
-    path = store.write_results(_rows("run-kept"), run_id="run-kept")
+    path = writing.write_results(_rows("run-kept"), run_id="run-kept")
     problem = shared.publish("run-kept")
     assert problem and expected in problem and "stay on this machine" in problem, problem
     assert path.exists() and pq.read_table(path).num_rows == 2  # nothing lost

@@ -38,19 +38,19 @@ def swept(server):
 def test_free_and_constrained_cells_record_their_format_validity_and_gaps(swept):
     result, cells = swept
     assert sorted(result.ran) == ["ngram-k4-c1", "ngram-k4-c1-constrained"], result.failed
-    free, constrained = cells["ngram-k4-c1"]["row"], cells["ngram-k4-c1-constrained"]["row"]
+    free, constrained = cells["ngram-k4-c1"].row, cells["ngram-k4-c1-constrained"].row
     assert (free["response_format"], free["valid_share"]) == ("none", None)
     assert (constrained["response_format"], constrained["valid_share"]) == ("json_schema", 1.0)
     assert free["total_output_tokens"] == 2 * OUTPUT_LEN  # EOS ignored: the fixed length
     assert free["max_itl_ms"] > 0 and constrained["max_itl_ms"] > 0
-    requests = cells["ngram-k4-c1-constrained"]["requests"]
+    requests = cells["ngram-k4-c1-constrained"].requests
     assert [(r["response_format"], r["valid"]) for r in requests] == [("json_schema", True)] * 2
     assert all(r["max_itl_ms"] >= r["mean_itl_ms"] > 0 for r in requests)
-    assert [r["valid"] for r in cells["ngram-k4-c1"]["requests"]] == [None, None]
+    assert [r["valid"] for r in cells["ngram-k4-c1"].requests] == [None, None]
 
 
 def test_constrained_answers_validate_against_their_own_schema(server, swept):
-    from specscope import bench, prompts
+    from specscope.client import bench, prompts
 
     load = bench.LoadSpec(base_url=server.url, num_prompts=3, output_len=OUTPUT_LEN, structured=True)
     cell = bench.run_sync(bench.run_load(load, prompts.load(PROMPTS)))

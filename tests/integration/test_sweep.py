@@ -45,7 +45,7 @@ def sweep_home(specscope_home, monkeypatch):
 def _cells(run_id: str) -> dict[str, dict]:
     from specscope import sweep
 
-    return {cell_id: entry["row"] for cell_id, entry in sweep.finished_cells(run_id).items()}
+    return {cell_id: kept.row for cell_id, kept in sweep.finished_cells(run_id).items()}
 
 
 SWEEP_ARGS = ["bench", "--preset", "cpu-smollm2", "--methods", "none,ngram", "--k", "4", "--concurrency", "1,2",
@@ -60,7 +60,8 @@ def resumed(home):
     two servers at once), stopped by SIGTERM after its first 3 cells and started again, which
     finishes it. Its tests check different things about it: the resume, and the rounds' order.
     Returns the run id, the cells the first run kept, its output and the second run."""
-    from specscope import prompts, sweep
+    from specscope import sweep
+    from specscope.client import prompts
 
     run_id = sweep.SweepSpec(prompts=PROMPTS.resolve(), **SPEC).resolved_run_id(prompts.load(PROMPTS).sha256)
     argv = [str(Path(sys.executable).with_name("specscope")), *SWEEP_ARGS]
@@ -84,7 +85,8 @@ def resumed(home):
 
 
 def test_sweep_lands_in_explorer_and_a_killed_sweep_resumes_without_repeating(resumed):
-    from specscope import store, sweep
+    from specscope import sweep
+    from specscope.results import store
 
     run_id, kept, first_output, left_running, second = resumed
     assert "interrupted; finished results are kept" in first_output
@@ -116,7 +118,7 @@ def test_a_two_repeat_sweep_measures_every_cell_once_per_round(resumed):
     """The stored ``created_at`` order is round-robin (every cell of round 1, baseline included, before
     any cell of round 2), across the stop and the resume; the sweep reports an estimate of the time
     left while it runs and its total time at the end."""
-    from specscope import store
+    from specscope.results import store
 
     run_id, _, _, _, second = resumed
     assert "left)" in second.stderr, second.stderr
@@ -133,7 +135,8 @@ def test_a_two_repeat_sweep_measures_every_cell_once_per_round(resumed):
 
 @pytest.mark.few_servers  # one server
 def test_a_server_killed_mid_sweep_fails_only_its_cell(sweep_home):
-    from specscope import bench, launch, sweep
+    from specscope import launch, sweep
+    from specscope.client import bench
 
     spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none",), ks=(), concurrencies=(1, 2, 3),
                            prompts=PROMPTS.resolve(), num_prompts=4, output_len=16)
@@ -153,7 +156,7 @@ def test_a_server_killed_mid_sweep_fails_only_its_cell(sweep_home):
     cells = _cells(result.run_id)
     assert cells["none-k0-c2"]["status"] == "failed" and cells["none-k0-c2"]["error"] == reason
     assert cells["none-k0-c1"]["status"] == "ok" and cells["none-k0-c1"]["completed"] == 4
-    from specscope import store
+    from specscope.results import store
 
     stored = store.Store().query("SELECT concurrency, status, error FROM results WHERE run_id = ? "
                                  "ORDER BY concurrency", [result.run_id])

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from specscope import catalog, launch, sweep
-from specscope.store import Store
+from specscope import launch, sweep
+from specscope.engine import vllms
+from specscope.results.store import Store
 
 pytestmark = [pytest.mark.integration, pytest.mark.few_servers]  # at most three servers at once
 
@@ -17,7 +18,7 @@ SCHEDULE = "1:2,2-256:1"
 
 
 def test_a_sweep_measures_the_schedule_beside_the_fixed_k(home):
-    if not catalog.has_k_schedule():
+    if not vllms.has_k_schedule():
         pytest.skip("the installed vLLM takes no num_speculative_tokens_per_batch_size")
     spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("ngram",), ks=(2,), concurrencies=(1, 2),
                            prompts=PROMPTS, num_prompts=4, output_len=16, k_schedule=SCHEDULE)

@@ -33,7 +33,9 @@ def named_python(tmp_path_factory) -> str:
 def swept(home, named_python):
     """One sweep over the named interpreter (and an installed second version, if any): its rows and
     the server states it left behind."""
-    from specscope import settings, store, sweep, vllms
+    from specscope import settings, sweep
+    from specscope.engine import vllms
+    from specscope.results import store
 
     if not (settings.models_dir() / "SmolLM2-135M-Instruct" / "config.json").exists():
         pytest.skip("The CPU demo model is missing; run `specscope models prepare`")
@@ -64,7 +66,7 @@ def test_the_server_ran_from_the_named_interpreter(swept, named_python):
 
 
 def test_rows_record_each_interpreters_vllm_and_torch(swept):
-    from specscope import provenance, vllms
+    from specscope.engine import provenance, vllms
 
     choices, rows, _ = swept
     assert len(rows) == len(choices) and set(rows["status"]) == {"ok"}

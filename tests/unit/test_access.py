@@ -7,13 +7,17 @@ import json
 import os
 import stat
 import threading
+from types import SimpleNamespace
 
 import pytest
-from local_http import Answering, serving
 
-from specscope import access, datasets, importers, launch, live, models, probe, prompts, sweeplock
+from local_http import Answering, serving
+from specscope import access, launch, live, sweep
+from specscope.client import probe, prompt_library
+from specscope.client.stream import GenerationRequest
+from specscope.engine import models
 from specscope.errors import Busy, ConfigError, NotAllowed
-from specscope.stream import GenerationRequest
+from specscope.results import datasets, importers
 
 VIEWER = access.Actor("viewer session 1234abcd", operator=False)
 OPERATOR = access.Actor("operator session 5678ef00", operator=True)
@@ -85,7 +89,7 @@ def test_an_installed_resolver_decides_and_acting_as_overrides_it(specscope_home
 
 
 def _refusals(tmp_path, plan):
-    bundled = sorted((prompts.bundled_sets()))[0]
+    bundled = sorted(prompt_library.bundled_sets())[0]
     session_specs = [live.PaneSpec("a", "http://127.0.0.1:9"), live.PaneSpec("b", "http://127.0.0.1:9")]
     session = live.LiveSession.create(session_specs, GenerationRequest(prompt="hi", max_tokens=4), "fair")
     return {
@@ -97,16 +101,18 @@ def _refusals(tmp_path, plan):
         "start": lambda: launch.start(plan),
         "import": lambda: importers.import_upload("r.json", b"{}"),
         "ruiz": lambda: datasets.download_ruiz(url="http://127.0.0.1:9/x"),
-        "prompt set": lambda: prompts.save(bundled.read_bytes(), bundled.name),
+        "prompt set": lambda: prompt_library.save(bundled.read_bytes(), bundled.name),
         "models": lambda: models.prepare(tmp_path / "models"),
-        "sweep": lambda: sweeplock.take("run-1"),
+        "sweep": lambda: sweep.lock.take("run-1"),
+        "sweep on a cluster": lambda: sweep.claim(SimpleNamespace(run_id="run-1"), sweep.OnRay("127.0.0.1:9")),
         "live": session.start,
         "live session": lambda: live.LiveSession.create(session_specs, GenerationRequest(prompt="hi"), "fair"),
     }
 
 
 @pytest.mark.parametrize("action", ["stop", "stop_all", "attach", "forget", "cleanup", "start", "import", "ruiz",
-                                    "prompt set", "models", "sweep", "live", "live session"])
+                                    "prompt set", "models", "sweep", "sweep on a cluster", "live",
+                                    "live session"])
 def test_every_changing_call_refuses_a_viewer_before_it_does_anything(specscope_home, tmp_path, action):
     plan = launch.plan_for("cpu-smollm2", "none") if action == "start" else None  # needs vLLM installed
     call = _refusals(tmp_path, plan)[action]
@@ -118,13 +124,13 @@ def test_every_changing_call_refuses_a_viewer_before_it_does_anything(specscope_
 
 def test_one_sweep_at_a_time_names_who_holds_it(specscope_home):
     with access.acting_as(OPERATOR):
-        lock = sweeplock.take("run-a")
+        lock = sweep.lock.take("run-a")
         with pytest.raises(Busy, match=r"run-a, started by operator session 5678ef00"):
-            sweeplock.take("run-b")
+            sweep.lock.take("run-b")
         lock.release()
-        with sweeplock.held("run-b"):
-            assert sweeplock.holder()["run_id"] == "run-b"
-    assert sweeplock.holder() is None
+        with sweep.lock.machine("run-b"):
+            assert sweep.lock.holder()["run_id"] == "run-b"
+    assert sweep.lock.holder() is None
 
 
 class _Answers(Answering):
@@ -187,7 +193,7 @@ def test_attach_records_who_attached(specscope_home, answers_url):
     ("s3://team/specscope", "https://AKIAEXAMPLE:very-secret-key@s3.example.internal"),
 ])
 def test_s3_keys_in_a_url_are_refused_without_repeating_them(monkeypatch, store, endpoint):
-    from specscope import shared
+    from specscope.results import shared
 
     monkeypatch.setenv("SPECSCOPE_STORE", store)
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)

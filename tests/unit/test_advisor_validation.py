@@ -9,12 +9,12 @@ import socket
 
 import pytest
 
-from specscope import advisor, calibrate, schedule
-from specscope.store import Store
+from specscope.advice import advisor, calibrate, deploy, fitting
+from specscope.results.store import Store
 
 
-def _fit(method: str, dataset: str, version: str | None = None) -> advisor.FamilyFit:
-    fits = advisor.fit_families(Store().speedup({"method": [method], "dataset": [dataset]}))
+def _fit(method: str, dataset: str, version: str | None = None) -> fitting.FamilyFit:
+    fits = fitting.fit_families(Store().speedup({"method": [method], "dataset": [dataset]}))
     return next(f for f in fits if version is None or f.keys.get("vllm_version") == version)
 
 
@@ -34,7 +34,7 @@ def test_leave_one_out_predicts_each_point_from_a_fit_without_it(specscope_home)
     assert len(held) == fit.fitted_points == 4
     train = fit.rows[fit.rows["train"]]
     first = train.index[0]
-    refit = advisor.fit_family(fit.rows.drop(index=first).drop(columns=["al", "train"]))
+    refit = fitting.fit_family(fit.rows.drop(index=first).drop(columns=["al", "train"]))
     row = train.loc[first]
     assert held.iloc[0]["predicted"] == pytest.approx(refit.predict(int(row["k"]), float(row["concurrency"])))
     error = fit.held_out_error()
@@ -46,12 +46,12 @@ def test_leave_one_out_predicts_each_point_from_a_fit_without_it(specscope_home)
 
 
 def test_a_schedule_past_the_measured_concurrencies_says_it_extrapolates(specscope_home):
-    one = schedule.advice(_fit("ngram", "code-editing", "0.31.0"))
-    assert one["extrapolated"] and one["measured_concurrencies"] == [1]
+    one = deploy.answer(_fit("ngram", "code-editing", "0.31.0")).as_dict()
+    assert one["extrapolated"] and [c["concurrency"] for c in one["concurrencies"]] == [1]
     assert one["note"].startswith("Measured at concurrency 1 only: the K for batch sizes 2-256 is not measured")
     assert "not validated" in one["note"] and one["ranges"][-1]["source"].endswith("(1)")
-    two = schedule.advice(_fit("suffix", "code-editing"), max_batch=4)
-    assert not two["extrapolated"] and two["measured_concurrencies"] == [1, 4]
+    two = deploy.answer(_fit("suffix", "code-editing"), max_batch=4).as_dict()
+    assert not two["extrapolated"] and [c["concurrency"] for c in two["concurrencies"]] == [1, 4]
 
 
 def test_a_calibration_says_which_machine_measured_it(specscope_home):

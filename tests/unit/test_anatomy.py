@@ -1,4 +1,4 @@
-"""The step anatomy's arithmetic (specscope.anatomy): a step split into verify, draft and overhead from
+"""The step anatomy's arithmetic (specscope.analysis.anatomy): a step split into verify, draft and overhead from
 result rows of a baseline, a near-free drafter (ngram), the method and its draft model served alone."""
 
 from __future__ import annotations
@@ -8,7 +8,10 @@ import math
 import pandas as pd
 import pytest
 
-from specscope import advisor, anatomy, presets, stats
+from specscope import stats
+from specscope.advice import advisor, fitting
+from specscope.analysis import anatomy
+from specscope.engine import presets
 from specscope.errors import ConfigError
 
 SETUP = dict(source="specscope", hardware="cpu-2core", host="box", vllm_version="0.32.0", torch_version="2.13.0+cpu",
@@ -183,13 +186,13 @@ def test_the_advisor_takes_the_measured_cost_per_token_where_one_k_was_measured(
     groups = pd.DataFrame([{"concurrency": 1, "d0": 1.0, "d1": 0.35, "train_ks": [4], "baseline_step_ms": 10.0},
                            {"concurrency": 4, "d0": 1.2, "d1": 0.2, "train_ks": [2, 4], "baseline_step_ms": 12.0}])
     cost = advisor.theory.CostCurve((1.0, 4.0), (1.0, 1.2), (0.35, 0.2))
-    fit = advisor.FamilyFit({"method": "draft_model"}, 0.7, 0.0, 0.7, 0.7, 0.0, cost, groups, pd.DataFrame(), None)
-    changed = advisor.with_parts(fit, {1.0: 0.3, 4.0: 0.9})
+    fit = fitting.FamilyFit({"method": "draft_model"}, 0.7, 0.0, 0.7, 0.7, 0.0, cost, groups, pd.DataFrame(), None)
+    changed = fitting.with_parts(fit, {1.0: 0.3, 4.0: 0.9})
     d0, d1 = changed.cost.at(1.0)
     assert (d0, d1) == pytest.approx((2.4 - 0.3 * 4, 0.3))  # through the measured D(4) = 2.4, slope from parts
     assert changed.cost.at(4.0) == pytest.approx((1.2, 0.2))  # two K measured there: the fit stays
     assert list(changed.groups["cost_from"]) == ["measured parts", "fit"]
-    assert advisor.with_parts(fit, {}) is fit
+    assert fitting.with_parts(fit, {}) is fit
 
 
 def test_the_drafter_preset_serves_the_draft_model_alone(specscope_home):
@@ -202,3 +205,35 @@ def test_the_drafter_preset_serves_the_draft_model_alone(specscope_home):
         anatomy.drafter_preset("cpu-smollm2", "ngram")
     with pytest.raises(ConfigError, match="cannot be served alone"):
         anatomy.drafter_preset("shape-llama31-8b", "eagle3")
+
+
+def test_a_free_and_a_constrained_cell_are_two_setups_never_one_stacked_bar(specscope_home):
+    """The bundled structured run measured ngram K=4 free and constrained: each is a setup of its own in "Where a
+    step goes" (one bar each, one table row each), and the speedup panel's axis sits on its right, away from the
+    D(K) axis title of the panel beside it."""
+    from specscope.results.store import Store
+    from ui import anatomy as view
+
+    table = view._with_labels(anatomy.from_store(Store(), {"run_id": ["specscope-cpu-structured"]}))
+    assert len(table) == 2 and table["setup"].nunique() == 2
+    assert sum("constrained (json_schema)" in s for s in table["setup"]) == 1
+    for setup in table["setup"]:
+        fig = view.figure(table, setup)
+        speedups = [t for t in fig.data if t.name == "speedup"]
+        assert len(speedups) == 1 and list(speedups[0].x) == ["ngram K=4"]
+        assert list(view._table(table[table["setup"] == setup])["method, K"]) == ["ngram K=4"]
+        assert fig.layout.yaxis3.side == "right" and fig.layout.yaxis2.title.text == "D(K), plain steps"
+
+
+def test_the_table_put_together_from_its_setups_is_the_table_of_all_rows(specscope_home):
+    from specscope.results.store import Store
+
+    frame = Store().speedup()  # the bundled runs: several setups, hosts and vLLM versions
+    parts = anatomy.by_setup(frame)
+    assert len(parts) > 1 and sum(len(p) for p in parts) == frame["mean_tpot_ms"].notna().sum()
+    whole = anatomy.table(frame)
+    joined = pd.concat([anatomy.table(p) for p in parts], ignore_index=True)
+    order = ["model", "hardware", "host", "vllm_version", "method", "concurrency", "k", "run_id"]
+    whole, joined = (f[whole.columns].sort_values(order, key=lambda s: s.astype(str)).reset_index(drop=True)
+                     for f in (whole, joined))
+    pd.testing.assert_frame_equal(*(f.astype(object).where(f.notna(), None) for f in (whole, joined)))

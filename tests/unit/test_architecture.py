@@ -1,6 +1,7 @@
 """The architecture as tests, read from the source with ``ast`` and ``tokenize`` (nothing is imported):
 
 - no import cycle among the modules under ``app/``, imports inside functions included;
+- the library's packages are floors (``FLOORS``): no import goes up one;
 - no run of 6 statements appears twice in ``app/`` with the same shape (names and literals aside);
 - every public library function and class says what it does in a docstring.
 """
@@ -32,7 +33,8 @@ def _module_name(root: Path, path: Path) -> str:
 def import_graph(root: Path) -> dict[str, set[str]]:
     """Module -> the modules under ``root`` it imports anywhere in its body (functions included).
 
-    ``from pkg import name`` points at ``pkg.name`` when that is a module, else at ``pkg``.
+    ``from pkg import name`` points at ``pkg.name`` when that is a module, else at ``pkg``; importing a
+    module also points at the package inits above it (they run first), the importer's own aside.
     """
     paths = {_module_name(root, p): p for p in _sources(root)}
     graph: dict[str, set[str]] = {name: set() for name in paths}
@@ -49,7 +51,13 @@ def import_graph(root: Path) -> dict[str, set[str]]:
                                     + ([node.module] if node.module else []))
                 targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in paths else base
                            for alias in node.names]
-            graph[name].update(t for t in targets if t in paths and t != name)
+            for target in (t for t in targets if t in paths and t != name):
+                graph[name].add(target)
+                # importing pkg.sub runs pkg/__init__.py first: an edge to every package above the target,
+                # but the importer's own (its package is already being imported when it runs)
+                parts = target.split(".")
+                graph[name].update(parent for parent in (".".join(parts[:i]) for i in range(1, len(parts)))
+                                   if parent in paths and parent != name and not name.startswith(parent + "."))
     return graph
 
 
@@ -90,8 +98,54 @@ def test_no_import_cycle_under_app():
     assert "specscope.launch.process" in graph and "specscope.sweep" in graph
     assert "specscope.launch" in graph["specscope.sweep.launchers"]  # sweeps start servers through launch
     assert not any(m.startswith("specscope.sweep") for m in graph["specscope.launch.process"])
-    assert not any(m.startswith("specscope.launch") for m in graph["specscope.store"])  # /proc sits below both
+    assert not any(m.startswith("specscope.launch") for m in graph["specscope.results.store"])  # /proc sits below both
     assert cycles(graph) == []
+
+
+# The library's floors, lowest first: a module imports only from its own floor or a lower one.
+FLOORS = ("ground", "engine", "client", "results", "analysis", "launch", "sweep", "advice", "live", "cli",
+          "ui", "views", "dashboard", "main")
+GROUND = {"specscope", *(f"specscope.{name}" for name in
+                         ("schema", "settings", "errors", "formats", "files", "stats", "procfs", "access"))}
+
+
+def floor(module: str) -> str:
+    parts = module.split(".")
+    if module in GROUND or parts[0] != "specscope":
+        return "ground" if module in GROUND else parts[0]
+    return parts[1]
+
+
+def test_every_import_goes_to_the_same_floor_or_below():
+    graph = import_graph(APP)
+    assert {floor(m) for m in graph} <= set(FLOORS), {floor(m) for m in graph} - set(FLOORS)  # a new module: place it
+    up = sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
+                if FLOORS.index(floor(b)) > FLOORS.index(floor(a)))
+    assert up == [], up
+
+
+def test_an_import_up_a_floor_is_found(tmp_path):
+    for name, body in {"engine/__init__.py": "", "engine/catalog.py": "from specscope.client import probe\n",
+                       "client/__init__.py": "", "client/probe.py": "", "__init__.py": ""}.items():
+        (tmp_path / "specscope" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "specscope" / name).write_text(body)
+    graph = import_graph(tmp_path)
+    up = {(a, b) for a, targets in graph.items() for b in targets if FLOORS.index(floor(b)) > FLOORS.index(floor(a))}
+    assert up == {("specscope.engine.catalog", "specscope.client.probe"),
+                  ("specscope.engine.catalog", "specscope.client")}  # the module, and the package init run first
+
+
+def test_a_cycle_through_a_package_init_is_found(tmp_path):
+    """pkg/__init__.py imports pkg.inner.a; other.py imports pkg.inner.b, which runs pkg/__init__.py (and so
+    pkg.inner.a) first; pkg.inner.a imports other: a circle through the init."""
+    inner = tmp_path / "pkg" / "inner"
+    inner.mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("from pkg.inner import a\n")
+    (inner / "__init__.py").write_text("")
+    (inner / "a.py").write_text("import other\n")
+    (inner / "b.py").write_text("")
+    (tmp_path / "other.py").write_text("from pkg.inner import b\n")
+    assert cycles(import_graph(tmp_path)) == [["other", "pkg", "pkg.inner.a"]]
 
 
 def test_a_cycle_hidden_in_a_function_is_found(tmp_path):
@@ -197,3 +251,18 @@ def test_public_library_functions_have_a_docstring(path):
                         if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
                         and not m.name.startswith("_") and not ast.get_docstring(m)]
     assert missing == [], f"{path.name}: give these a one-line docstring"
+
+
+ROOM_LIMITS = {"specscope/sweep": 300, "specscope/live": 300}  # lines a module there may have; elsewhere 500
+
+
+def test_no_module_outgrows_its_room():
+    """Small modules: none over 500 lines under app/, none over 300 in the sweep and live packages."""
+    grown = []
+    for path in sorted(APP.rglob("*.py")):
+        where = path.relative_to(APP).as_posix()
+        limit = next((n for room, n in ROOM_LIMITS.items() if where.startswith(room + "/")), 500)
+        lines = len(path.read_text().splitlines())
+        if lines > limit:
+            grown.append(f"{where}: {lines} lines (at most {limit})")
+    assert not grown, grown

@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from specscope import bench, metrics
+from specscope.client import bench, metrics
+from specscope.client.prompts import parse
 from specscope.errors import ConfigError
-from specscope.prompts import parse
+from specscope.results.writing import to_table
 from specscope.schema import REQUEST_COLUMNS, REQUEST_SCHEMA, RESULT_COLUMNS, RESULT_SCHEMA
-from specscope.store import to_table
 
 SPEC = bench.LoadSpec(base_url="http://127.0.0.1:8000/v1", max_concurrency=2, output_len=5)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from specscope import bench
-from specscope.prompts import parse
+from specscope.client import bench
+from specscope.client.prompts import parse
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 SPEC = bench.LoadSpec(base_url="http://vllm.test", model="smol", output_len=24)

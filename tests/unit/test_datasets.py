@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from specscope import datasets
 from specscope.errors import InputError
-from specscope.store import Store
+from specscope.results import datasets
+from specscope.results.store import Store
 
 SHARED = Path("/work/shared/data")
 RUIZ_COPY = SHARED / datasets.RUIZ_FILENAME

@@ -7,10 +7,12 @@ import io
 import pandas as pd
 import pytest
 
-from specscope import explore, importers, provenance
-from specscope import store as store_module
+from specscope import schema, settings
+from specscope.analysis import explore
+from specscope.engine import provenance
+from specscope.results import importers, writing
+from specscope.results.store import Store
 from specscope.schema import CALIBRATION_SOURCE
-from specscope.store import Store
 from ui import charts, k_charts
 
 
@@ -87,7 +89,7 @@ def _repeated_run(directory, run_id, ks, host="box"):
                          "host": host, "output_len": 64, "temperature": 0.0, "concurrency": 1,
                          "method": "none" if k == 0 else "ngram", "k": k, "repeat": i,
                          "output_throughput": v, "acceptance_length": 1.5 if k else None, "status": "ok"})
-    store_module.write_results(rows, run_id=run_id, directory=directory)
+    writing.write_results(rows, run_id=run_id, directory=directory)
 
 
 def test_intervals_reach_the_figures_and_the_best_k_table(tmp_path):
@@ -111,13 +113,16 @@ def test_intervals_reach_the_figures_and_the_best_k_table(tmp_path):
     assert explore.interval_summary(best) == "All 1 speedups carry a 95% interval."
 
 
-def test_two_runs_of_one_setup_fold_into_a_mean_with_an_interval_over_runs(tmp_path):
+def test_two_runs_of_one_setup_combine_their_own_intervals(tmp_path):
     _repeated_run(tmp_path, "first", [2])
     _repeated_run(tmp_path, "second", [2])
     [point] = explore.speedup_vs_k(Store(result_dirs=[tmp_path], request_dirs=[])).to_dict("records")
+    [one] = explore.speedup_vs_k(Store(result_dirs=[tmp_path], request_dirs=[]), {"run_id": ["first"]}).to_dict(
+        "records")
     assert point["runs"] == 2 and point["repeats"] == 8
-    # identical runs: the interval over runs collapses onto the mean
-    assert point["speedup_lo"] == pytest.approx(point["speedup"]) == pytest.approx(point["speedup_hi"])
+    # identical runs: the same figure, and an interval narrower than one run's (twice the repeats)
+    assert point["speedup"] == pytest.approx(one["speedup"])
+    assert one["speedup_lo"] < point["speedup_lo"] < point["speedup"] < point["speedup_hi"] < one["speedup_hi"]
 
 
 def test_speedup_vs_k_colours_a_concurrency_alike_in_every_chart_and_keeps_names_as_data(ruiz_store):
@@ -126,8 +131,12 @@ def test_speedup_vs_k_colours_a_concurrency_alike_in_every_chart_and_keeps_names
                                                     "<img src=x onerror=alert(1)>"))
     setups = explore.k_sweep_setups(hostile)[:3]
     drawn = k_charts.speedup_vs_k(hostile, setups)
-    scales = {str(chart.to_dict()["layer"][-1]["encoding"]["color"]["scale"]) for _, chart in drawn}
-    assert len(drawn) == 3 and len(scales) == 1  # one concurrency -> one colour across the charts
+    colours = {}
+    for _, chart in drawn:
+        scale = chart.to_dict()["layer"][-1]["encoding"]["color"]["scale"]
+        for concurrency, colour in zip(scale["domain"], scale["range"]):
+            colours.setdefault(concurrency, set()).add(colour)
+    assert len(drawn) == 3 and all(len(c) == 1 for c in colours.values())  # one concurrency -> one colour
     # Vega draws titles and tooltips as text (never HTML), so a name is kept verbatim, not escaped
     titles = [chart.to_dict()["title"]["text"] for _, chart in drawn]
     assert "<img src=x onerror=alert(1)>" in titles
@@ -187,7 +196,7 @@ def test_the_landing_setup_is_a_real_drafter_like_the_headline_best():
 def _k_sweeps() -> pd.DataFrame:
     """Four setups measured at K 2 and 4 (eagle3 on two vLLM versions), best first: eagle3, ngram, suffix."""
     def point(method: str, version: str, k: int, speedup: float) -> dict:
-        keys = dict.fromkeys(store_module.SETUP_KEYS, "x")
+        keys = dict.fromkeys(schema.SETUP_KEYS, "x")
         return {**keys, "method": method, "vllm_version": version, "k": k, "speedup": speedup,
                 "setup": f"{method} · vLLM {version}"}
     return pd.DataFrame([point(m, v, k, s * k) for m, v, s in (("eagle3", "0.24.0", 2.0), ("eagle3", "0.26.0", 1.9),
@@ -195,3 +204,25 @@ def _k_sweeps() -> pd.DataFrame:
                          for k in (2, 4)])
 
 
+
+
+def test_two_setups_side_by_side_list_only_their_own_concurrencies_in_shared_colours():
+    frame = pd.DataFrame([{"setup": s, "k": k, "speedup": 1.1, "speedup_lo": None, "speedup_hi": None, "concurrency": c}
+                          for s, cs in (("a", (1, 4)), ("b", (1, 16))) for c in cs for k in (2, 4)])
+    scales = {}
+    for setup, chart in k_charts.speedup_vs_k(frame, ["a", "b"]):
+        encoding = next(layer for layer in chart.to_dict()["layer"] if layer["mark"]["type"] == "line")["encoding"]
+        scale = encoding["color"]["scale"]
+        scales[setup] = dict(zip(scale["domain"], scale["range"]))
+    assert list(scales["a"]) == [1, 4] and list(scales["b"]) == [1, 16]  # no legend entry without data
+    assert scales["a"][1] == scales["b"][1] and scales["a"][4] != scales["b"][16]  # one colour per concurrency
+
+
+def test_the_best_k_tab_shows_short_headers_and_the_setup_whole():
+    bundled = Store(result_dirs=[settings.bundled_data_dir() / "results"], request_dirs=[])
+    filters = {"method": ["ngram"], "dataset": ["code-editing"]}
+    shown = k_charts.best_k_shown(explore.best_k_table(explore.by_concurrency(bundled, filters),
+                                                       explore.speedup_vs_k(bundled, filters)))
+    assert list(shown.columns[:6]) == ["setup", "concurrency", "K", "speedup [95%]", "tied with", "AL"]
+    assert set(shown["tied with"]) <= {"", "K 2", "K 4"} and "K 2" in set(shown["tied with"])
+    assert set(shown["baseline"]) == {"its run"} and all(" · " in s for s in shown["setup"])

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specscope import explore
-from specscope.store import Store
+from specscope.analysis import explore
+from specscope.results.store import Store
 from ui import charts, k_charts
 
 

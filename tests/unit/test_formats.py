@@ -9,12 +9,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import httpx
-import local_http
 import pytest
 
-from specscope import bench, formats, prompts, sweep, warmup
-from specscope.sweep import measure
+import local_http
+from specscope import formats, sweep
+from specscope.client import bench, prompts, warmup
 from specscope.errors import InputError
+from specscope.sweep import measure
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 BUNDLED = Path(__file__).resolve().parents[2] / "data" / "prompts" / "json-extraction.jsonl"
@@ -146,7 +147,7 @@ def test_an_answer_that_breaks_its_format_says_why():
 
 
 def _chunks(capture: str) -> list:
-    from specscope import sse, stream
+    from specscope.client import sse, stream
 
     lines = (CAPTURES / capture).read_bytes().decode().splitlines()
     parsed = [stream.parse_event(data, i / 10) for i, data in
@@ -155,7 +156,8 @@ def _chunks(capture: str) -> list:
 
 
 def test_live_sends_the_format_and_says_whether_each_real_answer_follows_it():
-    from specscope import live, stream
+    from specscope import live
+    from specscope.client import stream
 
     prompt = prompts.load(BUNDLED).prompts[0]
     request = stream.GenerationRequest(prompt=prompt.text, chat=True,
@@ -244,3 +246,18 @@ def test_a_server_warm_up_sends_each_format_the_sweep_will_measure():
     assert all(r["max_completion_tokens"] == 32 for r in seen)
     texts = {m["content"] for r in seen for m in r["messages"]}
     assert not texts & {p.text for p in chosen}
+
+
+def test_a_schema_with_three_errors_reports_all_three_each_where_it_is():
+    from specscope.client import prompts
+
+    schema = {"type": "object", "properties": {"age": {"type": "integr"}, "name": {"maxLength": -1}},
+              "required": "name"}
+    record = {"id": "p1", "prompt": "Extract the person.",
+              "response_format": {"type": "json_schema", "json_schema": {"name": "person", "schema": schema}}}
+    found = prompts.problems((json.dumps(record) + "\n").encode(), "people.jsonl")
+    assert [(p.line, p.field) for p in found] == [(1, "response_format")] * 3
+    texts = [str(p) for p in found]
+    assert any("at properties/age/type: 'integr' is not valid" in t for t in texts)
+    assert any("at properties/name/maxLength: -1 is less than the minimum of 0" in t for t in texts)
+    assert any("at required: 'name' is not of type 'array'" in t for t in texts)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specscope import freshness, metrics
-from specscope.freshness import AnswerLog, Freshness
+from specscope.client import metrics
 from specscope.launch import registry
+from specscope.live import freshness
+from specscope.live.freshness import AnswerLog, Freshness
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 

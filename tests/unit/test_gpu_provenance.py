@@ -10,13 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from specscope import advisor, explore, provenance, shapes, sweep
-from specscope import store as store_module
+from specscope import sweep
+from specscope.advice import fitting
+from specscope.analysis import explore
+from specscope.engine import provenance, shapes
+from specscope.engine.presets import get_preset
 from specscope.errors import ConfigError
 from specscope.launch import host
 from specscope.launch.command import API_SERVER, VllmInstall, build
-from specscope.presets import get_preset
-from specscope.store import Store
+from specscope.results import writing
+from specscope.results.store import Store
 
 # What `nvidia-smi --query-gpu=name,memory.total --format=csv,noheader,nounits` printed on such machines.
 SMI = {
@@ -75,7 +78,7 @@ def test_a_vllm_on_path_is_asked_its_version(tmp_path, monkeypatch):
     script.write_text("#!/bin/sh\necho 'INFO some log line'\necho 0.24.0\n")
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
-    monkeypatch.setattr(host.catalog, "installed_vllm", lambda: None)
+    monkeypatch.setattr(host.vllms, "installed_vllm", lambda: None)
     found = host.installed_vllm()
     assert (found.dist, found.version, found.server) == ("vllm", "0.24.0", (str(script), "serve"))
     assert found.methods is None and found.per_request_args == ()
@@ -124,21 +127,21 @@ def _row(method, k, throughput, **extra):
 def test_synthetic_and_real_acceptance_are_two_setups_with_one_baseline(tmp_path):
     rows = [_row("none", 0, 30.0), _row("eagle3", 3, 60.0, acceptance="synthetic"),
             _row("eagle3", 3, 45.0, acceptance="real")]
-    store_module.write_results(rows, run_id="gpu", directory=tmp_path)
+    writing.write_results(rows, run_id="gpu", directory=tmp_path)
     points = explore.speedup_vs_k(Store(result_dirs=[tmp_path], request_dirs=[])).set_index("acceptance")
     assert points.loc["synthetic", "speedup"] == pytest.approx(2.0)
     assert points.loc["real", "speedup"] == pytest.approx(1.5)
     assert "dummy weights, synthetic acceptance" in points.loc["synthetic", "setup"]
     assert "synthetic" not in points.loc["real", "setup"]
     # the advisor fits drafters: the synthetic rows measure the engine, so only the real family is fitted
-    [fit] = advisor.fit_families(Store(result_dirs=[tmp_path], request_dirs=[]).speedup())
-    assert fit.keys["acceptance"] == "real" and "synthetic" not in advisor.family_label(fit.keys)
+    [fit] = fitting.fit_families(Store(result_dirs=[tmp_path], request_dirs=[]).speedup())
+    assert fit.keys["acceptance"] == "real" and "synthetic" not in fitting.family_label(fit.keys)
 
 
 def test_rows_of_other_weights_or_vllm_never_share_a_baseline(tmp_path):
-    store_module.write_results([_row("none", 0, 30.0, weights="real"), _row("eagle3", 3, 60.0, acceptance="synthetic")],
+    writing.write_results([_row("none", 0, 30.0, weights="real"), _row("eagle3", 3, 60.0, acceptance="synthetic")],
                                run_id="a", directory=tmp_path)
-    store_module.write_results([_row("none", 0, 20.0, vllm_version="0.32.0"),
+    writing.write_results([_row("none", 0, 20.0, vllm_version="0.32.0"),
                                 _row("eagle3", 3, 50.0, vllm_version="0.32.0", acceptance="synthetic")],
                                run_id="b", directory=tmp_path)
     cells = Store(result_dirs=[tmp_path], request_dirs=[]).speedup().set_index("run_id")

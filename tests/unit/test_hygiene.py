@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from specscope import bench, hygiene, metrics
+from specscope.client import bench, metrics
+from specscope.results import hygiene
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 # one real /proc/<pid>/stat line (a process whose name has a space and parentheses)
@@ -42,6 +43,7 @@ def test_a_clean_cell_passes_every_check():
     ("foreign_cpu", 0.4, 0.05, "foreign_cpu"),
     ("lossless_mismatches", 3, 0, "lossless"),
     ("completed", 6, 8, "few_requests"),
+    ("valid_share", 0.5, 1.0, "invalid_answers"),
 ])
 def test_each_field_check_triggers_and_stays_quiet(field, bad, good, check):
     assert check in hygiene.flags({**CLEAN, field: bad}, repeats=3)
@@ -143,3 +145,9 @@ def test_flagged_ids_read_a_cell_folded_over_repeats():
     assert hygiene.flagged_ids("") == [] and hygiene.flagged_ids(None) == []
     assert hygiene.flagged_ids(float("nan")) == []  # a failed row's null, read through pandas
     assert hygiene.flagged_ids("not_a_check") == []
+
+
+def test_a_row_written_before_a_check_existed_fails_it_by_its_own_columns():
+    assert hygiene.row_ids({"hygiene": "waves", "valid_share": 0.5}) == ["waves", "invalid_answers"]
+    assert hygiene.row_ids({"hygiene": "", "valid_share": float("nan")}) == []
+    assert hygiene.row_ids({"hygiene": None, "valid_share": None}) == []

@@ -1,4 +1,4 @@
-"""One name for a setup (specscope.identity): every key that separates rows shows wherever a number does."""
+"""One name for a setup (specscope.results.identity): every key that separates rows shows wherever a number does."""
 
 from __future__ import annotations
 
@@ -8,9 +8,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from specscope import explore, identity, intervals, models, versions
+from specscope.analysis import explore, intervals, versions
+from specscope.cli import layout
 from specscope.cli import main as cli_main
-from specscope.store import Store
+from specscope.engine import models
+from specscope.results import identity
+from specscope.results.store import Store
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 ROW = {"source": "specscope", "model": "HuggingFaceTB/SmolLM2-135M-Instruct", "method": "ngram",
@@ -73,17 +76,19 @@ def test_the_same_setup_on_two_vllm_versions_reads_as_two(bundled):
     """The bundled versions run measured ngram K=4 on 0.31.0 and 0.32.0, and the code-editing run measured
     it on 0.32.0 too: the speedup-vs-K panel keeps the versions apart, and the 0.32.0 point says it folds
     two runs and opens into each run's figure."""
-    vs_k = explore.speedup_vs_k(bundled, {"method": ["ngram"], "dataset": ["code-editing"]})
+    vs_k = explore.speedup_vs_k(bundled, {"method": ["ngram"], "dataset": ["code-editing"], "hardware": ["cpu-2core"]})
     at_k4 = vs_k[(vs_k["k"] == 4) & (vs_k["concurrency"] == 1)]
     assert len(at_k4) == 2 and at_k4["setup"].nunique() == 2
     assert {"vLLM 0.31.0", "vLLM 0.32.0"} == {s.split(" · ")[-1] for s in at_k4["setup"]}
     folded = at_k4[at_k4["vllm_version"] == "0.32.0"].iloc[0]
     assert folded["runs"] == 2 and "(mean of 2 runs)" in intervals.row_text(folded.to_dict())
-    runs = explore.point_runs(bundled, {"method": ["ngram"], "dataset": ["code-editing"]})
+    runs = explore.point_runs(bundled, {"method": ["ngram"], "dataset": ["code-editing"], "hardware": ["cpu-2core"]})
     assert sorted(runs["run_id"]) == ["specscope-cpu-code-editing", "specscope-cpu-versions"]
     assert sorted(runs["speedup"].round(3)) == [1.516, 1.658]
-    assert runs["speedup"].mean() == pytest.approx(folded["speedup"])
-    text = versions.speedup_by(bundled, {"method": ["ngram"]})
+    # the runs combined by their own intervals: between the two, narrower than either run's interval
+    assert runs["speedup"].min() < folded["speedup"] < runs["speedup"].max()
+    assert ((folded["speedup_hi"] - folded["speedup_lo"]) < (runs["speedup_hi"] - runs["speedup_lo"])).all()
+    text = layout.render(versions.speedup_by(bundled, {"method": ["ngram"], "hardware": ["cpu-2core"]}))
     assert "(mean of 2 runs)" in text
     assert "run specscope-cpu-code-editing 1.658×" in text and "run specscope-cpu-versions 1.516×" in text
     records = json.loads(versions.speedup_by(bundled, {"method": ["ngram"]}, as_json=True))
@@ -92,13 +97,15 @@ def test_the_same_setup_on_two_vllm_versions_reads_as_two(bundled):
 
 
 def test_speedup_best_names_vllm_run_and_the_mean_of_the_point(bundled, specscope_home, capsys):
-    assert cli_main(["speedup", "--best", "--method", "ngram", "--dataset", "code-editing"]) == 0
+    assert cli_main(["speedup", "--best", "--wide", "--method", "ngram", "--dataset", "code-editing",
+                     "--hardware", "cpu-2core"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert "vLLM" in out[0] and "run" in out[0]
-    k4 = [line for line in out[1:] if " 1 4 " in line]
+    assert "vLLM" in out[0] and "baseline from" in out[0]
+    k4 = [line for line in out[1:] if " 1  4 " in line]
     assert len(k4) == 2 and {"0.31.0" in line for line in k4} == {True, False}
-    assert any("run specscope-cpu-code-editing, one of 2 runs of this point (their mean 1.587×" in line for line in k4)
-    assert cli_main(["speedup", "--best", "--method", "ngram", "--dataset", "code-editing", "--json"]) == 0
+    assert any("run specscope-cpu-code-editing, one of 2 runs of this point (their mean 1.618×" in line for line in k4)
+    assert cli_main(["speedup", "--best", "--method", "ngram", "--dataset", "code-editing", "--hardware", "cpu-2core",
+                     "--json"]) == 0
     records = json.loads(capsys.readouterr().out)
     at = {(r["vllm_version"], r["concurrency"]): r for r in records}
     assert at[("0.32.0", 1)]["point_runs"] == 2 and at[("0.32.0", 1)]["run_id"] == "specscope-cpu-code-editing"
@@ -114,10 +121,10 @@ def test_advise_names_each_group_apart(bundled, specscope_home, capsys):
 
 
 def test_the_best_k_table_names_the_run_of_each_best_k(bundled):
-    filters = {"method": ["ngram"], "dataset": ["code-editing"]}
+    filters = {"method": ["ngram"], "dataset": ["code-editing"], "hardware": ["cpu-2core"]}
     table = explore.best_k_table(explore.by_concurrency(bundled, filters), explore.speedup_vs_k(bundled, filters))
     assert table["setup"].nunique() == 2  # 0.31.0 and 0.32.0 apart
     measured = set(table["measured by"])
     assert "run specscope-cpu-versions" in measured
-    assert any(m.startswith("run specscope-cpu-code-editing, one of 2 runs of this point (their mean 1.587×")
+    assert any(m.startswith("run specscope-cpu-code-editing, one of 2 runs of this point (their mean 1.618×")
                for m in measured), measured

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from specscope import importers
 from specscope.cli import main
 from specscope.errors import InputError
-from specscope.store import Store
+from specscope.results import importers
+from specscope.results.store import Store
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from specscope import explore, intervals
+from specscope.analysis import explore, intervals
 
 
 def test_bounds_in_brackets_asymmetric_as_they_are():

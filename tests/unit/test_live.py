@@ -10,9 +10,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from specscope import live, steps
+from specscope import live
+from specscope.client.stream import Chunk, GenerationRequest
 from specscope.errors import ConfigError, InputError
-from specscope.stream import Chunk, GenerationRequest
+from specscope.live import steps
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 NGRAM = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
@@ -74,10 +75,12 @@ def test_a_pane_whose_server_refuses_keeps_the_others_going():
 def test_fair_replay_plays_back_on_recorded_times():
     run = session("fair")
     last = run.replay_length_s
-    assert last > 0 and run.replaying(now=100.0)  # every pane is done: playback starts at 100 s
-    assert run.replay_started == 100.0 and not run.replaying(now=100.0 + last + 1)
-    early = run.views(now=100.0 + last / 100)
-    full = run.views(now=100.0 + last + 1)
+    assert last > 0 and run.replaying(now=100.0)  # every pane is done: playback starts REPLAY_LEAD_S after 100 s
+    start = 100.0 + live.REPLAY_LEAD_S
+    assert run.replay_started == start and not run.replaying(now=start + last + 1)
+    assert sum(v.metrics.tokens for v in run.views(now=100.0)) == 0  # the lead-in: the panes drawn, empty
+    early = run.views(now=start + last / 100)
+    full = run.views(now=start + last + 1)
     assert sum(v.metrics.tokens for v in early) < sum(v.metrics.tokens for v in full) == 110
     assert not any(v.done for v in early) and all(v.done for v in full)
     assert full[1].lossless is True and early[1].lossless is None
@@ -194,11 +197,11 @@ def test_decode_speed_is_apart_from_ttft_which_may_decide_the_end_to_end_figure(
     """A 27-token answer: TPOT twice as good as the baseline's, but a slow first token."""
     base = live.PaneMetrics(tokens=27, ttft_ms=100.0, tpot_ms=20.0)
     slow_start = live.PaneMetrics(tokens=27, ttft_ms=400.0, tpot_ms=10.0)
-    figures = live._decode_and_ttft(base, slow_start)
+    figures = live.figures.decode_and_ttft(base, slow_start)
     assert figures["decode_speedup"] == pytest.approx(2.0) and figures["ttft_decides"]
     quick_start = live.PaneMetrics(tokens=27, ttft_ms=110.0, tpot_ms=10.0)
-    assert not live._decode_and_ttft(base, quick_start)["ttft_decides"]  # decoding decides
-    assert live._decode_and_ttft(base, live.PaneMetrics(tokens=1, ttft_ms=90.0)) == {}  # one token: no TPOT
+    assert not live.figures.decode_and_ttft(base, quick_start)["ttft_decides"]  # decoding decides
+    assert live.figures.decode_and_ttft(base, live.PaneMetrics(tokens=1, ttft_ms=90.0)) == {}  # one token: no TPOT
 
 
 def test_repeated_runs_of_a_setup_give_an_interval_that_stays_above_zero():

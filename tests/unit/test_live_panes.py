@@ -7,11 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from specscope import live
-from specscope.stream import parse_event
-from ui.live_panes import pane_html
-
 from html_tags import parsed
+from specscope import live
+from specscope.client.stream import parse_event
+from ui.live_panes import describe_source, pane_html
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 
@@ -54,7 +53,7 @@ def test_where_the_colours_come_from_is_a_plain_sentence_with_the_detail_on_hove
     views = {v.spec.label: v for v in finished_views()}
     estimated = views["draft_model"]
     assert estimated.provenance.ambiguous == 1
-    plain, detail = live.describe_source(estimated.provenance)
+    plain, detail = describe_source(estimated.provenance)
     assert plain == ("Colours come from the server's counts, which fit the text in more than one way at "
                      "1 place: the colours there are a best guess.")
     assert "1 step that drafted nothing could sit in more than one place" in detail
@@ -63,10 +62,10 @@ def test_where_the_colours_come_from_is_a_plain_sentence_with_the_detail_on_hove
     assert source["title"] == detail
     for jargon in ("labels:", "steps that drafted nothing", "1 steps", "(estimated)"):
         assert jargon not in tags.text, jargon
-    assert live.describe_source(views["ngram"].provenance)[0].startswith("Colours are exact")
-    assert live.describe_source(views["none"].provenance)[0] == "No speculation: every token is the model's own."
+    assert describe_source(views["ngram"].provenance)[0].startswith("Colours are exact")
+    assert describe_source(views["none"].provenance)[0] == "No speculation: every token is the model's own."
     two = replace(estimated.provenance, ambiguous=2)
-    assert "at 2 places:" in live.describe_source(two)[0]
+    assert "at 2 places:" in describe_source(two)[0]
 
 
 def test_every_metric_has_a_definition_on_hover():
@@ -80,9 +79,9 @@ def test_every_metric_has_a_definition_on_hover():
 def test_while_streaming_the_sentence_does_not_claim_what_the_end_may_change():
     session = live.load_recording(CAPTURES / "live_4panes.json")
     pane = next(p for p in session.panes if p.spec.label == "draft_model")
-    assert live.describe_source(pane.view_chunks([])[0])[0] == "Waiting for the first tokens."
+    assert describe_source(pane.view_chunks([])[0])[0] == "Waiting for the first tokens."
     streaming = pane.view_chunks(pane.chunks[:5])[0]
-    assert streaming.source == "chunks" and "come at the end" in live.describe_source(streaming)[0]
+    assert streaming.source == "chunks" and "come at the end" in describe_source(streaming)[0]
 
 
 def test_a_pane_says_whether_its_answer_follows_the_response_format_escaped():

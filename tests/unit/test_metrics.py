@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from specscope import metrics
+from specscope.client import metrics
 from specscope.errors import ServerError
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"

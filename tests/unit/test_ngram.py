@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specscope.errors import ConfigError
-from specscope.ngram import NgramConfig, NgramProposer, NgramReplay, rebuild_steps
+from specscope.live.ngram import NgramConfig, NgramProposer, NgramReplay, rebuild_steps
 
 
 def vllm_kmp_port(tokens: list[int], min_n: int, max_n: int, max_model_len: int, k: int) -> list[int]:

@@ -11,10 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specscope import per_prompt, prompts, run_results, store, sweep
+from specscope import sweep
+from specscope.analysis import per_prompt, run_results
 from specscope.cli import main
+from specscope.client import prompt_library, prompts
 from specscope.errors import ConfigError, InputError
-from specscope.store import Store
+from specscope.results import writing
+from specscope.results.store import Store
 
 BUNDLED = Path(__file__).resolve().parents[2] / "data" / "requests" / "specscope-cpu-code-editing.parquet"
 RUN = "specscope-cpu-code-editing"
@@ -69,10 +72,10 @@ def _request(prompt_id, method, k, concurrency, e2el_ms, category=None, tokens=4
 
 def _run(run_id: str, requests: list[dict], dataset: str = "mine") -> None:
     cells = {(r["method"], r["k"], r["concurrency"]) for r in requests}
-    store.write_results([{"source": "specscope", "model": "m", "dataset": dataset, "method": m, "k": k,
+    writing.write_results([{"source": "specscope", "model": "m", "dataset": dataset, "method": m, "k": k,
                           "concurrency": c, "output_throughput": 10.0, "status": "ok"} for m, k, c in cells],
                         run_id=run_id)
-    store.write_requests(requests, run_id=run_id)
+    writing.write_requests(requests, run_id=run_id)
 
 
 def test_a_prompt_pairs_with_the_baseline_of_its_own_run_and_concurrency(specscope_home, monkeypatch):
@@ -131,11 +134,11 @@ def test_prompt_sets_carry_a_category_in_jsonl_and_csv():
 
 
 def test_every_bundled_set_gives_each_prompt_a_category(capsys):
-    categories = {path.stem: {p.category for p in prompts.load(path).prompts} for path in prompts.bundled_sets()}
+    categories = {path.stem: {p.category for p in prompts.load(path).prompts} for path in prompt_library.bundled_sets()}
     assert categories["code-editing"] == {"coding"} and categories["open-chat"] == {"chat"}
     assert categories["summarisation"] == {"summarisation"}
     assert categories["mixed"] == {"coding", "chat", "summarisation"}
-    mixed = next(path for path in prompts.bundled_sets() if path.stem == "mixed")
+    mixed = next(path for path in prompt_library.bundled_sets() if path.stem == "mixed")
     assert main(["prompts", "check", str(mixed)]) == 0
     assert "categories: chat 4, coding 4, summarisation 4" in capsys.readouterr().out
 
@@ -178,3 +181,15 @@ def test_a_prompt_pairs_with_the_baseline_of_its_own_format_and_vllm(specscope_h
     assert labels == {"", " constrained", " vLLM 0.31.0"}
     assert set(grouped.loc[grouped["method"] == "none", "cell"]) == {
         "none-k0-c1", "none-k0-c1-constrained", "none-k0-c1-vllm0.31.0"}
+
+
+def test_a_constrained_cell_is_a_trace_of_its_own_in_the_category_charts(specscope_home):
+    """The bundled structured run measured ngram K=4 free and constrained on one set: each has its own trace,
+    and the legend says which (one trace for both drew constrained points in the free cell's colour)."""
+    from ui.per_prompt import by_group
+
+    grouped = per_prompt.by(Store(), "category", {"run_id": ["specscope-cpu-structured"]})
+    for value in ("speedup", "acceptance_length"):
+        traces = [t for t in by_group(grouped, value, "t", "y").data if t.showlegend]
+        assert [t.name for t in traces] == ["ngram K=4 c=1", "ngram K=4 c=1 constrained"]
+        assert traces[0].marker.color != traces[1].marker.color

@@ -2,7 +2,7 @@
 
 import pytest
 
-from specscope import catalog, models, presets
+from specscope.engine import catalog, models, presets
 from specscope.errors import ConfigError
 
 

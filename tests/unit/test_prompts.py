@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from specscope import prompts
+from specscope.client import prompt_library, prompts
 from specscope.errors import InputError
 
 
@@ -115,17 +116,17 @@ def test_file_level_problems_have_line_numbers():
 
 def test_save_stores_under_content_hash_once(specscope_home):
     data = jsonl({"prompt": "a"}, {"prompt": "b"})
-    prompt_set, path = prompts.save(data, "My Set!.jsonl")
+    prompt_set, path = prompt_library.save(data, "My Set!.jsonl")
     assert path.parent.name == prompt_set.sha256[:16] and path.name == "My-Set.jsonl"
     assert path.read_bytes() == data
-    assert prompts.save(data, "My Set!.jsonl")[1] == path
-    assert prompts.stored_sets() == [path]
+    assert prompt_library.save(data, "My Set!.jsonl")[1] == path
+    assert prompt_library.stored_sets() == [path]
     with pytest.raises(InputError):
-        prompts.save(b"{", "bad.jsonl")
+        prompt_library.save(b"{", "bad.jsonl")
 
 
 def test_bundled_sets_parse():
-    names = {prompts.load(p).name: len(prompts.load(p)) for p in prompts.bundled_sets()}
+    names = {prompts.load(p).name: len(prompts.load(p)) for p in prompt_library.bundled_sets()}
     assert set(names) >= {"open-chat", "code-editing", "summarisation"}
     assert all(10 <= n <= 30 for n in names.values())
 

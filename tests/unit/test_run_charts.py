@@ -1,5 +1,7 @@
 """Runs page charts and table text: per-request format named, intervals and badges written out."""
 
+import html
+
 import pandas as pd
 
 from ui import run_charts, run_table
@@ -18,7 +20,8 @@ FRAME = pd.DataFrame([
 def test_per_prompt_acceptance_names_the_per_request_format_and_escapes_prompt_ids():
     fig = run_charts.per_prompt_acceptance(FRAME)
     assert "metrics.speculative_decoding" not in fig.layout.title.text  # a plain title, the field on hover
-    assert "as the server reported it" in fig.layout.title.text and len(fig.layout.title.text) < 80
+    # a title that fits half a laptop page; the axis says whose count it is
+    assert len(fig.layout.title.text) <= 44 and "server's count" in fig.layout.yaxis.title.text
     assert "metrics.speculative_decoding" in fig.data[0].hovertemplate
     assert list(fig.data[0].x) == ["&lt;b&gt;p1&lt;/b&gt;"]
     assert [trace.name for trace in fig.data] == ["ngram K=4 c=1", "ngram K=4 c=1 vLLM 0.31.0"]  # one trace a variant
@@ -31,7 +34,9 @@ def test_per_prompt_speedup_speaks_plainly():
 
 def test_without_per_request_figures_the_chart_says_so():
     fig = run_charts.per_prompt_acceptance(FRAME.assign(acceptance_rate=None))
-    assert "did not report per-request" in fig.layout.annotations[0].text
+    lines = html.unescape(fig.layout.annotations[0].text).split("<br>")
+    assert " ".join(lines).startswith("No acceptance per prompt: this run's servers reported no per-request")
+    assert all(len(line) <= 44 for line in lines)  # fits half of a 1280-pixel page: no word cut at its edges
 
 
 def test_table_text_for_repeats_single_runs_and_unbounded_speedups():
@@ -50,15 +55,24 @@ def test_table_text_for_repeats_single_runs_and_unbounded_speedups():
          "speedup": 1.25, "speedup_interval": "unbounded", "hygiene": None},
     ])
     table = run_table.display_table(cells)
-    assert table["tok/s [95%]"].tolist()[:3] == ["40.0 [38.0, 42.0]", "60.0 [55.0, 65.0]", "70.0 (1 run: no interval)"]
-    assert table["speedup [95%]"].tolist() == ["1.000× (baseline)", "1.500× [1.300, 1.700]",
-                                               "1.750× (1 run: no interval)",
+    assert table["tok/s [95%]"].tolist()[:3] == ["40.0 [38.0, 42.0]", "60.0 [55.0, 65.0]", "70.0"]  # once: repeats 1
+    assert table["speedup [95%]"].tolist() == ["1.000× (baseline)", "1.500× [1.300, 1.700]", "1.750×",
                                                "1.250× (baseline too noisy for an interval)"]
-    assert table["checks"].tolist() == ["✓", "⚠ Synchronized waves · ⚠ Too few requests for an interval",
-                                        "⚠ Too few requests for an interval", "–"]
+    assert table["checks"].tolist() == ["✓", "⚠ waves · few requests", "⚠ few requests", "–"]
+    assert "status" not in table and "error" not in table  # every cell ok
     counts = run_table.hygiene_counts(cells)
     assert counts["few_requests"] == 2 and counts["waves"] == 1 and counts["lossless"] == 0
 
 
 def test_the_k_axis_starts_at_the_smallest_k_not_zero():
     assert k_axis().to_dict()["scale"]["zero"] is False
+
+
+def test_the_prompt_preview_names_each_format_and_no_empty_output_tokens():
+    from specscope import settings
+    from specscope.client import prompts
+
+    preview = run_table.preview(prompts.load(settings.bundled_data_dir() / "prompts" / "json-extraction.jsonl"))
+    assert "output tokens" not in preview  # no prompt sets its own: the sweep's length applies
+    assert set(preview["format"]) == {"json_schema"} and set(preview["category"]) == {"extraction"}
+    assert not preview.isna().any().any()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import pyarrow as pa
-import pytest
 import pyarrow.parquet as pq
+import pytest
 
-from scheduled_rows import SCHEDULE, row as _row
+from scheduled_rows import SCHEDULE
+from scheduled_rows import row as _row
+from specscope.results.store import Store
+from specscope.results.writing import write_results
 from specscope.schema import RESULT_SCHEMA
-from specscope.store import Store, write_results
 
 
 def _rows() -> list[dict]:
@@ -47,7 +49,7 @@ def test_files_without_the_column_still_load(tmp_path):
 
 
 def test_explorer_draws_the_schedule_as_its_own_curve(tmp_path):
-    from specscope import explore
+    from specscope.analysis import explore
     from ui import charts
 
     write_results(_rows(), run_id="r1", directory=tmp_path)
@@ -65,9 +67,9 @@ def test_explorer_draws_the_schedule_as_its_own_curve(tmp_path):
 
 def test_the_advisor_fits_fixed_k_rows_only(tmp_path):
     """A schedule's rows carry its maximum K; fitted as K=4 they would lift K=4 at concurrency 4."""
-    from specscope import advisor
+    from specscope.advice import fitting
 
     rows = [{**row, "acceptance_length": 1.0 + 0.4 * row["k"] if row["k"] else None} for row in _rows()]
     write_results(rows, run_id="r1", directory=tmp_path)
-    [fit] = advisor.fit_families(Store(result_dirs=[tmp_path], request_dirs=[]).speedup())
+    [fit] = fitting.fit_families(Store(result_dirs=[tmp_path], request_dirs=[]).speedup())
     assert fit.rows["k_schedule"].isna().all() and len(fit.rows) == 4

@@ -11,9 +11,9 @@ import pytest
 
 from local_http import Answering, serving
 from specscope import sweep
-from specscope.launch import command, gpus
+from specscope.engine.presets import MethodEntry, Preset
 from specscope.errors import ConfigError, LaunchFailed
-from specscope.presets import MethodEntry, Preset
+from specscope.launch import command, gpus
 from specscope.sweep.pool import ServerPool
 from specscope.sweep.run import _lane_cells, time_split
 

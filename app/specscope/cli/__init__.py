@@ -1,7 +1,8 @@
 """The specscope command: see and measure speculative decoding on vLLM.
 
 Each submodule of this package adds its subcommands through ``register(subparsers)``
-and handles them in the function it sets as ``func``. Errors a user can cause are
+and handles them in the function it sets as ``func`` (``layout``, which fits tables and prose to the
+terminal, adds none). Errors a user can cause are
 printed as one sentence with exit status 1.
 """
 
@@ -27,7 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         module = importlib.import_module(f"{__name__}.{info.name}")
-        module.register(subparsers)
+        if hasattr(module, "register"):  # a helper module (layout) adds no command
+            module.register(subparsers)
     return parser
 
 

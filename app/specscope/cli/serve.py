@@ -1,4 +1,5 @@
-"""``specscope serve | ps | stop | attach | demo | models prepare | models shapes``: servers from presets and the CPU demo."""
+"""``specscope serve | ps | stop | attach | demo | models prepare | models shapes``: servers from presets and the
+CPU demo."""
 
 from __future__ import annotations
 
@@ -6,9 +7,14 @@ import json
 import os
 import sys
 
-from specscope import launch, models, presets, schedule, shapes, sweep
+import pandas as pd
+
+from specscope import launch, sweep
+from specscope.advice import deploy
+from specscope.cli import layout
+from specscope.engine import models, presets, schedule, shapes
 from specscope.errors import ConfigError, LaunchFailed
-from specscope.launch import dashboard
+from specscope.launch import dashboard, kept
 
 __all__ = ["register", "DEMO_PRESET", "DEMO_METHODS"]
 
@@ -87,10 +93,16 @@ def _start(preset: str, method: str, k: int | None, *, port: int | None = None, 
            vllm: str | None = None, synthetic_al: float | None = None) -> launch.ServerState:
     found = presets.get_preset(preset)
     drafts = k or (k_schedule.server_k if k_schedule else found.method(method).k) or 0
-    extra = sweep.synthetic_keys(None, ((0, synthetic_al),), drafts) if synthetic_al is not None else None
+    extra = sweep.Synthetic(lengths=((0, synthetic_al),)).keys(drafts) if synthetic_al is not None else None
     plan = launch.plan(found, method, k, port=port, cpu_cores=cores, k_schedule=k_schedule,
                        vllm_choice=vllm, spec_extra=extra)
     name = plan.state.name
+    if (running := launch.find_reusable(plan.state)) is not None:  # a kept server of a sweep, configured alike
+        woke = kept.wake(running)
+        print(f"reusing {running.name}, configured alike" + (" (woken from sleep)" if woke else ""), file=sys.stderr)
+        return running
+    if found.engine != "vllm-cpu":
+        kept.make_room()
     try:
         return launch.start(plan, timeout=timeout, progress=_progress(f"[{name}] "))
     except LaunchFailed as exc:
@@ -106,7 +118,7 @@ def _k_schedule(args) -> schedule.KSchedule | None:
     preset = presets.get_preset(args.preset)
     if args.k_schedule != "auto":
         return schedule.parse(args.k_schedule)
-    advised = schedule.from_results(preset.served_model, preset.method(args.method).kind, args.dataset,
+    advised = deploy.from_results(preset.served_model, preset.method(args.method).kind, args.dataset,
                                     max_batch=int(preset.engine_args.get("max_num_seqs", 256)))
     print(f"advised K schedule from stored results: {advised.text()}", file=sys.stderr)
     return advised
@@ -124,7 +136,16 @@ def _row(status: launch.ServerStatus) -> dict:
     return {"name": s.name, "preset": s.preset, "method": s.method, "k": s.k, "url": s.url,
             "pid": s.pid, "status": status.status, "model": s.model, "attached": s.attached,
             "rss_mb": round(status.rss_bytes / 2**20) if status.rss_bytes else None,
-            "started_at": s.started_at, "started_by": s.started_by}
+            "started_at": s.started_at, "started_by": s.started_by,
+            "awake": kept.awake(s) if status.status == "healthy" else None,
+            "gpu_mib": kept.gpu_memory_mib(s) if s.engine == "vllm" and status.status == "healthy" else None,
+            "idle_limit_s": s.idle_limit_s}
+
+
+def _status(row: dict) -> str:
+    """A server's status, with whether a kept server sleeps and the GPU memory it holds."""
+    status = row["status"] + {True: ", awake", False: ", asleep", None: ""}[row["awake"]]
+    return status + (f", {row['gpu_mib'] / 1024:.0f} GiB" if row["gpu_mib"] else "")
 
 
 def _ps(args) -> int:
@@ -132,19 +153,28 @@ def _ps(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
+    for failed in launch.failed_starts():  # until it starts again or is dismissed on the Servers page
+        print(layout.wrap(f"{failed.name} failed to start at {failed.failed_at[:19].replace('T', ' ')} UTC: "
+                          f"{failed.cause} (log: {failed.log_path})"))
     if not rows:
         print("no servers")
         return 0
-    print(f"{'NAME':32} {'METHOD':12} {'K':>3} {'STATUS':11} {'PID':>7} {'URL':28} {'STARTED (UTC)':19} STARTED BY")
-    for row in rows:
-        print(f"{row['name']:32} {row['method']:12} {row['k'] if row['k'] else '-':>3} {row['status']:11} "
-              f"{row['pid'] or '-':>7} {row['url']:28} {row['started_at'][:19].replace('T', ' ') or '-':19} "
-              f"{row['started_by'] or '-'}")
+    table = pd.DataFrame({
+        "NAME": [r["name"] for r in rows], "METHOD": [r["method"] for r in rows],
+        "K": [str(r["k"]) if r["k"] else "-" for r in rows], "STATUS": [_status(r) for r in rows],
+        "PID": [str(r["pid"] or "-") for r in rows], "URL": [r["url"] for r in rows],
+        "STARTED (UTC)": [(r["started_at"] or "")[:19].replace("T", " ") or "-" for r in rows],
+        "STARTED BY": [r["started_by"] or "-" for r in rows]})
+    print(layout.fit_table(table, layout.terminal_width()))
     return 0
 
 
 def _stop(args) -> int:
-    names = launch.stop_all() if args.all else [launch.stop(args.name) or args.name]
+    if args.all:
+        names = launch.stop_all()
+    else:
+        launch.stop(args.name)
+        names = [args.name]
     if args.all and (pid := dashboard.stop()) is not None:
         names.append(f"the dashboard (process {pid})")
     print(f"stopped {', '.join(names)}" if names else "no servers")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from specscope import shared
+from specscope.results import shared
 
 __all__ = ["register"]
 

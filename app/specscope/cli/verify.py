@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from specscope import explore, intervals, verdict
-from specscope.store import Store
+from specscope.analysis import explore, intervals, verdict
+from specscope.results.store import Store
 
 __all__ = ["register"]
 

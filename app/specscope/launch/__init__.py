@@ -16,19 +16,45 @@ healthy server configured exactly like a plan, ``unused_name`` a name no live se
 - ``host``: this machine's facts (installed vLLM, free port, least used core) and ``plan``.
 - ``process``: start, health wait, stop, process groups.
 - ``registry``: state files, list, attach, forget, ports.
+- ``failures``: servers that failed to start, with the cause from their log (``failed_starts()``).
 """
 
 from specscope.launch.command import LaunchPlan, VllmInstall
+from specscope.launch.failures import FailedStart
+from specscope.launch.failures import dismiss as dismiss_failure
+from specscope.launch.failures import listed as failed_starts
 from specscope.launch.host import plan, plan_for
-from specscope.launch.process import (Progress, death, ready, restart, start, start_together, stop, stop_all,
-                                      wait_healthy)
+from specscope.launch.process import (
+                                      Progress,
+                                      death,
+                                      ready,
+                                      restart,
+                                      start,
+                                      start_together,
+                                      stop,
+                                      stop_all,
+                                      wait_healthy,
+)
+from specscope.launch.registry import (
+                                      ServerState,
+                                      ServerStatus,
+                                      attach,
+                                      cleanup_stale,
+                                      file_tail,
+                                      find,
+                                      find_reusable,
+                                      forget,
+                                      free_port,
+                                      list_servers,
+                                      log_tail,
+                                      port_in_use,
+                                      same_config,
+                                      unused_name,
+)
 from specscope.procfs import group_pids, group_rss_bytes
-from specscope.launch.registry import (ServerState, ServerStatus, attach, cleanup_stale, find, find_reusable,
-                                       forget, free_port, list_servers, log_tail, port_in_use, same_config,
-                                       unused_name)
 
 __all__ = ["ServerState", "ServerStatus", "LaunchPlan", "VllmInstall", "plan", "plan_for", "start",
            "start_together", "ready",
            "wait_healthy", "stop", "stop_all", "restart", "list_servers", "attach", "forget", "cleanup_stale",
-           "log_tail", "group_pids", "group_rss_bytes", "free_port", "port_in_use", "Progress", "death",
-           "find", "find_reusable", "same_config", "unused_name"]
+           "log_tail", "file_tail", "group_pids", "group_rss_bytes", "free_port", "port_in_use", "Progress", "death",
+           "find", "find_reusable", "same_config", "unused_name", "FailedStart", "failed_starts", "dismiss_failure"]

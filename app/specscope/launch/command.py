@@ -18,15 +18,16 @@ import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from specscope import catalog, sleepmode
+from specscope.client import sleepmode
+from specscope.engine import catalog
+from specscope.engine.presets import Preset
+from specscope.engine.schedule import KSchedule
 from specscope.errors import ConfigError
 from specscope.launch.registry import ServerState
-from specscope.presets import Preset
-from specscope.schedule import KSchedule
 
 __all__ = ["VllmInstall", "LaunchPlan", "build", "flag_args", "API_SERVER"]
 
@@ -57,7 +58,7 @@ class LaunchPlan(BaseModel):
     extra_env: dict[str, str]
 
 
-def flag_args(engine_args: dict) -> list[str]:
+def flag_args(engine_args: dict[str, Any]) -> list[str]:
     """vLLM flags from a preset's ``[engine_args]``: key -> --key, true -> bare flag, false/None left out."""
     argv: list[str] = []
     for key, value in engine_args.items():
@@ -94,7 +95,7 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
           log_dir: Path, busy_ports: Collection[int] = (), host: str = "127.0.0.1",
           cpu_cores: str | None = None, spare_core: str = "0", name: str | None = None,
           importable: Callable[[str], bool] = lambda package: True,
-          k_schedule: KSchedule | None = None, spec_extra: dict | None = None, gpus: str | None = None,
+          k_schedule: KSchedule | None = None, spec_extra: dict[str, Any] | None = None, gpus: str | None = None,
           sleep_mode: bool = False, cache_dir: Path | None = None) -> LaunchPlan:
     """Validate everything and build a server's argv, env and state; ConfigError before any start.
 
@@ -102,7 +103,7 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
     ``k_schedule`` drafts K by batch size (its largest K is the server's K). ``spec_extra`` adds
     speculative_config keys to the preset's (a speculative method only). On a GPU build, ``gpus``
     places the server on those devices (``CUDA_VISIBLE_DEVICES``, as many as its tensor parallelism),
-    ``sleep_mode`` lets it sleep and wake (``specscope.sleepmode``), and ``cache_dir`` keeps vLLM's
+    ``sleep_mode`` lets it sleep and wake (``specscope.client.sleepmode``), and ``cache_dir`` keeps vLLM's
     compile cache, so a second start of the same shape skips compilation.
     """
     _check_method(preset, method, vllm, importable)

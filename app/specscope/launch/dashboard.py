@@ -13,8 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from specscope import settings
-from specscope import procfs
+from specscope import procfs, settings
 
 __all__ = ["record", "stop", "pid_file"]
 

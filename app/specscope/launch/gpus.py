@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from specscope import provenance
+from specscope.engine import provenance
 
 __all__ = ["visible", "slots", "label"]
 

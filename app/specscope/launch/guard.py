@@ -1,9 +1,11 @@
-"""Ends a server's whole process group once the process that started it is gone.
+"""Ends a server's whole process group once the process that started it is gone, or once it has
+served nothing for a while (a server kept for the lease: ``launch.kept``).
 
 ``python -m specscope.launch.guard OWNER_PID PGID`` runs in a session of its own beside a server
-started with ``die_with_parent``. The kernel's parent-death signal reaches only the server's first
-process; when that one is killed outright (a Ray node lost, its task's processes killed), vLLM's
-engine core and workers, in the same group, would live on. The guard looks once a second: when
+started with ``die_with_parent``; ``... --idle LIMIT_S URL PGID STATE_FILE`` beside a kept one. The
+kernel's parent-death signal reaches only the server's first process; when that one is killed outright
+(a Ray node lost, its task's processes killed), vLLM's engine core and workers, in the same group,
+would live on. The guard looks once a second: when
 OWNER_PID has ended it ends the group (TERM, then KILL); it exits as soon as the group is empty.
 ``detach`` starts it through a process that exits at once, so the guard is no child of the owner:
 Ray kills a lost task's child processes, and would take the guard with them.
@@ -16,10 +18,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from specscope import procfs
 
-__all__ = ["end_group", "watch", "detach"]
+__all__ = ["end_group", "watch", "watch_idle", "detach", "detach_idle"]
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -29,7 +34,7 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         pass
 
 
-def end_group(pgid: int, *, timeout: float = 20.0, child: subprocess.Popen | None = None) -> None:
+def end_group(pgid: int, *, timeout: float = 20.0, child: subprocess.Popen[Any] | None = None) -> None:
     """TERM every process of group ``pgid`` (the API server, or engine processes it left behind),
     KILL what is left after ``timeout``; ``child`` (ours) is reaped while waiting."""
     if procfs.group_pids(pgid):
@@ -54,17 +59,58 @@ def watch(owner: int, pgid: int, every: float = 1.0) -> None:
         time.sleep(every)
 
 
+def _served(url: str) -> tuple[float, float] | None:
+    """(requests answered, requests running) from the server's /metrics; None when it does not answer."""
+    from specscope.client import metrics  # HTTP only in the idle guard
+    from specscope.errors import SpecScopeError
+
+    try:
+        snapshot = metrics.scrape(url, timeout=5.0)
+    except SpecScopeError:
+        return None
+    return snapshot.requests_finished, snapshot.requests_running
+
+
+def watch_idle(url: str, pgid: int, limit_s: float, state_file: str | None = None, every: float = 15.0,
+               served: Callable[[str], tuple[float, float] | None] = _served) -> None:
+    """End group ``pgid`` once its server has answered no request and run none for ``limit_s`` seconds
+    (asleep counts as unused; the time before it first answers, its start, does not), then remove its state
+    file; return early once the group is empty."""
+    last, since = served(url), time.monotonic()
+    while procfs.group_pids(pgid):
+        time.sleep(every)
+        now = served(url)
+        if last is None or (now is not None and (now != last or now[1] > 0)):
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= limit_s:
+            end_group(pgid)
+            if state_file:
+                Path(state_file).unlink(missing_ok=True)
+            return
+
+
+def _detach(args: list[str], env: dict[str, str] | None) -> None:
+    subprocess.run([sys.executable, "-m", "specscope.launch.guard", "--spawn", *args], env=env, check=False,
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def detach(owner: int, pgid: int, env: dict[str, str] | None = None) -> None:
     """Start a guard that is not a child of the calling process (a process in between exits at once)."""
-    quiet = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    subprocess.run([sys.executable, "-m", "specscope.launch.guard", "--spawn", str(owner), str(pgid)],
-                   env=env, check=False, **quiet)
+    _detach([str(owner), str(pgid)], env)
+
+
+def detach_idle(url: str, pgid: int, limit_s: float, state_file: str, env: dict[str, str] | None = None) -> None:
+    """Start an idle guard beside a kept server (not a child of the calling process)."""
+    _detach(["--idle", str(limit_s), url, str(pgid), state_file], env)
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "--spawn":
-        subprocess.Popen([sys.executable, "-m", "specscope.launch.guard", *sys.argv[2:4]],
+        subprocess.Popen([sys.executable, "-m", "specscope.launch.guard", *sys.argv[2:]],
                          start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
+    elif sys.argv[1] == "--idle":
+        limit = float(sys.argv[2])
+        watch_idle(sys.argv[3], int(sys.argv[4]), limit, sys.argv[5], every=min(15.0, max(0.5, limit / 4)))
     else:
         watch(int(sys.argv[1]), int(sys.argv[2]))

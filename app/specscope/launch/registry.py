@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import socket
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from specscope import access, files, metrics, probe, settings
+from specscope import access, files, procfs, settings
+from specscope.client import metrics, probe
 from specscope.errors import ServerError, ServerUnreachable, UnknownServer
-from specscope import procfs
 
 __all__ = ["ServerState", "ServerStatus", "Status", "state_path", "write_state", "remove_state",
-           "read_states", "find", "list_servers", "cleanup_stale", "attach", "forget", "log_tail",
+           "read_states", "find", "list_servers", "cleanup_stale", "attach", "forget", "log_tail", "file_tail",
            "free_port", "port_in_use", "same_config", "find_reusable", "unused_name"]
 
 Status = Literal["healthy", "starting", "exited", "unreachable"]
@@ -55,9 +56,10 @@ class ServerState(BaseModel):
     vllm_version: str = ""
     python: str = ""         # the interpreter whose vLLM it runs ("" = not known: attached, `vllm serve`)
     torch_version: str = ""  # that interpreter's torch, with its build
-    speculative_config: dict = Field(default_factory=dict)
+    speculative_config: dict[str, Any] = Field(default_factory=dict)
     tp: int = 1
     attached: bool = False
+    idle_limit_s: float | None = None  # kept for the lease: it ends itself after this long unused (launch.kept)
 
 
 class ServerStatus(BaseModel):
@@ -122,19 +124,38 @@ def find(name: str) -> ServerState:
     raise UnknownServer(f"No server named {name}; known servers: {names}.")
 
 
-def log_tail(state: ServerState, lines: int = 30) -> str:
-    """The last ``lines`` lines of a launched server's log ('' when there is none)."""
+# uvicorn's access lines for the polls SpecScope itself sends every few seconds (health, counters, model)
+_POLL = re.compile(r'"GET /(?:health|metrics|v1/models|version|ping) HTTP/[\d.]+" \d+')
+
+
+def log_tail(state: ServerState, lines: int = 30, *, polls: bool = True) -> str:
+    """``file_tail`` of a launched server's log."""
+    return file_tail(state.log_path, lines, polls=polls)
+
+
+def file_tail(log_path: str | Path, lines: int = 30, *, polls: bool = True) -> str:
+    """The last ``lines`` lines of a server's log file ('' when there is none); ``polls=False`` leaves
+    out the access lines of /health, /metrics and /v1/models polls (a watched server's log is mostly
+    those) and says how many it left out."""
     try:
-        text = Path(state.log_path).read_text(errors="replace")
+        text = Path(log_path).read_text(errors="replace")
     except OSError:
         return ""
-    return "\n".join(text.splitlines()[-lines:])
+    kept = text.splitlines()
+    if not polls:
+        every = kept
+        kept = [line for line in every if not _POLL.search(line)]
+        if len(kept) < len(every):
+            return "\n".join([*kept[-lines:], f"({len(every) - len(kept)} lines of GET /health, /metrics and "
+                                              "/v1/models polls left out)"])
+    return "\n".join(kept[-lines:])
 
 
 def list_servers(*, check_health: bool = True) -> list[ServerStatus]:
     """Every known server with its status; launched servers whose process is gone show 'exited'."""
     rows = []
     for state in read_states():
+        status: Status
         if state.attached:
             status = "healthy" if probe.healthy(state.url) else "unreachable"
             rows.append(ServerStatus(state=state, status=status))
@@ -143,7 +164,9 @@ def list_servers(*, check_health: bool = True) -> list[ServerStatus]:
             rows.append(ServerStatus(state=state, status="exited"))
             continue
         status = "healthy" if check_health and probe.healthy(state.url) else "starting"
-        rows.append(ServerStatus(state=state, status=status, rss_bytes=procfs.group_rss_bytes(state.pgid)))
+        # a launched server records its group; without one no process would match (0 bytes)
+        rss = 0 if state.pgid is None else procfs.group_rss_bytes(state.pgid)
+        rows.append(ServerStatus(state=state, status=status, rss_bytes=rss))
     return rows
 
 
@@ -182,12 +205,13 @@ def attach(url: str, name: str | None = None) -> ServerState:
     except ServerError:  # /metrics may be hidden behind a proxy; the server is still usable
         snapshot = None
     spec_on = bool(snapshot and snapshot.spec_decode)
-    k = len(snapshot.accepted_per_position) if spec_on and snapshot.accepted_per_position else None
+    k = (len(snapshot.accepted_per_position)
+         if snapshot is not None and spec_on and snapshot.accepted_per_position else None)
     host_port = base.split("://", 1)[1].replace(":", "-").replace("/", "-")
     state = ServerState(name=name or f"attached-{host_port}", method="speculative" if spec_on else "none",
                         kind="unknown" if spec_on else "none", k=k,
                         model=model_ids[0] if model_ids else "", url=base, attached=True,
-                        vllm_version=version, started_at=datetime.now(timezone.utc).isoformat(),
+                        vllm_version=version, started_at=datetime.now(UTC).isoformat(),
                         started_by=actor.who)
     write_state(state)
     return state
@@ -210,7 +234,7 @@ def free_port(host: str = "127.0.0.1") -> int:
     while True:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.bind((host, 0))
-            port = sock.getsockname()[1]
+            port: int = sock.getsockname()[1]
         if port not in taken:
             return port
 

@@ -29,8 +29,8 @@ can hold together stay up for the whole run; where it holds fewer (``max_servers
 memory holds), the server needed furthest ahead sleeps (a GPU server in sleep mode) or is stopped and
 started again when its turn comes (``baseline_alongside`` keeps the baseline's server up beside them).
 Every server gets unmeasured warm-up requests at its first cell's concurrency and output
-length before that cell (``specscope.warmup``), on top of each cell's own ``warmups``.
-Every row gets the ids of the hygiene checks it fails (``specscope.hygiene``).
+length before that cell (``specscope.client.warmup``), on top of each cell's own ``warmups``.
+Every row gets the ids of the hygiene checks it fails (``specscope.results.hygiene``).
 
 ``structured`` runs each cell free (``free``, the prompts' response formats left out), constrained
 (``constrained``: each prompt that carries a format sent with it; prompts without one are left out
@@ -44,27 +44,51 @@ record the vLLM and torch of the interpreter that served them.
 
     spec = SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(1, 2, 4),
                      concurrencies=(1, 4), prompts=Path("data/prompts/code-editing.jsonl"))
-    result = run_sweep(resolve(spec), PresetLauncher(spec.preset), progress=print)  # a spec is resolved too
+    result = execute(resolve(spec), Here(), LaunchOptions(), progress=print)
 
 The rooms: ``spec`` (what a sweep is), ``plan`` (its cells, and the spec resolved once into a
-``SweepPlan``), ``launchers`` (how a server of one (method, K) is started or found), ``pool`` (which
-servers are up when), ``measure`` (one cell), ``record`` (checkpoints, Parquet, lock), ``run`` (the
-loop), ``progress`` and ``job`` (a sweep on a background thread).
+``SweepPlan``), ``launchers`` (how a server of one (method, K) is started or found, and the
+``LaunchOptions`` every executor takes), ``pool`` (which servers are up when), ``measure`` (one cell),
+``record`` (checkpoints, Parquet, and the ``Recorder`` every finished cell goes to), ``lock`` (one sweep
+at a time here, one process at a time on a run), ``run`` (the loop here), ``on_ray`` (the Ray executor),
+``execute`` (the one door: here or on Ray, under the lock), ``progress`` and ``job`` (a sweep on a
+background thread).
 """
 
+from specscope.sweep.execute import Here, OnRay, Where, claim, execute
 from specscope.sweep.job import SweepJob
-from specscope.sweep.launchers import (CPU_SERVER_BYTES, Launcher, PresetLauncher, RunningServer, ServersLauncher,
-                                       launcher_for, servers_spec)
+from specscope.sweep.launchers import (
+                                       CPU_SERVER_BYTES,
+                                       Launcher,
+                                       PresetLauncher,
+                                       RunningServer,
+                                       ServersLauncher,
+)
+from specscope.sweep.on_ray import configured_address as ray_address
+from specscope.sweep.options import LaunchOptions, launcher_for
 from specscope.sweep.plan import SweepPlan, as_plan, plan_cells, resolve
-from specscope.sweep.record import (SweepResult, finished_cells, keep, keep_entry, run_dir, run_hygiene,
-                                    write_run)
-from specscope.sweep.run import run_sweep
-from specscope.sweep.spec import (STRUCTURED, SYNTHETIC, Cell, SweepSpec, is_synthetic, method_ks, parse_ints,
-                                  parse_lengths, requests_of, structured_default, synthetic_config,
-                                  synthetic_keys, synthetic_length_for)
+from specscope.sweep.record import Kept, Recorder, SweepResult, finished_cells, keep, run_dir, run_hygiene, write_run
+from specscope.sweep.run import Advise, run_sweep
+from specscope.sweep.spec import (
+                                       STRUCTURED,
+                                       SYNTHETIC,
+                                       Cell,
+                                       SweepSpec,
+                                       Synthetic,
+                                       is_synthetic,
+                                       method_ks,
+                                       parse_ints,
+                                       parse_lengths,
+                                       requests_of,
+                                       servers_spec,
+                                       structured_default,
+                                       synthetic_config,
+                                       synthetic_length_for,
+)
 
-__all__ = ["SweepSpec", "SweepPlan", "Cell", "Launcher", "RunningServer", "PresetLauncher", "ServersLauncher",
-           "SweepResult", "SweepJob", "run_sweep", "resolve", "as_plan", "parse_ints", "plan_cells", "run_dir",
-           "finished_cells", "keep", "keep_entry", "write_run", "run_hygiene", "launcher_for", "servers_spec",
-           "synthetic_config", "is_synthetic", "synthetic_length_for", "synthetic_keys", "parse_lengths",
+__all__ = ["SweepSpec", "SweepPlan", "Cell", "Launcher", "LaunchOptions", "RunningServer", "PresetLauncher",
+           "ServersLauncher", "SweepResult", "SweepJob", "Kept", "Recorder", "Advise", "Here", "OnRay", "Where",
+           "claim", "execute", "ray_address", "run_sweep", "resolve", "as_plan", "parse_ints", "plan_cells",
+           "run_dir", "finished_cells", "keep", "write_run", "run_hygiene", "launcher_for", "servers_spec",
+           "synthetic_config", "is_synthetic", "synthetic_length_for", "Synthetic", "parse_lengths",
            "requests_of", "structured_default", "method_ks", "STRUCTURED", "SYNTHETIC", "CPU_SERVER_BYTES"]

@@ -3,43 +3,42 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 
-from specscope import bench
+from specscope.client import bench
 from specscope.errors import SpecScopeError
-from specscope.sweep.launchers import Launcher, launcher_for
+from specscope.sweep.execute import Claim, Here, Where, claim, execute
+from specscope.sweep.options import LaunchOptions
 from specscope.sweep.plan import SweepPlan
 from specscope.sweep.record import SweepResult
-from specscope.sweep.run import run_sweep
-from specscope.sweep.spec import SweepSpec
+from specscope.sweep.run import Advise
 
 __all__ = ["SweepJob"]
 
 
 class SweepJob:
-    """A sweep on a background thread, for the Runs page: poll ``event``, ``done``, ``error``.
-    ``run(plan, progress, stop)`` runs it (default: ``run_sweep`` on this machine; the Runs page
-    passes ``cluster.run_on_ray`` for a Ray cluster)."""
+    """A sweep through ``execute`` on a background thread, for the Runs page: ``start`` claims it at once
+    (a viewer or a busy machine is refused there), then poll ``event``, ``done``, ``error``."""
 
-    def __init__(self, plan: SweepPlan, launcher_factory: Callable[[SweepSpec], Launcher] = launcher_for,
-                 run: Callable[[SweepPlan, bench.Progress, threading.Event], SweepResult] | None = None):
-        self.plan, self.spec = plan, plan.spec
+    def __init__(self, plan: SweepPlan, where: Where = Here(), options: LaunchOptions = LaunchOptions(),
+                 advise: Advise | None = None):
+        self.plan, self.spec, self.where, self.options, self.advise = plan, plan.spec, where, options, advise
         self.event: bench.ProgressEvent | None = None
         self.result: SweepResult | None = None
         self.error: str | None = None
         self._stop = threading.Event()
-        self._run_plan = run or (lambda plan, progress, stop: run_sweep(plan, launcher_factory(plan.spec), progress,
-                                                                       stop))
+        self._claim: Claim | None = None
         self._thread = threading.Thread(target=self._run, name=f"sweep-{plan.spec.preset}", daemon=True)
 
     def start(self) -> SweepJob:
-        """Start the sweep's thread; returns the job."""
+        """Claim the sweep (NotAllowed, Busy) and start its thread; returns the job."""
+        self._claim = claim(self.plan, self.where)
         self._thread.start()
         return self
 
     def _run(self) -> None:
         try:
-            self.result = self._run_plan(self.plan, self._on_event, self._stop)
+            self.result = execute(self.plan, self.where, self.options, self._on_event, self._stop, self.advise,
+                                  claimed=self._claim)
         except SpecScopeError as exc:
             self.error = str(exc)
         except Exception as exc:  # noqa: BLE001 - a background thread must report, not vanish

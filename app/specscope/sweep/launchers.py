@@ -6,24 +6,27 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, cast
 
-from specscope import catalog, hygiene, launch, metrics, models, probe, procfs, provenance
-from specscope.launch import gpus
-from specscope.errors import ConfigError, ServerUnreachable, SpecScopeError
-from specscope.presets import get_preset
-from specscope.schedule import KSchedule
-from specscope.schema import BASELINE_METHOD
-from specscope.sweep.spec import SweepSpec, synthetic_keys
+from specscope import launch, procfs
+from specscope.client import metrics, probe
+from specscope.engine import catalog, models, provenance
+from specscope.engine.presets import get_preset
+from specscope.engine.schedule import KSchedule
+from specscope.errors import ServerUnreachable, SpecScopeError
+from specscope.launch import gpus, kept
+from specscope.results import hygiene
+from specscope.sweep.spec import Synthetic
 
-__all__ = ["CPU_SERVER_BYTES", "starts_fitting", "cpu_room", "RunningServer", "Launcher", "PresetLauncher",
-           "ServersLauncher", "servers_spec", "launcher_for"]
+__all__ = ["CPU_SERVER_BYTES", "starts_fitting", "cpu_room", "RunningServer", "Launcher", "ManyLauncher",
+           "PresetLauncher", "ServersLauncher"]
 
 CPU_SERVER_BYTES = 4 * 2**30  # what a CPU demo server holds at most (weights, KV cache, engine processes)
 
 
-def starts_fitting(engine_args: dict) -> int:
+def starts_fitting(engine_args: dict[str, Any]) -> int:
     """How many servers of a preset start at once on one GPU: as many shares of
     ``gpu_memory_utilization`` as fit in 95% of it (1 at vLLM's default share, 0.9)."""
     share = float(engine_args.get("gpu_memory_utilization", 0.9))
@@ -56,6 +59,7 @@ class RunningServer:
     torch_version: str | None = None
     per_request: bool = True     # its vLLM reports acceptance per request (else the sweep reads /metrics)
     placed: str | None = None    # the hardware of the GPUs it was placed on (1xH100-80GB), when placed
+    asleep: bool = False         # a kept server found asleep (it is woken before its cells)
 
 
 def _prior_requests(url: str) -> int:
@@ -63,6 +67,12 @@ def _prior_requests(url: str) -> int:
         return int(metrics.scrape(url).requests_finished)
     except SpecScopeError:
         return 0
+
+
+def _state(server: RunningServer) -> launch.ServerState:
+    """The launch state behind a server of PresetLauncher or ServersLauncher: both hand out only servers made
+    by ``_from_state``, whose handle is that state (the handle's type is each launcher's own)."""
+    return cast(launch.ServerState, server.handle)
 
 
 def _group_pids(server: RunningServer) -> list[int]:
@@ -85,7 +95,8 @@ def _from_state(state: launch.ServerState, reused: bool) -> RunningServer:
                          per_request=state.attached or any(flag in state.argv for flag in (
                              catalog.PER_REQUEST_METRICS_FLAG, catalog.PER_REQUEST_STATS_FLAG)),
                          placed=gpus.label(state.env["CUDA_VISIBLE_DEVICES"])
-                         if "CUDA_VISIBLE_DEVICES" in state.env else None)
+                         if "CUDA_VISIBLE_DEVICES" in state.env else None,
+                         asleep=reused and kept.awake(state) is False)
 
 
 class Launcher(Protocol):
@@ -107,28 +118,37 @@ class Launcher(Protocol):
         """ConfigError when the (method, K) server cannot be started here at all."""
 
     # Optional attributes: ``max_servers``, how many of its servers may be awake at once (None: any);
-    # ``sleeps``, whether its servers fall asleep and wake (``specscope.sleepmode``); ``starts_at_once``
+    # ``sleeps``, whether its servers fall asleep and wake (``specscope.client.sleepmode``); ``starts_at_once``
     # with ``start_many``, how many it starts together; ``lanes()``, launchers that run side by side
     # (one per GPU slot of a node).
+
+
+class ManyLauncher(Launcher, Protocol):
+    """A Launcher that starts ``starts_at_once`` servers together."""
+
+    starts_at_once: int
+
+    def start_many(self, wanted: list[tuple[str, int, dict[str, Any]]]) -> list[RunningServer | SpecScopeError]:
+        """Start several (method, K, options) servers at once: per server what ``start`` returns, or the error
+        that ended its start."""
 
 
 class PresetLauncher:
     """A Launcher on ``specscope.launch``: servers of one preset, one method and K at a time."""
 
     def __init__(self, preset: str, start_timeout: float = 600.0, reuse: bool = True,
-                 die_with_parent: bool = False, synthetic_acceptance: float | None = None,
-                 synthetic_length: tuple[tuple[int, float], ...] = (), sleep_mode: bool | None = None,
-                 devices: str | None = None, starts_at_once: int | None = None):
+                 die_with_parent: bool = False, synthetic: Synthetic = Synthetic(), sleep_mode: bool | None = None,
+                 devices: str | None = None, starts_at_once: int | None = None, keep: bool = False):
         self.preset = preset
         found = get_preset(preset)
         gpu = found.engine != "vllm-cpu"
         self.start_timeout = start_timeout  # a CPU server on a busy machine can take minutes
         self.reuse = reuse  # False: every server is the sweep's own (e.g. fresh per cell)
         self.die_with_parent = die_with_parent  # servers end with this process (a Ray task's)
-        self.synthetic_acceptance = synthetic_acceptance  # accept drafts at alpha^i, whatever they are
-        self.synthetic_length = synthetic_length  # or at a mean acceptance length per K
+        self.synthetic = synthetic  # how drafts are accepted (synthetically at set rates, or by the target)
         self.gpu = gpu
         self.sleeps = gpu and sleep_mode is not False  # on a GPU, servers sleep between their cells by default
+        self.keep = keep  # its servers stay after the sweep, for the lease (``launch.kept``)
         self.devices = devices  # the GPUs its servers run on (None: those visible)
         self.tp = int(found.engine_args.get("tensor_parallel_size", 1))
         # CPU servers (one core, a small KV cache) run side by side as memory allows and start a core each at
@@ -141,9 +161,9 @@ class PresetLauncher:
             self.starts_at_once = (starts_at_once or starts_fitting(found.engine_args)) if self.sleeps else 1
             self.max_servers = self.starts_at_once
 
-    def _options(self) -> dict:
+    def _options(self) -> dict[str, Any]:
         return {"start_timeout": self.start_timeout, "reuse": self.reuse, "die_with_parent": self.die_with_parent,
-                "synthetic_acceptance": self.synthetic_acceptance, "synthetic_length": self.synthetic_length,
+                "synthetic": self.synthetic, "keep": self.keep,
                 "sleep_mode": self.sleeps, "starts_at_once": self.starts_at_once}
 
     def lanes(self) -> list[PresetLauncher]:
@@ -160,7 +180,7 @@ class PresetLauncher:
 
     def _plan(self, method: str, k: int, name: str | None = None,
               k_schedule: KSchedule | None = None, vllm: str | None = None) -> launch.LaunchPlan:
-        extra = synthetic_keys(self.synthetic_acceptance, self.synthetic_length, k)
+        extra = self.synthetic.keys(k)
         placement = {"gpus": self.devices, "sleep_mode": True} if self.sleeps else {"gpus": self.devices}
         return launch.plan_for(self.preset, method, k or None, name=name, k_schedule=k_schedule, spec_extra=extra,
                                **({"vllm_choice": vllm} if vllm else {}),
@@ -175,7 +195,7 @@ class PresetLauncher:
         running = launch.find_reusable(plan.state) if self.reuse else None
         return _from_state(running, reused=True) if running is not None else None
 
-    def _free_named(self, plan: launch.LaunchPlan, method: str, k: int, options: dict) -> launch.LaunchPlan:
+    def _free_named(self, plan: launch.LaunchPlan, method: str, k: int, options: dict[str, Any]) -> launch.LaunchPlan:
         """``plan`` under a name no registered server has."""
         name = launch.unused_name(plan.state.name)
         return plan if name == plan.state.name else self._plan(method, k, name=name, **options)
@@ -184,29 +204,44 @@ class PresetLauncher:
               vllm: str | None = None) -> RunningServer:
         """Reuse a running server configured exactly like this (method, K, schedule, vLLM), else start
         one under a free name; K=0 means the baseline takes no K."""
-        options = {"k_schedule": k_schedule, "vllm": vllm}
+        options: dict[str, Any] = {"k_schedule": k_schedule, "vllm": vllm}
         plan = self._plan(method, k, **options)
         if (running := self._running_alike(plan)) is not None:
             return running
+        self._make_room()
         return _from_state(launch.start(self._free_named(plan, method, k, options), timeout=self.start_timeout,
-                                        die_with_parent=self.die_with_parent, warm=False), reused=False)
+                                        die_with_parent=self.die_with_parent, warm=False, keep_for=self._keep_for()),
+                           reused=False)
 
-    def start_many(self, wanted: list[tuple[str, int, dict]]) -> list[RunningServer | SpecScopeError]:
+    def _keep_for(self) -> float | None:
+        return kept.idle_limit() if self.keep else None
+
+    def _make_room(self, using: Iterable[RunningServer] = ()) -> None:
+        """On a GPU, put idle kept servers to sleep before a start, but those about to be used."""
+        if self.gpu:
+            kept.make_room({getattr(server.handle, "name", "") for server in using})
+
+    def start_many(self, wanted: list[tuple[str, int, dict[str, Any]]]) -> list[RunningServer | SpecScopeError]:
         """Start several (method, K, options) servers at once, each under a free name (a running server
         configured exactly like one is reused, as ``start`` does); per server what ``start`` returns,
         or the error that ended its start."""
-        found: list[RunningServer | SpecScopeError | None] = [
-            self._running_alike(self._plan(method, k, **options)) for method, k, options in wanted]
+        found = [self._running_alike(self._plan(method, k, **options)) for method, k, options in wanted]
         fresh = [want for want, server in zip(wanted, found) if server is None]
+        if fresh:
+            self._make_room([server for server in found if server is not None])
         # planned lazily: each name (and core) is chosen once the one before is registered
         plans = (self._free_named(self._plan(method, k, **options), method, k, options) for method, k, options in fresh)
         started = iter(launch.start_together(plans, timeout=self.start_timeout, warm=False,
-                                             die_with_parent=self.die_with_parent) if fresh else [])
-        for n, server in enumerate(found):
+                                             die_with_parent=self.die_with_parent, keep_for=self._keep_for())
+                       if fresh else [])
+        out: list[RunningServer | SpecScopeError] = []
+        for server in found:
             if server is None:
                 state, failure = next(started)
-                found[n] = failure if failure is not None else _from_state(state, reused=False)
-        return found
+                out.append(failure if failure is not None else _from_state(state, reused=False))
+            else:
+                out.append(server)
+        return out
 
     def pids(self, server: RunningServer) -> list[int]:
         """The processes of the server's group, for the core-sharing check."""
@@ -215,11 +250,16 @@ class PresetLauncher:
     def stop(self, server: RunningServer) -> None:
         """Stop a server the sweep started; a reused one keeps running."""
         if not server.reused:
-            launch.stop(server.handle)
+            launch.stop(_state(server))
+
+    def release(self, server: RunningServer) -> None:
+        """Done with a server: a kept one stays for the lease (its idle guard ends it), else ``stop``."""
+        if not self.keep:
+            self.stop(server)
 
     def death(self, server: RunningServer) -> str | None:
         """None while the server's process lives; else how it ended."""
-        return launch.death(server.handle)
+        return launch.death(_state(server))
 
 
 class ServersLauncher:
@@ -249,30 +289,8 @@ class ServersLauncher:
 
     def death(self, server: RunningServer) -> str | None:
         """None while the server answers /health; else one sentence."""
-        state = server.handle
+        state = _state(server)
         if state.attached:
             return None if probe.healthy(state.url) else f"The server {state.name} stopped answering at {state.url}."
         return launch.death(state)
 
-
-def servers_spec(names: list[str] | tuple[str, ...], **fields) -> SweepSpec:
-    """A sweep over concurrency of known servers (by name), each measured at its own method and K."""
-    if not names:
-        raise ConfigError("Pick at least one server to measure.")
-    chosen = tuple((state.name, state.method or BASELINE_METHOD, state.k or 0)
-                   for state in (launch.find(name) for name in names))
-    fields.setdefault("label", ", ".join(names))
-    return SweepSpec(preset=fields.pop("preset", "servers"), methods=tuple(m for _, m, _ in chosen), ks=(),
-                     servers=chosen, **fields)
-
-
-def launcher_for(spec: SweepSpec, sleep_mode: bool | None = None, starts_at_once: int | None = None) -> Launcher:
-    """The Launcher a spec needs: its known servers, else its preset's (fresh ones per cell
-    when ``restart_each_cell``; drafts accepted synthetically when the spec says so; on a GPU, servers
-    that sleep between their cells unless ``sleep_mode`` is False, ``starts_at_once`` started together).
-    Servers a sweep starts end with the process running it, even when that process is killed outright."""
-    if spec.servers:
-        return ServersLauncher(spec.servers)
-    return PresetLauncher(spec.preset, reuse=not spec.restart_each_cell, die_with_parent=True,
-                          synthetic_acceptance=spec.synthetic_acceptance, synthetic_length=spec.synthetic_length,
-                          sleep_mode=sleep_mode, starts_at_once=starts_at_once)

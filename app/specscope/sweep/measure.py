@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from typing import Any
 
-from specscope import bench, catalog, formats, hygiene, prompts, provenance
+from specscope import formats
+from specscope.client import bench, prompts
+from specscope.engine import provenance, vllms
 from specscope.errors import SpecScopeError
+from specscope.results import hygiene
 from specscope.sweep.launchers import Launcher, RunningServer
-from specscope.sweep.spec import Cell, SweepSpec, is_synthetic, requests_of, synthetic_keys
+from specscope.sweep.spec import Cell, SweepSpec, is_synthetic, requests_of
 
 __all__ = ["labels", "failed_row", "run_cell", "cell_prompts", "cell_requests"]
 
@@ -32,10 +36,10 @@ def cell_requests(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell) ->
     return max(1, math.ceil(count * sent / len(prompt_set)))
 
 def labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: RunningServer,
-            info: bench.ServerInfo | None) -> dict:
+            info: bench.ServerInfo | None) -> dict[str, Any]:
     """What a cell's row says about what was measured: the run, model, method, K, hardware, vLLM, torch."""
     return {
-        "run_id": None, "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+        "run_id": None, "created_at": dt.datetime.now(dt.UTC).isoformat(),
         "source": spec.source, "label": spec.label or f"{spec.preset} on {prompt_set.name}",
         "model": server.model or (info.model if info else None), "draft_model": server.draft_model,
         "method": cell.method, "k": cell.k, "k_schedule": cell.schedule, "repeat": cell.repeat,
@@ -46,7 +50,7 @@ def labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: R
         "torch_version": None if server.hardware else server.torch_version or provenance.torch_version(),
         "weights": server.weights,
         "acceptance": provenance.acceptance_kind(cell.method, is_synthetic(server.method_params) or (
-            synthetic_keys(spec.synthetic_acceptance, spec.synthetic_length, cell.k) is not None)),
+            spec.synthetic.keys(cell.k) is not None)),
         "dataset": prompt_set.name,
         "response_format": formats.kinds_label(p.response_format for p in prompt_set.prompts
                                                if cell.constrained),
@@ -54,11 +58,12 @@ def labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: R
 
 
 def _installed_version() -> str | None:
-    installed = catalog.installed_vllm()
+    installed = vllms.installed_vllm()
     return installed[1] if installed else None
 
 
-def failed_row(spec, prompt_set, cell, server, info, reason: str) -> dict:
+def failed_row(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: RunningServer | None,
+               info: bench.ServerInfo | None, reason: str) -> dict[str, Any]:
     """The row of a cell that could not be measured, with the reason."""
     row = labels(spec, prompt_set, cell, server or RunningServer(url=""), info)
     row.update(concurrency=cell.concurrency, output_len=spec.output_len, temperature=spec.temperature,
@@ -70,7 +75,7 @@ def failed_row(spec, prompt_set, cell, server, info, reason: str) -> dict:
 
 def run_cell(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: RunningServer,
               launcher: Launcher, emit: bench.Progress, done: int, total: int,
-              prior_requests: int) -> tuple[dict, list[dict], dict[str, str]]:
+              prior_requests: int) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, str]]:
     """Measure one cell on its server: its row, its request rows and each prompt's output hash."""
     info = None
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specscope import prompts
+from specscope.client import prompts
 from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
 from specscope.sweep.spec import Cell, SweepSpec, method_ks, schedule_k
@@ -52,7 +52,7 @@ def plan_cells(spec: SweepSpec) -> list[Cell]:
             cells += [Cell(method, k, c, r, constrained=f, vllm=v)
                       for method, k in groups for c in concurrencies for f in kinds]
             # after the fixed K, so `auto` can be advised from them
-            cells += [Cell(m, schedule_k(spec.k_schedule), c, r, spec.k_schedule, constrained=f, vllm=v)
+            cells += [Cell(m, schedule_k(spec.k_schedule or ""), c, r, spec.k_schedule, constrained=f, vllm=v)
                       for m in scheduled for c in concurrencies for f in kinds]
     return cells
 

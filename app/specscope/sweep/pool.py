@@ -9,13 +9,14 @@ needed; those beyond what stays awake sleep until their turn."""
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import defaultdict
+from typing import cast
 
-from specscope import sleepmode
+from specscope.client import sleepmode
+from specscope.engine.schedule import KSchedule, parse
 from specscope.errors import SpecScopeError
-from specscope.schedule import KSchedule, parse
 from specscope.schema import BASELINE_METHOD
-from specscope.sweep.launchers import Launcher, RunningServer
+from specscope.sweep.launchers import Launcher, ManyLauncher, RunningServer
 from specscope.sweep.plan import last_use
 from specscope.sweep.spec import Cell
 
@@ -24,13 +25,13 @@ __all__ = ["Group", "evict", "schedule_arg", "vllm_arg", "ServerPool"]
 Group = tuple[str, int, str | None, str | None]  # (method, K, schedule, vLLM): one server
 
 
-def furthest_ahead(cells: list[Cell], index: int, groups: list[tuple]) -> list[tuple]:
+def furthest_ahead(cells: list[Cell], index: int, groups: list[Group]) -> list[Group]:
     """``groups`` ordered by their next cell from ``index`` on, the one needed furthest ahead first."""
     ahead = {g: next((i for i in range(index, len(cells)) if cells[i].group == g), len(cells)) for g in groups}
-    return sorted(groups, key=ahead.get, reverse=True)
+    return sorted(groups, key=ahead.__getitem__, reverse=True)
 
 
-def evict(cells: list[Cell], index: int, live: list[tuple], limit: int | None, keep_baseline: bool) -> list[tuple]:
+def evict(cells: list[Cell], index: int, live: list[Group], limit: int | None, keep_baseline: bool) -> list[Group]:
     """The live servers to stop before cell ``index`` starts a new one, so no more than ``limit``
     run (``keep_baseline``: the baseline's server is kept beside them): those needed furthest ahead."""
     counted = [g for g in live if not (keep_baseline and g[0] == BASELINE_METHOD)]
@@ -66,7 +67,8 @@ class ServerPool:
         self.served: dict[Group, int] = {}
         self.asleep: set[Group] = set()
         self.failed: dict[Group, str] = {}  # groups started ahead in a wave whose server did not start
-        self.seconds: Counter[str] = Counter()
+        self.seconds: defaultdict[str, float] = defaultdict(float)  # part -> seconds
+        self.started = 0  # servers this pool started (not reused)
 
     def get(self, group: Group) -> RunningServer | None:
         """The group's server while it is up (awake or asleep)."""
@@ -120,18 +122,24 @@ class ServerPool:
         if len(wave) == 1:
             started: list[RunningServer | SpecScopeError] = [self._start_one(cell)]
         else:
-            started = self.launcher.start_many([(c.method, c.k, {**schedule_arg(c.schedule), **vllm_arg(c.vllm)})
-                                                for _, c in wave])
+            # a wave of several needs starts_at_once > 1, which only a launcher with start_many has
+            many = cast(ManyLauncher, self.launcher)
+            started = many.start_many([(c.method, c.k, {**schedule_arg(c.schedule), **vllm_arg(c.vllm)})
+                                       for _, c in wave])
         self.seconds["start"] += time.monotonic() - began
         for (g, _), outcome in zip(wave, started):
             if isinstance(outcome, SpecScopeError):
                 self.failed[g] = str(outcome)
                 continue
             self.servers[g], self.served[g] = outcome, outcome.prior_requests
+            self.started += not outcome.reused
+            if outcome.asleep:  # a kept server found asleep: woken when its turn comes
+                self.asleep.add(g)
         self._sleep_beyond_limit(index, [g for g, _ in wave[1:] if g in self.servers])
         if isinstance(started[0], SpecScopeError):
             self.failed.pop(group, None)
             raise started[0]
+        self.wake(index, group)
         return self.servers[group]
 
     def _sleep_beyond_limit(self, index: int, ahead: list[Group]) -> None:
@@ -167,19 +175,23 @@ class ServerPool:
         self.served[group] += requests
 
     def done_with(self, group: Group, index: int, now: bool = False) -> None:
-        """Stop the group's server after cell ``index`` if that was its last cell (or ``now``)."""
-        if now or self.last_use.get(group) == index:
+        """Release the group's server after cell ``index`` if that was its last cell; stop it ``now`` (a failed
+        cell, a fresh server per cell)."""
+        if now:
             self.retire(group)
+        elif self.last_use.get(group) == index:
+            self.retire(group, end=False)
 
-    def retire(self, group: Group) -> None:
-        """Stop the group's server (a reused one keeps running: the launcher decides)."""
+    def retire(self, group: Group, end: bool = True) -> None:
+        """Stop the group's server (``end``), or release it: a launcher that keeps servers for the lease keeps it
+        (a reused one keeps running either way: the launcher decides)."""
         server = self.servers.pop(group, None)
         self.served.pop(group, None)
         self.asleep.discard(group)
         if server is not None:
-            self.launcher.stop(server)
+            (self.launcher.stop if end or not hasattr(self.launcher, "release") else self.launcher.release)(server)
 
     def close(self) -> None:
-        """Stop every server still up."""
+        """Release every server still up (kept ones stay for the lease)."""
         for group in list(self.servers):
-            self.retire(group)
+            self.retire(group, end=False)

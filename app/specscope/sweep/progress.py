@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from specscope import bench
+from specscope.client import bench
 
 __all__ = ["Estimate"]
 
@@ -15,7 +15,8 @@ class Estimate:
     work not measured yet (skipped cells left out); None until a few percent are done."""
 
     def __init__(self, emit: bench.Progress):
-        self.emit, self.began, self.first = emit, time.monotonic(), None
+        self.emit, self.began = emit, time.monotonic()
+        self.first: float | None = None  # the done share when counting began
 
     def elapsed_s(self) -> float:
         """Seconds since the sweep began."""

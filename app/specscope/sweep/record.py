@@ -1,37 +1,79 @@
-"""Recording a sweep: each finished cell checkpointed in one atomic write under the run's folder, the
-run's Parquet (results and per-request rows, with hygiene) rewritten from those, and the run's lock."""
+"""Recording a sweep: each finished cell checkpointed in one atomic write under the run's folder
+(``Kept``), the run's Parquet (results and per-request rows, with hygiene) rewritten from those, and a
+``Recorder`` that does both for every cell wherever it was measured (here or on a Ray node)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
+import threading
+import time
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from specscope import files, hygiene, procfs, settings, store
+from specscope import files, settings
+from specscope.client import bench
 from specscope.errors import ConfigError
+from specscope.results import hygiene, writing
 from specscope.schema import BASELINE_METHOD
 from specscope.sweep.spec import Cell, is_synthetic
 
-__all__ = ["run_dir", "finished_cells", "SweepResult", "keep", "keep_entry", "with_hygiene", "run_hygiene", "write_run",
-           "lock", "same_schedules", "drop_if_empty"]
+__all__ = ["run_dir", "Kept", "finished_cells", "read_kept", "SweepResult", "Recorder", "keep", "with_hygiene",
+           "run_hygiene", "write_run", "same_schedules", "drop_if_empty"]
+
 
 def run_dir(run_id: str) -> Path:
     """Where a sweep keeps its spec, lock and finished cells."""
     return settings.runs_dir() / run_id
 
 
-def finished_cells(run_id: str) -> dict[str, dict]:
-    """The cells of a run kept so far: ``{cell_id: {"row": ..., "requests": [...]}}``."""
+@dataclass(frozen=True)
+class Kept:
+    """One finished cell as checkpointed: its row, its request rows and each prompt's output hash."""
+
+    row: dict[str, Any]
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    outputs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the cell was measured (a failed cell runs again on resume)."""
+        return self.row.get("status") == "ok"
+
+    @property
+    def error(self) -> str:
+        """Why a failed cell failed."""
+        return self.row.get("error") or "failed"
+
+    def as_json(self) -> dict[str, Any]:
+        """The checkpoint file's content."""
+        return {"row": self.row, "requests": self.requests, "outputs": self.outputs}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Kept:
+        """A checkpoint read back."""
+        return cls(dict(data.get("row") or {}), list(data.get("requests") or []), dict(data.get("outputs") or {}))
+
+
+def _path(run_id: str, cell_id: str) -> Path:
+    return run_dir(run_id) / "cells" / f"{cell_id}.json"
+
+
+def read_kept(run_id: str, cell_id: str) -> Kept:
+    """One cell's checkpoint."""
+    return Kept.from_json(json.loads(_path(run_id, cell_id).read_text()))
+
+
+def finished_cells(run_id: str) -> dict[str, Kept]:
+    """The cells of a run kept so far, by cell id (a torn or unreadable file is left out)."""
     out = {}
     for path in sorted((run_dir(run_id) / "cells").glob("*.json")):
         try:
-            out[path.stem] = json.loads(path.read_text())
-        except (OSError, ValueError):
+            out[path.stem] = Kept.from_json(json.loads(path.read_text()))
+        except (OSError, ValueError, AttributeError):
             continue
     return out
 
@@ -46,33 +88,77 @@ class SweepResult:
     failed: dict[str, str] = field(default_factory=dict)
     results_path: Path | None = None
     upload_problem: str | None = None  # why the run waits to go to the shared store
-    groups: list[dict] = field(default_factory=list)  # Ray sweeps: each group's node and time span
+    groups: list[dict[str, Any]] = field(default_factory=list)  # Ray sweeps: each group's node and time span
     measured_twice: list[str] = field(default_factory=list)  # Ray sweeps: cells a retry measured again
     seconds: dict[str, float] = field(default_factory=dict)  # where the time went: start, wake, sleep, warm, measure
+    servers_started: int = 0  # servers the sweep started (a running one it measured as it was is not counted)
 
 
-def keep(run_id: str, cell: Cell, row: dict, requests: list[dict],
-          outputs: dict[str, str] | None = None) -> None:
-    """Checkpoint one finished cell of ``run_id``."""
-    keep_entry(run_id, cell.cell_id, {"row": row, "requests": requests, "outputs": outputs or {}})
+def keep(run_id: str, cell_id: str, kept: Kept) -> None:
+    """Checkpoint one finished cell in one atomic write."""
+    files.write_atomic(_path(run_id, cell_id), json.dumps(kept.as_json(), default=str))
 
 
-def keep_entry(run_id: str, cell_id: str, entry: dict) -> None:
-    """Checkpoint one finished cell (its row, requests and outputs) in one atomic write."""
-    files.write_atomic(run_dir(run_id) / "cells" / f"{cell_id}.json", json.dumps(entry, default=str))
+class Recorder:
+    """Where every finished cell of a sweep goes, from one lane, several side by side or Ray's nodes:
+    kept, the run's Parquet rewritten, counted in the result, and told as progress. ``seconds``: where
+    the lanes' time went."""
+
+    def __init__(self, run_id: str, total: int, emit: bench.Progress, result: SweepResult | None = None):
+        self.run_id, self.total, self.emit = run_id, total, emit
+        self.result = result or SweepResult(run_id)
+        self.lock = threading.Lock()
+        self.done = 0
+        self.seconds: defaultdict[str, float] = defaultdict(float)  # part -> seconds
+        self.began = time.monotonic()
+
+    def elapsed_s(self) -> float:
+        """Seconds since the sweep began."""
+        return time.monotonic() - self.began
+
+    def event(self, stage: bench.Stage, cell_id: str = "", message: str = "") -> None:
+        """A progress event at the sweep's count so far."""
+        self.emit(bench.ProgressEvent(stage, cell_id, self.done, self.total, message=message))
+
+    def skipped(self, cell_id: str) -> None:
+        """A cell kept from an earlier run of the same sweep."""
+        with self.lock:
+            self.done += 1
+            self.result.skipped.append(cell_id)
+        self.event("cell_skipped", cell_id)
+
+    def record(self, cell_id: str, kept: Kept) -> None:
+        """A cell just measured (or failed): kept, and the run's Parquet rewritten, before it is told."""
+        with self.lock:
+            keep(self.run_id, cell_id, kept)
+            self.result.results_path = write_run(self.run_id) or self.result.results_path
+            self.done += 1
+            if kept.ok:
+                self.result.ran.append(cell_id)
+            else:
+                self.result.failed[cell_id] = kept.error
+        if kept.ok:
+            self.event("cell_done", cell_id)
+        else:
+            self.event("cell_failed", cell_id, kept.error)
+
+    def timed(self, part: str, seconds: float) -> None:
+        """Add to where the time went (start, wake, sleep, warm, measure)."""
+        with self.lock:
+            self.seconds[part] += seconds
 
 
-def with_hygiene(rows: list[dict], outputs: list[dict[str, str]]) -> list[dict]:
+def with_hygiene(rows: list[dict[str, Any]], outputs: list[dict[str, str]]) -> list[dict[str, Any]]:
     """Rows with ``lossless_mismatches`` (against the run's baseline on the same vLLM) and ``hygiene`` filled in."""
-    def key(row):
+    def key(row: dict[str, Any]) -> tuple[Any, ...]:
         return (row.get("method"), row.get("k"), row.get("concurrency"), row.get("response_format"),
                 row.get("vllm_version"))
 
-    def setup(row):
+    def setup(row: dict[str, Any]) -> tuple[Any, ...]:
         return key(row)[2:]
 
     ok = [(row, out) for row, out in zip(rows, outputs) if row.get("status") == "ok"]
-    repeats: dict[tuple, int] = {}
+    repeats: dict[tuple[Any, ...], int] = {}
     baseline: dict[object, dict[str, str]] = {}  # per concurrency and response format
     for row, out in sorted(ok, key=lambda pair: pair[0].get("repeat") or 0):
         repeats[key(row)] = repeats.get(key(row), 0) + 1
@@ -89,7 +175,7 @@ def with_hygiene(rows: list[dict], outputs: list[dict[str, str]]) -> list[dict]:
 def run_hygiene(run_id: str) -> dict[str, int]:
     """Per hygiene check id: how many of the run's kept ok rows (repeats counted) fail it."""
     kept = list(finished_cells(run_id).values())
-    rows = with_hygiene([dict(e["row"]) for e in kept], [e.get("outputs") or {} for e in kept])
+    rows = with_hygiene([dict(e.row) for e in kept], [e.outputs for e in kept])
     counts = {check_id: 0 for check_id in hygiene.CHECKS}
     for row in rows:
         for check_id in hygiene.flagged_ids(row.get("hygiene")):
@@ -104,36 +190,16 @@ def write_run(run_id: str) -> Path | None:
         return None
     rows = []
     for entry in kept.values():
-        row = dict(entry["row"])
+        row = dict(entry.row)
         row["created_at"] = dt.datetime.fromisoformat(row["created_at"])
         row["request_rate"] = float(row["request_rate"]) if row.get("request_rate") is not None else None
         rows.append(row)
-    rows = with_hygiene(rows, [entry.get("outputs") or {} for entry in kept.values()])
-    path = store.write_results(rows, run_id=run_id)
-    requests = [r for entry in kept.values() for r in entry["requests"]]
+    rows = with_hygiene(rows, [entry.outputs for entry in kept.values()])
+    path = writing.write_results(rows, run_id=run_id)
+    requests = [r for entry in kept.values() for r in entry.requests]
     if requests:
-        store.write_requests(requests, run_id=run_id)
+        writing.write_requests(requests, run_id=run_id)
     return path
-
-
-@contextmanager
-def lock(run_id: str) -> Iterator[None]:
-    """Hold the run's own lock (its folder's ``lock`` file names the process) while it runs."""
-    folder = run_dir(run_id)
-    folder.mkdir(parents=True, exist_ok=True)
-    lock = folder / "lock"
-    try:
-        pid = int(lock.read_text())
-    except (OSError, ValueError):  # no lock, or a torn one
-        pid = None
-    if pid is not None and pid != os.getpid() and procfs.pid_exists(pid):
-        raise ConfigError(f"Sweep {run_id} is already running (process {pid}); wait for it "
-                          "or stop that process.")
-    lock.write_text(str(os.getpid()))
-    try:
-        yield
-    finally:
-        lock.unlink(missing_ok=True)
 
 
 def same_schedules(run_id: str, cells: list[Cell]) -> None:
@@ -141,11 +207,11 @@ def same_schedules(run_id: str, cells: list[Cell]) -> None:
     would keep them as if this schedule had been measured (a run holds one schedule per method)."""
     kept = finished_cells(run_id)
     for cell in cells:
-        row = kept.get(cell.cell_id, {}).get("row", {})
-        if cell.schedule and cell.schedule != "auto" and row.get("status") == "ok" \
-                and row.get("k_schedule") != cell.schedule:
-            raise ConfigError(f"Run {run_id} already measured {cell.method} with the schedule {row.get('k_schedule')}; "
-                              f"give another run id to measure {cell.schedule}.")
+        found = kept.get(cell.cell_id)
+        if found and found.ok and cell.schedule and cell.schedule != "auto" \
+                and found.row.get("k_schedule") != cell.schedule:
+            raise ConfigError(f"Run {run_id} already measured {cell.method} with the schedule "
+                              f"{found.row.get('k_schedule')}; give another run id to measure {cell.schedule}.")
 
 
 def drop_if_empty(run_id: str) -> None:

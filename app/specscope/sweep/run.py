@@ -1,5 +1,5 @@
-"""Running a sweep: every cell of its plan in order on the servers the pool holds up, each kept as
-it finishes, so a killed sweep loses only the cell it was in and a rerun resumes."""
+"""Running a sweep here: every cell of its plan in order on the servers the pool holds up, each handed to
+the run's ``Recorder`` as it finishes, so a killed sweep loses only the cell it was in and a rerun resumes."""
 
 from __future__ import annotations
 
@@ -9,51 +9,78 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
-from specscope import bench, schedule, shared, warmup
+from specscope.client import bench, warmup
+from specscope.engine.schedule import KSchedule
 from specscope.errors import ConfigError, SpecScopeError
+from specscope.results import shared
 from specscope.schema import BASELINE_METHOD
+from specscope.sweep import lock
 from specscope.sweep.launchers import Launcher, RunningServer
 from specscope.sweep.measure import failed_row, run_cell
 from specscope.sweep.plan import SweepPlan, as_plan, typical_chars
-from specscope.sweep.pool import ServerPool, schedule_arg, vllm_arg
+from specscope.sweep.pool import Group, ServerPool, schedule_arg, vllm_arg
 from specscope.sweep.progress import Estimate
-from specscope.sweep.record import (SweepResult, drop_if_empty, finished_cells, keep, lock, run_dir,
-                                    same_schedules, write_run)
+from specscope.sweep.record import (
+    Kept,
+    Recorder,
+    SweepResult,
+    drop_if_empty,
+    finished_cells,
+    run_dir,
+    same_schedules,
+    write_run,
+)
 from specscope.sweep.spec import Cell, SweepSpec
 
-__all__ = ["run_sweep", "preflight", "advised_cell", "time_split"]
+__all__ = ["Advise", "Stop", "stop_asker", "run_sweep", "preflight", "advised_cell", "time_split"]
+
+Advise = Callable[[str, str, str], KSchedule]  # (model, method, dataset) -> the schedule to measure for `auto`
+Stop = threading.Event | Callable[[], bool] | None
 
 
 def run_sweep(spec: SweepSpec | SweepPlan, launcher: Launcher, progress: bench.Progress | None = None,
-              stop: threading.Event | Callable[[], bool] | None = None,
-              only: Collection[str] | None = None) -> SweepResult:
-    """Run (or resume) a sweep (a spec, or its plan resolved once); returns which cells ran, were
-    skipped and failed. ``stop`` (an event or a callable) is asked before each cell; ``only`` limits
-    the sweep to those cell ids (a Ray task's group)."""
+              stop: Stop = None, only: Collection[str] | None = None, advise: Advise | None = None) -> SweepResult:
+    """Run (or resume) a sweep (a spec, or its plan resolved once) on this machine; returns which cells
+    ran, were skipped and failed. ``stop`` (an event or a callable) is asked before each cell; ``only``
+    limits the sweep to those cell ids (a Ray task's group); ``advise`` makes an ``auto`` schedule concrete
+    once the method's fixed-K cells are kept."""
     plan = as_plan(spec)
     cells = [cell for cell in plan.cells if only is None or cell.cell_id in only]
-    result = SweepResult(plan.run_id)
-    emit = progress or (lambda event: None)
-    stopped = getattr(stop, "is_set", stop) or (lambda: False)
+    if advise is None and any(cell.schedule == "auto" for cell in cells):
+        raise ConfigError("This sweep measures an `auto` K schedule but was given no advisor to choose it; "
+                          "give the schedule as text (e.g. 1-2:4,3-8:2).")
+    stopped = stop_asker(stop)
     same_schedules(plan.run_id, cells)
     preflight(launcher, list(dict.fromkeys(cell.group for cell in cells)))
+    recorder = Recorder(plan.run_id, len(cells), Estimate(progress or (lambda event: None)))
     try:
-        with lock(plan.run_id):
-            _run_lanes(plan, cells, launcher, result, emit, stopped)
+        with lock.run(plan.run_id):
+            _run_lanes(plan, cells, launcher, recorder, stopped, advise)
     finally:
         drop_if_empty(plan.run_id)
         if finished_cells(plan.run_id):  # the finished cells go to the shared store, if there is one
-            result.upload_problem = shared.publish(plan.run_id)
-    return result
+            recorder.result.upload_problem = shared.publish(plan.run_id)
+    return recorder.result
+
+
+def stop_asker(stop: Stop) -> Callable[[], bool]:
+    """What is asked before each cell: an event's ``is_set``, the callable itself, or never."""
+    if stop is None:
+        return lambda: False
+    if isinstance(stop, threading.Event):
+        return stop.is_set
+    return stop
 
 
 def preflight(launcher: Launcher, groups: list[tuple[str, int, str | None, str | None]]) -> None:
     """One ConfigError naming every problem that would fail whole servers, before anything runs."""
     check = getattr(launcher, "check", None)
+    if check is None:  # a launcher that cannot check ahead
+        return
     problems: list[str] = []
-    for method, k, text, vllm in groups if check else []:
+    for method, k, text, vllm in groups:
         try:
             # an `auto` schedule has no K until it is advised: plan it as K=1 drafting 1
             check(method, (k or 1) if text else k, **schedule_arg(text if text != "auto" else "1:1"),
@@ -65,19 +92,18 @@ def preflight(launcher: Launcher, groups: list[tuple[str, int, str | None, str |
         raise ConfigError("The sweep cannot start: " + " ".join(problems))
 
 
-def advised_cell(cell: Cell, run_id: str, dataset: str) -> Cell:
+def advised_cell(cell: Cell, run_id: str, dataset: str, advise: Advise | None) -> Cell:
     """An ``auto`` schedule cell made concrete: advised from this run's fixed-K cells of its method
     (their rows are stored by now), else from earlier stored results of that model."""
     if cell.schedule != "auto":
         return cell
-    models = [e["row"].get("model") for e in finished_cells(run_id).values()
-              if e.get("row", {}).get("method") == cell.method and e["row"].get("model")]
-    if not models:
+    rows = [kept.row for kept in finished_cells(run_id).values() if kept.row.get("method") == cell.method]
+    models = [row["model"] for row in rows if row.get("model")]
+    if not models or advise is None:
         raise ConfigError(f"No {cell.method} cell of this sweep was measured, so no schedule can be "
                           "advised; give the schedule itself.")
-    advised = schedule.from_results(models[0], cell.method, dataset)
-    return Cell(cell.method, advised.server_k, cell.concurrency, cell.repeat, advised.text(),
-                constrained=cell.constrained, vllm=cell.vllm)
+    advised = advise(models[0], cell.method, dataset)
+    return replace(cell, k=advised.server_k, schedule=advised.text())
 
 
 def _started(cell: Cell, what: str, server: RunningServer, seconds: float) -> str:
@@ -98,15 +124,6 @@ def time_split(seconds: dict[str, float], lanes: int = 1) -> str:
     return text + (f" (summed over {lanes} GPU slots side by side)" if lanes > 1 and text else "")
 
 
-class _Tally:
-    """What lanes running side by side share: finished cells, the result, where the time went."""
-
-    def __init__(self, total: int, result: SweepResult):
-        self.lock = threading.Lock()
-        self.done, self.total, self.result = 0, total, result
-        self.seconds: Counter[str] = Counter()
-
-
 def _lane_cells(cells: list[Cell], lanes: int) -> list[list[Cell]]:
     """Cells split by server group over ``lanes`` (most cells first onto the emptiest), plan order kept."""
     counts = Counter(cell.group for cell in cells)
@@ -117,117 +134,113 @@ def _lane_cells(cells: list[Cell], lanes: int) -> list[list[Cell]]:
     return [[cell for cell in cells if owner[cell.group] == lane] for lane in range(lanes)]
 
 
-def _run_lanes(plan: SweepPlan, cells: list[Cell], launcher: Launcher, result: SweepResult,
-               emit: bench.Progress, stopped: Callable[[], bool]) -> None:
+def _run_lanes(plan: SweepPlan, cells: list[Cell], launcher: Launcher, recorder: Recorder,
+               stopped: Callable[[], bool], advise: Advise | None) -> None:
     """The body of ``run_sweep`` under the run's lock: the cells on one launcher, or split by server
     group over its lanes (one per GPU slot), side by side."""
     lanes = launcher.lanes() if hasattr(launcher, "lanes") else [launcher]
-    emit = Estimate(emit)
-    tally = _Tally(len(cells), result)
     (run_dir(plan.run_id) / "spec.json").write_text(json.dumps(asdict(plan.spec), default=str, indent=1))
-    if len(lanes) == 1:
-        _run_cells(plan, cells, launcher, tally, emit, stopped)
+    parts = [cells] if len(lanes) == 1 else _lane_cells(cells, len(lanes))
+    work = [_Lane(plan, part, lane, recorder, stopped, advise) for part, lane in zip(parts, lanes) if part]
+    if len(work) == 1:
+        work[0].run()
     else:
-        with ThreadPoolExecutor(max_workers=len(lanes)) as pool:
-            for done in [pool.submit(_run_cells, plan, part, lane, tally, emit, stopped)
-                         for part, lane in zip(_lane_cells(cells, len(lanes)), lanes) if part]:
+        with ThreadPoolExecutor(max_workers=len(work)) as pool:
+            for done in [pool.submit(lane.run) for lane in work]:
                 done.result()
+    result = recorder.result
     result.results_path = write_run(plan.run_id) or result.results_path
-    result.seconds = dict(tally.seconds)
-    split = time_split(tally.seconds, len(lanes))
-    emit(bench.ProgressEvent("sweep_done", "", tally.done, len(cells),
-                             message=f"{len(result.ran)} ran, {len(result.failed)} failed"
-                                     + (f", {len(result.skipped)} reused from an earlier run" if result.skipped else "")
-                                     + f"; done in {emit.elapsed_s():.0f} s" + (f" ({split})" if split else "")))
+    result.seconds = dict(recorder.seconds)
+    split = time_split(recorder.seconds, len(lanes))
+    recorder.event("sweep_done", message=f"{len(result.ran)} ran, {len(result.failed)} failed"
+                   + (f", {len(result.skipped)} reused from an earlier run" if result.skipped else "")
+                   + f"; done in {recorder.elapsed_s():.0f} s" + (f" ({split})" if split else ""))
 
 
-def _run_cells(plan: SweepPlan, cells: list[Cell], launcher: Launcher, tally: _Tally,
-               emit: bench.Progress, stopped: Callable[[], bool]) -> None:
-    """One lane's cells in order on one launcher's servers, each kept as it finishes."""
-    spec, prompt_set, run_id, result = plan.spec, plan.prompt_set, plan.run_id, tally.result
-    pool = ServerPool(launcher, cells, keep_baseline=spec.baseline_alongside)
-    start_errors: dict[tuple, str] = {}
-    advised: dict[tuple, Cell] = {}  # an `auto` schedule server's concrete cell
-    kept = finished_cells(run_id)
+class _Lane:
+    """One lane's cells in order on one launcher's servers, each recorded as it finishes."""
 
-    def event(stage: str, cell_id: str, message: str = "") -> None:
-        emit(bench.ProgressEvent(stage, cell_id, tally.done, tally.total, message=message))
+    def __init__(self, plan: SweepPlan, cells: list[Cell], launcher: Launcher, recorder: Recorder,
+                 stopped: Callable[[], bool], advise: Advise | None):
+        self.plan, self.cells, self.launcher, self.recorder = plan, cells, launcher, recorder
+        self.stopped, self.advise = stopped, advise
+        self.pool = ServerPool(launcher, cells, keep_baseline=plan.spec.baseline_alongside)
+        self.start_errors: dict[Group, str] = {}
+        self.advised: dict[Group, Cell] = {}  # an `auto` schedule server's concrete cell
+        self.kept = finished_cells(plan.run_id)
 
-    def warm(server: RunningServer, cell: Cell, what: str) -> None:
-        event("server", cell.cell_id, f"warming up {cell.method} {what} (not measured)")
+    def run(self) -> None:
+        try:
+            for index, cell in enumerate(self.cells):
+                if (found := self.kept.get(cell.cell_id)) is not None and found.ok:
+                    self.recorder.skipped(cell.cell_id)
+                    self.pool.done_with(cell.group, index)
+                    continue
+                if self.stopped():
+                    break
+                self._ready(index, cell)
+                self._measure(index, cell)
+        finally:
+            self.pool.close()
+            for part, seconds in self.pool.seconds.items():
+                self.recorder.timed(part, seconds)
+            with self.recorder.lock:
+                self.recorder.result.servers_started += self.pool.started
+
+    def _warm(self, server: RunningServer, cell: Cell, what: str) -> None:
+        spec, prompt_set = self.plan.spec, self.plan.prompt_set
+        self.recorder.event("server", cell.cell_id, f"warming up {cell.method} {what} (not measured)")
         began = time.monotonic()
         warmup.warm_up(server.url, concurrency=cell.concurrency,
                        output_len=spec.output_len or bench.DEFAULT_OUTPUT_LEN,
                        prompt_chars=typical_chars(prompt_set), temperature=spec.temperature, live=False,
                        formats=[p.response_format for p in prompt_set.prompts]
                        if spec.structured != "free" else ())  # each grammar compiled unmeasured
-        with tally.lock:
-            tally.seconds["warm"] += time.monotonic() - began
+        self.recorder.timed("warm", time.monotonic() - began)
 
-    try:
-        for index, planned in enumerate(cells):
-            group, cell = planned.group, planned
-            if kept.get(cell.cell_id, {}).get("row", {}).get("status") == "ok":
-                with tally.lock:
-                    tally.done += 1
-                    result.skipped.append(cell.cell_id)
-                event("cell_skipped", cell.cell_id)
-                pool.done_with(group, index)
-                continue
-            if stopped():
-                break
-            what = f"schedule {cell.schedule}" if cell.schedule else f"K={cell.k}"
-            if pool.get(group) is None and group not in start_errors:
-                event("server", cell.cell_id, f"starting {cell.method} {what}")
-                try:
-                    advised[group] = advised_cell(cell, run_id, prompt_set.name)
-                    began = time.monotonic()
-                    server = pool.start(index, group, advised[group])
-                    event("server", cell.cell_id, _started(cell, what, server, time.monotonic() - began))
-                    warm(server, cell, what)
-                except SpecScopeError as exc:
-                    start_errors[group] = f"The {cell.method} K={cell.k} server did not start: {exc}"
-                    if not any(e.get("row", {}).get("status") == "ok" for e in kept.values()) \
-                            and not result.ran:  # nothing measured: every cell would fail alike
-                        raise ConfigError(f"{start_errors[group]} Nothing was measured; fix this "
-                                          "and start the sweep again.") from exc
-            elif group not in start_errors:
-                try:
-                    if pool.wake(index, group):
-                        event("server", cell.cell_id, f"woke {cell.method} {what} from sleep")
-                        warm(pool.get(group), cell, what)
-                except SpecScopeError as exc:
-                    pool.retire(group)
-                    start_errors[group] = f"The {cell.method} K={cell.k} server did not wake: {exc}"
-            server = pool.get(group)
-            if group in advised:
-                cell = advised[group]
-                cell = Cell(cell.method, cell.k, planned.concurrency, planned.repeat, cell.schedule,
-                            constrained=planned.constrained, vllm=cell.vllm)
-            if server is None:
-                row, requests, outputs = failed_row(spec, prompt_set, cell, None, None,
-                                                    start_errors[group]), [], {}
-            else:
-                began = time.monotonic()
-                row, requests, outputs = run_cell(spec, prompt_set, cell, server, launcher, emit,
-                                                  tally.done, tally.total, pool.served[group])
-                with tally.lock:
-                    tally.seconds["measure"] += time.monotonic() - began
-                pool.answered(group, len(requests))
-                pool.done_with(group, index, now=row["status"] != "ok" or spec.restart_each_cell)
-            with tally.lock:
-                keep(run_id, cell, row, requests, outputs)
-                result.results_path = write_run(run_id)
-                tally.done += 1
-                if row["status"] == "ok":
-                    result.ran.append(cell.cell_id)
-                else:
-                    result.failed[cell.cell_id] = row["error"]
-            if row["status"] == "ok":
-                event("cell_done", cell.cell_id)
-            else:
-                event("cell_failed", cell.cell_id, row["error"])
-    finally:
-        pool.close()
-        with tally.lock:
-            tally.seconds.update(pool.seconds)
+    def _ready(self, index: int, cell: Cell) -> None:
+        """The cell's server started (or reused), or woken from sleep, and warmed; a failure to start or
+        wake is kept in ``start_errors`` for its cells."""
+        group, what = cell.group, f"schedule {cell.schedule}" if cell.schedule else f"K={cell.k}"
+        if group in self.start_errors:
+            return
+        if (up := self.pool.get(group)) is not None:
+            try:
+                if self.pool.wake(index, group):
+                    self.recorder.event("server", cell.cell_id, f"woke {cell.method} {what} from sleep")
+                    self._warm(up, cell, what)
+            except SpecScopeError as exc:
+                self.pool.retire(group)
+                self.start_errors[group] = f"The {cell.method} K={cell.k} server did not wake: {exc}"
+            return
+        self.recorder.event("server", cell.cell_id, f"starting {cell.method} {what}")
+        try:
+            self.advised[group] = advised_cell(cell, self.plan.run_id, self.plan.prompt_set.name, self.advise)
+            began = time.monotonic()
+            server = self.pool.start(index, group, self.advised[group])
+            self.recorder.event("server", cell.cell_id, _started(cell, what, server, time.monotonic() - began))
+            self._warm(server, cell, what)
+        except SpecScopeError as exc:
+            self.start_errors[group] = f"The {cell.method} K={cell.k} server did not start: {exc}"
+            if not any(kept.ok for kept in self.kept.values()) and not self.recorder.result.ran:
+                # nothing measured: every cell would fail alike
+                raise ConfigError(f"{self.start_errors[group]} Nothing was measured; fix this "
+                                  "and start the sweep again.") from exc
+
+    def _measure(self, index: int, planned: Cell) -> None:
+        spec, prompt_set, group = self.plan.spec, self.plan.prompt_set, planned.group
+        server = self.pool.get(group)
+        cell = planned
+        if group in self.advised:  # an `auto` schedule's cells carry the schedule its server drafts
+            cell = replace(planned, k=self.advised[group].k, schedule=self.advised[group].schedule)
+        if server is None:
+            kept = Kept(failed_row(spec, prompt_set, cell, None, None, self.start_errors[group]))
+        else:
+            began = time.monotonic()
+            row, requests, outputs = run_cell(spec, prompt_set, cell, server, self.launcher, self.recorder.emit,
+                                              self.recorder.done, self.recorder.total, self.pool.served[group])
+            self.recorder.timed("measure", time.monotonic() - began)
+            kept = Kept(row, requests, outputs)
+            self.pool.answered(group, len(requests))
+            self.pool.done_with(group, index, now=not kept.ok or spec.restart_each_cell)
+        self.recorder.record(cell.cell_id, kept)

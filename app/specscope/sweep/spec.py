@@ -9,14 +9,17 @@ import math
 import socket
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
-from specscope import bench, prompts, schedule
+from specscope import launch
+from specscope.client import bench, prompts
+from specscope.engine import schedule
 from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
 
-__all__ = ["SYNTHETIC", "STRUCTURED", "Cell", "SweepSpec", "parse_ints", "structured_default", "method_ks",
-           "schedule_k", "requests_of", "synthetic_length_for", "parse_lengths", "synthetic_keys", "synthetic_config",
-           "is_synthetic"]
+__all__ = ["SYNTHETIC", "STRUCTURED", "Cell", "Synthetic", "SweepSpec", "parse_ints", "structured_default",
+           "method_ks", "schedule_k", "requests_of", "synthetic_length_for", "parse_lengths", "synthetic_config",
+           "is_synthetic", "servers_spec"]
 
 SYNTHETIC = "synthetic"  # rejection_sample_method that accepts drafts at set rates, whatever they are
 STRUCTURED = ("free", "constrained", "both")
@@ -51,6 +54,34 @@ class Cell:
 
 
 @dataclass(frozen=True)
+class Synthetic:
+    """How a speculative server accepts drafts: by its target (nothing set), or synthetically (vLLM's
+    synthetic rejection sampler) at ``alpha``^i, at a mean acceptance length per K (``lengths``: (K, AL),
+    K 0 for every K), or at per-position ``rates`` (an AL(K) curve's, ``priors.Curve.rates``: a server at any
+    K takes the first K of them, so a K schedule's smaller K accept at the curve's AL too)."""
+
+    alpha: float | None = None
+    lengths: tuple[tuple[int, float], ...] = ()
+    rates: tuple[float, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.alpha is not None or bool(self.lengths) or bool(self.rates)
+
+    def keys(self, k: int) -> dict[str, Any] | None:
+        """The speculative_config keys of a server drafting up to K; None where the target accepts drafts
+        (and for the baseline)."""
+        length = synthetic_length_for(self.lengths, k)
+        if not k or not (self.alpha is not None or length is not None or self.rates):
+            return None
+        if self.alpha is not None:
+            return synthetic_config(self.alpha, k)
+        if self.rates:
+            return {"rejection_sample_method": SYNTHETIC,
+                    "synthetic_acceptance_rates": [round(r, 6) for r in (list(self.rates) + [0.0] * k)[:k]]}
+        return {"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_length": length}
+
+
+@dataclass(frozen=True)
 class SweepSpec:
     """What to sweep; equal specs on the same prompt file share a run id (and so resume)."""
 
@@ -75,11 +106,12 @@ class SweepSpec:
     k_schedule: str | None = None  # a schedule measured beside the fixed K: its text, or "auto"
     synthetic_acceptance: float | None = None  # drafts accepted at rate alpha^i (a step-cost calibration)
     synthetic_length: tuple[tuple[int, float], ...] = ()  # (K, mean acceptance length); K 0: every K
+    synthetic_rates: tuple[float, ...] = ()  # per-position rates (an AL(K) curve's) for every K
     per_concurrency: int | None = None  # a cell sends this many requests per slot (at least num_prompts)
     structured: str = "free"  # free | constrained | both: cells without and/or with the response formats
     vllm: tuple[str, ...] = ()  # the vLLMs to run the preset on, one after the other (versions or Python paths)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.repeats < 1:
             raise ConfigError("Repeats must be a whole number of at least 1.")
         if self.structured not in STRUCTURED:
@@ -105,19 +137,31 @@ class SweepSpec:
         if self.output_len is not None and self.output_len < 1:
             raise ConfigError("The output length must be at least 1 token.")
         if self.k_schedule is not None:
-            object.__setattr__(self, "k_schedule", _schedule_text(self))
+            object.__setattr__(self, "k_schedule", _schedule_text(self, self.k_schedule))
         if self.synthetic_acceptance is not None and not 0.0 <= self.synthetic_acceptance <= 1.0:
             raise ConfigError("The synthetic acceptance rate must lie between 0 and 1, e.g. 0.8.")
         if (self.synthetic_acceptance is not None or self.synthetic_length) and self.servers:
             raise ConfigError("Synthetic acceptance is set when a server starts; sweep it with a preset, "
                               "not with running servers.")
-        if self.synthetic_acceptance is not None and self.synthetic_length:
-            raise ConfigError("Give either a synthetic acceptance rate or a synthetic acceptance length, not both.")
+        if sum(map(bool, (self.synthetic_acceptance is not None, self.synthetic_length, self.synthetic_rates))) > 1:
+            raise ConfigError("Give one synthetic acceptance: a rate, a mean acceptance length, or a curve.")
+        if self.synthetic_rates and self.servers:
+            raise ConfigError("Synthetic acceptance is set when a server starts; sweep it with a preset, "
+                              "not with running servers.")
+        rates = self.synthetic_rates
+        if any(not 0.0 <= r <= 1.0 for r in rates) or any(b > a for a, b in zip(rates, rates[1:])):
+            raise ConfigError("Synthetic per-position acceptance rates must lie in [0, 1] and never rise with the "
+                              "position (vLLM refuses others).")
         for method, k in method_ks(self) if self.synthetic_length else ():
             length = synthetic_length_for(self.synthetic_length, k)
             if method != BASELINE_METHOD and length is not None and not 1.0 <= length <= k + 1:
                 raise ConfigError(f"A synthetic acceptance length at K={k} must lie between 1 and {k + 1} "
                                   f"(K drafts plus the target's token), not {length:g}.")
+
+    @property
+    def synthetic(self) -> Synthetic:
+        """How the sweep's speculative servers accept drafts."""
+        return Synthetic(self.synthetic_acceptance, self.synthetic_length, self.synthetic_rates)
 
     def resolved_run_id(self, prompt_sha: str) -> str:
         """The given run id, else one derived from the spec and the prompt set's hash."""
@@ -126,7 +170,8 @@ class SweepSpec:
         key = {k: v for k, v in asdict(self).items() if k not in ("run_id", "label")}
         for name, default in (("repeats", 1), ("baseline_alongside", False), ("servers", ()),
                               ("k_schedule", None), ("synthetic_acceptance", None), ("synthetic_length", ()),
-                              ("per_concurrency", None), ("structured", "free"), ("vllm", ())):
+                              ("per_concurrency", None), ("structured", "free"), ("vllm", ()),
+                              ("synthetic_rates", ())):
             if key[name] == default:
                 del key[name]  # sweeps without them keep the run ids they always had
         # the host too: two machines running the same sweep into one shared store never share a run id
@@ -135,13 +180,13 @@ class SweepSpec:
         return f"sweep-{_slug(self.preset)}-{digest}"
 
 
-def _schedule_text(spec: SweepSpec) -> str:
-    """The spec's schedule in canonical text (``auto`` stays); ConfigError when it cannot be swept."""
+def _schedule_text(spec: SweepSpec, given: str) -> str:
+    """The spec's schedule (``given``) in canonical text (``auto`` stays); ConfigError when it cannot be swept."""
     if spec.servers:
         raise ConfigError("A K schedule starts its own server; sweep it with a preset, not with running servers.")
     if not set(spec.methods) - {BASELINE_METHOD}:
         raise ConfigError("A K schedule needs a speculative method, e.g. --methods none,ngram.")
-    text = spec.k_schedule.strip()
+    text = given.strip()
     return "auto" if text == "auto" else schedule.parse(text).text()
 
 
@@ -209,18 +254,7 @@ def parse_lengths(text: str) -> tuple[tuple[int, float], ...]:
     return tuple(pairs)
 
 
-def synthetic_keys(alpha: float | None, lengths: tuple[tuple[int, float], ...], k: int) -> dict | None:
-    """The speculative_config keys of a K server that accepts drafts synthetically: at ``alpha``^i, or at
-    the mean length set for K; None where drafts are accepted by the target (and for the baseline)."""
-    length = synthetic_length_for(lengths, k)
-    if not k or (alpha is None and length is None):
-        return None
-    if alpha is not None:
-        return synthetic_config(alpha, k)
-    return {"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_length": length}
-
-
-def synthetic_config(alpha: float, k: int) -> dict:
+def synthetic_config(alpha: float, k: int) -> dict[str, Any]:
     """speculative_config keys that accept draft position i with probability alpha^i (vLLM's
     synthetic rejection sampler): a step's cost measured apart from the drafter's quality."""
     return {"rejection_sample_method": SYNTHETIC,
@@ -234,3 +268,14 @@ def is_synthetic(method_params: str | None) -> bool:
     except ValueError:
         return False
     return isinstance(config, dict) and config.get("rejection_sample_method") == SYNTHETIC
+
+
+def servers_spec(names: list[str] | tuple[str, ...], **fields: Any) -> SweepSpec:
+    """A sweep over concurrency of known servers (by name), each measured at its own method and K."""
+    if not names:
+        raise ConfigError("Pick at least one server to measure.")
+    chosen = tuple((state.name, state.method or BASELINE_METHOD, state.k or 0)
+                   for state in (launch.find(name) for name in names))
+    fields.setdefault("label", ", ".join(names))
+    return SweepSpec(preset=fields.pop("preset", "servers"), methods=tuple(m for _, m, _ in chosen), ks=(),
+                     servers=chosen, **fields)

@@ -1,0 +1,351 @@
+"""The closed loop: from nothing measured to the configuration to deploy, verified, with few servers.
+
+1. **Step cost.** The baseline and each method at a few K (``probe_ks``) at every concurrency, with repeats.
+   Drafts are accepted at the chosen acceptance curve's per-position rates where the vLLM accepts drafts
+   synthetically (a GPU), else by the drafter itself (a CPU; or ``acceptance="measured"``).
+2. **Prediction.** Every method x K x concurrency from that cost and the acceptance (the curve's AL(K), or
+   the probes' measured per-position rates): the fit's best K at each concurrency, the K schedule they make,
+   and the best single K. The plan (what verifies it) is kept in the run's folder, so a rerun resumes it.
+3. **Verification.** The best method's predicted best K at each concurrency and its best single K (its
+   strongest fixed-K rivals), and a schedule server where the best K moves with load, in the same run with
+   the same repeats; cells step 1 measured are kept, not measured again.
+4. **The answer** from everything measured (``deploy.answer``: measured beats modelled): the
+   speculative_config to deploy, its measured speedup per concurrency with intervals, each prediction's
+   error, the schedule against the best fixed K, and where the time went.
+
+    outcome = run(Request("shape-llama31-8b-shared", ("eagle3",), (1, 4, 16, 64), Path("prompts.jsonl"),
+                          acceptance="eagle3-kimi-k2.5", probe_ks=(2, 5)), progress=print)
+    print(outcome.report())
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from specscope import files, sweep
+from specscope.advice import deploy, fitting, priors
+from specscope.analysis import intervals
+from specscope.client import bench, prompts
+from specscope.engine import presets
+from specscope.engine.schedule import from_best
+from specscope.errors import ConfigError
+from specscope.launch.host import installed_vllm
+from specscope.results.store import Store
+from specscope.schema import BASELINE_METHOD
+from specscope.sweep.run import Stop
+
+__all__ = ["Request", "Plan", "Outcome", "acceptance_curve", "plan_of", "outcome_of", "report", "run"]
+
+PLAN_FILE = "deploy-plan.json"
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the loop measures: a preset's methods at these concurrencies, with an acceptance source."""
+
+    preset: str
+    methods: tuple[str, ...]
+    concurrencies: tuple[int, ...]
+    prompts: Path
+    acceptance: str = "measured"  # "measured" (the drafter's own), a published curve's name, or "run:RUN_ID"
+    probe_ks: tuple[int, ...] = (2, 4)
+    ks: tuple[int, ...] = tuple(range(1, 9))  # the K the answer chooses among
+    repeats: int = 2
+    num_prompts: int | None = None
+    per_concurrency: int | None = None
+    output_len: int = bench.DEFAULT_OUTPUT_LEN
+    run_id: str | None = None
+    max_batch: int | None = None  # the schedule's last batch size (default: the preset's max_num_seqs)
+
+    def __post_init__(self):
+        if BASELINE_METHOD in self.methods or not self.methods:
+            raise ConfigError("Give the speculative methods to compare, e.g. --methods eagle3,draft_model; the "
+                              "baseline is measured anyway.")
+        if len(set(self.probe_ks)) < 2:
+            raise ConfigError("The step cost needs two probe K at least (e.g. --probe-k 2,4): a line through one "
+                              "point has no slope.")
+        if self.repeats < 2:
+            raise ConfigError("The loop verifies with repeats: give --repeats 2 or more.")
+
+
+@dataclass
+class Plan:
+    """Step 2's prediction for the best method and what step 3 serves to verify it."""
+
+    method: str
+    predicted: dict[str, float]  # "K@concurrency" (K 0: the schedule) -> predicted speedup
+    best_k: dict[str, int]       # concurrency -> the fit's best K there
+    fixed_k: int                 # the best single K by predicted mean
+    schedule: str | None         # served where the best K moves with load
+    verify_ks: list[int]
+    methods: dict[str, float] = field(default_factory=dict)  # each method's predicted mean speedup
+
+    @classmethod
+    def load(cls, path: Path) -> Plan | None:
+        """The plan kept by an earlier run of the same loop, if any."""
+        try:
+            return cls(**json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+
+
+@dataclass
+class Outcome:
+    """What the loop found: the answer from the verified rows, the plan it verified, and what it cost."""
+
+    answer: deploy.Answer
+    plan: Plan
+    run_id: str
+    rows: list[dict]            # per concurrency: deployed, predicted, error, best fixed K, ratios
+    seconds: dict[str, float]   # where the time went (start, wake, sleep, warm, measure) and the wall
+    servers: int                # servers the loop started
+    acceptance: str
+    verified: list[dict] = field(default_factory=list)  # every cell step 3 measured: K (0: the schedule), c, error
+
+    @property
+    def prediction_errors(self) -> list[float]:
+        """|predicted / measured − 1| of every cell step 3 verified (the probes' own cells fitted the cost)."""
+        return [abs(v["error"]) for v in self.verified]
+
+    def figures(self) -> dict:
+        """The loop's figures: median prediction error, the answer against the best fixed K at each
+        concurrency (oracle), and the schedule against the best fixed K (its worst, and over the range)."""
+        measured = [r for r in self.rows if r["deployed"] is not None and r["best_fixed"] is not None]
+        oracle = (statistics.mean(r["deployed"] for r in measured) / statistics.mean(r["best_fixed"] for r in measured)
+                  if measured else None)
+        scheduled = [r for r in self.rows if r["schedule"] is not None and r["best_fixed"] is not None]
+        single = [r["single_fixed"] for r in scheduled if r["single_fixed"] is not None]
+        return {"pred_err_median": statistics.median(self.prediction_errors) if self.prediction_errors else None,
+                "answer_vs_oracle": oracle,
+                "sched_vs_best_fixed_min": min((r["schedule"] / r["best_fixed"] for r in scheduled), default=None),
+                "sched_gain_over_range": (statistics.mean(r["schedule"] for r in scheduled) / statistics.mean(single)
+                                          if scheduled and len(single) == len(scheduled) else None)}
+
+    def report(self) -> str:
+        """The answer as the CLI prints it."""
+        lines = [f"run {self.run_id}: acceptance from {self.acceptance}",
+                 self.answer.sentence(),
+                 f"deploy: --speculative-config '{json.dumps(self.answer.config)}'" if self.answer.config else
+                 "deploy: no speculation"]
+        for r in self.rows:
+            error = f"{r['error']:+.1%}" if r["error"] is not None else "in-sample: a probe's own cell"
+            lines.append(f"  concurrency {r['concurrency']:g}: {r['deployed_text']} measured"
+                         + (f", predicted {r['predicted']:.3f}× ({error})" if r["predicted"] is not None else "")
+                         + (f"; best fixed K={r['best_fixed_k']} {r['best_fixed']:.3f}×" if r["best_fixed"] else "")
+                         + (f"; schedule {r['schedule']:.3f}×" if r["schedule"] is not None else ""))
+        if self.answer.measured_schedule is not None:
+            lines.append("  " + self.answer.measured_schedule.sentence())
+        for v in self.verified:
+            what = f"schedule {v['schedule']}" if v["schedule"] else f"K={v['k']}"
+            lines.append(f"  verified {what} at {v['concurrency']}: measured {v['measured']:.3f}×, predicted "
+                         f"{v['predicted']:.3f}× ({v['error']:+.1%})")
+        figures = self.figures()
+        lines.append("  " + ", ".join(f"{k}={v:.3f}" for k, v in figures.items() if v is not None))
+        if self.seconds:
+            spent = ", ".join(f"{k} {v:.0f} s" for k, v in self.seconds.items())
+            lines.append(f"  {self.servers} servers started; time: {spent}")
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict:
+        """JSON-ready values (``specscope deploy --json``)."""
+        return {"run_id": self.run_id, "answer": self.answer.as_dict(), "plan": asdict(self.plan), "rows": self.rows,
+                "verified": self.verified,
+                "figures": self.figures(), "seconds": self.seconds, "servers": self.servers,
+                "acceptance": self.acceptance}
+
+
+def acceptance_curve(source: str) -> priors.Curve | None:
+    """The curve ``source`` names: None for "measured" (each family's own), a published prior, or the
+    measured per-position rates of another run ("run:RUN_ID")."""
+    if source == "measured":
+        return None
+    if not source.startswith("run:"):
+        return priors.named(source)
+    run_id = source.removeprefix("run:")
+    rows = Store().speedup({"run_id": [run_id]})
+    rates = fitting.fit_families(rows)[0].measured_rates if not rows.empty else []
+    if not rates:
+        raise ConfigError(f"Run {run_id} has no per-position acceptance to take as the acceptance curve.")
+    return priors.from_rates(source, f"measured per-position acceptance of run {run_id}", rates)
+
+
+def _spec(request: Request, run_id: str, methods: tuple[str, ...], rates: tuple[float, ...],
+          schedule: str | None = None) -> sweep.SweepSpec:
+    return sweep.SweepSpec(preset=request.preset, methods=methods, ks=(), concurrencies=request.concurrencies,
+                           prompts=request.prompts.resolve(), num_prompts=request.num_prompts,
+                           per_concurrency=request.per_concurrency, output_len=request.output_len,
+                           repeats=request.repeats, run_id=run_id, label=f"deploy {run_id}", k_schedule=schedule,
+                           synthetic_rates=rates)
+
+
+def _fits(run_id: str, curve: priors.Curve | None,
+          probe_ks: Sequence[int] | None = None) -> tuple[list[fitting.FamilyFit], object]:
+    """The run's families with ``curve``'s acceptance; with ``probe_ks``, fitted on step 1's cells alone
+    (the baseline and the probes), so the plan is the same whatever step 3 has measured since."""
+    frame = Store().speedup({"run_id": [run_id]})
+    if probe_ks is not None:
+        frame = frame[frame["k_schedule"].isna() & ((frame["method"] == BASELINE_METHOD) | frame["k"].isin(probe_ks))]
+    fits = fitting.fit_families(frame, engine_only=True)
+    return [f.with_acceptance(curve) for f in fits], frame
+
+
+def _best(by_k: dict[int, float]) -> int:
+    return min(by_k, key=lambda k: (-by_k[k], k))
+
+
+def _plan(fits: list[fitting.FamilyFit], request: Request, max_batch: int) -> Plan:
+    """The fit's own view (no measurement outvotes it here: it chooses what to serve): per method its best
+    K at each concurrency and best single K; the method with the best mean; its schedule where K moves."""
+    by_method = {}
+    for fit in fits:
+        predicted = {(k, c): fit.predict(k, c) for k in request.ks for c in request.concurrencies}
+        means = {k: statistics.mean(predicted[(k, c)] for c in request.concurrencies) for k in request.ks}
+        by_method[fit.keys["method"]] = (fit, predicted, means)
+    method = max(by_method, key=lambda m: max(by_method[m][2].values()))
+    fit, predicted, means = by_method[method]
+    best_k = {c: _best({k: predicted[(k, c)] for k in request.ks}) for c in request.concurrencies}
+    sizes: dict[int, int] = {}
+    for size in range(1, max_batch + 1):  # a larger batch never drafts more (the cost of a draft only grows)
+        k = _best({k: fit.predict(k, size) for k in request.ks})
+        sizes[size] = min(k, sizes[size - 1]) if size > 1 else k
+    advised = from_best(sizes)
+    schedule = advised.text() if len({r.k for r in advised.ranges}) > 1 else None  # a constant one is a fixed K
+    fixed_k = _best(means)
+    verify = sorted({fixed_k, *best_k.values()})
+    kept = {f"{k}@{c}": v for (k, c), v in predicted.items()}
+    if schedule:
+        kept.update({f"0@{c}": fit.predict(sizes[min(c, max_batch)], c) for c in request.concurrencies})
+    return Plan(method, kept, {str(c): k for c, k in best_k.items()}, fixed_k, schedule, verify,
+                {m: max(v[2].values()) for m, v in by_method.items()})
+
+
+def _figure(fit: fitting.FamilyFit, frame, k: int | None, concurrency: int, schedule: str | None = None):
+    """A verified cell's measured speedup (mean over runs) and interval: K's, or the schedule's."""
+    rows = fitting.family_rows(frame, fit.keys)
+    rows = rows[rows["concurrency"] == concurrency]
+    rows = rows[rows["k_schedule"] == schedule] if schedule else rows[rows["k_schedule"].isna() & (rows["k"] == k)]
+    if rows.empty:
+        return None
+    return float(rows["speedup"].mean()), rows["speedup_lo"].min(), rows["speedup_hi"].max()
+
+
+def _rows(found: deploy.Answer, fit: fitting.FamilyFit, frame, plan: Plan, probes: Sequence[int]) -> list[dict]:
+    out = []
+    for choice in found.choices:
+        c = int(choice.concurrency)
+        fixed = {k: m.speedup for k, m in choice.measured_by.items()}
+        best_fixed_k = _best(fixed) if fixed else None
+        mine = (_figure(fit, frame, None, c, found.schedule.text()) if found.use_schedule else
+                _figure(fit, frame, found.fixed_k, c) if found.fixed_k else (1.0, 1.0, 1.0))
+        deployed_k = 0 if found.use_schedule else found.fixed_k
+        predicted = plan.predicted.get(f"{deployed_k}@{c}")
+        unseen = found.use_schedule or deployed_k not in probes  # the probes' own cells fitted the cost
+        schedule = _figure(fit, frame, None, c, plan.schedule) if plan.schedule else None
+        out.append({
+            "concurrency": c, "deployed": None if mine is None else mine[0],
+            "deployed_lo": None if mine is None else mine[1], "deployed_hi": None if mine is None else mine[2],
+            "deployed_text": "not measured" if mine is None else intervals.text(
+                mine[0], mine[1], mine[2], unit="×", why_none=""),
+            "predicted": predicted,
+            "error": predicted / mine[0] - 1.0 if predicted is not None and mine is not None and unseen else None,
+            "best_fixed_k": best_fixed_k, "best_fixed": fixed.get(best_fixed_k) if best_fixed_k else None,
+            "single_fixed": fixed.get(plan.fixed_k), "schedule": None if schedule is None else schedule[0]})
+    return out
+
+
+def _verified(fit: fitting.FamilyFit, frame, plan: Plan, request: Request) -> list[dict]:
+    """Each cell step 3 verified beside its prediction: the rivals not among the probes, and the schedule."""
+    out = []
+    rivals = [(k, None) for k in plan.verify_ks if k not in request.probe_ks]
+    for k, schedule in [*rivals, *([(0, plan.schedule)] if plan.schedule else [])]:
+        for c in request.concurrencies:
+            found = _figure(fit, frame, k or None, c, schedule)
+            predicted = plan.predicted.get(f"{k}@{c}")
+            if found is not None and predicted is not None:
+                out.append({"k": k, "schedule": schedule, "concurrency": c, "measured": found[0],
+                            "predicted": predicted, "error": predicted / found[0] - 1.0})
+    return out
+
+
+def _setup(request: Request) -> tuple[str, priors.Curve | None, tuple[float, ...], int, tuple[str, ...]]:
+    """The loop's run id, acceptance curve, synthetic rates (where this vLLM takes them), the schedule's last
+    batch size and the probe groups."""
+    preset = presets.get_preset(request.preset)
+    max_batch = request.max_batch or int(preset.engine_args.get("max_num_seqs", 256))
+    curve = acceptance_curve(request.acceptance)
+    rates = tuple(curve.rates(max(request.ks))) if curve is not None and installed_vllm().synthetic else ()
+    probes = tuple(f"{m}:{'/'.join(map(str, sorted(set(request.probe_ks))))}" for m in request.methods)
+    run_id = request.run_id or _spec(request, "", (BASELINE_METHOD, *probes), rates).resolved_run_id(
+        prompts.load(request.prompts).sha256).replace("sweep-", "deploy-", 1)
+    return run_id, curve, rates, max_batch, probes
+
+
+def plan_of(request: Request, run_id: str, curve: priors.Curve | None, max_batch: int) -> Plan:
+    """Step 2: the plan kept in the run's folder, else made from step 1's cells (and kept)."""
+    path = sweep.run_dir(run_id) / PLAN_FILE
+    plan = Plan.load(path)
+    if plan is None:
+        plan = _plan(_fits(run_id, curve, request.probe_ks)[0], request, max_batch)
+        if sweep.run_dir(run_id).is_dir():
+            files.write_atomic(path, json.dumps(asdict(plan), indent=1))
+    return plan
+
+
+def outcome_of(request: Request, run_id: str, curve: priors.Curve | None, max_batch: int, plan: Plan,
+               seconds: dict[str, float] | None = None, started: int = 0) -> Outcome:
+    """Step 4: the answer from everything the run measured, beside the plan it verified."""
+    fits, frame = _fits(run_id, curve)
+    fit = next(f for f in fits if f.keys["method"] == plan.method)
+    found = deploy.answer(fit, request.concurrencies, request.ks, max_batch=max_batch, rows=frame)
+    return Outcome(found, plan, run_id, _rows(found, fit, frame, plan, request.probe_ks), dict(seconds or {}), started,
+                   curve.name if curve else "the drafter's own measured acceptance",
+                   _verified(fit, frame, plan, request))
+
+
+def report(request: Request) -> Outcome:
+    """The loop's outcome from the rows a run already holds (bundled or kept), measuring nothing."""
+    run_id, curve, _, max_batch, _ = _setup(request)
+    return outcome_of(request, run_id, curve, max_batch, plan_of(request, run_id, curve, max_batch))
+
+
+def run(request: Request, progress: bench.Progress | None = None, stop: Stop = None,
+        options: sweep.LaunchOptions = sweep.LaunchOptions(), say=print,
+        spent: Counter | None = None) -> Outcome | None:
+    """The loop (module docstring); resumes where an earlier run with the same run id stopped. None when
+    ``stop`` stopped it before it could answer (what it measured is kept). ``spent`` adds up where this
+    command's time went and the servers it started, stopped or not."""
+    began = time.monotonic()
+    run_id, curve, rates, max_batch, probes = _setup(request)
+    spent = Counter() if spent is None else spent
+
+    def measure(spec: sweep.SweepSpec, what: str) -> bool:
+        say(f"{what} ({len(sweep.resolve(spec).cells)} cells, repeats {request.repeats})")
+        result = sweep.execute(sweep.resolve(spec), sweep.Here(), options, progress, stop)
+        spent.update(result.seconds)
+        spent["servers"] += result.servers_started
+        if result.failed:
+            raise ConfigError(f"{len(result.failed)} cells failed ({next(iter(result.failed.values()))}); what was "
+                              "measured is kept: fix the cause and run the same command to resume.")
+        return len(result.ran) + len(result.skipped) == len(sweep.resolve(spec).cells)
+
+    if not measure(_spec(request, run_id, (BASELINE_METHOD, *probes), rates),
+                   "1/3 step cost: the baseline and " + ", ".join(probes)):
+        return None
+    plan = plan_of(request, run_id, curve, max_batch)
+    say(f"2/3 predicted: {plan.method} (mean {plan.methods[plan.method]:.3f}× at its best K); best K by "
+        f"concurrency {plan.best_k}; best single K {plan.fixed_k}"
+        + (f"; schedule {plan.schedule}" if plan.schedule else "; K does not move with load"))
+    rivals = f"{plan.method}:{'/'.join(map(str, plan.verify_ks))}"
+    if not measure(_spec(request, run_id, (BASELINE_METHOD, rivals), rates, plan.schedule),
+                   f"3/3 verify: {rivals}" + (f" and the schedule {plan.schedule}" if plan.schedule else "")):
+        return None
+    # Counter's stubs count in int; this one adds up float seconds beside the servers' count
+    spent["wall"] += time.monotonic() - began  # type: ignore[assignment]
+    seconds: dict[str, float] = {k: v for k, v in spent.items() if k != "servers"}
+    return outcome_of(request, run_id, curve, max_batch, plan, seconds, int(spent["servers"]))

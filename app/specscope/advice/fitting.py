@@ -1,0 +1,463 @@
+"""Fits of the speedup model to measured rows: a family's acceptance and step cost.
+
+A *family* is one (source, model, draft_model, method, dataset, response format, hardware, vLLM, weights,
+acceptance); a *group* is a family at one concurrency. ``fit_family`` fits, from the family's SD rows
+(any store rows: bundled, imported, own runs):
+
+- acceptance, pooled over concurrencies (acceptance does not depend on load): a single
+  i.i.d. alpha, and geometric per-position rates ``first * decay^(i-1)`` (the model used,
+  since acceptance falls off with position differently from what the first position says);
+  measured per-position rates are used directly when the rows carry them; or, in place of all
+  of it, a named acceptance curve (``FamilyFit.with_acceptance``: a published prior, or another run's
+  measured acceptance) for what-if answers on a measured step cost;
+- cost, per concurrency: ``D(K) = AL / speedup = d0 + d1 * K`` by least squares, then a
+  ``CostCurve`` over concurrency, so speedup is predicted at any K and concurrency.
+
+``train_smallest=n`` fits each group only on its n smallest measured K (for honest
+held-out checks). A fit is never called good on the points it was fitted to: ``FamilyFit.held_out``
+refits the family without each measured point in turn and predicts that point (leave-one-out); with
+at least ``MIN_HELD_OUT`` such predictions its median error is the fit's validated error.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from specscope.advice import priors, theory
+from specscope.analysis import anatomy
+from specscope.engine import provenance
+from specscope.errors import InputError
+from specscope.results import identity
+from specscope.schema import BASELINE_METHOD, FAMILY_KEYS
+
+__all__ = ["FamilyFit", "with_parts", "fit_alpha", "fit_rates", "fit_cost", "fit_family",
+           "fit_families", "families", "family_rows", "keyed", "family_label", "family_labels", "missing", "unfitted",
+           "measured_crossover", "predicted_crossover", "with_acceptance_length", "model_curves", "fit_curves",
+           "concurrency_curves", "POOR_FIT", "MIN_HELD_OUT", "EXTRAPOLATE"]
+
+_DECAYS = np.linspace(0.01, 1.0, 991)
+EXTRAPOLATE = 4  # how far past the largest measured concurrency a crossover is extrapolated
+_ALPHAS = np.linspace(0.0, 0.999, 1999)
+AL_ROUNDING = 0.01  # acceptance lengths published with two decimals
+POOR_FIT = 0.10     # above this median error at a concurrency, the advice follows the measurements
+MIN_HELD_OUT = 3    # held-out predictions a fit needs before its error is reported as validated
+
+
+def with_acceptance_length(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows with column ``al`` (tokens per step): the measured acceptance length, or
+    ``1 + acceptance_rate * K`` where it agrees with it to rounding (rates carry more digits)
+    or the length is missing. They disagree when steps draft fewer than K tokens (suffix)."""
+    out = rows.copy()
+    length = out["acceptance_length"].astype(float)
+    from_rate = 1.0 + out["acceptance_rate"].astype(float) * out["k"].astype(float)
+    agrees = from_rate.notna() & (length.isna() | ((from_rate - length).abs() <= AL_ROUNDING))
+    out["al"] = from_rate.where(agrees, length)
+    return out
+
+
+def fit_alpha(ks: Sequence[int], al: Sequence[float]) -> tuple[float, float]:
+    """Least-squares i.i.d. alpha for measured AL(K); returns ``(alpha, rmse in tokens)``."""
+    ks_arr, al_arr = np.asarray(ks, float), np.asarray(al, float)
+    a = _ALPHAS[:, None]
+    pred = (1.0 - a ** (ks_arr + 1.0)) / (1.0 - a)
+    sse = ((pred - al_arr) ** 2).sum(axis=1)
+    best = int(np.argmin(sse))
+    return float(_ALPHAS[best]), float(math.sqrt(sse[best] / len(ks_arr)))
+
+
+def fit_rates(ks: Sequence[int], al: Sequence[float]) -> tuple[float, float, float]:
+    """Least-squares geometric rates ``first * decay^(i-1)`` for measured AL(K).
+
+    Returns ``(first, decay, rmse in tokens)``; ``first`` is solved in closed form per decay.
+    """
+    ks_arr, gain = np.asarray(ks, int), np.asarray(al, float) - 1.0
+    powers = _DECAYS[:, None] ** np.arange(int(ks_arr.max()))[None, :]
+    basis = np.cumsum(powers, axis=1)[:, ks_arr - 1]
+    first = np.clip((basis @ gain) / (basis ** 2).sum(axis=1), 0.0, 1.0)
+    sse = ((first[:, None] * basis - gain) ** 2).sum(axis=1)
+    best = int(np.argmin(sse))
+    return float(first[best]), float(_DECAYS[best]), float(math.sqrt(sse[best] / len(ks_arr)))
+
+
+def fit_cost(ks: Sequence[int], cost: Sequence[float]) -> tuple[float, float]:
+    """``(d0, d1)`` of ``D(K) = d0 + d1*K`` with d1 >= 0; with one K, the Leviathan form d0 = 1."""
+    ks_arr, d = np.asarray(ks, float), np.asarray(cost, float)
+    if len(set(ks_arr.tolist())) < 2:
+        return 1.0, float(max(0.0, (d.mean() - 1.0) / ks_arr.mean()))
+    d1, d0 = np.polyfit(ks_arr, d, 1)
+    if d1 < 0:  # drafting cannot make a step cheaper: the best fit with d1 = 0 is the mean
+        return float(d.mean()), 0.0
+    return float(d0), float(d1)
+
+
+@dataclass
+class FamilyFit:
+    """The fitted model of one family, with the evidence behind it."""
+
+    keys: dict
+    alpha: float
+    alpha_rmse: float
+    first: float
+    decay: float
+    rates_rmse: float
+    cost: theory.CostCurve
+    groups: pd.DataFrame          # per concurrency: d0, d1, train_ks, baseline_step_ms, rmse
+    rows: pd.DataFrame            # all SD rows of the family, with column `train`
+    train_smallest: int | None
+    measured_rates: list[float] = field(default_factory=list)
+    acceptance: priors.Curve | None = None  # a named AL(K) curve in place of the fitted acceptance
+
+    def al(self, k: int) -> float:
+        """Expected tokens per step at K: the named acceptance curve's, else from the measured
+        per-position rates, and the fitted geometric rates past them."""
+        if self.acceptance is not None:
+            return self.acceptance.at(k)
+        rates = theory.geometric_rates(self.first, self.decay, k)
+        known = self.measured_rates[:k]
+        return theory.acceptance_length(known + rates[len(known):])
+
+    def with_acceptance(self, curve: priors.Curve | None) -> FamilyFit:
+        """This fit's measured step cost with ``curve``'s acceptance (None: the family's own)."""
+        return replace(self, acceptance=curve)
+
+    def acceptance_source(self) -> str:
+        """Where the fit's AL(K) comes from, in words."""
+        if self.acceptance is not None:
+            return f"the acceptance curve {self.acceptance.name} ({self.acceptance.source})"
+        if self.measured_rates:
+            return (f"per-position rates measured up to position {len(self.measured_rates)}, fitted geometric "
+                    "rates past it")
+        return "geometric per-position rates fitted to the measured acceptance lengths"
+
+    def predict(self, k: int, concurrency: float) -> float:
+        """Predicted speedup at K and concurrency: tokens per step over the fitted step cost."""
+        d0, d1 = self.cost.at(concurrency)
+        return theory.speedup(self.al(k), k, d0, d1)
+
+    @property
+    def draft_cost(self) -> float:
+        """Leviathan's c at the lowest measured concurrency (d1 there)."""
+        return float(self.cost.d1[0])
+
+    def train_error(self) -> float:
+        """Median absolute relative error of predicted speedup on the training rows (in-sample)."""
+        train = self.rows[self.rows["train"]]
+        pred = [self.predict(int(r.k), float(r.concurrency)) for r in train.itertuples()]
+        return float(np.median(np.abs(np.asarray(pred) / train["speedup"].to_numpy() - 1.0)))
+
+    @property
+    def fitted_points(self) -> int:
+        """How many measured points the fit was fitted to."""
+        return int(self.rows["train"].sum())
+
+    @functools.cached_property
+    def held_out(self) -> pd.DataFrame:
+        """Leave-one-out: each training point predicted by the family refitted without it
+        (``concurrency, k, speedup, predicted, rel_err``); a point whose removal leaves nothing to
+        fit has no row."""
+        train = self.rows[self.rows["train"]]
+        found = []
+        for index, row in train.iterrows():
+            try:
+                refit = fit_family(self.rows.drop(index=index).drop(columns=["al", "train"]),
+                                   self.train_smallest).with_acceptance(self.acceptance)
+            except InputError:
+                continue
+            predicted = refit.predict(int(row["k"]), float(row["concurrency"]))
+            found.append({"concurrency": row["concurrency"], "k": int(row["k"]), "speedup": float(row["speedup"]),
+                          "predicted": predicted, "rel_err": predicted / float(row["speedup"]) - 1.0})
+        return pd.DataFrame(found, columns=["concurrency", "k", "speedup", "predicted", "rel_err"])
+
+    def held_out_error(self, concurrency: float | None = None) -> float | None:
+        """Median |held-out prediction / measured − 1| (at ``concurrency``, or over all points); None
+        with fewer than ``MIN_HELD_OUT`` held-out predictions overall, or none at that concurrency."""
+        held = self.held_out
+        if len(held) < MIN_HELD_OUT:
+            return None
+        if concurrency is not None:
+            held = held[held["concurrency"] == concurrency]
+        return float(np.median(np.abs(held["rel_err"]))) if len(held) else None
+
+    @property
+    def margin(self) -> float:
+        """How far a prediction may be off: the validated (leave-one-out) error, else ``POOR_FIT``."""
+        held = self.held_out_error()
+        return POOR_FIT if held is None else held
+
+
+def family_label(keys: Mapping) -> str:
+    """A family's name for menus and CLI lines: its setup's name (``identity.setup_label``: model ·
+    method (draft) · dataset · format · hardware · vLLM · weights/acceptance marks) and its source."""
+    return f"{identity.setup_label(keys)} ({keys.get('source') or 'no source'})"
+
+
+def family_labels(keys: Sequence[Mapping]) -> list[str]:
+    """``family_label`` of each, with the key that tells two apart where two would read the same
+    (``identity.unique_labels``), then numbered where two still would, so every menu entry is distinct."""
+    labels = identity.unique_labels(list(keys), label=family_label)
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if labels.count(label) == 1 else f"{label} #{seen[label]}")
+    return out
+
+
+def _usable(rows: pd.DataFrame) -> pd.DataFrame:
+    """SD rows with a speedup, K and concurrency, with their tokens per step (column ``al``)."""
+    rows = with_acceptance_length(rows[rows["method"] != BASELINE_METHOD])
+    rows = rows.dropna(subset=["speedup", "k", "concurrency"])
+    return rows[(rows["k"] > 0) & (rows["speedup"] > 0)]
+
+
+def missing(rows: pd.DataFrame, usable: pd.DataFrame | None = None) -> str | None:
+    """What one family's rows lack for a fit, in words, or None if they can be fitted (``usable``: their
+    ``_usable`` rows, where the caller has them)."""
+    sd = rows[rows["method"] != BASELINE_METHOD]
+    if sd.empty:
+        return "there is no speculative row"
+    usable = _usable(sd) if usable is None else usable
+    if usable.empty:
+        lacks = [what for column, what in (("k", "K (speculative tokens)"),
+                                           ("concurrency", "a concurrency (rate-limited runs, or not published)"),
+                                           ("speedup", "a speedup (no baseline row with the same setup)"))
+                 if sd[column].isna().all()]
+        return "no row states " + (" or ".join(lacks) if lacks else "a speedup, K and concurrency together")
+    if usable["al"].isna().all():
+        return ("no acceptance rate or length is given, so the tokens each step gains cannot be told "
+                "apart from what drafting costs")
+    return None
+
+
+def unfitted(frame: pd.DataFrame) -> list[tuple[dict, str]]:
+    """The families of ``frame`` the advisor cannot fit, each with what it lacks (``missing``)."""
+    out = []
+    for keys, rows in families(frame):
+        problem = missing(rows)
+        if problem:
+            out.append((keys, problem))
+    return out
+
+
+def families(frame: pd.DataFrame, engine_only: bool = False):
+    """``(keys, rows)`` of each family with fixed-K speculative rows in ``frame`` (a K schedule's rows
+    are what advice is checked against, not what it is fitted on: their K is the schedule's maximum).
+    Drafts accepted synthetically (calibrations, engine-only GPU runs) measure the engine at a set
+    acceptance, not a drafter, so no family is fitted on them unless ``engine_only`` asks for their step
+    cost (a what-if answer, whose acceptance then comes from a named curve)."""
+    sd = frame[frame["method"] != BASELINE_METHOD]
+    if not engine_only:
+        sd = sd[~provenance.engine_only(sd)]
+    if "k_schedule" in sd:
+        sd = sd[sd["k_schedule"].isna()]
+    for values, g in keyed(sd).groupby(list(FAMILY_KEYS), sort=True):
+        yield {k: (v if v != "" else None) for k, v in zip(FAMILY_KEYS, values)}, sd.loc[g.index]
+
+
+def keyed(frame: pd.DataFrame, keys: Sequence[str] = FAMILY_KEYS) -> pd.DataFrame:
+    """``frame`` with a missing key (NaN or None, or no such column) in the ``keys`` columns written as "",
+    so rows group and compare on them."""
+    return frame.assign(**{k: frame[k].astype(object).where(frame[k].notna(), "") if k in frame else ""
+                           for k in keys})
+
+
+def family_rows(frame: pd.DataFrame, keys: Mapping) -> pd.DataFrame:
+    """The rows of ``frame`` in the family ``keys`` (a fit's ``keys``), schedules and baselines included."""
+    known = keyed(frame)
+    keep = np.ones(len(frame), dtype=bool)
+    for k in FAMILY_KEYS:
+        match = (known[k] == (keys.get(k) or "")).to_numpy().copy()
+        if k == "acceptance":  # the baseline drafts nothing, so it has no acceptance kind
+            match |= (known["method"] == BASELINE_METHOD).to_numpy()
+        keep &= match
+    return frame[keep]
+
+
+def _rates_column(rows: pd.DataFrame) -> list[float]:
+    """Mean measured per-position rates over the rows that carry them (longest prefix)."""
+    lists = [[float(x) for x in v] for v in rows["per_position_acceptance"]
+             if isinstance(v, (list, tuple, np.ndarray)) and len(v) > 0]
+    if not lists:
+        return []
+    depth = max(len(v) for v in lists)
+    return [float(np.mean([v[i] for v in lists if len(v) > i])) for i in range(depth)]
+
+
+def fit_family(rows: pd.DataFrame, train_smallest: int | None = None) -> FamilyFit:
+    """Fit one family's SD rows (columns of ``Store.speedup``); see the module docstring."""
+    usable = _usable(rows)
+    problem = missing(rows, usable)
+    if problem:
+        raise InputError(f"These results cannot be fitted: {problem}.")
+    rows = usable.sort_values(["concurrency", "k"]).reset_index(drop=True)
+    train = np.zeros(len(rows), bool)
+    for _, idx in rows.groupby("concurrency").groups.items():
+        ks = sorted(rows.loc[idx, "k"].unique())
+        keep = ks[:train_smallest] if train_smallest else ks
+        train[idx] = rows.loc[idx, "k"].isin(keep).to_numpy()
+    rows["train"] = train
+    fit_rows = rows[rows["train"] & rows["al"].notna()]
+    if fit_rows.empty:
+        raise InputError("The rows chosen for the fit carry no acceptance rate or length; fit on all measured K.")
+    pooled = fit_rows.groupby("k")["al"].mean()
+    measured = [] if train_smallest else _rates_column(fit_rows)
+    ks, als = list(pooled.index.astype(int)), list(pooled.to_numpy())
+    if measured:
+        ks = sorted(set(ks) | set(range(1, len(measured) + 1)))
+        als = [float(pooled.get(k, 1.0 + sum(measured[:k]))) for k in ks]
+    alpha, alpha_rmse = fit_alpha(ks, als)
+    if len(ks) >= 2:
+        first, decay, rates_rmse = fit_rates(ks, als)
+    else:  # one K cannot tell how acceptance falls with position: i.i.d.
+        first, decay, rates_rmse = alpha, alpha, alpha_rmse
+    groups = []
+    for conc, g in fit_rows.groupby("concurrency"):
+        d0, d1 = fit_cost(g["k"].to_numpy(), (g["al"] / g["speedup"]).to_numpy())
+        groups.append({"concurrency": int(conc), "d0": d0, "d1": d1,
+                       "train_ks": sorted(int(k) for k in g["k"].unique()),
+                       "baseline_step_ms": float(1000.0 * conc / g["baseline_throughput"].mean())})
+    table = pd.DataFrame(groups)
+    cost = theory.CostCurve(tuple(float(c) for c in table["concurrency"]),
+                            tuple(table["d0"]), tuple(table["d1"]))
+    keys = {k: _scalar(rows[k].iloc[0]) if k in rows else None for k in FAMILY_KEYS}
+    fit = FamilyFit(keys, alpha, alpha_rmse, first, decay, rates_rmse, cost, table, rows,
+                    train_smallest, measured)
+    return fit
+
+
+def _scalar(value):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def fit_families(frame: pd.DataFrame, train_smallest: int | None = None,
+                 fit: Callable[[pd.DataFrame, int | None], FamilyFit] | None = None,
+                 engine_only: bool = False, parts: pd.DataFrame | None = None) -> list[FamilyFit]:
+    """One fit per family in ``frame`` (rows of ``Store.speedup``); unfittable families are left out.
+
+    ``fit(rows, train_smallest)`` fits one family (default ``fit_family``; a cache may wrap it);
+    ``engine_only`` fits families whose drafts were accepted synthetically too (their step cost);
+    ``parts``: ``anatomy.table(frame)`` where the caller has it (a cache keeps it per setup).
+    """
+    fit = fit or fit_family
+    if (frame["method"] != BASELINE_METHOD).sum() == 0:
+        raise InputError("No speculative rows match; widen the filters or import results first.")
+    fits, skipped = [], []
+    for _, rows in families(frame, engine_only):
+        try:
+            fits.append(fit(rows, train_smallest))
+        except InputError as exc:
+            skipped.append(str(exc))
+    if not fits:
+        raise InputError(skipped[0] if skipped else "Only step-cost calibration rows match; run or import "
+                         "results of a real drafter to fit.")
+    if parts is None:
+        parts = anatomy.table(frame) if anatomy.NEEDED <= set(frame.columns) else pd.DataFrame()
+    return [with_parts(f, anatomy.cost_slopes(parts, f.keys)) for f in fits]
+
+
+def with_parts(fit: FamilyFit, slopes: Mapping[float, float]) -> FamilyFit:
+    """The fit with the cost per drafted token measured from the step's parts (``anatomy.cost_slopes``:
+    the drafter's pass served alone, verify's growth with K) wherever the family was measured at one K only,
+    in place of Leviathan's d0 = 1: the line still passes through the measured D(K)."""
+    groups = fit.groups.copy()
+    used = [i for i, g in groups.iterrows() if len(g["train_ks"]) == 1 and float(g["concurrency"]) in slopes]
+    if not used:
+        return fit
+    groups["cost_from"] = "fit"
+    for i in used:
+        k, d1 = groups.at[i, "train_ks"][0], slopes[float(groups.at[i, "concurrency"])]
+        measured = groups.at[i, "d0"] + groups.at[i, "d1"] * k
+        groups.loc[i, ["d0", "d1", "cost_from"]] = [measured - d1 * k, d1, "measured parts"]
+    cost = theory.CostCurve(tuple(float(c) for c in groups["concurrency"]), tuple(groups["d0"]), tuple(groups["d1"]))
+    return FamilyFit(fit.keys, fit.alpha, fit.alpha_rmse, fit.first, fit.decay, fit.rates_rmse, cost, groups,
+                     fit.rows, fit.train_smallest, fit.measured_rates)
+
+
+
+def _best(fit: FamilyFit, ks: Sequence[int], conc: float) -> tuple[int, float, dict[int, float]]:
+    by_k = {int(k): fit.predict(int(k), conc) for k in ks}
+    k = theory.optimal_k(by_k)
+    return k, by_k[k], by_k
+
+
+def predicted_crossover(fit: FamilyFit, ks: Sequence[int], points: int = 240,
+                        upto: float | None = None) -> float | None:
+    """Lowest concurrency where the best-K predicted speedup drops below 1.
+
+    Scans the measured concurrency range, or up to ``upto`` (an extrapolation past it).
+    """
+    lo, hi = fit.cost.concurrencies[0], max(fit.cost.concurrencies[-1], upto or 0)
+    grid = np.exp2(np.linspace(math.log2(lo), math.log2(hi), points))
+    best = np.array([_best(fit, ks, c)[1] for c in grid])
+    return _first_below_one(grid, best)
+
+
+def _first_below_one(conc: np.ndarray, best: np.ndarray) -> float | None:
+    below = np.nonzero(best < 1.0)[0]
+    if len(below) == 0:
+        return None
+    i = int(below[0])
+    if i == 0:
+        return float(conc[0])
+    x0, x1 = math.log2(conc[i - 1]), math.log2(conc[i])
+    t = (best[i - 1] - 1.0) / (best[i - 1] - best[i])
+    return float(2 ** (x0 + t * (x1 - x0)))
+
+
+def measured_crossover(rows: pd.DataFrame) -> float | None:
+    """Concurrency where the best measured speedup crosses 1 (log2-interpolated), if it does."""
+    best = rows.groupby("concurrency")["speedup"].max().sort_index()
+    return _first_below_one(best.index.to_numpy(float), best.to_numpy(float))
+
+
+
+def model_curves(alpha: float, c: float, k_max: int) -> pd.DataFrame:
+    """The plain model for sliders: K, tokens per step (i.i.d. alpha) and Leviathan speedup."""
+    ks = range(0, k_max + 1)
+    return pd.DataFrame({"k": list(ks),
+                         "tokens_per_step": [theory.tokens_per_step(alpha, k) for k in ks],
+                         "speedup": [theory.leviathan_speedup(alpha, k, c) for k in ks]})
+
+
+def fit_curves(fit: FamilyFit, concurrency: float, k_max: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fitted curves against K at one concurrency, and the measured points there.
+
+    Curves: ``k, curve, tokens_per_step, speedup`` for the fitted rates and the i.i.d. alpha
+    (same cost); points: ``k, al, speedup, speedup_lo, speedup_hi, predicted, train``.
+    """
+    d0, d1 = fit.cost.at(concurrency)
+    records = []
+    for k in range(1, k_max + 1):
+        al_rates, al_iid = fit.al(k), theory.tokens_per_step(fit.alpha, k)
+        records.append({"k": k, "curve": "fitted per-position rates", "tokens_per_step": al_rates,
+                        "speedup": theory.speedup(al_rates, k, d0, d1)})
+        records.append({"k": k, "curve": f"i.i.d. alpha={fit.alpha:.3f}", "tokens_per_step": al_iid,
+                        "speedup": theory.speedup(al_iid, k, d0, d1)})
+    here = fit.rows[fit.rows["concurrency"] == concurrency]
+    points = pd.DataFrame({"k": here["k"].astype(int), "al": here["al"], "speedup": here["speedup"],
+                           "speedup_lo": here.get("speedup_lo"), "speedup_hi": here.get("speedup_hi"),
+                           "predicted": [fit.predict(int(k), concurrency) for k in here["k"]],
+                           "train": here["train"]})
+    return pd.DataFrame(records), points.reset_index(drop=True)
+
+
+def concurrency_curves(fit: FamilyFit, ks: Sequence[int], points: int = 120) -> tuple[pd.DataFrame,
+                                                                                      pd.DataFrame]:
+    """Best-K predicted speedup over the fitted concurrency range, and the best measured per concurrency."""
+    lo, hi = fit.cost.concurrencies[0], fit.cost.concurrencies[-1]
+    grid = np.exp2(np.linspace(math.log2(lo), math.log2(hi), points))
+    best = [_best(fit, ks, c)[:2] for c in grid]
+    curve = pd.DataFrame({"concurrency": grid, "k": [b[0] for b in best],
+                          "speedup": [b[1] for b in best]})
+    rows = fit.rows.sort_values("speedup", ascending=False).drop_duplicates("concurrency")
+    measured = rows[["concurrency", "k", "speedup"]].sort_values("concurrency").reset_index(drop=True)
+    return curve, measured
+

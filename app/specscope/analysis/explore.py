@@ -1,0 +1,411 @@
+"""The Explorer's figure data: small frames aggregated from the results store.
+
+A *setup* is one (source, model, draft_model, method, dataset, hardware, host, vLLM and torch
+versions, dummy or real weights, synthetic or real acceptance); every figure
+draws lines per setup, per concurrency or per K. Functions take a ``Store`` and the
+filters ``{column: [values]}`` the page chose, and return DataFrames ready to plot, with the
+95% intervals of ``Store.speedup`` (``speedup_lo``/``speedup_hi``; null for single runs).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from specscope import settings
+from specscope.analysis import intervals
+from specscope.engine import provenance
+from specscope.results import hygiene, identity
+from specscope.results.identity import setup_label
+from specscope.results.store import Store
+from specscope.schema import BASELINE_METHOD, OWN_SOURCE, SETUP_KEYS
+
+__all__ = ["best_point", "flagged_above", "setup_label", "interval_text", "tie_text", "point_label", "best_k_table",
+           "unmatched_setups", "headline", "interval_summary", "speedup_vs_k", "point_runs", "with_point_means",
+           "point_runs_text", "k_sweep_setups", "default_setups", "headline_setup", "landing_setups", "best_k",
+           "acceptance_vs_k", "by_concurrency", "curves_vs_concurrency", "crossovers", "crossover_caption",
+           "bundled_sources", "bundled_summary", "bundled_label", "per_position", "filtered_rows", "to_csv_bytes",
+           "to_parquet_bytes"]
+
+_KEYS = ", ".join(SETUP_KEYS)  # the setup columns in SQL
+OWN_FROM = "SpecScope's own measurements"  # what ``bundled_sources`` says SpecScope's own files come from
+Filters = Mapping[str, Sequence] | None
+_MEANS = ["acceptance_length", "output_throughput"]  # averaged over the runs of a point
+_POINT = ["speedup", "speedup_lo", "speedup_hi", *_MEANS, "repeats", "runs"]  # a figure point's columns
+
+
+def interval_text(row: Mapping, value: str = "speedup", unit: str = "×", short: bool = False) -> str:
+    """``1.325× [1.054, 1.775]`` with its interval, or say why there is none (``intervals.row_text``)."""
+    return intervals.row_text(row, value, unit, short)
+
+
+def tie_text(row: Mapping) -> str:
+    """Which other K the best K cannot be told apart from (their 95% intervals overlap)."""
+    tied = row.get("tied_ks")
+    if tied is None or (not isinstance(tied, (list, tuple, np.ndarray))) or len(tied) == 0:
+        return ""
+    names = [k if isinstance(k, str) else f"K {int(k)}" for k in tied]
+    return "tied with " + ", ".join(names) + " (within noise)"
+
+
+def _with_labels(frame: pd.DataFrame) -> pd.DataFrame:
+    if frame.empty:
+        return frame.assign(setup=pd.Series(dtype=str))
+    keys = frame[list(SETUP_KEYS)]
+    first = keys.drop_duplicates()  # each setup once, in the order ngroup numbers them
+    labels = np.array(identity.unique_labels(first.to_dict("records")), dtype=object)
+    return frame.assign(setup=labels[keys.groupby(list(SETUP_KEYS), dropna=False, sort=False).ngroup().to_numpy()])
+
+
+def speedup_vs_k(store: Store, filters: Filters = None) -> pd.DataFrame:
+    """Speedup with its 95% interval, acceptance length and throughput per (setup, concurrency, K).
+
+    Baseline rows are left out. A point measured by one run keeps that run's interval; a
+    point measured by several runs combines the runs' own speedups and spreads (``Store.speedup_points``).
+    """
+    keys = [*SETUP_KEYS, "concurrency", "k"]
+    points = store.speedup_points(filters, _MEANS, fixed_k=True)
+    return _with_labels(points.sort_values(keys, kind="stable").reset_index(drop=True)[[*keys, *_POINT]])
+
+
+def curves_vs_concurrency(store: Store, filters: Filters = None) -> pd.DataFrame:
+    """Speedup per (setup, curve, concurrency), a curve being a fixed K (``K=4``) or a schedule
+    (``schedule 1-2:4,3-256:1``), for setups that measured a schedule; runs folded as in speedup_vs_k."""
+    keys = [*SETUP_KEYS, "curve", "scheduled", "k_schedule", "concurrency", "k"]
+    points = _with_labels(store.speedup_points(filters, _MEANS))
+    points = points[points["setup"].isin(points.loc[points["k_schedule"].notna(), "setup"])]
+    if points.empty:
+        return pd.DataFrame(columns=[*keys, *_POINT, "setup"])
+    points = points.assign(scheduled=points["k_schedule"].notna(), curve=[
+        f"schedule {s}" if isinstance(s, str) else f"K={int(k)}" for k, s in zip(points["k"], points["k_schedule"])])
+    return _with_labels(points.sort_values(keys, kind="stable").reset_index(drop=True)[[*keys, *_POINT]])
+
+
+def point_runs(store: Store, filters: Filters = None) -> pd.DataFrame:
+    """Each run's own figure of the points that fold two or more runs (``runs`` > 1 in ``speedup_vs_k``):
+    one row per (setup, concurrency, K, run) with that run's speedup [95% interval], repeats and the run
+    whose baseline it divides by, so a "mean of 2 runs" can be opened into its runs."""
+    keys = [*SETUP_KEYS, "concurrency", "k"]
+    columns = [*keys, "run_id", "speedup", "speedup_lo", "speedup_hi", "speedup_interval", "repeats",
+               "baseline_run_id"]
+    cells = store.speedup(filters, columns=["output_throughput"])
+    cells = cells[(cells["method"] != BASELINE_METHOD) & cells["k_schedule"].isna() & cells["speedup"].notna()]
+    if cells.empty:
+        return _with_labels(pd.DataFrame(columns=columns))
+    folded = cells.groupby(keys, dropna=False)["run_id"].transform("nunique") > 1
+    cells = cells[folded].sort_values([*keys, "run_id"], kind="stable").reset_index(drop=True)
+    return _with_labels(cells[columns])
+
+
+def k_sweep_setups(vs_k: pd.DataFrame) -> list[str]:
+    """Setups measured at two or more K, best speedup first (the ones a speedup-vs-K plot can show)."""
+    if vs_k.empty:
+        return []
+    summary = vs_k.groupby("setup", sort=False).agg(ks=("k", "nunique"), top=("speedup", "max"))
+    summary = summary[summary["ks"] >= 2].sort_values("top", ascending=False)
+    return summary.index.tolist()
+
+
+def default_setups(vs_k: pd.DataFrame, count: int = 1) -> list[str]:
+    """The landing figure's setups: ``count`` of ``k_sweep_setups`` (one: the chart under the headline),
+    a real drafter's before one that measured the engine only (the headline leaves those out too), best
+    first, one per setup told apart by more than its vLLM or torch version (the versions view compares
+    those), the best of each hardware before a second of any (a CPU demo run beside GPU results), then
+    the rest if too few."""
+    ranked = k_sweep_setups(vs_k)
+    setups = vs_k.drop_duplicates("setup").set_index("setup")
+    engine = provenance.engine_only(setups)
+    ranked = [setup for setup in ranked if not engine[setup]] + [setup for setup in ranked if engine[setup]]
+    family = setups[[key for key in SETUP_KEYS if key not in ("vllm_version", "torch_version")]].apply(
+        lambda row: repr(tuple(row)), axis=1)
+    first: dict[str, str] = {}  # family -> its best setup
+    for setup in ranked:
+        first.setdefault(family[setup], setup)
+    per_hardware: dict[str, str] = {}  # hardware -> its best family
+    for setup in first.values():
+        per_hardware.setdefault(setups.at[setup, "hardware"], setup)
+    chosen = list(dict.fromkeys([*per_hardware.values(), *first.values()]))
+    return (chosen + [setup for setup in ranked if setup not in chosen])[:count]
+
+
+def _matching(frame: pd.DataFrame, row: Mapping, keys: Sequence[str]) -> np.ndarray:
+    """Which of ``frame``'s rows equal ``row`` in every one of ``keys`` (a missing value matching a missing one)."""
+    same = np.ones(len(frame), dtype=bool)
+    for key in keys:
+        value = row.get(key)
+        missing = value is None or (not isinstance(value, str) and pd.isna(value))
+        same &= (frame[key].isna() if missing else frame[key] == value).to_numpy()
+    return same
+
+
+def headline_setup(vs_k: pd.DataFrame, top: Mapping | None) -> tuple[str | None, int, bool]:
+    """Where the headline's point is drawn: its setup's label in ``vs_k`` (the speedup-vs-K points), how many
+    K that setup measured, and whether the same setup was measured on another vLLM version (the versions
+    section draws it there). (None, 0, False) without a point or where ``vs_k`` lacks its setup."""
+    if top is None:
+        return None, 0, False
+    same = _matching(vs_k, top, SETUP_KEYS)
+    if not same.any():
+        return None, 0, False
+    rows = vs_k[same]
+    family = _matching(vs_k, top, [key for key in SETUP_KEYS if key not in ("vllm_version", "torch_version")])
+    other_version = bool((family & (vs_k["vllm_version"] != top.get("vllm_version")).to_numpy()).any())
+    return str(rows["setup"].iloc[0]), int(rows["k"].nunique()), other_version
+
+
+def landing_setups(vs_k: pd.DataFrame, top: Mapping | None) -> list[str]:
+    """The landing figure's setup: the headline's, where it was measured at two or more K (so the number the
+    headline names is in the figure under it), else ``default_setups``."""
+    label, ks, _ = headline_setup(vs_k, top)
+    return [label] if label is not None and ks >= 2 else default_setups(vs_k)
+
+
+def best_k(store: Store, filters: Filters = None) -> pd.DataFrame:
+    """The best K per setup and concurrency (baseline rows kept, at 1), with ``tied_ks``."""
+    return _with_labels(store.speedup(filters, best=True))
+
+
+def with_point_means(best: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
+    """``best`` (one run's cell per row) with what every run of its point measured (``points`` from
+    ``speedup_vs_k``): ``point_runs`` (how many runs measured that setup, concurrency and K) and, where
+    several did, their mean ``point_speedup`` [``point_speedup_lo``, ``point_speedup_hi``]; so a best K
+    taken from one of several runs says so. A K schedule's rows get none."""
+    keys = [*SETUP_KEYS, "concurrency", "k"]
+    folded = points[[*keys, "runs", "speedup", "speedup_lo", "speedup_hi"]].rename(columns={
+        "runs": "point_runs", "speedup": "point_speedup", "speedup_lo": "point_speedup_lo",
+        "speedup_hi": "point_speedup_hi"})
+    out = best.merge(folded, on=keys, how="left")
+    fixed = out["k_schedule"].isna() if "k_schedule" in out else True
+    out["point_runs"] = out["point_runs"].where(fixed).astype("Int64")
+    return out
+
+
+def point_runs_text(row: Mapping) -> str:
+    """``run r1, one of 2 runs of this point (their mean 1.587× [0.679, 2.495])`` for a best-K row
+    (``with_point_means``) taken from one of several runs; ``run r1`` otherwise."""
+    run = f"run {row.get('run_id')}"
+    n = row.get("point_runs")
+    if n is None or pd.isna(n) or int(n) < 2:
+        return run
+    mean = intervals.row_text({"speedup": row.get("point_speedup"), "speedup_lo": row.get("point_speedup_lo"),
+                               "speedup_hi": row.get("point_speedup_hi")})
+    return f"{run}, one of {int(n)} runs of this point (their mean {mean})"
+
+
+def point_label(row: Mapping) -> str:
+    """``setup, K=4, concurrency 8``, leaving out a K or concurrency the source does not state."""
+    parts = [str(row.get("setup"))]
+    for name, value in (("K=", row.get("k")), ("concurrency ", row.get("concurrency"))):
+        if value is not None and pd.notna(value):
+            parts.append(f"{name}{value:.0f}")
+    return ", ".join(parts)
+
+
+def _blank(values, fmt: str = "{:.0f}") -> list[str]:
+    """Numbers as text, blank where there is none (a grid would print "None")."""
+    return ["" if v is None or pd.isna(v) else fmt.format(v) for v in values]
+
+
+def best_k_table(best: pd.DataFrame, points: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The best-K table as shown: speculative rows with a speedup only, units in the headers,
+    blank where a value was not measured or not stated; with ``points`` (``speedup_vs_k``), the run each
+    best K comes from and, where several runs measured that point, their mean (``point_runs_text``)."""
+    spec = best[(best["method"] != BASELINE_METHOD) & best["speedup"].notna()]
+    if points is not None:
+        spec = with_point_means(spec, points).set_axis(spec.index)
+    records = spec.to_dict("records")
+    return pd.DataFrame({
+        "setup": spec["setup"], "concurrency (requests)": _blank(spec["concurrency"]),
+        "K (draft tokens)": [f"schedule {s} (max {k:.0f})" if isinstance(s, str) else _blank([k])[0]
+                             for k, s in zip(spec["k"], spec.get("k_schedule", [None] * len(spec)))],
+        "speedup (× baseline, 95%)": [interval_text(r) for r in records],
+        "tied (within noise)": [tie_text(r) for r in records],
+        "acceptance length (tokens/step)": _blank(spec["acceptance_length"], "{:.2f}"),
+        "output (tok/s, 95%)": [interval_text(r, "output_throughput", "", short=True) for r in records],
+        "p99 TPOT (ms)": _blank(spec["p99_tpot_ms"], "{:.1f}"),
+        "repeats": _blank(spec["repeats"]),
+        "measured by": [point_runs_text(r) for r in records],
+        "baseline run": _blank(spec["baseline_run_id"], "{}")})
+
+
+def unmatched_setups(best: pd.DataFrame) -> list[str]:
+    """Speculative setups none of whose points has a matching baseline (so no speedup at all)."""
+    spec = best[best["method"] != BASELINE_METHOD]
+    has = spec.groupby("setup", sort=True)["speedup"].apply(lambda s: s.notna().any())
+    return has[~has].index.tolist()
+
+
+def headline(best: pd.DataFrame) -> dict[str, int]:
+    """Counts for the page header: speculative setups with a speedup, and how many of them are
+    slower than their baseline (best K below 1×) at one or more measured operating points."""
+    spec = best[(best["method"] != BASELINE_METHOD) & best["speedup"].notna()]
+    slower = spec[spec["speedup"] < 1.0]["setup"].nunique()
+    return {"setups": int(spec["setup"].nunique()), "slower": int(slower),
+            "baselines": int(best[best["method"] == BASELINE_METHOD]["setup"].nunique())}
+
+
+def _drafters(best: pd.DataFrame) -> pd.DataFrame:
+    """Real drafters' rows with a speedup (step-cost calibrations and engine-only runs accept drafts
+    synthetically), and whether hygiene flags each (``_flagged``)."""
+    spec = best[(best["method"] != BASELINE_METHOD) & ~provenance.engine_only(best)].dropna(subset=["speedup"])
+    return spec.assign(_flagged=[bool(hygiene.row_ids(r)) for r in spec.to_dict("records")])
+
+
+def best_point(best: pd.DataFrame) -> pd.Series | None:
+    """The highest speedup of a real drafter whose cell passes every hygiene check; where every one fails
+    some, the highest of them (its ``hygiene.row_ids`` then say which)."""
+    spec = _drafters(best)
+    clean = spec[~spec["_flagged"]]
+    spec = clean if not clean.empty else spec
+    return None if spec.empty else spec.loc[spec["speedup"].idxmax()].drop("_flagged")
+
+
+def flagged_above(best: pd.DataFrame, top: pd.Series | None) -> pd.Series | None:
+    """The highest real drafter's speedup above ``top`` that ``best_point`` passed over because hygiene
+    flags its cell; None where there is none."""
+    spec = _drafters(best)
+    above = spec[spec["_flagged"] & (spec["speedup"] > (top["speedup"] if top is not None else -1.0))]
+    return None if above.empty else above.loc[above["speedup"].idxmax()].drop("_flagged")
+
+
+def interval_summary(frame: pd.DataFrame) -> str:
+    """One sentence on how many shown points have an interval."""
+    spec = frame[frame["method"] != BASELINE_METHOD].dropna(subset=["speedup"])
+    if spec.empty:
+        return ""
+    bounded = int((spec["speedup_lo"].notna() & spec["speedup_hi"].notna()).sum())
+    single = len(spec) - bounded
+    if single == 0:
+        return f"All {bounded} speedups carry a 95% interval."
+    return (f"{bounded} of {len(spec)} speedups carry a 95% interval; the other {single} come from "
+            "single runs (published or imported, or measured once), so they have none: treat "
+            "differences of about 10% between them as noise.")
+
+
+def acceptance_vs_k(store: Store, filters: Filters = None) -> pd.DataFrame:
+    """Acceptance length per (setup, K): median, min and max over concurrency."""
+    return _with_labels(store.acceptance_by_k(filters))
+
+
+def by_concurrency(store: Store, filters: Filters = None) -> pd.DataFrame:
+    """Best-K rows per setup and concurrency with throughput and p99 latencies, baseline included."""
+    return best_k(store, filters).sort_values([*SETUP_KEYS, "concurrency"], na_position="first")
+
+
+def crossovers(best: pd.DataFrame) -> pd.DataFrame:
+    """Per speculative setup, the concurrency where best-K speedup falls from at or above 1 to below 1.
+
+    Interpolated on log2(concurrency) between the last point at or above 1 and the first
+    below; ``measured_below`` is that first concurrency measured below 1. A setup below 1 from
+    its lowest concurrency, or with points of unknown concurrency only, has no crossover.
+    """
+    rows = []
+    spec = best[best["method"] != BASELINE_METHOD].dropna(subset=["speedup", "concurrency"])
+    for setup, group in spec.groupby("setup", sort=False):
+        group = group.sort_values("concurrency")
+        conc, speed = group["concurrency"].to_numpy(float), group["speedup"].to_numpy(float)
+        below = np.nonzero(speed < 1.0)[0]
+        if below.size == 0 or below[0] == 0:
+            continue
+        i = int(below[0])
+        x0, x1 = math.log2(conc[i - 1]), math.log2(conc[i])
+        y0, y1 = speed[i - 1], speed[i]
+        at = 2 ** (x0 + (1.0 - y0) * (x1 - x0) / (y1 - y0))
+        rows.append({"setup": setup, "crossover_concurrency": at, "measured_below": conc[i],
+                     "speedup_there": speed[i]})
+    return pd.DataFrame(rows, columns=["setup", "crossover_concurrency", "measured_below", "speedup_there"])
+
+
+def crossover_caption(crossings: pd.DataFrame) -> str:
+    """One sentence naming where each setup stops paying; empty when none crosses 1."""
+    if crossings.empty:
+        return ""
+    return "Where speculation stops paying: " + "; ".join(
+        f"{row.setup} at concurrency ≈ {row.crossover_concurrency:.0f} (first measured below 1× at "
+        f"{row.measured_below:.0f})" for row in crossings.itertuples()) + "."
+
+
+def bundled_sources(store: Store) -> pd.DataFrame:
+    """Where each bundled results file comes from: the article (or SpecScope's own runs), its
+    models, hardware, vLLM version, datasets and row count; one row per bundled file."""
+    folder = settings.bundled_data_dir()
+    run_ids = sorted(p.stem for p in (folder / "results").glob("*.parquet"))
+    columns = ["source", "from", "models", "hardware", "vLLM", "datasets", "rows"]
+    if not run_ids:
+        return pd.DataFrame(columns=columns)
+    frame = store.query(
+        f"""SELECT run_id, any_value(source) AS source,
+                   string_agg(DISTINCT split_part(model, '/', -1), ', ' ORDER BY split_part(model, '/', -1)) AS models,
+                   string_agg(DISTINCT hardware, ', ' ORDER BY hardware) AS hardware,
+                   string_agg(DISTINCT vllm_version, ', ' ORDER BY vllm_version) AS vllm,
+                   string_agg(DISTINCT dataset, ', ' ORDER BY dataset) AS datasets, count(*) AS rows
+            FROM results WHERE run_id IN ({", ".join("?" * len(run_ids))}) GROUP BY run_id ORDER BY run_id""",
+        run_ids)
+    titles = {}
+    path = folder / "sources" / "articles.csv"
+    if path.exists():
+        with open(path, newline="", encoding="utf-8") as fh:
+            titles = {row["source"]: row["title"] for row in csv.DictReader(fh)}
+    return pd.DataFrame({
+        "source": frame["run_id"],
+        "from": [f"article: {titles[s]}" if s in titles else
+                 OWN_FROM if s == OWN_SOURCE else s
+                 for s in frame["source"]],
+        "models": frame["models"], "hardware": frame["hardware"],
+        "vLLM": frame["vllm"].fillna("not stated"), "datasets": frame["datasets"].fillna("not stated"),
+        "rows": frame["rows"]}, columns=columns)
+
+
+def bundled_summary(sources: pd.DataFrame) -> str:
+    """One sentence: what the bundled results are, with each group's vLLM version and hardware."""
+    if sources.empty:
+        return ""
+    def short(text: str, width: int = 50) -> str:  # the table below gives the full title
+        return text if len(text) <= width else text[:width].rsplit(" ", 1)[0] + "…"
+
+    parts = [f"{short(row['from'])} ({row['models']} on {row['hardware']}, vLLM {row['vLLM']})"
+             for row in sources.drop_duplicates(["from", "models", "hardware", "vLLM"]).to_dict("records")]
+    return "Bundled results: " + "; ".join(parts) + "."
+
+
+def bundled_label(sources: pd.DataFrame) -> str:
+    """The bundled results in a few words, for the expander that holds ``bundled_summary`` and the table."""
+    own = int((sources["from"] == OWN_FROM).sum())
+    parts = [f"{own} of {OWN_FROM}" if own else "",
+             f"{len(sources) - own} from published articles" if len(sources) > own else ""]
+    return f"Where the bundled results come from ({len(sources)} files: {' and '.join(p for p in parts if p)})"
+
+
+def per_position(store: Store, filters: Filters = None) -> pd.DataFrame:
+    """Per-position acceptance rates, one row per (setup, K, concurrency, position), where present."""
+    where, params = store.where(filters)
+    frame = store.query(
+        f"""SELECT {_KEYS}, k, concurrency,
+                   generate_subscripts(per_position_acceptance, 1) AS position,
+                   unnest(per_position_acceptance) AS rate
+            FROM results r WHERE {where} AND len(per_position_acceptance) > 0
+                 AND coalesce(status, 'ok') = 'ok'
+            ORDER BY {_KEYS}, k, concurrency, position""", params)
+    return _with_labels(frame)
+
+
+def filtered_rows(store: Store, filters: Filters = None) -> pd.DataFrame:
+    """Every canonical column plus speedup, for download."""
+    return store.speedup(filters)
+
+
+def to_csv_bytes(frame: pd.DataFrame) -> bytes:
+    """A frame as CSV bytes, for a download button."""
+    return frame.to_csv(index=False).encode()
+
+
+def to_parquet_bytes(frame: pd.DataFrame) -> bytes:
+    """A frame as Parquet bytes, for a download button."""
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()

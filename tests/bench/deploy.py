@@ -1,0 +1,100 @@
+"""The closed loop on a GPU (``specscope deploy``), from an installed SpecScope with nothing running and an
+empty compile cache: the Llama-3.1-8B shape with its EAGLE-3 head, drafts accepted at a published EAGLE-3
+acceptance curve's per-position rates, concurrency 1, 4, 16 and 64, three repeats, the step cost probed at K=2 and 6.
+
+Usage (GPU machine, vLLM importable, models prepared and shaped):
+    python tests/bench/deploy.py --home DIR [--budget 420]     # again with the same DIR to resume
+    python tests/bench/deploy.py --report --run-id RUN        # any machine: the answer from stored rows
+One command runs at most ``--budget`` seconds before it stops starting cells (a server wave started just
+before may run past it); the next command with the same home resumes, and the wall times add up. Skips
+without a GPU. Last line:
+``deploy gpu=<hw> vllm=<v> wall_s=<s> servers=<n> pred_err_median=<x> answer_vs_oracle=<x>
+sched_vs_best_fixed_min=<x> sched_gain_over_range=<x>``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "app"))
+
+from specscope import settings
+from specscope.advice import deploy_run
+from specscope.cli.bench import ProgressBar  # noqa: E402
+from specscope.engine import provenance  # noqa: E402
+from specscope.launch.host import installed_vllm  # noqa: E402
+
+PRESET = "shape-llama31-8b-shared"
+
+
+FIRST_RUN = "gpu-deploy-8b-eagle3-vllm0.26.0"  # bundled: probes K=2 and 5, two repeats, smaller cells
+
+
+def request(run_id: str) -> deploy_run.Request:
+    first = run_id == FIRST_RUN
+    return deploy_run.Request(preset=PRESET, methods=("eagle3",), concurrencies=(1, 4, 16, 64),
+                              prompts=REPO / "data" / "prompts" / "code-editing.jsonl",
+                              acceptance="eagle3-kimi-k2.5", probe_ks=(2, 5) if first else (2, 6),
+                              ks=tuple(range(1, 9)), repeats=2 if first else 3, num_prompts=8 if first else 16,
+                              per_concurrency=4 if first else 8, output_len=128, run_id=run_id)
+
+
+def _line(hardware: str, vllm: str, wall: float | None, servers: int | None, outcome: deploy_run.Outcome) -> str:
+    figures = " ".join(f"{k}={'none' if v is None else f'{v:.3f}'}" for k, v in outcome.figures().items())
+    return (f"deploy gpu={hardware} vllm={vllm} wall_s={'?' if wall is None else f'{wall:.0f}'} "
+            f"servers={'?' if servers is None else servers} {figures}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--home", help="the SpecScope home (empty for the first command)")
+    parser.add_argument("--budget", type=float, default=420.0, help="seconds before this command stops starting cells")
+    parser.add_argument("--run-id", default="deploy-bench-8b-eagle3")
+    parser.add_argument("--report", action="store_true",
+                        help="measure nothing: the loop's answer and figures from the rows the store holds for the run "
+                             "(the bundled H100 runs on any machine); wall time and starts are the GPU command's")
+    args = parser.parse_args()
+    if args.report:
+        outcome = deploy_run.report(request(args.run_id))
+        print(outcome.report())
+        rows = deploy_run.Store().speedup({"run_id": [args.run_id]})
+        print(_line(str(rows["hardware"].iloc[0]), str(rows["vllm_version"].iloc[0]), None, None, outcome))
+        return 0
+    if not args.home:
+        parser.error("give --home (or --report)")
+    hardware = provenance.hardware_label()
+    if not hardware.startswith(tuple(f"{n}x" for n in range(1, 9))):
+        print(f"deploy: skipped, no GPU here ({hardware})")
+        return 0
+    os.environ["SPECSCOPE_HOME"] = str(Path(args.home).resolve())
+    ledger = Path(args.home) / "deploy-bench.json"
+    spent = json.loads(ledger.read_text()) if ledger.exists() else []
+    began = time.monotonic()
+    this = Counter()
+    outcome = deploy_run.run(request(args.run_id), progress=ProgressBar(),
+                             stop=lambda: time.monotonic() - began > args.budget, spent=this)
+    entry = {"wall_s": time.monotonic() - began, "servers": this["servers"],
+             "seconds": {k: v for k, v in this.items() if k != "servers"}, "stopped": outcome is None}
+    settings.home().mkdir(parents=True, exist_ok=True)
+    ledger.write_text(json.dumps([*spent, entry], indent=1))
+    if outcome is None:
+        print(f"deploy: stopped after {entry['wall_s']:.0f} s (budget {args.budget:.0f} s); run again with "
+              f"--home {args.home}")
+        return 0
+    print(outcome.report())
+    (Path(args.home) / "deploy-outcome.json").write_text(json.dumps(outcome.as_dict(), indent=1, default=str))
+    every = [*spent, entry]
+    print(_line(hardware, installed_vllm().version, sum(e["wall_s"] for e in every),
+                sum(e.get("servers", 0) for e in every), outcome))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,238 @@
+"""The one deploy answer (``specscope.advice.deploy``): measured beats modelled, ties go to the smaller K, a
+schedule only where the best K moves with load beyond noise, a measured schedule decides, and the schedule
+over batch sizes keeps the choices' sources."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from specscope.advice import advisor, deploy, fitting, theory
+from specscope.engine.schedule import SCHEDULE_KEY
+from specscope.results import importers
+from specscope.results.store import Store
+
+AL = {1: 1.7, 2: 2.2, 3: 2.55, 4: 2.8, 5: 2.95}
+
+
+def _rows(points: dict[tuple[int, int], tuple[float, float | None, float | None]], **extra) -> pd.DataFrame:
+    """A family's SD rows: (concurrency, K) -> (speedup, low, high), acceptance from ``AL``."""
+    (concs, ks), values = zip(*points), list(points.values())
+    return pd.DataFrame({
+        "source": "own", "model": "m", "draft_model": None, "method": "ngram", "dataset": "x",
+        "response_format": "none", "hardware": "cpu", "vllm_version": "0.32.0", "weights": "real",
+        "acceptance": "real", "k": list(ks), "concurrency": list(concs),
+        "acceptance_rate": [(AL[k] - 1) / k for k in ks], "acceptance_length": [AL[k] for k in ks],
+        "per_position_acceptance": None, "speedup": [v[0] for v in values],
+        "speedup_lo": [v[1] for v in values], "speedup_hi": [v[2] for v in values],
+        "baseline_throughput": 10.0, "k_schedule": None, "method_params": '{"prompt_lookup_max": 4}', **extra})
+
+
+def _fit(points) -> fitting.FamilyFit:
+    return fitting.fit_family(_rows(points))
+
+
+def test_a_tie_within_noise_goes_to_the_smaller_k_and_says_so():
+    fit = _fit({(1, 2): (1.210, 1.15, 1.27), (1, 4): (1.203, 1.14, 1.26)})
+    found = deploy.answer(fit)
+    [choice] = found.choices
+    assert (choice.k, choice.source, choice.tied) == (2, "measured", (2, 4))
+    assert found.fixed_k == 2 and not found.use_schedule and found.deploy == "K=2"
+    assert found.config == {"method": "ngram", "prompt_lookup_max": 4, "num_speculative_tokens": 2}
+    assert found.sentence().startswith("Deploy ngram with K = 2 "
+                                       "(by concurrency, 1: K=2 1.210× [1.150, 1.270] measured)")
+    # the fastest is K=4 by a hair: still a tie, still the smaller K, and the sentence names the fastest
+    tied = deploy.answer(_fit({(1, 2): (1.203, 1.14, 1.26), (1, 4): (1.210, 1.15, 1.27)}))
+    assert tied.choices[0].k == 2 and tied.fixed_k == 2
+    assert "tied within noise with the fastest measured, K = 4" in tied.choices[0].sentence()
+
+
+def test_single_runs_rank_by_their_points():
+    found = deploy.answer(_fit({(1, 2): (1.203, None, None), (1, 4): (1.210, None, None)}))
+    assert found.choices[0].k == 4 and found.fixed_k == 4
+
+
+def test_a_poor_fit_cannot_outvote_a_measurement():
+    zigzag = {(1, 1): (1.25, None, None), (1, 2): (1.0, None, None), (1, 3): (1.9, None, None),
+              (1, 4): (1.05, None, None)}
+    found = deploy.answer(_fit(zigzag))
+    assert found.choices[0].k == 3 and found.choices[0].source == "measured" and found.fixed_k == 3
+
+
+def test_an_unmeasured_k_wins_only_beyond_the_fits_error():
+    fit = _fit({(1, 2): (1.5, 1.45, 1.55), (1, 4): (1.62, 1.57, 1.67), (4, 2): (1.4, 1.35, 1.45),
+                (4, 4): (1.47, 1.46, 1.48)})
+    near = advisor.choose(fit, 1, ks=[1, 2, 3, 4])
+    assert near.source == "measured" and near.k == 4  # K=3 is predicted, but not beyond the fit's error
+    cheap = dataclasses.replace(fit, cost=theory.CostCurve((1.0, 4.0), (0.5, 0.5), (0.0, 0.0)))  # drafts free
+    far = advisor.choose(cheap, 1, ks=[1, 2, 3, 4, 5])
+    assert far.k == 5 and far.source == "predicted" and "measure it before deploying it" in far.sentence()
+
+
+def test_a_schedule_only_where_the_best_k_moves_beyond_noise():
+    moving = _fit({(1, 2): (1.5, 1.45, 1.55), (1, 4): (1.9, 1.85, 1.95),
+                   (64, 2): (1.3, 1.25, 1.35), (64, 4): (1.0, 0.95, 1.05)})
+    found = deploy.answer(moving, ks=[2, 4], max_batch=64)
+    assert [c.k for c in found.choices] == [4, 2] and found.use_schedule
+    assert found.schedule.k_at(1) == 4 and found.schedule.k_at(64) == 2
+    assert found.config[SCHEDULE_KEY] == found.schedule.as_vllm() and found.config["num_speculative_tokens"] == 4
+    assert found.deploy.startswith("schedule ") and "moves with load beyond noise" in found.why
+    still = _fit({(1, 2): (1.5, 1.2, 1.8), (1, 4): (1.6, 1.3, 1.9), (64, 2): (1.3, 1.0, 1.6),
+                  (64, 4): (1.2, 0.9, 1.5)})
+    fixed = deploy.answer(still, ks=[2, 4], max_batch=64)
+    assert not fixed.use_schedule and fixed.fixed_k == 2 and fixed.config["num_speculative_tokens"] == 2
+    assert "does not move with load beyond noise" in fixed.why
+
+
+def test_a_k_only_predicted_never_wins_a_tie():
+    found = deploy.answer(_fit({(1, 4): (1.682, 1.358, 2.109)}))
+    assert found.fixed_k == 4 and found.choices[0].k == 4
+
+
+def test_drafting_zero_counts_what_it_measured_not_the_baseline():
+    points = {(1, 1): (1.2, None, None), (1, 4): (1.4, None, None), (8, 1): (0.98, None, None),
+              (8, 4): (0.95, None, None), (32, 1): (0.90, None, None), (32, 4): (0.80, None, None)}
+    fit = _fit(points)
+    assumed = deploy.answer(fit, ks=[1, 4], max_batch=32)
+    assert [c.k for c in assumed.choices] == [4, 0, 0]  # drafting nothing taken as the baseline's 1.0
+    zero = _rows({(8, 1): (0.94, None, None), (32, 1): (0.95, None, None)}).assign(k_schedule="1-32:0")
+    measured = deploy.answer(fit, ks=[1, 4], max_batch=32, rows=pd.concat([fit.rows, zero]))
+    assert [c.k for c in measured.choices] == [4, 1, 0]  # a speculative server drafting 0 costs 6% at 8
+    assert "measured on a server drafting 0" in measured.drafting_zero
+
+
+def test_a_measured_schedule_decides_over_the_model():
+    points = {(1, 2): (1.5, 1.45, 1.55), (1, 4): (1.9, 1.85, 1.95), (64, 2): (1.3, 1.25, 1.35),
+              (64, 4): (1.0, 0.95, 1.05)}
+    fit = _fit(points)
+    slower = _rows({(1, 4): (1.6, 1.55, 1.65), (64, 4): (1.1, 1.05, 1.15)}).assign(k_schedule="1-8:4,9-256:2")
+    found = deploy.answer(fit, max_batch=64, rows=pd.concat([fit.rows, slower]))
+    assert not found.use_schedule and found.measured_schedule is not None
+    assert found.why.startswith("Measured beats modelled: ")
+    faster = _rows({(1, 4): (1.9, 1.85, 1.95), (64, 4): (1.3, 1.25, 1.35)}).assign(k_schedule="1-8:4,9-256:2")
+    won = deploy.answer(fit, max_batch=64, rows=pd.concat([fit.rows, faster]))
+    assert won.use_schedule and won.schedule.text() == "1-8:4,9-256:2"
+
+
+@pytest.fixture
+def ruiz_fits(ruiz_parquet, tmp_path):
+    importers.import_file(ruiz_parquet, directory=tmp_path / "results")
+    return fitting.fit_families(Store(result_dirs=[tmp_path / "results"], request_dirs=[]).speedup())
+
+
+def test_the_schedule_keeps_each_measured_choice(ruiz_fits):
+    for fit in ruiz_fits:
+        top = int(fit.rows["concurrency"].max())
+        points = deploy.schedule_points(fit, sorted(int(k) for k in fit.rows["k"].unique()), top, {}, True)
+        for conc in fit.rows["concurrency"].unique():
+            choice = advisor.choose(fit, float(conc), sorted(int(k) for k in fit.rows["k"].unique()))
+            assert points[int(conc) - 1].k == choice.k, (fitting.family_label(fit.keys), conc)
+            if choice.source == "measured" and choice.k:
+                measured = fit.rows[fit.rows["concurrency"] == conc].groupby("k")["speedup"].mean()
+                assert choice.k == int(measured.idxmax())  # single runs: no ties, the fastest
+
+
+def test_a_predicted_k_never_rises_with_the_batch_not_even_after_zero(ruiz_fits, specscope_home):
+    bundled = fitting.fit_families(Store().speedup())
+    for fit in [*ruiz_fits, *bundled]:
+        points = deploy.schedule_points(fit, list(range(1, int(fit.rows["k"].max()) + 1)), 256, {}, True)
+        for before, point in zip(points, points[1:]):
+            if not point.measured_here:
+                assert point.k <= before.k, (fitting.family_label(fit.keys), point, before)
+
+
+def test_the_schedule_drops_k_where_the_ruiz_data_stops_paying(ruiz_fits):
+    """Qwen3-32B + Qwen3-1.7B: long drafts alone, shorter under load, none at 256 (below 1x there)."""
+    fit = next(f for f in ruiz_fits if "32B" in f.keys["model"] and "1.7B" in (f.keys["draft_model"] or ""))
+    found = deploy.answer(fit, max_batch=256)
+    assert found.schedule.k_at(1) > found.schedule.k_at(128) > 0
+    assert found.schedule.k_at(256) == 0
+    assert found.use_schedule and "measured at 1" in found.ranges[0].source
+
+
+def test_a_curves_rates_give_its_acceptance_at_every_k_and_stay_non_increasing():
+    from specscope import sweep
+    from specscope.advice import priors
+
+    curve = priors.named("eagle3-kimi-k2.5")
+    assert curve.rates(4) == [0.83, 0.6, 0.45, 0.36] and curve.at(3) == pytest.approx(2.88)
+    noisy = priors.named("dspark-deepseek-v4")  # its published AL falls past K=6: pooled, never rising
+    rates = noisy.rates(8)
+    assert all(b <= a for a, b in zip(rates, rates[1:])) and all(0 <= r <= 1 for r in rates)
+    synthetic = sweep.Synthetic(rates=tuple(curve.rates(8)))
+    assert synthetic.keys(2) == {"rejection_sample_method": "synthetic", "synthetic_acceptance_rates": [0.83, 0.6]}
+    assert len(synthetic.keys(10)["synthetic_acceptance_rates"]) == 10  # past the curve: nothing more accepted
+    assert synthetic.keys(0) is None
+
+
+def test_bench_takes_a_curve_as_per_position_rates(specscope_home, monkeypatch):
+    from specscope.cli import bench as bench_cli
+    from specscope.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "--preset", "shape-llama31-8b-shared", "--methods", "none,eagle3",
+                                      "--k", "2,4", "--prompts", "data/prompts/code-editing.jsonl",
+                                      "--synthetic-curve", "eagle3-kimi-k2.5"])
+    sent = []
+    monkeypatch.setattr(bench_cli, "run", lambda plan, *rest: sent.append(plan) or 0)  # the plan it would run
+    bench_cli._bench(args)
+    assert sent[0].spec.synthetic.keys(4)["synthetic_acceptance_rates"] == [0.83, 0.6, 0.45, 0.36]
+
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+def test_the_carried_curves_are_their_sources_figures():
+    """The published curves SpecScope carries, checked against the files they were transcribed from."""
+    import json as _json
+
+    import yaml
+
+    from specscope.advice import priors
+
+    golden = SHARED / "inferencex_golden_al_843c625"
+    if not golden.is_dir():
+        pytest.skip(f"{golden} is missing; tests read the published curves from ../shared/data")
+    kimi = yaml.safe_load((golden / "kimik2.5_eagle3.yaml").read_text())["kimi-k2.5-nvfp4"]["thinking_on"]
+    assert priors.PRIORS["eagle3-kimi-k2.5"].al == tuple(kimi[k] for k in range(1, 9))
+    mtp = yaml.safe_load((golden / "qwen3.5_mtp.yaml").read_text())["qwen3.5-397b-a17b-nvfp4"]["thinking_on"]
+    assert priors.PRIORS["mtp-qwen3.5"].al == tuple(mtp[k] for k in range(1, 9))
+    ruiz = pd.read_parquet(next(SHARED.glob("tomasruizt_*.parquet")))
+    medians = ruiz[ruiz["draft_model"] == "Qwen/Qwen3-1.7B"].groupby("num_spec_toks")["acceptance_length"].median()
+    assert priors.PRIORS["draft-qwen3-1.7b-for-32b"].al == tuple(round(float(v), 2) for v in medians)
+    traces = [_json.loads(line) for line in (SHARED / "specdecode-bench_simulator_2fdccbd"
+                                            / "combined_instructcoder.jsonl").read_text().splitlines()]
+    used = [t["acc_eagle"]["acc_len"] for t in traces
+            if len(t["acc_eagle"]["acc_len"]) == len(t["generated_token_ids"])]
+
+    def tokens_per_step(k: int) -> float:
+        tokens = steps = 0
+        for accepted in used:
+            pos = 0
+            while pos < len(accepted):
+                pos += min(accepted[pos], k + 1, len(accepted) - pos)
+                steps += 1
+            tokens += len(accepted)
+        return round(tokens / steps, 3)
+
+    assert priors.PRIORS["eagle-llama3.1-8b-instructcoder"].al == tuple(tokens_per_step(k) for k in range(1, 9))
+
+
+def test_a_concurrency_whose_own_pick_ties_the_fixed_k_reads_the_deployed_k_first():
+    """One answer on the page: where a concurrency alone would pick a K tied with the deployed fixed K, its line
+    leads with the deployed K's figure, and the K-by-batch-size sentence deploys the fixed K, not the schedule."""
+    found = deploy.answer(_fit({(1, 2): (1.40, 1.20, 1.60), (1, 4): (1.50, 1.30, 1.70),
+                                (4, 2): (1.10, 1.05, 1.15), (4, 4): (1.30, 1.25, 1.35)}), ks=[2, 4], max_batch=8)
+    assert [c.k for c in found.choices] == [2, 4] and not found.use_schedule and found.fixed_k == 4
+    here = found.here(1.0)
+    assert here.startswith("deploy K = 4 here too (K=4 1.500×") and "alone would pick K = 2 (1.400×" in here
+    assert here.endswith("tied with K = 4 within noise; at concurrency 4 K = 4 is faster beyond noise.")
+    assert found.here(4.0) is None  # the concurrency's own answer is the deployed K
+    assert found.schedule_sentence().startswith("Deploy the fixed K = 4 at every batch size")
+    assert f"would read {found.schedule.text()}" in found.schedule_sentence()
+    rows = [found.deployed(c) for c in found.choices]  # the Explorer's table: the deployed K at each concurrency
+    assert [(d["k"], d["speedup"], d["source"]) for d in rows] == [(4, 1.5, "measured"), (4, 1.3, "measured")]
+    assert rows[0]["why"] == "this concurrency " + found.alone(1.0) and here.endswith(found.alone(1.0))
+    assert rows[1]["why"] == found.choices[1].sentence()
