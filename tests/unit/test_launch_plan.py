@@ -132,3 +132,7 @@ def test_newer_per_request_flag_and_a_k_schedule(tmp_path):
         build(every_method(), "ngram", vllm=older, port=1, log_dir=tmp_path, k_schedule=schedule)
     with pytest.raises(ConfigError, match="takes no K"):
         build(every_method(), "none", vllm=newer, port=1, log_dir=tmp_path, k_schedule=schedule)
+    gpu_0_26 = VllmInstall("vllm", "0.26.0", methods=GPU.methods, k_schedule=True)
+    with pytest.raises(ConfigError, match=r"^vLLM 0.26.0 cannot start eagle3 with a K schedule"):
+        build(every_method(), "eagle3", vllm=gpu_0_26, port=1, log_dir=tmp_path, k_schedule=schedule)
+    assert build(every_method(), "ngram", vllm=gpu_0_26, port=1, log_dir=tmp_path, k_schedule=schedule).state.k == 4

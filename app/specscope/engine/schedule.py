@@ -18,12 +18,19 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from specscope.engine import catalog
 from specscope.errors import ConfigError
 
-__all__ = ["KRange", "KSchedule", "parse", "validate", "from_best", "of_config", "SCHEDULE_KEY"]
+__all__ = ["KRange", "KSchedule", "parse", "validate", "from_best", "of_config", "refusal", "SCHEDULE_KEY"]
 
 SCHEDULE_KEY = "num_speculative_tokens_per_batch_size"
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?:(\d+)$")
+# vLLM's GPU model runner before 0.32.0 sizes the drafter's CUDA graphs for each K of a schedule by the target's
+# rule: a drafter that drafts one token per step (EAGLE, EAGLE-3, MTP) gets K + 1 - K_max tokens per request, 0 at
+# K_max - 1 (a ZeroDivisionError at start: vLLM 0.26.0, EAGLE-3, an H200) and fewer than 0 below (vLLM issue
+# #48494). 0.32.0 sizes that drafter's graphs alone (read in its source; 0.31.0 still has the old rule).
+_ONE_TOKEN_DRAFTERS = frozenset({"eagle", "eagle3", "mtp"})
+_DRAFTER_GRAPHS_FIXED = (0, 32, 0)
 
 
 @dataclass(frozen=True)
@@ -132,6 +139,17 @@ def from_best(best: Mapping[int, int]) -> KSchedule:
         else:
             ranges.append([size, size, best[size]])
     return validate(ranges)
+
+
+def refusal(schedule: KSchedule, kind: str, dist: str, version: str) -> str | None:
+    """Why this vLLM cannot start a ``kind`` server drafting by ``schedule``, or None when it can."""
+    below_max = any(r.k < schedule.server_k for r in schedule.ranges)
+    fixed = catalog.version_tuple(version) >= _DRAFTER_GRAPHS_FIXED
+    if dist != "vllm" or kind not in _ONE_TOKEN_DRAFTERS or not below_max or fixed:
+        return None
+    return (f"vLLM {version} cannot start {kind} with a K schedule that drafts fewer than its largest K "
+            f"({schedule.text()}): its GPU model runner sizes the drafter's CUDA graphs wrongly and the server "
+            "fails at start (vLLM issue #48494, fixed in 0.32.0); serve one K, or use vLLM 0.32.0 or later.")
 
 
 def of_config(config: Mapping | None) -> str | None:

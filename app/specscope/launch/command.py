@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from specscope.client import sleepmode
 from specscope.engine import catalog
 from specscope.engine.presets import Preset
-from specscope.engine.schedule import KSchedule
+from specscope.engine.schedule import KSchedule, refusal
 from specscope.errors import ConfigError
 from specscope.launch.registry import ServerState
 
@@ -112,6 +112,9 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
         if not vllm.k_schedule:
             raise ConfigError(f"{vllm.dist} {vllm.version} takes no K schedule "
                               "(num_speculative_tokens_per_batch_size); use a fixed --k or a newer vLLM.")
+        why = refusal(k_schedule, entry.kind, vllm.dist, vllm.version)
+        if why:
+            raise ConfigError(why)
         k = k_schedule.server_k
     spec_config = entry.speculative_config(k, vllm_version=vllm.version, accepted=vllm.methods,
                                            extra=spec_extra if entry.kind != "none" else None)
