@@ -151,9 +151,9 @@ def test_the_cli_shows_stored_calibrations_with_the_prompt_sets_prediction(specs
     from specscope import settings
     from specscope.cli import main as cli_main
 
-    assert cli_main(["calibrate", "--show", "--json"]) == 0  # the bundled H100 runs accepted drafts synthetically
-    assert {e["calibration"]["hardware"] for e in json.loads(capsys.readouterr().out)} == {"1xH100-80GB",
-                                                                                          "2xH100-80GB"}
+    assert cli_main(["calibrate", "--show", "--json"]) == 0  # the bundled GPU runs accepted drafts synthetically
+    assert {e["calibration"]["hardware"] for e in json.loads(capsys.readouterr().out)} == {
+        "1xH100-80GB", "2xH100-80GB", "1xH200-140GB"}
     calibration_rows.write(settings.results_dir())
     assert cli_main(["calibrate", "--show", "--alpha", "0.5", "--json"]) == 0
     (entry,) = [e for e in json.loads(capsys.readouterr().out) if e["calibration"]["model"] == "m"]
