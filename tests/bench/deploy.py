@@ -29,6 +29,7 @@ from specscope import settings
 from specscope.advice import deploy_run
 from specscope.cli.bench import ProgressBar  # noqa: E402
 from specscope.engine import provenance  # noqa: E402
+from specscope.errors import ConfigError  # noqa: E402
 from specscope.launch.host import installed_vllm  # noqa: E402
 
 PRESET = "shape-llama31-8b-shared"
@@ -78,12 +79,20 @@ def main() -> int:
     spent = json.loads(ledger.read_text()) if ledger.exists() else []
     began = time.monotonic()
     this = Counter()
-    outcome = deploy_run.run(request(args.run_id), progress=ProgressBar(),
-                             stop=lambda: time.monotonic() - began > args.budget, spent=this)
+    outcome, failed = None, None
+    try:  # a command whose cells failed still spent its seconds: the ledger keeps them
+        outcome = deploy_run.run(request(args.run_id), progress=ProgressBar(),
+                                 stop=lambda: time.monotonic() - began > args.budget, spent=this)
+    except ConfigError as exc:
+        failed = str(exc)
     entry = {"wall_s": time.monotonic() - began, "servers": this["servers"],
-             "seconds": {k: v for k, v in this.items() if k != "servers"}, "stopped": outcome is None}
+             "seconds": {k: v for k, v in this.items() if k != "servers"}, "stopped": outcome is None,
+             "failed": failed}
     settings.home().mkdir(parents=True, exist_ok=True)
     ledger.write_text(json.dumps([*spent, entry], indent=1))
+    if failed:
+        print(f"deploy: {failed}")
+        return 1
     if outcome is None:
         print(f"deploy: stopped after {entry['wall_s']:.0f} s (budget {args.budget:.0f} s); run again with "
               f"--home {args.home}")
