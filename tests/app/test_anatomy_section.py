@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from apptest_run import run_clean
 from specscope import settings
 from specscope.results.writing import write_results
 
@@ -49,12 +50,6 @@ def _write_runs() -> None:
         write_results(rows, run_id=run, directory=settings.results_dir())
 
 
-def _run(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
 def _figure(at: AppTest) -> dict:
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     found = [s for s in specs if "Where a step goes" in json.dumps(s.get("layout", {}).get("title", ""))]
@@ -65,10 +60,10 @@ def _figure(at: AppTest) -> dict:
 @pytest.mark.parametrize("page, key", [(EXPLORER, "explorer"), (THEORY, "theory")])
 def test_the_step_anatomy_opens_with_its_parts_of_the_cpu_draft_model(page_env, no_bundled_results, page, key):
     _write_runs()
-    at = _run(AppTest.from_file(page, default_timeout=120))
+    at = run_clean(AppTest.from_file(page, default_timeout=120))
     assert f"{key}_anatomy_setup" not in [s.key for s in at.selectbox]  # drawn once opened
     at.session_state[f"{key}_anatomy_open"] = True
-    _run(at)
+    run_clean(at)
     setups = at.selectbox(key=f"{key}_anatomy_setup")
     assert setups.options == ["SmolLM2-135M-Instruct · cpu-2core · vLLM 0.32.0 · copy · concurrency 1 (run anatomy)"]
     figure = _figure(at)

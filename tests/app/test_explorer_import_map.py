@@ -8,17 +8,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from apptest_run import run_clean
 from specscope.results.store import Store
 
 pytestmark = pytest.mark.app
 MAIN = str(Path(__file__).resolve().parents[2] / "app" / "dashboard.py")
 FOREIGN = b"Method,Users,Tok/s,Spec tokens\nnosd,4,100,\nngram,4,130,3\n"
-
-
-def _run(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def _texts(at: AppTest) -> str:
@@ -31,11 +26,11 @@ def _select(at: AppTest, label_start: str):
 
 
 def test_foreign_csv_is_mapped_previewed_and_imported_on_the_page(page_env):
-    at = _run(AppTest.from_file(MAIN, default_timeout=60))
+    at = run_clean(AppTest.from_file(MAIN, default_timeout=60))
     at.session_state["explorer_import_open"] = True  # the import form is drawn once opened
-    _run(at)
+    run_clean(at)
     at.file_uploader(key="explorer_upload").set_value(("theirs.csv", FOREIGN, "text/csv"))
-    _run(at)
+    run_clean(at)
     assert "--map" not in _texts(at)
     assert "Pick the column that holds each field" in _texts(at)
     assert _select(at, "method").value == "Method"  # guessed from the name
@@ -44,25 +39,25 @@ def test_foreign_csv_is_mapped_previewed_and_imported_on_the_page(page_env):
     _select(at, "k").set_value("Spec tokens")
     [model] = [t for t in at.text_input if t.label == "model for every row"]
     model.set_value("org/their-model")
-    _run(at)
+    run_clean(at)
     [preview] = [d for d in at.dataframe if "method" in d.value.columns]
     assert preview.value["method"].tolist() == ["none", "ngram"]
     assert preview.value["model"].tolist() == ["org/their-model"] * 2
     assert "Took method 'nosd' as the baseline" in _texts(at)
     [button] = [b for b in at.button if b.label == "Import 2 rows"]
     button.click()
-    _run(at)
+    run_clean(at)
     assert "Imported 2 rows (mapped)." in _texts(at)
     frame = Store().speedup({"model": ["org/their-model"], "method": ["ngram"]})
     assert frame["speedup"].round(3).tolist() == [1.3]
 
 
 def test_a_missing_required_field_is_one_sentence_and_nothing_is_written(page_env):
-    at = _run(AppTest.from_file(MAIN, default_timeout=60))
+    at = run_clean(AppTest.from_file(MAIN, default_timeout=60))
     at.session_state["explorer_import_open"] = True  # the import form is drawn once opened
-    _run(at)
+    run_clean(at)
     at.file_uploader(key="explorer_upload").set_value(("theirs.csv", FOREIGN, "text/csv"))
-    _run(at)
+    run_clean(at)
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and "needs a column for" in errors[0] and "\n" not in errors[0]
     assert not [b for b in at.button if b.label.startswith("Import ")]
@@ -73,11 +68,11 @@ GUIDELLM = Path(__file__).resolve().parents[1] / "captures" / "guidellm_0.8.1_ng
 
 
 def test_a_guidellm_report_asks_for_its_method_and_k_then_imports(page_env):
-    at = _run(AppTest.from_file(MAIN, default_timeout=60))
+    at = run_clean(AppTest.from_file(MAIN, default_timeout=60))
     at.session_state["explorer_import_open"] = True  # the import form is drawn once opened
-    _run(at)
+    run_clean(at)
     at.file_uploader(key="explorer_upload").set_value((GUIDELLM.name, GUIDELLM.read_bytes(), "application/json"))
-    _run(at)
+    run_clean(at)
     assert "is a guidellm export" in _texts(at)
     [button] = [b for b in at.button if b.label == "Import"]
     assert button.disabled  # no method yet: nothing is guessed
@@ -87,10 +82,10 @@ def test_a_guidellm_report_asks_for_its_method_and_k_then_imports(page_env):
     k.set_value(4)
     [hardware] = [t for t in at.text_input if t.label == "hardware for every row"]
     hardware.set_value("cpu")
-    _run(at)
+    run_clean(at)
     [button] = [b for b in at.button if b.label == "Import"]
     button.click()
-    _run(at)
+    run_clean(at)
     assert "(guidellm-json)." in _texts(at)
     rows = Store().query("SELECT method, k, hardware, source FROM results WHERE source = 'guidellm'")
     assert set(map(tuple, rows.values.tolist())) == {("ngram", 4, "cpu", "guidellm")}

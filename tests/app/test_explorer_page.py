@@ -8,17 +8,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from apptest_run import run_clean
 from specscope.results import importers
 from vega_charts import charts
 
 pytestmark = pytest.mark.app
 MAIN = str(Path(__file__).resolve().parents[2] / "app" / "dashboard.py")
-
-
-def _run(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def _headline(at: AppTest) -> str:
@@ -31,7 +26,7 @@ def _rows(at: AppTest) -> int:
 
 
 def test_bundled_results_show_without_any_server(specscope_home):
-    at = _run(AppTest.from_file(MAIN, default_timeout=60))
+    at = run_clean(AppTest.from_file(MAIN, default_timeout=60))
     assert _rows(at) > 0
     assert _headline(at).startswith("Best speedup **")
     # the best speedup says where it was measured; the caption names its setup, K and concurrency
@@ -46,7 +41,7 @@ def test_the_landing_page_draws_no_chooser_table_or_code_until_opened(specscope_
     """What a viewer does not open loads nothing ahead of the first figure: the setups chooser, the
     per-prompt run chooser and table and the other sections wait for their expanders (the K schedule's
     verdicts too: tests/e2e/test_explorer_page.py)."""
-    at = _run(AppTest.from_file(MAIN, default_timeout=60))
+    at = run_clean(AppTest.from_file(MAIN, default_timeout=60))
     assert len(at.get("vega_lite_chart")) == 1 and not at.metric  # the headline is text: no metric scripts
     assert not at.selectbox and not at.multiselect and not at.dataframe and not at.code and not at.radio
     assert not at.get("plotly_chart") and not at.get("download_button")
@@ -60,33 +55,33 @@ def test_the_landing_page_draws_no_chooser_table_or_code_until_opened(specscope_
 
 
 def test_the_downloads_are_there_once_opened(specscope_home):
-    at = _run(AppTest.from_file(MAIN, default_timeout=60))
+    at = run_clean(AppTest.from_file(MAIN, default_timeout=60))
     at.session_state["explorer_dl_rows_open"] = True
     at.session_state["explorer_dl_speedup_vs_k_open"] = True
-    _run(at)
+    run_clean(at)
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == ["Download figure (HTML)", "Download rows (CSV)", "Download rows (Parquet)"], labels
 
 
 def test_filter_on_imported_results(specscope_home, ruiz_parquet):
     importers.import_file(ruiz_parquet)
-    at = _run(AppTest.from_file(MAIN, default_timeout=60))
+    at = run_clean(AppTest.from_file(MAIN, default_timeout=60))
     assert not [m for m in at.multiselect if m.key.startswith("explorer_f_")]  # drawn once opened
     at.session_state["explorer_filters_open"] = True
-    _run(at)
+    run_clean(at)
     at.multiselect(key="explorer_f_source").select("ruiz-2026")
     at.multiselect(key="explorer_f_method").select("eagle3")
-    _run(at)
+    run_clean(at)
     assert _rows(at) == 96
     assert _headline(at).startswith("Best speedup **2.946×**")
     # closed again, the expander keeps the choices (and says how many)
     at.session_state["explorer_filters_open"] = False
-    _run(at)
+    run_clean(at)
     assert _rows(at) == 96
     assert [e.label for e in at.expander if e.label.startswith("Filters")] == ["Filters (2 active)"]
 
 
 def test_empty_store_says_what_to_do(specscope_home, monkeypatch, tmp_path):
     monkeypatch.setenv("SPECSCOPE_DATA", str(tmp_path / "none"))
-    at = _run(AppTest.from_file(MAIN, default_timeout=60))
+    at = run_clean(AppTest.from_file(MAIN, default_timeout=60))
     assert any("No results yet" in i.value for i in at.info)

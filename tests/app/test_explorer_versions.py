@@ -11,21 +11,16 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import version_rows
+from apptest_run import run_clean
 from specscope import settings
 
 pytestmark = pytest.mark.app
 PAGE = str(Path(__file__).resolve().parents[2] / "app" / "dashboard.py")  # the Explorer is its first page
 
 
-def _run(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
 def test_versions_section_flags_a_change_and_a_tie(page_env, no_bundled_results):
     version_rows.write(settings.results_dir())
-    at = _run(AppTest.from_file(PAGE, default_timeout=60))
+    at = run_clean(AppTest.from_file(PAGE, default_timeout=60))
     assert "vLLM versions" in [h.value for h in at.subheader]
     # the landing page says how many setups changed; the table, verdicts and figure wait for the expander
     assert [w.value for w in at.warning] == [
@@ -33,18 +28,18 @@ def test_versions_section_flags_a_change_and_a_tie(page_env, no_bundled_results)
         "(95% intervals apart)."]
     assert not at.get("plotly_chart") and not at.dataframe and not at.selectbox
     at.session_state["explorer_versions_open"] = True
-    _run(at)
+    run_clean(at)
     setups = at.selectbox(key="explorer_versions_setup")
     assert len(setups.options) == 3  # ngram, suffix, eagle; mtp ran on one version only
     ngram = next(o for o in setups.options if " · ngram · " in o)
     setups.select(ngram)
-    _run(at)
+    run_clean(at)
     warning = [w.value for w in at.warning][1:]
     assert len(warning) == 1 and "vLLM 0.31.0 → 0.32.0 at K=4, concurrency 1: 1.500× [" in warning[0]
     assert "A real change: faster" in warning[0]
     suffix = next(o for o in setups.options if " · suffix · " in o)
     at.selectbox(key="explorer_versions_setup").select(suffix)
-    _run(at)
+    run_clean(at)
     assert len(at.warning) == 1 and any("A tie: the 95% intervals overlap" in i.value for i in at.info)
     figure = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert [p["x"] for p in figure["data"]] == [["vLLM 0.31.0", "vLLM 0.32.0"]]
@@ -59,5 +54,5 @@ def test_no_versions_section_without_a_setup_on_two_versions(page_env, no_bundle
     from specscope.results.writing import write_results
 
     write_results(rows, run_id="only", directory=settings.results_dir())
-    at = _run(AppTest.from_file(PAGE, default_timeout=60))
+    at = run_clean(AppTest.from_file(PAGE, default_timeout=60))
     assert "vLLM versions" not in [h.value for h in at.subheader]

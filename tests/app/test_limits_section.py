@@ -11,16 +11,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import per_step_run
+from apptest_run import run_clean
 from ui import limits_view
 
 pytestmark = pytest.mark.app
 EXPLORER = str(Path(__file__).resolve().parents[2] / "app" / "dashboard.py")
-
-
-def _run(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def _titles(at: AppTest) -> list[str]:
@@ -29,10 +24,10 @@ def _titles(at: AppTest) -> list[str]:
 
 def test_the_limits_section_draws_each_tab_only_once_chosen(page_env):
     per_step_run.write_run()
-    at = _run(AppTest.from_file(EXPLORER, default_timeout=120))
+    at = run_clean(AppTest.from_file(EXPLORER, default_timeout=120))
     assert limits_view.TITLE in [e.label for e in at.expander] and not at.get("plotly_chart")
     at.session_state["explorer_limits_open"] = True
-    _run(at)
+    run_clean(at)
     table = next(d.value for d in at.dataframe if "oracle bound" in d.value.columns)
     ngram = table.iloc[0]  # cells with an oracle bound first
     assert ngram["setup"] == "Llama-3.1-8B-Instruct · ngram · d · 1xH100-80GB @ h"
@@ -41,18 +36,18 @@ def test_the_limits_section_draws_each_tab_only_once_chosen(page_env):
     assert any("oracle bound" in t for t in _titles(at))
     assert at.selectbox(key="explorer_oracle_cell").value == "hand-made · ngram-k4-c1"
     at.session_state["explorer_limits_tabs"] = "Side effects"
-    side = next(d.value for d in _run(at).dataframe if "TTFT p99" in d.value.columns)
+    side = next(d.value for d in run_clean(at).dataframe if "TTFT p99" in d.value.columns)
     assert "1.50× (+50%)" in side["TTFT p99"].tolist()
     at.session_state["explorer_limits_tabs"] = "Pareto"
-    assert any("Tokens/s per user vs tokens/s per GPU" in t for t in _titles(_run(at)))
+    assert any("Tokens/s per user vs tokens/s per GPU" in t for t in _titles(run_clean(at)))
     at.session_state["explorer_limits_tabs"] = "Acceptance over the output"
-    assert any("Acceptance length over the output" in t for t in _titles(_run(at)))
+    assert any("Acceptance length over the output" in t for t in _titles(run_clean(at)))
 
 
 def test_the_throughput_tab_draws_each_setups_roofline(page_env):
-    at = _run(AppTest.from_file(EXPLORER, default_timeout=120))
+    at = run_clean(AppTest.from_file(EXPLORER, default_timeout=120))
     at.session_state["explorer_tabs"] = "Throughput vs concurrency"
-    figure = json.loads(next(c.proto.spec for c in _run(at).get("plotly_chart")))
+    figure = json.loads(next(c.proto.spec for c in run_clean(at).get("plotly_chart")))
     ceilings = [t for t in figure["data"] if t["name"].endswith("roofline ceiling")]
     assert ceilings and all(t["line"]["dash"] == "dot" for t in ceilings)
     assert "dotted: each setup's roofline ceiling" in json.dumps(figure["layout"]["title"])

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from apptest_run import run_clean
 from specscope import launch
 from specscope.client import prompt_library
 from specscope.launch import registry
@@ -16,12 +17,6 @@ pytestmark = pytest.mark.app
 
 APP = Path(__file__).resolve().parents[2] / "app"
 THREE = b'{"prompt": "one"}\n{"prompt": "two"}\n{"prompt": "three"}\n'
-
-
-def _run(at: AppTest) -> AppTest:
-    at = at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 @pytest.fixture
@@ -33,30 +28,30 @@ def runs_page(page_env):
 
 def test_requests_per_cell_follow_the_chosen_sets_size(runs_page):
     _, saved = prompt_library.save(THREE, "three.jsonl")
-    at = _run(runs_page)
+    at = run_clean(runs_page)
     assert at.number_input(key="runs_num_prompts").value == 8  # a bundled set of 10+ prompts, capped
     small = next(o for o in at.selectbox(key="runs_set").options if o.startswith("uploaded: three"))
-    at = _run(at.selectbox(key="runs_set").set_value(small))
+    at = run_clean(at.selectbox(key="runs_set").set_value(small))
     assert at.number_input(key="runs_num_prompts").value == 3
     assert at.number_input(key="runs_repeats").value == 3  # a small set: 3 interleaved repeats
     bundled = next(o for o in at.selectbox(key="runs_set").options if o.startswith("sample: "))
-    at = _run(at.selectbox(key="runs_set").set_value(bundled))
+    at = run_clean(at.selectbox(key="runs_set").set_value(bundled))
     assert at.number_input(key="runs_num_prompts").value == 8
 
 
 def test_running_servers_can_be_measured_over_concurrency(runs_page, metrics_url):
     registry.write_state(launch.ServerState(name="gpu-node", url=metrics_url, attached=True, method="speculative",
                                             k=3))
-    at = _run(runs_page)
-    at = _run(at.radio(key="runs_mode").set_value("Servers already running"))
+    at = run_clean(runs_page)
+    at = run_clean(at.radio(key="runs_mode").set_value("Servers already running"))
     choice = at.multiselect(key="runs_servers")
     assert choice.options == ["gpu-node (speculative K=3)"]
     assert not [w for w in at.text_input if w.key == "runs_ks"]  # K is each server's own
 
 
 def test_a_set_with_response_formats_runs_free_and_constrained_by_default(runs_page):
-    at = _run(runs_page)
+    at = run_clean(runs_page)
     assert at.radio(key="runs_structured").value == "free" and at.radio(key="runs_structured").disabled
     with_formats = next(o for o in at.selectbox(key="runs_set").options if o == "sample: json-extraction.jsonl")
-    at = _run(at.selectbox(key="runs_set").set_value(with_formats))
+    at = run_clean(at.selectbox(key="runs_set").set_value(with_formats))
     assert at.radio(key="runs_structured").value == "both" and not at.radio(key="runs_structured").disabled

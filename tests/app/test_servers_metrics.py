@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from apptest_run import run_clean
 from specscope import launch, procfs
 from specscope.launch import registry
 
@@ -33,9 +34,7 @@ def live_server(page_env, metrics_url):
 
 
 def _run(at: AppTest | None = None) -> AppTest:
-    at = (at or AppTest.from_file(str(PAGE), default_timeout=60)).run()
-    assert not at.exception, at.exception
-    return at
+    return run_clean(at or AppTest.from_file(str(PAGE), default_timeout=60))
 
 
 def test_table_shows_acceptance_rate_length_and_drafts_from_metrics(page_env, metrics_url):

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from apptest_run import run_clean
 from specscope import launch, settings
 from specscope.engine import vllms
 
@@ -20,9 +21,7 @@ PAGE = APP / "views" / "servers.py"
 
 
 def _run(at: AppTest | None = None) -> AppTest:
-    at = (at or AppTest.from_file(str(PAGE), default_timeout=60)).run()
-    assert not at.exception, at.exception
-    return at
+    return run_clean(at or AppTest.from_file(str(PAGE), default_timeout=60))
 
 
 def _dead_server(name: str, log_text: str) -> launch.ServerState:

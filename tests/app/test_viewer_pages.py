@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from apptest_run import run_clean
 from specscope import access, launch
 from specscope.client import prompt_library
 from ui import state
@@ -29,12 +30,6 @@ def shared(page_env, monkeypatch):
     return page_env
 
 
-def _run(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
 def _labels(at: AppTest) -> set[str]:
     return {b.label for b in at.button}
 
@@ -49,27 +44,27 @@ def _sign_in_page():
 
 
 def test_servers_page_draws_controls_for_operators_only(shared):
-    at = _run(AppTest.from_file(str(APP / "views" / "servers.py"), default_timeout=60))
+    at = run_clean(AppTest.from_file(str(APP / "views" / "servers.py"), default_timeout=60))
     assert not _labels(at) & OPERATOR_ONLY and not at.text_input
     assert "You are a viewer" in at.info[0].value
     assert at.dataframe[0].value.loc[0, "started by"] == "CLI user alice"
 
     at.session_state[state.ACCESS_PROVEN] = access.digest(access.token())
-    _run(at)
+    run_clean(at)
     assert {"Start", "Attach", "Clean stale", "Forget"} <= _labels(at)
 
     access.rotate()
-    _run(at)
+    run_clean(at)
     assert not _labels(at) & OPERATOR_ONLY
 
 
 def test_runs_page_offers_viewers_results_only(shared, no_bundled_results):
     prompt_library.save(b'{"prompt": "Count to three."}\n', "mine.jsonl")  # by the local user, an operator
-    at = _run(AppTest.from_file(str(APP / "views" / "runs.py"), default_timeout=60))
+    at = run_clean(AppTest.from_file(str(APP / "views" / "runs.py"), default_timeout=60))
     assert not _labels(at) & OPERATOR_ONLY and not at.get("file_uploader")
     assert any("You are a viewer" in info.value for info in at.info)
     at.session_state[state.ACCESS_PROVEN] = access.digest(access.token())
-    _run(at)
+    run_clean(at)
     assert "Start sweep" in _labels(at) and at.get("file_uploader")
     assert "10 MB and 10,000 prompts" in str(at.get("file_uploader")[0].proto.label)
 
@@ -77,22 +72,22 @@ def test_runs_page_offers_viewers_results_only(shared, no_bundled_results):
 def test_token_in_the_address_makes_an_operator_and_leaves_the_address(shared):
     at = AppTest.from_function(_sign_in_page, default_timeout=30)
     at.query_params["token"] = "not-the-token"
-    _run(at)
+    run_clean(at)
     assert at.markdown[-1].value == "viewer" and "not the operator token" in at.error[0].value
     at.query_params["token"] = access.token()
-    _run(at)
+    run_clean(at)
     assert at.markdown[-1].value == "operator" and "token" not in at.query_params
     assert access.token() not in repr(at.session_state)  # a digest is kept, never the token
 
 
 def test_token_in_the_sidebar_makes_an_operator_and_is_not_kept(shared):
-    at = _run(AppTest.from_function(_sign_in_page, default_timeout=30))
+    at = run_clean(AppTest.from_function(_sign_in_page, default_timeout=30))
     assert at.markdown[-1].value == "viewer"
     at.sidebar.text_input(key=TOKEN_FIELD).input(access.token())
     at.sidebar.button[0].click()
-    _run(at)
+    run_clean(at)
     assert at.markdown[-1].value == "operator"
     assert at.session_state[TOKEN_FIELD] == "" and access.token() not in repr(at.session_state)
     at.sidebar.button(key="access_leave").click()
-    _run(at)
+    run_clean(at)
     assert at.markdown[-1].value == "viewer"
