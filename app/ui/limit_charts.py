@@ -130,8 +130,9 @@ def side_effects_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def pareto_figure(frame: pd.DataFrame) -> go.Figure:
-    """Tokens/s per user against tokens/s per GPU, a marker per cell coloured by method, labelled by K and
-    concurrency; the front (no cell better on both) joined by a line."""
+    """Tokens/s per user against tokens/s per GPU, a marker per cell coloured by method; the front (no cell
+    better on both) joined by a line, its cells labelled by K and concurrency (every cell's label would crowd
+    where one concurrency's K sit together; the hover names each)."""
     if frame.empty:
         return empty_figure("No cell with a throughput and a concurrency for these filters.")
     fig = go.Figure()
@@ -141,8 +142,8 @@ def pareto_figure(frame: pd.DataFrame) -> go.Figure:
                              f"{r['output_throughput']:,.1f} tok/s on {r['gpus']} GPU(s)") for r in records]
         fig.add_trace(go.Scatter(
             x=part["tokens_per_user"], y=part["tokens_per_gpu"], mode="markers+text", name=html.escape(method),
-            text=[f"c{r['concurrency']:.0f}" + ("" if method == BASELINE_METHOD else f" K{_number(r['k'], '.0f')}")
-                  for r in records], textposition="top center", textfont=dict(size=9),
+            text=[(f"c{r['concurrency']:.0f}" + ("" if method == BASELINE_METHOD else f" K{_number(r['k'], '.0f')}"))
+                  if r["on_front"] else "" for r in records], textposition="top center", textfont=dict(size=9),
             marker=dict(color="#333" if method == BASELINE_METHOD else PALETTE[j % len(PALETTE)], size=10,
                         symbol=["star" if f else "circle" for f in part["on_front"]]),
             hovertext=hover, hovertemplate="%{hovertext}<br>%{x:.1f} tok/s/user, %{y:.1f} tok/s/GPU<extra></extra>"))

@@ -12,6 +12,7 @@ import per_step_run
 from specscope.analysis import limits, output_acceptance
 from specscope.cli import main
 from specscope.results.store import Store
+from ui import limit_charts
 
 CELL = per_step_run.CELL
 
@@ -53,6 +54,9 @@ def test_the_pareto_front_of_users_and_gpus():
     assert found["on_front"].tolist() == [False, True, True, False, False]  # ngram c1: fastest user; none c8: most/GPU
     assert set(found["front_group"]) == {"Llama-3.1-8B-Instruct · d · 1xH100-80GB"}
     assert limits.gpus_of("2xH200") == 2 and limits.gpus_of("H100", 4) == 4 and limits.gpus_of("cpu-2core") == 1
+    figure = limit_charts.pareto_figure(found.assign(setup="s", gpus=1))
+    drawn = {trace.name: list(trace.text) for trace in figure.data if trace.text is not None}
+    assert drawn == {"ngram": ["c1 K4", "", ""], "none": ["", "c8"]}  # the front's cells labelled, the rest hover only
 
 
 def test_acceptance_over_the_output_places_each_drafting_step():
