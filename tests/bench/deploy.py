@@ -1,6 +1,7 @@
 """The closed loop on a GPU (``specscope deploy``), from an installed SpecScope with nothing running and an
 empty compile cache: the Llama-3.1-8B shape with its EAGLE-3 head, drafts accepted at a published EAGLE-3
-acceptance curve's per-position rates, concurrency 1, 4, 16 and 64, three repeats, the step cost probed at K=2 and 6.
+acceptance curve's per-position rates, concurrency 1, 4, 16 and 64, three repeats, the step cost probed at K=3 and 6
+(the bundled runs' own probes for --report of them).
 
 Usage (GPU machine, vLLM importable, models prepared and shaped):
     python tests/bench/deploy.py --home DIR [--budget 420]     # again with the same DIR to resume
@@ -35,16 +36,20 @@ from specscope.launch.host import installed_vllm  # noqa: E402
 PRESET = "shape-llama31-8b-shared"
 
 
-FIRST_RUN = "gpu-deploy-8b-eagle3-vllm0.26.0"  # bundled: probes K=2 and 5, two repeats, smaller cells
+# The bundled runs' requests, so --report rebuilds what they measured. A new run probes K=3 and 6: K=2 at batch 4
+# was slow on all three GPU runs (two H100s, one H200), which bent the cost line through the K=2 probe.
+BUNDLED = {"gpu-deploy-8b-eagle3-vllm0.26.0": dict(probe_ks=(2, 5), repeats=2, num_prompts=8, per_concurrency=4),
+           "gpu-deploy-8b-eagle3-r3-vllm0.26.0": dict(probe_ks=(2, 6)),
+           "gpu-deploy-8b-eagle3-r4-vllm0.26.0": dict(probe_ks=(2, 6))}
+NEW_RUN = dict(probe_ks=(3, 6), repeats=3, num_prompts=16, per_concurrency=8)
 
 
 def request(run_id: str) -> deploy_run.Request:
-    first = run_id == FIRST_RUN
+    chosen = {**NEW_RUN, **BUNDLED.get(run_id, {})}
     return deploy_run.Request(preset=PRESET, methods=("eagle3",), concurrencies=(1, 4, 16, 64),
                               prompts=REPO / "data" / "prompts" / "code-editing.jsonl",
-                              acceptance="eagle3-kimi-k2.5", probe_ks=(2, 5) if first else (2, 6),
-                              ks=tuple(range(1, 9)), repeats=2 if first else 3, num_prompts=8 if first else 16,
-                              per_concurrency=4 if first else 8, output_len=128, run_id=run_id)
+                              acceptance="eagle3-kimi-k2.5", ks=tuple(range(1, 9)), output_len=128, run_id=run_id,
+                              **chosen)
 
 
 def _line(hardware: str, vllm: str, wall: float | None, servers: int | None, outcome: deploy_run.Outcome) -> str:
