@@ -18,6 +18,7 @@ shared: callers must not mutate it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -137,11 +138,18 @@ def subset_digest(whole: pd.DataFrame, rows: pd.DataFrame) -> str:
     """The digest of ``rows``, some rows of ``whole`` as they are there (same columns, values untouched), from
     ``whole``'s row digests: equal rows digest alike whatever else ``whole`` holds, so a part a new run leaves
     alone keeps its cached work, and a large frame's many parts cost one pass over it."""
-    if list(rows.columns) != list(whole.columns) or not whole.index.is_unique:
+    if list(rows.columns) != list(whole.columns):
         return digest(rows)
+    return labels_digest(whole, rows.index)
+
+
+def labels_digest(whole: pd.DataFrame, labels: pd.Index) -> str:
+    """``subset_digest`` of ``whole.loc[labels]``, without taking those rows."""
+    if not whole.index.is_unique:
+        return digest(whole.loc[labels])
     by_label = _row_digests(whole)
-    h = hashlib.blake2b(repr((list(rows.columns), len(rows))).encode(), digest_size=12)
-    h.update(b"".join(by_label[label] for label in rows.index))
+    h = hashlib.blake2b(repr((list(whole.columns), len(labels))).encode(), digest_size=12)
+    h.update(b"".join(by_label[label] for label in labels))
     return h.hexdigest()
 
 
@@ -185,15 +193,17 @@ def _family_fit(key: str, train_smallest: int | None, _rows: pd.DataFrame) -> fi
 
 
 @st.cache_resource(max_entries=512, show_spinner=False)
-def _setup_parts(key: str, _rows: pd.DataFrame) -> pd.DataFrame:
-    return anatomy.table(_rows)
+def _setup_parts(key: str, _rows: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    return anatomy.table(_rows())
 
 
 def _parts(frame: pd.DataFrame) -> pd.DataFrame:
-    """``anatomy.table(frame)``, each setup's part kept on a digest of its rows: a new run redoes its setup only."""
+    """``anatomy.table(frame)``, each setup's part kept on a digest of its rows: a new run redoes its setup only
+    (and takes only its rows out of ``frame``)."""
     if not anatomy.NEEDED <= set(frame.columns):
         return pd.DataFrame()
-    parts = [_setup_parts(subset_digest(frame, rows), rows) for rows in anatomy.by_setup(frame)]
+    parts = [_setup_parts(labels_digest(frame, labels), functools.partial(frame.loc.__getitem__, labels))
+             for labels in anatomy.setups(frame)]
     return pd.concat([p for p in parts if not p.empty] or [pd.DataFrame()], ignore_index=True)
 
 

@@ -229,7 +229,7 @@ def test_the_table_put_together_from_its_setups_is_the_table_of_all_rows(specsco
     from specscope.results.store import Store
 
     frame = Store().speedup()  # the bundled runs: several setups, hosts and vLLM versions
-    parts = anatomy.by_setup(frame)
+    parts = [frame.loc[labels] for labels in anatomy.setups(frame)]
     assert len(parts) > 1 and sum(len(p) for p in parts) == frame["mean_tpot_ms"].notna().sum()
     whole = anatomy.table(frame)
     joined = pd.concat([anatomy.table(p) for p in parts], ignore_index=True)

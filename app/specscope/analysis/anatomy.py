@@ -50,7 +50,7 @@ from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
 
 __all__ = ["PROBES", "MIN_DRAFTING", "PARTS", "Figure", "cells", "table", "from_store",
-           "as_records", "d_text", "cost_slopes", "drafter_preset", "NEEDED", "by_setup"]
+           "as_records", "d_text", "cost_slopes", "drafter_preset", "NEEDED", "setups"]
 
 PROBES = ("ngram", "ngram_gpu")               # near-free drafters: their step is the verify cost
 MIN_DRAFTING = 0.5  # a probe drafting on fewer of its steps says too little about a drafting step
@@ -103,6 +103,12 @@ def _mean(values: Sequence[float]) -> Figure:
     return Figure(found.estimate, found.half_width)
 
 
+def _mean_of(values: np.ndarray) -> float:
+    """The mean of the values that are not NaN (NaN where none is), as ``Series.mean`` gives it."""
+    known = values[~np.isnan(values)]
+    return float(known.mean()) if known.size else np.nan
+
+
 def _per_row(raw: pd.DataFrame) -> pd.DataFrame:
     """Each measured row with ``tokens_per_step``, ``drafting_share`` and ``step_ms`` (TPOT x tokens per step)."""
     rows = raw.copy()
@@ -128,19 +134,25 @@ def cells(raw: pd.DataFrame) -> pd.DataFrame:
     """One row per cell (a run's rows differing only in ``repeat``): the means of ``step_ms``, ``mean_tpot_ms``,
     ``tokens_per_step``, ``drafting_share``, ``draft_len`` (draft tokens per drafting step), with
     ``step_half`` and ``tpot_half`` (their 95% half-widths) and ``repeats``."""
-    rows = _per_row(raw[raw["status"].fillna("ok") == "ok"] if "status" in raw else raw)
-    rows = rows.dropna(subset=["step_ms"])
-    keyed = rows.assign(**{c: rows[c].astype(object).where(rows[c].notna(), "") if c in rows else ""
-                           for c in CELL})
+    ok = raw[raw["status"].fillna("ok") == "ok"] if "status" in raw else raw
+    rows = _per_row(ok[[c for c in ok if c in NEEDED or c in CELL]]).dropna(subset=["step_ms"])
+    figures = rows[["step_ms", "mean_tpot_ms", "num_drafts", "tokens_per_step", "drafting_share",
+                    "draft_tokens"]].astype(float)
+    keys = pd.DataFrame({c: rows[c].astype(object).where(rows[c].notna(), "") if c in rows else "" for c in CELL},
+                        index=rows.index)
+    cell_of: dict[tuple, list[int]] = {}  # grouped in plain Python: a pandas group costs more than these few rows
+    for i, values in enumerate(keys.itertuples(index=False, name=None)):
+        cell_of.setdefault(values, []).append(i)
+    columns = {c: figures[c].to_numpy() for c in figures}
     out = []
-    for values, g in keyed.groupby(list(CELL), sort=False):
-        step, tpot = _mean(g["step_ms"]), _mean(g["mean_tpot_ms"])
-        drafts = g["num_drafts"].astype(float).sum()
-        out.append({**dict(zip(CELL, values)), "created_at": g["created_at"].max(), "repeats": len(g),
+    for values, at in cell_of.items():
+        step, tpot = _mean(columns["step_ms"][at]), _mean(columns["mean_tpot_ms"][at])
+        drafts = np.nansum(columns["num_drafts"][at])
+        out.append({**dict(zip(CELL, values)), "created_at": rows["created_at"].iloc[at].max(), "repeats": len(at),
                     "step_ms": step.value, "step_half": step.half, "tpot_ms": tpot.value, "tpot_half": tpot.half,
-                    "tokens_per_step": float(g["tokens_per_step"].mean()),
-                    "drafting_share": float(g["drafting_share"].mean()),
-                    "draft_len": float(g["draft_tokens"].astype(float).sum() / drafts) if drafts > 0 else np.nan})
+                    "tokens_per_step": _mean_of(columns["tokens_per_step"][at]),
+                    "drafting_share": _mean_of(columns["drafting_share"][at]),
+                    "draft_len": float(np.nansum(columns["draft_tokens"][at]) / drafts) if drafts > 0 else np.nan})
     return pd.DataFrame(out, columns=[*CELL, "created_at", "repeats", "step_ms", "step_half", "tpot_ms", "tpot_half",
                                       "tokens_per_step", "drafting_share", "draft_len"])
 
@@ -312,14 +324,16 @@ def table(raw: pd.DataFrame, speedups: pd.DataFrame | None = None) -> pd.DataFra
                            key=lambda s: s.astype(str)).reset_index(drop=True)
 
 
-def by_setup(raw: pd.DataFrame) -> list[pd.DataFrame]:
-    """``raw``'s measured rows (a TPOT, ok) split by ``SETUP``: ``table`` of each part, put together, is the
-    table of ``raw`` (a cell's baseline, probe and drafter share its setup), so a part can be kept per content."""
+def setups(raw: pd.DataFrame) -> list[pd.Index]:
+    """The labels of ``raw``'s measured rows (a TPOT, ok) per ``SETUP``: ``table`` of each setup's rows, put
+    together, is the table of ``raw`` (a cell's baseline, probe and drafter share its setup), so a part can be
+    kept per content; labels, not rows, so a caller that has a setup's part takes none of its rows."""
     rows = raw[raw["mean_tpot_ms"].notna()] if "mean_tpot_ms" in raw else raw.iloc[:0]
     if rows.empty:
         return []
-    keyed = rows.assign(**{c: rows[c].astype(object).where(rows[c].notna(), "") if c in rows else "" for c in SETUP})
-    return [rows.loc[g.index] for _, g in keyed.groupby(list(SETUP), sort=True)]
+    keyed = pd.DataFrame({c: rows[c].astype(object).where(rows[c].notna(), "") if c in rows else "" for c in SETUP},
+                         index=rows.index)
+    return [g.index for _, g in keyed.groupby(list(SETUP), sort=True)]
 
 
 def from_store(store, filters: Mapping[str, Sequence] | None = None) -> pd.DataFrame:
