@@ -162,10 +162,11 @@ class FamilyFit:
         (``concurrency, k, speedup, predicted, rel_err``); a point whose removal leaves nothing to
         fit has no row."""
         train = self.rows[self.rows["train"]]
+        read = self.rows[[c for c in self.rows if c in _FITTED_ON]]  # a refit copies only what it reads
         found = []
         for index, row in train.iterrows():
             try:
-                refit = fit_family(self.rows.drop(index=index).drop(columns=["al", "train"]),
+                refit = fit_family(read.drop(index=index),
                                    self.train_smallest).with_acceptance(self.acceptance)
             except InputError:
                 continue
@@ -287,6 +288,10 @@ def _rates_column(rows: pd.DataFrame) -> list[float]:
         return []
     depth = max(len(v) for v in lists)
     return [float(np.mean([v[i] for v in lists if len(v) > i])) for i in range(depth)]
+
+
+_FITTED_ON = frozenset({"method", "k", "concurrency", "speedup", "acceptance_length", "acceptance_rate",
+                        "per_position_acceptance", "baseline_throughput", *FAMILY_KEYS})  # what fit_family reads
 
 
 def fit_family(rows: pd.DataFrame, train_smallest: int | None = None) -> FamilyFit:
