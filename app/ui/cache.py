@@ -138,13 +138,13 @@ def subset_digest(whole: pd.DataFrame, rows: pd.DataFrame) -> str:
     """The digest of ``rows``, some rows of ``whole`` as they are there (same columns, values untouched), from
     ``whole``'s row digests: equal rows digest alike whatever else ``whole`` holds, so a part a new run leaves
     alone keeps its cached work, and a large frame's many parts cost one pass over it."""
-    if list(rows.columns) != list(whole.columns):
+    if list(rows.columns) != list(whole.columns) or not whole.index.is_unique:
         return digest(rows)
     return labels_digest(whole, rows.index)
 
 
 def labels_digest(whole: pd.DataFrame, labels: pd.Index) -> str:
-    """``subset_digest`` of ``whole.loc[labels]``, without taking those rows."""
+    """``subset_digest`` of ``whole.loc[labels]``, without taking those rows (unless ``whole``'s labels repeat)."""
     if not whole.index.is_unique:
         return digest(whole.loc[labels])
     by_label = _row_digests(whole)

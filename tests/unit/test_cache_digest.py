@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ui.cache import digest
+from ui.cache import digest, labels_digest, subset_digest
 
 
 def _frame() -> pd.DataFrame:
@@ -26,3 +26,14 @@ def test_any_changed_cell_or_option_changes_the_digest():
     changed_number.loc[1, "speedup"] = 0.9
     assert len({base, digest(changed_list, ["a"]), digest(changed_number, ["a"]),
                 digest(_frame(), ["b"]), digest(_frame().iloc[:1], ["a"])}) == 5
+
+
+def test_a_subset_digests_alike_by_its_rows_or_its_labels_and_repeated_labels_fall_back_to_the_rows():
+    whole = pd.concat([_frame(), _frame().assign(setup=["c", "d"])], ignore_index=True)
+    rows = whole.loc[[1, 3]]
+    assert subset_digest(whole, rows) == labels_digest(whole, rows.index)
+    assert subset_digest(whole, rows) == subset_digest(whole.copy(), rows.copy())  # content, not identity
+    assert subset_digest(whole, rows) != subset_digest(whole, whole.loc[[1, 2]])
+    repeated = whole.set_axis([0, 0, 1, 1])  # labels that do not name one row each
+    first, second = repeated.iloc[[0]], repeated.iloc[[1]]
+    assert subset_digest(repeated, first) != subset_digest(repeated, second)  # the rows' own digests
