@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from collections import Counter
@@ -36,11 +37,20 @@ from specscope.launch.host import installed_vllm  # noqa: E402
 PRESET = "shape-llama31-8b-shared"
 
 
+class Terminated(BaseException):  # past any `except Exception` in the loop
+    """SIGTERM (a time limit's kill): the ledger still keeps this command's seconds."""
+
+
+def _terminated(signum, frame):
+    raise Terminated
+
+
 # The bundled runs' requests, so --report rebuilds what they measured. A new run probes K=3 and 6: K=2 at batch 4
 # was slow on all three GPU runs (two H100s, one H200), which bent the cost line through the K=2 probe.
 BUNDLED = {"gpu-deploy-8b-eagle3-vllm0.26.0": dict(probe_ks=(2, 5), repeats=2, num_prompts=8, per_concurrency=4),
            "gpu-deploy-8b-eagle3-r3-vllm0.26.0": dict(probe_ks=(2, 6)),
-           "gpu-deploy-8b-eagle3-r4-vllm0.26.0": dict(probe_ks=(2, 6))}
+           "gpu-deploy-8b-eagle3-r4-vllm0.26.0": dict(probe_ks=(2, 6)),
+           "gpu-deploy-8b-eagle3-r5-vllm0.26.0": dict(probe_ks=(3, 6))}
 NEW_RUN = dict(probe_ks=(3, 6), repeats=3, num_prompts=16, per_concurrency=8)
 
 
@@ -85,11 +95,15 @@ def main() -> int:
     began = time.monotonic()
     this = Counter()
     outcome, failed = None, None
-    try:  # a command whose cells failed still spent its seconds: the ledger keeps them
+    signal.signal(signal.SIGTERM, _terminated)
+    try:  # a command whose cells failed or that was killed still spent its seconds: the ledger keeps them
         outcome = deploy_run.run(request(args.run_id), progress=ProgressBar(),
                                  stop=lambda: time.monotonic() - began > args.budget, spent=this)
     except ConfigError as exc:
         failed = str(exc)
+    except Terminated:
+        failed = (f"terminated after {time.monotonic() - began:.0f} s; the cells it finished are kept: run the same "
+                  "command again to resume")
     entry = {"wall_s": time.monotonic() - began, "servers": this["servers"],
              "seconds": {k: v for k, v in this.items() if k != "servers"}, "stopped": outcome is None,
              "failed": failed}

@@ -249,9 +249,30 @@ def test_the_bundled_h200_loop_answers_from_what_it_measured_and_says_why_its_sc
                                  probe_ks=(2, 6), repeats=3, run_id="gpu-deploy-8b-eagle3-r4-vllm0.26.0")
     outcome = deploy_run.report(request)
     assert outcome.plan.schedule == "1-15:4,16-57:3,58-64:2" and outcome.plan.verify_ks == [2, 4, 8]  # K=3 gains < 3%
-    assert outcome.unserved.startswith("The eagle3 K=4 server did not start") and "ZeroDivisionError" in outcome.unserved
+    assert outcome.unserved.startswith("The eagle3 K=4 server did not start")
+    assert "ZeroDivisionError" in outcome.unserved
     assert "the planned schedule 1-15:4,16-57:3,58-64:2 was not measured: The eagle3 K=4" in outcome.report()
     assert outcome.figures()["sched_vs_best_fixed_min"] is None  # nothing measured: no figure, not a guess
     assert not outcome.answer.use_schedule and outcome.answer.config["num_speculative_tokens"] == 3
     assert all(r["deployed"] is not None for r in outcome.rows)  # measured at every concurrency
     assert len(outcome.verified) == 12  # K=3, K=4 and K=8 (not probes, measured) at four concurrencies
+
+
+def test_the_bundled_h200_schedule_ran_on_the_v1_runner_and_lost_so_the_answer_is_a_fixed_k(specscope_home):
+    """The loop's fourth GPU run (H200, vLLM 0.26.0, probes K=3 and 6): the prediction moved K with load, the
+    schedule server started on vLLM's V1 runner and drafted by batch size as planned, but lost to every fixed K
+    at three loads; measured beats modelled, so the answer is fixed K=3, within 2% of the best K at each load."""
+    from specscope.advice import deploy_run
+
+    data = Path(__file__).resolve().parents[2] / "data"
+    request = deploy_run.Request(preset="shape-llama31-8b-shared", methods=("eagle3",), concurrencies=(1, 4, 16, 64),
+                                 prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
+                                 probe_ks=(3, 6), repeats=3, run_id="gpu-deploy-8b-eagle3-r5-vllm0.26.0")
+    outcome = deploy_run.report(request)
+    assert outcome.plan.schedule == "1-6:4,7-14:3,15-42:2,43-64:1" and outcome.plan.verify_ks == [1, 3, 4]
+    assert not outcome.unserved and not outcome.answer.use_schedule
+    assert outcome.answer.config["num_speculative_tokens"] == 3
+    assert "rather than the schedule 1-6:4,7-14:3,15-42:2,43-64:1" in outcome.answer.sentence()
+    figures = outcome.figures()
+    assert figures["answer_vs_oracle"] >= 0.98 and figures["sched_vs_best_fixed_min"] < 0.5
+    assert {v["k"] for v in outcome.verified} == {0, 1, 4} and len(outcome.verified) == 12
