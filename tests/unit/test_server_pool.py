@@ -180,3 +180,26 @@ def test_a_wave_starts_only_as_many_servers_as_fit_beside_those_awake():
         assert launcher.waves == [["none", "ngram", "eagle3"], ["draft_model"]]
         assert len([g for g in pool.servers if g not in pool.asleep]) == 3
         pool.close()
+
+
+def test_a_resumed_sweep_starts_no_server_for_cells_an_earlier_run_kept():
+    """A wave fills with groups that still have cells to measure: a group whose cells were all kept from an
+    earlier run (the deploy loop's probes, when it verifies its rivals) takes no start and no room."""
+    CALLS.clear()
+    with serving(_SleepingServers) as url:
+        launcher = _GpuLauncher(url, at_once=3)
+        launcher.max_servers = 3
+        cells = _cells(repeats=1)
+        done = {c.cell_id for c in cells if c.method == "ngram"}
+        pool = ServerPool(launcher, cells, done=done)
+        for index, cell in enumerate(cells):  # as the sweep's lane walks them: kept cells are skipped
+            if cell.cell_id in done:
+                pool.done_with(cell.group, index)
+            elif pool.get(cell.group) is None:
+                pool.start(index, cell.group, cell)
+            else:
+                pool.wake(index, cell.group)
+            pool.done_with(cell.group, index)
+        pool.close()
+    assert launcher.waves == [["none", "eagle3", "draft_model"]]  # one wave, no ngram server
+    assert CALLS == []  # three fit awake: nobody sleeps

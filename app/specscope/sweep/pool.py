@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Collection
 from typing import cast
 
 from specscope.client import sleepmode
@@ -25,19 +26,22 @@ __all__ = ["Group", "evict", "schedule_arg", "vllm_arg", "ServerPool"]
 Group = tuple[str, int, str | None, str | None]  # (method, K, schedule, vLLM): one server
 
 
-def furthest_ahead(cells: list[Cell], index: int, groups: list[Group]) -> list[Group]:
-    """``groups`` ordered by their next cell from ``index`` on, the one needed furthest ahead first."""
-    ahead = {g: next((i for i in range(index, len(cells)) if cells[i].group == g), len(cells)) for g in groups}
+def furthest_ahead(cells: list[Cell], index: int, groups: list[Group], done: Collection[str] = ()) -> list[Group]:
+    """``groups`` ordered by their next cell from ``index`` on (not counting ``done`` cells, kept from an earlier
+    run), the one needed furthest ahead first."""
+    ahead = {g: next((i for i in range(index, len(cells)) if cells[i].group == g and cells[i].cell_id not in done),
+                     len(cells)) for g in groups}
     return sorted(groups, key=ahead.__getitem__, reverse=True)
 
 
-def evict(cells: list[Cell], index: int, live: list[Group], limit: int | None, keep_baseline: bool) -> list[Group]:
+def evict(cells: list[Cell], index: int, live: list[Group], limit: int | None, keep_baseline: bool,
+          done: Collection[str] = ()) -> list[Group]:
     """The live servers to stop before cell ``index`` starts a new one, so no more than ``limit``
     run (``keep_baseline``: the baseline's server is kept beside them): those needed furthest ahead."""
     counted = [g for g in live if not (keep_baseline and g[0] == BASELINE_METHOD)]
     if limit is None or len(counted) < limit:
         return []
-    return furthest_ahead(cells, index, counted)[:len(counted) - limit + 1]
+    return furthest_ahead(cells, index, counted, done)[:len(counted) - limit + 1]
 
 
 def schedule_arg(text: str | None) -> dict[str, KSchedule]:
@@ -55,9 +59,11 @@ class ServerPool:
     ones included, for the hygiene checks), which of them sleep, and where the time went
     (``seconds``: start, wake, sleep)."""
 
-    def __init__(self, launcher: Launcher, cells: list[Cell], keep_baseline: bool = False):
+    def __init__(self, launcher: Launcher, cells: list[Cell], keep_baseline: bool = False,
+                 done: Collection[str] = ()):
         self.launcher = launcher
         self.cells = cells
+        self.done = frozenset(done)  # cells kept from an earlier run: no server is started or kept awake for them
         self.keep_baseline = keep_baseline
         self.limit = getattr(launcher, "max_servers", None)
         self.sleeps = bool(getattr(launcher, "sleeps", False))
@@ -78,12 +84,12 @@ class ServerPool:
         return [g for g in self.servers if g not in self.asleep]
 
     def _make_room(self, index: int) -> None:
-        for victim in evict(self.cells, index, self._awake(), self.limit, self.keep_baseline):
+        for victim in evict(self.cells, index, self._awake(), self.limit, self.keep_baseline, self.done):
             self._put_away(victim, index)
 
     def _put_away(self, group: Group, index: int) -> None:
         """Sleep a server needed again later, where it can; stop it otherwise."""
-        needed = any(c.group == group for c in self.cells[index:])
+        needed = any(c.group == group and c.cell_id not in self.done for c in self.cells[index:])
         if self.sleeps and needed:
             began = time.monotonic()
             try:
@@ -107,7 +113,8 @@ class ServerPool:
             if len(wave) >= size:
                 break
             g = later.group
-            if g in self.servers or g in self.failed or any(g == w for w, _ in wave) or later.schedule == "auto":
+            if (g in self.servers or g in self.failed or any(g == w for w, _ in wave) or later.schedule == "auto"
+                    or later.cell_id in self.done):
                 continue  # an `auto` schedule is advised from this run's cells: it cannot start ahead
             wave.append((g, later))
         return wave
@@ -146,7 +153,7 @@ class ServerPool:
         """Put away the servers started ahead in a wave that are more than the launcher keeps awake
         (an idle awake server costs the measured one nothing but memory): those needed furthest ahead."""
         excess = len(self._awake()) - (self.limit or len(self.servers))
-        for group in furthest_ahead(self.cells, index, ahead)[:max(0, excess)]:
+        for group in furthest_ahead(self.cells, index, ahead, self.done)[:max(0, excess)]:
             self._put_away(group, index)
 
     def _start_one(self, cell: Cell) -> RunningServer | SpecScopeError:
@@ -161,7 +168,7 @@ class ServerPool:
             return False
         self.asleep.discard(group)  # counted awake while room is made for it
         others = [g for g in self._awake() if g != group]
-        for victim in evict(self.cells, index, others, self.limit, self.keep_baseline):
+        for victim in evict(self.cells, index, others, self.limit, self.keep_baseline, self.done):
             self._put_away(victim, index)
         began = time.monotonic()
         try:

@@ -164,10 +164,11 @@ class _Lane:
                  stopped: Callable[[], bool], advise: Advise | None):
         self.plan, self.cells, self.launcher, self.recorder = plan, cells, launcher, recorder
         self.stopped, self.advise = stopped, advise
-        self.pool = ServerPool(launcher, cells, keep_baseline=plan.spec.baseline_alongside)
+        self.kept = finished_cells(plan.run_id)
+        self.pool = ServerPool(launcher, cells, keep_baseline=plan.spec.baseline_alongside,
+                               done=[cell_id for cell_id, kept in self.kept.items() if kept.ok])
         self.start_errors: dict[Group, str] = {}
         self.advised: dict[Group, Cell] = {}  # an `auto` schedule server's concrete cell
-        self.kept = finished_cells(plan.run_id)
 
     def run(self) -> None:
         try:
