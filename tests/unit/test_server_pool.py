@@ -5,6 +5,7 @@ servers start a core's worth at once and stay up side by side as memory allows."
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -54,10 +55,12 @@ class _GpuLauncher:
         self.stopped.append(server.url.rsplit("/", 1)[1])
 
 
-def _walk(pool: ServerPool, cells: list[sweep.Cell]) -> None:
-    """What the sweep's loop asks of the pool, cell by cell."""
+def _walk(pool: ServerPool, cells: list[sweep.Cell], done: Collection[str] = ()) -> None:
+    """What the sweep's loop asks of the pool, cell by cell (``done``: kept from an earlier run, skipped)."""
     for index, cell in enumerate(cells):
-        if pool.get(cell.group) is None:
+        if cell.cell_id in done:
+            pass
+        elif pool.get(cell.group) is None:
             pool.start(index, cell.group, cell)
         else:
             pool.wake(index, cell.group)
@@ -191,15 +194,6 @@ def test_a_resumed_sweep_starts_no_server_for_cells_an_earlier_run_kept():
         launcher.max_servers = 3
         cells = _cells(repeats=1)
         done = {c.cell_id for c in cells if c.method == "ngram"}
-        pool = ServerPool(launcher, cells, done=done)
-        for index, cell in enumerate(cells):  # as the sweep's lane walks them: kept cells are skipped
-            if cell.cell_id in done:
-                pool.done_with(cell.group, index)
-            elif pool.get(cell.group) is None:
-                pool.start(index, cell.group, cell)
-            else:
-                pool.wake(index, cell.group)
-            pool.done_with(cell.group, index)
-        pool.close()
+        _walk(ServerPool(launcher, cells, done=done), cells, done)
     assert launcher.waves == [["none", "eagle3", "draft_model"]]  # one wave, no ngram server
     assert CALLS == []  # three fit awake: nobody sleeps
