@@ -271,6 +271,7 @@ def test_the_bundled_h200_schedule_ran_on_the_v1_runner_and_lost_so_the_answer_i
     outcome = deploy_run.report(request)
     assert outcome.plan.schedule == "1-6:4,7-14:3,15-42:2,43-64:1" and outcome.plan.verify_ks == [1, 3, 4]
     assert not outcome.unserved and not outcome.answer.use_schedule
+    assert "the schedule ran on vLLM's V1 model runner" in outcome.report()  # not priced like the fixed K
     assert outcome.answer.config["num_speculative_tokens"] == 3
     assert "rather than the schedule 1-6:4,7-14:3,15-42:2,43-64:1" in outcome.answer.sentence()
     figures = outcome.figures()

