@@ -375,13 +375,12 @@ def run(request: Request, progress: bench.Progress | None = None, stop: Stop = N
                    "1/3 step cost: the baseline and " + ", ".join(probes)):
         return None
     plan = plan_of(request, run_id, curve, max_batch)
-    schedule = plan.schedule
     say(f"2/3 predicted: {plan.method} (mean {plan.methods[plan.method]:.3f}× at its best K); best K by "
         f"concurrency {plan.best_k}; best single K {plan.fixed_k}"
         + (f"; schedule {plan.schedule}" if plan.schedule else "; K does not move with load"))
     rivals = f"{plan.method}:{'/'.join(map(str, plan.verify_ks))}"
-    if not measure(_spec(request, run_id, (BASELINE_METHOD, rivals), rates, schedule),
-                   f"3/3 verify: {rivals}" + (f" and the schedule {schedule}" if schedule else "")):
+    if not measure(_spec(request, run_id, (BASELINE_METHOD, rivals), rates, plan.schedule),
+                   f"3/3 verify: {rivals}" + (f" and the schedule {plan.schedule}" if plan.schedule else "")):
         return None
     # Counter's stubs count in int; this one adds up float seconds beside the servers' count
     spent["wall"] += time.monotonic() - began  # type: ignore[assignment]

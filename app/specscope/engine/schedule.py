@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from specscope.engine import catalog
 from specscope.errors import ConfigError
 
-__all__ = ["KRange", "KSchedule", "parse", "validate", "from_best", "of_config", "runner_env", "V1_RUNNER",
-           "SCHEDULE_KEY"]
+__all__ = ["KRange", "KSchedule", "parse", "validate", "from_best", "of_config", "runner_env", "SCHEDULE_KEY"]
 
 SCHEDULE_KEY = "num_speculative_tokens_per_batch_size"
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?:(\d+)$")
@@ -34,7 +33,7 @@ _RANGE = re.compile(r"^(\d+)(?:-(\d+))?:(\d+)$")
 # that many, under piecewise CUDA graphs, which vLLM forces for a schedule there (read in 0.26.0's source).
 _ONE_TOKEN_DRAFTERS = frozenset({"eagle", "eagle3", "mtp"})
 _DRAFTER_GRAPHS_FIXED = (0, 32, 0)
-V1_RUNNER = {"VLLM_USE_V2_MODEL_RUNNER": "0"}
+_V1_RUNNER = {"VLLM_USE_V2_MODEL_RUNNER": "0"}
 
 
 @dataclass(frozen=True)
@@ -147,12 +146,12 @@ def from_best(best: Mapping[int, int]) -> KSchedule:
 
 def runner_env(schedule: KSchedule, kind: str, dist: str, version: str) -> dict[str, str]:
     """The environment a ``kind`` server drafting by ``schedule`` needs on this vLLM: its V1 model runner
-    (``V1_RUNNER``) where the V2 runner would fail to start it (#48494), else nothing."""
+    (``_V1_RUNNER``) where the V2 runner would fail to start it (#48494), else nothing."""
     below_max = any(r.k < schedule.server_k for r in schedule.ranges)
     fixed = catalog.version_tuple(version) >= _DRAFTER_GRAPHS_FIXED
     if dist != "vllm" or kind not in _ONE_TOKEN_DRAFTERS or not below_max or fixed:
         return {}
-    return dict(V1_RUNNER)
+    return dict(_V1_RUNNER)
 
 
 def of_config(config: Mapping | None) -> str | None:
