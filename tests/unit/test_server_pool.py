@@ -12,9 +12,11 @@ import pytest
 
 from local_http import Answering, serving
 from specscope import sweep
-from specscope.engine.presets import MethodEntry, Preset
+from specscope.engine import provenance
+from specscope.engine.presets import MethodEntry, Preset, get_preset
 from specscope.errors import ConfigError, LaunchFailed
 from specscope.launch import command, gpus
+from specscope.sweep import launchers
 from specscope.sweep.pool import ServerPool
 from specscope.sweep.run import _lane_cells, time_split
 
@@ -137,6 +139,25 @@ def test_gpu_slots_split_server_groups_into_lanes_of_about_equal_work():
     assert gpus.slots(["0", "1", "2", "3", "4"], tp=2) == ["0,1", "2,3"]
     assert time_split({"start": 270.4, "wake": 0.9, "measure": 61.0}, lanes=2) == \
         "starts 270 s, wake-ups 1 s, measuring 61 s (summed over 2 GPU slots side by side)"
+
+
+@pytest.mark.parametrize("smi, at_once", [
+    ("NVIDIA H100 80GB HBM3, 81559\n", 3),   # 23.8 GiB a server (the 8B shape, the 1B draft, 4 GiB KV)
+    ("NVIDIA H200, 143771\n", 5),             # the H200 lease ran four at once: 20-24 GiB each in `ps`
+    ("", 3),                                  # no card: three shares of 0.3
+])
+def test_a_fixed_kv_cache_starts_as_many_servers_as_their_weights_and_cache_fit_on_the_card(monkeypatch, smi,
+                                                                                            at_once):
+    monkeypatch.setattr(provenance, "nvidia_smi", lambda: smi)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    shared = get_preset("shape-llama31-8b-shared")
+    assert launchers.server_bytes(shared) == pytest.approx(23.76 * 2**30, rel=0.01)
+    assert launchers.starts_fitting(shared, gpus.memory_bytes("0")) == at_once
+    assert sweep.PresetLauncher("shape-llama31-8b-shared").starts_at_once == at_once
+    # without a fixed KV cache vLLM sizes it from its share: the share decides, whatever the card
+    whole = get_preset("shape-llama31-8b")
+    assert launchers.server_bytes(whole) is None
+    assert launchers.starts_fitting(whole, 143771 * 2**20) == launchers.starts_fitting(whole, None)
 
 
 def test_a_gpu_server_is_placed_sleeps_and_keeps_its_compile_cache_under_the_home(tmp_path):

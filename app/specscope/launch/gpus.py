@@ -4,6 +4,7 @@ server's tensor-parallel size, and what a slot is called in result rows.
     visible()                  # ['0', '1', '2', '3'] (CUDA_VISIBLE_DEVICES when set, else nvidia-smi)
     slots(['0', '1', '2', '3'], tp=2)   # ['0,1', '2,3']: one server on each
     label('2,3')               # '2xH100-80GB': the hardware of a server placed there
+    memory_bytes('0')          # 85520809984: the smallest card's memory of that slot
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 
 from specscope.engine import provenance
 
-__all__ = ["visible", "slots", "label"]
+__all__ = ["visible", "slots", "label", "memory_bytes"]
 
 
 def _cards() -> list[str]:
@@ -41,3 +42,16 @@ def label(slot: str) -> str | None:
     ids = [d.strip() for d in slot.split(",") if d.strip()]
     chosen = [cards[int(d)] for d in ids if d.isdigit() and int(d) < len(cards)] or cards[:len(ids)]
     return provenance.gpu_label("\n".join(chosen))
+
+
+def memory_bytes(slot: str) -> int | None:
+    """The memory of the smallest card of ``slot`` in bytes, from nvidia-smi; None when it lists none."""
+    cards = _cards()
+    ids = [int(d) for d in slot.split(",") if d.strip().isdigit() and int(d) < len(cards)]
+    mib = []
+    for line in [cards[i] for i in ids] or cards[:1]:
+        try:
+            mib.append(float(line.rpartition(",")[2]))
+        except ValueError:
+            continue
+    return int(min(mib) * 2**20) if mib else None
