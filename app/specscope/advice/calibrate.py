@@ -33,7 +33,7 @@ from specscope.engine import provenance
 from specscope.engine.catalog import MATCH_DRAFTERS
 from specscope.errors import ConfigError, InputError
 from specscope.launch.host import installed_vllm
-from specscope.results import writing
+from specscope.results import identity, writing
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 from specscope.sweep import SweepSpec, is_synthetic
 
@@ -111,7 +111,7 @@ def calibrations(frame: pd.DataFrame) -> list[Calibration]:
     rows = fitting.with_acceptance_length(rows).dropna(subset=["speedup", "k", "concurrency", "al"])
     rows = rows[(rows["k"] > 0) & (rows["speedup"] > 0)]
     out = []
-    for values, g in fitting.keyed(rows, KEYS).groupby(list(KEYS), sort=True):
+    for values, g in identity.keyed(rows, KEYS).groupby(list(KEYS), sort=True):
         cells = (g.assign(cost=g["al"] / g["speedup"])
                  .groupby(["concurrency", "k"], as_index=False)[["al", "speedup", "cost"]].mean())
         groups = []

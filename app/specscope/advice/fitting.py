@@ -37,7 +37,7 @@ from specscope.results import identity
 from specscope.schema import BASELINE_METHOD, FAMILY_KEYS
 
 __all__ = ["FamilyFit", "with_parts", "fit_alpha", "fit_rates", "fit_cost", "fit_family",
-           "fit_families", "families", "family_rows", "keyed", "family_label", "family_labels", "missing", "unfitted",
+           "fit_families", "families", "family_rows", "family_label", "family_labels", "missing", "unfitted",
            "measured_crossover", "predicted_crossover", "with_acceptance_length", "model_curves", "fit_curves",
            "concurrency_curves", "POOR_FIT", "MIN_HELD_OUT", "EXTRAPOLATE"]
 
@@ -257,20 +257,13 @@ def families(frame: pd.DataFrame, engine_only: bool = False):
         sd = sd[~provenance.engine_only(sd)]
     if "k_schedule" in sd:
         sd = sd[sd["k_schedule"].isna()]
-    for values, g in keyed(sd).groupby(list(FAMILY_KEYS), sort=True):
+    for values, g in identity.keyed(sd, FAMILY_KEYS).groupby(list(FAMILY_KEYS), sort=True):
         yield {k: (v if v != "" else None) for k, v in zip(FAMILY_KEYS, values)}, sd.loc[g.index]
-
-
-def keyed(frame: pd.DataFrame, keys: Sequence[str] = FAMILY_KEYS) -> pd.DataFrame:
-    """``frame`` with a missing key (NaN or None, or no such column) in the ``keys`` columns written as "",
-    so rows group and compare on them."""
-    return frame.assign(**{k: frame[k].astype(object).where(frame[k].notna(), "") if k in frame else ""
-                           for k in keys})
 
 
 def family_rows(frame: pd.DataFrame, keys: Mapping) -> pd.DataFrame:
     """The rows of ``frame`` in the family ``keys`` (a fit's ``keys``), schedules and baselines included."""
-    known = keyed(frame)
+    known = identity.keyed(frame, FAMILY_KEYS)
     keep = np.ones(len(frame), dtype=bool)
     for k in FAMILY_KEYS:
         match = (known[k] == (keys.get(k) or "")).to_numpy().copy()

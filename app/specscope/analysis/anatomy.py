@@ -47,6 +47,7 @@ from specscope.analysis import intervals
 from specscope.engine import presets
 from specscope.engine.catalog import HEADS, MATCH_DRAFTERS
 from specscope.errors import ConfigError
+from specscope.results import identity
 from specscope.schema import BASELINE_METHOD
 
 __all__ = ["PROBES", "MIN_DRAFTING", "PARTS", "Figure", "cells", "table", "from_store",
@@ -109,13 +110,6 @@ def _mean_of(values: np.ndarray) -> float:
     return float(known.mean()) if known.size else np.nan
 
 
-def _keys(rows: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
-    """``rows``' ``columns`` with a missing value (NaN, None, or no such column) written as "", so rows group and
-    compare on them."""
-    return pd.DataFrame({c: rows[c].astype(object).where(rows[c].notna(), "") if c in rows else "" for c in columns},
-                        index=rows.index)
-
-
 def _per_row(raw: pd.DataFrame) -> pd.DataFrame:
     """Each measured row with ``tokens_per_step``, ``drafting_share`` and ``step_ms`` (TPOT x tokens per step)."""
     rows = raw.copy()
@@ -145,7 +139,7 @@ def cells(raw: pd.DataFrame) -> pd.DataFrame:
     rows = _per_row(ok[[c for c in ok if c in NEEDED or c in CELL]]).dropna(subset=["step_ms"])
     figures = rows[["step_ms", "mean_tpot_ms", "num_drafts", "tokens_per_step", "drafting_share",
                     "draft_tokens"]].astype(float)
-    keys = _keys(rows, CELL)
+    keys = identity.keyed(rows, CELL)[list(CELL)]
     cell_of: dict[tuple, list[int]] = {}  # grouped in plain Python: a pandas group costs more than these few rows
     for i, values in enumerate(keys.itertuples(index=False, name=None)):
         cell_of.setdefault(values, []).append(i)
@@ -283,7 +277,7 @@ def _speedups_by_cell(speedups: pd.DataFrame | None) -> tuple[tuple[str, ...], d
     if speedups is None or speedups.empty:
         return (), {}
     keys = tuple(c for c in CELL if c in speedups)
-    keyed = speedups.assign(**_keys(speedups, keys))
+    keyed = identity.keyed(speedups, keys)
     out: dict = {}
     for row in keyed.to_dict("records"):
         out.setdefault(tuple(row[c] for c in keys), row)
@@ -337,7 +331,7 @@ def setups(raw: pd.DataFrame) -> list[pd.Index]:
     rows = raw[raw["mean_tpot_ms"].notna()] if "mean_tpot_ms" in raw else raw.iloc[:0]
     if rows.empty:
         return []
-    return [g.index for _, g in _keys(rows, SETUP).groupby(list(SETUP), sort=True)]
+    return [g.index for _, g in identity.keyed(rows, SETUP).groupby(list(SETUP), sort=True)]
 
 
 def from_store(store, filters: Mapping[str, Sequence] | None = None) -> pd.DataFrame:

@@ -9,6 +9,7 @@ never read alike, and a figure folded over several runs says so (``folded_text``
     unique_labels(rows)              # setup_label, plus torch, source, host or run where two would read alike
     varying(frame)                   # the identity columns whose value differs between a frame's rows
     folded_text(2)                   # 'mean of 2 runs'
+    keyed(frame, ("method", "k"))    # frame with a missing key written as "", so rows group on it
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from specscope.results import tool_exports
 from specscope.schema import BASELINE_METHOD
 
 __all__ = ["IDENTITY_KEYS", "COLUMN_NAMES", "setup_label", "unique_labels", "key_text", "varying",
-           "format_name", "folded_text", "vllm_text"]
+           "format_name", "folded_text", "vllm_text", "keyed"]
 
 # the keys that separate rows, in the order a label names them after model, method and dataset
 IDENTITY_KEYS = ("response_format", "hardware", "host", "vllm_version", "torch_version", "weights", "acceptance",
@@ -121,3 +122,10 @@ def folded_text(runs) -> str:
     except (TypeError, ValueError):
         return ""
     return f"mean of {n} runs" if n > 1 else ""
+
+
+def keyed(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """``frame`` with a missing key (NaN or None, or no such column) in the ``keys`` columns written as "",
+    so rows group and compare on them."""
+    return frame.assign(**{k: frame[k].astype(object).where(frame[k].notna(), "") if k in frame else ""
+                           for k in keys})
