@@ -41,6 +41,7 @@ def test_hardware_label_from_nvidia_smi(output, label):
 def test_a_gpu_label_is_told_from_a_cpu_one():
     assert all(provenance.on_gpu(label) for label in SMI.values() if label)
     assert not provenance.on_gpu("cpu-2core") and not provenance.on_gpu(None)
+    assert provenance.gpu_count("8xA100-40GB") == 8 and provenance.gpu_count("cpu-2core") is None
 
 
 def test_hardware_label_prefers_the_environment_then_the_gpu(monkeypatch):

@@ -26,7 +26,7 @@ import pandas as pd
 
 from specscope.analysis import oracle
 from specscope.analysis.per_prompt import VARIANT_SQL
-from specscope.engine import roofline
+from specscope.engine import provenance, roofline
 from specscope.results.store import Store
 from specscope.schema import BASELINE_KEYS, BASELINE_METHOD, FRONT_KEYS
 
@@ -170,11 +170,7 @@ def side_effects(rows: pd.DataFrame) -> pd.DataFrame:
 
 def gpus_of(hardware, tp=None) -> int:
     """GPUs a cell ran on: the count of its hardware label (``2xH200``), else its TP, else 1."""
-    found = re.match(r"^(\d+)\s*x", str(hardware or ""))
-    if found:
-        return int(found.group(1))
-    return int(tp) if tp is not None and pd.notna(tp) and tp else 1
-
+    return provenance.gpu_count(hardware) or (int(tp) if tp is not None and pd.notna(tp) and tp else 1)
 
 
 def _group_names(keys: list[tuple], columns: list[str]) -> list[str]:

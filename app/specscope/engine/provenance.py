@@ -22,8 +22,9 @@ from pathlib import Path
 
 from specscope.schema import CALIBRATION_SOURCE
 
-__all__ = ["gpu_label", "on_gpu", "nvidia_smi", "hardware_label", "torch_version", "torch_label", "weights_kind",
-           "acceptance_kind", "synthetic_rows", "engine_only", "marks", "NVIDIA_SMI_QUERY", "SYNTHETIC", "DUMMY"]
+__all__ = ["gpu_label", "gpu_count", "on_gpu", "nvidia_smi", "hardware_label", "torch_version", "torch_label",
+           "weights_kind", "acceptance_kind", "synthetic_rows", "engine_only", "marks", "NVIDIA_SMI_QUERY", "SYNTHETIC",
+           "DUMMY"]
 
 NVIDIA_SMI_QUERY = ("--query-gpu=name,memory.total", "--format=csv,noheader,nounits")
 SYNTHETIC, DUMMY = "synthetic", "dummy"  # the ``acceptance`` and ``weights`` that measure the engine only
@@ -51,9 +52,15 @@ def gpu_label(smi_csv: str) -> str | None:
     return "+".join(f"{count}x{card}" for card, count in cards.items()) or None
 
 
+def gpu_count(hardware: str | None) -> int | None:
+    """The GPUs a hardware label names (``gpu_label``'s ``2xH200-140GB``: 2); None for a CPU (``cpu-2core``)."""
+    found = re.match(r"^(\d+)\s*x", str(hardware or ""))
+    return int(found.group(1)) if found else None
+
+
 def on_gpu(hardware: str | None) -> bool:
     """Whether a hardware label names GPUs (``gpu_label``'s ``1xH200-140GB``), not a CPU (``cpu-2core``)."""
-    return bool(re.match(r"\d+x", str(hardware or "")))
+    return gpu_count(hardware) is not None
 
 
 @lru_cache(maxsize=1)
