@@ -166,16 +166,17 @@ def test_a_launcher_holding_one_server_restarts_them_by_round_and_may_keep_the_b
     started = []
     for index, cell in enumerate(cells):
         if cell.group not in live:
-            for victim in sweep.pool.evict(cells, index, live, 1, keep_baseline=False):
+            for victim in sweep.pool.evict(sweep.pool.Pending(cells), index, live, 1, keep_baseline=False):
                 live.remove(victim)
             live.append(cell.group)
             started.append(cell.group[:2])
     assert started == [("none", 0), ("ngram", 2), ("ngram", 4)] * 2
     # the baseline kept beside one method server: only the method servers restart
-    assert sweep.pool.evict(cells, 1, [("none", 0, None)], 1, keep_baseline=True) == []
-    assert sweep.pool.evict(cells, 2, [("none", 0, None), ("ngram", 2, None)], 1, keep_baseline=True) == \
+    pending = sweep.pool.Pending(cells)
+    assert sweep.pool.evict(pending, 1, [("none", 0, None)], 1, keep_baseline=True) == []
+    assert sweep.pool.evict(pending, 2, [("none", 0, None), ("ngram", 2, None)], 1, keep_baseline=True) == \
         [("ngram", 2, None)]
-    assert sweep.pool.evict(cells, 2, [("none", 0, None), ("ngram", 2, None)], None, keep_baseline=False) == []
+    assert sweep.pool.evict(pending, 2, [("none", 0, None), ("ngram", 2, None)], None, keep_baseline=False) == []
 
 
 def test_progress_carries_an_estimate_of_the_time_left():
@@ -233,7 +234,7 @@ def test_a_schedule_is_its_own_server_after_the_fixed_k():
                                             "ngram-schedule-c1", "ngram-schedule-c4"]
     fixed, scheduled = planned[2], planned[4]
     assert (scheduled.k, scheduled.schedule) == (4, "1-2:4,3-256:1")  # canonical text, K = its maximum
-    assert fixed.group != scheduled.group and len(sweep.plan.last_use(planned)) == 3
+    assert fixed.group != scheduled.group and len({c.group for c in planned}) == 3
     assert sweep.plan_cells(spec(ks=(1,), k_schedule="auto"))[-1].schedule == "auto"
     assert spec(k_schedule="auto").resolved_run_id("abc") != spec().resolved_run_id("abc")
 

@@ -218,3 +218,16 @@ def test_a_resumed_sweep_starts_no_server_for_cells_an_earlier_run_kept():
         _walk(ServerPool(launcher, cells, done=done), cells, done)
     assert launcher.waves == [["none", "eagle3", "draft_model"]]  # one wave, no ngram server
     assert CALLS == []  # three fit awake: nobody sleeps
+
+
+def test_a_server_whose_later_cells_were_all_kept_is_released_after_its_last_cell_to_measure():
+    with serving(_SleepingServers) as url:
+        launcher = _GpuLauncher(url, at_once=1)
+        cells = _cells(repeats=2)
+        done = {c.cell_id for c in cells if c.method == "ngram" and c.cell_id.endswith("r2")}
+        pool = ServerPool(launcher, cells, done=done)
+        last_ngram = max(i for i, c in enumerate(cells) if c.method == "ngram" and c.cell_id not in done)
+        pool.start(last_ngram, cells[last_ngram].group, cells[last_ngram])
+        pool.done_with(cells[last_ngram].group, last_ngram)
+        assert pool.get(cells[last_ngram].group) is None and launcher.stopped == ["ngram"]  # not held for kept cells
+        assert pool.pending.next_use(cells[last_ngram].group, last_ngram + 1) == len(cells)

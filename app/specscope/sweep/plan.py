@@ -10,7 +10,7 @@ from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
 from specscope.sweep.spec import Cell, SweepSpec, method_ks, schedule_k
 
-__all__ = ["SweepPlan", "resolve", "as_plan", "plan_cells", "last_use", "typical_chars"]
+__all__ = ["SweepPlan", "resolve", "as_plan", "plan_cells", "typical_chars"]
 
 
 @dataclass(frozen=True)
@@ -55,11 +55,6 @@ def plan_cells(spec: SweepSpec) -> list[Cell]:
             cells += [Cell(m, schedule_k(spec.k_schedule or ""), c, r, spec.k_schedule, constrained=f, vllm=v)
                       for m in scheduled for c in concurrencies for f in kinds]
     return cells
-
-
-def last_use(cells: list[Cell]) -> dict[tuple[str, int, str | None, str | None], int]:
-    """Index of the last cell each (method, K, schedule) server is needed for."""
-    return {cell.group: i for i, cell in enumerate(cells)}
 
 
 def typical_chars(prompt_set: prompts.PromptSet) -> int:

@@ -8,6 +8,7 @@ needed; those beyond what stays awake sleep until their turn."""
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections import defaultdict
 from collections.abc import Collection
@@ -18,30 +19,48 @@ from specscope.engine.schedule import KSchedule, parse
 from specscope.errors import SpecScopeError
 from specscope.schema import BASELINE_METHOD
 from specscope.sweep.launchers import Launcher, ManyLauncher, RunningServer
-from specscope.sweep.plan import last_use
 from specscope.sweep.spec import Cell
 
-__all__ = ["Group", "evict", "schedule_arg", "vllm_arg", "ServerPool"]
+__all__ = ["Group", "Pending", "evict", "schedule_arg", "vllm_arg", "ServerPool"]
 
 Group = tuple[str, int, str | None, str | None]  # (method, K, schedule, vLLM): one server
 
 
-def furthest_ahead(cells: list[Cell], index: int, groups: list[Group], done: Collection[str] = ()) -> list[Group]:
-    """``groups`` ordered by their next cell from ``index`` on (not counting ``done`` cells, kept from an earlier
-    run), the one needed furthest ahead first."""
-    ahead = {g: next((i for i in range(index, len(cells)) if cells[i].group == g and cells[i].cell_id not in done),
-                     len(cells)) for g in groups}
-    return sorted(groups, key=ahead.__getitem__, reverse=True)
+class Pending:
+    """The cells a sweep still runs, by index, with each server group's uses: cells ``done`` (kept from an earlier
+    run) are left out, so no server is started, kept awake or held for them."""
+
+    def __init__(self, cells: list[Cell], done: Collection[str] = ()):
+        self.size = len(cells)
+        self.cells = [(i, c) for i, c in enumerate(cells) if c.cell_id not in done]
+        self.uses: defaultdict[Group, list[int]] = defaultdict(list)
+        for i, cell in self.cells:
+            self.uses[cell.group].append(i)
+        self.last_use = {group: at[-1] for group, at in self.uses.items()}
+
+    def next_use(self, group: Group, index: int) -> int:
+        """The index of the group's next cell from ``index`` on (``size`` when it has none)."""
+        at = self.uses.get(group, [])
+        found = bisect.bisect_left(at, index)
+        return at[found] if found < len(at) else self.size
+
+    def after(self, index: int) -> list[Cell]:
+        """The cells after ``index``, in order."""
+        return [c for i, c in self.cells if i > index]
 
 
-def evict(cells: list[Cell], index: int, live: list[Group], limit: int | None, keep_baseline: bool,
-          done: Collection[str] = ()) -> list[Group]:
+def furthest_ahead(pending: Pending, index: int, groups: list[Group]) -> list[Group]:
+    """``groups`` ordered by their next cell from ``index`` on, the one needed furthest ahead first."""
+    return sorted(groups, key=lambda g: pending.next_use(g, index), reverse=True)
+
+
+def evict(pending: Pending, index: int, live: list[Group], limit: int | None, keep_baseline: bool) -> list[Group]:
     """The live servers to stop before cell ``index`` starts a new one, so no more than ``limit``
     run (``keep_baseline``: the baseline's server is kept beside them): those needed furthest ahead."""
     counted = [g for g in live if not (keep_baseline and g[0] == BASELINE_METHOD)]
     if limit is None or len(counted) < limit:
         return []
-    return furthest_ahead(cells, index, counted, done)[:len(counted) - limit + 1]
+    return furthest_ahead(pending, index, counted)[:len(counted) - limit + 1]
 
 
 def schedule_arg(text: str | None) -> dict[str, KSchedule]:
@@ -63,12 +82,11 @@ class ServerPool:
                  done: Collection[str] = ()):
         self.launcher = launcher
         self.cells = cells
-        self.done = frozenset(done)  # cells kept from an earlier run: no server is started or kept awake for them
+        self.pending = Pending(cells, done)
         self.keep_baseline = keep_baseline
         self.limit = getattr(launcher, "max_servers", None)
         self.sleeps = bool(getattr(launcher, "sleeps", False))
         self.at_once = max(1, int(getattr(launcher, "starts_at_once", 1)))
-        self.last_use = last_use(cells)
         self.servers: dict[Group, RunningServer] = {}
         self.served: dict[Group, int] = {}
         self.asleep: set[Group] = set()
@@ -84,12 +102,12 @@ class ServerPool:
         return [g for g in self.servers if g not in self.asleep]
 
     def _make_room(self, index: int) -> None:
-        for victim in evict(self.cells, index, self._awake(), self.limit, self.keep_baseline, self.done):
+        for victim in evict(self.pending, index, self._awake(), self.limit, self.keep_baseline):
             self._put_away(victim, index)
 
     def _put_away(self, group: Group, index: int) -> None:
         """Sleep a server needed again later, where it can; stop it otherwise."""
-        needed = any(c.group == group and c.cell_id not in self.done for c in self.cells[index:])
+        needed = self.pending.next_use(group, index) < self.pending.size
         if self.sleeps and needed:
             began = time.monotonic()
             try:
@@ -109,12 +127,11 @@ class ServerPool:
         awake = len(self._awake())
         size = self.at_once - awake if self.sleeps else min(self.at_once, (self.limit or self.at_once) - awake)
         wave = [(group, cell)]
-        for later in self.cells[index + 1:]:
+        for later in self.pending.after(index):
             if len(wave) >= size:
                 break
             g = later.group
-            if (g in self.servers or g in self.failed or any(g == w for w, _ in wave) or later.schedule == "auto"
-                    or later.cell_id in self.done):
+            if g in self.servers or g in self.failed or any(g == w for w, _ in wave) or later.schedule == "auto":
                 continue  # an `auto` schedule is advised from this run's cells: it cannot start ahead
             wave.append((g, later))
         return wave
@@ -153,7 +170,7 @@ class ServerPool:
         """Put away the servers started ahead in a wave that are more than the launcher keeps awake
         (an idle awake server costs the measured one nothing but memory): those needed furthest ahead."""
         excess = len(self._awake()) - (self.limit or len(self.servers))
-        for group in furthest_ahead(self.cells, index, ahead, self.done)[:max(0, excess)]:
+        for group in furthest_ahead(self.pending, index, ahead)[:max(0, excess)]:
             self._put_away(group, index)
 
     def _start_one(self, cell: Cell) -> RunningServer | SpecScopeError:
@@ -168,7 +185,7 @@ class ServerPool:
             return False
         self.asleep.discard(group)  # counted awake while room is made for it
         others = [g for g in self._awake() if g != group]
-        for victim in evict(self.cells, index, others, self.limit, self.keep_baseline, self.done):
+        for victim in evict(self.pending, index, others, self.limit, self.keep_baseline):
             self._put_away(victim, index)
         began = time.monotonic()
         try:
@@ -186,7 +203,7 @@ class ServerPool:
         cell, a fresh server per cell)."""
         if now:
             self.retire(group)
-        elif self.last_use.get(group) == index:
+        elif self.pending.last_use.get(group) == index:
             self.retire(group, end=False)
 
     def retire(self, group: Group, end: bool = True) -> None:
