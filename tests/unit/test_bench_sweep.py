@@ -287,11 +287,11 @@ def test_preflight_plans_the_baseline_without_k_and_an_auto_schedule_as_k1():
 
 def test_cpu_servers_run_side_by_side_as_memory_allows(monkeypatch):
     monkeypatch.setattr(procfs, "memory_available_bytes", lambda: 21 * 2**30)
-    assert sweep.launchers.cpu_room() == 5
+    assert sweep.room.cpu_room() == 5
     monkeypatch.setattr(procfs, "memory_available_bytes", lambda: 3 * 2**30)
-    assert sweep.launchers.cpu_room() == 2  # a baseline and one method server, as a round needs at least
+    assert sweep.room.cpu_room() == 2  # a baseline and one method server, as a round needs at least
     monkeypatch.setattr(procfs, "memory_available_bytes", lambda: None)
-    assert sweep.launchers.cpu_room() == 2
+    assert sweep.room.cpu_room() == 2
 
 
 def test_keep_on_a_ray_sweep_is_refused_in_one_sentence_before_any_cluster_is_reached():

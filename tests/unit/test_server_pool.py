@@ -16,7 +16,7 @@ from specscope.engine import provenance
 from specscope.engine.presets import MethodEntry, Preset, get_preset
 from specscope.errors import ConfigError, LaunchFailed
 from specscope.launch import command, gpus
-from specscope.sweep import launchers
+from specscope.sweep import room
 from specscope.sweep.pool import ServerPool
 from specscope.sweep.run import _lane_cells, time_split
 
@@ -151,13 +151,13 @@ def test_a_fixed_kv_cache_starts_as_many_servers_as_their_weights_and_cache_fit_
     monkeypatch.setattr(provenance, "nvidia_smi", lambda: smi)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     shared = get_preset("shape-llama31-8b-shared")
-    assert launchers.server_bytes(shared) == pytest.approx(23.76 * 2**30, rel=0.01)
-    assert launchers.starts_fitting(shared, gpus.memory_bytes("0")) == at_once
+    assert room.server_bytes(shared) == pytest.approx(23.76 * 2**30, rel=0.01)
+    assert room.starts_fitting(shared, gpus.memory_bytes("0")) == at_once
     assert sweep.PresetLauncher("shape-llama31-8b-shared").starts_at_once == at_once
     # without a fixed KV cache vLLM sizes it from its share: the share decides, whatever the card
     whole = get_preset("shape-llama31-8b")
-    assert launchers.server_bytes(whole) is None
-    assert launchers.starts_fitting(whole, 143771 * 2**20) == launchers.starts_fitting(whole, None)
+    assert room.server_bytes(whole) is None
+    assert room.starts_fitting(whole, 143771 * 2**20) == room.starts_fitting(whole, None)
 
 
 def test_a_gpu_server_is_placed_sleeps_and_keeps_its_compile_cache_under_the_home(tmp_path):

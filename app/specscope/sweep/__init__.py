@@ -57,13 +57,7 @@ background thread).
 
 from specscope.sweep.execute import Here, OnRay, Where, claim, execute
 from specscope.sweep.job import SweepJob
-from specscope.sweep.launchers import (
-                                       CPU_SERVER_BYTES,
-                                       Launcher,
-                                       PresetLauncher,
-                                       RunningServer,
-                                       ServersLauncher,
-)
+from specscope.sweep.launchers import Launcher, PresetLauncher, RunningServer, ServersLauncher
 from specscope.sweep.on_ray import configured_address as ray_address
 from specscope.sweep.options import LaunchOptions, launcher_for
 from specscope.sweep.plan import SweepPlan, as_plan, plan_cells, resolve
@@ -91,4 +85,4 @@ __all__ = ["SweepSpec", "SweepPlan", "Cell", "Launcher", "LaunchOptions", "Runni
            "claim", "execute", "ray_address", "run_sweep", "resolve", "as_plan", "parse_ints", "plan_cells",
            "run_dir", "finished_cells", "keep", "write_run", "run_hygiene", "launcher_for", "servers_spec",
            "synthetic_config", "is_synthetic", "synthetic_length_for", "Synthetic", "parse_lengths",
-           "requests_of", "structured_default", "method_ks", "STRUCTURED", "SYNTHETIC", "CPU_SERVER_BYTES"]
+           "requests_of", "structured_default", "method_ks", "STRUCTURED", "SYNTHETIC"]
