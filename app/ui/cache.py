@@ -134,17 +134,10 @@ def _row_digests(frame: pd.DataFrame) -> dict[Any, bytes]:
     return rows
 
 
-def subset_digest(whole: pd.DataFrame, rows: pd.DataFrame) -> str:
-    """The digest of ``rows``, some rows of ``whole`` as they are there (same columns, values untouched), from
-    ``whole``'s row digests: equal rows digest alike whatever else ``whole`` holds, so a part a new run leaves
-    alone keeps its cached work, and a large frame's many parts cost one pass over it."""
-    if list(rows.columns) != list(whole.columns) or not whole.index.is_unique:
-        return digest(rows)
-    return labels_digest(whole, rows.index)
-
-
 def labels_digest(whole: pd.DataFrame, labels: pd.Index) -> str:
-    """``subset_digest`` of ``whole.loc[labels]``, without taking those rows (unless ``whole``'s labels repeat)."""
+    """The digest of ``whole.loc[labels]`` from ``whole``'s row digests, without taking those rows: equal rows
+    digest alike whatever else ``whole`` holds, so a part a new run leaves alone keeps its cached work, and a large
+    frame's many parts cost one pass over it. Where ``whole``'s labels repeat: the digest of the rows taken."""
     if not whole.index.is_unique:
         return digest(whole.loc[labels])
     by_label = _row_digests(whole)
@@ -181,11 +174,11 @@ def vega_lite(name: str, build: Callable[[], Any], *inputs: Any) -> dict:
 
 
 @st.cache_resource(max_entries=512, show_spinner=False)
-def _family_fit(key: str, train_smallest: int | None, _rows: pd.DataFrame) -> fitting.FamilyFit | str:
+def _family_fit(key: str, train_smallest: int | None, _rows: Callable[[], pd.DataFrame]) -> fitting.FamilyFit | str:
     """The family's fit, or why it cannot be fitted: a refusal is kept too (a cache keeps no exception), so
     a new run does not ask the store's unfittable families again (33 of 43 on the bundled results)."""
     try:
-        fit = fitting.fit_family(_rows, train_smallest)
+        fit = fitting.fit_family(_rows(), train_smallest)
     except InputError as exc:
         return str(exc)
     _remember(fit.rows)  # figures drawn from this fit are keyed on its rows
@@ -198,8 +191,8 @@ def _setup_parts(key: str, _rows: Callable[[], pd.DataFrame]) -> pd.DataFrame:
 
 
 def _parts(frame: pd.DataFrame) -> pd.DataFrame:
-    """``anatomy.table(frame)``, each setup's part kept on a digest of its rows: a new run redoes its setup only
-    (and takes only its rows out of ``frame``)."""
+    """The rows of ``anatomy.table(frame)``, the part of each run's setups (``anatomy.setups``) kept on a digest of
+    their rows: a new run redoes its own setups only (and takes only their rows out of ``frame``)."""
     if not anatomy.NEEDED <= set(frame.columns):
         return pd.DataFrame()
     parts = [_setup_parts(labels_digest(frame, labels), functools.partial(frame.loc.__getitem__, labels))
@@ -208,24 +201,30 @@ def _parts(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 @st.cache_resource(max_entries=512, show_spinner=False)
-def _missing(key: str, _rows: pd.DataFrame) -> str | None:
-    return fitting.missing(_rows)
+def _missing(key: str, _rows: Callable[[], pd.DataFrame]) -> str | None:
+    return fitting.missing(_rows())
 
 
 def unfitted(frame: pd.DataFrame) -> list[tuple[dict, str]]:
     """``fitting.unfitted(frame)`` once per content of ``frame`` (a rerun looks it up), each family's answer
-    kept on a digest of its rows (a new run asks again only of the families it changed)."""
+    kept on a digest of its rows (a new run asks again only of the families it changed, and takes only their rows)."""
     return _built("unfitted", digest(frame), lambda: [
-        (keys, problem) for keys, rows in fitting.families(frame)
-        if (problem := _missing(subset_digest(frame, rows), rows))])
+        (keys, problem) for keys, at in fitting.family_positions(frame)
+        if (problem := _missing(*_family(frame, at)))])
+
+
+def _family(frame: pd.DataFrame, at: np.ndarray) -> tuple[str, Callable[[], pd.DataFrame]]:
+    """The digest of the rows at positions ``at`` of a shared frame, and how to take them."""
+    return labels_digest(frame, frame.index[at]), functools.partial(frame.iloc.__getitem__, at)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def _fits(content: str, train_smallest: int | None, _store: Store) -> list[fitting.FamilyFit]:
     frame = _speedup_rows(content, _store)
 
-    def fit(rows: pd.DataFrame, train: int | None) -> fitting.FamilyFit:
-        found = _family_fit(subset_digest(frame, rows), train, rows)
+    def fit(at: np.ndarray, train: int | None) -> fitting.FamilyFit:
+        key, rows = _family(frame, at)
+        found = _family_fit(key, train, rows)
         if isinstance(found, str):
             raise InputError(found)
         return found

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -95,11 +96,7 @@ def test_why_reads_plainly_and_the_formulas_wait_in_an_expander(page_env):
 def test_a_new_run_fits_again_only_the_families_it_changed(page_env, monkeypatch):
     """After a new run lands, Theory refits its family (and the held-out refits of the group it opens on), not the
     store's other families: neither the fitted ones nor those that cannot be fitted (their refusal is kept)."""
-    import pyarrow.parquet as pq
-
-    from specscope import settings
     from specscope.advice import fitting
-    from specscope.results import writing
 
     fitted: list[int] = []
     fit_family = fitting.fit_family
@@ -107,14 +104,49 @@ def test_a_new_run_fits_again_only_the_families_it_changed(page_env, monkeypatch
     _run()
     families = len(list(fitting.families(cache_frame())))
     fitted.clear()
-    bundled = PAGE.parents[2] / "data" / "results" / "specscope-cpu-code-editing.parquet"
-    rows = pq.read_table(bundled).drop_columns(["run_id", "created_at"]).to_pylist()
-    writing.write_results(rows, run_id="again", directory=settings.results_dir())
+    _land_a_run()
     at = _run()
     opened = at.selectbox(key="theory_group").value
     assert "code-editing" in opened and "vLLM 0.32.0" in opened  # the family the run doubled is measured most
     # the run's family, and the leave-one-out refits of the opened group (one per fitted point): not 43 families
     assert 0 < len(fitted) <= 12 < families, (fitted, families)
+
+
+def test_a_new_run_takes_apart_only_its_own_setups_and_every_fit_equals_one_made_afresh(page_env, monkeypatch):
+    """The step's parts (where a group measured at one K takes its cost per token from) are worked out per run's
+    setups and kept: after a new run, only the setups it measured, in one pass; the fits put together from what
+    was kept equal fitting the store's rows afresh, number for number."""
+    from specscope.advice import fitting
+    from specscope.analysis import anatomy
+    from ui import cache
+
+    taken: list[set] = []
+    table = anatomy.table
+    monkeypatch.setattr(anatomy, "table", lambda rows, *a: taken.append(set(rows["run_id"])) or table(rows, *a))
+    _run()
+    assert len(taken) > 1  # the first view: every run's setups
+    taken.clear()
+    _land_a_run()
+    _run()
+    assert len(taken) == 1 and "again" in taken[0], taken
+    kept, afresh = cache.fits(None), fitting.fit_families(cache_frame())
+    assert [f.keys for f in kept] == [f.keys for f in afresh]
+    for mine, theirs in zip(kept, afresh):
+        assert (mine.alpha, mine.decay, mine.cost) == (theirs.alpha, theirs.decay, theirs.cost)
+        pd.testing.assert_frame_equal(mine.groups, theirs.groups)
+        pd.testing.assert_frame_equal(mine.rows, theirs.rows)
+
+
+def _land_a_run() -> None:
+    """The bundled CPU code-editing run again, under the run id ``again``, as a sweep writes it."""
+    import pyarrow.parquet as pq
+
+    from specscope import settings
+    from specscope.results import writing
+
+    bundled = PAGE.parents[2] / "data" / "results" / "specscope-cpu-code-editing.parquet"
+    rows = pq.read_table(bundled).drop_columns(["run_id", "created_at"]).to_pylist()
+    writing.write_results(rows, run_id="again", directory=settings.results_dir())
 
 
 def cache_frame():

@@ -242,3 +242,16 @@ def test_a_bad_memory_limit_is_one_sentence(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECSCOPE_DUCKDB_MEMORY", "lots")
     with pytest.raises(StoreError, match="SPECSCOPE_DUCKDB_MEMORY"):
         store.Store(result_dirs=[tmp_path], request_dirs=[]).count()
+
+
+def test_cells_alike_but_for_their_k_schedule_come_in_one_order_and_their_flags_in_one_text(tmp_path):
+    """The dashboard keeps work per content of a part's rows: the same cells must read the same in every query."""
+    rows = [_row("none", 0, 1, 100.0), _row("ngram", 4, 1, 150.0, hygiene="waves"),
+            _row("ngram", 4, 1, 160.0, k_schedule="1-64:4")]
+    repeats = [_row("ngram", 2, 1, 120.0, repeat=i, hygiene=flags) for i, flags in
+               enumerate(["waves", "few_requests", "waves", "few_requests"])]
+    writing.write_results(rows + repeats, run_id="a", directory=tmp_path)
+    for _ in range(5):  # a fresh store each time: another load, another plan
+        frame = store.Store(result_dirs=[tmp_path], request_dirs=[]).speedup({"method": ["ngram"]})
+        assert list(zip(frame["k"], frame["k_schedule"].fillna(""))) == [(2, ""), (4, "1-64:4"), (4, "")]
+        assert frame["hygiene"].iloc[0] == "few_requests,waves"

@@ -36,8 +36,8 @@ from specscope.errors import InputError
 from specscope.results import identity
 from specscope.schema import BASELINE_METHOD, FAMILY_KEYS
 
-__all__ = ["FamilyFit", "with_parts", "fit_alpha", "fit_rates", "fit_cost", "fit_family",
-           "fit_families", "families", "family_rows", "family_label", "family_labels", "missing", "unfitted",
+__all__ = ["FamilyFit", "with_parts", "fit_alpha", "fit_rates", "fit_cost", "fit_family", "fit_families",
+           "families", "family_positions", "family_rows", "family_label", "family_labels", "missing", "unfitted",
            "measured_crossover", "predicted_crossover", "with_acceptance_length", "model_curves", "fit_curves",
            "concurrency_curves", "POOR_FIT", "MIN_HELD_OUT", "EXTRAPOLATE"]
 
@@ -252,18 +252,27 @@ def families(frame: pd.DataFrame, engine_only: bool = False):
     Drafts accepted synthetically (calibrations, engine-only GPU runs) measure the engine at a set
     acceptance, not a drafter, so no family is fitted on them unless ``engine_only`` asks for their step
     cost (a what-if answer, whose acceptance then comes from a named curve)."""
-    sd = frame[frame["method"] != BASELINE_METHOD]
+    for keys, at in family_positions(frame, engine_only):
+        yield keys, frame.iloc[at]
+
+
+def family_positions(frame: pd.DataFrame, engine_only: bool = False) -> list[tuple[dict, np.ndarray]]:
+    """``(keys, positions)`` of each family of ``families``: where its rows lie in ``frame``, so a caller that
+    has a family's answer takes none of its rows (a take of every column costs more than the grouping)."""
+    keep = frame["method"] != BASELINE_METHOD
     if not engine_only:
-        sd = sd[~provenance.engine_only(sd)]
-    if "k_schedule" in sd:
-        sd = sd[sd["k_schedule"].isna()]
-    for values, g in identity.keyed(sd, FAMILY_KEYS).groupby(list(FAMILY_KEYS), sort=True):
-        yield {k: (v if v != "" else None) for k, v in zip(FAMILY_KEYS, values)}, sd.loc[g.index]
+        keep &= ~provenance.engine_only(frame)
+    if "k_schedule" in frame:
+        keep &= frame["k_schedule"].isna()
+    at = np.flatnonzero(keep.to_numpy(dtype=bool, na_value=False))
+    known = identity.keyed(frame[[k for k in FAMILY_KEYS if k in frame]].iloc[at].reset_index(drop=True), FAMILY_KEYS)
+    return [({k: (v if v != "" else None) for k, v in zip(FAMILY_KEYS, values)}, at[g.index.to_numpy()])
+            for values, g in known.groupby(list(FAMILY_KEYS), sort=True)]  # g.index: places in ``at``
 
 
 def family_rows(frame: pd.DataFrame, keys: Mapping) -> pd.DataFrame:
     """The rows of ``frame`` in the family ``keys`` (a fit's ``keys``), schedules and baselines included."""
-    known = identity.keyed(frame, FAMILY_KEYS)
+    known = identity.keyed(frame[[k for k in FAMILY_KEYS if k in frame]], FAMILY_KEYS)
     keep = np.ones(len(frame), dtype=bool)
     for k in FAMILY_KEYS:
         match = (known[k] == (keys.get(k) or "")).to_numpy().copy()
@@ -336,21 +345,22 @@ def _scalar(value):
 
 
 def fit_families(frame: pd.DataFrame, train_smallest: int | None = None,
-                 fit: Callable[[pd.DataFrame, int | None], FamilyFit] | None = None,
+                 fit: Callable[[np.ndarray, int | None], FamilyFit] | None = None,
                  engine_only: bool = False, parts: pd.DataFrame | None = None) -> list[FamilyFit]:
     """One fit per family in ``frame`` (rows of ``Store.speedup``); unfittable families are left out.
 
-    ``fit(rows, train_smallest)`` fits one family (default ``fit_family``; a cache may wrap it);
+    ``fit(positions, train_smallest)`` fits the family whose rows lie at ``positions`` of ``frame`` (default
+    ``fit_family`` of those rows; a cache may wrap it and take the rows only when it has no fit of them);
     ``engine_only`` fits families whose drafts were accepted synthetically too (their step cost);
     ``parts``: ``anatomy.table(frame)`` where the caller has it (a cache keeps it per setup).
     """
-    fit = fit or fit_family
+    fit = fit or (lambda at, train: fit_family(frame.iloc[at], train))
     if (frame["method"] != BASELINE_METHOD).sum() == 0:
         raise InputError("No speculative rows match; widen the filters or import results first.")
     fits, skipped = [], []
-    for _, rows in families(frame, engine_only):
+    for _, at in family_positions(frame, engine_only):
         try:
-            fits.append(fit(rows, train_smallest))
+            fits.append(fit(at, train_smallest))
         except InputError as exc:
             skipped.append(str(exc))
     if not fits:
@@ -358,7 +368,12 @@ def fit_families(frame: pd.DataFrame, train_smallest: int | None = None,
                          "results of a real drafter to fit.")
     if parts is None:
         parts = anatomy.table(frame) if anatomy.NEEDED <= set(frame.columns) else pd.DataFrame()
-    return [with_parts(f, anatomy.cost_slopes(parts, f.keys)) for f in fits]
+    return [with_parts(f, anatomy.cost_slopes(parts, f.keys)) if _one_k(f) else f for f in fits]
+
+
+def _one_k(fit: FamilyFit) -> bool:
+    """Whether a group of ``fit`` was fitted on one K only: where ``with_parts`` may use the measured parts."""
+    return any(len(ks) == 1 for ks in fit.groups["train_ks"])
 
 
 def with_parts(fit: FamilyFit, slopes: Mapping[float, float]) -> FamilyFit:

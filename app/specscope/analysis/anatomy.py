@@ -325,13 +325,16 @@ def table(raw: pd.DataFrame, speedups: pd.DataFrame | None = None) -> pd.DataFra
 
 
 def setups(raw: pd.DataFrame) -> list[pd.Index]:
-    """The labels of ``raw``'s measured rows (a TPOT, ok) per ``SETUP``: ``table`` of each setup's rows, put
-    together, is the table of ``raw`` (a cell's baseline, probe and drafter share its setup), so a part can be
-    kept per content; labels, not rows, so a caller that has a setup's part takes none of its rows."""
+    """The labels of ``raw``'s measured rows (a TPOT, ok) per ``SETUP`` but concurrency (the setups a run measures):
+    ``table`` of each one's rows, put together, holds the rows of the table of ``raw`` (a cell's baseline, probe and
+    drafter share its setup), each concurrency's in the order of its setups, so a part can be kept per content; one
+    table call for a run's setups, as a call costs ~40 ms however few its rows; labels, not rows, so a caller that
+    has a part takes none of its rows."""
     rows = raw[raw["mean_tpot_ms"].notna()] if "mean_tpot_ms" in raw else raw.iloc[:0]
     if rows.empty:
         return []
-    return [g.index for _, g in identity.keyed(rows, SETUP).groupby(list(SETUP), sort=True)]
+    alike = [c for c in SETUP if c != "concurrency"]
+    return [g.index for _, g in identity.keyed(rows, alike).groupby(alike, sort=True)]
 
 
 def from_store(store, filters: Mapping[str, Sequence] | None = None) -> pd.DataFrame:
@@ -371,8 +374,10 @@ def cost_slopes(frame: pd.DataFrame, keys: Mapping) -> dict[float, float]:
     if frame.empty or not {"verify_ms", "draft_ms", "plain_ms"} <= set(frame.columns):
         return {}
     rows = frame.dropna(subset=["verify_ms", "draft_ms", "plain_ms"])
+    keep = np.ones(len(rows), dtype=bool)
     for key in ("model", "draft_model", "method", "hardware", "vllm_version"):
-        rows = rows[rows[key].fillna("") == (keys.get(key) or "")]
+        keep &= (rows[key].fillna("") == (keys.get(key) or "")).to_numpy(dtype=bool)
+    rows = rows[keep]
     out = {}
     for conc, g in rows.groupby("concurrency"):
         share = g["drafting_share"].astype(float)

@@ -108,8 +108,9 @@ def _aggregate(field: pa.Field) -> str:
     if pa.types.is_boolean(field.type):
         return f"bool_or({name}) AS {name}"
     if pa.types.is_string(field.type):
-        # e.g. comma-separated check ids: the union over repeats ('' when none flagged any)
-        return f"coalesce(string_agg(DISTINCT nullif({name}, ''), ','), any_value({name})) AS {name}"
+        # e.g. comma-separated check ids: the union over repeats ('' when none flagged any), in one order
+        return (f"coalesce(string_agg(DISTINCT nullif({name}, ''), ',' ORDER BY nullif({name}, '')), "
+                f"any_value({name})) AS {name}")
     return f"list_distinct(flatten(list({name}))) AS {name}"  # other lists: the union over repeats
 
 
@@ -391,7 +392,9 @@ class Store:
         wanted = [c for c in wanted if c != "repeat"]
         snapshot = self._current()
         sql, params = self._cells_sql(filters, wanted, snapshot.empty)
-        order = ", ".join([*BEST_KEYS, "k", "run_id"])
+        # then the cell's other keys (a K schedule beside fixed K): the same cells always come in one order, so
+        # what the dashboard caches on a part's rows stays cached when a new run lands
+        order = ", ".join(dict.fromkeys([*BEST_KEYS, "k", "run_id", *(c for c in CELL_KEYS if c in wanted)]))
         frame = folds.with_intervals(self._query(snapshot, f"SELECT * FROM ({sql}) ORDER BY {order}", params))
         return folds.best_with_ties(frame) if best else frame.reset_index(drop=True)
 
