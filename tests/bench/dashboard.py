@@ -370,6 +370,22 @@ async def theory_after_run(browser) -> float:
             server.stop()
 
 
+async def theory_alone(repeats: int) -> None:
+    """``theory_after_run`` alone, ``repeats`` times (each a fresh server and home), and their median."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            times = []
+            for _ in range(repeats):
+                times.append(await theory_after_run(browser))
+                print(f"Theory, first render after a new run: {times[-1]:.2f} s; loadavg {loadavg()}", flush=True)
+        finally:
+            await browser.close()
+    print(f"dashboard theory_after_run_s={statistics.median(times):.3f} max_s={max(times):.3f} runs={repeats}")
+
+
 def bounds(interval: tuple[float, float]) -> str:
     """``[1.16,1.31]``: no space (``intervals.bounds`` has one), so the last line stays key=value pairs."""
     return f"[{interval[0]:.2f},{interval[1]:.2f}]"
@@ -486,7 +502,12 @@ if __name__ == "__main__":
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the large store (landing_1m_s)")
     parser.add_argument("--landings", type=int, default=9, help="rounds of the landing alone (floor, Explorer, 1M)")
     parser.add_argument("--timeout", type=float, default=240, help="seconds any one page may take")
+    parser.add_argument("--theory-after-run", type=int, metavar="N", help="only Theory's first render after a new "
+                        "run, N times")
     args = parser.parse_args()
     TIMEOUT_MS = args.timeout * 1000
+    if args.theory_after_run:
+        asyncio.run(theory_alone(args.theory_after_run))
+        raise SystemExit(0)
     speeds = [] if args.skip_live else sorted(float(v) for v in args.live_speed.split(","))
     asyncio.run(main([int(n) for n in args.sessions.split(",") if n], speeds, args.rows, args.landings))
