@@ -368,12 +368,12 @@ def fit_families(frame: pd.DataFrame, train_smallest: int | None = None,
                          "results of a real drafter to fit.")
     if parts is None:
         parts = anatomy.table(frame) if anatomy.NEEDED <= set(frame.columns) else pd.DataFrame()
-    return [with_parts(f, anatomy.cost_slopes(parts, f.keys)) if _one_k(f) else f for f in fits]
+    return [with_parts(f, anatomy.cost_slopes(parts, f.keys)) if _one_k(f.groups) else f for f in fits]
 
 
-def _one_k(fit: FamilyFit) -> bool:
-    """Whether a group of ``fit`` was fitted on one K only: where ``with_parts`` may use the measured parts."""
-    return any(len(ks) == 1 for ks in fit.groups["train_ks"])
+def _one_k(groups: pd.DataFrame) -> list:
+    """The labels of the ``groups`` (a fit's) fitted on one K only: where ``with_parts`` may use the measured parts."""
+    return [i for i, ks in groups["train_ks"].items() if len(ks) == 1]
 
 
 def with_parts(fit: FamilyFit, slopes: Mapping[float, float]) -> FamilyFit:
@@ -381,7 +381,7 @@ def with_parts(fit: FamilyFit, slopes: Mapping[float, float]) -> FamilyFit:
     the drafter's pass served alone, verify's growth with K) wherever the family was measured at one K only,
     in place of Leviathan's d0 = 1: the line still passes through the measured D(K)."""
     groups = fit.groups.copy()
-    used = [i for i, g in groups.iterrows() if len(g["train_ks"]) == 1 and float(g["concurrency"]) in slopes]
+    used = [i for i in _one_k(groups) if float(groups.at[i, "concurrency"]) in slopes]
     if not used:
         return fit
     groups["cost_from"] = "fit"
