@@ -23,6 +23,7 @@ from specscope.sweep.spec import Synthetic
 
 __all__ = ["RunningServer", "Launcher", "ManyLauncher", "PresetLauncher", "ServersLauncher"]
 
+
 @dataclass
 class RunningServer:
     """A server a Launcher started: its URL and what the result rows should say about it."""
@@ -142,7 +143,7 @@ class PresetLauncher:
             self.max_servers = cpu_room()
             self.starts_at_once = starts_at_once or min(os.cpu_count() or 1, self.max_servers)
         else:
-            card = gpus.memory_bytes(devices or (gpus.visible() or [""])[0])
+            card = gpus.memory_bytes(devices or ",".join(gpus.visible()))  # placed, else the smallest card
             self.starts_at_once = (starts_at_once or starts_fitting(found, card)) if self.sleeps else 1
             self.max_servers = self.starts_at_once
 

@@ -33,10 +33,10 @@ def server_bytes(preset: Preset) -> int | None:
         return None
     drafts = [roofline.model_shape(str(m.params["model"]), table={}) for m in preset.methods.values()
               if isinstance(m.params.get("model"), str)]
-    if any(isinstance(d, str) for d in drafts):
+    sizes = [d.weight_bytes for d in drafts if not isinstance(d, str)]
+    if len(sizes) < len(drafts):  # a drafter of unknown shape
         return None
-    largest_draft = max((d.weight_bytes for d in drafts if not isinstance(d, str)), default=0)
-    return target.weight_bytes + largest_draft + int(kv) + SERVER_OVERHEAD_BYTES
+    return target.weight_bytes + max(sizes, default=0) + int(kv) + SERVER_OVERHEAD_BYTES
 
 
 def cpu_room() -> int:
