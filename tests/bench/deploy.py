@@ -50,7 +50,8 @@ def _terminated(signum, frame):
 BUNDLED = {"gpu-deploy-8b-eagle3-vllm0.26.0": dict(probe_ks=(2, 5), repeats=2, num_prompts=8, per_concurrency=4),
            "gpu-deploy-8b-eagle3-r3-vllm0.26.0": dict(probe_ks=(2, 6)),
            "gpu-deploy-8b-eagle3-r4-vllm0.26.0": dict(probe_ks=(2, 6)),
-           "gpu-deploy-8b-eagle3-r5-vllm0.26.0": dict(probe_ks=(3, 6))}
+           "gpu-deploy-8b-eagle3-r5-vllm0.26.0": dict(probe_ks=(3, 6)),
+           "gpu-deploy-8b-eagle3-r6-vllm0.26.0": dict(probe_ks=(3, 6))}
 NEW_RUN = dict(probe_ks=(3, 6), repeats=3, num_prompts=16, per_concurrency=8)
 
 

@@ -26,8 +26,9 @@ def test_a_sweep_measures_the_schedule_beside_the_fixed_k(home):
         result = sweep.run_sweep(spec, sweep.launcher_for(spec))
     finally:
         launch.stop_all()
+    slug = SCHEDULE.replace(":", "k").replace(",", "_")
     assert not result.failed and sorted(result.ran) == ["ngram-k2-c1", "ngram-k2-c2",
-                                                        "ngram-schedule-c1", "ngram-schedule-c2"]
+                                                        f"ngram-schedule-{slug}-c1", f"ngram-schedule-{slug}-c2"]
     rows = Store().speedup({"run_id": [result.run_id]}, columns=["k_schedule", "acceptance_length"])
     print(rows[["k", "k_schedule", "concurrency", "output_throughput", "acceptance_length"]].to_string())
     kinds = sorted(zip(rows["k"].astype(int), rows["k_schedule"].fillna("fixed"), rows["concurrency"].astype(int)))

@@ -156,8 +156,8 @@ def test_repeats_run_in_rounds_of_every_cell_and_keep_the_old_cell_ids_without_t
     assert sweep.Cell("ngram", 4, 1).cell_id == "ngram-k4-c1"
     scheduled = [c.cell_id for c in sweep.plan_cells(spec(ks=(4,), concurrencies=(1,), repeats=2,
                                                           k_schedule="1-2:4,3-256:1"))]
-    assert scheduled == ["none-k0-c1-r1", "ngram-k4-c1-r1", "ngram-schedule-c1-r1",
-                         "none-k0-c1-r2", "ngram-k4-c1-r2", "ngram-schedule-c1-r2"]
+    assert scheduled == ["none-k0-c1-r1", "ngram-k4-c1-r1", "ngram-schedule-1-2k4_3-256k1-c1-r1",
+                         "none-k0-c1-r2", "ngram-k4-c1-r2", "ngram-schedule-1-2k4_3-256k1-c1-r2"]
 
 
 def test_a_launcher_holding_one_server_restarts_them_by_round_and_may_keep_the_baseline():
@@ -231,7 +231,7 @@ def test_written_runs_carry_lossless_mismatches_and_hygiene_flags(specscope_home
 def test_a_schedule_is_its_own_server_after_the_fixed_k():
     planned = sweep.plan_cells(spec(ks=(4,), k_schedule="1-2:4, 3-256:1"))
     assert [c.cell_id for c in planned] == ["none-k0-c1", "none-k0-c4", "ngram-k4-c1", "ngram-k4-c4",
-                                            "ngram-schedule-c1", "ngram-schedule-c4"]
+                                            "ngram-schedule-1-2k4_3-256k1-c1", "ngram-schedule-1-2k4_3-256k1-c4"]
     fixed, scheduled = planned[2], planned[4]
     assert (scheduled.k, scheduled.schedule) == (4, "1-2:4,3-256:1")  # canonical text, K = its maximum
     assert fixed.group != scheduled.group and len({c.group for c in planned}) == 3
@@ -251,18 +251,14 @@ def test_auto_schedule_without_measured_cells_says_what_to_do(specscope_home):
         sweep.run.advised_cell(sweep.Cell("ngram", 0, 1, None, "auto"), "sweep-empty", "open-chat", deploy.from_results)
 
 
-def test_a_run_keeps_one_schedule_per_method(specscope_home):
-    """Resuming with another schedule would count the old schedule's cells as this one's."""
-    cells = sweep.run_dir("r") / "cells"
-    cells.mkdir(parents=True)
-    (cells / "ngram-schedule-c1.json").write_text(json.dumps(
-        {"row": {"status": "ok", "method": "ngram", "k_schedule": "1-2:4,3-256:1"}}))
-    same = sweep.plan_cells(spec(ks=(4,), k_schedule="1-2:4,3-256:1"))
-    sweep.record.same_schedules("r", same)  # resuming the same schedule is fine, and so is auto
-    sweep.record.same_schedules("r", sweep.plan_cells(spec(ks=(4,), k_schedule="auto")))
-    with pytest.raises(ConfigError, match="already measured ngram with the schedule 1-2:4,3-256:1; give "
-                                          "another run id to measure 1-4:2"):
-        sweep.record.same_schedules("r", sweep.plan_cells(spec(ks=(4,), k_schedule="1-4:2")))
+def test_a_run_keeps_each_schedule_apart():
+    """A schedule's cells are named by it, so a run resumed with another schedule measures that one beside the
+    first (the deploy loop prices the schedule's runner with one schedule, then verifies another)."""
+    first = {c.cell_id for c in sweep.plan_cells(spec(ks=(4,), k_schedule="1-2:4,3-256:1"))}
+    second = {c.cell_id for c in sweep.plan_cells(spec(ks=(4,), k_schedule="1-4:2"))}
+    assert first & second == {"none-k0-c1", "none-k0-c4", "ngram-k4-c1", "ngram-k4-c4"}
+    assert "ngram-schedule-1-4k2-c1" in second and "ngram-schedule-auto-c1" in {
+        c.cell_id for c in sweep.plan_cells(spec(ks=(4,), k_schedule="auto"))}
 
 
 def test_cli_passes_the_schedule():

@@ -277,3 +277,37 @@ def test_the_bundled_h200_schedule_ran_on_the_v1_runner_and_lost_so_the_answer_i
     figures = outcome.figures()
     assert figures["answer_vs_oracle"] >= 0.98 and figures["sched_vs_best_fixed_min"] < 0.5
     assert {v["k"] for v in outcome.verified} == {0, 1, 4} and len(outcome.verified) == 12
+
+
+def test_a_schedule_on_another_model_runner_is_priced_by_the_probe_schedule_step_1_measured(specscope_home):
+    """Where the schedule must run on vLLM's V1 runner, step 1 measures a schedule that drafts the smaller probe K
+    at every load but the largest; its speed over the same K's on the default runner prices the schedule's
+    prediction. Here the fourth H200 run's K=3 cells at half their speed stand for the probe's."""
+    from specscope.advice import deploy_run
+
+    data = Path(__file__).resolve().parents[2] / "data"
+    request = deploy_run.Request(preset="shape-llama31-8b-shared", methods=("eagle3",), concurrencies=(1, 4, 16, 64),
+                                 prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
+                                 probe_ks=(3, 6), repeats=3, run_id="gpu-deploy-8b-eagle3-r5-vllm0.26.0")
+    probe = deploy_run.runner_probe(request, 64)
+    assert probe == "1-63:3,64:2"  # the largest load is the last batch size: it drafts one fewer there
+    assert deploy_run.runner_probe(dataclasses.replace(request, concurrencies=(1, 16)), 64) == "1-16:3,17-64:2"
+    assert deploy_run.runner_probe(request, 1) is None
+
+    curve = deploy_run.acceptance_curve(request.acceptance)
+    fits, rows = deploy_run._fits(request.run_id, curve, request.probe_ks)
+    step_1 = rows[rows["k_schedule"].isna() & rows["k"].isin([0, 3, 6])]
+    fake = step_1[step_1["k"] == 3].assign(k_schedule=probe, speedup=lambda f: f["speedup"] * 0.5)
+    frame = pd.concat([step_1, fake], ignore_index=True)
+    fit = fits[0]
+    price = deploy_run._runner_price(fit, frame, probe, request.concurrencies)
+    assert [round(price[c], 6) for c in ("1", "4", "16")] == [0.5, 0.5, 0.5]
+    # at 64 it drafts K=2, which step 1 did not measure: priced against the fit's prediction there
+    assert price["64"] == pytest.approx(fake[fake["concurrency"] == 64]["speedup"].mean() / fit.predict(2, 64))
+
+    unpriced = deploy_run._plan(fits, step_1, request, 64)
+    priced = deploy_run._plan(fits, frame, request, 64)
+    assert not unpriced.runner_price and priced.runner_price == price
+    assert priced.schedule == unpriced.schedule and priced.schedule is not None
+    assert priced.predicted["0@4"] == pytest.approx(unpriced.predicted["0@4"] * 0.5)
+    assert priced.predicted["3@4"] == unpriced.predicted["3@4"]  # the fixed K stay on their own runner

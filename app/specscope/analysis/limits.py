@@ -94,7 +94,7 @@ def oracle_requests(store: Store, cell: Mapping) -> pd.DataFrame:
 
 def _variant_fits(row: Mapping, variant: str, cell: str) -> bool:
     """Whether a result row is the request cell ``cell`` of ``variant`` (``-constrained``, ``-vllm0.31.0``;
-    ``ngram-schedule-c1`` for a K schedule)."""
+    ``ngram-schedule-1-2k4_3-256k1-c1`` for a K schedule)."""
     if isinstance(row.get("k_schedule"), str) != ("-schedule-" in cell):
         return False
     constrained = row.get("response_format") not in (None, "none") and not pd.isna(row.get("response_format"))

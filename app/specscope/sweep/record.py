@@ -16,13 +16,12 @@ from typing import Any
 
 from specscope import files, settings
 from specscope.client import bench
-from specscope.errors import ConfigError
 from specscope.results import hygiene, writing
 from specscope.schema import BASELINE_METHOD
-from specscope.sweep.spec import Cell, is_synthetic
+from specscope.sweep.spec import is_synthetic
 
 __all__ = ["run_dir", "Kept", "finished_cells", "read_kept", "SweepResult", "Recorder", "keep", "with_hygiene",
-           "run_hygiene", "write_run", "same_schedules", "drop_if_empty"]
+           "run_hygiene", "write_run", "drop_if_empty"]
 
 
 def run_dir(run_id: str) -> Path:
@@ -200,18 +199,6 @@ def write_run(run_id: str) -> Path | None:
     if requests:
         writing.write_requests(requests, run_id=run_id)
     return path
-
-
-def same_schedules(run_id: str, cells: list[Cell]) -> None:
-    """ConfigError when the run kept a method's schedule cells for another schedule: resuming
-    would keep them as if this schedule had been measured (a run holds one schedule per method)."""
-    kept = finished_cells(run_id)
-    for cell in cells:
-        found = kept.get(cell.cell_id)
-        if found and found.ok and cell.schedule and cell.schedule != "auto" \
-                and found.row.get("k_schedule") != cell.schedule:
-            raise ConfigError(f"Run {run_id} already measured {cell.method} with the schedule "
-                              f"{found.row.get('k_schedule')}; give another run id to measure {cell.schedule}.")
 
 
 def drop_if_empty(run_id: str) -> None:

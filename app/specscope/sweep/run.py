@@ -29,7 +29,6 @@ from specscope.sweep.record import (
     drop_if_empty,
     finished_cells,
     run_dir,
-    same_schedules,
     write_run,
 )
 from specscope.sweep.spec import Cell, SweepSpec
@@ -52,7 +51,6 @@ def run_sweep(spec: SweepSpec | SweepPlan, launcher: Launcher, progress: bench.P
         raise ConfigError("This sweep measures an `auto` K schedule but was given no advisor to choose it; "
                           "give the schedule as text (e.g. 1-2:4,3-8:2).")
     stopped = stop_asker(stop)
-    same_schedules(plan.run_id, cells)
     preflight(launcher, list(dict.fromkeys(cell.group for cell in cells)))
     recorder = Recorder(plan.run_id, len(cells), Estimate(progress or (lambda event: None)))
     try:

@@ -46,8 +46,9 @@ class Cell:
     @property
     def cell_id(self) -> str:
         """The cell's name, e.g. ``ngram-k4-c1`` (``-r2`` for the second repeat, ``-constrained`` with the
-        prompts' response formats; a sweep's one schedule is ``ngram-schedule-c1``)."""
-        kind = "schedule" if self.schedule else f"k{self.k}"
+        prompts' response formats; a schedule's cells name it, ``ngram-schedule-1-2k4_3-8k2-c1``, so a run can
+        hold several)."""
+        kind = f"schedule-{self.schedule.replace(':', 'k').replace(',', '_')}" if self.schedule else f"k{self.k}"
         base = (f"{self.method}-{kind}-c{self.concurrency}" + ("-constrained" if self.constrained else "")
                 + (f"-vllm{_slug(self.vllm)}" if self.vllm else ""))
         return base if self.repeat is None else f"{base}-r{self.repeat}"
