@@ -311,3 +311,26 @@ def test_a_schedule_on_another_model_runner_is_priced_by_the_probe_schedule_step
     assert priced.schedule == unpriced.schedule and priced.schedule is not None
     assert priced.predicted["0@4"] == pytest.approx(unpriced.predicted["0@4"] * 0.5)
     assert priced.predicted["3@4"] == unpriced.predicted["3@4"]  # the fixed K stay on their own runner
+
+
+def test_the_bundled_h200_run_priced_the_schedules_runner_and_answers_a_fixed_k_measured_best_everywhere(
+        specscope_home):
+    """The loop's fifth GPU run (H200, vLLM 0.26.0): step 1 measured the probe schedule 1-63:3,64:2 on vLLM's V1
+    runner beside K=3 and 6, so the schedule's prediction carries that runner's price; the schedule served in step
+    3 lost, and the answer, K=4, is the best measured fixed K at every load."""
+    from specscope.advice import deploy_run
+
+    data = Path(__file__).resolve().parents[2] / "data"
+    request = deploy_run.Request(preset="shape-llama31-8b-shared", methods=("eagle3",), concurrencies=(1, 4, 16, 64),
+                                 prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
+                                 probe_ks=(3, 6), repeats=3, run_id="gpu-deploy-8b-eagle3-r6-vllm0.26.0")
+    outcome = deploy_run.report(request)
+    assert outcome.plan.schedule == "1-4:4,5-9:3,10-64:2" and outcome.plan.verify_ks == [3, 4]
+    assert set(outcome.plan.runner_price) == {"1", "4", "16", "64"} and outcome.plan.runner_price["4"] < 0.6
+    assert "priced by step 1's probe schedule 1-63:3,64:2" in outcome.report()
+    assert not outcome.answer.use_schedule and outcome.answer.config["num_speculative_tokens"] == 4
+    assert "rather than the schedule 1-4:4,5-9:3,10-64:2" in outcome.answer.sentence()  # not the probe's
+    assert all(r["best_fixed_k"] == 4 for r in outcome.rows)
+    figures = outcome.figures()
+    assert figures["answer_vs_oracle"] == pytest.approx(1.0) and figures["sched_vs_best_fixed_min"] < 0.7
+    assert {v["k"] for v in outcome.verified} == {0, 4} and len(outcome.verified) == 8
