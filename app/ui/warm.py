@@ -24,10 +24,13 @@ from pathlib import Path
 
 from specscope import settings
 
-__all__ = ["LANDING", "warm", "follow", "summary", "freeze_heap", "lifespan"]
+__all__ = ["LANDING", "NEW_RUN", "warm", "follow", "summary", "freeze_heap", "lifespan"]
 
 APP_DIR = Path(__file__).resolve().parents[1]
 LANDING = ("views/explorer.py", "views/theory.py")
+# after a new run, Theory first: its work for the run is the costlier (a fit per setup), and a viewer opening it
+# then shares that work instead of waiting behind the Explorer's
+NEW_RUN = ("views/theory.py", "views/explorer.py")
 WAIT_S = 30.0
 RECHECK_S = 1.0  # how often the results are checked for a new run (a stat of each file)
 _BARE_WARNINGS = ("streamlit.runtime.scriptrunner_utils.script_run_context",
@@ -71,7 +74,7 @@ def follow(stop: threading.Event, seen: str | None, every: float = RECHECK_S) ->
     while not stop.wait(every):
         now = _version()
         if now is not None and now != seen:
-            warm(why="for the new results")
+            warm(NEW_RUN, why="for the new results")
             seen = now
 
 
