@@ -394,7 +394,6 @@ def with_parts(fit: FamilyFit, slopes: Mapping[float, float]) -> FamilyFit:
                      fit.rows, fit.train_smallest, fit.measured_rates)
 
 
-
 def _best(fit: FamilyFit, ks: Sequence[int], conc: float) -> tuple[int, float, dict[int, float]]:
     by_k = {int(k): fit.predict(int(k), conc) for k in ks}
     k = theory.optimal_k(by_k)
@@ -429,7 +428,6 @@ def measured_crossover(rows: pd.DataFrame) -> float | None:
     """Concurrency where the best measured speedup crosses 1 (log2-interpolated), if it does."""
     best = rows.groupby("concurrency")["speedup"].max().sort_index()
     return _first_below_one(best.index.to_numpy(float), best.to_numpy(float))
-
 
 
 def model_curves(alpha: float, c: float, k_max: int) -> pd.DataFrame:
