@@ -238,15 +238,23 @@ def test_a_concurrency_whose_own_pick_ties_the_fixed_k_reads_the_deployed_k_firs
     assert rows[1]["why"] == found.choices[1].sentence()
 
 
+def _bundled_loop(run_id: str, probe_ks: tuple[int, int]):
+    """The request of the loop's bundled H200 runs (tests/bench/deploy.py): EAGLE-3 on the 8B shape at a
+    published curve, c = 1, 4, 16, 64, three repeats."""
+    from specscope.advice import deploy_run
+
+    data = Path(__file__).resolve().parents[2] / "data"
+    return deploy_run.Request(preset="shape-llama31-8b-shared", methods=("eagle3",), concurrencies=(1, 4, 16, 64),
+                              prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
+                              probe_ks=probe_ks, repeats=3, run_id=run_id)
+
+
 def test_the_bundled_h200_loop_answers_from_what_it_measured_and_says_why_its_schedule_was_not(specscope_home):
     """The loop on an H200 (vLLM 0.26.0, EAGLE-3 at a published curve): the prediction moved K with load, the
     schedule server did not start on that vLLM's V2 runner, so the answer is the fixed K the verified cells chose."""
     from specscope.advice import deploy_run
 
-    data = Path(__file__).resolve().parents[2] / "data"
-    request = deploy_run.Request(preset="shape-llama31-8b-shared", methods=("eagle3",), concurrencies=(1, 4, 16, 64),
-                                 prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
-                                 probe_ks=(2, 6), repeats=3, run_id="gpu-deploy-8b-eagle3-r4-vllm0.26.0")
+    request = _bundled_loop("gpu-deploy-8b-eagle3-r4-vllm0.26.0", (2, 6))
     outcome = deploy_run.report(request)
     assert outcome.plan.schedule == "1-15:4,16-57:3,58-64:2" and outcome.plan.verify_ks == [2, 4, 8]  # K=3 gains < 3%
     assert outcome.unserved.startswith("The eagle3 K=4 server did not start")
@@ -264,10 +272,7 @@ def test_the_bundled_h200_schedule_ran_on_the_v1_runner_and_lost_so_the_answer_i
     at three loads; measured beats modelled, so the answer is fixed K=3, within 2% of the best K at each load."""
     from specscope.advice import deploy_run
 
-    data = Path(__file__).resolve().parents[2] / "data"
-    request = deploy_run.Request(preset="shape-llama31-8b-shared", methods=("eagle3",), concurrencies=(1, 4, 16, 64),
-                                 prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
-                                 probe_ks=(3, 6), repeats=3, run_id="gpu-deploy-8b-eagle3-r5-vllm0.26.0")
+    request = _bundled_loop("gpu-deploy-8b-eagle3-r5-vllm0.26.0", (3, 6))
     outcome = deploy_run.report(request)
     assert outcome.plan.schedule == "1-6:4,7-14:3,15-42:2,43-64:1" and outcome.plan.verify_ks == [1, 3, 4]
     assert not outcome.unserved and not outcome.answer.use_schedule
@@ -285,10 +290,7 @@ def test_a_schedule_on_another_model_runner_is_priced_by_the_probe_schedule_step
     prediction. Here the fourth H200 run's K=3 cells at half their speed stand for the probe's."""
     from specscope.advice import deploy_run
 
-    data = Path(__file__).resolve().parents[2] / "data"
-    request = deploy_run.Request(preset="shape-llama31-8b-shared", methods=("eagle3",), concurrencies=(1, 4, 16, 64),
-                                 prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
-                                 probe_ks=(3, 6), repeats=3, run_id="gpu-deploy-8b-eagle3-r5-vllm0.26.0")
+    request = _bundled_loop("gpu-deploy-8b-eagle3-r5-vllm0.26.0", (3, 6))
     probe = deploy_run.runner_probe(request, 64)
     assert probe == "1-63:3,64:2"  # the largest load is the last batch size: it drafts one fewer there
     assert deploy_run.runner_probe(dataclasses.replace(request, concurrencies=(1, 16)), 64) == "1-16:3,17-64:2"
@@ -300,10 +302,13 @@ def test_a_schedule_on_another_model_runner_is_priced_by_the_probe_schedule_step
     fake = step_1[step_1["k"] == 3].assign(k_schedule=probe, speedup=lambda f: f["speedup"] * 0.5)
     frame = pd.concat([step_1, fake], ignore_index=True)
     fit = fits[0]
-    price = deploy_run._runner_price(fit, frame, probe, request.concurrencies)
+    price = deploy_run._runner_price(fit, frame, request, 64)
     assert [round(price[c], 6) for c in ("1", "4", "16")] == [0.5, 0.5, 0.5]
     # at 64 it drafts K=2, which step 1 did not measure: priced against the fit's prediction there
     assert price["64"] == pytest.approx(fake[fake["concurrency"] == 64]["speedup"].mean() / fit.predict(2, 64))
+    # a K=2 cell step 3 measured later leaves it as it was: the price reads step 1's cells alone
+    later = step_1[(step_1["k"] == 3) & (step_1["concurrency"] == 64)].assign(k=2, speedup=lambda f: f["speedup"] * 2)
+    assert deploy_run._runner_price(fit, pd.concat([frame, later], ignore_index=True), request, 64) == price
 
     unpriced = deploy_run._plan(fits, step_1, request, 64)
     priced = deploy_run._plan(fits, frame, request, 64)
@@ -320,10 +325,7 @@ def test_the_bundled_h200_run_priced_the_schedules_runner_and_answers_a_fixed_k_
     3 lost, and the answer, K=4, is the best measured fixed K at every load."""
     from specscope.advice import deploy_run
 
-    data = Path(__file__).resolve().parents[2] / "data"
-    request = deploy_run.Request(preset="shape-llama31-8b-shared", methods=("eagle3",), concurrencies=(1, 4, 16, 64),
-                                 prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
-                                 probe_ks=(3, 6), repeats=3, run_id="gpu-deploy-8b-eagle3-r6-vllm0.26.0")
+    request = _bundled_loop("gpu-deploy-8b-eagle3-r6-vllm0.26.0", (3, 6))
     outcome = deploy_run.report(request)
     assert outcome.plan.schedule == "1-4:4,5-9:3,10-64:2" and outcome.plan.verify_ks == [3, 4]
     assert set(outcome.plan.runner_price) == {"1", "4", "16", "64"} and outcome.plan.runner_price["4"] < 0.6

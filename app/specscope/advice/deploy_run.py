@@ -223,18 +223,20 @@ def runner_probe(request: Request, max_batch: int) -> str | None:
     return validate([[1, end, k], [end + 1, max_batch, k - 1]]).text()
 
 
-def _runner_price(fit: fitting.FamilyFit, frame: pd.DataFrame, probe: str | None,
-                  concurrencies: Sequence[int]) -> dict[str, float]:
-    """Per concurrency, the probe schedule's measured speedup over the same K's on the default runner (that
-    K's measured cells, else the fit's prediction where the probe drafts an unprobed K): what the schedule's
-    runner costs. Empty where the probe was not measured."""
+def _runner_price(fit: fitting.FamilyFit, frame: pd.DataFrame, request: Request,
+                  max_batch: int) -> dict[str, float]:
+    """Per concurrency, ``runner_probe``'s measured speedup over the same K's on the default runner (that K's
+    step 1 cells, else the fit's prediction where the probe drafts an unprobed K): what the schedule's runner
+    costs. Step 1's cells alone, so a plan made again from the rows is the one made then. Empty where the probe
+    was not measured."""
+    probe = runner_probe(request, max_batch)
     if probe is None:
         return {}
     rows = fitting.family_rows(frame, fit.keys)
     scheduled = rows[rows["k_schedule"] == probe]
-    fixed = rows[rows["k_schedule"].isna()]
+    fixed = rows[rows["k_schedule"].isna() & rows["k"].isin(request.probe_ks)]
     schedule, price = parse(probe), {}
-    for c in concurrencies:
+    for c in request.concurrencies:
         mine = scheduled[scheduled["concurrency"] == c]["speedup"]
         if mine.empty:
             continue
@@ -271,7 +273,7 @@ def _plan(fits: list[fitting.FamilyFit], frame: pd.DataFrame, request: Request, 
     rivals = {k for c, k in best_k.items() if predicted[(k, c)] >= predicted[(fixed_k, c)] * (1 + VERIFY_MARGIN)}
     verify = sorted({fixed_k, *rivals})
     kept = {f"{k}@{c}": v for (k, c), v in predicted.items()}
-    price = _runner_price(fit, frame, runner_probe(request, max_batch), request.concurrencies)
+    price = _runner_price(fit, frame, request, max_batch) if schedule else {}
     if schedule:
         kept.update({f"0@{c}": fit.predict(sizes[min(c, max_batch)], c) * price.get(str(c), 1.0)
                      for c in request.concurrencies})
