@@ -4,13 +4,16 @@ once it has served nothing for its idle limit."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 from local_http import Answering, serving
 from specscope import sweep
-from specscope.launch import guard
+from specscope.client import sleepmode
+from specscope.launch import guard, kept
 from specscope.sweep.pool import ServerPool
 
 CALLS: list[str] = []
@@ -96,3 +99,48 @@ def test_an_idle_guard_ends_a_server_unused_for_its_limit_and_forgets_it(tmp_pat
 
     guard.watch_idle("http://unused", busy.pid, limit_s=0.1, every=0.05, served=in_flight)
     assert seen[:6] == [True] * 6  # never ended while it served
+
+
+class _VllmSleep(Answering):
+    """vLLM's sleep endpoints: /sleep, /wake_up and /is_sleeping, one sleeping state per path's server."""
+
+    sleeping: set[str] = set()
+
+    def do_POST(self):  # noqa: N802 - the http.server API
+        server, action = self.path.split("?")[0].rsplit("/", 1)
+        CALLS.append(f"{server}/{action}")
+        (self.sleeping.add if action == "sleep" else self.sleeping.discard)(server)
+        self.answer(b"")
+
+    def do_GET(self):  # noqa: N802
+        server = self.path.rsplit("/", 1)[0]
+        self.answer(json.dumps({"is_sleeping": server in self.sleeping}).encode())
+
+
+def test_a_server_put_to_sleep_behind_the_pools_back_is_woken_before_its_next_cell():
+    # seen on an H100: a start made room by sleeping every idle kept server, the pool counted the baseline
+    # awake, and its next cell waited on a sleeping server until the command was killed
+    CALLS.clear()
+    cells = [sweep.Cell("none", 0, 1), sweep.Cell("none", 0, 16)]
+    with serving(_VllmSleep) as url:
+        pool = ServerPool(_KeepingLauncher(url), cells)
+        server = pool.start(0, cells[0].group, cells[0])
+        assert not pool.wake(0, cells[0].group)  # awake: nothing to do
+        sleepmode.fall_asleep(server.url)  # another start on the GPU makes room
+        assert pool.wake(1, cells[1].group)
+        assert not sleepmode.is_sleeping(server.url) and not pool.asleep
+    assert CALLS == ["/none/sleep", "/none/wake_up"]
+
+
+def test_a_gpu_launcher_makes_room_without_sleeping_the_servers_it_handed_out(specscope_home, monkeypatch):
+    spec = sweep.SweepSpec(preset="shape-llama31-8b-shared", methods=("none",), ks=(), concurrencies=(1,),
+                           prompts=Path("data/prompts/code-editing.jsonl"))
+    launcher = sweep.launcher_for(spec)
+    spared: list[set[str]] = []
+    monkeypatch.setattr(kept, "make_room", lambda using=(): spared.append(set(using)) or [])
+    held = sweep.RunningServer(url="http://127.0.0.1:9", handle=SimpleNamespace(name="shape-none"))
+    launcher.held["shape-none"] = held
+    launcher._make_room()
+    launcher.release(held)
+    launcher._make_room()
+    assert spared == [{"shape-none"}, set()]

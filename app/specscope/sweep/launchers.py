@@ -135,6 +135,7 @@ class PresetLauncher:
         self.sleeps = gpu and sleep_mode is not False  # on a GPU, servers sleep between their cells by default
         self.keep = keep  # its servers stay after the sweep, for the lease (``launch.kept``)
         self.devices = devices  # the GPUs its servers run on (None: those visible)
+        self.held: dict[str, RunningServer] = {}  # servers handed out and not yet let go: the sweep's pool sleeps them
         self.tp = int(found.engine_args.get("tensor_parallel_size", 1))
         # CPU servers (one core, a small KV cache) run side by side as memory allows and start a core each at
         # once; on a GPU, servers that sleep start and stay awake as their memory shares allow (idle, they
@@ -192,20 +193,25 @@ class PresetLauncher:
         one under a free name; K=0 means the baseline takes no K."""
         options: dict[str, Any] = {"k_schedule": k_schedule, "vllm": vllm}
         plan = self._plan(method, k, **options)
-        if (running := self._running_alike(plan)) is not None:
-            return running
-        self._make_room()
-        return _from_state(launch.start(self._free_named(plan, method, k, options), timeout=self.start_timeout,
-                                        die_with_parent=self.die_with_parent, warm=False, keep_for=self._keep_for()),
-                           reused=False)
+        if (running := self._running_alike(plan)) is None:
+            self._make_room()
+            running = _from_state(launch.start(self._free_named(plan, method, k, options), timeout=self.start_timeout,
+                                               die_with_parent=self.die_with_parent, warm=False,
+                                               keep_for=self._keep_for()), reused=False)
+        return self._hold(running)
+
+    def _hold(self, server: RunningServer) -> RunningServer:
+        self.held[getattr(server.handle, "name", "")] = server
+        return server
 
     def _keep_for(self) -> float | None:
         return kept.idle_limit() if self.keep else None
 
     def _make_room(self, using: Iterable[RunningServer] = ()) -> None:
-        """On a GPU, put idle kept servers to sleep before a start, but those about to be used."""
+        """On a GPU, put idle kept servers to sleep before a start, but those about to be used and those this
+        launcher handed out (the sweep's pool decides when they sleep)."""
         if self.gpu:
-            kept.make_room({getattr(server.handle, "name", "") for server in using})
+            kept.make_room({getattr(server.handle, "name", "") for server in using} | set(self.held))
 
     def start_many(self, wanted: list[tuple[str, int, dict[str, Any]]]) -> list[RunningServer | SpecScopeError]:
         """Start several (method, K, options) servers at once, each under a free name (a running server
@@ -224,9 +230,9 @@ class PresetLauncher:
         for server in found:
             if server is None:
                 state, failure = next(started)
-                out.append(failure if failure is not None else _from_state(state, reused=False))
+                out.append(failure if failure is not None else self._hold(_from_state(state, reused=False)))
             else:
-                out.append(server)
+                out.append(self._hold(server))
         return out
 
     def pids(self, server: RunningServer) -> list[int]:
@@ -235,11 +241,13 @@ class PresetLauncher:
 
     def stop(self, server: RunningServer) -> None:
         """Stop a server the sweep started; a reused one keeps running."""
+        self.held.pop(getattr(server.handle, "name", ""), None)
         if not server.reused:
             launch.stop(_state(server))
 
     def release(self, server: RunningServer) -> None:
         """Done with a server: a kept one stays for the lease (its idle guard ends it), else ``stop``."""
+        self.held.pop(getattr(server.handle, "name", ""), None)
         if not self.keep:
             self.stop(server)
 

@@ -181,7 +181,7 @@ class ServerPool:
 
     def wake(self, index: int, group: Group) -> bool:
         """Wake ``group``'s server if it sleeps, first making room; whether it slept."""
-        if group not in self.asleep:
+        if group not in self.asleep and not self._slept_elsewhere(group):
             return False
         self.asleep.discard(group)  # counted awake while room is made for it
         others = [g for g in self._awake() if g != group]
@@ -193,6 +193,19 @@ class ServerPool:
         finally:
             self.seconds["wake"] += time.monotonic() - began
         return True
+
+    def _slept_elsewhere(self, group: Group) -> bool:
+        """Whether a server counted awake sleeps after all (a start elsewhere on the GPU made room by putting
+        idle kept servers to sleep): a request to it would wait for ever, so it is counted asleep, to be woken."""
+        if not self.sleeps:
+            return False
+        try:
+            slept = sleepmode.is_sleeping(self.servers[group].url)
+        except SpecScopeError:
+            return False  # no answer on its sleep: the cell finds out what is wrong
+        if slept:
+            self.asleep.add(group)
+        return slept
 
     def answered(self, group: Group, requests: int) -> None:
         """Count requests the group's server answered."""
