@@ -139,7 +139,7 @@ def test_a_gpu_launcher_makes_room_without_sleeping_the_servers_it_handed_out(sp
     spared: list[set[str]] = []
     monkeypatch.setattr(kept, "make_room", lambda using=(): spared.append(set(using)) or [])
     held = sweep.RunningServer(url="http://127.0.0.1:9", handle=SimpleNamespace(name="shape-none"))
-    launcher.held["shape-none"] = held
+    launcher.held.add("shape-none")
     launcher._make_room()
     launcher.release(held)
     launcher._make_room()

@@ -60,6 +60,11 @@ def _state(server: RunningServer) -> launch.ServerState:
     return cast(launch.ServerState, server.handle)
 
 
+def _name(server: RunningServer) -> str:
+    """The registered name of a launched server ("" for one without)."""
+    return getattr(server.handle, "name", "")
+
+
 def _group_pids(server: RunningServer) -> list[int]:
     pgid = getattr(server.handle, "pgid", None)
     return launch.group_pids(pgid) if pgid else []
@@ -135,7 +140,7 @@ class PresetLauncher:
         self.sleeps = gpu and sleep_mode is not False  # on a GPU, servers sleep between their cells by default
         self.keep = keep  # its servers stay after the sweep, for the lease (``launch.kept``)
         self.devices = devices  # the GPUs its servers run on (None: those visible)
-        self.held: dict[str, RunningServer] = {}  # servers handed out and not yet let go: the sweep's pool sleeps them
+        self.held: set[str] = set()  # names of servers handed out and not yet let go: the sweep's pool sleeps them
         self.tp = int(found.engine_args.get("tensor_parallel_size", 1))
         # CPU servers (one core, a small KV cache) run side by side as memory allows and start a core each at
         # once; on a GPU, servers that sleep start and stay awake as their memory shares allow (idle, they
@@ -201,7 +206,7 @@ class PresetLauncher:
         return self._hold(running)
 
     def _hold(self, server: RunningServer) -> RunningServer:
-        self.held[getattr(server.handle, "name", "")] = server
+        self.held.add(_name(server))
         return server
 
     def _keep_for(self) -> float | None:
@@ -211,7 +216,7 @@ class PresetLauncher:
         """On a GPU, put idle kept servers to sleep before a start, but those about to be used and those this
         launcher handed out (the sweep's pool decides when they sleep)."""
         if self.gpu:
-            kept.make_room({getattr(server.handle, "name", "") for server in using} | set(self.held))
+            kept.make_room({_name(server) for server in using} | self.held)
 
     def start_many(self, wanted: list[tuple[str, int, dict[str, Any]]]) -> list[RunningServer | SpecScopeError]:
         """Start several (method, K, options) servers at once, each under a free name (a running server
@@ -241,13 +246,13 @@ class PresetLauncher:
 
     def stop(self, server: RunningServer) -> None:
         """Stop a server the sweep started; a reused one keeps running."""
-        self.held.pop(getattr(server.handle, "name", ""), None)
+        self.held.discard(_name(server))
         if not server.reused:
             launch.stop(_state(server))
 
     def release(self, server: RunningServer) -> None:
         """Done with a server: a kept one stays for the lease (its idle guard ends it), else ``stop``."""
-        self.held.pop(getattr(server.handle, "name", ""), None)
+        self.held.discard(_name(server))
         if not self.keep:
             self.stop(server)
 
