@@ -1,10 +1,11 @@
 """The closed loop on a GPU (``specscope deploy``), from an installed SpecScope with nothing running and an
 empty compile cache: the Llama-3.1-8B shape with its EAGLE-3 head, drafts accepted at a published EAGLE-3
 acceptance curve's per-position rates, concurrency 1, 4, 16 and 64, three repeats, the step cost probed at K=3 and 6
-(the bundled runs' own probes for --report of them).
+(the bundled runs' own probes for --report of them). ``--method draft_model`` chooses K for the Llama-3.2-1B
+draft shape instead, at a published draft-model curve: drafts that cost more, where the best K may move with load.
 
 Usage (GPU machine, vLLM importable, models prepared and shaped):
-    python tests/bench/deploy.py --home DIR [--budget 420]     # again with the same DIR to resume
+    python tests/bench/deploy.py --home DIR [--budget 420] [--method draft_model]  # again with the same DIR to resume
     python tests/bench/deploy.py --report --run-id RUN        # any machine: the answer from stored rows
 One command runs at most ``--budget`` seconds before it stops starting cells (a server wave started just
 before may run past it); the next command with the same home resumes, and the wall times add up. Skips
@@ -28,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "app"))
 
 from specscope import settings
-from specscope.advice import deploy_run
+from specscope.advice import deploy_run, priors
 from specscope.cli.bench import ProgressBar  # noqa: E402
 from specscope.engine import provenance  # noqa: E402
 from specscope.errors import ConfigError  # noqa: E402
@@ -53,14 +54,35 @@ BUNDLED = {"gpu-deploy-8b-eagle3-vllm0.26.0": dict(probe_ks=(2, 5), repeats=2, n
            "gpu-deploy-8b-eagle3-r5-vllm0.26.0": dict(probe_ks=(3, 6)),
            "gpu-deploy-8b-eagle3-r6-vllm0.26.0": dict(probe_ks=(3, 6))}
 NEW_RUN = dict(probe_ks=(3, 6), repeats=3, num_prompts=16, per_concurrency=8)
+# Each method's acceptance: EAGLE-3 at a published EAGLE-3 curve; the 1B draft at the nearest published
+# draft-model curve (a 1.7B draft for a 32B target: the setup's cost is measured, its acceptance borrowed).
+CURVES = {"eagle3": "eagle3-kimi-k2.5", "draft_model": "draft-qwen3-1.7b-for-32b"}
 
 
-def request(run_id: str) -> deploy_run.Request:
+def request(run_id: str, method: str = "eagle3") -> deploy_run.Request:
     chosen = {**NEW_RUN, **BUNDLED.get(run_id, {})}
-    return deploy_run.Request(preset=PRESET, methods=("eagle3",), concurrencies=(1, 4, 16, 64),
-                              prompts=REPO / "data" / "prompts" / "code-editing.jsonl",
-                              acceptance="eagle3-kimi-k2.5", ks=tuple(range(1, 9)), output_len=128, run_id=run_id,
+    curve = CURVES[method]
+    return deploy_run.Request(preset=PRESET, methods=(method,), concurrencies=(1, 4, 16, 64),
+                              prompts=REPO / "data" / "prompts" / "code-editing.jsonl", acceptance=curve,
+                              ks=tuple(range(1, priors.named(curve).k_max + 1)), output_len=128, run_id=run_id,
                               **chosen)
+
+
+class Stamped:
+    """A stream that starts each line with the wall-clock time (where a GPU command's seconds went)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> None:
+        self.stream.write("".join(f"{time.strftime('%H:%M:%S')} {line}" if line.strip() else line
+                                  for line in text.splitlines(keepends=True)))
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 def _line(hardware: str, vllm: str, wall: float | None, servers: int | None, outcome: deploy_run.Outcome) -> str:
@@ -74,12 +96,14 @@ def main() -> int:
     parser.add_argument("--home", help="the SpecScope home (empty for the first command)")
     parser.add_argument("--budget", type=float, default=420.0, help="seconds before this command stops starting cells")
     parser.add_argument("--run-id", default="deploy-bench-8b-eagle3")
+    parser.add_argument("--method", choices=sorted(CURVES), default="eagle3",
+                        help="the drafter the loop chooses K for (draft_model: the 1B draft's costlier drafts)")
     parser.add_argument("--report", action="store_true",
                         help="measure nothing: the loop's answer and figures from the rows the store holds for the run "
                              "(the bundled H100 runs on any machine); wall time and starts are the GPU command's")
     args = parser.parse_args()
     if args.report:
-        outcome = deploy_run.report(request(args.run_id))
+        outcome = deploy_run.report(request(args.run_id, args.method))
         print(outcome.report())
         rows = deploy_run.Store().speedup({"run_id": [args.run_id]})
         print(_line(str(rows["hardware"].iloc[0]), str(rows["vllm_version"].iloc[0]), None, None, outcome))
@@ -98,7 +122,7 @@ def main() -> int:
     outcome, failed = None, None
     signal.signal(signal.SIGTERM, _terminated)
     try:  # a command whose cells failed or that was killed still spent its seconds: the ledger keeps them
-        outcome = deploy_run.run(request(args.run_id), progress=ProgressBar(),
+        outcome = deploy_run.run(request(args.run_id, args.method), progress=ProgressBar(Stamped(sys.stderr)),
                                  stop=lambda: time.monotonic() - began > args.budget, spent=this)
     except ConfigError as exc:
         failed = str(exc)
