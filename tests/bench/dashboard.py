@@ -353,19 +353,20 @@ async def live_latency(browser, speed: float) -> list[float]:
 NEW_RUN = REPO / "data" / "results" / "specscope-cpu-code-editing.parquet"  # what a new run's file looks like
 
 
-async def theory_after_run(browser) -> float:
+async def theory_after_run(browser) -> tuple[float, float]:
     """Seconds until a fresh viewer sees Theory idle with its charts, right after a new run's Parquet lands
-    in a warmed server's home (the Theory page's first render with that run)."""
+    in a warmed server's home (the Theory page's first render with that run), and the same landing just
+    before the run landed (what the page costs with nothing new to compute)."""
     import pyarrow.parquet as pq
 
     with tempfile.TemporaryDirectory(prefix="specscope-bench-") as home:
         server = Server(Path(home))
         try:
             warmed(Path(home))
-            await land(browser, f"{server.url}/theory", "Theory")  # as a viewer before the run saw it
+            before = await land(browser, f"{server.url}/theory", "Theory")  # as a viewer before the run saw it
             rows = pq.read_table(NEW_RUN).drop_columns(["run_id", "created_at"]).to_pylist()
             writing.write_results(rows, run_id="bench-new-run", directory=Path(home) / "results")
-            return await land(browser, f"{server.url}/theory", "Theory")
+            return await land(browser, f"{server.url}/theory", "Theory"), before
         finally:
             server.stop()
 
@@ -377,13 +378,17 @@ async def theory_alone(repeats: int) -> None:
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            times = []
+            times, befores = [], []
             for _ in range(repeats):
-                times.append(await theory_after_run(browser))
-                print(f"Theory, first render after a new run: {times[-1]:.2f} s; loadavg {loadavg()}", flush=True)
+                after, before = await theory_after_run(browser)
+                times.append(after)
+                befores.append(before)
+                print(f"Theory, first render after a new run: {after:.2f} s (just before it: {before:.2f} s); "
+                      f"loadavg {loadavg()}", flush=True)
         finally:
             await browser.close()
-    print(f"dashboard theory_after_run_s={statistics.median(times):.3f} max_s={max(times):.3f} runs={repeats}")
+    print(f"dashboard theory_after_run_s={statistics.median(times):.3f} max_s={max(times):.3f} "
+          f"before_run_s={statistics.median(befores):.3f} runs={repeats}")
 
 
 def bounds(interval: tuple[float, float]) -> str:
@@ -447,7 +452,7 @@ async def main(sessions: list[int], speeds: list[float], rows: int, landing_roun
                       f"Explorer with {rows} rows {landing['explorer_1m']:.2f} s "
                       f"({time.perf_counter() - started:.0f} s in all); loadavg {loadavg()}", flush=True)
                 print("tab switch s: " + "; ".join(f"{label} {t:.2f}" for label, t in switches.items()), flush=True)
-            after_run = await theory_after_run(browser)
+            after_run, _ = await theory_after_run(browser)
             print(f"Theory, first render after a new run: {after_run:.2f} s; loadavg {loadavg()}", flush=True)
             p95 = None
             for speed in speeds:
