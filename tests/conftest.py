@@ -136,7 +136,7 @@ def room_for_servers(request):
     if not (alone or few):
         yield
         return
-    server_room.enter(alone)
+    server_room.enter(alone, request.node.nodeid)
     try:
         yield
     finally:

@@ -2,23 +2,31 @@
 ``many_servers`` (and the browser tests' shared demo servers) hold the room alone, tests marked
 ``few_servers`` (and the integration tests' shared pair) share it. One lock file per run, named by
 SPECSCOPE_TEST_LOCK; without it (one pytest), no lock. A CPU demo server holds about 3.4 GB, so a test
-of four servers beside one of three would not fit 24 GB."""
+of four servers beside one of three would not fit 24 GB. A wait for the room of a second or more is written
+to ``SPECSCOPE_TEST_LOCK``.waits (stream, seconds, who), which tests/slowest.py adds up: a test's JUnit time
+counts its wait as its own."""
 
 from __future__ import annotations
 
 import fcntl
 import os
+import time
 from typing import IO
 
 _held: list[bool] = []  # this process's holds: alone or not
 _file: list[IO] = []
 
 
-def enter(alone: bool) -> None:
+def enter(alone: bool, who: str = "") -> None:
     """Hold the room, alone or shared; one lock per process, alone while any hold here wants it."""
     if os.environ.get("SPECSCOPE_TEST_LOCK"):
         _held.append(alone)
+        began = time.monotonic()
         _apply()
+        waited = time.monotonic() - began
+        if waited >= 1.0:
+            with open(os.environ["SPECSCOPE_TEST_LOCK"] + ".waits", "a") as waits:
+                waits.write(f"{os.environ.get('SPECSCOPE_TEST_STREAM', '-')}\t{waited:.1f}\t{who}\n")
 
 
 def leave(alone: bool) -> None:

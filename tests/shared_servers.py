@@ -22,7 +22,7 @@ class SharedServers:
 
     def add(self, home: Path) -> Path:
         if not self.homes:
-            server_room.enter(self.alone)
+            server_room.enter(self.alone, f"the {self.fixture} fixture")
         self.homes.append(home)
         return home
 
