@@ -185,10 +185,29 @@ def test_progress_carries_an_estimate_of_the_time_left():
     estimate(bench.ProgressEvent("cell_skipped", "a", 1, 4))
     estimate(bench.ProgressEvent("cell_start", "b", 1, 4))
     assert seen[-1].remaining_s is None and seen[-1].remaining == ""
+    assert estimate.began is not None
     estimate.began -= 30  # one cell of the three left took 30 s
     estimate(bench.ProgressEvent("cell_done", "b", 2, 4))
     assert seen[-1].remaining_s == pytest.approx(60, rel=0.05) and seen[-1].remaining == "about 60 s left"
     assert bench.ProgressEvent("cell_done", remaining_s=300).remaining == "about 5 min left"
+
+
+def test_a_server_started_before_the_first_cell_is_not_spread_over_the_cells_left(monkeypatch):
+    """A resumed deploy run: 4 cells kept, one server started in 118 s, then 10 s a cell for 20 cells. The
+    estimate after its first cell reads about 19 x 10 s, not the start spread over them (42 min)."""
+    now = [1000.0]
+    monkeypatch.setattr(sweep.progress.time, "monotonic", lambda: now[0])
+    seen = []
+    estimate = sweep.progress.Estimate(seen.append)
+    for done in range(4):
+        estimate(bench.ProgressEvent("cell_skipped", f"kept{done}", done + 1, 24))
+    estimate(bench.ProgressEvent("server", "", 4, 24, message="starting draft_model K=2"))
+    now[0] += 118
+    estimate(bench.ProgressEvent("server", "", 4, 24, message="draft_model K=2 started in 118 s"))
+    estimate(bench.ProgressEvent("cell_start", "c1", 4, 24))
+    now[0] += 10
+    estimate(bench.ProgressEvent("cell_done", "c1", 5, 24))
+    assert seen[-1].remaining_s == pytest.approx(190) and seen[-1].remaining == "about 3 min left"
 
 
 def test_repeats_and_alongside_change_the_run_id_only_when_used():
