@@ -59,10 +59,11 @@ NEW_RUN = dict(probe_ks=(3, 6), repeats=3, num_prompts=16, per_concurrency=8)
 CURVES = {"eagle3": "eagle3-kimi-k2.5", "draft_model": "draft-qwen3-1.7b-for-32b"}
 
 
-def request(run_id: str, method: str = "eagle3") -> deploy_run.Request:
+def request(run_id: str, method: str = "eagle3",
+            concurrencies: tuple[int, ...] = (1, 4, 16, 64)) -> deploy_run.Request:
     chosen = {**NEW_RUN, **BUNDLED.get(run_id, {})}
     curve = CURVES[method]
-    return deploy_run.Request(preset=PRESET, methods=(method,), concurrencies=(1, 4, 16, 64),
+    return deploy_run.Request(preset=PRESET, methods=(method,), concurrencies=concurrencies,
                               prompts=REPO / "data" / "prompts" / "code-editing.jsonl", acceptance=curve,
                               ks=tuple(range(1, priors.named(curve).k_max + 1)), output_len=128, run_id=run_id,
                               **chosen)
@@ -98,12 +99,14 @@ def main() -> int:
     parser.add_argument("--run-id", default="deploy-bench-8b-eagle3")
     parser.add_argument("--method", choices=sorted(CURVES), default="eagle3",
                         help="the drafter the loop chooses K for (draft_model: the 1B draft's costlier drafts)")
+    parser.add_argument("--concurrency", default="1,4,16,64", help="the loads the answer covers (comma-separated)")
     parser.add_argument("--report", action="store_true",
                         help="measure nothing: the loop's answer and figures from the rows the store holds for the run "
                              "(the bundled H100 runs on any machine); wall time and starts are the GPU command's")
     args = parser.parse_args()
+    concurrencies = tuple(int(c) for c in args.concurrency.split(","))
     if args.report:
-        outcome = deploy_run.report(request(args.run_id, args.method))
+        outcome = deploy_run.report(request(args.run_id, args.method, concurrencies))
         print(outcome.report())
         rows = deploy_run.Store().speedup({"run_id": [args.run_id]})
         print(_line(str(rows["hardware"].iloc[0]), str(rows["vllm_version"].iloc[0]), None, None, outcome))
@@ -122,7 +125,8 @@ def main() -> int:
     outcome, failed = None, None
     signal.signal(signal.SIGTERM, _terminated)
     try:  # a command whose cells failed or that was killed still spent its seconds: the ledger keeps them
-        outcome = deploy_run.run(request(args.run_id, args.method), progress=ProgressBar(Stamped(sys.stderr)),
+        outcome = deploy_run.run(request(args.run_id, args.method, concurrencies),
+                                 progress=ProgressBar(Stamped(sys.stderr)),
                                  stop=lambda: time.monotonic() - began > args.budget, spent=this)
     except ConfigError as exc:
         failed = str(exc)
