@@ -42,8 +42,8 @@ def waits(path: Path) -> str:
     parts = []
     for stream, found in sorted(by_stream.items()):
         longest, who = max(found)
-        waits = f"{len(found)} wait" + ("" if len(found) == 1 else "s")
-        parts.append(f"{stream} {sum(s for s, _ in found):.0f} s ({waits}, longest {longest:.0f} s: {who})")
+        count = f"{len(found)} wait" + ("" if len(found) == 1 else "s")
+        parts.append(f"{stream} {sum(s for s, _ in found):.0f} s ({count}, longest {longest:.0f} s: {who})")
     return "waited for the server room: " + "; ".join(parts)
 
 
