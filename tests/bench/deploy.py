@@ -52,7 +52,8 @@ BUNDLED = {"gpu-deploy-8b-eagle3-vllm0.26.0": dict(probe_ks=(2, 5), repeats=2, n
            "gpu-deploy-8b-eagle3-r3-vllm0.26.0": dict(probe_ks=(2, 6)),
            "gpu-deploy-8b-eagle3-r4-vllm0.26.0": dict(probe_ks=(2, 6)),
            "gpu-deploy-8b-eagle3-r5-vllm0.26.0": dict(probe_ks=(3, 6)),
-           "gpu-deploy-8b-eagle3-r6-vllm0.26.0": dict(probe_ks=(3, 6))}
+           "gpu-deploy-8b-eagle3-r6-vllm0.26.0": dict(probe_ks=(3, 6)),
+           "gpu-deploy-8b-draft-r2-vllm0.26.0": dict(method="draft_model", concurrencies=(1, 16, 64))}
 NEW_RUN = dict(probe_ks=(3, 6), repeats=3, num_prompts=16, per_concurrency=8)
 # Each method's acceptance: EAGLE-3 at a published EAGLE-3 curve; the 1B draft at the nearest published
 # draft-model curve (a 1.7B draft for a 32B target: the setup's cost is measured, its acceptance borrowed).
@@ -62,6 +63,7 @@ CURVES = {"eagle3": "eagle3-kimi-k2.5", "draft_model": "draft-qwen3-1.7b-for-32b
 def request(run_id: str, method: str = "eagle3",
             concurrencies: tuple[int, ...] = (1, 4, 16, 64)) -> deploy_run.Request:
     chosen = {**NEW_RUN, **BUNDLED.get(run_id, {})}
+    method, concurrencies = chosen.pop("method", method), chosen.pop("concurrencies", concurrencies)
     curve = CURVES[method]
     return deploy_run.Request(preset=PRESET, methods=(method,), concurrencies=concurrencies,
                               prompts=REPO / "data" / "prompts" / "code-editing.jsonl", acceptance=curve,

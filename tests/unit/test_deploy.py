@@ -336,3 +336,26 @@ def test_the_bundled_h200_run_priced_the_schedules_runner_and_answers_a_fixed_k_
     figures = outcome.figures()
     assert figures["answer_vs_oracle"] == pytest.approx(1.0) and figures["sched_vs_best_fixed_min"] < 0.7
     assert {v["k"] for v in outcome.verified} == {0, 4} and len(outcome.verified) == 8
+
+
+def test_the_bundled_draft_model_loop_answers_the_measured_k_and_says_the_prediction_missed(specscope_home):
+    """The loop for the 1B draft model on the 8B shape (H200, vLLM 0.26.0, acceptance from the nearest published
+    draft-model curve): step 1's fit predicted ~1.1-1.3x at K=1, the verified K=1 measured 0.92-1.04x, and the answer
+    reads those measured figures with their intervals; the median miss is the bench's pred_err."""
+    from specscope.advice import deploy_run
+
+    data = Path(__file__).resolve().parents[2] / "data"
+    request = deploy_run.Request(preset="shape-llama31-8b-shared", methods=("draft_model",), concurrencies=(1, 16, 64),
+                                 prompts=data / "prompts" / "code-editing.jsonl", acceptance="draft-qwen3-1.7b-for-32b",
+                                 ks=tuple(range(1, 7)), probe_ks=(3, 6), repeats=3,
+                                 run_id="gpu-deploy-8b-draft-r2-vllm0.26.0")
+    outcome = deploy_run.report(request)
+    assert outcome.plan.fixed_k == 1 and outcome.plan.schedule is None and outcome.plan.verify_ks == [1]
+    assert not outcome.answer.use_schedule and outcome.answer.config["num_speculative_tokens"] == 1
+    sentence = outcome.answer.sentence()
+    assert "1: K=1 1.042× [1.003, 1.082] measured" in sentence and "16: K=1 0.915× [0.755, 1.081] measured" in sentence
+    assert [v["k"] for v in outcome.verified] == [1, 1, 1]
+    assert all(v["predicted"] > v["measured"] for v in outcome.verified)  # the fit over-promised at every load
+    figures = outcome.figures()
+    assert figures["pred_err_median"] == pytest.approx(0.211, abs=0.001)
+    assert figures["sched_vs_best_fixed_min"] is None  # no schedule was served: no figure
