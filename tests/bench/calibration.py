@@ -26,6 +26,7 @@ from pathlib import Path
 
 from specscope import settings, sweep
 from specscope.advice import calibrate, fitting
+from specscope.cli.bench import ProgressBar
 from specscope.engine import models
 from specscope.results.store import Store
 
@@ -33,10 +34,7 @@ PRESET, METHOD = "cpu-smollm2", "draft_model"
 PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "code-editing.jsonl"
 
 
-def progress(event) -> None:
-    if event.stage in ("server", "cell_done", "cell_failed"):
-        print(f"  {time.strftime('%H:%M:%S')} {event.cells_done}/{event.cells_total} {event.message or event.cell} "
-              f"{event.stage}", file=sys.stderr, flush=True)
+progress = ProgressBar(sys.stderr, stamped=True)
 
 
 def measure(spec: sweep.SweepSpec) -> str:

@@ -33,6 +33,7 @@ sys.path[:0] = [str(REPO / "app"), str(REPO / "tests")]
 from ray_local import loopback_cluster  # noqa: E402
 from s3server import SeaweedS3  # noqa: E402
 from specscope import settings, sweep
+from specscope.cli.bench import ProgressBar  # noqa: E402
 from specscope.client import bench
 from specscope.results import store  # noqa: E402
 
@@ -122,10 +123,11 @@ def main() -> None:
                         return
             killed.pop("due", None)  # that group's server is gone already: wait for another group
 
+        bar = ProgressBar(sys.stdout, stamped=True)
+
         def progress(event: bench.ProgressEvent) -> None:
+            bar(event)
             if event.stage in ("cell_done", "cell_failed"):
-                print(f"{time.strftime('%H:%M:%S')} {event.cells_done}/{event.cells_total} {event.cell} "
-                      f"{event.stage}", flush=True)
                 method, k, conc = event.cell.rsplit("-", 2)
                 if event.cells_done >= args.kill_after and conc == "c1" and not killed:
                     killed["due"] = True  # after a group's first cell, while its second runs

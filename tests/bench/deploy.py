@@ -71,23 +71,6 @@ def request(run_id: str, method: str = "eagle3",
                               **chosen)
 
 
-class Stamped:
-    """A stream that starts each line with the wall-clock time (where a GPU command's seconds went)."""
-
-    def __init__(self, stream):
-        self.stream = stream
-
-    def isatty(self) -> bool:
-        return False
-
-    def write(self, text: str) -> None:
-        self.stream.write("".join(f"{time.strftime('%H:%M:%S')} {line}" if line.strip() else line
-                                  for line in text.splitlines(keepends=True)))
-
-    def flush(self) -> None:
-        self.stream.flush()
-
-
 def _line(hardware: str, vllm: str, wall: float | None, servers: int | None, outcome: deploy_run.Outcome) -> str:
     figures = " ".join(f"{k}={'none' if v is None else f'{v:.3f}'}" for k, v in outcome.figures().items())
     return (f"deploy gpu={hardware} vllm={vllm} wall_s={'?' if wall is None else f'{wall:.0f}'} "
@@ -128,7 +111,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, _terminated)
     try:  # a command whose cells failed or that was killed still spent its seconds: the ledger keeps them
         outcome = deploy_run.run(request(args.run_id, args.method, concurrencies),
-                                 progress=ProgressBar(Stamped(sys.stderr)),
+                                 progress=ProgressBar(sys.stderr, stamped=True),
                                  stop=lambda: time.monotonic() - began > args.budget, spent=this)
     except ConfigError as exc:
         failed = str(exc)

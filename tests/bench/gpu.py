@@ -24,13 +24,12 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
 
 from specscope import settings, sweep
-from specscope.client import bench
+from specscope.cli.bench import ProgressBar
 from specscope.engine import provenance
 from specscope.results.store import Store
 
@@ -46,10 +45,7 @@ RUIZ_METHODS = {"eagle3": ("RedHatAI/Qwen3-32B-speculator.eagle3", 3, 2.18),
 PHASES = {"ruiz-eagle3": ("none", "eagle3"), "ruiz-draft": ("draft_model",), "ruiz-4b": ("draft_4b",)}
 
 
-def progress(event: bench.ProgressEvent) -> None:
-    if event.stage != "request":
-        print(f"{time.strftime('%H:%M:%S')} {event.cells_done}/{event.cells_total} {event.cell} "
-              f"{event.message or event.stage}", flush=True)
+progress = ProgressBar(sys.stdout, stamped=True)
 
 
 def run(spec: sweep.SweepSpec) -> None:

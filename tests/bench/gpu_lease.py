@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 
 from specscope import settings, stats, sweep
+from specscope.cli.bench import ProgressBar
 from specscope.client import bench, prompts, sleepmode, warmup
 from specscope.engine import provenance
 from specscope.launch import gpus
@@ -50,10 +51,7 @@ METHODS = ("none", "ngram", "eagle3", "draft_model")
 START_S = 170.0  # a server start on the 8B shape takes about this long: no new start past the budget's end
 
 
-def progress(event: bench.ProgressEvent) -> None:
-    if event.stage != "request":
-        print(f"{time.strftime('%H:%M:%S')} {event.cells_done}/{event.cells_total} {event.cell} "
-              f"{event.message or event.stage}", flush=True)
+progress = ProgressBar(sys.stdout, stamped=True)
 
 
 def lease_spec(way: str, repeats: int) -> sweep.SweepSpec:

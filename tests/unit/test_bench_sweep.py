@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,13 @@ def test_progress_bar_lines():
     bar(bench.ProgressEvent("request", "x", 3, 6, 1, 4))  # request ticks only on a terminal
     assert out.getvalue() == "[###############---------------] 3/6 cells  ngram-k2-c4 FAILED: server exited\n"
     assert json.dumps(bench.ProgressEvent("sweep_done").fraction) == "0.0"
+
+
+def test_a_stamped_progress_bar_starts_each_line_with_the_time():
+    """A GPU bench's log says when each step happened (``stamped``, the benches' one way of timestamping)."""
+    out = io.StringIO()
+    bench_cli.ProgressBar(stream=out, stamped=True)(bench.ProgressEvent("cell_done", "none-k0-c1", 1, 2))
+    assert re.fullmatch(r"\d\d:\d\d:\d\d \[#{15}-{15}\] 1/2 cells  none-k0-c1 done\n", out.getvalue())
 
 
 def _pid_exists_as_another_user(pid: int) -> bool:

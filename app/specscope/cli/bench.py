@@ -43,11 +43,13 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 class ProgressBar:
-    """A one-line text progress bar on stderr for sweep events."""
+    """A one-line text progress bar on stderr for sweep events; ``stamped``: each line starts with the wall-clock
+    time (a bench's log then says where a GPU command's seconds went)."""
 
-    def __init__(self, stream=None, width: int = 30):
+    def __init__(self, stream=None, width: int = 30, stamped: bool = False):
         self.stream, self.width = stream or sys.stderr, width  # stderr as it is now, not at import
         self.tty = self.stream.isatty()
+        self.stamped = stamped
         self.last_failure: str | None = None
 
     def __call__(self, event: bench.ProgressEvent) -> None:
@@ -65,6 +67,8 @@ class ProgressBar:
                   "cell_failed": f"{event.cell} FAILED: {failure}",
                   "sweep_done": event.message}[event.stage]
         line = f"[{bar}] {event.cells_done}/{event.cells_total} cells  {detail}"
+        if self.stamped:
+            line = f"{time.strftime('%H:%M:%S')} {line}"
         if event.remaining:
             line += f"  ({event.remaining})"
         if self.tty and event.stage == "request":
