@@ -50,6 +50,21 @@ def test_a_tie_within_noise_goes_to_the_smaller_k_and_says_so():
     assert "tied within noise with the fastest measured, K = 4" in tied.choices[0].sentence()
 
 
+def test_the_answer_says_where_its_k_ties_or_loses_to_the_baseline():
+    """A K that pays at low load but not at high: the sentence says where its interval holds 1.000× and where
+    it lies below, so the deploy answer never reads as a gain everywhere."""
+    points = {(1, 2): (1.30, 1.25, 1.35), (8, 2): (1.02, 0.97, 1.07)}
+    found = deploy.answer(_fit(points), ks=[2])
+    assert found.fixed_k == 2 and not found.use_schedule
+    assert "). K = 2 ties the baseline (its interval holds 1.000×) at concurrency 8. " in found.sentence()
+    # slower beyond noise at 32: a schedule drafting nothing there answers; without K=0 the fixed K says it loses
+    slower = {**points, (32, 2): (0.90, 0.85, 0.95)}
+    assert deploy.answer(_fit(slower), ks=[2]).use_schedule
+    assert ("K = 2 ties the baseline (its interval holds 1.000×) at concurrency 8 and is slower than the baseline "
+            "beyond noise at concurrency 32.") in deploy.answer(_fit(slower), ks=[2], allow_zero=False).sentence()
+    assert "baseline" not in deploy.answer(_fit({(1, 2): (1.30, 1.25, 1.35)}), ks=[2]).sentence()
+
+
 def test_single_runs_rank_by_their_points():
     found = deploy.answer(_fit({(1, 2): (1.203, None, None), (1, 4): (1.210, None, None)}))
     assert found.choices[0].k == 4 and found.fixed_k == 4
@@ -354,6 +369,7 @@ def test_the_bundled_draft_model_loop_answers_the_measured_k_and_says_the_predic
     assert not outcome.answer.use_schedule and outcome.answer.config["num_speculative_tokens"] == 1
     sentence = outcome.answer.sentence()
     assert "1: K=1 1.042× [1.003, 1.082] measured" in sentence and "16: K=1 0.915× [0.755, 1.081] measured" in sentence
+    assert "K = 1 ties the baseline (its interval holds 1.000×) at concurrency 16, 64." in sentence  # not at 1
     assert [v["k"] for v in outcome.verified] == [1, 1, 1]
     assert all(v["predicted"] > v["measured"] for v in outcome.verified)  # the fit over-promised at every load
     figures = outcome.figures()

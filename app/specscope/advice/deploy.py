@@ -106,7 +106,21 @@ class Answer:
         head = (f"Deploy {self.method} with the K schedule {self.schedule.text()}" if self.use_schedule else
                 f"Deploy {self.method} with K = {self.fixed_k}" if self.fixed_k else
                 "Do not deploy speculative decoding here")
-        return f"{head} (by concurrency, {figures}). {self.why}"
+        return f"{head} (by concurrency, {figures}).{self._against_baseline()} {self.why}"
+
+    def _against_baseline(self) -> str:
+        """`` At concurrency 16, 64 it ties the baseline ...``: where the deployed fixed K's measured interval
+        holds 1.000× or lies below it ('' where it beats the baseline at every measured concurrency)."""
+        if self.use_schedule or not self.fixed_k:
+            return ""
+        ties, slower = [], []
+        for c in self.choices:
+            m = c.measured_by.get(self.fixed_k)
+            if m is not None and m.lo is not None and m.hi is not None and m.lo <= 1.0:
+                (slower if m.hi < 1.0 else ties).append(f"{c.concurrency:g}")
+        said = ([f"ties the baseline (its interval holds 1.000×) at concurrency {', '.join(ties)}"] if ties else []) + \
+            ([f"is slower than the baseline beyond noise at concurrency {', '.join(slower)}"] if slower else [])
+        return f" K = {self.fixed_k} {' and '.join(said)}." if said else ""
 
     def k_at(self, concurrency: float) -> int:
         """The K the deployed configuration drafts at a concurrency (as its batch size); 0: none."""
