@@ -1,6 +1,6 @@
 """The look every SpecScope figure shares: colours, the common layout, and the empty-figure message
-(plotly); the K axis and the no-gain line (Vega-Lite, Altair), and an Altair chart as the spec
-``st.vega_lite_chart`` draws."""
+(plotly); the K axis and the no-gain line (Vega-Lite: Altair objects, or plain spec dicts), and a chart as
+the spec ``st.vega_lite_chart`` draws."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from streamlit import dataframe_util
 
-__all__ = ["PALETTE", "LOG2_STEP", "VEGA_PAD", "layout", "empty_figure", "k_axis", "no_gain", "vega_spec"]
+__all__ = ["PALETTE", "LOG2_STEP", "VEGA_PAD", "layout", "empty_figure", "k_axis", "k_axis_spec", "no_gain",
+           "no_gain_layer", "vega_lite", "vega_spec"]
 
 PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D",
            "#EECA3B", "#BAB0AC"]
@@ -44,23 +45,46 @@ def empty_figure(message: str, height: int = 300) -> go.Figure:
     return fig
 
 
+def k_axis_spec(title: str = "K (speculative tokens)") -> dict:
+    """A Vega-Lite x axis of whole K over the measured range (field ``k``), from the smallest K, not 0."""
+    return {"axis": {"format": "d", "tickMinStep": 1}, "field": "k", "scale": {"nice": False, "padding": VEGA_PAD,
+                                                                               "zero": False},
+            "title": title, "type": "quantitative"}
+
+
 def k_axis(title: str = "K (speculative tokens)") -> alt.X:
-    """A Vega-Lite x axis of whole K over the measured range (field ``k``)."""
-    return alt.X("k:Q", title=title, axis=alt.Axis(tickMinStep=1, format="d"),
-                 scale=alt.Scale(padding=VEGA_PAD, nice=False, zero=False))  # from the smallest K, not 0
+    """``k_axis_spec`` as an Altair channel."""
+    return alt.X.from_dict(k_axis_spec(title))
+
+
+def no_gain_layer() -> dict:
+    """The dotted Vega-Lite rule at speedup 1, to layer under a speedup chart, on the dataset ``no_gain``
+    (``[{"no_gain": 1.0}]``)."""
+    return {"data": {"name": "no_gain"}, "mark": {"type": "rule", "color": "#888", "strokeDash": [3, 3]},
+            "encoding": {"y": {"field": "no_gain", "type": "quantitative"}}}
 
 
 def no_gain() -> alt.Chart:
-    """The dotted Vega-Lite rule at speedup 1, to layer under a speedup chart."""
+    """``no_gain_layer`` as an Altair chart."""
     return alt.Chart(pd.DataFrame({"no_gain": [1.0]})).mark_rule(strokeDash=[3, 3], color="#888").encode(
         y="no_gain:Q")
 
 
-def vega_spec(chart: alt.TopLevelMixin) -> dict:
-    """``chart`` as the Vega-Lite spec ``st.altair_chart`` would send: validated once here (Altair's
-    ``to_dict`` is most of what drawing a chart costs), without the default theme's 300 px view
-    (Streamlit draws Altair without it), each dataset already in Streamlit's Arrow bytes. Draw it
-    with ``st.vega_lite_chart``; keep it in a shared cache, so a viewer pays only for sending it."""
+def vega_lite(layers: list[dict], datasets: dict[str, list], **props) -> dict:
+    """A layered Vega-Lite spec as a plain dict: ``layers`` reading the named ``datasets`` (JSON rows),
+    and the top level's ``props`` (title, height, resolve)."""
+    return {"layer": layers, **props, "$schema": alt.SCHEMA_URL, "datasets": datasets}
+
+
+def vega_spec(chart: alt.TopLevelMixin | dict) -> dict:
+    """``chart`` as the Vega-Lite spec ``st.altair_chart`` would send, each dataset already in Streamlit's
+    Arrow bytes. An Altair chart is validated once here (Altair's ``to_dict`` is most of what drawing it
+    costs), without the default theme's 300 px view (Streamlit draws Altair without it); a plain spec
+    (``vega_lite``) is taken as it is. Draw it with ``st.vega_lite_chart``; keep it in a shared cache, so a
+    viewer pays only for sending it."""
+    if isinstance(chart, dict):
+        return {**chart, "datasets": {name: dataframe_util.convert_anything_to_arrow_bytes(pd.DataFrame(values))
+                                      for name, values in chart.get("datasets", {}).items()}}
     spec = chart.to_dict()
     if alt.theme.active == "default":
         view = spec.get("config", {}).get("view", {})

@@ -168,7 +168,7 @@ def test_concurrency_figure_marks_crossover_in_data_units(ruiz_frame, monkeypatc
     ks = range(1, 7)
     curve, measured = fitting.concurrency_curves(fit, ks)
     crossover = fitting.predicted_crossover(fit, ks)
-    spec = theory_charts.speedup_vs_concurrency_figure(curve, measured, crossover).to_dict()
+    spec = theory_charts.speedup_vs_concurrency_figure(curve, measured, crossover)
     rule = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "rule"
                 and layer["encoding"].get("x", {}).get("field") == "concurrency")
     assert spec["datasets"][rule["data"]["name"]] == [{"concurrency": crossover,
