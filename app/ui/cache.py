@@ -28,14 +28,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from specscope.advice import fitting
+from specscope.advice import calibrate, fitting
 from specscope.analysis import anatomy
 from specscope.errors import InputError
 from specscope.results.store import Store
 from ui.chart_style import vega_spec
 from ui.common import store
 
-__all__ = ["version", "facets", "frame", "table", "speedup_rows", "built", "vega_lite", "fits", "unfitted", "digest"]
+__all__ = ["version", "facets", "frame", "table", "speedup_rows", "built", "vega_lite", "fits", "unfitted",
+           "calibrations", "digest"]
 
 T = TypeVar("T")
 Filters = Mapping[str, Sequence] | None
@@ -211,6 +212,14 @@ def unfitted(frame: pd.DataFrame) -> list[tuple[dict, str]]:
     return _built("unfitted", digest(frame), lambda: [
         (keys, problem) for keys, at in fitting.family_positions(frame)
         if (problem := _missing(*_family(frame, at)))])
+
+
+def calibrations(frame: pd.DataFrame) -> list[calibrate.Calibration]:
+    """``calibrate.calibrations(frame)`` kept on a digest of the rows it reads (``calibrate.calibrated``): a new
+    run of a real drafter leaves them as they are, so it does not calibrate again."""
+    at = np.flatnonzero(calibrate.calibrated(frame).to_numpy(dtype=bool, na_value=False))
+    return _built("calibrations", labels_digest(frame, frame.index[at]),
+                  lambda: calibrate.calibrations(frame.iloc[at]))
 
 
 def _family(frame: pd.DataFrame, at: np.ndarray) -> tuple[str, Callable[[], pd.DataFrame]]:

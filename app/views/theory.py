@@ -155,7 +155,7 @@ st.caption("Each range's K: measured (the fastest measured K at that batch size 
            f"smaller batch), or extrapolated past them. A range drafts 0 where that beats every K; drafting 0 is "
            f"{found.drafting_zero}.")
 
-calibrations = cache.built("theory_calibrations", lambda: calibrate.calibrations(frame), frame)
+calibrations = cache.calibrations(frame)
 st.subheader("Step cost measured on this machine" if any(c.here for c in calibrations) else
              "Step cost calibrations")
 if calibrations and not any(c.here for c in calibrations):

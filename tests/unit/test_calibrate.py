@@ -118,6 +118,25 @@ def test_the_step_cost_comes_back_from_synthetic_rows(calibrated_frame):
         [theory.tokens_per_step(0.5, k) / (D0[1] + D1[1] * k) for k in (1, 2)])
 
 
+def test_the_dashboard_calibrates_again_only_when_the_calibration_rows_change(calibrated_frame, monkeypatch):
+    """The Theory page keeps its calibrations on the rows they are made of: a new run of a real drafter leaves them
+    as they were, and a changed calibration row makes them again, with the changed cost."""
+    from ui import cache
+
+    made: list[int] = []
+    real = calibrate.calibrations
+    monkeypatch.setattr(calibrate, "calibrations", lambda rows: made.append(len(rows)) or real(rows))
+    first = cache.calibrations(calibrated_frame)
+    drafter = calibrated_frame.copy()
+    drafter.loc[drafter["source"] != "calibration", "speedup"] *= 1.1
+    assert cache.calibrations(drafter) is first and len(made) == 1
+    slower = calibrated_frame.copy()
+    slower.loc[(slower["source"] == "calibration") & (slower["method"] != "none"), "speedup"] /= 1.1
+    (again,) = cache.calibrations(slower)
+    assert len(made) == 2 and made[1] == made[0]
+    assert again.cost(3, 1) == pytest.approx(first[0].cost(3, 1) * 1.1)
+
+
 def test_the_advisor_never_fits_calibration_rows(calibrated_frame):
     fits = fitting.fit_families(calibrated_frame)
     assert [f.keys["source"] for f in fits] == ["specscope"]

@@ -38,7 +38,7 @@ from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 from specscope.sweep import SweepSpec, is_synthetic
 
 __all__ = ["CALIBRATION_SOURCE", "DEFAULT_ALPHA", "sweep_spec", "synthetic_alpha", "Calibration",
-           "calibrations", "find", "with_measured_cost", "what_if", "compare"]
+           "calibrated", "calibrations", "find", "with_measured_cost", "what_if", "compare"]
 
 DEFAULT_ALPHA = 0.8
 KEYS = ("model", "draft_model", "method", "hardware", "host")
@@ -104,10 +104,15 @@ def synthetic_alpha() -> float | None:
     return DEFAULT_ALPHA if installed_vllm().synthetic else None
 
 
+def calibrated(frame: pd.DataFrame) -> pd.Series:
+    """Which of ``frame``'s rows ``calibrations`` reads: speculative rows whose drafts were accepted synthetically."""
+    return provenance.engine_only(frame) & (frame["method"] != BASELINE_METHOD)
+
+
 def calibrations(frame: pd.DataFrame) -> list[Calibration]:
     """One Calibration per (model, draft, method, hardware, host) among ``frame``'s calibration rows and
     other rows whose drafts were accepted synthetically, e.g. engine-only GPU runs (columns of ``Store.speedup``)."""
-    rows = frame[provenance.engine_only(frame) & (frame["method"] != BASELINE_METHOD)]
+    rows = frame[calibrated(frame)]
     rows = fitting.with_acceptance_length(rows).dropna(subset=["speedup", "k", "concurrency", "al"])
     rows = rows[(rows["k"] > 0) & (rows["speedup"] > 0)]
     out = []
