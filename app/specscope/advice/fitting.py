@@ -161,18 +161,19 @@ class FamilyFit:
         """Leave-one-out: each training point predicted by the family refitted without it
         (``concurrency, k, speedup, predicted, rel_err``); a point whose removal leaves nothing to
         fit has no row."""
-        train = self.rows[self.rows["train"]]
-        read = self.rows[[c for c in self.rows if c in _FITTED_ON]]  # a refit copies only what it reads
+        points = _Points.of(self.rows)
         found = []
-        for index, row in train.iterrows():
+        for i in np.flatnonzero(self.rows["train"].to_numpy(dtype=bool)):
             try:
-                refit = fit_family(read.drop(index=index),
-                                   self.train_smallest).with_acceptance(self.acceptance)
+                refit = _fit_points(points.without(i), self.train_smallest)
             except InputError:
                 continue
-            predicted = refit.predict(int(row["k"]), float(row["concurrency"]))
-            found.append({"concurrency": row["concurrency"], "k": int(row["k"]), "speedup": float(row["speedup"]),
-                          "predicted": predicted, "rel_err": predicted / float(row["speedup"]) - 1.0})
+            # only the refit's prediction is read: its acceptance and cost, with this fit's named curve if any
+            predicted = replace(self, alpha=refit.alpha, first=refit.first, decay=refit.decay, cost=refit.cost,
+                                measured_rates=refit.measured).predict(int(points.k[i]), float(points.concurrency[i]))
+            speedup = float(points.speedup[i])
+            found.append({"concurrency": self.rows["concurrency"].iat[i], "k": int(points.k[i]), "speedup": speedup,
+                          "predicted": predicted, "rel_err": predicted / speedup - 1.0})
         return pd.DataFrame(found, columns=["concurrency", "k", "speedup", "predicted", "rel_err"])
 
     def held_out_error(self, concurrency: float | None = None) -> float | None:
@@ -282,18 +283,96 @@ def family_rows(frame: pd.DataFrame, keys: Mapping) -> pd.DataFrame:
     return frame[keep]
 
 
-def _rates_column(rows: pd.DataFrame) -> list[float]:
+def _rates_column(values: Sequence) -> list[float]:
     """Mean measured per-position rates over the rows that carry them (longest prefix)."""
-    lists = [[float(x) for x in v] for v in rows["per_position_acceptance"]
-             if isinstance(v, (list, tuple, np.ndarray)) and len(v) > 0]
+    lists = [[float(x) for x in v] for v in values if isinstance(v, (list, tuple, np.ndarray)) and len(v) > 0]
     if not lists:
         return []
     depth = max(len(v) for v in lists)
     return [float(np.mean([v[i] for v in lists if len(v) > i])) for i in range(depth)]
 
 
-_FITTED_ON = frozenset({"method", "k", "concurrency", "speedup", "acceptance_length", "acceptance_rate",
-                        "per_position_acceptance", "baseline_throughput", *FAMILY_KEYS})  # what fit_family reads
+@dataclass(frozen=True)
+class _Points:
+    """A family's usable rows, sorted by concurrency and K, as arrays: what a fit is computed from."""
+
+    k: np.ndarray
+    concurrency: np.ndarray
+    al: np.ndarray
+    speedup: np.ndarray
+    baseline_throughput: np.ndarray
+    rates: np.ndarray  # per_position_acceptance of each row (objects)
+
+    @classmethod
+    def of(cls, rows: pd.DataFrame) -> _Points:
+        def floats(name: str) -> np.ndarray:
+            return rows[name].to_numpy(dtype=float, na_value=np.nan) if name in rows else np.full(len(rows), np.nan)
+        rates = rows["per_position_acceptance"].to_numpy(dtype=object) if "per_position_acceptance" in rows else \
+            np.full(len(rows), None, dtype=object)
+        return cls(floats("k"), floats("concurrency"), floats("al"), floats("speedup"), floats("baseline_throughput"),
+                   rates)
+
+    def without(self, i: int) -> _Points:
+        keep = np.arange(len(self.k)) != i
+        return _Points(*(getattr(self, name)[keep] for name in ("k", "concurrency", "al", "speedup",
+                                                                 "baseline_throughput", "rates")))
+
+
+@dataclass(frozen=True)
+class _Fitted:
+    """What ``_fit_points`` finds: the training mask, acceptance, and the cost per concurrency."""
+
+    train: np.ndarray
+    alpha: float
+    alpha_rmse: float
+    first: float
+    decay: float
+    rates_rmse: float
+    groups: list[dict]
+    measured: list[float]
+
+    @property
+    def cost(self) -> theory.CostCurve:
+        return theory.CostCurve(tuple(float(g["concurrency"]) for g in self.groups),
+                                tuple(g["d0"] for g in self.groups), tuple(g["d1"] for g in self.groups))
+
+
+def _mean(values: np.ndarray) -> float:
+    """The mean of the values that are there (NaN where none is), as pandas takes it."""
+    there = values[~np.isnan(values)]
+    return float(there.mean()) if len(there) else math.nan
+
+
+def _fit_points(points: _Points, train_smallest: int | None) -> _Fitted:
+    """The fit of a family's usable points (see the module docstring); InputError where none can be fitted on."""
+    train = np.zeros(len(points.k), bool)
+    for conc in np.unique(points.concurrency):
+        here = points.concurrency == conc
+        measured_ks = np.unique(points.k[here])
+        train[here] = np.isin(points.k[here], measured_ks[:train_smallest] if train_smallest else measured_ks)
+    on = train & ~np.isnan(points.al)
+    if not on.any():
+        raise InputError("The rows chosen for the fit carry no acceptance rate or length; fit on all measured K.")
+    k, conc, al, speedup, base = (points.k[on], points.concurrency[on], points.al[on], points.speedup[on],
+                                  points.baseline_throughput[on])
+    pooled = {int(x): _mean(al[k == x]) for x in np.unique(k)}
+    measured = [] if train_smallest else _rates_column(points.rates[on])
+    ks, als = list(pooled), list(pooled.values())
+    if measured:
+        ks = sorted(set(ks) | set(range(1, len(measured) + 1)))
+        als = [float(pooled.get(x, 1.0 + sum(measured[:x]))) for x in ks]
+    alpha, alpha_rmse = fit_alpha(ks, als)
+    if len(ks) >= 2:
+        first, decay, rates_rmse = fit_rates(ks, als)
+    else:  # one K cannot tell how acceptance falls with position: i.i.d.
+        first, decay, rates_rmse = alpha, alpha, alpha_rmse
+    groups = []
+    for c in np.unique(conc):
+        here = conc == c
+        d0, d1 = fit_cost(k[here], al[here] / speedup[here])
+        groups.append({"concurrency": int(c), "d0": d0, "d1": d1, "train_ks": [int(x) for x in np.unique(k[here])],
+                       "baseline_step_ms": float(1000.0 * c / _mean(base[here]))})
+    return _Fitted(train, alpha, alpha_rmse, first, decay, rates_rmse, groups, measured)
 
 
 def fit_family(rows: pd.DataFrame, train_smallest: int | None = None) -> FamilyFit:
@@ -303,39 +382,11 @@ def fit_family(rows: pd.DataFrame, train_smallest: int | None = None) -> FamilyF
     if problem:
         raise InputError(f"These results cannot be fitted: {problem}.")
     rows = usable.sort_values(["concurrency", "k"]).reset_index(drop=True)
-    train = np.zeros(len(rows), bool)
-    for _, idx in rows.groupby("concurrency").groups.items():
-        ks = sorted(rows.loc[idx, "k"].unique())
-        keep = ks[:train_smallest] if train_smallest else ks
-        train[idx] = rows.loc[idx, "k"].isin(keep).to_numpy()
-    rows["train"] = train
-    fit_rows = rows[rows["train"] & rows["al"].notna()]
-    if fit_rows.empty:
-        raise InputError("The rows chosen for the fit carry no acceptance rate or length; fit on all measured K.")
-    pooled = fit_rows.groupby("k")["al"].mean()
-    measured = [] if train_smallest else _rates_column(fit_rows)
-    ks, als = list(pooled.index.astype(int)), list(pooled.to_numpy())
-    if measured:
-        ks = sorted(set(ks) | set(range(1, len(measured) + 1)))
-        als = [float(pooled.get(k, 1.0 + sum(measured[:k]))) for k in ks]
-    alpha, alpha_rmse = fit_alpha(ks, als)
-    if len(ks) >= 2:
-        first, decay, rates_rmse = fit_rates(ks, als)
-    else:  # one K cannot tell how acceptance falls with position: i.i.d.
-        first, decay, rates_rmse = alpha, alpha, alpha_rmse
-    groups = []
-    for conc, g in fit_rows.groupby("concurrency"):
-        d0, d1 = fit_cost(g["k"].to_numpy(), (g["al"] / g["speedup"]).to_numpy())
-        groups.append({"concurrency": int(conc), "d0": d0, "d1": d1,
-                       "train_ks": sorted(int(k) for k in g["k"].unique()),
-                       "baseline_step_ms": float(1000.0 * conc / g["baseline_throughput"].mean())})
-    table = pd.DataFrame(groups)
-    cost = theory.CostCurve(tuple(float(c) for c in table["concurrency"]),
-                            tuple(table["d0"]), tuple(table["d1"]))
+    found = _fit_points(_Points.of(rows), train_smallest)
+    rows["train"] = found.train
     keys = {k: _scalar(rows[k].iloc[0]) if k in rows else None for k in FAMILY_KEYS}
-    fit = FamilyFit(keys, alpha, alpha_rmse, first, decay, rates_rmse, cost, table, rows,
-                    train_smallest, measured)
-    return fit
+    return FamilyFit(keys, found.alpha, found.alpha_rmse, found.first, found.decay, found.rates_rmse, found.cost,
+                     pd.DataFrame(found.groups), rows, train_smallest, found.measured)
 
 
 def _scalar(value):
