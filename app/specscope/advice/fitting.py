@@ -11,7 +11,8 @@ acceptance); a *group* is a family at one concurrency. ``fit_family`` fits, from
   of it, a named acceptance curve (``FamilyFit.with_acceptance``: a published prior, or another run's
   measured acceptance) for what-if answers on a measured step cost;
 - cost, per concurrency: ``D(K) = AL / speedup = d0 + d1 * K`` by least squares, then a
-  ``CostCurve`` over concurrency, so speedup is predicted at any K and concurrency.
+  ``CostCurve`` over concurrency, so speedup is predicted at any K and concurrency (the least squares
+  themselves, on arrays: ``estimate``).
 
 ``train_smallest=n`` fits each group only on its n smallest measured K (for honest
 held-out checks). A fit is never called good on the points it was fitted to: ``FamilyFit.held_out``
@@ -30,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from specscope.advice import priors, theory
+from specscope.advice.estimate import Points, fit_alpha, fit_cost, fit_points, fit_rates
 from specscope.analysis import anatomy
 from specscope.engine import provenance
 from specscope.errors import InputError
@@ -41,9 +43,7 @@ __all__ = ["FamilyFit", "with_parts", "fit_alpha", "fit_rates", "fit_cost", "fit
            "measured_crossover", "predicted_crossover", "with_acceptance_length", "model_curves", "fit_curves",
            "concurrency_curves", "POOR_FIT", "MIN_HELD_OUT", "EXTRAPOLATE"]
 
-_DECAYS = np.linspace(0.01, 1.0, 991)
 EXTRAPOLATE = 4  # how far past the largest measured concurrency a crossover is extrapolated
-_ALPHAS = np.linspace(0.0, 0.999, 1999)
 AL_ROUNDING = 0.01  # acceptance lengths published with two decimals
 POOR_FIT = 0.10     # above this median error at a concurrency, the advice follows the measurements
 MIN_HELD_OUT = 3    # held-out predictions a fit needs before its error is reported as validated
@@ -59,41 +59,6 @@ def with_acceptance_length(rows: pd.DataFrame) -> pd.DataFrame:
     agrees = from_rate.notna() & (length.isna() | ((from_rate - length).abs() <= AL_ROUNDING))
     out["al"] = from_rate.where(agrees, length)
     return out
-
-
-def fit_alpha(ks: Sequence[int], al: Sequence[float]) -> tuple[float, float]:
-    """Least-squares i.i.d. alpha for measured AL(K); returns ``(alpha, rmse in tokens)``."""
-    ks_arr, al_arr = np.asarray(ks, float), np.asarray(al, float)
-    a = _ALPHAS[:, None]
-    pred = (1.0 - a ** (ks_arr + 1.0)) / (1.0 - a)
-    sse = ((pred - al_arr) ** 2).sum(axis=1)
-    best = int(np.argmin(sse))
-    return float(_ALPHAS[best]), float(math.sqrt(sse[best] / len(ks_arr)))
-
-
-def fit_rates(ks: Sequence[int], al: Sequence[float]) -> tuple[float, float, float]:
-    """Least-squares geometric rates ``first * decay^(i-1)`` for measured AL(K).
-
-    Returns ``(first, decay, rmse in tokens)``; ``first`` is solved in closed form per decay.
-    """
-    ks_arr, gain = np.asarray(ks, int), np.asarray(al, float) - 1.0
-    powers = _DECAYS[:, None] ** np.arange(int(ks_arr.max()))[None, :]
-    basis = np.cumsum(powers, axis=1)[:, ks_arr - 1]
-    first = np.clip((basis @ gain) / (basis ** 2).sum(axis=1), 0.0, 1.0)
-    sse = ((first[:, None] * basis - gain) ** 2).sum(axis=1)
-    best = int(np.argmin(sse))
-    return float(first[best]), float(_DECAYS[best]), float(math.sqrt(sse[best] / len(ks_arr)))
-
-
-def fit_cost(ks: Sequence[int], cost: Sequence[float]) -> tuple[float, float]:
-    """``(d0, d1)`` of ``D(K) = d0 + d1*K`` with d1 >= 0; with one K, the Leviathan form d0 = 1."""
-    ks_arr, d = np.asarray(ks, float), np.asarray(cost, float)
-    if len(set(ks_arr.tolist())) < 2:
-        return 1.0, float(max(0.0, (d.mean() - 1.0) / ks_arr.mean()))
-    d1, d0 = np.polyfit(ks_arr, d, 1)
-    if d1 < 0:  # drafting cannot make a step cheaper: the best fit with d1 = 0 is the mean
-        return float(d.mean()), 0.0
-    return float(d0), float(d1)
 
 
 @dataclass
@@ -161,11 +126,11 @@ class FamilyFit:
         """Leave-one-out: each training point predicted by the family refitted without it
         (``concurrency, k, speedup, predicted, rel_err``); a point whose removal leaves nothing to
         fit has no row."""
-        points = _Points.of(self.rows)
+        points = Points.of(self.rows)
         found = []
         for i in np.flatnonzero(self.rows["train"].to_numpy(dtype=bool)):
             try:
-                refit = _fit_points(points.without(i), self.train_smallest)
+                refit = fit_points(points.without(i), self.train_smallest)
             except InputError:
                 continue
             # only the refit's prediction is read: its acceptance and cost, with this fit's named curve if any
@@ -283,98 +248,6 @@ def family_rows(frame: pd.DataFrame, keys: Mapping) -> pd.DataFrame:
     return frame[keep]
 
 
-def _rates_column(values: Sequence) -> list[float]:
-    """Mean measured per-position rates over the rows that carry them (longest prefix)."""
-    lists = [[float(x) for x in v] for v in values if isinstance(v, (list, tuple, np.ndarray)) and len(v) > 0]
-    if not lists:
-        return []
-    depth = max(len(v) for v in lists)
-    return [float(np.mean([v[i] for v in lists if len(v) > i])) for i in range(depth)]
-
-
-@dataclass(frozen=True)
-class _Points:
-    """A family's usable rows, sorted by concurrency and K, as arrays: what a fit is computed from."""
-
-    k: np.ndarray
-    concurrency: np.ndarray
-    al: np.ndarray
-    speedup: np.ndarray
-    baseline_throughput: np.ndarray
-    rates: np.ndarray  # per_position_acceptance of each row (objects)
-
-    @classmethod
-    def of(cls, rows: pd.DataFrame) -> _Points:
-        def floats(name: str) -> np.ndarray:
-            return rows[name].to_numpy(dtype=float, na_value=np.nan) if name in rows else np.full(len(rows), np.nan)
-        rates = rows["per_position_acceptance"].to_numpy(dtype=object) if "per_position_acceptance" in rows else \
-            np.full(len(rows), None, dtype=object)
-        return cls(floats("k"), floats("concurrency"), floats("al"), floats("speedup"), floats("baseline_throughput"),
-                   rates)
-
-    def without(self, i: int) -> _Points:
-        keep = np.arange(len(self.k)) != i
-        return _Points(*(getattr(self, name)[keep] for name in ("k", "concurrency", "al", "speedup",
-                                                                 "baseline_throughput", "rates")))
-
-
-@dataclass(frozen=True)
-class _Fitted:
-    """What ``_fit_points`` finds: the training mask, acceptance, and the cost per concurrency."""
-
-    train: np.ndarray
-    alpha: float
-    alpha_rmse: float
-    first: float
-    decay: float
-    rates_rmse: float
-    groups: list[dict]
-    measured: list[float]
-
-    @property
-    def cost(self) -> theory.CostCurve:
-        return theory.CostCurve(tuple(float(g["concurrency"]) for g in self.groups),
-                                tuple(g["d0"] for g in self.groups), tuple(g["d1"] for g in self.groups))
-
-
-def _mean(values: np.ndarray) -> float:
-    """The mean of the values that are there (NaN where none is), as pandas takes it."""
-    there = values[~np.isnan(values)]
-    return float(there.mean()) if len(there) else math.nan
-
-
-def _fit_points(points: _Points, train_smallest: int | None) -> _Fitted:
-    """The fit of a family's usable points (see the module docstring); InputError where none can be fitted on."""
-    train = np.zeros(len(points.k), bool)
-    for conc in np.unique(points.concurrency):
-        here = points.concurrency == conc
-        measured_ks = np.unique(points.k[here])
-        train[here] = np.isin(points.k[here], measured_ks[:train_smallest] if train_smallest else measured_ks)
-    on = train & ~np.isnan(points.al)
-    if not on.any():
-        raise InputError("The rows chosen for the fit carry no acceptance rate or length; fit on all measured K.")
-    k, conc, al, speedup, base = (points.k[on], points.concurrency[on], points.al[on], points.speedup[on],
-                                  points.baseline_throughput[on])
-    pooled = {int(x): _mean(al[k == x]) for x in np.unique(k)}
-    measured = [] if train_smallest else _rates_column(points.rates[on])
-    ks, als = list(pooled), list(pooled.values())
-    if measured:
-        ks = sorted(set(ks) | set(range(1, len(measured) + 1)))
-        als = [float(pooled.get(x, 1.0 + sum(measured[:x]))) for x in ks]
-    alpha, alpha_rmse = fit_alpha(ks, als)
-    if len(ks) >= 2:
-        first, decay, rates_rmse = fit_rates(ks, als)
-    else:  # one K cannot tell how acceptance falls with position: i.i.d.
-        first, decay, rates_rmse = alpha, alpha, alpha_rmse
-    groups = []
-    for c in np.unique(conc):
-        here = conc == c
-        d0, d1 = fit_cost(k[here], al[here] / speedup[here])
-        groups.append({"concurrency": int(c), "d0": d0, "d1": d1, "train_ks": [int(x) for x in np.unique(k[here])],
-                       "baseline_step_ms": float(1000.0 * c / _mean(base[here]))})
-    return _Fitted(train, alpha, alpha_rmse, first, decay, rates_rmse, groups, measured)
-
-
 def fit_family(rows: pd.DataFrame, train_smallest: int | None = None) -> FamilyFit:
     """Fit one family's SD rows (columns of ``Store.speedup``); see the module docstring."""
     usable = _usable(rows)
@@ -382,7 +255,7 @@ def fit_family(rows: pd.DataFrame, train_smallest: int | None = None) -> FamilyF
     if problem:
         raise InputError(f"These results cannot be fitted: {problem}.")
     rows = usable.sort_values(["concurrency", "k"]).reset_index(drop=True)
-    found = _fit_points(_Points.of(rows), train_smallest)
+    found = fit_points(Points.of(rows), train_smallest)
     rows["train"] = found.train
     keys = {k: _scalar(rows[k].iloc[0]) if k in rows else None for k in FAMILY_KEYS}
     return FamilyFit(keys, found.alpha, found.alpha_rmse, found.first, found.decay, found.rates_rmse, found.cost,
