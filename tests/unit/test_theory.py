@@ -69,6 +69,17 @@ def test_cost_curve_interpolates_in_log2_concurrency():
         curve.at(0)
 
 
+def test_cost_curve_inside_the_measured_range_is_numpy_interp_figure_for_figure():
+    import numpy as np
+
+    concs = (1.0, 2.0, 8.0, 12.0, 64.0, 256.0)
+    curve = theory.CostCurve(concs, (1.31, 1.07, 2.9, 1.5, 0.8, 3.3), (0.013, 0.4, 0.07, 0.29, 0.0, 0.9))
+    xs = np.log2(np.asarray(concs))
+    for conc in [*concs, *np.exp2(np.linspace(0.0, 8.0, 997))]:
+        assert curve.at(float(conc)) == (max(0.5, float(np.interp(math.log2(conc), xs, curve.d0))),
+                                         max(0.0, float(np.interp(math.log2(conc), xs, curve.d1))))
+
+
 def test_cost_curve_single_point_is_flat():
     curve = theory.CostCurve((8.0,), (1.05,), (0.07,))
     assert curve.at(1) == curve.at(512) == (1.05, 0.07)

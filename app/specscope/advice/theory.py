@@ -16,6 +16,8 @@ step's cost in baseline target steps:
 
 from __future__ import annotations
 
+import bisect
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -99,10 +101,14 @@ class CostCurve:
         if sorted(self.concurrencies) != list(self.concurrencies):
             raise ValueError("concurrencies must be sorted")
 
-    def _at(self, values: Sequence[float], conc: float) -> float:
-        xs = np.log2(np.asarray(self.concurrencies, dtype=float))
-        ys = np.asarray(values, dtype=float)
-        x = math.log2(conc)
+    @functools.cached_property
+    def _log2(self) -> tuple[float, ...]:
+        return tuple(float(x) for x in np.log2(np.asarray(self.concurrencies, dtype=float)))
+
+    def _at(self, ys: Sequence[float], conc: float) -> float:
+        """``ys`` at ``conc``: ``np.interp`` in log2(conc) inside, figure for figure, without its per-call cost (a
+        schedule asks thousands of times), and the end segment's slope outside."""
+        xs, x = self._log2, math.log2(conc)
         if len(xs) == 1:
             return float(ys[0])
         if x < xs[0]:
@@ -111,7 +117,10 @@ class CostCurve:
         if x > xs[-1]:
             slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
             return float(ys[-1] + slope * (x - xs[-1]))
-        return float(np.interp(x, xs, ys))
+        j = bisect.bisect_right(xs, x) - 1  # xs[j] <= x < xs[j + 1]
+        if j == len(xs) - 1 or x == xs[j]:
+            return float(ys[j])
+        return float((ys[j + 1] - ys[j]) / (xs[j + 1] - xs[j]) * (x - xs[j]) + ys[j])
 
     def at(self, conc: float) -> tuple[float, float]:
         """``(d0, d1)`` at concurrency ``conc``."""
