@@ -70,33 +70,32 @@ class Measured:
         return intervals.text(self.speedup, self.lo, self.hi, unit="×", why_none="")
 
 
-def _bound(values: pd.Series, low: bool) -> float | None:
-    if values.isna().any():
-        return None
-    return float(values.min() if low else values.max())
-
-
-def _standard_error(rows: pd.DataFrame) -> tuple[float | None, int]:
+def _standard_error(lo: np.ndarray, hi: np.ndarray, repeats: np.ndarray) -> tuple[float | None, int]:
     """The standard error of the runs' mean speedup and its degrees of freedom, from each run's 95% interval
-    and repeats (half its width over the t quantile); None where a run has no interval."""
-    if "repeats" not in rows or rows[["speedup_lo", "speedup_hi", "repeats"]].isna().any().any():
+    (``lo``, ``hi``) and ``repeats`` (half its width over the t quantile); None where a run has no interval."""
+    if np.isnan(lo).any() or np.isnan(hi).any() or np.isnan(repeats).any():
         return None, 0
-    dofs = (rows["repeats"].astype(int) - 1).clip(lower=1)
-    halves = (rows["speedup_hi"] - rows["speedup_lo"]) / 2
-    ses = [float(h) / stats.t_quantile(0.975, int(d)) for h, d in zip(halves, dofs)]
+    dofs = np.maximum(repeats.astype(int) - 1, 1)
+    ses = [float(h) / stats.t_quantile(0.975, int(d)) for h, d in zip((hi - lo) / 2, dofs)]
     return math.sqrt(sum(se * se for se in ses)) / len(ses), int(dofs.sum())
 
 
 def measured_at(fit: FamilyFit, concurrency: float) -> dict[int, Measured]:
     """The fitted (training) rows' measured speedup per K at ``concurrency``: the mean over runs, within
     the widest of their intervals (none unless every run has one)."""
-    here = fit.rows[fit.rows["train"] & (fit.rows["concurrency"] == concurrency)]
+    rows = fit.rows
+    here = (rows["train"] & (rows["concurrency"] == concurrency)).to_numpy(dtype=bool)
+
+    def column(name: str) -> np.ndarray:  # NaN throughout where the rows lack it
+        return rows[name].to_numpy(dtype=float, na_value=np.nan)[here] if name in rows else np.full(here.sum(), np.nan)
+    k, speedup, lo, hi, repeats = (column(c) for c in ("k", "speedup", "speedup_lo", "speedup_hi", "repeats"))
     out = {}
-    for k, rows in here.groupby("k"):
-        lo = _bound(rows["speedup_lo"], True) if "speedup_lo" in rows else None
-        hi = _bound(rows["speedup_hi"], False) if "speedup_hi" in rows else None
-        se, dof = _standard_error(rows) if lo is not None and hi is not None else (None, 0)
-        out[int(k)] = Measured(float(rows["speedup"].mean()), lo, hi if lo is not None else None, se, dof)
+    for x in np.unique(k):
+        at = k == x
+        low = None if np.isnan(lo[at]).any() else float(lo[at].min())
+        high = None if low is None or np.isnan(hi[at]).any() else float(hi[at].max())
+        se, dof = _standard_error(lo[at], hi[at], repeats[at]) if high is not None else (None, 0)
+        out[int(x)] = Measured(float(speedup[at].mean()), low, high, se, dof)
     return out
 
 
@@ -433,7 +432,8 @@ def advise(fit: FamilyFit, concurrency: float, ks: Sequence[int] | None = None,
     choice = choose(fit, concurrency, ks, nothing)
     model_k = _smallest_best({k: fit.predict(k, concurrency) for k in ks})
     k = choice.k or (choice.fastest if choice.fastest is not None else model_k)
-    here = fit.rows[fit.rows["concurrency"] == concurrency]
+    here = fit.rows.loc[fit.rows["concurrency"] == concurrency,
+                        [c for c in ("k", "speedup", "train", "speedup_lo", "speedup_hi") if c in fit.rows]]
     error_here = _error_here(fit, here, concurrency)
     d0, d1 = fit.cost.at(concurrency)
     crossover = predicted_crossover(fit, ks)

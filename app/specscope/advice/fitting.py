@@ -112,8 +112,8 @@ class FamilyFit:
 
     def train_error(self) -> float:
         """Median absolute relative error of predicted speedup on the training rows (in-sample)."""
-        train = self.rows[self.rows["train"]]
-        pred = [self.predict(int(r.k), float(r.concurrency)) for r in train.itertuples()]
+        train = self.rows.loc[self.rows["train"], ["k", "concurrency", "speedup"]]
+        pred = [self.predict(int(k), float(c)) for k, c in zip(train["k"], train["concurrency"])]
         return float(np.median(np.abs(np.asarray(pred) / train["speedup"].to_numpy() - 1.0)))
 
     @property
