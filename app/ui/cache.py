@@ -210,8 +210,12 @@ def unfitted(frame: pd.DataFrame) -> list[tuple[dict, str]]:
     """``fitting.unfitted(frame)`` once per content of ``frame`` (a rerun looks it up), each family's answer
     kept on a digest of its rows (a new run asks again only of the families it changed, and takes only their rows)."""
     return _built("unfitted", digest(frame), lambda: [
-        (keys, problem) for keys, at in fitting.family_positions(frame)
-        if (problem := _missing(*_family(frame, at)))])
+        (keys, problem) for keys, at in _positions(frame) if (problem := _missing(*_family(frame, at)))])
+
+
+def _positions(frame: pd.DataFrame) -> list[tuple[dict, np.ndarray]]:
+    """``fitting.family_positions(frame)`` once per content of ``frame``: the fits and the unfitted share it."""
+    return _built("family_positions", digest(frame), lambda: fitting.family_positions(frame))
 
 
 def calibrations(frame: pd.DataFrame) -> list[calibrate.Calibration]:
@@ -237,7 +241,7 @@ def _fits(content: str, train_smallest: int | None, _store: Store) -> list[fitti
         if isinstance(found, str):
             raise InputError(found)
         return found
-    return fitting.fit_families(frame, train_smallest, fit=fit, parts=_parts(frame))
+    return fitting.fit_families(frame, train_smallest, fit=fit, parts=_parts(frame), positions=_positions(frame))
 
 
 def fits(train_smallest: int | None) -> list[fitting.FamilyFit]:

@@ -270,19 +270,21 @@ def _scalar(value):
 
 def fit_families(frame: pd.DataFrame, train_smallest: int | None = None,
                  fit: Callable[[np.ndarray, int | None], FamilyFit] | None = None,
-                 engine_only: bool = False, parts: pd.DataFrame | None = None) -> list[FamilyFit]:
+                 engine_only: bool = False, parts: pd.DataFrame | None = None,
+                 positions: list[tuple[dict, np.ndarray]] | None = None) -> list[FamilyFit]:
     """One fit per family in ``frame`` (rows of ``Store.speedup``); unfittable families are left out.
 
     ``fit(positions, train_smallest)`` fits the family whose rows lie at ``positions`` of ``frame`` (default
     ``fit_family`` of those rows; a cache may wrap it and take the rows only when it has no fit of them);
     ``engine_only`` fits families whose drafts were accepted synthetically too (their step cost);
-    ``parts``: ``anatomy.table(frame)`` where the caller has it (a cache keeps it per setup).
+    ``parts``: ``anatomy.table(frame)`` where the caller has it (a cache keeps it per setup); ``positions``:
+    ``family_positions(frame, engine_only)`` likewise.
     """
     fit = fit or (lambda at, train: fit_family(frame.iloc[at], train))
     if (frame["method"] != BASELINE_METHOD).sum() == 0:
         raise InputError("No speculative rows match; widen the filters or import results first.")
     fits, skipped = [], []
-    for _, at in family_positions(frame, engine_only):
+    for _, at in family_positions(frame, engine_only) if positions is None else positions:
         try:
             fits.append(fit(at, train_smallest))
         except InputError as exc:
@@ -292,7 +294,9 @@ def fit_families(frame: pd.DataFrame, train_smallest: int | None = None,
                          "results of a real drafter to fit.")
     if parts is None:
         parts = anatomy.table(frame) if anatomy.NEEDED <= set(frame.columns) else pd.DataFrame()
-    return [with_parts(f, anatomy.cost_slopes(parts, f.keys)) if _one_k(f.groups) else f for f in fits]
+    slopes = anatomy.all_cost_slopes(parts) if any(_one_k(f.groups) for f in fits) else {}
+    return [with_parts(f, slopes.get(tuple(f.keys.get(k) or "" for k in anatomy.SLOPE_KEYS), {}))
+            if _one_k(f.groups) else f for f in fits]
 
 
 def _one_k(groups: pd.DataFrame) -> list:

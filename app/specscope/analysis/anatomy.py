@@ -51,7 +51,7 @@ from specscope.results import identity
 from specscope.schema import BASELINE_METHOD
 
 __all__ = ["PROBES", "MIN_DRAFTING", "PARTS", "Figure", "cells", "table", "from_store",
-           "as_records", "d_text", "cost_slopes", "drafter_preset", "NEEDED", "setups"]
+           "as_records", "d_text", "cost_slopes", "all_cost_slopes", "drafter_preset", "NEEDED", "setups"]
 
 PROBES = ("ngram", "ngram_gpu")               # near-free drafters: their step is the verify cost
 MIN_DRAFTING = 0.5  # a probe drafting on fewer of its steps says too little about a drafting step
@@ -367,26 +367,31 @@ def d_text(row: Mapping, why_none: str = "") -> str:
     return intervals.text(d, low, high, digits=2, why_none=why_none)
 
 
+SLOPE_KEYS = ("model", "draft_model", "method", "hardware", "vllm_version")  # a family's setup, as the parts know it
+
+
 def cost_slopes(frame: pd.DataFrame, keys: Mapping) -> dict[float, float]:
     """Per concurrency, what one more drafted token costs in plain steps, from the measured parts (``table``)
     of the family ``keys`` (its model, draft, method, hardware and vLLM): a drafter's pass plus the growth of
     verify with K (fitted over the measured K; with one K, the pass alone). Where verify and draft were measured."""
+    return all_cost_slopes(frame).get(tuple(keys.get(key) or "" for key in SLOPE_KEYS), {})
+
+
+def all_cost_slopes(frame: pd.DataFrame) -> dict[tuple, dict[float, float]]:
+    """``cost_slopes`` of every family the parts hold, in one pass over them: by the family's ``SLOPE_KEYS``
+    values ("" for none)."""
     if frame.empty or not {"verify_ms", "draft_ms", "plain_ms"} <= set(frame.columns):
         return {}
-    rows = frame.dropna(subset=["verify_ms", "draft_ms", "plain_ms"])
-    keep = np.ones(len(rows), dtype=bool)
-    for key in ("model", "draft_model", "method", "hardware", "vllm_version"):
-        keep &= (rows[key].fillna("") == (keys.get(key) or "")).to_numpy(dtype=bool)
-    rows = rows[keep]
-    out = {}
-    for conc, g in rows.groupby("concurrency"):
+    rows = identity.keyed(frame.dropna(subset=["verify_ms", "draft_ms", "plain_ms"]), SLOPE_KEYS)
+    out: dict[tuple, dict[float, float]] = {}
+    for (*setup, conc), g in rows.groupby([*SLOPE_KEYS, "concurrency"], sort=True):
         share = g["drafting_share"].astype(float)
         ks = g["k"].astype(float)
         per_pass = float((g["draft_ms"] / share / ks / g["plain_ms"]).mean())
         growth = 0.0
         if ks.nunique() >= 2:  # verify of one drafting step, in plain steps, against K
             growth = max(0.0, float(np.polyfit(ks, g["verify_ms"] / share / g["plain_ms"], 1)[0]))
-        out[float(conc)] = per_pass + growth
+        out.setdefault(tuple(setup), {})[float(conc)] = per_pass + growth
     return out
 
 
