@@ -32,7 +32,9 @@ LANDING = ("views/explorer.py", "views/theory.py")
 # then shares that work instead of waiting behind the Explorer's
 NEW_RUN = ("views/theory.py", "views/explorer.py")
 WAIT_S = 30.0
-RECHECK_S = 1.0  # how often the results are checked for a new run (a stat of each file)
+# how often the results are checked for a new run (a listing and a stat of each file, ~1 ms): soon enough that
+# the landing pages are computed while a viewer who opens one as the run lands still loads the page's scripts
+RECHECK_S = 0.2
 _BARE_WARNINGS = ("streamlit.runtime.scriptrunner_utils.script_run_context",
                   "streamlit.runtime.caching.cache_data_api", "streamlit.runtime.state.session_state_proxy")
 
