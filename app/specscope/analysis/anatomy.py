@@ -334,7 +334,8 @@ def setups(raw: pd.DataFrame) -> list[pd.Index]:
     if rows.empty:
         return []
     alike = [c for c in SETUP if c != "concurrency"]
-    return [g.index for _, g in identity.keyed(rows, alike).groupby(alike, sort=True)]
+    keys = identity.keyed(rows[[c for c in alike if c in rows]], alike)  # the key columns only: copying all costs more
+    return [g.index for _, g in keys.groupby(alike, sort=True)]
 
 
 def from_store(store, filters: Mapping[str, Sequence] | None = None) -> pd.DataFrame:
