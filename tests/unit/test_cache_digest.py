@@ -37,3 +37,17 @@ def test_a_subset_digests_alike_by_its_labels_and_repeated_labels_fall_back_to_t
     repeated = whole.set_axis([0, 0, 1, 1])  # labels that do not name one row each
     assert labels_digest(repeated, pd.Index([0])) == digest(repeated.loc[[0]])
     assert labels_digest(repeated, pd.Index([0])) != labels_digest(repeated, pd.Index([1]))
+
+
+def test_a_row_digests_anew_when_any_of_its_cells_changes_and_only_then():
+    whole = pd.concat([_frame(), _frame().assign(setup=["c", "d"])], ignore_index=True)
+    before = {label: labels_digest(whole, pd.Index([label])) for label in whole.index}
+    changed = whole.copy()
+    changed.loc[2, "speedup"] = 1.5000000001  # a number
+    changed.at[3, "per_position_acceptance"] = np.array([0.1])  # a list
+    after = {label: labels_digest(changed, pd.Index([label])) for label in changed.index}
+    assert [before[label] == after[label] for label in whole.index] == [True, True, False, False]
+    # the same bytes read as another type are other content
+    floats = pd.DataFrame({"x": np.array([1.0])})
+    ints = pd.DataFrame({"x": np.array([1.0]).view(np.int64)})
+    assert labels_digest(floats, floats.index) != labels_digest(ints, ints.index)
