@@ -7,7 +7,8 @@ pause of a full collection falls inside a Live redraw. A page that fails while w
 skipped; its first viewer computes it (and sees the error) as without warming. The server waits at most ``WAIT_S``
 for the warming; past that it serves, and a viewer arriving early shares the work still under way (the caches lock
 per key). Then ``follow`` checks the results every ``RECHECK_S``: when a run lands (a sweep, an import, a file
-copied in), it computes the landing pages again, so the first viewer of the new results does not wait for them.
+copied in), it computes the landing pages again (Theory at once, the Explorer ``SETTLE_S`` later), so the first
+viewer of the new results does not wait for them.
 """
 
 from __future__ import annotations
@@ -24,13 +25,16 @@ from pathlib import Path
 
 from specscope import settings
 
-__all__ = ["LANDING", "NEW_RUN", "warm", "follow", "summary", "freeze_heap", "lifespan"]
+__all__ = ["LANDING", "NEW_RUN", "THEN", "warm", "follow", "summary", "freeze_heap", "lifespan"]
 
 APP_DIR = Path(__file__).resolve().parents[1]
 LANDING = ("views/explorer.py", "views/theory.py")
-# after a new run, Theory first: its work for the run is the costlier (a fit per setup), and a viewer opening it
-# then shares that work instead of waiting behind the Explorer's
-NEW_RUN = ("views/theory.py", "views/explorer.py")
+# after a new run, Theory at once: its work for the run is the costlier (a fit per setup), and a viewer opening it
+# then shares that work; the Explorer SETTLE_S later, so its work (~1.5 s of the server's one interpreter) does not
+# slow the page a viewer opened as the run landed, while it loads
+NEW_RUN = ("views/theory.py",)
+THEN = ("views/explorer.py",)
+SETTLE_S = 2.0
 WAIT_S = 30.0
 # how often the results are checked for a new run (a listing and a stat of each file, ~1 ms): soon enough that
 # the landing pages are computed while a viewer who opens one as the run lands still loads the page's scripts
@@ -78,6 +82,8 @@ def follow(stop: threading.Event, seen: str | None, every: float = RECHECK_S) ->
         if now is not None and now != seen:
             warm(NEW_RUN, why="for the new results")
             seen = now
+            if not stop.wait(SETTLE_S):
+                warm(THEN, why="for the new results")
 
 
 def freeze_heap() -> None:
