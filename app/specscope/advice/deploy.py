@@ -113,7 +113,8 @@ class Answer:
         holds 1.000× or lies below it ('' where it beats the baseline at every measured concurrency)."""
         if self.use_schedule or not self.fixed_k:
             return ""
-        ties, slower = [], []
+        ties: list[str] = []
+        slower: list[str] = []
         for c in self.choices:
             m = c.measured_by.get(self.fixed_k)
             if m is not None and m.lo is not None and m.hi is not None and m.lo <= 1.0:
