@@ -78,6 +78,7 @@ class Points:
 
     @classmethod
     def of(cls, rows: pd.DataFrame) -> Points:
+        """The points of a family's usable rows (a column that is missing reads NaN)."""
         def floats(name: str) -> np.ndarray:
             return rows[name].to_numpy(dtype=float, na_value=np.nan) if name in rows else np.full(len(rows), np.nan)
         rates = rows["per_position_acceptance"].to_numpy(dtype=object) if "per_position_acceptance" in rows else \
@@ -86,6 +87,7 @@ class Points:
                    rates)
 
     def without(self, i: int) -> Points:
+        """All the points but the ``i``-th (a leave-one-out refit's)."""
         keep = np.arange(len(self.k)) != i
         return Points(*(getattr(self, name)[keep] for name in ("k", "concurrency", "al", "speedup",
                                                                  "baseline_throughput", "rates")))
@@ -107,6 +109,7 @@ class Estimate:
 
     @property
     def cost(self) -> theory.CostCurve:
+        """The step cost per concurrency as a curve over concurrency."""
         return theory.CostCurve(tuple(float(g["concurrency"]) for g in self.groups),
                                 tuple(g["d0"] for g in self.groups), tuple(g["d1"] for g in self.groups))
 
