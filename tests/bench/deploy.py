@@ -31,11 +31,14 @@ sys.path.insert(0, str(REPO / "app"))
 from specscope import settings
 from specscope.advice import deploy_run, priors
 from specscope.cli.bench import ProgressBar  # noqa: E402
-from specscope.engine import provenance  # noqa: E402
+from specscope.engine import models, provenance  # noqa: E402
 from specscope.errors import ConfigError  # noqa: E402
 from specscope.launch.host import installed_vllm  # noqa: E402
 
 PRESET = "shape-llama31-8b-shared"
+# Long contexts: the same shape with room for 16 prompts of several thousand tokens each (launchers/*-long.toml).
+LONG_PRESET = "shape-llama31-8b-long"
+PROMPTS = REPO / "data" / "prompts" / "code-editing.jsonl"
 
 
 class Terminated(BaseException):  # past any `except Exception` in the loop
@@ -55,20 +58,40 @@ BUNDLED = {"gpu-deploy-8b-eagle3-vllm0.26.0": dict(probe_ks=(2, 5), repeats=2, n
            "gpu-deploy-8b-eagle3-r6-vllm0.26.0": dict(probe_ks=(3, 6)),
            "gpu-deploy-8b-draft-r2-vllm0.26.0": dict(method="draft_model", concurrencies=(1, 16, 64))}
 NEW_RUN = dict(probe_ks=(3, 6), repeats=3, num_prompts=16, per_concurrency=8)
+# Long prompts: half the requests per cell, since each prefills thousands of tokens.
+LONG_RUN = dict(NEW_RUN, num_prompts=8, per_concurrency=4)
 # Each method's acceptance: EAGLE-3 at a published EAGLE-3 curve; the 1B draft at the nearest published
 # draft-model curve (a 1.7B draft for a 32B target: the setup's cost is measured, its acceptance borrowed).
 CURVES = {"eagle3": "eagle3-kimi-k2.5", "draft_model": "draft-qwen3-1.7b-for-32b"}
 
 
-def request(run_id: str, method: str = "eagle3",
-            concurrencies: tuple[int, ...] = (1, 4, 16, 64)) -> deploy_run.Request:
-    chosen = {**NEW_RUN, **BUNDLED.get(run_id, {})}
+def request(run_id: str, method: str = "eagle3", concurrencies: tuple[int, ...] = (1, 4, 16, 64),
+            prompts: Path = PROMPTS, preset: str = PRESET) -> deploy_run.Request:
+    chosen = {**(LONG_RUN if preset == LONG_PRESET else NEW_RUN), **BUNDLED.get(run_id, {})}
     method, concurrencies = chosen.pop("method", method), chosen.pop("concurrencies", concurrencies)
+    preset = chosen.pop("preset", preset)
     curve = CURVES[method]
-    return deploy_run.Request(preset=PRESET, methods=(method,), concurrencies=concurrencies,
-                              prompts=REPO / "data" / "prompts" / "code-editing.jsonl", acceptance=curve,
-                              ks=tuple(range(1, priors.named(curve).k_max + 1)), output_len=128, run_id=run_id,
-                              **chosen)
+    return deploy_run.Request(preset=preset, methods=(method,), concurrencies=concurrencies, prompts=prompts,
+                              acceptance=curve, ks=tuple(range(1, priors.named(curve).k_max + 1)), output_len=128,
+                              run_id=run_id, **chosen)
+
+
+def long_prompts(tokens: int, out: Path) -> Path:
+    """The prompt set, each prompt after a different excerpt of SpecScope's own source cut to about ``tokens``
+    tokens as the shapes tokenize (the demo model's tokenizer): a long-context what-if (a file to edit)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(models.model_paths().target / "tokenizer.json"))
+    source = tokenizer.encode("\n".join(p.read_text() for p in sorted((REPO / "app" / "specscope").rglob("*.py")))).ids
+    lines = []
+    for i, line in enumerate(PROMPTS.read_text().splitlines()):
+        record = json.loads(line)
+        start = (i * 7919) % max(1, len(source) - tokens)
+        context = tokenizer.decode(source[start:start + tokens - len(tokenizer.encode(record["prompt"]).ids)])
+        lines.append(json.dumps({**record, "prompt": f"The file:\n```\n{context}\n```\n\n{record['prompt']}"}))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    return out
 
 
 def _line(hardware: str, vllm: str, wall: float | None, servers: int | None, outcome: deploy_run.Outcome) -> str:
@@ -85,13 +108,17 @@ def main() -> int:
     parser.add_argument("--method", choices=sorted(CURVES), default="eagle3",
                         help="the drafter the loop chooses K for (draft_model: the 1B draft's costlier drafts)")
     parser.add_argument("--concurrency", default="1,4,16,64", help="the loads the answer covers (comma-separated)")
+    parser.add_argument("--context", type=int, default=0,
+                        help=f"prompts of about this many tokens (each after a long file) on {LONG_PRESET}; "
+                             "0: the code-editing set as it is")
     parser.add_argument("--report", action="store_true",
                         help="measure nothing: the loop's answer and figures from the rows the store holds for the run "
                              "(the bundled H100 runs on any machine); wall time and starts are the GPU command's")
     args = parser.parse_args()
     concurrencies = tuple(int(c) for c in args.concurrency.split(","))
+    preset = LONG_PRESET if args.context else PRESET
     if args.report:
-        outcome = deploy_run.report(request(args.run_id, args.method, concurrencies))
+        outcome = deploy_run.report(request(args.run_id, args.method, concurrencies, preset=preset))
         print(outcome.report())
         rows = deploy_run.Store().speedup({"run_id": [args.run_id]})
         print(_line(str(rows["hardware"].iloc[0]), str(rows["vllm_version"].iloc[0]), None, None, outcome))
@@ -110,7 +137,9 @@ def main() -> int:
     outcome, failed = None, None
     signal.signal(signal.SIGTERM, _terminated)
     try:  # a command whose cells failed or that was killed still spent its seconds: the ledger keeps them
-        outcome = deploy_run.run(request(args.run_id, args.method, concurrencies),
+        prompts = long_prompts(args.context, Path(args.home) / f"prompts-{args.context}.jsonl") if args.context \
+            else PROMPTS
+        outcome = deploy_run.run(request(args.run_id, args.method, concurrencies, prompts, preset),
                                  progress=ProgressBar(sys.stderr, stamped=True),
                                  stop=lambda: time.monotonic() - began > args.budget, spent=this)
     except ConfigError as exc:
