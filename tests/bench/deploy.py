@@ -49,6 +49,9 @@ def _terminated(signum, frame):
     raise Terminated
 
 
+NEW_RUN = dict(probe_ks=(3, 6), repeats=3, num_prompts=16, per_concurrency=8)
+# Long prompts: half the requests per cell, since each prefills thousands of tokens.
+LONG_RUN = dict(NEW_RUN, num_prompts=8, per_concurrency=4)
 # The bundled runs' requests, so --report rebuilds what they measured. A new run probes K=3 and 6: K=2 at batch 4
 # was slow on all three GPU runs (two H100s, one H200), which bent the cost line through the K=2 probe.
 BUNDLED = {"gpu-deploy-8b-eagle3-vllm0.26.0": dict(probe_ks=(2, 5), repeats=2, num_prompts=8, per_concurrency=4),
@@ -56,10 +59,8 @@ BUNDLED = {"gpu-deploy-8b-eagle3-vllm0.26.0": dict(probe_ks=(2, 5), repeats=2, n
            "gpu-deploy-8b-eagle3-r4-vllm0.26.0": dict(probe_ks=(2, 6)),
            "gpu-deploy-8b-eagle3-r5-vllm0.26.0": dict(probe_ks=(3, 6)),
            "gpu-deploy-8b-eagle3-r6-vllm0.26.0": dict(probe_ks=(3, 6)),
-           "gpu-deploy-8b-draft-r2-vllm0.26.0": dict(method="draft_model", concurrencies=(1, 16, 64))}
-NEW_RUN = dict(probe_ks=(3, 6), repeats=3, num_prompts=16, per_concurrency=8)
-# Long prompts: half the requests per cell, since each prefills thousands of tokens.
-LONG_RUN = dict(NEW_RUN, num_prompts=8, per_concurrency=4)
+           "gpu-deploy-8b-draft-r2-vllm0.26.0": dict(method="draft_model", concurrencies=(1, 16, 64)),
+           "gpu-deploy-8b-eagle3-long3k-vllm0.26.0": dict(LONG_RUN, preset=LONG_PRESET, concurrencies=(1, 4, 16))}
 # Each method's acceptance: EAGLE-3 at a published EAGLE-3 curve; the 1B draft at the nearest published
 # draft-model curve (a 1.7B draft for a 32B target: the setup's cost is measured, its acceptance borrowed).
 CURVES = {"eagle3": "eagle3-kimi-k2.5", "draft_model": "draft-qwen3-1.7b-for-32b"}

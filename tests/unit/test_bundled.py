@@ -140,14 +140,15 @@ def test_bundled_gpu_runs_say_where_and_how_they_were_measured(store, specscope_
                                      "gpu-ruiz-70b-tp2-vllm0.26.0", "gpu-ruiz-70b-tp2-eagle3-vllm0.26.0",
                                      "gpu-deploy-8b-eagle3-vllm0.26.0", "gpu-deploy-8b-eagle3-r3-vllm0.26.0",
                                      "gpu-deploy-8b-eagle3-r4-vllm0.26.0", "gpu-deploy-8b-eagle3-r5-vllm0.26.0",
-                                     "gpu-deploy-8b-eagle3-r6-vllm0.26.0", "gpu-deploy-8b-draft-r2-vllm0.26.0"}
+                                     "gpu-deploy-8b-eagle3-r6-vllm0.26.0", "gpu-deploy-8b-draft-r2-vllm0.26.0",
+                                     "gpu-deploy-8b-eagle3-long3k-vllm0.26.0"}
     for path in gpu:
         rows = pq.read_table(path).to_pandas()
         ok = rows[rows["status"] == "ok"]
         version = "0.26.0" if "vllm0.26.0" in path.stem else "0.24.0"  # a run on another vLLM names it
         hardware = ("2xH100-80GB" if "-tp2-" in path.stem else  # tensor parallel 2: two GPUs
-                    "1xH200-140GB" if "-draft-r2-" in path.stem or any(f"-r{n}-" in path.stem for n in (4, 5, 6))
-                    else  # the loop's EAGLE-3 runs 3-5 and its draft-model run
+                    "1xH200-140GB" if any(f"-{run}-" in path.stem for run in ("r4", "r5", "r6", "draft-r2", "long3k"))
+                    else  # the loop's EAGLE-3 runs 3-5, its draft-model run and its long-context run
                     "1xH100-80GB")
         assert (ok["hardware"] == hardware).all() and (ok["vllm_version"] == version).all()
         assert (ok["torch_version"] == "2.11.0+cu130").all() and (ok["weights"] == "dummy").all()

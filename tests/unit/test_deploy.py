@@ -375,3 +375,23 @@ def test_the_bundled_draft_model_loop_answers_the_measured_k_and_says_the_predic
     figures = outcome.figures()
     assert figures["pred_err_median"] == pytest.approx(0.211, abs=0.001)
     assert figures["sched_vs_best_fixed_min"] is None  # no schedule was served: no figure
+
+
+def test_the_bundled_long_context_loop_answers_k4_at_every_load_within_its_prediction(specscope_home):
+    """The loop on 3,000-token prompts (H200, vLLM 0.26.0, EAGLE-3 at a published curve, c 1, 4, 16): the best K
+    stays 4 as load grows, the speedup falls from 1.9x to 1.25x, and the fit predicted each verified cell within 4%."""
+    from specscope.advice import deploy_run
+
+    data = Path(__file__).resolve().parents[2] / "data"
+    request = deploy_run.Request(preset="shape-llama31-8b-long", methods=("eagle3",), concurrencies=(1, 4, 16),
+                                 prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
+                                 ks=tuple(range(1, 9)), probe_ks=(3, 6), repeats=3, num_prompts=8, per_concurrency=4,
+                                 run_id="gpu-deploy-8b-eagle3-long3k-vllm0.26.0")
+    outcome = deploy_run.report(request)
+    assert outcome.plan.fixed_k == 4 and set(outcome.plan.best_k.values()) == {4}
+    assert outcome.answer.config["num_speculative_tokens"] == 4 and not outcome.answer.use_schedule
+    sentence = outcome.answer.sentence()
+    assert "1: K=4 1.915× [1.771, 2.058] measured" in sentence and "16: K=4 1.250× [1.228, 1.272] measured" in sentence
+    assert all(abs(v["error"]) < 0.04 for v in outcome.verified if v["k"] == 4)
+    figures = outcome.figures()
+    assert figures["pred_err_median"] == pytest.approx(0.020, abs=0.001) and figures["answer_vs_oracle"] == 1.0
