@@ -39,6 +39,16 @@ def test_fit_cost_line_and_single_k():
     assert fitting.fit_cost([4], [1.2]) == pytest.approx((1.0, 0.05))   # Leviathan form d0 = 1
 
 
+def test_a_step_cost_line_never_starts_below_the_baseline_step():
+    """The 1B draft model's probes on an H200 (c=1): D = 2.74 at K=3 and 5.43 at K=6. The free line starts at
+    D(0) = 0.05, a speculative step twenty times cheaper than the baseline's, and promised K=1 a step of 0.95; held
+    at D(0) = 1, K=1's step is 1.71 (measured: 1.65)."""
+    d0, d1 = fitting.fit_cost([3, 6], [2.74, 5.43])
+    assert d0 == 1.0 and d1 == pytest.approx((3 * 1.74 + 6 * 4.43) / 45)
+    assert d0 + d1 == pytest.approx(1.707, abs=1e-3)
+    assert fitting.fit_cost([3, 6], [1.6, 2.2]) == pytest.approx((1.0, 0.2))  # a free d0 of 1.0 is kept as it is
+
+
 def test_measured_crossover_interpolates_in_log2():
     import pandas as pd
 

@@ -28,7 +28,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -384,6 +384,7 @@ def outcome_of(request: Request, run_id: str, curve: priors.Curve | None, max_ba
     """Step 4: the answer from everything the run measured, beside the plan it verified."""
     fits, frame = _fits(run_id, curve)
     fit = next(f for f in fits if f.keys["method"] == plan.method)
+    plan = _as_served(plan, fit, frame, request, max_batch)
     found = deploy.answer(fit, request.concurrencies, request.ks, max_batch=max_batch, rows=frame)
     unserved, runner = "", ""
     if plan.schedule and not (frame["k_schedule"] == plan.schedule).any():
@@ -393,6 +394,20 @@ def outcome_of(request: Request, run_id: str, curve: priors.Curve | None, max_ba
     return Outcome(found, plan, run_id, _rows(found, fit, frame, plan, request.probe_ks), dict(seconds or {}), started,
                    curve.name if curve else "the drafter's own measured acceptance",
                    _verified(fit, frame, plan, request), unserved, runner)
+
+
+def _as_served(plan: Plan, fit: fitting.FamilyFit, frame: pd.DataFrame, request: Request, max_batch: int) -> Plan:
+    """``plan``, or where the run served another schedule than it names (planned by the fit of the run's time: a
+    bundled run reported by today's), the plan with the served one, predicted as a plan predicts one today, so
+    the cells the run measured are verified and reported."""
+    served = set(frame["k_schedule"].dropna()) - {runner_probe(request, max_batch)}
+    if plan.schedule in served or len(served) != 1:
+        return plan
+    schedule = served.pop()
+    price = _runner_price(fit, frame, request, max_batch)
+    predicted = {f"0@{c}": fit.predict(parse(schedule).k_at(min(c, max_batch)), c) * price.get(str(c), 1.0)
+                 for c in request.concurrencies}
+    return replace(plan, schedule=schedule, predicted={**plan.predicted, **predicted}, runner_price=price)
 
 
 def report(request: Request) -> Outcome:

@@ -46,13 +46,21 @@ def fit_rates(ks: Sequence[int], al: Sequence[float]) -> tuple[float, float, flo
 
 
 def fit_cost(ks: Sequence[int], cost: Sequence[float]) -> tuple[float, float]:
-    """``(d0, d1)`` of ``D(K) = d0 + d1*K`` with d1 >= 0; with one K, the Leviathan form d0 = 1."""
+    """``(d0, d1)`` of ``D(K) = d0 + d1*K`` with d1 >= 0 and d0 >= 1; with one K, the Leviathan form d0 = 1.
+
+    D is a speculative step's cost over the baseline's step. A step verifies K + 1 tokens per sequence where
+    the baseline's computes one, so it never costs less than the baseline's: where the free line's d0 falls
+    below 1 (a drafter whose step cost grows faster than linearly between the measured K, such as a draft
+    model's), the line through d0 = 1 is fitted instead, so the smaller K are not promised a step cheaper
+    than no drafting at all."""
     ks_arr, d = np.asarray(ks, float), np.asarray(cost, float)
     if len(set(ks_arr.tolist())) < 2:
         return 1.0, float(max(0.0, (d.mean() - 1.0) / ks_arr.mean()))
     d1, d0 = np.polyfit(ks_arr, d, 1)
     if d1 < 0:  # drafting cannot make a step cheaper: the best fit with d1 = 0 is the mean
         return float(d.mean()), 0.0
+    if d0 < 1.0:  # least squares of d1 with d0 held at 1
+        return 1.0, float(max(0.0, (ks_arr @ (d - 1.0)) / (ks_arr @ ks_arr)))
     return float(d0), float(d1)
 
 
