@@ -27,7 +27,7 @@ import json
 import statistics
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -275,10 +275,16 @@ def _plan(fits: list[fitting.FamilyFit], frame: pd.DataFrame, request: Request, 
     kept = {f"{k}@{c}": v for (k, c), v in predicted.items()}
     price = _runner_price(fit, frame, request, max_batch) if schedule else {}
     if schedule:
-        kept.update({f"0@{c}": fit.predict(sizes[min(c, max_batch)], c) * price.get(str(c), 1.0)
-                     for c in request.concurrencies})
+        kept.update(_schedule_predicted(fit, sizes.__getitem__, request.concurrencies, max_batch, price))
     return Plan(method, kept, {str(c): k for c, k in best_k.items()}, fixed_k, schedule, verify,
                 {m: max(v[2].values()) for m, v in by_method.items()}, price)
+
+
+def _schedule_predicted(fit: fitting.FamilyFit, k_at: Callable[[int], int], concurrencies: Sequence[int],
+                        max_batch: int, price: dict[str, float]) -> dict[str, float]:
+    """A schedule's predicted speedup per concurrency (``0@c``): the K it drafts at that batch size, at the
+    fixed K's step cost times its runner's measured price there."""
+    return {f"0@{c}": fit.predict(k_at(min(c, max_batch)), c) * price.get(str(c), 1.0) for c in concurrencies}
 
 
 def _figure(fit: fitting.FamilyFit, frame, k: int | None, concurrency: int, schedule: str | None = None):
@@ -405,8 +411,7 @@ def _as_served(plan: Plan, fit: fitting.FamilyFit, frame: pd.DataFrame, request:
         return plan
     schedule = served.pop()
     price = _runner_price(fit, frame, request, max_batch)
-    predicted = {f"0@{c}": fit.predict(parse(schedule).k_at(min(c, max_batch)), c) * price.get(str(c), 1.0)
-                 for c in request.concurrencies}
+    predicted = _schedule_predicted(fit, parse(schedule).k_at, request.concurrencies, max_batch, price)
     return replace(plan, schedule=schedule, predicted={**plan.predicted, **predicted}, runner_price=price)
 
 

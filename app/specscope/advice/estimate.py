@@ -46,7 +46,8 @@ def fit_rates(ks: Sequence[int], al: Sequence[float]) -> tuple[float, float, flo
 
 
 def fit_cost(ks: Sequence[int], cost: Sequence[float]) -> tuple[float, float]:
-    """``(d0, d1)`` of ``D(K) = d0 + d1*K`` with d1 >= 0 and d0 >= 1; with one K, the Leviathan form d0 = 1.
+    """``(d0, d1)`` of ``D(K) = d0 + d1*K`` with d1 >= 0, and d0 >= 1 where the line rises (one that falls is
+    read as flat: its mean); with one K, the Leviathan form d0 = 1.
 
     D is a speculative step's cost over the baseline's step. A step verifies K + 1 tokens per sequence where
     the baseline's computes one, so it never costs less than the baseline's: where the free line's d0 falls
