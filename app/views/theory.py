@@ -27,15 +27,25 @@ with st.expander("Formulas"):
 
 
 def _load_fit_into_sliders(alpha: float, c: float) -> None:
+    st.session_state["theory_illustration_open"] = True
     st.session_state["theory_alpha"] = round(min(0.99, max(0.05, alpha)), 2)
     st.session_state["theory_c"] = round(min(1.0, max(0.0, c)), 3)
 
 
 @fragment
-def _illustration() -> None:
-    """The model with α, K and c the viewer picks: an illustration, drawn after the fitted advice; a
-    slider moved reruns only this."""
-    st.subheader("Illustration: the model with values you pick")
+def _illustration(opened: bool = False) -> None:
+    """The model with α, K and c the viewer picks: an illustration below the fitted advice, drawn once its
+    expander is open (``opened``: open at first, where nothing fitted is drawn above); a slider moved reruns
+    only this."""
+    drawn = st.expander("Illustration: the model with values you pick", expanded=opened,
+                        key="theory_illustration_open", on_change="rerun", icon=":material/tune:")
+    if drawn.open:
+        with drawn:
+            _model()
+
+
+def _model() -> None:
+    """The sliders, their figures and the two model curves."""
     st.caption("Not advice: the sliders show what the formulas give for any α, K and c. The advice above is "
                "fitted to measured results; “Load this fit into the sliders” starts them from it.")
     left, mid, right = st.columns(3)
@@ -76,11 +86,33 @@ def _unfitted(frame) -> None:
                      hide_index=True, width="stretch")
 
 
+def _what_if(calibration: calibrate.Calibration) -> None:
+    """The speedup a drafter of the chosen α would reach on ``calibration``'s measured step cost."""
+    what_alpha = st.slider("What if the drafter accepted α", 0.05, 0.99, 0.70, 0.01, key="theory_whatif_alpha")
+    k_calibrated = int(calibration.cells["k"].max())
+    what = calibrate.what_if(calibration, what_alpha, range(1, max(8, k_calibrated) + 1))
+    st.vega_lite_chart(spec=cache.vega_lite("theory_fig_what_if", lambda: theory_charts.measured_cost_figure(
+        what, f"Predicted on the measured step cost, α={what_alpha:.2f}"), what),
+                       width="stretch", key="theory_fig_what_if")
+    st.caption("Predicted, not measured: tokens per step from α, over the step cost measured at each "
+               "calibrated K and concurrency (dots) and interpolated between them (lines). " + (
+                   "The cost was measured with drafts accepted synthetically, so it does not depend on the "
+                   "drafter's quality." if calibration.synthetic else
+                   "The cost was measured at the drafter's own acceptance (this vLLM has no synthetic sampler); "
+                   "a drafter that drafts every step costs the same whatever is accepted."))
+
+
+def _schedule_table(ranges) -> str:
+    """The K schedule's ranges as a Markdown table (batch sizes, K, where each K comes from)."""
+    lines = ["| batch sizes | K | source |", "|---|---:|---|"]
+    return "\n".join(lines + [f"| {plain(r.text())} | {r.k} | {plain(r.source)} |" for r in ranges])
+
+
 st.subheader("Fitted to measured results")
 frame = or_stop(cache.speedup_rows)
 if frame.empty or (frame["method"] != "none").sum() == 0:
     st.info("No speculative results yet. Import results on the Explorer page or run a sweep.")
-    _illustration()
+    _illustration(opened=True)
     st.stop()
 
 left, mid, right = st.columns([3, 1, 1])
@@ -92,7 +124,7 @@ try:
 except SpecScopeError as exc:
     show_error(exc)
     _unfitted(frame)
-    _illustration()
+    _illustration(opened=True)
     st.stop()
 fits = sorted(fits, key=lambda f: -f.fitted_points)  # the family measured most first
 labels = fitting.family_labels([f.keys for f in fits])
@@ -109,7 +141,7 @@ try:
     answer = cache.built("theory_advice", lambda: advisor.advise(fit, float(conc), ks=candidates), fit.rows, conc)
 except SpecScopeError as exc:
     show_error(exc)
-    _illustration()
+    _illustration(opened=True)
     st.stop()
 
 (st.success if found.config else st.warning)(plain(found.sentence()))
@@ -148,8 +180,7 @@ st.subheader("K by batch size")
 st.markdown(plain(found.schedule_sentence()))
 if found.use_schedule and found.extrapolated:
     st.warning(found.note, icon=":material/warning:")
-st.table(pd.DataFrame([{"batch sizes": r.text(), "K": r.k, "source": r.source} for r in found.ranges])
-         .set_index("batch sizes"))
+st.markdown(_schedule_table(found.ranges))
 st.caption("Each range's K: measured (the fastest measured K at that batch size as concurrency, a tie within noise "
            "going to the smaller K), predicted by the fit between measured concurrencies (never above the K of a "
            f"smaller batch), or extrapolated past them. A range drafts 0 where that beats every K; drafting 0 is "
@@ -168,24 +199,15 @@ if not calibrations:
 else:
     matched = calibrate.find(calibrations, fit.keys)
     names = [f"{c.label} · {'this machine' if c.here else 'host ' + str(c.keys.get('host'))}" for c in calibrations]
-    left, right = st.columns([3, 1])
-    name = left.selectbox("Calibration (model · method · hardware · where measured)", names,
-                          key="theory_calibration",
-                          index=calibrations.index(matched) if matched else 0)
+    name = st.selectbox("Calibration (model · method · hardware · where measured)", names, key="theory_calibration",
+                        index=calibrations.index(matched) if matched else 0)
     calibration = calibrations[names.index(name)]
-    left.caption(f"Measured on {calibration.measured_on()}.")
-    what_alpha = right.slider("What if the drafter accepted α", 0.05, 0.99, 0.70, 0.01, key="theory_whatif_alpha")
-    k_calibrated = int(calibration.cells["k"].max())
-    what = calibrate.what_if(calibration, what_alpha, range(1, max(8, k_calibrated) + 1))
-    st.vega_lite_chart(spec=cache.vega_lite("theory_fig_what_if", lambda: theory_charts.measured_cost_figure(
-        what, f"Predicted on the measured step cost, α={what_alpha:.2f}"), what),
-                    width="stretch", key="theory_fig_what_if")
-    st.caption("Predicted, not measured: tokens per step from α, over the step cost measured at each "
-               "calibrated K and concurrency (dots) and interpolated between them (lines). " + (
-                   "The cost was measured with drafts accepted synthetically, so it does not depend on the "
-                   "drafter's quality." if calibration.synthetic else
-                   "The cost was measured at the drafter's own acceptance (this vLLM has no synthetic sampler); "
-                   "a drafter that drafts every step costs the same whatever is accepted."))
+    st.caption(f"Measured on {calibration.measured_on()}.")
+    what_if = st.expander("What if the drafter accepted α: speedup predicted on this step cost",
+                          key="theory_whatif_open", on_change="rerun", icon=":material/query_stats:")
+    if what_if.open:  # drawn when opened, like the other figures below the advice
+        with what_if:
+            _what_if(calibration)
     if calibration is matched:
         checked = cache.built("theory_calibration_check", lambda: calibrate.compare(fit, calibration),
                               fit.rows, calibration.cells)

@@ -58,7 +58,8 @@ def test_advisor_answer_over_imported_results(page_env, ruiz_parquet):
     [config] = [json.loads(c.value) for c in at.code]  # the advised schedule, exactly as vLLM takes it
     assert config["method"] == "draft_model" and config["num_speculative_tokens"] == max(
         k for _, _, k in config["num_speculative_tokens_per_batch_size"])
-    sources = list(at.table[0].value["source"])
+    schedule = next(m.value for m in at.markdown if m.value.startswith("| batch sizes | K | source |"))
+    sources = [row.split(" | ")[2].removesuffix(" |").replace("\\", "") for row in schedule.splitlines()[2:]]
     assert sources[0].startswith("measured at 1")
     assert sources[-1].endswith("extrapolated past the measured concurrencies (1-64)")  # it reaches batch 256
     assert any("is not measured but extrapolated by a fit" in w.value for w in at.warning)
@@ -71,8 +72,10 @@ def test_advisor_answer_over_imported_results(page_env, ruiz_parquet):
 def test_load_fit_into_sliders(page_env, ruiz_parquet):
     importers.import_file(ruiz_parquet)
     at = _run()
+    assert not at.slider  # the illustration is drawn once its expander is opened
     at.button(key="theory_load_fit").click().run()
     assert not at.exception
+    assert at.session_state["theory_illustration_open"]  # loading the fit opens it
     assert at.slider(key="theory_alpha").value != 0.80
     assert at.slider(key="theory_c").value != 0.05
 
@@ -96,6 +99,9 @@ def test_measured_step_cost_predicts_for_any_alpha_and_for_the_prompt_set(page_e
     assert [o for o in at.selectbox(key="theory_group").options if "calibration" in o] == []
     assert at.selectbox(key="theory_calibration").value == "m · draft_model + d · cpu-2core · host h"
     assert any("not on this machine" in c.value for c in at.caption)  # its rows' host is h, not this one
+    assert "theory_whatif_alpha" not in at.session_state  # the what-if is drawn once its expander is opened
+    at.session_state["theory_whatif_open"] = True
+    at.run()
     at.slider(key="theory_whatif_alpha").set_value(0.5).run()
     assert not at.exception
     line = [r for r in rows(titled(at, "Predicted on the measured step cost, α=0.50"), "line")

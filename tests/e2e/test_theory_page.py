@@ -29,6 +29,7 @@ def _model_curve(page) -> list[float]:
 def test_moving_alpha_slider_redraws_curve(streamlit_server, page, wait_idle):
     page.goto(f"{streamlit_server.url}/theory")
     wait_idle(page)
+    _open_expander(page, "Illustration: the model with values you pick")  # open already where nothing is fitted
     before = _model_curve(page)
     assert before[4] == pytest.approx((1 - 0.8 ** 5) / 0.2 / 1.2)     # alpha 0.8, K 4, c 0.05
 
@@ -57,7 +58,7 @@ HEALTH_404 = ("/_stcore/health", "/_stcore/host-config")
 
 CHARTS_DRAWN_JS = """() => {
     const charts = document.querySelectorAll("[data-testid='stVegaLiteChart']");
-    return charts.length >= 5 && Array.from(charts).every(c => c.querySelector('svg'));
+    return charts.length >= 3 && Array.from(charts).every(c => c.querySelector('svg'));
 }"""
 
 
