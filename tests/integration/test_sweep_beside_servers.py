@@ -13,9 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-# at most three servers at once: in the other stream, which ends 4 minutes before the vLLM stream on CI now that
-# a server's start costs half the CPU it did (install.sh compiles .venv's bytecode)
-pytestmark = [pytest.mark.integration, pytest.mark.few_servers]
+# at most three servers at once; last in the vLLM stream, which ended 6 minutes before the other on CI
+pytestmark = [pytest.mark.integration, pytest.mark.few_servers(stream="vllm")]
 
 PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "code-editing.jsonl"
 
