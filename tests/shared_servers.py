@@ -10,6 +10,9 @@ import pytest
 
 import server_room
 
+# the cpu-smollm2 demo servers the browser and integration tests share (tests/conftest.py): method, core, warmed
+DEMO_SERVERS = (("none", "0", True), ("ngram", "1", True), ("suffix", "1", False))
+
 
 class SharedServers:
     """The homes whose launched servers the tests using ``fixture`` share; ``stop_after`` goes in the

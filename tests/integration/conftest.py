@@ -1,16 +1,16 @@
 """Shared fixtures of the real-vLLM tests: a throwaway home per module, and the cpu-smollm2 baseline
-and ngram K=4 servers started once for the modules that test different things about them."""
+and ngram K=4 servers for the modules that test different things about them (the demo servers the browser
+tests use: the same servers, started once)."""
 
 from __future__ import annotations
 
 import pytest
 
-from shared_servers import SharedServers
+from shared_servers import DEMO_SERVERS
 from specscope import launch, settings
 from specscope.engine import models, vllms
 
-SHARED = SharedServers("cpu_pair", alone=False)  # two servers
-PAIR = (("ngram", "0"), ("none", "1"))  # method, core: each on a core of its own
+PAIR = ("none", "ngram")  # the methods cpu_pair hands out
 
 
 def _require_vllm_and_models() -> None:
@@ -31,35 +31,19 @@ def home(tmp_path_factory):
         launch.stop_all()
 
 
-def pytest_runtest_teardown(item, nextitem):
-    SHARED.stop_after(item)
-
-
-@pytest.fixture(scope="session")
-def pair_home(tmp_path_factory):
-    """The home the shared baseline and ngram servers are registered in; they stop after the last test
-    that uses them."""
-    yield SHARED.add(tmp_path_factory.mktemp("pair-home"))
-    SHARED.stop()
-
-
 @pytest.fixture(scope="module")
-def cpu_pair(pair_home):
-    """The cpu-smollm2 baseline and ngram K=4 (lookup 2..4) servers, unwarmed, ngram on core 0 and the
-    baseline on core 1, as method -> ServerState; the module runs in their home (its results land in
-    that home's store, a sweep there reuses them). Started on first use; one a test killed is started
-    again for the next module."""
-    models_dir = settings.models_dir()
+def cpu_pair(demo_servers):
+    """The cpu-smollm2 baseline and ngram K=4 (lookup 2..4) of the shared demo servers, as method ->
+    ServerState (suffix's too); the module runs in their home (its results land in that home's store, a
+    sweep there reuses them). One a test killed is started again for the next module."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SPECSCOPE_MODELS", str(models_dir))
-        patch.setenv("SPECSCOPE_HOME", str(pair_home))
-        _require_vllm_and_models()
+        patch.setenv("SPECSCOPE_HOME", str(demo_servers.home))
         status = {s.state.method: s for s in launch.list_servers()}
-        for method, _ in PAIR:
-            if method in status and status[method].status != "healthy":
+        missing = [(method, core) for method, core, _ in DEMO_SERVERS
+                   if method in PAIR and (method not in status or status[method].status != "healthy")]
+        for method, _ in missing:
+            if method in status:
                 launch.stop(status[method].state.name)  # killed by a test: start it afresh below
-        missing = [(method, core) for method, core in PAIR
-                   if method not in status or status[method].status != "healthy"]
         plans = (launch.plan_for("cpu-smollm2", method, cpu_cores=core) for method, core in missing)
         for _, failure in launch.start_together(plans, timeout=400, warm=False):
             if failure is not None:
