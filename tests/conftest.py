@@ -152,26 +152,17 @@ def pytest_collection_modifyitems(config, items):
     """Under SPECSCOPE_TEST_STREAM, keep only the vLLM stream's tests (``vllm``: those that hold the server
     room alone first, so the other stream's few-server tests find it shared by the time they come) or the
     rest (``rest``, the few-server tests last)."""
-    demo: dict = {}  # the demo servers' users: module -> whether it holds many servers
-    for item in items:
-        if "demo_servers" in item.fixturenames:
-            demo[item.module] = demo.get(item.module, False) or item.get_closest_marker("many_servers") is not None
+    demo = {item.module for item in items if "demo_servers" in item.fixturenames}
     if STREAM not in ("vllm", "rest"):  # the demo servers' users side by side, so the servers stop early
-        items[:] = sorted(items, key=lambda item: _demo_order(item, demo))
+        items[:] = sorted(items, key=lambda item: item.module not in demo)
         return
     kept = [item for item in items if in_vllm_stream(item) == (STREAM == "vllm")]
     config.hook.pytest_deselected(items=[item for item in items if item not in kept])
     if STREAM == "vllm":  # whole modules, so a module's fixtures start once
         alone = {item.module for item in kept if holds_the_room_alone(item)}
-        items[:] = sorted(kept, key=lambda item: (item.module not in alone, *_demo_order(item, demo), _few(item)))
+        items[:] = sorted(kept, key=lambda item: (item.module not in alone, item.module not in demo, _few(item)))
     else:
         items[:] = sorted(kept, key=_few)
-
-
-def _demo_order(item: pytest.Item, demo: dict) -> tuple[bool, bool]:
-    """The demo servers' users first, side by side, the modules of many servers last among them (test_anatomy
-    stops the demo's suffix to start two of its own beside the baseline and ngram); modules stay whole."""
-    return item.module not in demo, demo.get(item.module, False)
 
 
 def _few(item: pytest.Item) -> bool:

@@ -3,9 +3,8 @@ draft_model step add up to it, and the step read from TPOT agrees with D read fr
 
 Needs real servers because the parts come from four of them (the baseline, ngram as the verify probe,
 draft_model, and the draft model served alone), whose TPOTs and /metrics counts are what is taken apart.
-The baseline and ngram K=4 are the shared demo servers (``cpu_pair``; the sweep reuses running servers
-configured as it would start them), so K is 4. Small on purpose: one K, concurrency 1, 2 prompts of 24
-tokens, 2 repeats (for intervals), one server per method.
+Small on purpose: one K, concurrency 1, 2 prompts of 24 tokens, 2 repeats (for intervals), one server per
+method, about 4 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from specscope import launch, settings
+from specscope import settings
 from specscope.cli import main
 
 pytestmark = [pytest.mark.integration, pytest.mark.many_servers]  # four servers side by side
@@ -24,17 +23,14 @@ PROMPTS = Path(__file__).resolve().parents[2] / "data" / "anatomy" / "copy.jsonl
 
 
 @pytest.fixture(scope="module")
-def measured(cpu_pair):
-    """The demo servers' home, their suffix stopped (this module comes after its users): four servers at once."""
+def measured(home):
     if not (settings.models_dir() / "SmolLM2-135M-Instruct-draft-24L" / "config.json").exists():
         pytest.skip("The CPU demo models are missing; run `specscope models prepare`")
-    if "suffix" in cpu_pair:  # cpu_pair runs the module in the demo servers' home
-        launch.stop(cpu_pair["suffix"].name)
-    return settings.home()
+    return home
 
 
 def test_the_parts_of_a_real_draft_model_step_add_up_to_it(measured, capsys):
-    status = main(["anatomy", "--measure", "--preset", "cpu-smollm2", "--methods", "draft_model", "--k", "4",
+    status = main(["anatomy", "--measure", "--preset", "cpu-smollm2", "--methods", "draft_model", "--k", "2",
                    "--concurrency", "1", "--prompts", str(PROMPTS), "--num-prompts", "2", "--output-len", "24",
                    "--repeats", "2", "--run-id", "anatomy-it", "--json"])
     out = capsys.readouterr().out
