@@ -115,7 +115,6 @@ def demo_servers(tmp_path_factory):
         DEMO.stop()
 
 
-
 def pytest_runtest_teardown(item, nextitem):
     DEMO.stop_after(item)
 
@@ -144,7 +143,7 @@ def in_vllm_stream(item: pytest.Item) -> bool:
 
 
 def holds_the_room_alone(item: pytest.Item) -> bool:
-    """Tests of four or more servers, and those of the browser tests' shared demo servers."""
+    """Tests of four or more servers, and the demo servers' users (browser tests and ``cpu_pair``'s)."""
     return item.get_closest_marker("many_servers") is not None or "demo_servers" in item.fixturenames
 
 

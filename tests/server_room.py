@@ -1,6 +1,6 @@
 """Room for real vLLM servers when tests/run.sh runs two pytest streams side by side: tests marked
-``many_servers`` (and the browser tests' shared demo servers) hold the room alone, tests marked
-``few_servers`` (and the integration tests' shared pair) share it. One lock file per run, named by
+``many_servers`` (and the users of the demo servers the browser and integration tests share) hold the room
+alone, tests marked ``few_servers`` share it. One lock file per run, named by
 SPECSCOPE_TEST_LOCK; without it (one pytest), no lock. A CPU demo server holds about 3.4 GB, so a test
 of four servers beside one of three would not fit 24 GB. A wait for the room of a second or more is written
 to ``SPECSCOPE_TEST_LOCK``.waits (stream, seconds, who), which tests/slowest.py adds up: a test's JUnit time

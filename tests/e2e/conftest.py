@@ -62,31 +62,18 @@ def streamlit_server(streamlit_factory, specscope_home) -> StreamlitServer:
     return streamlit_factory(home=specscope_home)
 
 
-_OPEN: list = []  # the running Playwright and its Chromium, while browser tests follow one another
-
-
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser():
-    """One Chromium for the browser tests that run one after another (a launch costs seconds of CPU),
-    closed before any other test: Playwright's sync API keeps an event loop running while it is open,
-    which must not outlive the browser tests (later tests call asyncio.run)."""
+    """One Chromium per test module: Playwright's sync API keeps an event loop running while it
+    is open, which must not outlive the browser tests (later tests call asyncio.run)."""
     if not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None:
         pytest.skip(f"{CHROMIUM} is missing; install Debian's chromium (launchers/install.sh --test)")
-    if not _OPEN:
-        from playwright.sync_api import sync_playwright
+    from playwright.sync_api import sync_playwright
 
-        playwright = sync_playwright().start()
-        _OPEN.extend([playwright, playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)])
-    return _OPEN[1]
-
-
-@pytest.hookimpl(trylast=True)  # after the test's own fixtures (its page's context) are torn down
-def pytest_runtest_teardown(item, nextitem):
-    if _OPEN and (nextitem is None or "browser" not in nextitem.fixturenames):
-        playwright, chromium = _OPEN
-        _OPEN.clear()
-        chromium.close()
-        playwright.stop()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
 
 
 @pytest.fixture
