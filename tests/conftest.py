@@ -153,19 +153,25 @@ def pytest_collection_modifyitems(config, items):
     rest (``rest``, the few-server tests last)."""
     demo = {item.module for item in items if "demo_servers" in item.fixturenames}
     if STREAM not in ("vllm", "rest"):  # the demo servers' users side by side, so the servers stop early
-        items[:] = sorted(items, key=lambda item: item.module not in demo)
+        items[:] = sorted(items, key=lambda item: (item.module not in demo, _stops_demo(item)))
         return
     kept = [item for item in items if in_vllm_stream(item) == (STREAM == "vllm")]
     config.hook.pytest_deselected(items=[item for item in items if item not in kept])
     if STREAM == "vllm":  # whole modules, so a module's fixtures start once
         alone = {item.module for item in kept if holds_the_room_alone(item)}
-        items[:] = sorted(kept, key=lambda item: (item.module not in alone, item.module not in demo, _few(item)))
+        items[:] = sorted(kept, key=lambda item: (item.module not in alone, item.module not in demo,
+                                                  _stops_demo(item), _few(item)))
     else:
         items[:] = sorted(kept, key=_few)
 
 
 def _few(item: pytest.Item) -> bool:
     return item.get_closest_marker("few_servers") is not None
+
+
+def _stops_demo(item: pytest.Item) -> bool:
+    """Whether a test stops the demo servers (their last user, after every other)."""
+    return item.get_closest_marker("stops_demo_servers") is not None
 
 
 @pytest.fixture(autouse=True)

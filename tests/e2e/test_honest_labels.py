@@ -4,13 +4,14 @@ An uploaded set of three prompts, two carrying one JSON schema and one free, swe
 concurrency 1, 16 output tokens, free and constrained (the default for a set with formats). It needs a
 real server: what is checked is what the servers were sent and answered (which prompts a constrained
 cell ran, how many tokens its requests were allowed, whether its first measured request still paid
-for compiling the grammar). Kept small for CI: 2 servers, 3 prompts, 16 tokens, one round.
+for compiling the grammar). The app runs in the home of the shared demo servers (tests/conftest.py),
+whose baseline and ngram K=4 the sweep reuses, configured alike: no server starts for it. Kept small
+for CI: 3 prompts, 16 tokens, one round.
 SPECSCOPE_SHOTS=<folder> also saves the Runs page and the Explorer at 1600x1000 and 1280x800.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from specscope import launch
 from specscope.analysis import per_prompt
 from specscope.results.store import Store
 
@@ -49,18 +51,11 @@ def _shot(page, name: str) -> None:
 
 
 @pytest.fixture
-def runs_app(streamlit_factory, specscope_home):
-    if importlib.util.find_spec("vllm") is None:
-        pytest.skip("vLLM is not installed; run launchers/install.sh")
-    models = os.environ.get("SPECSCOPE_MODELS") or str(Path.home() / ".cache" / "specscope" / "models")
-    if not (Path(models) / "SmolLM2-135M-Instruct" / "config.json").exists():
-        pytest.skip("The CPU demo model is missing; run `specscope models prepare`")
-    server = streamlit_factory(home=specscope_home,
-                               env={"SPECSCOPE_MODELS": models, "PYTHONPATH": str(REPO / "app")})
-    yield server.url
-    from specscope import launch
-
-    launch.stop_all()
+def runs_app(streamlit_factory, demo_servers, monkeypatch):
+    """The dashboard in the demo servers' home (this test's store is theirs); its URL."""
+    monkeypatch.setenv("SPECSCOPE_HOME", str(demo_servers.home))
+    server = streamlit_factory(home=demo_servers.home, env={"PYTHONPATH": str(REPO / "app")})
+    return server.url
 
 
 def _sweep_mixed_set(page, url: str, wait_idle, tmp_path: Path) -> tuple[str, str]:
@@ -92,13 +87,17 @@ def _sweep_mixed_set(page, url: str, wait_idle, tmp_path: Path) -> tuple[str, st
     return link.split("run_id=")[1].split("&")[0], form
 
 
-def test_a_mixed_set_swept_free_and_constrained_reads_true(runs_app, page, wait_idle, tmp_path, specscope_home):
+def test_a_mixed_set_swept_free_and_constrained_reads_true(runs_app, demo_servers, page, wait_idle, tmp_path):
     run_id, form = _sweep_mixed_set(page, runs_app, wait_idle, tmp_path)
     faults = []  # every label found untrue, so one run names them all
 
     def check(ok: bool, what: str) -> None:
         if not ok:
             faults.append(what)
+
+    # 0. the sweep measured the demo's servers, configured alike, and started none of its own
+    pids = {s.state.name: s.state.pid for s in launch.list_servers()}
+    check(pids == {s.name: s.pid for s in demo_servers.servers.values()}, f"the sweep's servers: {pids}")
 
     # 1. the Runs table tells free and constrained cells apart
     lines = [" ".join(row.inner_text().split()) for row in

