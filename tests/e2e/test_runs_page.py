@@ -62,11 +62,12 @@ def test_upload_check_and_one_cell_sweep(runs_app, page, tmp_path, wait_idle):
     wait_idle(page)
 
     table = page.locator("[data-testid='stTable']")
-    # the bundled runs are listed from the start; wait until the new sweep's run is the one shown
+    # the bundled runs and earlier sweeps of this home are listed from the start; wait until the new sweep's run
+    # is the one shown: its baseline row (K 0, concurrency 1, 2 repeats) with a measured figure
     page.wait_for_function(
         "() => [...document.querySelectorAll('a')].some(a => a.href.includes('run_id=sweep-cpu-smollm2-'))"
         " && [...document.querySelectorAll(\"[data-testid='stTable'] tr\")].some("
-        "r => r.innerText.includes('none') && /\\d\\.\\d/.test(r.innerText))"  # a measured figure
+        "r => /^none\\s+0\\s+1\\s+2\\s/.test(r.innerText.trim()) && /\\d\\.\\d/.test(r.innerText))"
         # an element left from the previous script run is marked stale until it is replaced
         " && !document.querySelector(\"[data-stale='true'] [data-testid='stTable']\")", timeout=300_000)
     row = table.locator("tr").filter(has_text="none").first.inner_text()
