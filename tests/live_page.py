@@ -21,12 +21,30 @@ def chosen_servers(page, at_least: int = 0, timeout_ms: int = 10_000) -> list[st
     return chosen
 
 
-def choose_servers(page, wait_idle, names, max_tokens: int, timeout_s: float = 120) -> None:
+def choose_servers(page, wait_idle, names, max_tokens: int, timeout_s: float = 180) -> None:
     """Pick ``names`` in Live's server box (in that order; the servers Live chose itself are cleared first) and
     set the answer's length. A click the box's redraw took from under the mouse (a rerun on a loaded machine
-    detaches the tag it aimed at) is tried again on the box as it is then, for ``timeout_s`` at most."""
-    box = page.locator("[data-testid='stMultiSelect']").filter(has_text="Started or attached servers")
+    detaches the tag it aimed at) is tried again on the box as it is then; a box that refuses clicks for 45 s
+    (its tags drawn without Remove buttons: the page disables its widgets while it has lost its server) starts
+    over on the page reloaded, for ``timeout_s`` in all."""
     deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            _choose(page, wait_idle, names, min(deadline, time.monotonic() + 45))
+            break
+        except PlaywrightTimeout:
+            if time.monotonic() > deadline:
+                raise
+            page.reload()
+            wait_idle(page)
+    assert chosen_servers(page, at_least=len(names)) == list(names), chosen_servers(page)
+    page.get_by_label("Max tokens").fill(str(max_tokens))
+    page.get_by_label("Max tokens").press("Enter")
+    wait_idle(page)
+
+
+def _choose(page, wait_idle, names, deadline: float) -> None:
+    box = page.locator("[data-testid='stMultiSelect']").filter(has_text="Started or attached servers")
 
     def again(click) -> None:
         while True:
@@ -50,10 +68,6 @@ def choose_servers(page, wait_idle, names, max_tokens: int, timeout_s: float = 1
         again(pick)
         wait_idle(page)
     page.keyboard.press("Escape")
-    assert chosen_servers(page, at_least=len(names)) == list(names), chosen_servers(page)
-    page.get_by_label("Max tokens").fill(str(max_tokens))
-    page.get_by_label("Max tokens").press("Enter")
-    wait_idle(page)
 
 
 def pane_answer(page, label: str) -> str:

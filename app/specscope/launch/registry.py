@@ -259,10 +259,15 @@ def same_config(a: ServerState, b: ServerState) -> bool:
             and _config_args(a.argv) == _config_args(b.argv))
 
 
+_REUSE_HEALTH_TIMEOUT_S = 10.0  # a busy server answers /health late; a false "no" starts a second one
+
+
 def find_reusable(planned: ServerState) -> ServerState | None:
-    """A healthy launched server configured exactly as ``planned`` would be (None when there is none)."""
-    for status in list_servers():
-        if status.status == "healthy" and same_config(status.state, planned):
+    """A healthy launched server configured exactly as ``planned`` would be (None when there is none);
+    only servers of that configuration are asked for their health, patiently."""
+    for status in list_servers(check_health=False):
+        if (status.status == "starting" and same_config(status.state, planned)
+                and probe.healthy(status.state.url, _REUSE_HEALTH_TIMEOUT_S)):
             return status.state
     return None
 
