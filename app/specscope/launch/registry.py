@@ -265,10 +265,10 @@ _REUSE_HEALTH_TIMEOUT_S = 10.0  # a busy server answers /health late; a false "n
 def find_reusable(planned: ServerState) -> ServerState | None:
     """A healthy launched server configured exactly as ``planned`` would be (None when there is none);
     only servers of that configuration are asked for their health, patiently."""
-    for status in list_servers(check_health=False):
-        if (status.status == "starting" and same_config(status.state, planned)
-                and probe.healthy(status.state.url, _REUSE_HEALTH_TIMEOUT_S)):
-            return status.state
+    for state in read_states():
+        if (same_config(state, planned) and procfs.alive(state.pid, state.pgid)
+                and probe.healthy(state.url, _REUSE_HEALTH_TIMEOUT_S)):
+            return state
     return None
 
 
