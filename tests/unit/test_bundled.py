@@ -141,14 +141,15 @@ def test_bundled_gpu_runs_say_where_and_how_they_were_measured(store, specscope_
                                      "gpu-deploy-8b-eagle3-vllm0.26.0", "gpu-deploy-8b-eagle3-r3-vllm0.26.0",
                                      "gpu-deploy-8b-eagle3-r4-vllm0.26.0", "gpu-deploy-8b-eagle3-r5-vllm0.26.0",
                                      "gpu-deploy-8b-eagle3-r6-vllm0.26.0", "gpu-deploy-8b-draft-r2-vllm0.26.0",
-                                     "gpu-deploy-8b-eagle3-long3k-vllm0.26.0"}
+                                     "gpu-deploy-8b-eagle3-long3k-vllm0.26.0", "gpu-v1runner-8b-eagle3-vllm0.26.0"}
     for path in gpu:
         rows = pq.read_table(path).to_pandas()
         ok = rows[rows["status"] == "ok"]
         version = "0.26.0" if "vllm0.26.0" in path.stem else "0.24.0"  # a run on another vLLM names it
+        h200 = ("r4", "r5", "r6", "draft-r2", "long3k", "v1runner")
         hardware = ("2xH100-80GB" if "-tp2-" in path.stem else  # tensor parallel 2: two GPUs
-                    "1xH200-140GB" if any(f"-{run}-" in path.stem for run in ("r4", "r5", "r6", "draft-r2", "long3k"))
-                    else  # the loop's EAGLE-3 runs 3-5, its draft-model run and its long-context run
+                    "1xH200-140GB" if any(f"-{run}-" in path.stem for run in h200)
+                    else  # the loop's EAGLE-3 runs 3-5, its draft-model and long-context runs, the V1-runner sweep
                     "1xH100-80GB")
         assert (ok["hardware"] == hardware).all() and (ok["vllm_version"] == version).all()
         assert (ok["torch_version"] == "2.11.0+cu130").all() and (ok["weights"] == "dummy").all()
@@ -277,3 +278,14 @@ def test_bundled_gpu_anatomy_splits_every_step_from_its_own_run(specscope_home, 
             assert row["verify_ms"] + row["draft_ms"] + row["overhead_ms"] == pytest.approx(row["step_ms"], abs=1e-3)
         if row["method"] == "eagle3":
             assert row["draft_ms"] is None and "cannot be served alone" in row["draft_how"]
+
+
+def test_a_schedule_row_says_its_schedule_where_speedup_lists_its_k(store, specscope_home, capsys):
+    """gpu-v1runner-warm-8b-eagle3-vllm0.26.0: a fixed K=4 server and a schedule drafting up to 4 at c=1 read 1.833x
+    and 0.997x; the table tells them apart in its K column, not only in hidden keys."""
+    assert cli_main(["speedup", "--run-id", "gpu-v1runner-warm-8b-eagle3-vllm0.26.0", "--concurrency", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    schedule = [line for line in lines if "0.997×" in line]
+    fixed = [line for line in lines if "1.833×" in line]
+    assert len(schedule) == 1 and " 4 (1-3:4,4-256:0) " in schedule[0]
+    assert len(fixed) == 1 and "(1-3" not in fixed[0]

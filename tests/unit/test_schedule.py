@@ -90,6 +90,35 @@ def test_auto_schedule_from_the_bundled_cpu_results(specscope_home):
         deploy.from_results("SmolLM2-135M-Instruct", "ngram", max_batch=8)  # several sets: the user picks
 
 
+def test_a_synthetic_sweeps_auto_schedule_comes_from_its_own_cells(specscope_home):
+    """`bench --k-schedule auto` at a published acceptance curve on an H200 (data/results/gpu-v1runner-8b-eagle3-
+    vllm0.26.0.parquet): its fixed-K rows accepted drafts synthetically, so they are fitted for their step cost at
+    the rates they ran (before, the sweep's schedule server failed: "Only step-cost calibration rows match"), and
+    only that run's rows are: the bundled runs of the same model on other machines, vLLMs and runners stay out."""
+    run = "gpu-v1runner-8b-eagle3-vllm0.26.0"
+    advised = deploy.from_results("shape-Llama-3.1-8B", "eagle3", "code-editing", run)
+    assert advised.ranges[0].start == 1 and advised.ranges[0].k in (2, 3, 4)  # tied at c=1 within noise: 1.83-1.97x
+    assert advised.server_k <= 4  # never a K this run did not measure
+    with pytest.raises(ConfigError, match="Results of 3 setups match"):
+        deploy.from_results("shape-Llama-3.1-8B", "eagle3", "code-editing")  # without the run: every bundled run
+
+
+def test_an_answer_that_deploys_no_schedule_names_one_k(specscope_home):
+    """gpu-v1runner-warm-8b-eagle3-vllm0.26.0 (two repeats): every K ties within noise, so the answer deploys the
+    smallest, K=1; the schedule measured beside K=4 lost to it, and the sentence says to deploy the answer's K
+    rather than the schedule (it said "Deploy K=4 rather than the schedule" after "Deploy eagle3 with K = 1")."""
+    from specscope.advice import fitting
+    from specscope.results import store
+
+    rows = store.Store().speedup({"run_id": ["gpu-v1runner-warm-8b-eagle3-vllm0.26.0"]})
+    fit, = fitting.fit_families(rows[rows["k_schedule"].isna()], engine_only=True)
+    answered = deploy.answer(fit, rows=rows)
+    assert not answered.use_schedule and answered.config["num_speculative_tokens"] == answered.fixed_k == 1
+    text = answered.sentence()
+    assert "Deploy K=1 rather than the schedule 1-3:4,4-256:0" in text and "Deploy K=4" not in text
+    assert "it tied K=4 everywhere" in text  # the evidence still names the K it was measured against
+
+
 def test_a_servers_schedule_reads_back_from_its_config():
     config = schedule.parse("1-2:4,3-256:1").speculative_config({"method": "ngram"})
     assert schedule.of_config(config) == "1-2:4,3-256:1"

@@ -33,7 +33,7 @@ from specscope.advice.fitting import FamilyFit
 from specscope.analysis import intervals, verdict
 from specscope.engine import vllms
 from specscope.engine.schedule import SCHEDULE_KEY, KSchedule, from_best, parse
-from specscope.errors import ConfigError
+from specscope.errors import ConfigError, InputError
 from specscope.results import store
 from specscope.schema import BASELINE_METHOD
 
@@ -368,7 +368,7 @@ def answer(fit: FamilyFit, concurrencies: Sequence[float] | None = None, ks: Seq
         use = measured_schedule.deploy_schedule
         if use:
             advised = parse(measured_schedule.schedule)
-        why = f"Measured beats modelled: {measured_schedule.sentence()}"
+        why = f"Measured beats modelled: {measured_schedule.sentence(None if use else fixed_k)}"
     elif moves and len({p.k for p in points}) > 1:
         use = True
         where = ", ".join(f"{c.concurrency:g} (K={c.k} {c.speedup:.3f}× against K={fixed_k} "
@@ -412,17 +412,24 @@ def _extrapolation_note(fit: FamilyFit, concs: Sequence[int], max_batch: int) ->
             "before starting a server with it.")
 
 
-def from_results(model: str, method: str, dataset: str | None = None, max_batch: int = 256) -> KSchedule:
+def from_results(model: str, method: str, dataset: str | None = None, run_id: str | None = None,
+                 max_batch: int = 256) -> KSchedule:
     """The schedule answered from the stored results of ``model`` and ``method`` (and ``dataset``), for a
-    sweep's or a server's ``auto`` schedule; ConfigError when none match or several families (datasets,
-    hardware) would need a choice."""
+    sweep's or a server's ``auto`` schedule: a sweep's ``run_id`` answers from that run's own fixed-K cells
+    where it has some (measured on this machine, this runner), else from every stored run. ConfigError when
+    none match or several families (datasets, hardware) would need a choice."""
     filters = {"model": [model], "method": [method], **({"dataset": [dataset]} if dataset else {})}
     stored = store.Store().speedup(filters)
+    if run_id and ((stored["run_id"] == run_id) & stored["k_schedule"].isna()).any():
+        stored = stored[stored["run_id"] == run_id]
     frame = stored[stored["k_schedule"].isna()]  # fixed-K cells only: a schedule is what is advised
     if frame.empty or (frame["method"] == method).sum() == 0:
         raise ConfigError(f"No stored results of {model} with method {method}"
                           + (f" on {dataset}" if dataset else "") + "; run a sweep first, or give the schedule itself.")
-    fits = fitting.fit_families(frame)
+    try:
+        fits = fitting.fit_families(frame)
+    except InputError:  # drafts accepted at set rates only (a synthetic sweep): advise at those rates
+        fits = fitting.fit_families(frame, engine_only=True)
     if len({f.keys.get("vllm_version") for f in fits}) > 1:  # one setup on several vLLMs: advise for this one's
         installed = vllms.installed_vllm()
         fits = [f for f in fits if installed and f.keys.get("vllm_version") == installed[1]] or fits

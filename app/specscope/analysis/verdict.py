@@ -99,8 +99,9 @@ class Verdict:
             return schedule.parse(self.schedule).speculative_config({"method": self.method})
         return {"method": self.method, "num_speculative_tokens": self.fixed_k}
 
-    def sentence(self) -> str:
-        """The verdict and its evidence in one sentence."""
+    def sentence(self, deployed_k: int | None = None) -> str:
+        """The verdict and its evidence in one sentence; ``deployed_k``: the fixed K an answer deploys instead of
+        the schedule where it is not the K the schedule was measured against."""
         def where(picked: list[Comparison]) -> str:
             return ", ".join(f"{c.concurrency} ({c.ratio:.3f}x)" for c in picked)
 
@@ -118,8 +119,8 @@ class Verdict:
         if len(sides) == 1:
             sides.append("slower nowhere" if faster else "faster nowhere")
         against = f"against K={self.fixed_k} it was {' and '.join(sides)} ({noise})"
-        named = f"the schedule {self.schedule}" if self.deploy_schedule else f"K={self.fixed_k} rather than the " \
-                                                                            f"schedule {self.schedule}"
+        named = (f"the schedule {self.schedule}" if self.deploy_schedule else
+                 f"K={deployed_k or self.fixed_k} rather than the schedule {self.schedule}")
         if faster and slower:
             head = f"Deploy {named}, by mean speedup: "
         elif faster or slower:

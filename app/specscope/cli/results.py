@@ -162,6 +162,8 @@ def _speedup_table(frame: pd.DataFrame, records: list[dict], best: bool, wide: b
         columns={k: identity.COLUMN_NAMES[k] for k in shown
                  if k in identity.COLUMN_NAMES and k not in ("source", "hardware")})
     table = table.assign(speedup=[explore.interval_text(r) for r in records])
+    if "k_schedule" in frame:  # a schedule's server drafts K by batch size: its K column says so
+        table["k"] = [f"{k} ({s})" if isinstance(s, str) and s else k for k, s in zip(frame["k"], frame["k_schedule"])]
     if "response format" in table:
         table["response format"] = [identity.format_name(v) for v in frame["response_format"]]
     baseline = {"baseline from": ["its run" if base == run else base

@@ -35,7 +35,7 @@ from specscope.sweep.spec import Cell, SweepSpec
 
 __all__ = ["Advise", "Stop", "stop_asker", "run_sweep", "preflight", "advised_cell", "time_split"]
 
-Advise = Callable[[str, str, str], KSchedule]  # (model, method, dataset) -> the schedule to measure for `auto`
+Advise = Callable[[str, str, str, str], KSchedule]  # (model, method, dataset, run_id) -> the schedule for `auto`
 Stop = threading.Event | Callable[[], bool] | None
 
 
@@ -100,7 +100,7 @@ def advised_cell(cell: Cell, run_id: str, dataset: str, advise: Advise | None) -
     if not models or advise is None:
         raise ConfigError(f"No {cell.method} cell of this sweep was measured, so no schedule can be "
                           "advised; give the schedule itself.")
-    advised = advise(models[0], cell.method, dataset)
+    advised = advise(models[0], cell.method, dataset, run_id)
     return replace(cell, k=advised.server_k, schedule=advised.text())
 
 
@@ -210,7 +210,7 @@ class _Lane:
                     self._warm(up, cell, what)
             except SpecScopeError as exc:
                 self.pool.retire(group)
-                self.start_errors[group] = f"The {cell.method} K={cell.k} server did not wake: {exc}"
+                self.start_errors[group] = f"The {cell.method} {what} server did not wake: {exc}"
             return
         self.recorder.event("server", cell.cell_id, f"starting {cell.method} {what}")
         try:
@@ -220,7 +220,7 @@ class _Lane:
             self.recorder.event("server", cell.cell_id, _started(cell, what, server, time.monotonic() - began))
             self._warm(server, cell, what)
         except SpecScopeError as exc:
-            self.start_errors[group] = f"The {cell.method} K={cell.k} server did not start: {exc}"
+            self.start_errors[group] = f"The {cell.method} {what} server did not start: {exc}"
             if not any(kept.ok for kept in self.kept.values()) and not self.recorder.result.ran:
                 # nothing measured: every cell would fail alike
                 raise ConfigError(f"{self.start_errors[group]} Nothing was measured; fix this "
