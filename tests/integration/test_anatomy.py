@@ -43,9 +43,10 @@ def test_the_parts_of_a_real_draft_model_step_add_up_to_it(measured, capsys):
     assert "drafting on" in step["verify_how"] and "served alone" in step["draft_how"]
     parts = step["verify_ms"] + step["draft_ms"] + step["overhead_ms"]
     assert parts == pytest.approx(step["step_ms"], rel=1e-3)
-    # each measured part lies within the step it is part of (the overhead's interval reaches 0 or above)
+    # each measured part lies within the step it is part of; the overhead's interval reaches 0 or above, or
+    # it says why not (the drafter served alone is an upper bound, timed under other load on a busy machine)
     assert 0 < step["verify_ms"] < step["step_ms"] and 0 < step["draft_ms"] < step["step_ms"]
-    assert step["overhead_hi"] > 0
+    assert (step["overhead_hi"] > 0) != ("below 0" in step["overhead_how"]), step
     # verifying K+1 tokens costs at least about one plain step (the target's own pass)
     assert step["verify_ms"] > 0.8 * step["plain_ms"]
     # the step measured two ways: TPOT x tokens per step over the baseline's TPOT, and AL / speedup

@@ -110,6 +110,16 @@ def test_a_duration_interval_stops_at_zero_while_a_difference_may_go_below():
     assert found.low < 0.0 and row["step_hi"] == pytest.approx(found.high)
 
 
+def test_an_overhead_below_zero_with_its_interval_says_why():
+    """The drafter served alone is an upper bound on its passes: timed under heavier load than the method's cell
+    (5 ms a pass, 20 ms for K=4), the parts exceed the 24 ms step and the overhead says what that means."""
+    row = anatomy.table(_demo(tpots=(10.0, 10.0), drafter_tpot=5.0)).query("method == 'draft_model'").iloc[0]
+    assert row["overhead_hi"] < 0.0
+    assert "below 0" in row["overhead_how"] and "quiet machine" in row["overhead_how"]
+    fine = anatomy.table(_demo(tpots=(10.0, 10.0), drafter_tpot=1.0)).query("method == 'draft_model'").iloc[0]
+    assert fine["overhead_hi"] > 0.0 and fine["overhead_how"] == "the rest: step - verify - draft"
+
+
 def test_ngram_is_its_own_verify_probe_so_its_step_is_all_verify():
     row = anatomy.table(_demo()).query("method == 'ngram'").iloc[0]
     assert row["verify_ms"] == pytest.approx(row["step_ms"]) and row["draft_ms"] == 0.0

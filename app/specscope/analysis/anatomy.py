@@ -257,9 +257,15 @@ def _parts(cell: Mapping, cells: list[Mapping], speedups: tuple[tuple[str, ...],
         out["overhead_how"] = "given with draft (rest = step - verify)"
         return out
     draft = one_draft.times(f)
-    out.update(**_columns("draft", draft), **_columns("overhead", rest - draft))
-    out["overhead_how"] = "the rest: step - verify - draft"
+    overhead = rest - draft
+    out.update(**_columns("draft", draft), **_columns("overhead", overhead))
+    high = overhead.value if overhead.high is None else overhead.high
+    out["overhead_how"] = "the rest: step - verify - draft" + (BELOW_ZERO if high < 0 else "")
     return out
+
+
+BELOW_ZERO = ("; below 0 with its interval: the drafter served alone (an upper bound) took longer than its passes "
+              "inside the step, as when the cells ran under different load; measure again on a quiet machine")
 
 
 TIMES = ("step", "plain", "verify", "draft")  # measured durations: an interval's low end never below 0
