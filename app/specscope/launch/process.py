@@ -21,7 +21,7 @@ from specscope import access, procfs
 from specscope.client import probe, serverlog, warmup
 from specscope.errors import ConfigError, LaunchFailed
 from specscope.launch import failures, guard, registry
-from specscope.launch.command import LaunchPlan
+from specscope.launch.command import LaunchPlan, pinned_cores
 from specscope.launch.registry import ServerState
 
 __all__ = ["Progress", "start", "start_together", "ready", "wait_healthy", "stop", "stop_all", "restart", "death"]
@@ -107,6 +107,7 @@ def _spawn(launch_plan: LaunchPlan, die_with_parent: bool, keep_for: float | Non
     finally:
         log.close()
     procfs.CHILDREN[proc.pid] = proc
+    _pin(proc, pinned_cores(launch_plan.extra_env))
     if die_with_parent:
         guard.detach(os.getpid(), proc.pid, env)
     state = state.model_copy(update={"pid": proc.pid, "pgid": proc.pid, "started_by": actor.who,
@@ -116,6 +117,19 @@ def _spawn(launch_plan: LaunchPlan, die_with_parent: bool, keep_for: float | Non
     if keep_for is not None:
         guard.detach_idle(state.url, proc.pid, keep_for, str(registry.state_path(state.name)), env)
     return state
+
+
+def _pin(proc: subprocess.Popen[bytes], cores: frozenset[int] | None) -> None:
+    """Pin a just-started server to ``cores`` before it starts its engine (its processes inherit the pin)."""
+    if cores is None:
+        return
+    try:
+        os.sched_setaffinity(proc.pid, cores)
+    except OSError as exc:
+        guard.end_group(proc.pid, child=proc)
+        allowed = ",".join(map(str, sorted(os.sched_getaffinity(0))))
+        raise ConfigError(f"Cannot bind the server to cores {','.join(map(str, sorted(cores)))} ({exc.strerror}); "
+                          f"this machine lets SpecScope use cores {allowed}: choose among them.") from exc
 
 
 def ready(state: ServerState, *, timeout: float = 300.0, progress: Progress | None = None,

