@@ -119,6 +119,21 @@ def test_an_answer_that_deploys_no_schedule_names_one_k(specscope_home):
     assert "it tied K=4 everywhere" in text  # the evidence still names the K it was measured against
 
 
+def test_a_k0_range_the_load_reached_is_measured_not_taken_for_the_baseline(specscope_home):
+    """The same run's schedule drafted 0 at concurrency 16 (its range 4-256:0) and read 0.512x there: a K=0 range
+    still runs the drafter and the target under piecewise graphs on vLLM 0.26.0. The schedule's K=0 cost comes
+    from that cell, so the advised schedule drafts K=1 there instead of a K=0 range taken to cost 1.000x."""
+    from specscope.advice import fitting
+    from specscope.results import store
+
+    rows = store.Store().speedup({"run_id": ["gpu-v1runner-warm-8b-eagle3-vllm0.26.0"]})
+    assert deploy.drafting_nothing(rows) == {16: pytest.approx(0.512, abs=5e-4)}
+    fit, = fitting.fit_families(rows[rows["k_schedule"].isna()], engine_only=True)
+    answered = deploy.answer(fit, rows=rows)
+    assert answered.drafting_zero == "measured on a server drafting 0: 0.512× at 16"
+    assert all(r.k > 0 for r in answered.schedule.ranges), answered.schedule.text()
+
+
 def test_a_servers_schedule_reads_back_from_its_config():
     config = schedule.parse("1-2:4,3-256:1").speculative_config({"method": "ngram"})
     assert schedule.of_config(config) == "1-2:4,3-256:1"
