@@ -28,6 +28,19 @@ def test_a_fit_on_one_point_says_it_is_not_validated(specscope_home):
     assert answer.as_dict()["validated"] is False
 
 
+def test_a_fit_on_two_points_says_it_is_not_validated_in_plain_words(specscope_home):
+    """Two points are too few for a check (it needs 3 held-out predictions): the answer says so, not "2 of 2
+    fitted points can be predicted without themselves (leave-one-out needs 3)" as it did."""
+    rows = _fit("suffix", "code-editing").rows
+    train = rows[rows["train"]]
+    fit = fitting.fit_family(rows.drop(index=train.index[2:]).drop(columns=["al", "train"]))
+    assert fit.fitted_points == 2 and fit.held_out_error() is None
+    answer = advisor.advise(fit, 1.0)
+    assert not answer.validated and "fitted on 2 points, not validated" in answer.validation()
+    said = " ".join([answer.summary(), answer.validation(), *answer.details])
+    assert "leave-one-out needs" not in said and "predicted without themselves" not in said
+
+
 def test_leave_one_out_predicts_each_point_from_a_fit_without_it(specscope_home):
     fit = _fit("suffix", "code-editing")
     held = fit.held_out
