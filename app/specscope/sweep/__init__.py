@@ -29,7 +29,8 @@ can hold together stay up for the whole run; where it holds fewer (``max_servers
 memory holds), the server needed furthest ahead sleeps (a GPU server in sleep mode) or is stopped and
 started again when its turn comes (``baseline_alongside`` keeps the baseline's server up beside them).
 Every server gets unmeasured warm-up requests at its first cell's concurrency and output
-length before that cell (``specscope.client.warmup``), on top of each cell's own ``warmups``.
+length before that cell (``specscope.client.warmup``), on top of each cell's own ``warmups``; a GPU
+server that drafts, measured above concurrency 1, also gets batches that grow and shrink (``warmup.ramp``).
 Every row gets the ids of the hygiene checks it fails (``specscope.results.hygiene``).
 
 ``structured`` runs each cell free (``free``, the prompts' response formats left out), constrained

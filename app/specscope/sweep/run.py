@@ -33,7 +33,7 @@ from specscope.sweep.record import (
 )
 from specscope.sweep.spec import Cell, SweepSpec
 
-__all__ = ["Advise", "Stop", "stop_asker", "run_sweep", "preflight", "advised_cell", "time_split"]
+__all__ = ["Advise", "Stop", "stop_asker", "run_sweep", "preflight", "advised_cell", "ramp_width", "time_split"]
 
 Advise = Callable[[str, str, str, str], KSchedule]  # (model, method, dataset, run_id) -> the schedule for `auto`
 Stop = threading.Event | Callable[[], bool] | None
@@ -112,6 +112,14 @@ def _started(cell: Cell, what: str, server: RunningServer, seconds: float) -> st
     if cell.method != BASELINE_METHOD and not server.per_request:
         note = " (this vLLM reports no per-request acceptance: each cell's comes from /metrics)"
     return f"{cell.method} {what} started in {seconds:.0f} s{note}"
+
+
+def ramp_width(cell: Cell, cells: Collection[Cell], gpu: bool) -> int:
+    """The widest batch of a fresh server's ramp warm-up (``warmup.ramp``): up to 3 requests for a GPU server
+    that drafts and is measured above concurrency 1 (what vLLM compiles on its first batch changes would stall
+    such a server's first cell above 1), else 0: no ramp."""
+    widest = max((c.concurrency for c in cells if c.group == cell.group), default=1)
+    return min(3, widest) if gpu and cell.method != BASELINE_METHOD and widest > 1 else 0
 
 
 def time_split(seconds: dict[str, float], lanes: int = 1) -> str:
@@ -197,6 +205,17 @@ class _Lane:
                        if spec.structured != "free" else ())  # each grammar compiled unmeasured
         self.recorder.timed("warm", time.monotonic() - began)
 
+    def _ramp(self, server: RunningServer, cell: Cell, what: str) -> None:
+        """Batches that grow and shrink (``warmup.ramp``) on a fresh server that needs them (``ramp_width``)."""
+        width = ramp_width(cell, self.cells, gpu=getattr(self.launcher, "gpu", False))
+        if not width:
+            return
+        self.recorder.event("server", cell.cell_id, f"warming up {cell.method} {what} at batch sizes 1 to {width}")
+        began = time.monotonic()
+        warmup.ramp(server.url, width=width, output_len=self.plan.spec.output_len or bench.DEFAULT_OUTPUT_LEN,
+                    prompt_chars=typical_chars(self.plan.prompt_set), temperature=self.plan.spec.temperature)
+        self.recorder.timed("warm", time.monotonic() - began)
+
     def _ready(self, index: int, cell: Cell) -> None:
         """The cell's server started (or reused), or woken from sleep, and warmed; a failure to start or
         wake is kept in ``start_errors`` for its cells."""
@@ -219,6 +238,7 @@ class _Lane:
             server = self.pool.start(index, group, self.advised[group])
             self.recorder.event("server", cell.cell_id, _started(cell, what, server, time.monotonic() - began))
             self._warm(server, cell, what)
+            self._ramp(server, cell, what)
         except SpecScopeError as exc:
             self.start_errors[group] = f"The {cell.method} {what} server did not start: {exc}"
             if not any(kept.ok for kept in self.kept.values()) and not self.recorder.result.ran:
