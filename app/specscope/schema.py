@@ -97,6 +97,7 @@ _fields += [
     pa.field("hygiene", pa.string()),  # comma-separated check ids
     pa.field("valid_share", pa.float64()),  # constrained answers that follow their format; null when free
     pa.field("max_itl_ms", pa.float64()),   # the longest gap between streamed chunks of any request
+    pa.field("compiles", pa.int64()),  # what the server's log says it compiled while the cell was measured
     # an imported cell's throughput spread from its requests (specscope.results.tool_exports.spread)
     pa.field("output_throughput_n", pa.int64()),
     pa.field("output_throughput_var", pa.float64()),

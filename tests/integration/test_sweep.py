@@ -109,6 +109,8 @@ def test_sweep_lands_in_explorer_and_a_killed_sweep_resumes_without_repeating(re
     assert ngram["speedup"].notna().all() and (ngram["speedup"] > 0).all()
     assert ngram["acceptance_rate"].between(0, 1).all()
     assert set(frame["hardware"]) == {frame["hardware"].iloc[0]} and frame["vllm_version"].notna().all()
+    assert frame["compiles"].notna().all()  # each cell read its server's log for compiles while measuring
+    assert all(("compiled" in str(h)) == (n > 0) for h, n in zip(frame["hygiene"], frame["compiles"]))
     requests = store.Store().query("SELECT * FROM requests WHERE run_id = ?", [run_id])
     assert len(requests) == 8 * 4 and requests["success"].all()
     assert requests[requests["method"] == "ngram"]["acceptance_rate"].notna().all()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from specscope.client import bench, metrics
+from specscope.client import bench, compilelog, metrics
 from specscope.results import hygiene
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
@@ -44,6 +44,7 @@ def test_a_clean_cell_passes_every_check():
     ("lossless_mismatches", 3, 0, "lossless"),
     ("completed", 6, 8, "few_requests"),
     ("valid_share", 0.5, 1.0, "invalid_answers"),
+    ("compiles", 2, 0, "compiled"),
 ])
 def test_each_field_check_triggers_and_stays_quiet(field, bad, good, check):
     assert check in hygiene.flags({**CLEAN, field: bad}, repeats=3)
@@ -151,3 +152,23 @@ def test_a_row_written_before_a_check_existed_fails_it_by_its_own_columns():
     assert hygiene.row_ids({"hygiene": "waves", "valid_share": 0.5}) == ["waves", "invalid_answers"]
     assert hygiene.row_ids({"hygiene": "", "valid_share": float("nan")}) == []
     assert hygiene.row_ids({"hygiene": None, "valid_share": None}) == []
+
+
+def test_compiles_are_read_from_a_real_gpu_servers_log_from_where_a_cell_began(tmp_path):
+    """vLLM 0.26.0 on an H200 (EAGLE-3 K=3, V1 runner, TORCH_LOGS=recompiles): four Triton kernels JIT-compiled
+    in a c=1 warm-up, then three recompiles of a spec-decode helper in the first c=4 cell."""
+    text = (CAPTURES / "server_log_v1runner_compiles.log").read_text()
+    found = compilelog.compiled(text)
+    assert found == ["eagle_prepare_next_token_padded_kernel", "eagle_step_slot_mapping_metadata_kernel",
+                     "rejection_greedy_sample_kernel", "eagle_prepare_inputs_padded_kernel",
+                     *["update_num_computed_tokens_for_batch_change"] * 3]
+    log = tmp_path / "server.log"
+    warm_up, cell = text.split("(APIServer pid=1509) INFO:     127.0.0.1:35940", 1)
+    log.write_text(warm_up)
+    mark = compilelog.offset(str(log))
+    with log.open("a") as more:
+        more.write("(APIServer pid=1509) INFO:     127.0.0.1:35940" + cell)
+    assert compilelog.since(str(log), mark) == ["update_num_computed_tokens_for_batch_change"] * 3
+    assert compilelog.since(str(log), compilelog.offset(str(log))) == []  # nothing after the cell
+    assert compilelog.offset(None) is None and compilelog.since(None, 0) is None  # an attached server: no log
+    assert compilelog.since(str(tmp_path / "gone.log"), 0) is None

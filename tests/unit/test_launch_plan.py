@@ -63,7 +63,10 @@ def test_argv_for_every_catalog_method(kind, tmp_path):
     assert (state.url, state.port, state.tp, state.engine, state.vllm_version) == (
         "http://127.0.0.1:8123", 8123, 2, "vllm", "0.32.0")
     assert state.log_path == str(tmp_path / f"{state.name}.log")
-    assert plan.extra_env == state.env == {"HF_HUB_OFFLINE": "1"}  # GPU servers get no core binding
+    # GPU servers get no core binding; every server logs each compile while serving, as it happens
+    assert plan.extra_env == state.env == {"HF_HUB_OFFLINE": "1", "TORCH_LOGS": "recompiles", "PYTHONUNBUFFERED": "1"}
+    quiet = build(every_method(env={"TORCH_LOGS": "-all"}), "none", vllm=GPU, port=1, log_dir=tmp_path)
+    assert quiet.extra_env["TORCH_LOGS"] == "-all"  # a preset's own torch logging wins
     assert state.pid is None and not state.attached
 
 

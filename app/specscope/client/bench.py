@@ -416,8 +416,10 @@ def warmup_prompts(spec: LoadSpec, chosen: Sequence[Prompt]) -> list[Prompt]:
 
 
 async def run_load(spec: LoadSpec, prompt_set: PromptSet, progress: Progress | None = None,
-                   *, cell: str = "", cells_done: int = 0, cells_total: int = 0) -> CellResult:
-    """Run one cell and return its requests, wall time and SD counter delta."""
+                   *, cell: str = "", cells_done: int = 0, cells_total: int = 0,
+                   measuring: Callable[[], object] | None = None) -> CellResult:
+    """Run one cell and return its requests, wall time and SD counter delta; ``measuring`` is called once
+    its warm-ups are answered, right before the measured requests."""
     if not prompt_set.prompts:
         raise InputError("The prompt set is empty.")
     count = spec.num_prompts or len(prompt_set.prompts)
@@ -435,6 +437,8 @@ async def run_load(spec: LoadSpec, prompt_set: PromptSet, progress: Progress | N
     async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
         for warm in warmup_prompts(spec, chosen):
             await _one_request(client, spec, model, warm)
+        if measuring is not None:
+            measuring()
         before = await asyncio.to_thread(_snapshot, spec, model)
         semaphore = asyncio.Semaphore(spec.max_concurrency)
 

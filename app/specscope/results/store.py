@@ -99,6 +99,8 @@ def _aggregate(field: pa.Field) -> str:
         return f"any_value({name}) AS {name}"
     if field.name == "max_itl_ms":  # the longest stall of any repeat
         return f"max({name}) AS {name}"
+    if field.name == "compiles":  # every repeat's
+        return f"sum({name}) AS {name}"
     if pa.types.is_integer(field.type):
         return f"CAST(round(avg({name})) AS {_duck_type(field)}) AS {name}"
     if pa.types.is_floating(field.type):

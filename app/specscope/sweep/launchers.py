@@ -45,6 +45,7 @@ class RunningServer:
     per_request: bool = True     # its vLLM reports acceptance per request (else the sweep reads /metrics)
     placed: str | None = None    # the hardware of the GPUs it was placed on (1xH100-80GB), when placed
     asleep: bool = False         # a kept server found asleep (it is woken before its cells)
+    log_path: str | None = None  # its log, when launched (a cell reads what it compiled there)
 
 
 def _prior_requests(url: str) -> int:
@@ -86,7 +87,8 @@ def _from_state(state: launch.ServerState, reused: bool) -> RunningServer:
                              catalog.PER_REQUEST_METRICS_FLAG, catalog.PER_REQUEST_STATS_FLAG)),
                          placed=gpus.label(state.env["CUDA_VISIBLE_DEVICES"])
                          if "CUDA_VISIBLE_DEVICES" in state.env else None,
-                         asleep=reused and kept.awake(state) is False)
+                         asleep=reused and kept.awake(state) is False,
+                         log_path=None if state.attached else state.log_path or None)
 
 
 class Launcher(Protocol):

@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from specscope import formats
-from specscope.client import bench, prompts
+from specscope.client import bench, compilelog, prompts
 from specscope.engine import provenance, vllms
 from specscope.errors import SpecScopeError
 from specscope.results import hygiene
@@ -86,16 +86,20 @@ def run_cell(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server:
                               structured=cell.constrained)
         emit(bench.ProgressEvent("cell_start", cell.cell_id, done, total))
         cpu_before = hygiene.sample_cpu(launcher.pids(server), server.cores) if server.cores else None
+        marks: list[int | None] = []  # where the server's log stood when the measured requests began
         outcome = bench.run_sync(bench.run_load(load, cell_prompts(prompt_set, cell), emit, cell=cell.cell_id,
-                                                cells_done=done, cells_total=total))
+                                                cells_done=done, cells_total=total,
+                                                measuring=lambda: marks.append(compilelog.offset(server.log_path))))
         cpu_after = hygiene.sample_cpu(launcher.pids(server), server.cores) if server.cores else None
+        compiles = compilelog.since(server.log_path, marks[0] if marks else None)
     except SpecScopeError as exc:
         death = launcher.death(server)
         row = failed_row(spec, prompt_set, cell, server, info, f"{exc} {death or ''}".strip())
         return row, [], {}
     row = {**outcome.row(), **labels(spec, prompt_set, cell, server, info),
            "max_num_seqs": server.max_num_seqs, "prior_requests": prior_requests,
-           "foreign_cpu": hygiene.foreign_cpu(cpu_before, cpu_after)}
+           "foreign_cpu": hygiene.foreign_cpu(cpu_before, cpu_after),
+           "compiles": None if compiles is None else len(compiles)}
     if row["status"] != "ok":
         death = launcher.death(server)
         row["error"] = f"{row['error']} {death}" if death else row["error"]
