@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,3 +34,25 @@ def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def recording_chat(body: bytes, seen: list[tuple[float, dict]], delay_s: float = 0.0) -> type[Answering]:
+    """A handler of one served model ("smol") that answers every POST with ``body`` after ``delay_s``,
+    keeping each request's arrival time and JSON in ``seen``."""
+    lock = threading.Lock()
+
+    class Server(Answering):
+        def do_GET(self):
+            if self.path.startswith("/v1/models"):
+                self.answer(json.dumps({"data": [{"id": "smol", "max_model_len": 2048}]}).encode())
+            else:
+                self.answer(b"", 404)
+
+        def do_POST(self):
+            request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            with lock:
+                seen.append((time.monotonic(), request))
+            time.sleep(delay_s)
+            self.answer(body)
+
+    return Server

@@ -219,24 +219,14 @@ def test_a_server_warm_up_sends_each_format_the_sweep_will_measure():
     """A sweep warms a fresh server with each response format its constrained cells will send (one filler
     request per distinct format, constrained to it), after the free fillers; never a measured prompt."""
     body = (CAPTURES / "sse_chat_ngram_json_schema.sse").read_bytes()
-    seen: list[dict] = []
-
-    class Server(local_http.Answering):
-        def do_GET(self):
-            if self.path.startswith("/v1/models"):
-                self.answer(json.dumps({"data": [{"id": "smol", "max_model_len": 2048}]}).encode())
-            else:
-                self.answer(b"", 404)
-
-        def do_POST(self):
-            seen.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.answer(body)
+    arrivals: list[tuple[float, dict]] = []
 
     chosen = prompts.load(BUNDLED).prompts[:3]
     kinds = list(dict.fromkeys(p.response_format for p in chosen))
-    with local_http.serving(Server) as url:
+    with local_http.serving(local_http.recording_chat(body, arrivals)) as url:
         done = warmup.warm_up(url, concurrency=2, output_len=32, live=False,
                               formats=[*(p.response_format for p in chosen), None])
+    seen = [request for _, request in arrivals]
     assert done.answered == 2 + len(kinds) and done.failed == 0
     free, constrained = seen[:2], seen[2:]
     assert all("response_format" not in r and "structured_outputs" not in r for r in free)

