@@ -20,7 +20,7 @@ def _number(value) -> float | None:
 # a failed check in a cell, in a word or two: the badge above the table and its expander give the whole title
 SHORT = {"warmup": "no warm-up", "prefix_cache": "prefix cache", "waves": "waves", "queueing": "queueing",
          "foreign_cpu": "other processes", "suffix_cache": "suffix cache", "few_requests": "few requests",
-         "lossless": "lossless", "invalid_answers": "invalid answers"}
+         "lossless": "lossless", "invalid_answers": "invalid answers", "compiled": "compiled"}
 
 
 def _once(row, value: str) -> bool:
