@@ -66,9 +66,7 @@ def warm_up(url: str, *, concurrency: int = 1, output_len: int = bench.DEFAULT_O
     kinds = [f for f in dict.fromkeys(formats) if f is not None]
     constrained = tuple(Prompt(prompt_id=f"warmup-format-{i}", line=0, response_format=f,
                                messages=(("user", filler(count + i, prompt_chars)),)) for i, f in enumerate(kinds))
-    load = bench.LoadSpec(base_url=url, num_prompts=count, max_concurrency=max(1, concurrency),
-                          request_rate=math.inf, output_len=output_len, temperature=temperature,
-                          endpoint="chat" if chat else "completions", timeout_s=600.0)
+    load = _at_once(url, count, output_len, temperature, chat, concurrency=max(1, concurrency))
     began = time.monotonic()
     answered = _answered(load, fillers)
     if constrained:
@@ -88,7 +86,7 @@ def ramp(url: str, *, width: int = 3, output_len: int = bench.DEFAULT_OUTPUT_LEN
     each kind of batch change a measurement above concurrency 1 brings happens here first. A speculative
     server on vLLM 0.26.0's V1 model runner compiles a helper of async spec decode again (torch.compile,
     ``update_num_computed_tokens_for_batch_change``) for the first batch of several requests after one, the
-    first of one after several and the first change between two of different sizes, 1-2 s each: a
+    first of several after several and the first of one after several, 1-2 s each: a
     first c=4 cell after a c=1 warm-up read a p99 TTFT of 2.1 s against 0.05 s in the next round (an H200,
     EAGLE-3 K=3)."""
     began, sent, answered = time.monotonic(), 0, 0
@@ -96,11 +94,17 @@ def ramp(url: str, *, width: int = 3, output_len: int = bench.DEFAULT_OUTPUT_LEN
         fillers = tuple(Prompt(prompt_id=f"warmup-ramp-{size}-{i}", line=0,
                                messages=(("user", filler(sent + i, prompt_chars)),),
                                output_tokens=max(8, output_len * (size - i) // size)) for i in range(size))
-        load = bench.LoadSpec(base_url=url, num_prompts=size, max_concurrency=size, request_rate=math.inf,
-                              output_len=None, temperature=temperature, endpoint="chat" if chat else "completions",
-                              timeout_s=600.0)
+        load = _at_once(url, size, None, temperature, chat)  # each prompt's own output_tokens
         sent, answered = sent + size, answered + _answered(load, fillers)
     return WarmUp(answered, sent - answered, time.monotonic() - began)
+
+
+def _at_once(url: str, count: int, output_len: int | None, temperature: float, chat: bool,
+             concurrency: int | None = None) -> bench.LoadSpec:
+    """``count`` filler requests sent at once, ``concurrency`` (default: all) at a time."""
+    return bench.LoadSpec(base_url=url, num_prompts=count, max_concurrency=concurrency or count,
+                          request_rate=math.inf, output_len=output_len, temperature=temperature,
+                          endpoint="chat" if chat else "completions", timeout_s=600.0)
 
 
 def _answered(load: bench.LoadSpec, fillers: tuple[Prompt, ...]) -> int:
