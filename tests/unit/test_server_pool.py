@@ -17,7 +17,7 @@ from specscope.engine.presets import MethodEntry, Preset, get_preset
 from specscope.errors import ConfigError, LaunchFailed
 from specscope.launch import command, gpus
 from specscope.sweep import room
-from specscope.sweep.pool import ServerPool
+from specscope.sweep.pool import ServerPool, WakeFailed
 from specscope.sweep.run import _lane_cells, time_split
 
 CALLS: list[str] = []
@@ -231,3 +231,39 @@ def test_a_server_whose_later_cells_were_all_kept_is_released_after_its_last_cel
         pool.done_with(cells[last_ngram].group, last_ngram)
         assert pool.get(cells[last_ngram].group) is None and launcher.stopped == ["ngram"]  # not held for kept cells
         assert pool.pending.next_use(cells[last_ngram].group, last_ngram + 1) == len(cells)
+
+
+def test_a_server_that_will_not_wake_is_restarted_and_says_why_from_its_log(tmp_path):
+    """vLLM answers HTTP 500 to a /wake_up whose re-mapping of memory fails; the cause is only in its log. The
+    log line follows vLLM 0.26.0's cumem allocator (``csrc/cumem_allocator.cpp``), not a capture."""
+    log = tmp_path / "ngram.log"
+    log.write_text("INFO 12-07 16:00:00 [api_server.py:1] Started server process\n")
+
+    class _WontWake(_SleepingServers):
+        def do_POST(self):  # noqa: N802 - the http.server API
+            if self.path.startswith("/ngram/wake_up"):
+                with log.open("a") as out:
+                    out.write("(EngineCore_DP0 pid=4242) ERROR 12-07 16:01:02 [core.py:1012] RuntimeError: "
+                              "CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:62\n")
+                self.answer(b"Internal Server Error", 500)
+            else:
+                super().do_POST()
+
+    class _Logged(_GpuLauncher):
+        def _server(self, method):
+            return sweep.RunningServer(url=f"{self.url}/{method}", log_path=str(log))
+
+    CALLS.clear()
+    cells = _cells(repeats=1)
+    with serving(_WontWake) as url:
+        launcher = _Logged(url, at_once=2)
+        pool = ServerPool(launcher, cells)
+        pool.start(0, cells[0].group, cells[0])              # the baseline, with ngram started beside it, asleep
+        ngram = next(i for i, c in enumerate(cells) if c.method == "ngram")
+        with pytest.raises(WakeFailed, match="HTTP 500.*Its log says: RuntimeError: CUDA Error: out of memory"):
+            pool.wake(ngram, cells[ngram].group)
+        pool.drop_unwakeable(cells[ngram].group)
+        assert pool.get(cells[ngram].group) is None and "ngram" in launcher.stopped and pool.restarts == 1
+        pool.start(ngram, cells[ngram].group, cells[ngram])   # its cell gets a fresh server
+        assert launcher.waves[-1][0] == "ngram" and pool.get(cells[ngram].group) is not None
+        pool.close()

@@ -14,8 +14,10 @@ torch's recompile log, which SpecScope turns on for the servers it starts (``TOR
 
 from __future__ import annotations
 
-import os
 import re
+
+from specscope.client import serverlog
+from specscope.client.serverlog import offset
 
 __all__ = ["RECOMPILE_LOGS", "compiled", "offset", "since"]
 
@@ -30,21 +32,7 @@ def compiled(text: str) -> list[str]:
     return [kernel or function for kernel, function in _EVENT.findall(text)]
 
 
-def offset(path: str | None) -> int | None:
-    """The log's size now (where a cell's lines will start); None without a log to read."""
-    try:
-        return os.path.getsize(path) if path else None
-    except OSError:
-        return None
-
-
 def since(path: str | None, start: int | None) -> list[str] | None:
     """What the log says was compiled after ``start`` (``offset``); None where the log cannot be read."""
-    if not path or start is None:
-        return None
-    try:
-        with open(path, "rb") as log:
-            log.seek(max(start, os.path.getsize(path) - _MAX_BYTES))
-            return compiled(log.read().decode(errors="replace"))
-    except OSError:
-        return None
+    text = serverlog.text_since(path, start, max_bytes=_MAX_BYTES)
+    return None if text is None else compiled(text)

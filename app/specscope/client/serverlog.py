@@ -19,10 +19,11 @@ warnings that carry an exception's repr count as causes, so advice such as the u
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
-__all__ = ["root_cause", "last_error", "explain", "explain_file"]
+__all__ = ["root_cause", "last_error", "explain", "explain_file", "offset", "text_since", "cause_since"]
 
 _PREFIX = re.compile(r"^(?:\([^)]*pid=\d+\)\s+)?(?:(DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+"
                      r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s*)?")
@@ -94,3 +95,30 @@ def explain_file(path: str | Path, *, max_bytes: int = 4_000_000) -> str:
             return explain(log.read().decode(errors="replace"))
     except OSError:
         return "its log could not be read"
+
+
+def offset(path: str | Path | None) -> int | None:
+    """The log's size now (where what the server logs next will start); None without a log to read."""
+    try:
+        return os.path.getsize(path) if path else None
+    except OSError:
+        return None
+
+
+def text_since(path: str | Path | None, start: int | None, *, max_bytes: int = 4_000_000) -> str | None:
+    """What the log gained after ``start`` (``offset``), at most its last ``max_bytes``; None where it cannot
+    be read."""
+    if not path or start is None:
+        return None
+    try:
+        with open(path, "rb") as log:
+            log.seek(max(start, os.path.getsize(path) - max_bytes))
+            return log.read().decode(errors="replace")
+    except OSError:
+        return None
+
+
+def cause_since(path: str | Path | None, start: int | None) -> str:
+    """``Its log says: <root cause>.`` for what the log gained after ``start``; '' without one."""
+    cause = root_cause(text_since(path, start) or "")
+    return f"Its log says: {cause.rstrip('.')}." if cause else ""

@@ -14,16 +14,21 @@ from collections import defaultdict
 from collections.abc import Collection
 from typing import cast
 
-from specscope.client import sleepmode
+from specscope.client import serverlog, sleepmode
 from specscope.engine.schedule import KSchedule, parse
-from specscope.errors import SpecScopeError
+from specscope.errors import ServerError, SpecScopeError
 from specscope.schema import BASELINE_METHOD
 from specscope.sweep.launchers import Launcher, ManyLauncher, RunningServer
 from specscope.sweep.spec import Cell
 
-__all__ = ["Group", "Pending", "evict", "schedule_arg", "vllm_arg", "ServerPool"]
+__all__ = ["Group", "Pending", "evict", "schedule_arg", "vllm_arg", "ServerPool", "WakeFailed"]
 
 Group = tuple[str, int, str | None, str | None]  # (method, K, schedule, vLLM): one server
+
+
+class WakeFailed(ServerError):
+    """A sleeping server answered its wake-up with an error (vLLM re-maps its memory there, so a GPU that
+    another server filled meanwhile fails it): the server is restarted rather than its cells lost."""
 
 
 class Pending:
@@ -93,6 +98,7 @@ class ServerPool:
         self.failed: dict[Group, str] = {}  # groups started ahead in a wave whose server did not start
         self.seconds: defaultdict[str, float] = defaultdict(float)  # part -> seconds
         self.started = 0  # servers this pool started (not reused)
+        self.restarts = 0  # servers stopped and started again because they would not wake
 
     def get(self, group: Group) -> RunningServer | None:
         """The group's server while it is up (awake or asleep)."""
@@ -163,7 +169,15 @@ class ServerPool:
         if isinstance(started[0], SpecScopeError):
             self.failed.pop(group, None)
             raise started[0]
-        self.wake(index, group)
+        try:
+            self.wake(index, group)
+        except WakeFailed:  # a kept server that would not wake: a fresh one instead
+            self.drop_unwakeable(group)
+            fresh = self._start_one(cell)
+            if isinstance(fresh, SpecScopeError):
+                raise fresh from None
+            self.servers[group], self.served[group] = fresh, fresh.prior_requests
+            self.started += not fresh.reused
         return self.servers[group]
 
     def _sleep_beyond_limit(self, index: int, ahead: list[Group]) -> None:
@@ -188,11 +202,20 @@ class ServerPool:
         for victim in evict(self.pending, index, others, self.limit, self.keep_baseline):
             self._put_away(victim, index)
         began = time.monotonic()
+        server = self.servers[group]
+        offset = serverlog.offset(server.log_path)
         try:
-            sleepmode.wake_up(self.servers[group].url)
+            sleepmode.wake_up(server.url)
+        except SpecScopeError as exc:
+            raise WakeFailed(f"{exc} {serverlog.cause_since(server.log_path, offset)}".strip()) from exc
         finally:
             self.seconds["wake"] += time.monotonic() - began
         return True
+
+    def drop_unwakeable(self, group: Group) -> None:
+        """Stop ``group``'s server, which would not wake: its next start is a fresh one."""
+        self.retire(group)
+        self.restarts += 1
 
     def _slept_elsewhere(self, group: Group) -> bool:
         """Whether a server counted awake sleeps after all (a start elsewhere on the GPU made room by putting

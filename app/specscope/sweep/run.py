@@ -20,7 +20,7 @@ from specscope.sweep import lock
 from specscope.sweep.launchers import Launcher, RunningServer
 from specscope.sweep.measure import failed_row, run_cell
 from specscope.sweep.plan import SweepPlan, as_plan, typical_chars
-from specscope.sweep.pool import Group, ServerPool, schedule_arg, vllm_arg
+from specscope.sweep.pool import Group, ServerPool, WakeFailed, schedule_arg, vllm_arg
 from specscope.sweep.progress import Estimate
 from specscope.sweep.record import (
     Kept,
@@ -227,10 +227,15 @@ class _Lane:
                 if self.pool.wake(index, group):
                     self.recorder.event("server", cell.cell_id, f"woke {cell.method} {what} from sleep")
                     self._warm(up, cell, what)
+                return
+            except WakeFailed as exc:  # a restart costs a start, not the cell
+                self.pool.drop_unwakeable(group)
+                self.recorder.event("server", cell.cell_id, f"{cell.method} {what} did not wake ({exc}); "
+                                    "starting it again")
             except SpecScopeError as exc:
                 self.pool.retire(group)
                 self.start_errors[group] = f"The {cell.method} {what} server did not wake: {exc}"
-            return
+                return
         self.recorder.event("server", cell.cell_id, f"starting {cell.method} {what}")
         try:
             self.advised[group] = advised_cell(cell, self.plan.run_id, self.plan.prompt_set.name, self.advise)
