@@ -144,3 +144,35 @@ def test_a_gpu_launcher_makes_room_without_sleeping_the_servers_it_handed_out(sp
     launcher.release(held)
     launcher._make_room()
     assert spared == [{"shape-none"}, set()]
+
+
+def test_a_start_short_of_gpu_memory_stops_sleeping_kept_servers_oldest_first(specscope_home):
+    """Seen on an H100 (vLLM 0.32.0): five kept 8B-shape servers, asleep, still held 13 GiB, so a sixth start
+    found 22.9 of the 23.8 GiB it needed and failed its cells. Kept servers of earlier work are stopped, the
+    sleeping and the oldest first, until the card has what the start needs; busy and spared ones stay."""
+    from specscope.launch import registry
+    from specscope.launch.registry import ServerState
+
+    gib = 2**30
+    procs = {}
+    with serving(_VllmSleep) as url:
+        _VllmSleep.sleeping = {"/old", "/new"}
+        for name, started in (("awake", "2026-12-07T16:00"), ("new", "2026-12-07T16:30"),
+                              ("old", "2026-12-07T16:10"), ("spared", "2026-12-07T15:00")):
+            procs[name] = subprocess.Popen(["sleep", "60"], start_new_session=True)
+            registry.write_state(ServerState(name=name, url=f"{url}/{name}", pid=procs[name].pid,
+                                             pgid=procs[name].pid, started_at=started, idle_limit_s=1800.0,
+                                             argv=[sleepmode.SLEEP_FLAG]))
+        held = {"free": 20 * gib}
+
+        def free_bytes():  # each stopped server gives its 3 GiB back
+            return held["free"] + 3 * gib * sum(p.poll() is not None for p in procs.values())
+
+        stopped = kept.free_memory(24 * gib, free_bytes, using={"spared"}, settle_s=2.0)
+    assert stopped == ["old", "new"]  # the sleeping ones, oldest first; 26 GiB then, enough
+    assert procs["awake"].poll() is None and procs["spared"].poll() is None
+    assert {s.name for s in registry.read_states()} == {"awake", "spared"}
+    assert kept.free_memory(24 * gib, lambda: 30 * gib) == []  # enough already: nothing stopped
+    for proc in procs.values():
+        proc.kill()
+        proc.wait()

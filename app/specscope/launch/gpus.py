@@ -5,15 +5,18 @@ server's tensor-parallel size, and what a slot is called in result rows.
     slots(['0', '1', '2', '3'], tp=2)   # ['0,1', '2,3']: one server on each
     label('2,3')               # '2xH100-80GB': the hardware of a server placed there
     memory_bytes('0')          # 85520809984: the smallest card's memory of that slot
+    free_bytes('0')            # what the least free card of that slot has free now
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 
 from specscope.engine import provenance
 
-__all__ = ["visible", "slots", "label", "memory_bytes"]
+__all__ = ["visible", "slots", "label", "memory_bytes", "free_bytes"]
 
 
 def _cards() -> list[str]:
@@ -55,3 +58,19 @@ def memory_bytes(slot: str) -> int | None:
         except ValueError:
             continue
     return int(min(mib) * 2**20) if mib else None
+
+
+def free_bytes(slot: str) -> int | None:
+    """The free memory of the least free card of ``slot`` in bytes, from nvidia-smi; None without an answer."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        done = subprocess.run([smi, "--query-gpu=memory.free", "--format=csv,noheader,nounits"],
+                              capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    free = [line.strip() for line in done.stdout.splitlines() if line.strip().isdigit()]
+    ids = [int(d) for d in slot.split(",") if d.strip().isdigit() and int(d) < len(free)]
+    chosen = [int(free[i]) for i in ids] or [int(f) for f in free[:1]]
+    return min(chosen) * 2**20 if chosen else None

@@ -4,7 +4,9 @@ the dashboard reuse any server configured alike instead of starting it again (a 
 A kept server ends itself after ``idle_limit()`` seconds unused (its idle guard, ``launch.guard``), or with
 ``specscope stop``. Who sleeps is decided by GPU memory, as in a sweep: before anything starts on a GPU,
 ``make_room`` puts the idle kept servers to sleep (vLLM's sleep mode gives their memory back; waking takes
-under a second), and whoever uses one wakes it first (``wake``).
+under a second), and whoever uses one wakes it first (``wake``). A sleeping server still holds 2-3 GiB (its
+CUDA context and graphs: five on an H100 held 13 GiB, and a sixth start found 22.9 of the 23.8 GiB it needed), so
+where a start still lacks memory, ``free_memory`` stops kept servers, the sleeping and the oldest first.
 
     awake(state)          # True, False (asleep), or None where it has no sleep mode
     gpu_memory_mib(state) # what its processes hold on the GPUs (nvidia-smi), None where none
@@ -14,14 +16,15 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Collection
+import time
+from collections.abc import Callable, Collection
 
 from specscope import procfs
 from specscope.client import sleepmode
 from specscope.errors import SpecScopeError
 from specscope.launch.registry import ServerState, read_states
 
-__all__ = ["IDLE_LIMIT_S", "idle_limit", "awake", "wake", "gpu_memory_mib", "make_room"]
+__all__ = ["IDLE_LIMIT_S", "idle_limit", "awake", "wake", "gpu_memory_mib", "make_room", "free_memory"]
 
 IDLE_LIMIT_S = 1800.0  # half an hour unused: the next sweep or demo of a lease finds it, a forgotten one ends
 
@@ -81,3 +84,32 @@ def make_room(using: Collection[str] = ()) -> list[str]:
         except SpecScopeError:
             continue
     return slept
+
+
+def free_memory(need_bytes: int, free_bytes: Callable[[], int | None], using: Collection[str] = (),
+                settle_s: float = 10.0) -> list[str]:
+    """Stop kept servers (not those in ``using``, nor any busy with requests) until ``free_bytes()`` reads at
+    least ``need_bytes``: sleeping ones first, the oldest first. Returns the names stopped."""
+    from specscope.client import metrics  # HTTP only when memory is short
+    from specscope.launch.process import stop
+
+    free = free_bytes()
+    if free is None or free >= need_bytes:
+        return []
+    spare = [s for s in read_states() if s.idle_limit_s is not None and s.name not in using
+             and procfs.alive(s.pid, s.pgid)]
+    stopped = []
+    for state in sorted(spare, key=lambda s: (awake(s) is not False, s.started_at)):
+        try:
+            if metrics.scrape(state.url, timeout=3.0).requests_running:
+                continue
+        except SpecScopeError:
+            pass  # no answer: nothing it serves is lost
+        stop(state)
+        stopped.append(state.name)
+        deadline = time.monotonic() + settle_s  # the driver hands the memory back shortly after the exit
+        while (free := free_bytes()) is not None and free < need_bytes and time.monotonic() < deadline:
+            time.sleep(0.5)
+        if free is None or free >= need_bytes:
+            break
+    return stopped

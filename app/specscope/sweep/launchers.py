@@ -18,7 +18,7 @@ from specscope.engine.schedule import KSchedule
 from specscope.errors import ServerUnreachable, SpecScopeError
 from specscope.launch import gpus, kept
 from specscope.results import hygiene
-from specscope.sweep.room import cpu_room, starts_fitting
+from specscope.sweep.room import cpu_room, server_bytes, starts_fitting
 from specscope.sweep.spec import Synthetic
 
 __all__ = ["RunningServer", "Launcher", "ManyLauncher", "PresetLauncher", "ServersLauncher"]
@@ -214,11 +214,21 @@ class PresetLauncher:
     def _keep_for(self) -> float | None:
         return kept.idle_limit() if self.keep else None
 
-    def _make_room(self, using: Iterable[RunningServer] = ()) -> None:
+    def _make_room(self, using: Iterable[RunningServer] = (), starting: int = 1) -> None:
         """On a GPU, put idle kept servers to sleep before a start, but those about to be used and those this
-        launcher handed out (the sweep's pool decides when they sleep)."""
-        if self.gpu:
-            kept.make_room({_name(server) for server in using} | self.held)
+        launcher handed out (the sweep's pool decides when they sleep); where the card still lacks what the
+        ``starting`` servers need, stop kept servers of earlier work."""
+        if not self.gpu:
+            return
+        keep = {_name(server) for server in using} | self.held
+        kept.make_room(keep)
+        slot = self.devices or ",".join(gpus.visible())
+        preset = get_preset(self.preset)
+        card = gpus.memory_bytes(slot)
+        need = server_bytes(preset) or (card and int(float(preset.engine_args.get("gpu_memory_utilization", 0.9))
+                                                       * card))
+        if need:
+            kept.free_memory(need * starting, lambda: gpus.free_bytes(slot), keep)
 
     def start_many(self, wanted: list[tuple[str, int, dict[str, Any]]]) -> list[RunningServer | SpecScopeError]:
         """Start several (method, K, options) servers at once, each under a free name (a running server
@@ -227,7 +237,7 @@ class PresetLauncher:
         found = [self._running_alike(self._plan(method, k, **options)) for method, k, options in wanted]
         fresh = [want for want, server in zip(wanted, found) if server is None]
         if fresh:
-            self._make_room([server for server in found if server is not None])
+            self._make_room([server for server in found if server is not None], starting=len(fresh))
         # planned lazily: each name (and core) is chosen once the one before is registered
         plans = (self._free_named(self._plan(method, k, **options), method, k, options) for method, k, options in fresh)
         started = iter(launch.start_together(plans, timeout=self.start_timeout, warm=False,
