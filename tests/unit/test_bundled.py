@@ -141,24 +141,26 @@ def test_bundled_gpu_runs_say_where_and_how_they_were_measured(store, specscope_
                                      "gpu-deploy-8b-eagle3-vllm0.26.0", "gpu-deploy-8b-eagle3-r3-vllm0.26.0",
                                      "gpu-deploy-8b-eagle3-r4-vllm0.26.0", "gpu-deploy-8b-eagle3-r5-vllm0.26.0",
                                      "gpu-deploy-8b-eagle3-r6-vllm0.26.0", "gpu-deploy-8b-draft-r2-vllm0.26.0",
-                                     "gpu-deploy-8b-eagle3-long3k-vllm0.26.0", "gpu-v1runner-8b-eagle3-vllm0.26.0"}
+                                     "gpu-deploy-8b-eagle3-long3k-vllm0.26.0", "gpu-v1runner-8b-eagle3-vllm0.26.0",
+                                     "gpu-deploy-8b-eagle3-vllm0.32.0", "gpu-draft-8b-vllm0.32.0"}
     for path in gpu:
         rows = pq.read_table(path).to_pandas()
         ok = rows[rows["status"] == "ok"]
-        version = "0.26.0" if "vllm0.26.0" in path.stem else "0.24.0"  # a run on another vLLM names it
+        version = next((v for v in ("0.26.0", "0.32.0") if f"vllm{v}" in path.stem), "0.24.0")  # a run names it
+        torch = "2.13.0+cu130" if version == "0.32.0" else "2.11.0+cu130"  # vLLM 0.27-0.32 pin torch 2.13.0
         h200 = ("r4", "r5", "r6", "draft-r2", "long3k", "v1runner")
         hardware = ("2xH100-80GB" if "-tp2-" in path.stem else  # tensor parallel 2: two GPUs
                     "1xH200-140GB" if any(f"-{run}-" in path.stem for run in h200)
                     else  # the loop's EAGLE-3 runs 3-5, its draft-model and long-context runs, the V1-runner sweep
                     "1xH100-80GB")
         assert (ok["hardware"] == hardware).all() and (ok["vllm_version"] == version).all()
-        assert (ok["torch_version"] == "2.11.0+cu130").all() and (ok["weights"] == "dummy").all()
+        assert (ok["torch_version"] == torch).all() and (ok["weights"] == "dummy").all()
         assert (ok.loc[ok["method"] != "none", "acceptance"] == "synthetic").all()
         assert ok.loc[ok["method"] == "none", "acceptance"].isna().all()
     assert cli_main(["speedup", "--json", "--hardware", "1xH100-80GB"]) == 0
     records = json.loads(capsys.readouterr().out)
     assert records and {(r["vllm_version"], r["weights"]) for r in records} == {
-        ("0.24.0", "dummy"), ("0.26.0", "dummy"), ("0.26.0", "real")}  # the demo model's real weights too
+        ("0.24.0", "dummy"), ("0.26.0", "dummy"), ("0.26.0", "real"), ("0.32.0", "dummy")}  # real: the demo model
     assert {r["acceptance"] for r in records if r["method"] != "none" and r["weights"] == "dummy"} == {"synthetic"}
     eagle = next(r for r in records if r["run_id"] == "gpu-llama31-8b-eagle3-synthetic" and r["method"] == "eagle3"
                  and r["k"] == 4 and r["concurrency"] == 1)

@@ -398,3 +398,18 @@ def test_the_bundled_long_context_loop_answers_k4_at_every_load_within_its_predi
     assert all(abs(v["error"]) < 0.04 for v in outcome.verified if v["k"] == 4)
     figures = outcome.figures()
     assert figures["pred_err_median"] == pytest.approx(0.020, abs=0.001) and figures["answer_vs_oracle"] == 1.0
+
+
+def test_the_vllm_032_loop_on_an_h100_serves_its_schedule_at_the_best_fixed_ks_speed(specscope_home):
+    """The loop on an H100 with vLLM 0.32.0 (torch 2.13.0 carried; docs/gpu.md): the prediction moved K with load
+    (4, then 3 past batch 42), and on 0.32.0's V2 runner the schedule kept full CUDA graphs: it measured within 2%
+    of the best fixed K at every load (0.982 at worst), where vLLM 0.26.0's V1 runner lost 35-59%. It tied K=4
+    everywhere, so the answer is the simpler server, K=4."""
+    from specscope.advice import deploy_run
+
+    outcome = deploy_run.report(_bundled_loop("gpu-deploy-8b-eagle3-vllm0.32.0", (3, 6)))
+    assert outcome.plan.schedule == "1-42:4,43-64:3" and outcome.plan.verify_ks == [4]
+    assert not outcome.answer.use_schedule and outcome.answer.config["num_speculative_tokens"] == 4
+    figures = outcome.figures()
+    assert figures["sched_vs_best_fixed_min"] == pytest.approx(0.982, abs=0.001)
+    assert figures["answer_vs_oracle"] == pytest.approx(1.0) and figures["pred_err_median"] < 0.05

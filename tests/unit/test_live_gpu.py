@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from specscope import live, procfs
 from specscope.client import metrics
 from specscope.launch import registry
@@ -127,3 +129,23 @@ def test_the_bundled_h100_recording_is_honest():
     assert all(s.drafted == 4 for s in eagle.provenance.steps if s.index)
     assert not any("--per-request" in n for n in eagle.provenance.notes)  # vLLM 0.26.0 has no such flag
     assert eagle.metrics.speedup > 1.5 and base.metrics.speedup == 1.0
+
+
+def test_the_bundled_vllm_032_recording_labels_every_step_from_the_servers_own_counts():
+    """``specscope stream`` on an H100 with vLLM 0.32.0 (torch 2.13.0 carried, docs/gpu.md): the baseline and
+    the EAGLE-3 K=4 head of the 8B shape kept from the deploy loop, drafts accepted synthetically at the
+    eagle3-kimi-k2.5 curve. vLLM 0.32.0 reports each request's per-step acceptance, so the pane's labels are
+    the server's own counts, not an estimate from chunk sizes."""
+    session = live.load_recording(CAPTURES / "live_gpu_h100_eagle3_vllm0.32.0.json")
+    assert session.timing == "fair" and set(session.shared) == {"baseline", "eagle3"}  # one GPU
+    session.skip_replay()
+    base, eagle = session.views(now=float("inf"))
+    assert eagle.spec.vllm_version == "0.32.0" and eagle.spec.per_request
+    assert eagle.provenance.source == "server"  # per-request counts, reconciled with the chunks
+    reported = eagle.provenance.steps
+    drafting = [s for s in reported if s.index]
+    assert len(drafting) == 28 and all(s.drafted == 4 for s in drafting)
+    assert sum(s.accepted for s in drafting) == 68  # the server's num_accepted_draft_tokens
+    assert eagle.metrics.acceptance_length == pytest.approx(1 + 68 / 28)
+    assert eagle.lossless is None and eagle.lossless_note.startswith("not applicable")
+    assert eagle.metrics.speedup > 1.2 and base.metrics.speedup == 1.0
