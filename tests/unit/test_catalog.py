@@ -126,7 +126,8 @@ def test_newer_methods_are_gated_by_version_when_the_source_cannot_be_read(kind)
     assert catalog.build(kind, 4, params, vllm_version="0.33.0")["method"] == kind
     since = catalog.method_class(kind).since
     with pytest.raises(ConfigError, match=rf"Method '{kind}' is accepted by vLLM {since} and later \(SpecScope "
-                                          r"checked 0.24.0, 0.30.0, 0.31.0, 0.32.0 and 0.33.0\); vLLM 0.19.0 is older"):
+                                          r"checked 0.24.0, 0.30.0, 0.31.0, 0.32.0, 0.33.0 and 0.34.0\); "
+                                          r"vLLM 0.19.0 is older"):
         catalog.build(kind, 4, params, vllm_version="0.19.0")
     # read in vLLM 0.24.0's source: dflash and ngram_gpu are there, dspark is not
     assert (since == "0.24.0") == (kind != "dspark")

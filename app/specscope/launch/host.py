@@ -126,7 +126,7 @@ def plan(preset: Preset, method: str, k: int | None = None, *, port: int | None 
     return build(preset, method, k, vllm=vllm, port=port, busy_ports=busy, host=host,
                  cpu_cores=cpu_cores, spare_core=spare, name=name, log_dir=settings.servers_dir(),
                  importable=importable, k_schedule=k_schedule,
-                 spec_extra=spec_extra, gpus=gpus, sleep_mode=sleep_mode,
+                 spec_extra=spec_extra, gpus=gpus, sleep_mode=sleep_mode, inherited=os.environ,
                  cache_dir=None if os.environ.get("VLLM_CACHE_ROOT") else settings.home() / COMPILE_CACHE)
 
 
