@@ -38,7 +38,7 @@ from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 from specscope.sweep import SweepSpec, is_synthetic
 
 __all__ = ["CALIBRATION_SOURCE", "DEFAULT_ALPHA", "sweep_spec", "synthetic_alpha", "Calibration",
-           "calibrated", "calibrations", "find", "with_measured_cost", "what_if", "compare"]
+           "calibrated", "fit_cells", "calibrations", "find", "with_measured_cost", "what_if", "compare"]
 
 DEFAULT_ALPHA = 0.8
 KEYS = ("model", "draft_model", "method", "hardware", "host")
@@ -70,6 +70,7 @@ class Calibration:
     groups: pd.DataFrame  # per concurrency: d0, d1, ks
     curve: theory.CostCurve
     synthetic: bool = True  # drafts accepted synthetically (else at the drafter's own acceptance)
+    origin: str = ""  # "": measured by SpecScope; else where the prior comes from (``forward_prior.ORIGIN``)
 
     @property
     def here(self) -> bool:
@@ -109,6 +110,18 @@ def calibrated(frame: pd.DataFrame) -> pd.Series:
     return provenance.engine_only(frame) & (frame["method"] != BASELINE_METHOD)
 
 
+def fit_cells(cells: pd.DataFrame) -> tuple[pd.DataFrame, theory.CostCurve]:
+    """Per concurrency of ``cells`` (concurrency, k, cost), ``D(K) = d0 + d1 * K`` (``fitting.fit_cost``): the
+    table of d0, d1 and the K fitted, and its CostCurve over concurrency."""
+    groups = []
+    for conc, c in cells.groupby("concurrency"):
+        d0, d1 = fitting.fit_cost(c["k"].to_numpy(), c["cost"].to_numpy())
+        groups.append({"concurrency": float(conc), "d0": d0, "d1": d1,
+                       "ks": ", ".join(str(int(k)) for k in sorted(c["k"]))})
+    table = pd.DataFrame(groups)
+    return table, theory.CostCurve(tuple(table["concurrency"]), tuple(table["d0"]), tuple(table["d1"]))
+
+
 def calibrations(frame: pd.DataFrame) -> list[Calibration]:
     """One Calibration per (model, draft, method, hardware, host) among ``frame``'s calibration rows and
     other rows whose drafts were accepted synthetically, e.g. engine-only GPU runs (columns of ``Store.speedup``)."""
@@ -119,13 +132,7 @@ def calibrations(frame: pd.DataFrame) -> list[Calibration]:
     for values, g in identity.keyed(rows, KEYS).groupby(list(KEYS), sort=True):
         cells = (g.assign(cost=g["al"] / g["speedup"])
                  .groupby(["concurrency", "k"], as_index=False)[["al", "speedup", "cost"]].mean())
-        groups = []
-        for conc, c in cells.groupby("concurrency"):
-            d0, d1 = fitting.fit_cost(c["k"].to_numpy(), c["cost"].to_numpy())
-            groups.append({"concurrency": float(conc), "d0": d0, "d1": d1,
-                           "ks": ", ".join(str(int(k)) for k in sorted(c["k"]))})
-        table = pd.DataFrame(groups)
-        curve = theory.CostCurve(tuple(table["concurrency"]), tuple(table["d0"]), tuple(table["d1"]))
+        table, curve = fit_cells(cells)
         keys = {k: (v if v != "" else None) for k, v in zip(KEYS, values)}
         synthetic = bool(g["method_params"].map(is_synthetic).all())
         out.append(Calibration(keys, cells, table, curve, synthetic))

@@ -1,5 +1,6 @@
 """``specscope calibrate``: measure a speculative step's cost on this hardware with synthetic
-acceptance, then predict speedups for a drafter of any acceptance (or the prompt set's own)."""
+acceptance, then predict speedups for a drafter of any acceptance (or the prompt set's own); or import a step-cost
+prior from ``vllm bench forward`` (``--forward``, ``specscope.advice.forward_prior``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 from pathlib import Path
 
 from specscope import sweep
-from specscope.advice import calibrate, fitting
+from specscope.advice import calibrate, fitting, forward_prior
 from specscope.analysis import intervals
 from specscope.cli import layout
 from specscope.cli.bench import _ints, run, where
@@ -24,7 +25,24 @@ def _say(text: str) -> None:
     print(layout.wrap(text))
 
 
-def _report(frame, found: list[calibrate.Calibration], alpha: float, as_json: bool) -> None:
+def _parts(prior: forward_prior.ForwardPrior) -> list[dict]:
+    """A prior's cells as JSON-ready records (NaN as None)."""
+    return [{k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
+            for row in prior.cells.to_dict("records")]
+
+
+def _say_parts(rows: list[dict]) -> None:
+    _say("    in plain steps of forward time (verify: the target over K+1 tokens; draft: the drafter's passes):")
+    for row in rows:
+        parts = ", ".join(f"{name} {row[name]:.3f}" for name in ("verify", "draft") if row[name] is not None)
+        cost = "D not priced" if row["cost"] is None else f"D {row['cost']:.3f}"
+        _say(f"      c={row['concurrency']:g} K={row['k']}: {cost}" + (f" ({parts})" if parts else "")
+             + f", context {row['context']:g}" + (f", spread {row['spread_pct']:.2f}%" if row["spread_pct"] else ""))
+
+
+def _report(frame, found: list[calibrate.Calibration], alpha: float, as_json: bool,
+            parts: dict[int, list[dict]] | None = None) -> None:
+    parts = parts or {}
     fits = {}
     try:
         fits = {id(c): f for f in fitting.fit_families(frame) if (c := calibrate.find(found, f.keys))}
@@ -41,14 +59,20 @@ def _report(frame, found: list[calibrate.Calibration], alpha: float, as_json: bo
             entry["prompt_set"] = {"family": fit.keys, "rows": [
                 {"concurrency": c, "k": k, "predicted": measured.predict(k, c)}
                 for c in calibration.curve.concurrencies for k in ks]}
+        if id(calibration) in parts:
+            entry["origin"], entry["parts"] = calibration.origin, parts[id(calibration)]
         out.append(entry)
     if as_json:
         print(json.dumps(out, indent=1, default=str))
         return
     for entry, calibration in zip(out, found):
         how = "drafts accepted synthetically" if calibration.synthetic else "the drafter's own acceptance"
-        _say(f"{calibration.label}: step cost D(K) in baseline steps, measured with {how} on "
-              f"{calibration.measured_on()}")
+        if calibration.origin:
+            _say(f"{calibration.label}: step cost D(K) in baseline steps, {calibration.origin}")
+            _say_parts(entry["parts"])
+        else:
+            _say(f"{calibration.label}: step cost D(K) in baseline steps, measured with {how} on "
+                 f"{calibration.measured_on()}")
         for group in entry["step_cost"]:
             _say(f"    concurrency {group['concurrency']:g}: D(K) = {group['d0']:.3f} + {group['d1']:.3f}·K "
                   f"(K {group['ks']})")
@@ -63,7 +87,23 @@ def _report(frame, found: list[calibrate.Calibration], alpha: float, as_json: bo
                 _say(f"      c={row['concurrency']:g} K={row['k']} {intervals.times(row['predicted'])}")
 
 
+def _import_forward(args: argparse.Namespace) -> int:
+    given = {"model": args.model, "hardware": args.hardware, "method": args.method, "draft_model": args.draft_model,
+             "vllm_version": args.vllm_version}
+    prior = forward_prior.read([Path(p) for p in args.forward], given)
+    path = forward_prior.save(prior, args.name)
+    if not args.json:
+        for note in prior.notes:
+            _say(f"note: {note}")
+        _say(f"kept as {path} (specscope calibrate --show lists it)")
+    calibration = prior.calibration()
+    _report(Store().speedup(), [calibration], args.alpha, args.json, {id(calibration): _parts(prior)})
+    return 0
+
+
 def _calibrate(args: argparse.Namespace) -> int:
+    if args.forward:
+        return _import_forward(args)
     if not args.show:
         if not (args.preset and args.method and args.prompts):
             raise InputError("Give --preset, --method and --prompts to calibrate, or --show for stored calibrations.")
@@ -84,10 +124,14 @@ def _calibrate(args: argparse.Namespace) -> int:
             return status  # the sweep's failures are printed; finished cells are kept
     frame = Store().speedup()
     found = calibrate.calibrations(frame)
+    parts = {}
+    for prior in forward_prior.stored():
+        found.append(calibration := prior.calibration())
+        parts[id(calibration)] = _parts(prior)
     if not found:
         raise InputError("No step-cost calibration is stored yet; run specscope calibrate --preset P "
-                         "--method draft_model --prompts FILE.")
-    _report(frame, found, args.alpha, args.json)
+                         "--method draft_model --prompts FILE, or import vllm bench forward output with --forward.")
+    _report(frame, found, args.alpha, args.json, parts)
     return 0
 
 
@@ -120,5 +164,14 @@ def register(subparsers) -> None:
     parser.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                         help="run the server groups on a Ray cluster (see specscope bench --ray)")
     parser.add_argument("--show", action="store_true", help="print stored calibrations without measuring")
+    parser.add_argument("--forward", nargs="+", metavar="FILE",
+                        help="import `vllm bench forward --output-json` files (vLLM 0.33.0+) as a step-cost prior: "
+                             "plain decodes timed with --exclude-drafter, verifies of K drafts timed with a drafter "
+                             "of K (or without, for ngram); kept under the SpecScope home")
+    parser.add_argument("--model", help="with --forward: the target model the files timed")
+    parser.add_argument("--hardware", help="with --forward: where they ran, e.g. 1xH100-80GB")
+    parser.add_argument("--draft-model", help="with --forward: the drafter (head) they timed")
+    parser.add_argument("--vllm-version", help="with --forward: the vLLM that ran them")
+    parser.add_argument("--name", help="with --forward: the prior's name (default: model-method-hardware)")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(func=_calibrate)

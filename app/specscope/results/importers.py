@@ -199,6 +199,10 @@ def _bench_json_row(name: str, data: bytes, overrides: Mapping) -> list[dict]:
         obj = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"{name} is not valid JSON ({exc}).") from exc
+    if isinstance(obj, list) and obj and all(isinstance(c, dict) and {"case", "median_us"} <= set(c) for c in obj):
+        raise InputError(f"{name} is `vllm bench forward` output: forward times of exact batches, not results; "
+                         "import it as a step-cost prior with specscope calibrate --forward FILE --model M "
+                         "--hardware H.")
     if not isinstance(obj, dict) or "output_throughput" not in obj or "model_id" not in obj:
         raise InputError(f"{name} is JSON but not a `vllm bench serve --save-result` file "
                          "(it needs model_id and output_throughput).")
