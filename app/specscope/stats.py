@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
+    "finite",
     "Interval",
     "mean_interval",
     "mean_intervals",
@@ -34,6 +35,15 @@ __all__ = [
     "t_quantile",
     "t_quantiles",
 ]
+
+
+def finite(value) -> float | None:
+    """``value`` as a float, or None where it is missing, not a number or NaN (a frame's empty cell)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ from typing import cast
 import altair as alt
 import pandas as pd
 
-from specscope.analysis.explore import interval_text
+from specscope.analysis.explore import checks_text, distorted, interval_text
 from ui.chart_style import PALETTE, k_axis, no_gain
 
-__all__ = ["EMPTY", "speedup_vs_k", "combined", "runs_table", "RUNS_CAPTION", "best_k_shown"]
+__all__ = ["EMPTY", "speedup_vs_k", "combined", "runs_table", "RUNS_CAPTION", "best_k_shown", "title"]
 
 EMPTY = "Choose a setup measured at two or more K."
 TITLE = "Speedup vs K (a line per concurrency; bars: 95% interval)"
@@ -24,20 +24,22 @@ RUNS_CAPTION = ("A point measured by several runs combines each run's own speedu
                 "precise each is; wider where the runs disagree beyond their noise); below, each run's own figure "
                 "over its own baseline.")
 # Hover fields beyond K, speedup and concurrency: (column in the chart's data, label)
-_TOOLTIP = [("speedup_95", "speedup [95%]"), ("acceptance_length", "acceptance length"),
+_TOOLTIP = [("speedup_95", "speedup [95%]"), ("checks", "checks"), ("acceptance_length", "acceptance length"),
             ("throughput_95", "output tok/s"), ("repeats", "repeats"), ("runs", "runs"),
             ("baseline_run_id", "baseline run")]
+FLAGGED = "#d62728"  # the ring round a point a distorting check flags
 
 
 def _points(frame: pd.DataFrame) -> pd.DataFrame:
     """Only the columns drawn or hovered, interval texts included, under plain field names."""
     records = frame.to_dict("records")
-    out = frame.assign(concurrency=frame["concurrency"].astype(int), speedup_95=[interval_text(r) for r in records])
+    out = frame.assign(concurrency=frame["concurrency"].astype(int), speedup_95=[interval_text(r) for r in records],
+                       checks=[checks_text(r) or "✓" for r in records], flagged=distorted(frame))
     if "output_throughput_lo" in frame.columns:
         out["throughput_95"] = [interval_text(r, "output_throughput", " tok/s") for r in records]
     elif "output_throughput" in frame.columns:  # a mean without its interval: no "single run" claim
         out["throughput_95"] = [f"{v:.1f}" if pd.notna(v) else "—" for v in frame["output_throughput"]]
-    keep = ["k", "speedup", "speedup_lo", "speedup_hi", "concurrency", *(c for c, _ in _TOOLTIP)]
+    keep = ["k", "speedup", "speedup_lo", "speedup_hi", "concurrency", "flagged", *(c for c, _ in _TOOLTIP)]
     return out[[c for c in keep if c in out.columns]].sort_values(["concurrency", "k"])
 
 
@@ -53,9 +55,22 @@ def _chart(points: pd.DataFrame, setup: str, colours: alt.Scale) -> alt.LayerCha
     if not bounded.empty:
         layers.insert(1, alt.Chart(bounded).mark_errorbar(ticks=True, thickness=1.2).encode(
             x=x, y=alt.Y("speedup_lo:Q", title="speedup ×"), y2="speedup_hi:Q", color=color))
+    flagged = points[points["flagged"]] if "flagged" in points.columns else points[:0]
+    if not flagged.empty:  # drawn, never hidden: ringed, its checks in the hover
+        layers.append(alt.Chart(flagged.drop(columns="flagged")).mark_point(
+            shape="circle", size=240, strokeWidth=2, color=FLAGGED, filled=False).encode(
+            x=x, y=alt.Y("speedup:Q"), tooltip=tooltip))
     # alt.layer makes a FacetChart only of layers with facet encodings; these have none
     return cast(alt.LayerChart, alt.layer(*layers).properties(
         title=alt.Title(_title_lines(setup), fontSize=13, anchor="start"), height=320))
+
+
+def title(frame: pd.DataFrame, setups: list[str]) -> str:
+    """The figure's caption: what its lines and bars are, and what a ring means where one is drawn."""
+    shown = frame[frame["setup"].isin(setups)]
+    ringed = bool(distorted(shown).any()) if not shown.empty else False
+    return TITLE + (" Ringed points fail a hygiene check that distorts their figure (hover says which): they are "
+                    "drawn, never ranked or advised from." if ringed else "")
 
 
 def _title_lines(setup: str) -> str | list[str]:
@@ -99,7 +114,7 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
 SHORT_HEADERS = {"concurrency (requests)": "concurrency", "K (draft tokens)": "K",
                  "speedup (× baseline, 95%)": "speedup [95%]", "tied (within noise)": "tied with",
                  "acceptance length (tokens/step)": "AL", "output (tok/s, 95%)": "tok/s [95%]",
-                 "p99 TPOT (ms)": "p99 TPOT ms", "baseline run": "baseline"}
+                 "p99 TPOT (ms)": "p99 TPOT ms", "baseline run": "baseline", "a higher figure left out": "left out"}
 
 
 def best_k_shown(table: pd.DataFrame) -> pd.DataFrame:

@@ -17,12 +17,6 @@ def _number(value) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
 
 
-# a failed check in a cell, in a word or two: the badge above the table and its expander give the whole title
-SHORT = {"warmup": "no warm-up", "prefix_cache": "prefix cache", "waves": "waves", "queueing": "queueing",
-         "foreign_cpu": "other processes", "suffix_cache": "suffix cache", "few_requests": "few requests",
-         "lossless": "lossless", "invalid_answers": "invalid answers", "compiled": "compiled"}
-
-
 def _once(row, value: str) -> bool:
     """A cell measured once: the table's repeats column says so, its figure stands alone (no interval)."""
     return (_number(row.get("repeats")) or 0) <= 1 and _number(row.get(f"{value}_lo")) is None
@@ -45,7 +39,7 @@ def _speedup(row) -> str:
 def _badges(row) -> str:
     ids = hygiene.row_ids(row)
     checked = isinstance(row.get("hygiene"), str)
-    return ("⚠ " + " · ".join(SHORT.get(i, hygiene.CHECKS[i].title) for i in ids)) if ids else "✓" if checked else "–"
+    return ("⚠ " + hygiene.badges(ids)) if ids else "✓" if checked else "–"
 
 
 def _identity(row, key: str) -> str:

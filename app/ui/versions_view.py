@@ -1,5 +1,5 @@
 """The Explorer's "vLLM versions" section: each setup measured on two or more vLLM versions, its speedup
-per version with 95% intervals, and whether a version changed it (intervals apart) or tied (overlapping).
+per version with 95% intervals, and whether a version changed it (apart by the tie rule) or tied.
 The data comes from ``specscope.analysis.versions``; this module only draws."""
 
 from __future__ import annotations
@@ -70,9 +70,9 @@ def sentence(change: dict) -> str:
     head = (f"vLLM {change['from_version']} → {change['to_version']}"
             f"{' at ' + _point(change) if _point(change) else ''}: {change['from_speedup']} → {change['to_speedup']}")
     if change["verdict"] == versions.CHANGED:
-        return f"{head}. A real change: {change['direction']} (the 95% intervals do not overlap)."
+        return f"{head}. A real change: {change['direction']} (beyond noise, by the one tie rule)."
     if change["verdict"] == versions.TIE:
-        return f"{head}. A tie: the 95% intervals overlap, so the measurements cannot tell the versions apart."
+        return f"{head}. A tie: within noise, the measurements cannot tell the versions apart."
     return f"{head}. No verdict: one of them is a single run, without an interval."
 
 
@@ -89,7 +89,8 @@ def section(filters: dict) -> None:
     st.caption((f"**{count}: no version changed a speedup beyond noise.** " if changed.empty else "")
                + "The same setup (model · method · dataset · hardware · host) measured on several vLLM versions. "
                "Each version's speedup divides by the baseline measured on that version; a change is flagged "
-               "only where the two 95% intervals do not overlap, otherwise the versions tie.")
+               "only where the two differ beyond noise (one rule for every tie on every page), otherwise the versions "
+               "tie.")
     if not changed.empty:
         st.warning(f"{count}: {changed['setup'].nunique()} of them changed speed between two versions "
                    "(95% intervals apart).", icon="⚠️")

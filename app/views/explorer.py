@@ -159,7 +159,7 @@ def _speedup_vs_k() -> None:
         st.info(k_charts.EMPTY)
         return
     specs = cache.built("fig_speedup_vs_k_specs", lambda: [vega_spec(chart) for _, chart in drawn], vs_k, shown)
-    st.caption(k_charts.TITLE)
+    st.caption(cache.built("fig_speedup_vs_k_title", lambda: k_charts.title(vs_k, shown), vs_k, shown))
     columns = st.columns(2) if len(drawn) > 1 else [st.container()]
     for n, ((setup, _), spec) in enumerate(zip(drawn, specs)):
         columns[n % 2].vega_lite_chart(spec=spec, width="stretch", key=f"explorer_k_chart_{zlib.crc32(setup.encode())}")
@@ -215,8 +215,10 @@ def _best_k_table() -> None:
     unmatched = explore.unmatched_setups(best)
     st.caption("Speculative setups only (the baseline is 1× by definition); blank = not measured or not "
                "stated by the source. Speedup over the baseline and output tok/s with their 95% intervals; AL: "
-               "acceptance length, tokens a step. A K whose 95% speedup interval overlaps the best K's is marked "
-               "as tied: the measurements cannot tell them apart. " + explore.interval_summary(best) + (
+               "acceptance length, tokens a step. A K the measurements cannot tell from the best K (one rule for "
+               "every tie) is marked as tied. The best K is the fastest cell no distorting hygiene check flags; a "
+               "higher flagged figure is shown beside it under \"left out\" with its checks. "
+               + explore.interval_summary(best) + (
                    f" Not listed: {len(unmatched)} setup(s) without a matching baseline, so without a speedup."
                    if unmatched else ""))
     # a table that wraps, with short headers and the setup's column the widest: a setup's name (up to ~150

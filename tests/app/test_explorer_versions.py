@@ -40,7 +40,7 @@ def test_versions_section_flags_a_change_and_a_tie(page_env, no_bundled_results)
     suffix = next(o for o in setups.options if " · suffix · " in o)
     at.selectbox(key="explorer_versions_setup").select(suffix)
     run_clean(at)
-    assert len(at.warning) == 1 and any("A tie: the 95% intervals overlap" in i.value for i in at.info)
+    assert len(at.warning) == 1 and any("A tie: within noise" in i.value for i in at.info)
     figure = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert [p["x"] for p in figure["data"]] == [["vLLM 0.31.0", "vLLM 0.32.0"]]
     hover = figure["data"][0]["hovertext"]

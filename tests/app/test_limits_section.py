@@ -22,7 +22,7 @@ def _titles(at: AppTest) -> list[str]:
     return [json.dumps(json.loads(c.proto.spec).get("layout", {}).get("title", "")) for c in at.get("plotly_chart")]
 
 
-def test_the_limits_section_draws_each_tab_only_once_chosen(page_env):
+def test_the_limits_section_draws_each_tab_only_once_chosen(page_env, no_bundled_results):
     per_step_run.write_run()
     at = run_clean(AppTest.from_file(EXPLORER, default_timeout=120))
     assert limits_view.TITLE in [e.label for e in at.expander] and not at.get("plotly_chart")

@@ -106,7 +106,7 @@ def test_no_import_cycle_under_app():
 FLOORS = ("ground", "engine", "client", "results", "analysis", "launch", "sweep", "advice", "live", "cli",
           "ui", "views", "dashboard", "main")
 GROUND = {"specscope", *(f"specscope.{name}" for name in
-                         ("schema", "settings", "errors", "formats", "files", "stats", "procfs", "access"))}
+                         ("schema", "settings", "errors", "formats", "files", "stats", "ties", "procfs", "access"))}
 
 
 def floor(module: str) -> str:

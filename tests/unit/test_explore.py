@@ -223,6 +223,8 @@ def test_the_best_k_tab_shows_short_headers_and_the_setup_whole():
     filters = {"method": ["ngram"], "dataset": ["code-editing"]}
     shown = k_charts.best_k_shown(explore.best_k_table(explore.by_concurrency(bundled, filters),
                                                        explore.speedup_vs_k(bundled, filters)))
-    assert list(shown.columns[:6]) == ["setup", "concurrency", "K", "speedup [95%]", "tied with", "AL"]
+    assert list(shown.columns[:8]) == ["setup", "concurrency", "K", "speedup [95%]", "tied with", "checks", "left out",
+                                       "AL"]
     assert set(shown["tied with"]) <= {"", "K 2", "K 4"} and "K 2" in set(shown["tied with"])
+    assert "⚠ prefix cache" in set(shown["checks"]) and "✓" in set(shown["checks"])  # the checks travel
     assert set(shown["baseline"]) == {"its run"} and all(" · " in s for s in shown["setup"])

@@ -13,7 +13,10 @@ bundled GPU rows' ``draft_model`` was later renamed from the folder it was serve
 name, ``shape-Qwen3-1.7B``; only that key changed in the file, no number. Later still, a point measured
 by several runs that each have repeats stopped reading a t-interval over the runs' speedups (one degree
 of freedom for two runs) and combines each run's own figure and spread, ``stats.combined_ratios``: the
-file was rewritten with ``--write``, and only the four synthetic points folded over two such runs moved.)
+file was rewritten with ``--write``, and only the four synthetic points folded over two such runs moved.
+Then ties took one rule, ``specscope.ties``: two figures tie when the gap of their logs is within t times its
+standard error, no longer whenever their intervals overlap; rewritten with ``--write``, only ``tied_ks`` of five
+best-K rows lost K that are faster or slower beyond noise by that rule, no number moved.)
 """
 
 from __future__ import annotations

@@ -193,8 +193,9 @@ def test_cli_json_gives_intervals_ties_and_the_baseline_run(specscope_home, monk
     assert cli_main(["speedup", "--best"]) == 0
     text = capsys.readouterr().out
     assert "tied with K 4 (within noise)" in text and "× [" in text and "±" not in text
-    lines = text.splitlines()
-    assert "setup" in lines[0] and "cpu-2core" in lines[1] and len(lines) == 2  # the best K only: no baseline rows
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert "setup" in lines[0] and "cpu-2core" in text and "(baseline)" not in text  # the best K only
+    assert "checks" in lines[0] and "✓" in text  # its cell passed every check
     assert not any(word in text for word in ("NaN", "<NA>", "None"))
     assert cli_main(["speedup"]) == 0
     assert "1.000× (baseline)" in capsys.readouterr().out

@@ -226,11 +226,13 @@ def test_changes_flag_non_overlapping_intervals_and_call_overlaps_ties(version_s
     assert ngram["to_speedup"].startswith("2.000× [")
 
 
-def test_verdict_on_touching_and_missing_bounds():
-    later = {"speedup_lo": 1.2, "speedup_hi": 1.4}
-    assert versions.verdict({"speedup_lo": 1.0, "speedup_hi": 1.2}, later) == "tie"
-    assert versions.verdict({"speedup_lo": 1.0, "speedup_hi": 1.19}, later) == "changed"
-    assert versions.verdict({"speedup_lo": None, "speedup_hi": 1.2}, later) == "no interval"
+def test_verdict_takes_the_one_tie_rule_and_missing_bounds_decide_nothing():
+    """Two versions differ where the one rule (``specscope.ties``) tells their speedups apart: touching or even
+    slightly overlapping intervals can be apart; wide overlapping ones tie."""
+    later = {"speedup": 1.3, "speedup_lo": 1.2, "speedup_hi": 1.4, "repeats": 3}
+    assert versions.verdict({"speedup": 1.1, "speedup_lo": 1.0, "speedup_hi": 1.21, "repeats": 3}, later) == "changed"
+    assert versions.verdict({"speedup": 1.2, "speedup_lo": 1.05, "speedup_hi": 1.35, "repeats": 3}, later) == "tie"
+    assert versions.verdict({"speedup": 1.1, "speedup_lo": None, "speedup_hi": 1.2}, later) == "no interval"
 
 
 def test_the_cli_table_marks_the_newer_version(version_store):

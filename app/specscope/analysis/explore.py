@@ -25,9 +25,12 @@ from specscope.results.identity import setup_label
 from specscope.results.store import Store
 from specscope.schema import BASELINE_METHOD, OWN_SOURCE, SETUP_KEYS
 
-__all__ = ["best_point", "flagged_above", "setup_label", "interval_text", "tie_text", "point_label", "best_k_table",
+__all__ = ["best_point", "flagged_above", "distorted", "checks_text", "passed_over_text", "setup_label",
+           "interval_text", "tie_text", "point_label",
+           "best_k_table",
            "unmatched_setups", "headline", "interval_summary", "speedup_vs_k", "point_runs", "with_point_means",
-           "point_runs_text", "k_sweep_setups", "default_setups", "headline_setup", "landing_setups", "best_k",
+           "point_runs_text", "cells_with_points", "k_sweep_setups", "default_setups", "headline_setup",
+           "landing_setups", "best_k",
            "acceptance_vs_k", "by_concurrency", "curves_vs_concurrency", "crossovers", "crossover_caption",
            "bundled_sources", "bundled_summary", "bundled_label", "per_position", "filtered_rows", "to_csv_bytes",
            "to_parquet_bytes"]
@@ -35,7 +38,8 @@ __all__ = ["best_point", "flagged_above", "setup_label", "interval_text", "tie_t
 _KEYS = ", ".join(SETUP_KEYS)  # the setup columns in SQL
 OWN_FROM = "SpecScope's own measurements"  # what ``bundled_sources`` says SpecScope's own files come from
 Filters = Mapping[str, Sequence] | None
-_MEANS = ["acceptance_length", "output_throughput"]  # averaged over the runs of a point
+_MEANS = ["acceptance_length", "output_throughput", "valid_share", "hygiene"]  # over the runs of a point (the checks:
+# their union)
 _POINT = ["speedup", "speedup_lo", "speedup_hi", *_MEANS, "repeats", "runs"]  # a figure point's columns
 
 
@@ -45,7 +49,7 @@ def interval_text(row: Mapping, value: str = "speedup", unit: str = "×", short:
 
 
 def tie_text(row: Mapping) -> str:
-    """Which other K the best K cannot be told apart from (their 95% intervals overlap)."""
+    """Which other K the best K cannot be told apart from (``ties.outcome``)."""
     tied = row.get("tied_ks")
     if tied is None or (not isinstance(tied, (list, tuple, np.ndarray))) or len(tied) == 0:
         return ""
@@ -102,12 +106,20 @@ def point_runs(store: Store, filters: Filters = None) -> pd.DataFrame:
     return _with_labels(cells[columns])
 
 
+def distorted(frame: pd.DataFrame) -> np.ndarray:
+    """Which rows (cells, points or best-K rows) fail a check that distorts their figure (``hygiene``)."""
+    return np.array([bool(hygiene.distorting(ids)) for ids in hygiene.cell_checks(frame)], dtype=bool)
+
+
 def k_sweep_setups(vs_k: pd.DataFrame) -> list[str]:
-    """Setups measured at two or more K, best speedup first (the ones a speedup-vs-K plot can show)."""
+    """Setups measured at two or more K, best clean speedup first (the ones a speedup-vs-K plot can show): a
+    point whose cells a distorting check flags ranks nothing, so a setup flagged throughout comes last."""
     if vs_k.empty:
         return []
-    summary = vs_k.groupby("setup", sort=False).agg(ks=("k", "nunique"), top=("speedup", "max"))
-    summary = summary[summary["ks"] >= 2].sort_values("top", ascending=False)
+    clean = vs_k["speedup"].where(~distorted(vs_k))
+    summary = vs_k.assign(_clean=clean).groupby("setup", sort=False).agg(
+        ks=("k", "nunique"), top=("_clean", "max"), flagged_top=("speedup", "max"))
+    summary = summary[summary["ks"] >= 2].sort_values(["top", "flagged_top"], ascending=False, na_position="last")
     return summary.index.tolist()
 
 
@@ -170,6 +182,27 @@ def best_k(store: Store, filters: Filters = None) -> pd.DataFrame:
     return _with_labels(store.speedup(filters, best=True))
 
 
+def checks_text(row: Mapping) -> str:
+    """``⚠ suffix cache · few requests`` for the checks a row's cell fails (its ``checks``, else read from its
+    ``hygiene``), '' where it passes them."""
+    ids = row.get("checks")
+    ids = list(ids) if isinstance(ids, (list, tuple, np.ndarray)) else hygiene.row_ids(row)
+    return f"⚠ {hygiene.badges(ids)}" if ids else ""
+
+
+def passed_over_text(row: Mapping) -> str:
+    """``K=4 3.465× [1.2, 9.8] left out (⚠ suffix cache)``: the higher figure of a best-K row's group that a
+    distorting check kept from being its best K (``folds.best_with_ties``); '' where there is none."""
+    value = row.get("flagged_speedup")
+    if value is None or pd.isna(value):
+        return ""
+    k = row.get("flagged_k")
+    name = k if isinstance(k, str) else f"K={k:.0f}"
+    figure = intervals.text(value, row.get("flagged_speedup_lo"), row.get("flagged_speedup_hi"), unit="×",
+                            why_none="1 run")
+    return f"{name} {figure} left out ({checks_text({'checks': row.get('flagged_checks')})})"
+
+
 def with_point_means(best: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
     """``best`` (one run's cell per row) with what every run of its point measured (``points`` from
     ``speedup_vs_k``): ``point_runs`` (how many runs measured that setup, concurrency and K) and, where
@@ -183,6 +216,16 @@ def with_point_means(best: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
     fixed = out["k_schedule"].isna() if "k_schedule" in out else True
     out["point_runs"] = out["point_runs"].where(fixed).astype("Int64")
     return out
+
+
+def cells_with_points(store: Store, filters: Filters = None) -> pd.DataFrame:
+    """Every cell (``Store.speedup``) with its point's figure (``with_point_means``): what the advice fits, so
+    a K measured by several runs reads there the figure every view shows for it. The point's figures are kept to
+    12 decimals: DuckDB's parallel sums move their last bits when another run lands, and a family's cached fit
+    is kept on the digest of its rows."""
+    out = with_point_means(store.speedup(filters), speedup_vs_k(store, filters))
+    figures = ["point_speedup", "point_speedup_lo", "point_speedup_hi"]
+    return out.assign(**{c: out[c].round(12) for c in figures})
 
 
 def point_runs_text(row: Mapping) -> str:
@@ -225,6 +268,8 @@ def best_k_table(best: pd.DataFrame, points: pd.DataFrame | None = None) -> pd.D
                              for k, s in zip(spec["k"], spec.get("k_schedule", [None] * len(spec)))],
         "speedup (× baseline, 95%)": [interval_text(r) for r in records],
         "tied (within noise)": [tie_text(r) for r in records],
+        "checks": [checks_text(r) or "✓" for r in records],
+        "a higher figure left out": [passed_over_text(r) for r in records],
         "acceptance length (tokens/step)": _blank(spec["acceptance_length"], "{:.2f}"),
         "output (tok/s, 95%)": [interval_text(r, "output_throughput", "", short=True) for r in records],
         "p99 TPOT (ms)": _blank(spec["p99_tpot_ms"], "{:.1f}"),
@@ -251,14 +296,15 @@ def headline(best: pd.DataFrame) -> dict[str, int]:
 
 def _drafters(best: pd.DataFrame) -> pd.DataFrame:
     """Real drafters' rows with a speedup (step-cost calibrations and engine-only runs accept drafts
-    synthetically), and whether hygiene flags each (``_flagged``)."""
+    synthetically), and whether a distorting check flags each (``_flagged``)."""
     spec = best[(best["method"] != BASELINE_METHOD) & ~provenance.engine_only(best)].dropna(subset=["speedup"])
-    return spec.assign(_flagged=[bool(hygiene.row_ids(r)) for r in spec.to_dict("records")])
+    return spec.assign(_flagged=distorted(spec))
 
 
 def best_point(best: pd.DataFrame) -> pd.Series | None:
-    """The highest speedup of a real drafter whose cell passes every hygiene check; where every one fails
-    some, the highest of them (its ``hygiene.row_ids`` then say which)."""
+    """The highest speedup of a real drafter whose cell no distorting check flags (``best`` already holds
+    each group's clean K where it has one); where every one is flagged, the highest of them (its
+    ``hygiene.row_ids`` then say which)."""
     spec = _drafters(best)
     clean = spec[~spec["_flagged"]]
     spec = clean if not clean.empty else spec
@@ -266,10 +312,22 @@ def best_point(best: pd.DataFrame) -> pd.Series | None:
 
 
 def flagged_above(best: pd.DataFrame, top: pd.Series | None) -> pd.Series | None:
-    """The highest real drafter's speedup above ``top`` that ``best_point`` passed over because hygiene
-    flags its cell; None where there is none."""
+    """The highest real drafter's figure above ``top`` that the clean rule passed over, as a best-K row (its
+    K, speedup, interval and ``checks``): a group's flagged K above its clean one (``flagged_*``), or a group
+    flagged throughout; None where there is none."""
     spec = _drafters(best)
-    above = spec[spec["_flagged"] & (spec["speedup"] > (top["speedup"] if top is not None else -1.0))]
+    if spec.empty:
+        return None
+    floor = top["speedup"] if top is not None else -1.0
+    above = spec[spec["_flagged"]]
+    if "flagged_speedup" in spec:  # a group's flagged K above its clean best, as a row of its own
+        moved = spec[spec["flagged_speedup"].notna()]
+        moved = moved.assign(k=[k if not isinstance(k, str) else np.nan for k in moved["flagged_k"]],
+                             speedup=moved["flagged_speedup"], speedup_lo=moved["flagged_speedup_lo"],
+                             speedup_hi=moved["flagged_speedup_hi"], checks=moved["flagged_checks"],
+                             hygiene=[",".join(c) for c in moved["flagged_checks"]])
+        above = pd.concat([above, moved])
+    above = above[above["speedup"] > floor]
     return None if above.empty else above.loc[above["speedup"].idxmax()].drop("_flagged")
 
 

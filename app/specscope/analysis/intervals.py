@@ -25,9 +25,9 @@ requests)``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
+from specscope import stats
 from specscope.results import identity, tool_exports
 
 __all__ = ["text", "bounds", "row_text", "times", "too_few", "WORDS", "ONE_RUN", "TOO_NOISY", "NO_BASELINE",
@@ -49,14 +49,6 @@ def too_few(prompts: int) -> str:
     return f"{prompts} prompt{'' if prompts == 1 else 's'}: too few for an interval"
 
 
-def _number(value) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
-
-
 def times(value: float, digits: int = 3) -> str:
     """A speedup without an interval: ``1.325×``."""
     return f"{value:.{digits}f}{TIMES}"
@@ -64,19 +56,19 @@ def times(value: float, digits: int = 3) -> str:
 
 def bounds(low, high, digits: int = 3) -> str:
     """``[1.054, 1.775]``; '' without both bounds."""
-    low, high = _number(low), _number(high)
+    low, high = stats.finite(low), stats.finite(high)
     return "" if low is None or high is None else f"[{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def text(value, low=None, high=None, *, unit: str = "", digits: int = 3, why_none: str = ONE_RUN) -> str:
     """``1.325× [1.054, 1.775]``; without both bounds ``1.325× (why_none)``; '–' without a value."""
-    value = _number(value)
+    value = stats.finite(value)
     if value is None:
         return "–"
     shown, interval = f"{value:.{digits}f}{unit}", bounds(low, high, digits)
     if not interval:
         return f"{shown} ({why_none})" if why_none else shown
-    if _number(low) == 0.0 < value:  # a Fieller low end below 0 is raised to 0: a speedup cannot be less
+    if stats.finite(low) == 0.0 < value:  # a Fieller low end below 0 is raised to 0: a speedup cannot be less
         return f"{shown} {interval} (low end clipped at 0)"
     return f"{shown} {interval}"
 
@@ -89,7 +81,7 @@ def row_text(row: Mapping, value: str = "speedup", unit: str = TIMES, short: boo
     '1 run: no interval'."""
     speedup = value == "speedup"
     digits = digits if digits is not None else 3 if speedup else 1
-    if _number(row.get(value)) is None:
+    if stats.finite(row.get(value)) is None:
         return NO_BASELINE if speedup else "–"
     if speedup and row.get("method") == "none":
         return text(row.get(value), unit=unit, digits=digits, why_none="baseline")
@@ -98,7 +90,7 @@ def row_text(row: Mapping, value: str = "speedup", unit: str = TIMES, short: boo
     shown = text(row.get(value), row.get(f"{value}_lo"), row.get(f"{value}_hi"), unit=unit, digits=digits,
                  why_none=why)
     folded = identity.folded_text(row.get("runs"))
-    imported = row.get("source") in tool_exports.MARKS and (_number(row.get("repeats")) or 1) <= 1
+    imported = row.get("source") in tool_exports.MARKS and (stats.finite(row.get("repeats")) or 1) <= 1
     if not folded and imported and bounds(row.get(f"{value}_lo"), row.get(f"{value}_hi")):
         folded = OVER_REQUESTS  # an imported tool's one run: its spread over requests, not over reruns
     return f"{shown} ({folded})" if folded else shown

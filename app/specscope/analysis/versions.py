@@ -3,9 +3,9 @@
 A setup here is ``SETUP_KEYS`` without the vLLM and torch versions (same source, model, draft,
 method, dataset, hardware, host, weights and acceptance), at one concurrency and K. Each version's
 speedup divides by that version's own baseline (the versions are baseline-match keys), with its
-95% interval. Two versions next to each other (oldest first) differ for real only where their
-intervals do not overlap; overlapping intervals are a tie, and a version without an interval
-(one run) cannot be told apart from the other.
+95% interval. Two versions next to each other (oldest first) differ for real only where the one tie
+rule (``specscope.ties``) tells them apart; else they tie, and a version without an interval (one run)
+cannot be told apart from the other.
 
     per_version(store)   # one row per (setup, concurrency, K, vLLM) of setups measured on 2+ versions
     changes(frame)       # one row per neighbouring pair of versions: changed (faster/slower), tie, unknown
@@ -64,7 +64,7 @@ def per_version(store: Store, filters: Mapping[str, Sequence] | None = None) -> 
 
 
 def verdict(before: Mapping, after: Mapping) -> str:
-    """``changed`` where the two 95% intervals do not overlap, ``tie`` where they do, ``no interval``
+    """``changed`` where the tie rule tells the two apart, ``tie`` where it does not, ``no interval``
     where either has none (a single run)."""
     return _compare(before, after)[0]
 

@@ -3,13 +3,15 @@
 ``import`` says which method label it took as the baseline. ``speedup --json`` gives each
 figure with its 95% interval (``speedup_lo``/``speedup_hi``, ``speedup_interval`` says how it
 was made; null bounds for a single run) and the run whose baseline it divides by
-(``baseline_run_id``); with ``--best``, ``tied_ks`` lists the K the best one cannot be told
-apart from, and a group without a matching baseline is left out (said on stderr), since none
-of its K has a speedup. The text table names each row's hardware, shows "–" where a value is
-not known, and with ``--best`` leaves out the baselines (1.000x by definition). ``--by category`` or
-``prompt_length`` gives per-prompt speedups by group (``--slower``: the prompts slower than their
-baseline); ``--by response_format`` puts each setup's speedup free and constrained side by side, and
-``--by vllm_version`` each setup's speedup per vLLM version, changed or tied against the version before.
+(``baseline_run_id``) and ``checks``, the hygiene checks its cell fails; with ``--best``, the best K is
+the fastest of the cells no distorting check flags (``flagged_*`` name a higher figure left out for its
+checks), ``tied_ks`` lists the K the best one cannot be told apart from, and a group without a matching
+baseline is left out (said on stderr), since none of its K has a speedup. The text table names each row's
+hardware, shows "–" where a value is not known, and with ``--best`` leaves out the baselines (1.000x by
+definition). ``--by category`` or ``prompt_length`` gives per-prompt speedups by group (``--slower``: the
+prompts slower than their baseline); ``--by response_format`` puts each setup's speedup free and constrained
+side by side, and ``--by vllm_version`` each setup's speedup per vLLM version, changed or tied against the
+version before.
 ``--json`` rows also carry, where they can be computed, ``ceiling`` (the roofline throughput, tok/s:
 ``specscope.engine.roofline``) with ``ceiling_share`` (or ``ceiling_note``: why none), ``k_ceiling`` (K + 1) and
 ``oracle_speedup`` (the speedup had every step drafted only what was accepted: ``specscope.analysis.oracle``).
@@ -29,7 +31,7 @@ from specscope.analysis import explore, limits, per_prompt, versions
 from specscope.cli import layout
 from specscope.engine import roofline
 from specscope.errors import ConfigError
-from specscope.results import identity, importers, structured
+from specscope.results import hygiene, identity, importers, structured
 from specscope.results.store import Store
 from specscope.schema import BASELINE_METHOD
 
@@ -41,9 +43,11 @@ JSON_FIELDS = ("source", "model", "draft_model", "method", "dataset", "hardware"
                "k", "speedup", "speedup_lo", "speedup_hi", "speedup_interval", "acceptance_length",
                "acceptance_rate", "output_throughput", "output_throughput_lo", "output_throughput_hi",
                "repeats", "baseline_throughput", "baseline_repeats", "baseline_run_id", "run_id", "response_format",
-               "setup", "ceiling", "ceiling_share", "ceiling_note", "k_ceiling", "oracle_speedup")
-# with --best: the K it cannot be told apart from, and what every run of its point measured
-BEST_JSON_FIELDS = ("tied_ks", "point_runs", "point_speedup", "point_speedup_lo", "point_speedup_hi")
+               "setup", "checks", "ceiling", "ceiling_share", "ceiling_note", "k_ceiling", "oracle_speedup")
+# with --best: the K it cannot be told apart from, what every run of its point measured, and the higher figure a
+# distorting check kept from being the best (its K, figure and checks)
+BEST_JSON_FIELDS = ("tied_ks", "point_runs", "point_speedup", "point_speedup_lo", "point_speedup_hi", "flagged_k",
+                    "flagged_speedup", "flagged_speedup_lo", "flagged_speedup_hi", "flagged_checks")
 
 
 def _column_map(text: str | None) -> dict[str, str] | None:
@@ -132,7 +136,7 @@ def _speedup(args: argparse.Namespace) -> int:
                               "temperature, concurrency and request rate) and are left out."), file=sys.stderr)
             frame = frame[~unmatched]
         frame = explore.with_point_means(frame, explore.speedup_vs_k(db, filters))
-    frame = frame.assign(setup=identity.unique_labels(frame.to_dict("records")))
+    frame = frame.assign(setup=identity.unique_labels(frame.to_dict("records")), checks=hygiene.cell_checks(frame))
     if args.json:  # the roofline throughput ceiling and the oracle bound, where they can be computed
         frame = limits.with_oracle(roofline.with_ceilings(frame), limits.oracle_cells(db, filters)).rename(
             columns={"ceiling_tok_s": "ceiling"})
@@ -170,7 +174,9 @@ def _speedup_table(frame: pd.DataFrame, records: list[dict], best: bool, wide: b
                                   for run, base in zip(frame["run_id"], frame["baseline_run_id"])]}
     if best:
         return table.assign(tied=[explore.tie_text(r) for r in records],
-                            **{"measured by": [explore.point_runs_text(r) for r in records]}, **baseline)
+                            checks=[explore.checks_text(r) or "✓" for r in records],
+                            **{"left out": [explore.passed_over_text(r) for r in records],
+                               "measured by": [explore.point_runs_text(r) for r in records]}, **baseline)
     return table.assign(run=frame["run_id"], **baseline)
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from specscope import stats
+from specscope import stats, ties
+from specscope.results import hygiene
 from specscope.schema import BASELINE_METHOD, BEST_KEYS
 
 __all__ = ["LEVEL", "BASE_STATS", "STATS", "speedup_intervals", "combined", "with_intervals", "best_with_ties"]
@@ -53,22 +54,44 @@ def _choice(k, schedule) -> int | str:
 
 
 def best_with_ties(frame: pd.DataFrame) -> pd.DataFrame:
-    """The highest-speedup choice per BEST_KEYS group, with ``tied_ks``: the other choices (fixed K
-    as numbers, schedules as ``schedule <text>``) whose interval overlaps it."""
+    """The highest-speedup choice per BEST_KEYS group among the cells no distorting check flags (all of them
+    where every one is flagged), with ``checks`` (the ids its cell fails, distorting or not), ``tied_ks``
+    (the other clean choices, fixed K as numbers and schedules as ``schedule <text>``, that ``ties.outcome``
+    cannot tell from it) and, where a flagged choice measured more, that choice as ``flagged_k``,
+    ``flagged_speedup`` [``flagged_speedup_lo``, ``flagged_speedup_hi``] and ``flagged_checks``."""
+    extra = {"tied_ks": object, "checks": object, "flagged_k": object, "flagged_speedup": float,
+             "flagged_speedup_lo": float, "flagged_speedup_hi": float, "flagged_checks": object}
     if frame.empty:
-        return frame.assign(tied_ks=pd.Series(dtype=object))
+        return frame.assign(**{name: pd.Series(dtype=kind) for name, kind in extra.items()})
     schedules = frame["k_schedule"] if "k_schedule" in frame else [None] * len(frame)
     picks = [_choice(k, s) for k, s in zip(frame["k"], schedules)]
+    checks = hygiene.cell_checks(frame)
     frame = frame.assign(_group=frame.groupby(list(BEST_KEYS), dropna=False, sort=False).ngroup(),
-                         _choice=[str(p) for p in picks], _pick=picks)
-    ranked = frame.sort_values(["_group", "speedup", "k", "_choice"], ascending=[True, False, True, True],
-                               na_position="last")
+                         _choice=[str(p) for p in picks], _pick=picks, checks=checks,
+                         _distorted=[bool(hygiene.distorting(c)) for c in checks])
+    ranked = frame.sort_values(["_group", "_distorted", "speedup", "k", "_choice"],
+                               ascending=[True, True, False, True, True], na_position="last")
     best = ranked.drop_duplicates("_group")
-    pairs = frame.merge(best[["_group", "_choice", "speedup_lo", "speedup_hi"]], on="_group",
+    pairs = frame.merge(best[["_group", "_choice", "speedup", "speedup_lo", "speedup_hi", "repeats"]], on="_group",
                         suffixes=("", "_best"))
-    tied = pairs[(pairs["_choice"] != pairs["_choice_best"]) & (pairs["speedup_hi"] >= pairs["speedup_lo_best"])
-                 & (pairs["speedup_lo"] <= pairs["speedup_hi_best"])]  # NaN bounds compare False
-    ties = tied.groupby("_group")["_pick"].agg(  # fixed K in order, then schedules
+    figure = ["speedup", "speedup_lo", "speedup_hi"]
+    verdict = ties.outcomes([pairs[c].to_numpy(float) for c in figure] + [_dof(pairs["repeats"])],
+                            [pairs[f"{c}_best"].to_numpy(float) for c in figure] + [_dof(pairs["repeats_best"])])
+    tied = pairs[(pairs["_choice"] != pairs["_choice_best"]) & (verdict == ties.TIE) & ~pairs["_distorted"]]
+    found = tied.groupby("_group")["_pick"].agg(  # fixed K in order, then schedules
         lambda ps: sorted(set(ps), key=lambda p: (isinstance(p, str), p if isinstance(p, int) else 0, str(p))))
-    best = best.assign(tied_ks=[ties.get(g, []) for g in best["_group"]]).drop(columns=["_group", "_choice", "_pick"])
+    above = pairs[pairs["_distorted"] & (pairs["speedup"] > pairs["speedup_best"])]
+    above = above.sort_values("speedup", ascending=False).drop_duplicates("_group").set_index("_group")
+    best = best.assign(tied_ks=[found.get(g, []) for g in best["_group"]])
+    over = above.reindex(best["_group"])
+    best = best.assign(flagged_k=over["_pick"].to_numpy(), flagged_speedup=over["speedup"].to_numpy(),
+                       flagged_speedup_lo=over["speedup_lo"].to_numpy(),
+                       flagged_speedup_hi=over["speedup_hi"].to_numpy(), flagged_checks=over["checks"].to_numpy())
+    best = best.drop(columns=["_group", "_choice", "_pick", "_distorted"])
     return best.sort_values([*BEST_KEYS, "k"], na_position="first").reset_index(drop=True)
+
+
+def _dof(repeats: pd.Series) -> np.ndarray:
+    """The degrees of freedom of a cell's interval: its repeats less one (NaN where unknown or single)."""
+    n = repeats.to_numpy(dtype=float, na_value=np.nan)
+    return np.where(n > 1, n - 1, np.nan)

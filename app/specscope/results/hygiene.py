@@ -30,7 +30,8 @@ from specscope import procfs
 from specscope.engine import roofline
 from specscope.engine.catalog import MODEL_DRAFTERS
 
-__all__ = ["Check", "CHECKS", "flags", "row_flags", "flagged_ids", "row_ids", "titles", "CpuSample", "parse_proc_stat",
+__all__ = ["Check", "CHECKS", "flags", "row_flags", "flagged_ids", "row_ids", "titles", "distorting", "cell_checks",
+           "badges", "CpuSample", "parse_proc_stat",
            "process_ticks", "sample_cpu",
            "foreign_cpu", "cores_of", "max_num_seqs_of", "lossless_mismatches",
            "PREFIX_CACHE_LIMIT", "WAVE_LIMIT", "FOREIGN_CPU_LIMIT", "COLLAPSE_LIMIT"]
@@ -43,59 +44,76 @@ COLLAPSE_LIMIT = 1.1       # a speculative cell's acceptance length below this: 
 
 @dataclass(frozen=True)
 class Check:
-    """One hygiene check: what it is called and why a failure matters."""
+    """One hygiene check: what it is called, why a failure matters, its word or two on a badge, and whether a
+    failure ``distorts`` the cell's figure (it then never ranks, heads a page or drives advice while a clean
+    cell can; a condition that does not, such as synchronized waves, is shown beside the figure)."""
 
     id: str
     title: str
     explanation: str
+    badge: str
+    distorts: bool
 
 
 CHECKS: dict[str, Check] = {c.id: c for c in (
     Check("warmup", "No warm-up",
           "The measurement includes the server's first requests (lazy initialisation, cold "
-          "caches); send at least one warm-up request that is not measured."),
+          "caches); send at least one warm-up request that is not measured.",
+          badge="no warm-up", distorts=True),
     Check("prefix_cache", "Prefix-cache hits",
           "Most prompt tokens came from the prefix cache (prompts repeated from earlier cells or "
           "repeats), so prefill was skipped and TTFT and throughput read better than for new "
-          "prompts; use a fresh server or start it with --no-enable-prefix-caching."),
+          "prompts; use a fresh server or start it with --no-enable-prefix-caching.",
+          badge="prefix cache", distorts=True),
     Check("waves", "Synchronized waves",
           "Requests started together in lockstep waves (equal output lengths, all sent at once), "
           "so every batch fills and drains at the same time; a request rate or varied output "
-          "lengths give a realistic arrival pattern."),
+          "lengths give a realistic arrival pattern.",
+          badge="waves", distorts=False),
     Check("queueing", "Concurrency above max_num_seqs",
           "More requests were in flight than the server runs at once (--max-num-seqs), so some "
-          "waited in the server's queue and latencies include that wait."),
+          "waited in the server's queue and latencies include that wait.",
+          badge="queueing", distorts=False),
     Check("foreign_cpu", "Other processes on the cores",
           "Other processes used the CPU server's cores during the cell, so it ran slower than "
-          "on a quiet machine and by an amount that changes from cell to cell."),
+          "on a quiet machine and by an amount that changes from cell to cell.",
+          badge="other processes", distorts=True),
     Check("suffix_cache", "Suffix cache carried over",
           "Suffix decoding caches earlier responses; this server had already answered earlier "
-          "cells' requests, so its drafts may copy from them (restart the server per cell)."),
+          "cells' requests, so its drafts may copy from them (restart the server per cell).",
+          badge="suffix cache", distorts=True),
     Check("few_requests", "Too few requests for an interval",
           "The cell has fewer than 2 repeats (no interval) or fewer than two waves of requests "
-          "per repeat, so its spread cannot be estimated or is dominated by ramp-up."),
+          "per repeat, so its spread cannot be estimated or is dominated by ramp-up.",
+          badge="few requests", distorts=False),
     Check("lossless", "Lossless check failed",
           "At temperature 0 speculative decoding must reproduce the baseline's text; some "
-          "outputs differ from the baseline's for the same prompt."),
+          "outputs differ from the baseline's for the same prompt.",
+          badge="lossless", distorts=True),
     Check("above_ceiling", "Above its physical ceiling",
           "A figure passes what the hardware allows (throughput above the roofline of its model, GPU and "
           "concurrency, TPOT below its floor) or what a step can emit (acceptance length above K+1): a "
-          "transcription, unit or setup error, not a result to believe (specscope.engine.roofline)."),
+          "transcription, unit or setup error, not a result to believe (specscope.engine.roofline).",
+          badge="above ceiling", distorts=True),
     Check("acceptance_collapse", "Acceptance collapsed",
           "The acceptance length is near 1: the target rejects almost every draft (a mismatched, broken or "
-          "badly quantized drafter), so speculation only adds cost."),
+          "badly quantized drafter), so speculation only adds cost.",
+          badge="acceptance collapsed", distorts=False),
     Check("greedy_draft", "Greedy drafts at temperature > 0",
           "The drafter picks its argmax token (vLLM's default draft_sample_method 'greedy') while the requests "
           "sample, so acceptance reads lower than a drafter sampling from its distribution would get; set "
-          "draft_sample_method 'probabilistic' to measure that."),
+          "draft_sample_method 'probabilistic' to measure that.",
+          badge="greedy drafts", distorts=False),
     Check("compiled", "Compiled while measuring",
           "The server compiled code while the cell was measured (a Triton kernel, or a torch.compile graph for "
           "a batch change it had not met, as its log says), so the requests in flight waited for the compiler; "
-          "a warm-up that meets the same batches first, or another round, measures without it."),
+          "a warm-up that meets the same batches first, or another round, measures without it.",
+          badge="compiled", distorts=True),
     Check("invalid_answers", "Invalid constrained answers",
           "Some constrained answers do not follow their format (e.g. JSON cut off by the output length "
           "before it closes), so the cell's speed counts answers no one could use; raise the output "
-          "length or simplify the format."),
+          "length or simplify the format.",
+          badge="invalid answers", distorts=True),
 )}
 
 
@@ -152,6 +170,30 @@ def row_ids(row: Mapping) -> list[str]:
     show (rows written before a check existed, e.g. ``valid_share`` below 1), in CHECKS order."""
     found = set(flagged_ids(row.get("hygiene"))) | ({"invalid_answers"} if _invalid_answers(row) else set())
     return [check_id for check_id in CHECKS if check_id in found]
+
+
+def distorting(ids: Iterable[str]) -> list[str]:
+    """Those of ``ids`` whose failure distorts the cell's figure."""
+    return [check_id for check_id in ids if check_id in CHECKS and CHECKS[check_id].distorts]
+
+
+def badges(ids: Iterable[str]) -> str:
+    """``suffix cache · few requests``: the checks' badge words."""
+    return " · ".join(CHECKS[check_id].badge for check_id in ids if check_id in CHECKS)
+
+
+def cell_checks(frame) -> list[list[str]]:
+    """``row_ids`` of every row of a frame, read column-wise (``hygiene`` and ``valid_share`` where present)."""
+    texts = frame["hygiene"].tolist() if "hygiene" in frame else [None] * len(frame)
+    shares = frame["valid_share"].tolist() if "valid_share" in frame else [None] * len(frame)
+    memo: dict[object, list[str]] = {}
+    out = []
+    for text, share in zip(texts, shares):
+        key = (text if isinstance(text, str) else None, _invalid_answers({"valid_share": share}))
+        if key not in memo:
+            memo[key] = row_ids({"hygiene": key[0], "valid_share": 0.0 if key[1] else None})
+        out.append(memo[key])
+    return out
 
 
 def titles(ids: Iterable[str]) -> str:

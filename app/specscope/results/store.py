@@ -117,6 +117,11 @@ def _aggregate(field: pa.Field) -> str:
 
 
 _CELL_NEEDS = ("run_id", "method", "created_at", "output_throughput")  # the folds need these
+
+
+def _union(column: str) -> str:
+    """A comma-separated column (check ids) as the union of its rows' values, in one order ('' for none)."""
+    return f"coalesce(string_agg(DISTINCT nullif({column}, ''), ',' ORDER BY nullif({column}, '')), '') AS {column}"
 _OK = "coalesce(status, 'ok') = 'ok'"  # the rows that count: a failed measurement is no sample
 # A group's count and variance of throughputs: over its repeats, or for a single row the spread over its
 # requests that an import recorded (output_throughput_n, _var), when it did.
@@ -382,12 +387,13 @@ class Store:
         Failed cells are left out. A cell divides by the baseline its own run measured under
         the same conditions (BASELINE_KEYS); only a run without one falls back to the newest
         matching baseline of another run; a baseline reads exactly 1. ``best`` keeps the
-        highest-speedup K per BEST_KEYS group and lists in ``tied_ks`` the K whose speedup
-        interval overlaps the best one's. ``columns`` limits the canonical columns returned
-        (group keys and k always come back). Columns added: see ``DERIVED_COLUMNS``.
+        highest-speedup K per BEST_KEYS group among cells no distorting check flags, and lists in
+        ``tied_ks`` the K it cannot be told apart from (``folds.best_with_ties``). ``columns`` limits the
+        canonical columns returned (group keys and k always come back). Columns added: see ``DERIVED_COLUMNS``.
         """
         wanted = list(RESULT_COLUMNS) if columns is None else list(
-            dict.fromkeys([*BEST_KEYS, "k", "k_schedule", "run_id", "output_throughput", *columns]))
+            dict.fromkeys([*BEST_KEYS, "k", "k_schedule", "run_id", "output_throughput",
+                           *(("hygiene", "valid_share") if best else ()), *columns]))  # best: by the checks
         unknown = [c for c in wanted if c not in RESULT_COLUMNS]
         if unknown:
             raise StoreError(f"Unknown result columns: {', '.join(unknown)}.")
@@ -413,11 +419,13 @@ class Store:
         baseline, and runs measured on different days or loads differ in level (pooled, that level
         difference would read as noise). Runs without repeats fall back to the t-interval over the runs.
         Also ``runs`` and ``run_ids`` (the runs that measured the point),
-        the sum of ``repeats`` and the mean of each of ``columns``. ``fixed_k`` leaves out K schedules. Unordered."""
+        the sum of ``repeats`` and the mean of each of ``columns`` (``hygiene``: the union of the checks its
+        cells fail). ``fixed_k`` leaves out K schedules. Unordered."""
         rows = {c: v for c, v in (filters or {}).items() if c in CELL_KEYS}  # equal over a cell's rows
         where, params = self.where(rows)
         cell_where, cell_params = self.where({c: v for c, v in (filters or {}).items() if c not in rows})
-        column_means = "".join(f', avg("{c}") AS "{c}"' for c in columns if c != "output_throughput")
+        column_means = "".join(f', {_union("hygiene")}' if c == "hygiene" else f', avg("{c}") AS "{c}"'
+                               for c in columns if c != "output_throughput")
         stats_sql = ", ".join(f"any_value({c}) AS {c}" for c in folds.STATS)
         sql = f"""{self._baselines_sql()},
             cells AS (
@@ -441,7 +449,7 @@ class Store:
                        var_samp(speedup) AS _speedup_var, avg(output_throughput) AS _mean_throughput{column_means},
                        any_value(output_throughput) AS output_throughput, {stats_sql},
                        list({{'n': _n, 'mean': output_throughput, 'var': _var, 'base_n': _base_n,
-                              'base_mean': _base_mean, 'base_var': _base_var}}) AS _cells
+                              'base_mean': _base_mean, 'base_var': _base_var}} ORDER BY _run_id, _cell) AS _cells
                 FROM speedups WHERE speedup IS NOT NULL GROUP BY _point) p
             JOIN _points k USING (_point)"""
         frame = self.query(sql, [*params, *cell_params]).drop(columns="_point")
