@@ -29,7 +29,7 @@ import pandas as pd
 import streamlit as st
 
 from specscope.advice import calibrate, fitting
-from specscope.analysis import anatomy
+from specscope.analysis import anatomy, explore
 from specscope.errors import InputError
 from specscope.results.store import Store
 from ui.chart_style import vega_spec
@@ -83,11 +83,12 @@ def table(query: Callable[[Store], pd.DataFrame]) -> pd.DataFrame:
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _speedup_rows(content: str, _store: Store) -> pd.DataFrame:
-    return _remember(_store.speedup())
+    return _remember(explore.cells_with_points(_store))
 
 
 def speedup_rows() -> pd.DataFrame:
-    """Every row with its speedup (``Store.speedup()``), once per content version."""
+    """Every row with its speedup and its point's figure (``explore.cells_with_points``), once per content
+    version."""
     db = store()
     return _speedup_rows(db.refresh(), db)
 

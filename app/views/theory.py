@@ -144,7 +144,9 @@ except SpecScopeError as exc:
     _illustration(opened=True)
     st.stop()
 
-(st.success if found.config else st.warning)(plain(found.sentence()))
+# green only where the answer beats the baseline beyond noise wherever it was measured (``Answer.gain``)
+_BOX = {"everywhere": st.success, "somewhere": st.warning, "nowhere": st.info, "unmeasured": st.info}
+(_BOX[found.gain] if found.config else st.warning)(plain(found.sentence()))
 if found.config:
     # Drawn when opened: the code block's highlighter is the page's largest script.
     config = st.expander("speculative_config to deploy" + (" (extrapolated: measure it first)"

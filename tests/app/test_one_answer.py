@@ -63,7 +63,7 @@ def test_speedup_best_and_advise_name_k2(replay, capsys):
         assert answer["ranges"][0]["K"] == 2 and answer["ranges"][0]["source"].startswith("measured at 1")
     assert cli_main(["advise"]) == 0
     out = capsys.readouterr().out
-    assert out.count(": deploy K=2") == 2 and out.count("conc=1: Use K = 2") == 2
+    assert out.count("Deploy ngram with K = 2") == 2 and out.count("concurrency 1: Use K = 2") == 2
 
 
 def _theory() -> AppTest:

@@ -315,13 +315,14 @@ def test_published_results_without_what_a_fit_needs_say_what_is_missing(bundled_
     assert "no acceptance rate or length" in guide[eagle3]
     assert all("K (speculative tokens)" in p for label, p in guide.items() if "· suffix ·" in label)
     assert all("concurrency" in p for label, p in unfit.items() if "(pace-sd-lab)" in label)
-    assert not any("(specscope)" in label for label in unfit)
+    own = {label: p for label, p in unfit.items() if "(specscope)" in label}  # the H100 run whose every cell hit
+    assert own and all("1xH100-80GB" in label and p.startswith("every measured cell fails a check that distorts its "
+                                                              "figure (Prefix-cache hits") for label, p in own.items())
     assert cli_main(["advise", "--source", "specscope", "--source", "vllm-sd-guide"]) == 0
-    out = capsys.readouterr().out
-    assert f"not fitted: {eagle3}: no acceptance rate or length" in " ".join(out.split())  # prose wraps
-    assert ("SmolLM2-135M-Instruct · suffix · code-editing · cpu-2core · vLLM 0.32.0 (specscope)  "
-            "conc=1: Use K = ") in out
-    assert "SmolLM2-135M-Instruct · suffix · code-editing · cpu-2core · vLLM 0.32.0 (specscope): deploy K=" in out
+    out = " ".join(capsys.readouterr().out.split())  # prose wraps
+    assert f"not fitted: {eagle3}: no acceptance rate or length" in out
+    assert "SmolLM2-135M-Instruct · suffix · code-editing · cpu-2core · vLLM 0.32.0 (specscope): Deploy suffix" in out
+    assert "concurrency 1: Use K = " in out
 
 
 def test_reason_is_plain_words_and_the_formulas_come_apart(bundled_frame):
@@ -333,3 +334,12 @@ def test_reason_is_plain_words_and_the_formulas_come_apart(bundled_frame):
         assert not re.search(r"\bd[01]\b|\bAL\b|\^|·|tokens/step", answer.reason), answer.reason
         formulas = " ".join(answer.details)
         assert "ΔAL > d1·S" in formulas and "D(K) = d0 + d1·K" in formulas
+
+
+def test_the_advice_quotes_a_point_of_two_runs_as_every_view_does(specscope_home, capsys):
+    """The bundled ngram K=4 point at concurrency 1 folds two runs (1.658× and 1.516×): the Explorer reads
+    1.618× [1.446, 1.810] (mean of 2 runs). The advice quoted 1.587× [1.175, 2.016] (the runs' mean with one
+    run's interval); it reads the point's own figure now."""
+    assert cli_main(["advise", "--method", "ngram", "--dataset", "code-editing"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "1: K=4 1.618× [1.446, 1.810] measured" in out and "1.587×" not in out

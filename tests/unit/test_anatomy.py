@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from specscope import stats
-from specscope.advice import advisor, fitting
+from specscope.advice import fitting, theory
 from specscope.analysis import anatomy
 from specscope.engine import presets
 from specscope.errors import ConfigError
@@ -195,7 +195,7 @@ def test_cost_slopes_are_the_drafters_pass_plus_verifys_growth_in_plain_steps():
 def test_the_advisor_takes_the_measured_cost_per_token_where_one_k_was_measured():
     groups = pd.DataFrame([{"concurrency": 1, "d0": 1.0, "d1": 0.35, "train_ks": [4], "baseline_step_ms": 10.0},
                            {"concurrency": 4, "d0": 1.2, "d1": 0.2, "train_ks": [2, 4], "baseline_step_ms": 12.0}])
-    cost = advisor.theory.CostCurve((1.0, 4.0), (1.0, 1.2), (0.35, 0.2))
+    cost = theory.CostCurve((1.0, 4.0), (1.0, 1.2), (0.35, 0.2))
     fit = fitting.FamilyFit({"method": "draft_model"}, 0.7, 0.0, 0.7, 0.7, 0.0, cost, groups, pd.DataFrame(), None)
     changed = fitting.with_parts(fit, {1.0: 0.3, 4.0: 0.9})
     d0, d1 = changed.cost.at(1.0)

@@ -72,3 +72,34 @@ def test_wide_and_json_keep_every_column(specscope_home, monkeypatch, capsys):
     assert cli_main(["speedup", "--best", "--json"]) == 0
     records = json.loads(capsys.readouterr().out)
     assert records and {"setup", "speedup_lo", "tied_ks", "point_runs"} <= set(records[0])
+
+
+def test_advise_advise_schedule_and_deploy_fit_160_columns_in_a_pipe(specscope_home, capsys, monkeypatch):
+    """``advise`` lines reached 393 columns and ``deploy`` 580: every line fits the pipe's 160 now, and the
+    speculative_config, wrapped between its JSON items inside the quotes, still reads as one JSON value."""
+    from pathlib import Path
+
+    from specscope.advice import deploy_run
+    from specscope.cli import deploy as deploy_cli
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    for argv in (["advise"], ["advise", "--schedule"], ["advise", "--formulas", "--method", "ngram"]):
+        assert cli_main(argv) == 0
+        out = capsys.readouterr().out
+        assert out and max(len(line) for line in out.splitlines()) <= 160, argv
+    data = Path(__file__).resolve().parents[2] / "data"
+    request = deploy_run.Request(preset="shape-llama31-8b-shared", methods=("eagle3",), concurrencies=(1, 4, 16, 64),
+                                 prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
+                                 probe_ks=(3, 6), repeats=3, run_id="gpu-deploy-8b-eagle3-vllm0.32.0")
+    printed = deploy_cli.shown(deploy_run.report(request))
+    assert max(len(line) for line in printed.splitlines()) <= 160
+    flag = printed[printed.index("--speculative-config '") + len("--speculative-config '"):]
+    assert json.loads(flag[:flag.index("'")]) == {"method": "eagle3", "model": "shape-Llama-3.1-8B-eagle3",
+                                                   "num_speculative_tokens": 4}
+    narrow = layout.json_flag("--speculative-config", {"method": "eagle3", "num_speculative_tokens": 4,
+                                                       "num_speculative_tokens_per_batch_size": [[1, 42, 4],
+                                                                                                 [43, 64, 3]]},
+                              width=60)
+    assert max(len(line) for line in narrow.splitlines()) <= 60 and len(narrow.splitlines()) > 2
+    assert json.loads(narrow.split("'", 1)[1].rsplit("'", 1)[0])["num_speculative_tokens_per_batch_size"][1] == \
+        [43, 64, 3]

@@ -18,8 +18,8 @@ from specscope.results.store import Store
 AL = {1: 1.7, 2: 2.2, 3: 2.55, 4: 2.8, 5: 2.95}
 
 
-def _rows(points: dict[tuple[int, int], tuple[float, float | None, float | None]], **extra) -> pd.DataFrame:
-    """A family's SD rows: (concurrency, K) -> (speedup, low, high), acceptance from ``AL``."""
+def _rows(points: dict[tuple[int, int], tuple], **extra) -> pd.DataFrame:
+    """A family's SD rows: (concurrency, K) -> (speedup, low, high[, repeats]), acceptance from ``AL``."""
     (concs, ks), values = zip(*points), list(points.values())
     return pd.DataFrame({
         "source": "own", "model": "m", "draft_model": None, "method": "ngram", "dataset": "x",
@@ -28,7 +28,8 @@ def _rows(points: dict[tuple[int, int], tuple[float, float | None, float | None]
         "acceptance_rate": [(AL[k] - 1) / k for k in ks], "acceptance_length": [AL[k] for k in ks],
         "per_position_acceptance": None, "speedup": [v[0] for v in values],
         "speedup_lo": [v[1] for v in values], "speedup_hi": [v[2] for v in values],
-        "baseline_throughput": 10.0, "k_schedule": None, "method_params": '{"prompt_lookup_max": 4}', **extra})
+        "repeats": [v[3] if len(v) > 3 else None for v in values], "baseline_throughput": 10.0,
+        "k_schedule": None, "method_params": '{"prompt_lookup_max": 4}', **extra})
 
 
 def _fit(points) -> fitting.FamilyFit:
@@ -55,14 +56,30 @@ def test_the_answer_says_where_its_k_ties_or_loses_to_the_baseline():
     it lies below, so the deploy answer never reads as a gain everywhere."""
     points = {(1, 2): (1.30, 1.25, 1.35), (8, 2): (1.02, 0.97, 1.07)}
     found = deploy.answer(_fit(points), ks=[2])
-    assert found.fixed_k == 2 and not found.use_schedule
-    assert "). K = 2 ties the baseline (its interval holds 1.000×) at concurrency 8. " in found.sentence()
+    assert found.fixed_k == 2 and not found.use_schedule and found.gain == "somewhere"
+    assert found.sentence().startswith("Deploy ngram with K = 2 for loads like concurrency 1, where it beats the "
+                                       "baseline beyond noise (by concurrency, 1: K=2 1.300× [1.250, 1.350] measured")
+    assert "). K = 2 ties the baseline within noise at concurrency 8. " in found.sentence()
     # slower beyond noise at 32: a schedule drafting nothing there answers; without K=0 the fixed K says it loses
     slower = {**points, (32, 2): (0.90, 0.85, 0.95)}
     assert deploy.answer(_fit(slower), ks=[2]).use_schedule
-    assert ("K = 2 ties the baseline (its interval holds 1.000×) at concurrency 8 and is slower than the baseline "
-            "beyond noise at concurrency 32.") in deploy.answer(_fit(slower), ks=[2], allow_zero=False).sentence()
-    assert "baseline" not in deploy.answer(_fit({(1, 2): (1.30, 1.25, 1.35)}), ks=[2]).sentence()
+    assert ("K = 2 ties the baseline within noise at concurrency 8; it is slower than the baseline beyond noise at "
+            "concurrency 32.") in deploy.answer(_fit(slower), ks=[2], allow_zero=False).sentence()
+    everywhere = deploy.answer(_fit({(1, 2): (1.30, 1.25, 1.35)}), ks=[2])
+    assert "baseline" not in everywhere.sentence() and everywhere.gain == "everywhere"
+
+
+def test_an_answer_whose_k_beats_the_baseline_nowhere_is_no_deploy_and_says_what_would_tell():
+    """The issue's Theory box: a green "Deploy" above "K = 4 ties the baseline at concurrency 1, 4". Nothing
+    measured shows a gain, so the answer says what was measured and about how many repeats would tell."""
+    rows = {(1, 4): (1.408, 0.900, 2.203, 3), (4, 4): (1.35, 0.95, 1.92, 3)}
+    found = deploy.answer(_fit(rows), ks=[4])
+    assert found.gain == "nowhere" and found.config is not None
+    sentence = found.sentence()
+    assert sentence.startswith("Nothing measured shows a gain from ngram with K = 4 (by concurrency, 1: K=4 1.408× "
+                               "[0.900, 2.203] measured")
+    assert "K = 4 ties the baseline within noise at concurrency 1, 4 (about " in sentence
+    assert "repeats would tell, if the measured spread holds)" in sentence and "Deploy" not in sentence.split(".")[0]
 
 
 def test_single_runs_rank_by_their_points():
@@ -243,7 +260,8 @@ def test_a_concurrency_whose_own_pick_ties_the_fixed_k_reads_the_deployed_k_firs
     assert [c.k for c in found.choices] == [2, 4] and not found.use_schedule and found.fixed_k == 4
     here = found.here(1.0)
     assert here.startswith("deploy K = 4 here too (K=4 1.500×") and "alone would pick K = 2 (1.400×" in here
-    assert here.endswith("tied with K = 4 within noise; at concurrency 4 K = 4 is faster beyond noise.")
+    assert here.endswith("tied with K = 4 within noise; over the measured concurrencies together K = 4 is faster "
+                         "beyond noise (1.400× against 1.250× on average, their intervals pooled).")
     assert found.here(4.0) is None  # the concurrency's own answer is the deployed K
     assert found.schedule_sentence().startswith("Deploy the fixed K = 4 at every batch size")
     assert f"would read {found.schedule.text()}" in found.schedule_sentence()
@@ -372,7 +390,7 @@ def test_the_bundled_draft_model_loop_answers_the_measured_k_and_says_the_predic
     assert not outcome.answer.use_schedule and outcome.answer.config["num_speculative_tokens"] == 1
     sentence = outcome.answer.sentence()
     assert "1: K=1 1.042× [1.003, 1.082] measured" in sentence and "16: K=1 0.915× [0.755, 1.081] measured" in sentence
-    assert "K = 1 ties the baseline (its interval holds 1.000×) at concurrency 16, 64." in sentence  # not at 1
+    assert "K = 1 ties the baseline within noise at concurrency 16, 64" in sentence  # not at 1
     assert [v["k"] for v in outcome.verified] == [1, 1, 1]
     assert [round(v["error"], 3) for v in outcome.verified] == [-0.032, 0.157, 0.098]
     figures = outcome.figures()

@@ -115,8 +115,12 @@ def test_speedup_best_names_vllm_run_and_the_mean_of_the_point(bundled, specscop
 
 def test_advise_names_each_group_apart(bundled, specscope_home, capsys):
     assert cli_main(["advise", "--method", "ngram", "--dataset", "code-editing", "--source", "specscope"]) == 0
-    heads = [line.split("  conc=")[0] + " conc=" + line.split("  conc=")[1].split(":")[0]
-             for line in capsys.readouterr().out.splitlines() if "  conc=" in line]
+    heads, family = [], ""
+    for line in capsys.readouterr().out.splitlines():  # a family's answer, then a line per concurrency under it
+        if " (specscope): " in line and not line.startswith(" "):
+            family = line.split(": ")[0]
+        elif line.startswith("  concurrency "):
+            heads.append(f"{family} {line.split(':')[0].strip()}")
     assert len(heads) == len(set(heads)) >= 3
 
 

@@ -32,8 +32,8 @@ def test_a_schedule_faster_somewhere_and_slower_nowhere_is_deployed(tmp_path):
     assert v.speculative_config() == {"method": "ngram", "num_speculative_tokens": 4,
                                       SCHEDULE_KEY: [[1, 2, 4], [3, 256, 1]]}
     assert v.sentence() == (
-        f"Deploy the schedule {SCHEDULE}: against K=4 it was faster at concurrency 4 (1.143x) and slower nowhere "
-        "(beyond the 95% intervals); mean speedup over concurrency 1–4: schedule 1.405x, K=4 1.325x; against the "
+        f"Deploy the schedule {SCHEDULE}: against K=4 it was faster at concurrency 4 (1.143×) and slower nowhere "
+        "(beyond the 95% intervals); mean speedup over concurrency 1–4: schedule 1.405×, K=4 1.325×; against the "
         "best fixed K at each concurrency the schedule keeps at least 1.006 (K=4 at 1). Measured up to "
         "concurrency 4 only: at batch sizes above 4 the schedule's K is an extrapolation, not compared.")
 
@@ -43,15 +43,15 @@ def test_a_schedule_slower_somewhere_and_faster_nowhere_gives_the_best_single_k(
     assert [c.outcome for c in v.comparisons] == ["slower", "tie"]
     assert v.deploy == "K=4" and v.speculative_config() == {"method": "ngram", "num_speculative_tokens": 4}
     assert v.sentence().startswith(f"Deploy K=4 rather than the schedule {SCHEDULE}: against K=4 it was slower at "
-                                   "concurrency 1 (0.938x) and faster nowhere (beyond the 95% intervals)")
+                                   "concurrency 1 (0.938×) and faster nowhere (beyond the 95% intervals)")
 
 
 def test_faster_at_some_loads_and_slower_at_others_goes_by_the_mean(tmp_path):
     [v] = _verdicts(tmp_path, {1: (100, 130, 160, 175), 4: (200, 230, 220, 205)})
     assert [c.outcome for c in v.comparisons] == ["faster", "slower"] and v.schedule_mean > v.fixed_mean
     assert v.deploy_schedule and v.sentence().startswith(
-        f"Deploy the schedule {SCHEDULE}, by mean speedup: against K=4 it was faster at concurrency 1 (1.094x) "
-        "and slower at concurrency 4 (0.932x)")
+        f"Deploy the schedule {SCHEDULE}, by mean speedup: against K=4 it was faster at concurrency 1 (1.094×) "
+        "and slower at concurrency 4 (0.932×)")
 
 
 def test_a_schedule_that_only_ties_leaves_the_simpler_fixed_k(tmp_path):
@@ -61,10 +61,13 @@ def test_a_schedule_that_only_ties_leaves_the_simpler_fixed_k(tmp_path):
                                    "K=4 everywhere (within the 95% intervals)")
 
 
-def test_a_single_run_compares_points_and_says_so(tmp_path):
+def test_a_single_run_compares_points_says_so_and_deploys_the_fixed_k(tmp_path):
     [v] = _verdicts(tmp_path, {1: (100, 130, 160, 160.5), 4: (200, 230, 150, 231)}, jitters=(0.0,))
     assert v.fixed_k == 1 and not v.intervals and [c.outcome for c in v.comparisons] == ["faster", "faster"]
-    assert v.deploy_schedule and "single run: points compared, no interval" in v.sentence()
+    assert not v.deploy_schedule and v.deploy == "K=1"  # points alone never pick a schedule over the simpler server
+    assert v.sentence().startswith(f"Deploy K=1 rather than the schedule {SCHEDULE}, the simpler server: a single run "
+                                   "cannot tell them apart; against K=1 it was faster at concurrency 1")
+    assert "(single run: points compared, no interval)" in v.sentence()
 
 
 def test_specscope_verify_prints_what_to_deploy(specscope_home, capsys, monkeypatch):

@@ -3,8 +3,8 @@
 ``choose`` holds the one rule every page and command follows (``specscope.advice.deploy`` builds its answer,
 schedules included, from it):
 
-- at a concurrency with measured K, the fastest measured K; K whose 95% speedup intervals overlap its
-  own are a tie, and a tie goes to the smaller, cheaper K (it drafts less), and says so;
+- at a concurrency with measured K, the fastest measured K; K it cannot be told apart from (``ties``: the one
+  rule of every view) are a tie, and a tie goes to the smaller, cheaper K (it drafts less), and says so;
 - a K the fit predicts but nobody measured wins only where its predicted speedup beats the fastest
   measured one by more than the fit's own error (leave-one-out, else ``fitting.POOR_FIT``): it is then
   marked predicted, to be measured before it is deployed;
@@ -19,7 +19,6 @@ evidence (``Advice``).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -27,8 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from specscope import stats
-from specscope.advice import theory
+from specscope import ties
+from specscope.advice import reasons
 from specscope.advice.fitting import EXTRAPOLATE, MIN_HELD_OUT, FamilyFit, predicted_crossover
 from specscope.analysis import intervals
 from specscope.errors import InputError
@@ -39,14 +38,13 @@ __all__ = ["Measured", "Choice", "measured_at", "pooled_tie", "choose", "Advice"
 
 @dataclass(frozen=True)
 class Measured:
-    """A K's measured speedup at one concurrency (the mean of its runs) and its 95% interval, if any, with
-    the standard error and degrees of freedom behind it (for pooling over concurrencies)."""
+    """A K's measured speedup at one concurrency (its point: the runs folded as every view folds them) and its
+    95% interval, if any, with the degrees of freedom behind it (``ties`` compares and pools them)."""
 
     speedup: float
     lo: float | None = None
     hi: float | None = None
-    se: float | None = None
-    dof: int = 0
+    dof: float | None = None
 
     @property
     def bounded(self) -> bool:
@@ -58,58 +56,67 @@ class Measured:
         """(lo, hi) where it has an interval (repeats), else None."""
         return (self.lo, self.hi) if self.lo is not None and self.hi is not None else None
 
+    @property
+    def figure(self) -> ties.Figure:
+        """The speedup as the tie rule reads it."""
+        return ties.Figure(self.speedup, self.lo, self.hi, self.dof)
+
     def ties(self, other: Measured) -> bool:
-        """Whether the two cannot be told apart: their intervals overlap (without intervals, equal)."""
-        mine, theirs = self.interval, other.interval
-        if mine is not None and theirs is not None:
-            return mine[1] >= theirs[0] and mine[0] <= theirs[1]
-        return self.speedup == other.speedup
+        """Whether the two cannot be told apart by the one rule (``ties.outcome``); single runs: equal points."""
+        found = ties.outcome(self.figure, other.figure)
+        return found == ties.TIE or (found == ties.NO_INTERVAL and self.speedup == other.speedup)
+
+    def against_baseline(self) -> str:
+        """``ties.outcome`` against the baseline: FASTER, SLOWER, TIE or NO_INTERVAL."""
+        return ties.outcome(self.figure)
+
+    def repeats_to_tell(self) -> int | None:
+        """About how many repeats would tell it from the baseline (``ties.repeats_to_tell``), where it ties."""
+        return ties.repeats_to_tell(self.figure, None, round(self.dof) + 1) if self.dof else None
 
     def text(self) -> str:
         """``1.210× [1.150, 1.270]``, or the point alone."""
         return intervals.text(self.speedup, self.lo, self.hi, unit="×", why_none="")
 
 
-def _standard_error(lo: np.ndarray, hi: np.ndarray, repeats: np.ndarray) -> tuple[float | None, int]:
-    """The standard error of the runs' mean speedup and its degrees of freedom, from each run's 95% interval
-    (``lo``, ``hi``) and ``repeats`` (half its width over the t quantile); None where a run has no interval."""
-    if np.isnan(lo).any() or np.isnan(hi).any() or np.isnan(repeats).any():
-        return None, 0
-    dofs = np.maximum(repeats.astype(int) - 1, 1)
-    ses = [float(h) / stats.t_quantile(0.975, int(d)) for h, d in zip((hi - lo) / 2, dofs)]
-    return math.sqrt(sum(se * se for se in ses)) / len(ses), int(dofs.sum())
+def _column(rows: pd.DataFrame, here: np.ndarray, name: str) -> np.ndarray:
+    """A column of ``rows`` at ``here`` as floats, NaN throughout where the rows lack it."""
+    return rows[name].to_numpy(dtype=float, na_value=np.nan)[here] if name in rows else np.full(here.sum(), np.nan)
 
 
 def measured_at(fit: FamilyFit, concurrency: float) -> dict[int, Measured]:
-    """The fitted (training) rows' measured speedup per K at ``concurrency``: the mean over runs, within
-    the widest of their intervals (none unless every run has one)."""
+    """The fitted (training) rows' measured speedup per K at ``concurrency``: the point every view shows
+    (``point_speedup`` [``_lo``, ``_hi``], the runs folded as the store folds them) where the rows carry it,
+    else the one run's own figure (several runs without their point: their mean, with no interval)."""
     rows = fit.rows
     here = (rows["train"] & (rows["concurrency"] == concurrency)).to_numpy(dtype=bool)
-
-    def column(name: str) -> np.ndarray:  # NaN throughout where the rows lack it
-        return rows[name].to_numpy(dtype=float, na_value=np.nan)[here] if name in rows else np.full(here.sum(), np.nan)
-    k, speedup, lo, hi, repeats = (column(c) for c in ("k", "speedup", "speedup_lo", "speedup_hi", "repeats"))
+    k, speedup, lo, hi, repeats = (_column(rows, here, c) for c in ("k", "speedup", "speedup_lo", "speedup_hi",
+                                                                      "repeats"))
+    point, point_lo, point_hi = (_column(rows, here, c) for c in ("point_speedup", "point_speedup_lo",
+                                                                  "point_speedup_hi"))
     out = {}
     for x in np.unique(k):
         at = k == x
-        low = None if np.isnan(lo[at]).any() else float(lo[at].min())
-        high = None if low is None or np.isnan(hi[at]).any() else float(hi[at].max())
-        se, dof = _standard_error(lo[at], hi[at], repeats[at]) if high is not None else (None, 0)
-        out[int(x)] = Measured(float(speedup[at].mean()), low, high, se, dof)
+        dof = float(np.nansum(repeats[at] - 1)) if not np.isnan(repeats[at]).all() else None
+        if not np.isnan(point[at]).all():  # several runs: the folded point, as the Explorer shows it
+            i = int(np.flatnonzero(at)[0])
+            out[int(x)] = Measured(float(point[i]), None if np.isnan(point_lo[i]) else float(point_lo[i]),
+                                   None if np.isnan(point_hi[i]) else float(point_hi[i]), dof or None)
+            continue
+        if at.sum() > 1:  # several runs without their folded point: their mean, no interval to claim
+            out[int(x)] = Measured(float(speedup[at].mean()))
+            continue
+        i = int(np.flatnonzero(at)[0])
+        low, high = (None if np.isnan(v[i]) else float(v[i]) for v in (lo, hi))
+        out[int(x)] = Measured(float(speedup[i]), low, high if low is not None else None, dof or None)
     return out
 
 
 def pooled_tie(a: Sequence[Measured], b: Sequence[Measured]) -> bool | None:
-    """Whether two K's mean speedups over the same concurrencies cannot be told apart: their difference is
-    within its 95% interval, pooled over the concurrencies (standard errors in quadrature, degrees of freedom
-    summed), so consistent small gains add up; None where a point has no standard error to pool."""
-    gap = sum(m.speedup for m in a) / len(a) - sum(m.speedup for m in b) / len(b)
-    errors = [m.se for m in (*a, *b) if m.se is not None]
-    if len(errors) < len(a) + len(b):
-        return None
-    se = math.sqrt(sum(e ** 2 for e in errors)) / len(a)
-    dof = sum(m.dof for m in (*a, *b))
-    return abs(gap) <= stats.t_quantile(0.975, max(1, dof)) * se
+    """Whether two K's speedups over the same concurrencies cannot be told apart, pooled over them
+    (``ties.pooled``: so consistent small gains add up); None where a point has no interval."""
+    found = ties.pooled([m.figure for m in a], [m.figure for m in b])
+    return None if found == ties.NO_INTERVAL else found == ties.TIE
 
 
 @dataclass(frozen=True)
@@ -146,7 +153,7 @@ class Choice:
             assert self.measured is not None and self.fastest is not None  # K was measured here, so the fastest was
             if self.fastest == self.k:
                 others = [k for k in self.tied if k != self.k]
-                tie = (f"; K = {', '.join(map(str, others))} measured alike within noise (95% intervals overlap)"
+                tie = (f"; K = {', '.join(map(str, others))} measured alike within noise"
                        if others else "")
                 return f"K = {self.k} {at}: the fastest measured, {self.measured.text()}{tie}."
             return (f"K = {self.k} {at}: measured {self.measured.text()}, tied within noise with the fastest "
@@ -162,15 +169,12 @@ class Choice:
 
     def faster(self, a: int, b: int, margin: float) -> bool:
         """Whether K=``a`` is faster than K=``b`` here beyond noise (K=0: drafting nothing, at 1.0): both
-        measured, their 95% intervals apart (points, for single runs); one predicted, by more than the fit's
-        error ``margin``; both predicted, by the fit's own figures (their errors are alike)."""
+        measured, by the one rule (``ties.outcome``; never for single runs); one predicted, by more than the
+        fit's error ``margin``; both predicted, by the fit's own figures (their errors are alike)."""
         value = {k: self.by_k.get(k, 1.0) if k else 1.0 for k in (a, b)}
         mine, theirs = self.measured_by.get(a), self.measured_by.get(b)
-        if mine is not None and theirs is not None:
-            mine_interval, their_interval = mine.interval, theirs.interval
-            if mine_interval is not None and their_interval is not None:
-                return mine_interval[0] > their_interval[1]
-            return mine.speedup > theirs.speedup
+        if mine is not None and theirs is not None:  # single runs tell nothing apart: no K is picked on points
+            return ties.outcome(mine.figure, theirs.figure) == ties.FASTER
         if mine is None and theirs is None and a and b:
             return value[a] > value[b]
         return value[a] > value[b] * (1.0 + margin)
@@ -275,6 +279,9 @@ class Advice:
     model_k: int | None = None   # the fit's own pick, when the advice follows the measurements
     measured_speedup: float | None = None  # measured speedup at k and this concurrency, if any
     details: list[str] = field(default_factory=list)
+    measured: Measured | None = None  # k's measured figure here, with its interval
+    # each measured concurrency's choice against the baseline (``ties.outcome``): where speculation pays, measured
+    paying: dict[float, str] = field(default_factory=dict)
 
     @property
     def validated(self) -> bool:
@@ -314,8 +321,17 @@ class Advice:
                       f"predicted {self.predicted_speedup:.3f}×")
             head = (f"Do not speculate at concurrency {conc}: the best K, {self.k}, is {figure}, no faster than "
                     "without speculation (within noise).")
+        elif self.basis == "measured" and self.measured is not None and self.measured.against_baseline() != ties.FASTER:
+            single = self.measured.against_baseline() == ties.NO_INTERVAL
+            tell = ties.telling([self.measured.repeats_to_tell()])
+            head = (f"Use K = {self.k}{tie}: measured {self.measured.text()} at concurrency {conc} (a single run: "
+                    "no interval tells it from the baseline)." if single else
+                    f"No K beats the baseline beyond noise at concurrency {conc}: the fastest measured, K = "
+                    f"{self.k}{tie}, reads {self.measured.text()}, tied with it within noise"
+                    + (f" ({tell})." if tell else "."))
         elif self.basis == "measured":
-            head = f"Use K = {self.k}{tie}: measured {self.measured_speedup:.3f}× at concurrency {conc}."
+            figure = self.measured.text() if self.measured else f"{self.measured_speedup:.3f}×"
+            head = f"Use K = {self.k}{tie}: measured {figure} at concurrency {conc}."
         elif self.measured_speedup is None and self.evidence.measured:
             head = (f"Use K = {self.k}: predicted {self.predicted_speedup:.3f}× at concurrency {conc}, beyond the "
                     "fastest measured K by more than the fit's error; measure it before deploying it.")
@@ -325,9 +341,19 @@ class Advice:
         caveat = "" if self.validated else (f" The fit behind it is not validated (fitted on "
                                             f"{self.evidence.fitted_points} point"
                                             f"{'' if self.evidence.fitted_points == 1 else 's'}).")
+        return f"{head}{self._paying()}{caveat}"
+
+    def _paying(self) -> str:
+        """Where speculation pays, measured first (the one rule against the baseline), then the fit's crossover."""
+        ties_at = [c for c, found in self.paying.items() if found in (ties.TIE, ties.SLOWER)]
+        names = ", ".join(f"{c:g}" for c in (ties_at or self.paying))
+        everywhere = self.paying and all(found == ties.FASTER for found in self.paying.values())
+        measured = (f" Measured, no K beats the baseline beyond noise at concurrency {names}." if ties_at else
+                    f" Measured, speculation beats the baseline beyond noise at every concurrency ({names})."
+                    if everywhere else "")
         if self.crossover is None and self.evidence.crossover_extrapolated is None:
-            return f"{head} Speculation pays at every measured concurrency.{caveat}"
-        return f"{head} Speculation stops paying {self.stops_paying()}.{caveat}"
+            return measured + (" The fit predicts a gain at every measured concurrency." if not ties_at else "")
+        return measured + f" The fit predicts speculation stops paying {self.stops_paying()}."
 
     def as_dict(self) -> dict[str, Any]:
         """The answer as JSON-ready values."""
@@ -336,58 +362,10 @@ class Advice:
                 "predicted_speedup": round(self.predicted_speedup, 4), "speculate": self.speculate,
                 "measured_speedup": self.measured_speedup,
                 "crossover_concurrency": None if self.crossover is None else round(self.crossover, 1),
+                "against_baseline": {f"{c:g}": found for c, found in self.paying.items()},
                 "validated": self.validated, "validation": self.validation(),
                 "reason": self.reason, "details": self.details, "evidence": asdict(self.evidence),
                 "speedup_by_k": {str(k): round(v, 4) for k, v in self.speedup_by_k.items()}}
-
-
-
-def _ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
-def _why_k(fit: FamilyFit, k: int, largest: bool, d0: float, d1: float) -> tuple[str, str]:
-    """Why K = k, in plain words and as the formula: one more token pays iff it adds a larger
-    share of tokens per step than of step time (``ΔAL / AL > d1 / D``, i.e. ``ΔAL > d1 · S``)."""
-    al, gain, cost = fit.al(k), fit.al(k + 1) - fit.al(k), theory.step_cost(k, d0, d1)
-    more_tokens, more_time = gain / al, d1 / cost
-    pays = more_tokens > more_time
-    rule = ("One more draft token pays only if it adds a larger share of tokens per step than it "
-            "adds to the time of a step.")
-    step = (f"A {_ordinal(k + 1)} draft token would be accepted {gain:.0%} of the time, adding "
-            f"{more_tokens:.0%} more tokens per step for {more_time:.0%} more time")
-    if largest:
-        plain = (f"{rule} K = {k} is the largest K considered. {step}, so a larger K "
-                 + ("may pay: measure one." if pays else "would not pay either."))
-    else:
-        plain = (f"{rule} {step}, " + ("so it does not pay: " if not pays else "and the tokens after it add "
-                 "less, so overall ") + f"K = {k} gives the most tokens per second.")
-    speedup = al / cost
-    formula = (f"At K = {k}: AL = {al:.3f} tokens per step, D = d0 + d1·K = {d0:.3f} + {d1:.3f}·{k} = "
-               f"{cost:.3f} baseline steps, S = AL / D = {speedup:.3f}. K + 1 pays iff ΔAL > d1·S: "
-               f"{gain:.3f} {'>' if pays else '≤'} {d1:.3f} × {speedup:.3f} = {d1 * speedup:.3f}.")
-    return plain, formula
-
-
-def _why_concurrency(fit: FamilyFit, crossover: float | None, beyond: float | None) -> tuple[str, str]:
-    """Where speculation stops paying, in plain words and as the cost figures behind it."""
-    lo = fit.groups.iloc[0]
-    top = fit.cost.concurrencies[-1]
-    if crossover is None:
-        plain = (f" It pays at every measured concurrency up to {top:g}"
-                 + (f"; if the cost keeps growing as measured, it stops near {beyond:.0f} (not measured)."
-                    if beyond is not None else
-                    f" and, if the cost keeps growing as measured, still up to {EXTRAPOLATE * top:g} (not measured)."))
-        return plain, f"d1 (draft cost per token, in baseline steps) = {lo.d1:.3f} at concurrency {lo.concurrency:g}."
-    x0, x1 = fit.cost.at(crossover)
-    plain = (f" Above about {crossover:.0f} concurrent requests speculation stops paying: with that "
-             "many requests in each batch the hardware is busy anyway, so checking draft tokens is "
-             "no longer almost free and costs more than the accepted tokens return.")
-    formula = (f"At concurrency {crossover:.0f}: d0 = {x0:.3f}, d1 = {x1:.3f}, against d1 = {lo.d1:.3f} "
-               f"at concurrency {lo.concurrency:g}; the best K's S = AL / D falls below 1 there.")
-    return plain, formula
-
 
 
 
@@ -409,7 +387,7 @@ def _bounds(row: Any) -> tuple[float, float] | None:  # a row of DataFrame.itert
 def _reason(fit: FamilyFit, choice: Choice, ks: Sequence[int], d0: float, d1: float) -> tuple[str, str]:
     """Why the choice, in plain words, and the model's formula at its K."""
     k = choice.k or (choice.fastest if choice.fastest is not None else _smallest_best(choice.by_k))
-    plain_model, formula = _why_k(fit, k, k == ks[-1], d0, d1)
+    plain_model, formula = reasons.why_k(fit, k, k == ks[-1], d0, d1)
     if choice.k and choice.source == "measured":
         text = choice.sentence() + " Measured beats modelled: the fit only fills what was not measured."
         return text + (" " + plain_model if k == ks[-1] else ""), formula  # past the largest K: what the fit says
@@ -440,7 +418,7 @@ def advise(fit: FamilyFit, concurrency: float, ks: Sequence[int] | None = None,
     top = fit.cost.concurrencies[-1]
     beyond = predicted_crossover(fit, ks, upto=EXTRAPOLATE * top) if crossover is None else None
     plain_k, formula_k = _reason(fit, choice, ks, d0, d1)
-    plain_c, formula_c = _why_concurrency(fit, crossover, beyond)
+    plain_c, formula_c = reasons.why_concurrency(fit, crossover, beyond)
     extrapolated = not fit.cost.inside(concurrency)
     reason = plain_k + plain_c + (" This concurrency lies outside the measured ones: the advice extrapolates."
                                   if extrapolated else "")
@@ -480,8 +458,13 @@ def advise(fit: FamilyFit, concurrency: float, ks: Sequence[int] | None = None,
         held_out_here_rel_err=None if (h := fit.held_out_error(concurrency)) is None else round(h, 4))
     measured = choice.measured.speedup if choice.measured is not None else (
         choice.by_k.get(k) if choice.k == 0 and choice.source == "measured" else None)
+    paying = {}
+    for at in sorted(float(c) for c in fit.rows["concurrency"].unique()):
+        there = choice if at == float(concurrency) else choose(fit, at, ks, nothing if at == concurrency else None)
+        if there.measured is not None:
+            paying[at] = there.measured.against_baseline()
     return Advice(fit.keys, float(concurrency), k, fit.predict(k, concurrency), choice.k > 0,
                   {x: fit.predict(x, concurrency) for x in ks}, crossover, reason, evidence,
                   [x for x in choice.tied if x != k], basis="measured" if choice.source == "measured" else "model",
                   model_k=model_k, measured_speedup=None if measured is None else round(measured, 4),
-                  details=details)
+                  details=details, measured=choice.measured, paying=paying)

@@ -26,15 +26,15 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from specscope import formats
+from specscope import formats, ties
 from specscope.advice import fitting
 from specscope.advice.advisor import Choice, choose, measured_at, pooled_tie
 from specscope.advice.fitting import FamilyFit
-from specscope.analysis import intervals, verdict
+from specscope.analysis import explore, intervals, verdict
 from specscope.engine import vllms
 from specscope.engine.schedule import SCHEDULE_KEY, KSchedule, from_best, parse
 from specscope.errors import ConfigError, InputError
-from specscope.results import store
+from specscope.results import hygiene, store
 from specscope.schema import BASELINE_METHOD
 
 __all__ = ["Range", "Answer", "answer", "drafting_nothing", "from_results", "schedule_points"]
@@ -76,6 +76,7 @@ class Answer:
     drafting_zero: str                   # what a K=0 range was taken to cost
     note: str                            # what the schedule rests on past the measured concurrencies
     measured_schedule: verdict.Verdict | None = None
+    left_out: str = ""                   # higher figures a distorting check kept out, and why
 
     @property
     def method(self) -> str:
@@ -100,28 +101,58 @@ class Answer:
 
     def sentence(self) -> str:
         """The answer in one or two sentences, with the deployed configuration's figure at each concurrency
-        and where it comes from."""
+        and where it comes from; "Deploy" only where it beats the baseline beyond noise (``ties``)."""
         figures = "; ".join(f"{c.concurrency:g}: {_figure(c, None if self.use_schedule else self.fixed_k)}"
                             for c in self.choices)
-        head = (f"Deploy {self.method} with the K schedule {self.schedule.text()}" if self.use_schedule else
-                f"Deploy {self.method} with K = {self.fixed_k}" if self.fixed_k else
-                "Do not deploy speculative decoding here")
-        return f"{head} (by concurrency, {figures}).{self._against_baseline()} {self.why}"
+        name = f"the K schedule {self.schedule.text()}" if self.use_schedule else f"K = {self.fixed_k}"
+        faster = self.against_baseline()[ties.FASTER]
+        head = ("Do not deploy speculative decoding here" if not self.config else
+                f"Deploy {self.method} with {name}" if self.gain == "everywhere" else
+                f"Deploy {self.method} with {name} for loads like concurrency {_concs(faster)}, where it beats the "
+                "baseline beyond noise" if self.gain == "somewhere" else
+                f"Nothing measured shows a gain from {self.method} with {name}" if self.gain == "nowhere" else
+                f"Single runs suggest {self.method} with {name}, but no interval tells it from the baseline: "
+                "measure it with repeats before deploying it")
+        return f"{head} (by concurrency, {figures}).{self._against_baseline()} {self.why}{self.left_out}"
+
+    def against_baseline(self) -> dict[str, list[Choice]]:
+        """The concurrencies where the deployed configuration was measured, by how its figure reads against the
+        baseline under the one rule (``ties.outcome``): FASTER, SLOWER, TIE and NO_INTERVAL."""
+        found: dict[str, list[Choice]] = {ties.FASTER: [], ties.SLOWER: [], ties.TIE: [], ties.NO_INTERVAL: []}
+        for c in self.choices:
+            m = c.measured_by.get(self.k_at(c.concurrency))
+            if m is not None and self.config:
+                found[m.against_baseline()].append(c)
+        return found
+
+    @property
+    def gain(self) -> str:
+        """``everywhere``: the deployed configuration beats the baseline beyond noise at every concurrency it was
+        measured at; ``somewhere``; ``nowhere`` (ties or loses wherever measured); ``unmeasured`` (no figure with
+        an interval: single runs, or predicted only)."""
+        found = self.against_baseline()
+        measured = sum(len(v) for k, v in found.items() if k != ties.NO_INTERVAL)
+        if not measured:
+            return "unmeasured"
+        return ("everywhere" if len(found[ties.FASTER]) == measured else
+                "somewhere" if found[ties.FASTER] else "nowhere")
 
     def _against_baseline(self) -> str:
-        """`` At concurrency 16, 64 it ties the baseline ...``: where the deployed fixed K's measured interval
-        holds 1.000× or lies below it ('' where it beats the baseline at every measured concurrency)."""
-        if self.use_schedule or not self.fixed_k:
-            return ""
-        ties: list[str] = []
-        slower: list[str] = []
-        for c in self.choices:
-            m = c.measured_by.get(self.fixed_k)
-            if m is not None and m.lo is not None and m.hi is not None and m.lo <= 1.0:
-                (slower if m.hi < 1.0 else ties).append(f"{c.concurrency:g}")
-        said = ([f"ties the baseline (its interval holds 1.000×) at concurrency {', '.join(ties)}"] if ties else []) + \
-            ([f"is slower than the baseline beyond noise at concurrency {', '.join(slower)}"] if slower else [])
-        return f" K = {self.fixed_k} {' and '.join(said)}." if said else ""
+        """`` K = 4 ties the baseline within noise at concurrency 1, 4 (about 6 repeats would tell) ...``:
+        where the deployed configuration does not beat the baseline beyond noise ('' where it does everywhere)."""
+        found = self.against_baseline()
+        name = f"The schedule {self.schedule.text()}" if self.use_schedule else f"K = {self.fixed_k}"
+        said = []
+        if found[ties.TIE]:
+            tell = ties.telling([m.repeats_to_tell() for c in found[ties.TIE]
+                                 if (m := c.measured_by.get(self.k_at(c.concurrency)))])
+            said.append(f"ties the baseline within noise at concurrency {_concs(found[ties.TIE])}"
+                        + (f" ({tell})" if tell else ""))
+        if found[ties.SLOWER]:
+            said.append(f"is slower than the baseline beyond noise at concurrency {_concs(found[ties.SLOWER])}")
+        if found[ties.NO_INTERVAL]:
+            said.append(f"was measured once at concurrency {_concs(found[ties.NO_INTERVAL])} (no interval)")
+        return f" {name} {'; it '.join(said)}." if said else ""
 
     def k_at(self, concurrency: float) -> int:
         """The K the deployed configuration drafts at a concurrency (as its batch size); 0: none."""
@@ -183,7 +214,7 @@ class Answer:
     def as_dict(self) -> dict:
         """The answer as JSON-ready values (``specscope advise --json``)."""
         return {"family": self.keys, "deploy": self.deploy, "speculative_config": self.config,
-                "sentence": self.sentence(), "why": self.why, "fixed_k": self.fixed_k,
+                "sentence": self.sentence(), "why": self.why, "fixed_k": self.fixed_k, "gain": self.gain,
                 "schedule": self.schedule.text(), "use_schedule": self.use_schedule,
                 "concurrencies": [{"concurrency": c.concurrency, "k": c.k, "source": c.source,
                                    "speedup": round(c.speedup, 4), "predicted": round(c.predicted, 4),
@@ -196,7 +227,13 @@ class Answer:
                 "ranges": [{"batch sizes": r.text(), "K": r.k, "source": r.source} for r in self.ranges],
                 "margin": round(self.margin, 4), "acceptance": self.acceptance, "drafting_zero": self.drafting_zero,
                 "extrapolated": self.extrapolated, "note": self.note,
-                "measured_schedule": None if self.measured_schedule is None else self.measured_schedule.sentence()}
+                "measured_schedule": None if self.measured_schedule is None else self.measured_schedule.sentence(),
+                "left_out": self.left_out.strip()}
+
+
+def _concs(choices: Sequence[Choice]) -> str:
+    """``1, 4``: the concurrencies of ``choices``."""
+    return ", ".join(f"{c.concurrency:g}" for c in choices)
 
 
 def _figure(choice: Choice, k: int | None = None) -> str:
@@ -297,10 +334,9 @@ def _fixed_k(choices: Sequence[Choice], ks: Sequence[int], margin: float) -> int
 
 
 def _beats(choices: Sequence[Choice], a: int, b: int, margin: float) -> str | None:
-    """Why K=``a`` beats K=``b`` beyond noise over the concurrencies (both measured at each of them), in
-    words; None where they tie: the gap of their means within its interval pooled over the concurrencies
-    (``advisor.pooled_tie``, so a gain at every load adds up), or, for points without a standard error to
-    pool, K=``a`` faster beyond noise at none of them."""
+    """Why K=``a`` beats K=``b`` over the concurrencies (both measured at each of them), in words; None where
+    they tie by the one rule pooled over the concurrencies (``advisor.pooled_tie``, so a gain at every load adds
+    up). Single runs have no interval: their points are compared, and the words say so."""
     mine, theirs = [c.measured_by[a] for c in choices], [c.measured_by[b] for c in choices]
     pooled = pooled_tie(mine, theirs)
     if pooled is False:
@@ -309,10 +345,25 @@ def _beats(choices: Sequence[Choice], a: int, b: int, margin: float) -> str | No
             return (f"over the measured concurrencies together K = {a} is faster beyond noise ({means[0]:.3f}× "
                     f"against {means[1]:.3f}× on average, their intervals pooled)")
         return None
-    faster = [c.concurrency for c in choices if c.faster(a, b, margin)] if pooled is None else []
-    if faster:  # single runs: no standard error to pool, their intervals as they are
-        return f"at concurrency {', '.join(f'{c:g}' for c in faster)} K = {a} is faster beyond noise"
+    if pooled is None:  # single runs: nothing to pool, the points as measured (said, never called beyond noise)
+        means = [sum(m.speedup for m in ms) / len(ms) for ms in (mine, theirs)]
+        if means[0] > means[1]:
+            return (f"K = {a} measured more on average ({means[0]:.3f}× against {means[1]:.3f}×; single runs, "
+                    "so points compared, no interval)")
     return None
+
+
+def _left_out(fit: FamilyFit, choices: Sequence[Choice]) -> str:
+    """`` Left out for their checks: K=4 at concurrency 4, 3.465× (Suffix cache carried over); ...``: the
+    cells a distorting check kept from the fit that measured more than the answer's choice there."""
+    said = []
+    for row in fit.left_out.sort_values(["concurrency", "k"]).to_dict("records") if not fit.left_out.empty else []:
+        choice = next((c for c in choices if c.concurrency == row["concurrency"]), None)
+        if choice is not None and row["speedup"] <= choice.speedup:
+            continue
+        said.append(f"K={row['k']:.0f} at concurrency {row['concurrency']:g}, {intervals.row_text(row)} "
+                    f"({hygiene.titles(hygiene.distorting(hygiene.row_ids(row)))})")
+    return f" Left out for their checks (measure them again): {'; '.join(said)}." if said else ""
 
 
 def _method_options(rows: pd.DataFrame) -> dict:
@@ -397,7 +448,7 @@ def answer(fit: FamilyFit, concurrencies: Sequence[float] | None = None, ks: Seq
     fixed_figures = tuple(c.by_k.get(fixed_k, 1.0) if fixed_k else 1.0 for c in choices)
     return Answer(fit.keys, choices, advised, _ranges(points, advised, measured_concs), fixed_k, fixed_figures,
                   use, why, config, margin, fit.acceptance_source(), zero_text,
-                  _extrapolation_note(fit, measured_concs, max_batch), measured_schedule)
+                  _extrapolation_note(fit, measured_concs, max_batch), measured_schedule, _left_out(fit, choices))
 
 
 def _extrapolation_note(fit: FamilyFit, concs: Sequence[int], max_batch: int) -> str:
@@ -422,7 +473,7 @@ def from_results(model: str, method: str, dataset: str | None = None, run_id: st
     where it has some (measured on this machine, this runner), else from every stored run. ConfigError when
     none match or several families (datasets, hardware) would need a choice."""
     filters = {"model": [model], "method": [method], **({"dataset": [dataset]} if dataset else {})}
-    stored = store.Store().speedup(filters)
+    stored = explore.cells_with_points(store.Store(), filters)
     if run_id and ((stored["run_id"] == run_id) & stored["k_schedule"].isna()).any():
         stored = stored[stored["run_id"] == run_id]
     frame = stored[stored["k_schedule"].isna()]  # fixed-K cells only: a schedule is what is advised

@@ -35,7 +35,7 @@ from specscope.advice.estimate import Points, fit_alpha, fit_cost, fit_points, f
 from specscope.analysis import anatomy
 from specscope.engine import provenance
 from specscope.errors import InputError
-from specscope.results import identity
+from specscope.results import hygiene, identity
 from specscope.schema import BASELINE_METHOD, FAMILY_KEYS
 
 __all__ = ["FamilyFit", "with_parts", "fit_alpha", "fit_rates", "fit_cost", "fit_family", "fit_families",
@@ -75,6 +75,7 @@ class FamilyFit:
     train_smallest: int | None
     measured_rates: list[float] = field(default_factory=list)
     acceptance: priors.Curve | None = None  # a named AL(K) curve in place of the fitted acceptance
+    left_out: pd.DataFrame = field(default_factory=pd.DataFrame)  # cells a distorting check flags: not fitted
 
     def al(self, k: int) -> float:
         """Expected tokens per step at K: the named acceptance curve's, else from the measured
@@ -181,6 +182,18 @@ def _usable(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[(rows["k"] > 0) & (rows["speedup"] > 0)]
 
 
+def _distorted(rows: pd.DataFrame) -> np.ndarray:
+    """Which rows a check flags whose failure distorts the figure (``hygiene``): the fit leaves them out."""
+    return np.array([bool(hygiene.distorting(ids)) for ids in hygiene.cell_checks(rows)], dtype=bool)
+
+
+def _all_distorted(flagged: pd.DataFrame) -> str:
+    """Why a family whose every usable cell is flagged cannot be fitted, and what to measure again."""
+    ids = list(dict.fromkeys(i for found in hygiene.cell_checks(flagged) for i in hygiene.distorting(found)))
+    return (f"every measured cell fails a check that distorts its figure ({hygiene.titles(ids)}), so none can "
+            f"be trusted to advise from; measure them again: {hygiene.CHECKS[ids[0]].explanation}")
+
+
 def missing(rows: pd.DataFrame, usable: pd.DataFrame | None = None) -> str | None:
     """What one family's rows lack for a fit, in words, or None if they can be fitted (``usable``: their
     ``_usable`` rows, where the caller has them)."""
@@ -188,6 +201,8 @@ def missing(rows: pd.DataFrame, usable: pd.DataFrame | None = None) -> str | Non
     if sd.empty:
         return "there is no speculative row"
     usable = _usable(sd) if usable is None else usable
+    if not usable.empty and _distorted(usable).all():
+        return _all_distorted(usable)
     if usable.empty:
         lacks = [what for column, what in (("k", "K (speculative tokens)"),
                                            ("concurrency", "a concurrency (rate-limited runs, or not published)"),
@@ -252,12 +267,14 @@ def fit_family(rows: pd.DataFrame, train_smallest: int | None = None) -> FamilyF
     problem = missing(rows, usable)
     if problem:
         raise InputError(f"These results cannot be fitted: {problem}.")
+    flagged = _distorted(usable)
+    left_out, usable = usable[flagged], usable[~flagged]
     rows = usable.sort_values(["concurrency", "k"]).reset_index(drop=True)
     found = fit_points(Points.of(rows), train_smallest)
     rows["train"] = found.train
     keys = {k: _scalar(rows[k].iloc[0]) if k in rows else None for k in FAMILY_KEYS}
     return FamilyFit(keys, found.alpha, found.alpha_rmse, found.first, found.decay, found.rates_rmse, found.cost,
-                     pd.DataFrame(found.groups), rows, train_smallest, found.measured)
+                     pd.DataFrame(found.groups), rows, train_smallest, found.measured, left_out=left_out)
 
 
 def _scalar(value):
@@ -316,8 +333,7 @@ def with_parts(fit: FamilyFit, slopes: Mapping[float, float]) -> FamilyFit:
         measured = groups.at[i, "d0"] + groups.at[i, "d1"] * k
         groups.loc[i, ["d0", "d1", "cost_from"]] = [measured - d1 * k, d1, "measured parts"]
     cost = theory.CostCurve(tuple(float(c) for c in groups["concurrency"]), tuple(groups["d0"]), tuple(groups["d1"]))
-    return FamilyFit(fit.keys, fit.alpha, fit.alpha_rmse, fit.first, fit.decay, fit.rates_rmse, cost, groups,
-                     fit.rows, fit.train_smallest, fit.measured_rates)
+    return replace(fit, cost=cost, groups=groups)
 
 
 def _best(fit: FamilyFit, ks: Sequence[int], conc: float) -> tuple[int, float, dict[int, float]]:

@@ -4,8 +4,8 @@ The closed loop ends here. The choice is one server: the schedule or the single 
 mean speedup over the concurrencies both measured. The schedule is deployed if it measured faster
 than that K somewhere and slower nowhere; a schedule that merely ties is left out for the fixed
 K, the simpler server; faster at some loads and slower at others is decided by the mean speedup,
-and said. With repeats (or several runs), faster and slower mean beyond the 95% intervals (they
-do not overlap); a single run compares the points and says so. Each concurrency also keeps the
+and said. Faster and slower are the one rule's (``specscope.ties``); a single run compares the
+points, says so, and deploys the fixed K: points alone never pick a schedule. Each concurrency also keeps the
 schedule's ratio to the best fixed K there (the envelope a schedule tries to follow).
 
     for v in verdicts(explore.curves_vs_concurrency(store)):
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from specscope import ties
 from specscope.engine import schedule
 from specscope.errors import ConfigError
 
@@ -30,10 +31,11 @@ def bounded(row) -> bool:
 
 
 def compare_speedups(mine, other) -> tuple[str, bool]:
-    """``faster``, ``slower`` or ``tie`` for ``mine`` against ``other``, and whether intervals decided it."""
-    if bounded(mine) and bounded(other):
-        return ("faster" if mine["speedup_lo"] > other["speedup_hi"] else
-                "slower" if mine["speedup_hi"] < other["speedup_lo"] else "tie"), True
+    """``faster``, ``slower`` or ``tie`` for ``mine`` against ``other`` by the one rule (``ties.outcome``), and
+    whether intervals decided it; without them the points are compared, to be said, never to pick a schedule."""
+    found = ties.outcome(ties.Figure.of(mine), ties.Figure.of(other))
+    if found != ties.NO_INTERVAL:
+        return found, True
     return ("faster" if mine["speedup"] > other["speedup"] else
             "slower" if mine["speedup"] < other["speedup"] else "tie"), False
 
@@ -46,7 +48,7 @@ class Comparison:
     concurrency: int
     fixed: float  # the verdict's fixed K (best mean over concurrency)
     scheduled: float
-    outcome: str  # against that fixed K: "faster", "slower" or "tie" (intervals overlap)
+    outcome: str  # against that fixed K: "faster", "slower" or "tie" (``ties.outcome``)
     intervals: bool  # both points have a 95% interval
     best_k: int  # the best fixed K at this concurrency
     best: float
@@ -79,9 +81,10 @@ class Verdict:
 
     @property
     def deploy_schedule(self) -> bool:
-        """Faster than the fixed K somewhere and slower nowhere; when both, the higher mean speedup."""
+        """Faster than the fixed K somewhere and slower nowhere; when both, the higher mean speedup. Only with
+        intervals on every comparison: points compared cannot pick a schedule over the simpler server."""
         faster, slower = self._at("faster"), self._at("slower")
-        return bool(faster) and (not slower or self.schedule_mean > self.fixed_mean)
+        return self.intervals and bool(faster) and (not slower or self.schedule_mean > self.fixed_mean)
 
     @property
     def deploy(self) -> str:
@@ -103,14 +106,14 @@ class Verdict:
         """The verdict and its evidence in one sentence; ``deployed_k``: the fixed K an answer deploys instead of
         the schedule where it is not the K the schedule was measured against."""
         def where(picked: list[Comparison]) -> str:
-            return ", ".join(f"{c.concurrency} ({c.ratio:.3f}x)" for c in picked)
+            return ", ".join(f"{c.concurrency} ({c.ratio:.3f}×)" for c in picked)
 
         faster, slower = self._at("faster"), self._at("slower")
         noise = ("single run: points compared, no interval" if not self.intervals else
                  "beyond the 95% intervals" if faster or slower else "within the 95% intervals")
         concs = [c.concurrency for c in self.comparisons]
-        means = (f"mean speedup over concurrency {concs[0]}–{concs[-1]}: schedule {self.schedule_mean:.3f}x, "
-                 f"K={self.fixed_k} {self.fixed_mean:.3f}x")
+        means = (f"mean speedup over concurrency {concs[0]}–{concs[-1]}: schedule {self.schedule_mean:.3f}×, "
+                 f"K={self.fixed_k} {self.fixed_mean:.3f}×")
         envelope = min(self.comparisons, key=lambda c: c.envelope_ratio)
         follows = (f"; against the best fixed K at each concurrency the schedule keeps at least "
                    f"{envelope.envelope_ratio:.3f} (K={envelope.best_k} at {envelope.concurrency})")
@@ -121,7 +124,9 @@ class Verdict:
         against = f"against K={self.fixed_k} it was {' and '.join(sides)} ({noise})"
         named = (f"the schedule {self.schedule}" if self.deploy_schedule else
                  f"K={deployed_k or self.fixed_k} rather than the schedule {self.schedule}")
-        if faster and slower:
+        if not self.intervals and faster:  # a single run's points: said, not acted on
+            head = f"Deploy {named}, the simpler server: a single run cannot tell them apart; "
+        elif faster and slower:
             head = f"Deploy {named}, by mean speedup: "
         elif faster or slower:
             head = f"Deploy {named}: "

@@ -9,9 +9,10 @@ import json
 from pathlib import Path
 
 from specscope.advice import deploy_run, priors
+from specscope.cli import layout
 from specscope.cli.bench import ProgressBar, _ints, _names, options
 
-__all__ = ["register"]
+__all__ = ["register", "shown"]
 
 
 def _deploy(args: argparse.Namespace) -> int:
@@ -24,8 +25,15 @@ def _deploy(args: argparse.Namespace) -> int:
     if outcome is None:
         print("stopped before an answer; run the same command to resume")
         return 1
-    print(json.dumps(outcome.as_dict(), indent=1, default=str) if args.json else outcome.report())
+    print(json.dumps(outcome.as_dict(), indent=1, default=str) if args.json else shown(outcome))
     return 0
+
+
+def shown(outcome: deploy_run.Outcome, width: int | None = None) -> str:
+    """The outcome's report as printed: prose wrapped to the terminal, the config as JSON that pastes whole."""
+    return "\n".join(layout.json_flag("--speculative-config", outcome.answer.config, indent="deploy: ", width=width)
+                     if line.startswith("deploy: --speculative-config") else layout.wrap(line, width)
+                     for line in outcome.report().splitlines())
 
 
 def register(subparsers) -> None:

@@ -15,6 +15,7 @@ gives a command to print) is a list of prose strings and tables; ``render`` lays
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import textwrap
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-__all__ = ["DEFAULT_WIDTH", "GAP", "Report", "terminal_width", "fit_table", "wrap", "render"]
+__all__ = ["DEFAULT_WIDTH", "GAP", "Report", "terminal_width", "fit_table", "wrap", "render", "json_flag"]
 
 DEFAULT_WIDTH = 160  # columns, where the output is no terminal
 GAP = "  "           # between two columns
@@ -129,6 +130,28 @@ def wrap(text: str, width: int | None = None) -> str:
         out += textwrap.wrap(line, size, subsequent_indent=indent, break_on_hyphens=False,
                              break_long_words=False) or [""]
     return "\n".join(out)
+
+
+def json_flag(flag: str, value: object, indent: str = "    ", width: int | None = None) -> str:
+    """``--speculative-config '{...}'`` wrapped to ``width`` between JSON items, outside strings: the newlines
+    fall inside the quotes, where JSON takes them as spaces, so the lines still paste as one argument."""
+    text = json.dumps(value)
+    breaks, quoted, escaped = [], False, False
+    for i, char in enumerate(text):
+        if quoted:
+            quoted, escaped = (escaped or char != '"'), (not escaped and char == "\\")
+        elif char == '"':
+            quoted = True
+        elif char == "," and text[i + 1:i + 2] == " ":
+            breaks.append(i + 2)
+    size, lines, line, start = width or terminal_width(), [], f"{indent}{flag} '", 0
+    for end in [*breaks, len(text)]:
+        piece = text[start:end]
+        if len(line) + len(piece.rstrip()) > size and line.strip() not in ("", f"{flag} '"):
+            lines.append(line.rstrip())
+            line = " " * len(indent) + "  "
+        line, start = line + piece, end
+    return "\n".join([*lines, line + "'"])
 
 
 def render(report: Report, width: int | None = None) -> str:

