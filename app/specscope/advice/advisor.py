@@ -317,7 +317,8 @@ class Advice:
         tie = (f" (K = {', '.join(map(str, self.tied_ks))} measured alike within noise; the smaller K drafts less)"
                if self.tied_ks else "")
         if not self.speculate:
-            figure = (f"measured {self.measured_speedup:.3f}×" if self.measured_speedup is not None else
+            figure = (f"measured {self.measured.text()}" if self.measured is not None else
+                      f"measured {self.measured_speedup:.3f}×" if self.measured_speedup is not None else
                       f"predicted {self.predicted_speedup:.3f}×")
             head = (f"Do not speculate at concurrency {conc}: the best K, {self.k}, is {figure}, no faster than "
                     "without speculation (within noise).")
@@ -360,7 +361,7 @@ class Advice:
         return {"family": self.keys, "concurrency": self.concurrency, "k": self.k, "tied_ks": self.tied_ks,
                 "basis": self.basis, "model_k": self.model_k,
                 "predicted_speedup": round(self.predicted_speedup, 4), "speculate": self.speculate,
-                "measured_speedup": self.measured_speedup,
+                "measured_speedup": None if self.measured_speedup is None else round(self.measured_speedup, 4),
                 "crossover_concurrency": None if self.crossover is None else round(self.crossover, 1),
                 "against_baseline": {f"{c:g}": found for c, found in self.paying.items()},
                 "validated": self.validated, "validation": self.validation(),
@@ -466,5 +467,5 @@ def advise(fit: FamilyFit, concurrency: float, ks: Sequence[int] | None = None,
     return Advice(fit.keys, float(concurrency), k, fit.predict(k, concurrency), choice.k > 0,
                   {x: fit.predict(x, concurrency) for x in ks}, crossover, reason, evidence,
                   [x for x in choice.tied if x != k], basis="measured" if choice.source == "measured" else "model",
-                  model_k=model_k, measured_speedup=None if measured is None else round(measured, 4),
+                  model_k=model_k, measured_speedup=None if measured is None else float(measured),
                   details=details, measured=choice.measured, paying=paying)
