@@ -187,6 +187,8 @@ def known_servers() -> None:
     may_operate = is_operator()
     for s, row in zip(servers, rows):
         with st.expander(f"{s.state.name} · {s.status}", expanded=st.session_state.get(CONFIRM) == s.state.name):
+            if s.status == "exited" and (ended := launch.death(s.state)):
+                st.error(plain(ended), icon="⚠️")  # the cause comes from the server's log: shown literally
             if s.state.speculative_config:
                 st.json(s.state.speculative_config)
             if not may_operate:  # the log tails and stop controls are the operators'
@@ -198,15 +200,15 @@ def known_servers() -> None:
 
 
 def failed_starts() -> None:
-    """Servers whose start failed (a demo server start.sh skipped, a start here), with the cause from their
-    log, until they start again or an operator dismisses them."""
+    """Servers whose start failed (a demo server start.sh skipped, a start here, one that died of its warm-up),
+    with the cause from their log, until they start again or an operator dismisses them."""
     failed = launch.failed_starts()
     if not failed:
         return
     st.subheader("Failed to start")
     for f in failed:
         what = f"{f.method}{f' K={f.k}' if f.k else ''}{f', preset {f.preset}' if f.preset else ''}"
-        st.error(f"**{plain(f.name)}** ({plain(what)}) failed to start at {f.failed_at[:19].replace('T', ' ')} UTC: "
+        st.error(f"**{plain(f.name)}** ({plain(what)}) {plain(f.how)} at {f.failed_at[:19].replace('T', ' ')} UTC: "
                  f"{plain(f.cause)}", icon="⚠️")  # the cause comes from the server's log: shown literally
         if is_operator():
             left, right = st.columns([4, 1])

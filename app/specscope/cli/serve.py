@@ -1,5 +1,5 @@
-"""``specscope serve | ps | stop | attach | demo | models prepare | models shapes``: servers from presets and the
-CPU demo."""
+"""``specscope serve | ps | stop | health | attach | demo | models prepare | models shapes``: servers from presets
+and the CPU demo."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from specscope.advice import deploy
 from specscope.cli import layout
 from specscope.engine import models, presets, schedule, shapes
 from specscope.errors import ConfigError, LaunchFailed
-from specscope.launch import dashboard, kept
+from specscope.launch import checkup, dashboard, failures, kept
 
 __all__ = ["register", "DEMO_PRESET", "DEMO_METHODS"]
 
@@ -52,6 +52,13 @@ def register(subparsers) -> None:
     target.add_argument("--all", action="store_true",
                         help="stop every known server, and the dashboard launchers/start.sh started")
     stop.set_defaults(func=_stop)
+
+    health = subparsers.add_parser("health", help="exit 0 when the dashboard answers and no launched server has died "
+                                                  "(the Docker image's HEALTHCHECK)")
+    health.add_argument("--dashboard", default=f"http://127.0.0.1:{os.environ.get('PORT', '8501')}",
+                        help="the dashboard's address (default: http://127.0.0.1:$PORT, PORT 8501)")
+    health.add_argument("--servers-only", action="store_true", help="check the servers, not the dashboard")
+    health.set_defaults(func=_health)
 
     attach = subparsers.add_parser("attach", help="remember a vLLM server running elsewhere")
     attach.add_argument("url", help="its base URL, e.g. http://gpu-node:8000")
@@ -139,7 +146,8 @@ def _row(status: launch.ServerStatus) -> dict:
             "started_at": s.started_at, "started_by": s.started_by,
             "awake": kept.awake(s) if status.status == "healthy" else None,
             "gpu_mib": kept.gpu_memory_mib(s) if s.engine == "vllm" and status.status == "healthy" else None,
-            "idle_limit_s": s.idle_limit_s}
+            "idle_limit_s": s.idle_limit_s,
+            "ended": launch.death(s) if status.status == "exited" else None}  # how it ended, from its log
 
 
 def _status(row: dict) -> str:
@@ -154,8 +162,10 @@ def _ps(args) -> int:
         print(json.dumps(rows, indent=1))
         return 0
     for failed in launch.failed_starts():  # until it starts again or is dismissed on the Servers page
-        print(layout.wrap(f"{failed.name} failed to start at {failed.failed_at[:19].replace('T', ' ')} UTC: "
-                          f"{failed.cause} (log: {failed.log_path})"))
+        print(layout.wrap(failures.said(failed)))
+    for row in rows:
+        if row["ended"]:
+            print(layout.wrap(row["ended"]))
     if not rows:
         print("no servers")
         return 0
@@ -179,6 +189,17 @@ def _stop(args) -> int:
         names.append(f"the dashboard (process {pid})")
     print(f"stopped {', '.join(names)}" if names else "no servers")
     return 0
+
+
+def _health(args) -> int:
+    found = checkup.problems(None if args.servers_only else args.dashboard)
+    for problem in found:
+        print(layout.wrap(f"unhealthy: {problem}"))
+    if not found:
+        alive = [s.state.name for s in launch.list_servers(check_health=False) if not s.state.attached]
+        where = "" if args.servers_only else f"the dashboard answers at {args.dashboard}; "
+        print(f"healthy: {where}{len(alive)} launched server(s) running{': ' + ', '.join(alive) if alive else ''}")
+    return 1 if found else 0
 
 
 def _attach(args) -> int:

@@ -38,6 +38,12 @@ _REPR = re.compile(rf"\b(?:{_EXCEPTIONS})\(['\"]")                     # repr(ex
 _MEMORY_OR_CUDA = re.compile(r"out of memory|Cannot allocate memory|\bCUDA error\b|"
                              r"no CUDA-capable device|CUDA driver", re.IGNORECASE)
 _LIMIT = 300
+_REMEDIES = (  # a cause -> what to do about it
+    (re.compile(r"InvalidCxxCompiler|No working C\+\+ compiler"),
+     "torch.compile needs a C++ compiler and this machine has none: install g++ (the Docker image: build it with "
+     "--build-arg EXTRA_PACKAGES=g++), or run eagerly (the preset's enforce_eager = true and "
+     "TORCH_COMPILE_DISABLE = \"1\" in its [env])"),
+)
 
 
 def _split(line: str) -> tuple[str | None, str]:
@@ -77,13 +83,12 @@ def last_error(text: str) -> str | None:
 def explain(text: str) -> str:
     """The root cause where the last error line is a wrapper pointing above it (vLLM's "Engine core
     initialization failed. See root cause above."); else the last error line, followed by the root cause
-    when that is a different line."""
+    when that is a different line; then what to do, for a cause with a known remedy (``_REMEDIES``)."""
     last, cause = last_error(text), root_cause(text)
     if cause is None:
         return "no error line in the log" if last is None else last
-    if last is None or cause == last or _WRAPPER.search(last):
-        return cause
-    return f"{last}; root cause: {cause}"
+    said = cause if last is None or cause == last or _WRAPPER.search(last) else f"{last}; root cause: {cause}"
+    return "; ".join([said, *(remedy for pattern, remedy in _REMEDIES if pattern.search(said))])
 
 
 def explain_file(path: str | Path, *, max_bytes: int = 4_000_000) -> str:

