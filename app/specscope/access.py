@@ -37,15 +37,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from specscope import settings
-from specscope.errors import NotAllowed
+from specscope.errors import ConfigError, NotAllowed
 
 __all__ = ["Actor", "TOKEN_FILE", "token_path", "token", "rotate", "matches", "digest", "install", "current",
-           "require", "acting_as", "local_user", "lan_address", "PASS_COOKIE", "issue_pass", "pass_valid",
+           "require", "acting_as", "local_user", "lan_address", "PUBLIC_URL_ENV", "public_url", "PASS_COOKIE",
+           "issue_pass", "pass_valid",
            "revoke", "offer", "claim", "is_loopback", "is_this_machine"]
 
 TOKEN_FILE = "operator-token"
+PUBLIC_URL_ENV = "SPECSCOPE_PUBLIC_URL"  # the address to hand out, where this machine cannot tell it
 _log = logging.getLogger(__name__)
 _acting: contextvars.ContextVar[Actor | None] = contextvars.ContextVar("specscope_actor", default=None)
 _resolver: Callable[[], Actor | None] | None = None
@@ -187,6 +190,26 @@ def lan_address() -> str:
         except OSError:
             return socket.gethostname()
     return socket.gethostname() if is_loopback(address) else address
+
+
+def public_url(port: int, bound: str | None = None, setting: str | None = None) -> str:
+    """The address viewers should open: ``setting`` (default ``$SPECSCOPE_PUBLIC_URL``) where set (a container
+    cannot see the host and port its dashboard is published on), else this machine's network address (or the
+    one the dashboard is bound to) with ``port``. ConfigError, naming the variable, for a value that is not an
+    http(s) address."""
+    given = (os.environ.get(PUBLIC_URL_ENV, "") if setting is None else setting).strip()
+    if not given:
+        host = lan_address() if not bound or bound in ("0.0.0.0", "::") else bound
+        return f"http://{host}:{port}"
+    parts = urlsplit(given)
+    try:
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        parts = parts._replace(netloc="")
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ConfigError(f"{PUBLIC_URL_ENV}={given!r} is not an address viewers can open; give one such as "
+                          f"http://demo-host:8501 (scheme, host, optional port and path).")
+    return given.rstrip("/")
 
 
 def _sign(marker: str) -> str:

@@ -32,6 +32,7 @@ from starlette.routing import Route
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from specscope import access
+from specscope.errors import ConfigError
 from ui import state
 
 __all__ = ["shared", "actor", "is_operator", "sign_in", "announce", "routes", "PASS_PATH", "LEAVE_PATH"]
@@ -146,8 +147,11 @@ def announce(port: int | None = None) -> None:
         return
     port = port or st.get_option("server.port")
     address = st.get_option("server.address")
-    host = access.lan_address() if not address or address in ("0.0.0.0", "::") else address
-    base = f"http://{host}:{port}"
+    try:
+        base = access.public_url(port, address)
+    except ConfigError as exc:
+        print(f"\n  {exc} Using this machine's address instead.", file=sys.stderr, flush=True)
+        base = access.public_url(port, address, setting="")
     print(f"\n  SpecScope is shared: hand out {base} (viewers: Explorer, Theory, recordings, servers' state).\n"
           f"  Operators open {base}/?token={access.token()}\n"
           f"  The token is kept in {access.token_path()} (owner-only); `specscope token --rotate` replaces it.\n",
