@@ -24,7 +24,8 @@
 # context; default /opt/wheels where it exists, holding torch==2.13.0+cpu for machines that cannot reach
 # PyTorch's CPU index), FRESH_MINUTES (60), FRESH_MIN_GIB (GiB of available memory to wait for, up to 30 min;
 # default 18), FRESH_WHILE_UP (a command run on the host while the image runs, with DASHBOARD_URL and
-# SPECSCOPE_HOME, the chroot's /data, set: e.g. a browser check of Live).
+# SPECSCOPE_HOME, the chroot's /data, set: e.g. tests/fresh/live_check.py, a Live stream in Chromium),
+# FRESH_LOCK (the lock held while the image's servers run; default /tmp/specscope-vllm.lock).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(git -C "$here" rev-parse --show-toplevel)
@@ -115,6 +116,11 @@ fresh_log "HEALTHCHECK: ${health[*]}"
 CHROOT_ENV=("${image_env[@]}" PORT="$port" SPECSCOPE_SHARE=1 SPECSCOPE_PUBLIC_URL="$public")
 chroot_mount "$root"
 
+# The machine's vLLM lock (fd 9, which the image's processes inherit until they are stopped), then the memory.
+lock=${FRESH_LOCK:-/tmp/specscope-vllm.lock}
+fresh_log "waiting for $lock"
+exec 9>"$lock"
+flock 9
 wait_memory "${FRESH_MIN_GIB:-18}" 30 || exit 1
 started=$(date +%s)
 fresh_log "running the image's CMD in a chroot: ${command[*]} (dashboard on 127.0.0.1:$port, log $work/start.log)"
