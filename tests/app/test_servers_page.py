@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 from apptest_run import run_clean
 from specscope import launch, settings
 from specscope.engine import vllms
+from ui.common import plain
 
 pytestmark = pytest.mark.app
 
@@ -93,6 +94,9 @@ def test_dead_server_shows_status_and_raw_log_then_stops(page_env):
     logs = [c.value for c in at.code]
     assert any("<script>alert('x')</script>" in text and "ValueError: boom" in text for text in logs)
     assert not any("<script>" in md.value for md in at.markdown)
+    state = launch.find("cpu-smollm2-ngram-k4")
+    assert [e.value for e in at.error] == [plain(launch.death(state))]  # why it ended, shown literally
+    assert "ValueError: boom" in launch.death(state)
     at = _run(at.button(key="servers_stop_cpu-smollm2-ngram-k4").click())
     assert not os.path.exists(settings.servers_dir() / "cpu-smollm2-ngram-k4.json")
     assert any("No servers yet" in info.value for info in at.info)

@@ -73,7 +73,7 @@ if [ -z "$base" ]; then
 fi
 
 # A clean clone, plus what a developer's checkout may hold that .dockerignore must keep out of the image.
-planted=(.specscope/operator-token home-ci/operator-token .venv-vllm/0.30.0/bin/python .venv/bin/python
+planted=(.specscope/operator-token home-ci/operator-token .venv-vllm/0.30.0/bin/python .venv/lib/planted.txt
          data/SmolLM2.gguf models/SmolLM2/model.safetensors app/specscope/__pycache__/x.cpython-311.pyc)
 rm -rf "$work/context"
 git clone -q --no-hardlinks "$repo" "$work/context"
@@ -98,7 +98,7 @@ podman rm -f "$container" >/dev/null
 workdir=$(podman image inspect --format '{{.Config.WorkingDir}}' "$tag")
 leaks=0
 for path in "${planted[@]}"; do
-  [ -e "$root$workdir/$path" ] && { fresh_log "in the image: $workdir/$path"; leaks=$((leaks + 1)); }
+  grep -qsx planted "$root$workdir/$path" && { fresh_log "in the image: $workdir/$path"; leaks=$((leaks + 1)); }
 done
 if [ -d "$wheels" ]; then
   for wheel in "$wheels"/*.whl; do

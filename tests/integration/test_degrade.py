@@ -7,6 +7,9 @@
   by a sitecustomize on PYTHONPATH, as Python does for a package that is absent) skips suffix with
   one line saying how to get it, starts the baseline server, and the dashboard answers.
 - With the dashboard's port taken, start.sh says so in one sentence and starts no server.
+- A demo server that dies of its first request (no working C++ compiler where vLLM compiles its logprobs
+  kernel, as in the Docker image before the demo preset ran eagerly) is reported by `specscope demo` with
+  that cause, and `ps` and `health` name it.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -117,3 +121,37 @@ def test_start_sh_with_its_port_taken_says_so_and_starts_no_server(home):
     assert output.strip() == (f"start.sh: the dashboard cannot start because port {port} is in use; "
                               "set PORT to a free one.")
     assert launch.list_servers() == []
+
+
+@pytest.mark.few_servers  # one server
+def test_a_demo_server_that_dies_of_its_first_request_is_reported_with_its_cause(home):
+    """The Docker image's failure as its tester met it: the demo preset as it shipped then (vLLM compiling its
+    logprobs kernel on the first request that asks for logprobs) on a machine where no C++ compiler works (CXX
+    names one that is not there, as the image had no g++). The server becomes healthy, answers the warm-up's
+    plain request, dies of the Live-like one; `specscope demo` says so with the root cause from its log instead
+    of "healthy at", and `ps` and `health` name it until it starts again."""
+    shipped = (REPO / "launchers" / "cpu-smollm2.toml").read_text()
+    assert 'TORCH_COMPILE_DISABLE = "1"\n' in shipped
+    folder = settings.home() / "presets"
+    folder.mkdir(exist_ok=True)
+    (folder / "cpu-smollm2.toml").write_text(shipped.replace('TORCH_COMPILE_DISABLE = "1"\n', ""))
+    env = {**os.environ, "PYTHONPATH": str(REPO / "app"), "CXX": "/nonexistent/g++"}
+    demo = _cli(["demo", "--methods", "none"], env)
+    name, log = "cpu-smollm2-none", settings.servers_dir() / "cpu-smollm2-none.log"
+    assert demo.returncode == 1 and "healthy at" not in demo.stdout, demo.stdout + demo.stderr[-3000:]
+    said = [line for line in demo.stderr.splitlines() if line.startswith("specscope: ")]
+    assert len(said) == 1 and said[0].endswith(f"(log: {log})."), demo.stderr[-3000:]
+    assert re.match(rf"specscope: The {name} server died of its first requests \(the warm-up\) with code -?\d+: "
+                    r"torch\._inductor\.exc\.InductorError: InvalidCxxCompiler: No working C\+\+ compiler found "
+                    r"in torch\._inductor\.config\.cpp\.cxx: \(None, '/nonexistent/g\+\+'\); torch\.compile needs "
+                    r"a C\+\+ compiler", said[0]), said[0]
+    assert launch.list_servers() == []  # nothing left running or listed as running
+    assert f"{name} died of its warm-up at " in _cli(["ps"], env).stdout
+    health = _cli(["health", "--servers-only"], env)
+    assert health.returncode == 1 and health.stdout.startswith(f"unhealthy: {name} died of its warm-up at "), health
+
+
+def _cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
+    code = "import sys; from specscope.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=600, env=env,
+                          cwd=REPO)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import threading
 from types import SimpleNamespace
@@ -247,3 +248,19 @@ def test_an_operator_pass_is_signed_with_the_token_and_ends_with_rotation_or_rev
     assert not access.pass_valid(other) and access.pass_valid(value)
     access.rotate()
     assert not access.pass_valid(value)  # every pass signed with the old token is void
+
+
+def test_the_address_handed_out_is_the_public_url_where_one_is_set(monkeypatch):
+    monkeypatch.delenv(access.PUBLIC_URL_ENV, raising=False)
+    assert access.public_url(8501, "0.0.0.0") == f"http://{access.lan_address()}:8501"
+    assert access.public_url(8502, "10.1.2.3") == "http://10.1.2.3:8502"
+    monkeypatch.setenv(access.PUBLIC_URL_ENV, "http://demo-host:8501/")  # a container published on demo-host
+    assert access.public_url(8501, "0.0.0.0") == "http://demo-host:8501"
+    assert access.public_url(8501, "0.0.0.0", setting="https://proxy.example/specscope") == \
+        "https://proxy.example/specscope"
+    assert access.public_url(8501, "10.1.2.3", setting="") == "http://10.1.2.3:8501"
+    for wrong in ("demo-host:8501", "ftp://demo-host", "http://demo-host:port", "http://demo-host/?a=1"):
+        monkeypatch.setenv(access.PUBLIC_URL_ENV, wrong)
+        with pytest.raises(ConfigError, match=rf"^SPECSCOPE_PUBLIC_URL='{re.escape(wrong)}' is not an address viewers can "
+                                              r"open; give one such as http://demo-host:8501 \(.*\)\.$"):
+            access.public_url(8501)
