@@ -261,6 +261,6 @@ def test_the_address_handed_out_is_the_public_url_where_one_is_set(monkeypatch):
     assert access.public_url(8501, "10.1.2.3", setting="") == "http://10.1.2.3:8501"
     for wrong in ("demo-host:8501", "ftp://demo-host", "http://demo-host:port", "http://demo-host/?a=1"):
         monkeypatch.setenv(access.PUBLIC_URL_ENV, wrong)
-        with pytest.raises(ConfigError, match=rf"^SPECSCOPE_PUBLIC_URL='{re.escape(wrong)}' is not an address viewers can "
-                                              r"open; give one such as http://demo-host:8501 \(.*\)\.$"):
+        with pytest.raises(ConfigError, match=rf"^SPECSCOPE_PUBLIC_URL='{re.escape(wrong)}' is not an address "
+                                              r"viewers can open; give one such as http://demo-host:8501 \(.*\)\.$"):
             access.public_url(8501)
