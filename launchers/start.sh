@@ -55,6 +55,9 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   echo "== GPU found: start servers from a preset, e.g. .venv/bin/specscope serve llama31-8b --method eagle3"
 elif [ "$servers_ok" = 0 ]; then
   echo "== the demo servers are not started: the install is incomplete (above); the dashboard starts without them" >&2
+elif ! .venv/bin/python -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)"; then
+  echo "== no vLLM in this install (the light image): attach the vLLM servers that run elsewhere on the Servers" \
+       "page, or with .venv/bin/specscope attach URL"
 else
   .venv/bin/specscope demo &
   demo=$!

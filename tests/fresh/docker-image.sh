@@ -15,11 +15,13 @@
 # until the dashboard answers; the demo servers that answer a chat completion after their warm-ups; that the
 # log hands out SPECSCOPE_PUBLIC_URL (public_url=1); the exit code of a `docker stop` (TERM to start.sh, KILL
 # after 10 s: stop_code=0) and the processes it left (left=0). Then it unmounts, checks and deletes the chroot;
-# the image stays (podman rmi localhost/specscope:fresh). The 4 CPU demo servers take about 4 GiB each.
+# the image stays (podman rmi localhost/specscope:fresh). The 4 CPU demo servers take about 4 GiB each. Two runs
+# at once need a FRESH_DIR each.
 #
 # Environment: BASE (base image; default python:3.11-slim where it can be pulled, else a Debian bookworm
 # minbase root with python3, python3-venv and python3-pip, made once and kept as localhost/specscope-base:bookworm),
-# BUILD_ARGS (more podman build arguments, e.g. "--build-arg VLLM=none" for the light image),
+# BUILD_ARGS (more podman build arguments, e.g. "--build-arg VLLM=none" for the light image), FRESH_TAG (the
+# image's tag; default localhost/specscope:fresh),
 # FRESH_DIR (default /var/tmp/specscope-fresh), FRESH_WHEELS (a folder of wheels given as the wheels build
 # context; default /opt/wheels where it exists, holding torch==2.13.0+cpu for machines that cannot reach
 # PyTorch's CPU index), FRESH_MINUTES (60), FRESH_MIN_GIB (GiB of available memory to wait for, up to 30 min;
@@ -40,7 +42,7 @@ done
 began=$(date +%s)
 work=${FRESH_DIR:-/var/tmp/specscope-fresh}/image
 root="$work/image-root"
-tag=localhost/specscope:fresh
+tag=${FRESH_TAG:-localhost/specscope:fresh}
 wheels=${FRESH_WHEELS:-/opt/wheels}
 public=http://specscope-demo.example:8501
 port=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
