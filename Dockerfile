@@ -35,8 +35,9 @@ RUN --mount=type=bind,from=wheels,target=/wheels \
 
 FROM ${BASE}
 ARG EXTRA_PACKAGES=""
+# apt's lists and package caches go in the same layer (79 MB on a debootstrap base, which keeps them)
 RUN apt-get update && apt-get install -y --no-install-recommends libnuma1 ${EXTRA_PACKAGES} \
-    && rm -rf /var/lib/apt/lists/*
+    && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin
 WORKDIR /specscope
 COPY --from=build /specscope /specscope
 # SPECSCOPE_PUBLIC_URL: the address viewers open (the host and port this container is published on, which it
