@@ -68,6 +68,7 @@ if [ -z "$base" ]; then
     fresh_log "python:3.11-slim cannot be pulled here: building a Debian bookworm stand-in base"
     debootstrap --variant=minbase --include=python3,python3-venv,python3-pip,ca-certificates \
       bookworm "$work/base-root" "${MIRROR:-http://deb.debian.org/debian}" >"$work/debootstrap.log" 2>&1
+    rm -f "$work/base-root"/var/cache/apt/archives/*.deb  # debootstrap's downloads (47 MB), as slim images do
     tar -C "$work/base-root" -c . | podman import -q - localhost/specscope-base:bookworm >/dev/null
     chroot_remove "$work/base-root"
     base=localhost/specscope-base:bookworm
