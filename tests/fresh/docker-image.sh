@@ -21,7 +21,7 @@
 # Environment: BASE (base image; default python:3.11-slim where it can be pulled, else a Debian bookworm
 # minbase root with python3, python3-venv and python3-pip, made once and kept as localhost/specscope-base:bookworm),
 # BUILD_ARGS (more podman build arguments, e.g. "--build-arg VLLM=none" for the light image), FRESH_TAG (the
-# image's tag; default localhost/specscope:fresh),
+# image's tag; default localhost/specscope:fresh), FRESH_IMAGE (run this image, built before, instead of building),
 # FRESH_DIR (default /var/tmp/specscope-fresh), FRESH_WHEELS (a folder of wheels given as the wheels build
 # context; default /opt/wheels where it exists, holding torch==2.13.0+cpu for machines that cannot reach
 # PyTorch's CPU index), FRESH_MINUTES (60), FRESH_MIN_GIB (GiB of available memory to wait for, up to 30 min;
@@ -81,16 +81,21 @@ planted=(.specscope/operator-token home-ci/operator-token .venv-vllm/0.30.0/bin/
 rm -rf "$work/context"
 git clone -q --no-hardlinks "$repo" "$work/context"
 for path in "${planted[@]}"; do mkdir -p "$(dirname "$work/context/$path")"; echo planted >"$work/context/$path"; done
-build_args=(--format docker --build-arg "BASE=$base" -v /etc/ssl/certs:/etc/ssl/certs:ro
-            --build-arg PIP_CERT=/etc/ssl/certs/ca-certificates.crt)
-if [ -d "$wheels" ]; then build_args+=(--build-context "wheels=$wheels"); fi
-# shellcheck disable=SC2206 # BUILD_ARGS: words, as given
-build_args+=(${BUILD_ARGS:-})
-fresh_log "podman build --isolation=chroot ${build_args[*]} (log $work/build.log)"
-build_began=$(date +%s)
-podman build --isolation=chroot "${build_args[@]}" -t "$tag" "$work/context" >"$work/build.log" 2>&1 \
-  || { tail -n 30 "$work/build.log" >&2; exit 1; }
-build_minutes=$(python3 -c "print(round(($(date +%s) - $build_began) / 60, 1))")
+if [ -n "${FRESH_IMAGE:-}" ]; then  # run an image built before, as it is
+  tag=$FRESH_IMAGE
+  build_minutes=none
+else
+  build_args=(--format docker --build-arg "BASE=$base" -v /etc/ssl/certs:/etc/ssl/certs:ro
+              --build-arg PIP_CERT=/etc/ssl/certs/ca-certificates.crt)
+  if [ -d "$wheels" ]; then build_args+=(--build-context "wheels=$wheels"); fi
+  # shellcheck disable=SC2206 # BUILD_ARGS: words, as given
+  build_args+=(${BUILD_ARGS:-})
+  fresh_log "podman build --isolation=chroot ${build_args[*]} (log $work/build.log)"
+  build_began=$(date +%s)
+  podman build --isolation=chroot "${build_args[@]}" -t "$tag" "$work/context" >"$work/build.log" 2>&1 \
+    || { tail -n 30 "$work/build.log" >&2; exit 1; }
+  build_minutes=$(python3 -c "print(round(($(date +%s) - $build_began) / 60, 1))")
+fi
 size_gb=$(python3 -c "print(round($(podman image inspect --format '{{.Size}}' "$tag") / 1e9, 2))")
 fresh_log "image $tag: $size_gb GB, built in $build_minutes min"
 

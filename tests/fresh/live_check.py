@@ -10,6 +10,7 @@ a pane did not finish or ngram accepted no draft token.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from live_page import choose_servers  # noqa: E402
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
-SERVERS = ["cpu-smollm2-none", "cpu-smollm2-ngram"]
+METHODS = ("none", "ngram")  # the demo's baseline and ngram, by the names their state files give
 PROMPT = ("Rename the variable `tmp` to `total` everywhere in this function and return the full function.\n\n"
           "def add_prices(items):\n    tmp = 0\n    for item in items:\n        tmp += item.price\n    return tmp\n")
 
@@ -31,14 +32,17 @@ def wait_idle(page, timeout: float = 120_000) -> None:
 
 def main(shots: Path) -> int:
     url = os.environ["DASHBOARD_URL"].rstrip("/")
-    token = (Path(os.environ["SPECSCOPE_HOME"]) / "operator-token").read_text().strip()
+    home = Path(os.environ["SPECSCOPE_HOME"])
+    token = (home / "operator-token").read_text().strip()
+    states = [json.loads(path.read_text()) for path in (home / "servers").glob("*.json")]
+    servers = [next(state["name"] for state in states if state.get("method") == method) for method in METHODS]
     shots.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         page = browser.new_context(viewport={"width": 1600, "height": 1000}).new_page()
         page.goto(f"{url}/live?token={token}")
         wait_idle(page)
-        choose_servers(page, wait_idle, SERVERS, max_tokens=64)
+        choose_servers(page, wait_idle, servers, max_tokens=64)
         page.get_by_label("Prompt text").fill(PROMPT)
         page.get_by_label("Prompt text").press("Control+Enter")
         wait_idle(page)
@@ -47,17 +51,17 @@ def main(shots: Path) -> int:
             """labels => labels.every(l => {
                 const el = document.querySelector(`[data-pane='${l}']`);
                 return el && el.textContent.includes('· done ·');
-            })""", arg=SERVERS, timeout=300_000)
+            })""", arg=servers, timeout=300_000)
         wait_idle(page)
         page.screenshot(path=str(shots / "live-1600x1000.png"))
         page.set_viewport_size({"width": 1280, "height": 800})
         page.wait_for_timeout(1500)
         page.screenshot(path=str(shots / "live-1280x800.png"))
-        accepted = {name: page.locator(f"[data-pane='{name}'] [data-kind='accepted']").count() for name in SERVERS}
-        tokens = {name: page.locator(f"[data-pane='{name}'] [data-metric='tokens'] b").inner_text() for name in SERVERS}
+        accepted = {name: page.locator(f"[data-pane='{name}'] [data-kind='accepted']").count() for name in servers}
+        tokens = {name: page.locator(f"[data-pane='{name}'] [data-metric='tokens'] b").inner_text() for name in servers}
         browser.close()
     print(f"[live] tokens {tokens}, accepted draft tokens {accepted}, screenshots in {shots}", file=sys.stderr)
-    return 0 if accepted[SERVERS[1]] > 0 else 1
+    return 0 if accepted[servers[1]] > 0 else 1
 
 
 if __name__ == "__main__":
