@@ -22,10 +22,12 @@ STREAM = os.environ.get("SPECSCOPE_TEST_STREAM")  # vllm | rest: tests/run.sh ru
 
 @pytest.fixture
 def specscope_home(tmp_path, monkeypatch) -> Path:
-    """An empty SPECSCOPE_HOME for one test."""
+    """An empty SPECSCOPE_HOME for one test, and a mark of cells measured of its own (sweeps of other tests or
+    users on this machine hold the machine's)."""
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("SPECSCOPE_HOME", str(home))
+    monkeypatch.setenv("SPECSCOPE_MEASURING_LOCK", str(tmp_path / "measuring.lock"))
     return home
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["home", "results_dir", "requests_dir", "servers_dir", "models_dir", "prompts_dir",
-           "runs_dir", "cache_dir", "duckdb_memory_limit", "bundled_data_dir", "repo_root", "home_at"]
+           "runs_dir", "cache_dir", "duckdb_memory_limit", "bundled_data_dir", "repo_root", "home_at", "measuring_lock"]
 
 
 def repo_root() -> Path:
@@ -85,6 +86,12 @@ def warm_landing() -> bool:
     """Whether the dashboard computes its landing pages at start, before the first viewer:
     ``$SPECSCOPE_WARM`` ``0`` turns it off (its first viewer then waits for them), else on."""
     return os.environ.get("SPECSCOPE_WARM", "1") != "0"
+
+
+def measuring_lock() -> Path:
+    """The file whose lock marks a sweep's cell measured on this machine, whichever home or user runs it:
+    ``$SPECSCOPE_MEASURING_LOCK``, else ``specscope-measuring.lock`` in the temporary folder."""
+    return Path(os.environ.get("SPECSCOPE_MEASURING_LOCK") or Path(tempfile.gettempdir()) / "specscope-measuring.lock")
 
 
 def duckdb_memory_limit() -> str:

@@ -8,7 +8,8 @@ skipped; its first viewer computes it (and sees the error) as without warming. T
 for the warming; past that it serves, and a viewer arriving early shares the work still under way (the caches lock
 per key). Then ``follow`` checks the results every ``RECHECK_S``: when a run lands (a sweep, an import, a file
 copied in), it computes the landing pages again (Theory at once, the Explorer ``SETTLE_S`` later), so the first
-viewer of the new results does not wait for them.
+viewer of the new results does not wait for them. None of this falls inside a cell measured on this machine
+(``sweep.lock.quiet``): the dashboard does not measure itself.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from specscope import settings
+from specscope.sweep import lock
 
 __all__ = ["LANDING", "NEW_RUN", "THEN", "warm", "follow", "summary", "freeze_heap", "lifespan"]
 
@@ -76,14 +78,22 @@ def _version() -> str | None:
 
 
 def follow(stop: threading.Event, seen: str | None, every: float = RECHECK_S) -> None:
-    """Until ``stop`` is set: when the results change from ``seen``, warm the landing pages again for them."""
+    """Until ``stop`` is set: when the results change from ``seen``, warm the landing pages again for them
+    (``NEW_RUN`` at once, ``THEN`` ``SETTLE_S`` later). Never while a cell is measured on this machine: the
+    work waits for a moment between cells, or the sweep's end, and the next cell waits for it to end."""
+    due: dict[tuple[str, ...], float] = {}  # pages to warm for the newest results -> when
     while not stop.wait(every):
-        now = _version()
-        if now is not None and now != seen:
-            warm(NEW_RUN, why="for the new results")
-            seen = now
-            if not stop.wait(SETTLE_S):
-                warm(THEN, why="for the new results")
+        with lock.quiet() as free:
+            if not free:
+                continue
+            now = _version()
+            if now is not None and now != seen:
+                seen, at = now, time.monotonic()
+                due = {NEW_RUN: at, THEN: at + SETTLE_S}
+            pages = next((pages for pages, at in due.items() if at <= time.monotonic()), None)
+            if pages is not None:
+                del due[pages]
+                warm(pages, why="for the new results")
 
 
 def freeze_heap() -> None:
@@ -111,8 +121,14 @@ async def lifespan(app):
     stop, warmed = threading.Event(), threading.Event()
 
     def warm_then_follow() -> None:
-        seen = _version()
-        warm()
+        seen = None
+        while not stop.is_set():
+            with lock.quiet() as free:  # a dashboard started during a sweep's cell warms after it
+                if free:
+                    seen = _version()
+                    warm()
+                    break
+            stop.wait(RECHECK_S)
         warmed.set()
         follow(stop, seen)
     threading.Thread(target=warm_then_follow, name="specscope-warm", daemon=True).start()

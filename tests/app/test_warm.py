@@ -114,3 +114,48 @@ def test_a_new_run_is_warmed_for_its_first_viewer_as_soon_as_it_lands(page_env, 
     finally:
         stop.set()
         follower.join(5)
+
+
+def test_a_run_landing_while_a_cell_is_measured_here_is_warmed_after_the_cell(page_env, monkeypatch):
+    """A dashboard sweep writes its run after every cell while the next one is measured on the same cores: the
+    landing pages wait for a moment between cells (or the sweep's end), then the next cell waits for them."""
+    import threading
+    import time
+
+    import pyarrow.parquet as pq
+
+    from specscope import settings
+    from specscope.results import writing
+    from specscope.sweep import lock
+    from ui import warm
+
+    warmed, stop = [], threading.Event()
+    monkeypatch.setattr(warm, "warm", lambda pages=warm.LANDING, why="": warmed.append(pages) or {})
+    monkeypatch.setattr(warm, "SETTLE_S", 0.3)
+    follower = threading.Thread(target=warm.follow, args=(stop, warm._version(), 0.05), daemon=True)
+    follower.start()
+    rows = pq.read_table(settings.bundled_data_dir() / "results" / "specscope-cpu-code-editing.parquet")
+    try:
+        with lock.measuring():  # the next cell, measured as the first one's results land
+            writing.write_results(rows.drop_columns(["run_id", "created_at"]), run_id="cell-1")
+            stop.wait(1.5)
+            assert warmed == []  # nothing computed on the measured cores
+        deadline = time.monotonic() + 60
+        while len(warmed) < 2 and time.monotonic() < deadline:
+            stop.wait(0.05)
+        assert warmed == [warm.NEW_RUN, warm.THEN]  # caught up once the cell was over
+        with lock.measuring():
+            writing.write_results(rows.drop_columns(["run_id", "created_at"]), run_id="cell-2")
+            stop.wait(0.2)
+            # the Explorer, due SETTLE_S after Theory, also waits for the cell after this one
+        while len(warmed) < 3 and time.monotonic() < deadline:
+            stop.wait(0.05)
+        with lock.measuring():
+            stop.wait(1.0)
+            assert warmed == [warm.NEW_RUN, warm.THEN, warm.NEW_RUN]
+        while len(warmed) < 4 and time.monotonic() < deadline:
+            stop.wait(0.05)
+        assert warmed[3] == warm.THEN
+    finally:
+        stop.set()
+        follower.join(5)

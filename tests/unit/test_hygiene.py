@@ -8,6 +8,7 @@ concurrency-1 cell, ``proc_stat_*`` /proc/stat of the 2-core machine around a ce
 """
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -124,8 +125,9 @@ def test_process_ticks_read_user_and_system_time_past_a_tricky_name():
 
 
 def test_sample_cpu_reads_this_machine():
-    sample = hygiene.sample_cpu([], cores={0})
-    assert sample is not None and sample.total >= sample.busy > 0 and sample.own > 0
+    sample = hygiene.sample_cpu([], cores={0}, threads=[threading.get_native_id()])
+    assert sample is not None and sample.total >= sample.busy > 0 and sample.own > 0  # this thread's time
+    assert hygiene.sample_cpu([], cores={0}).own == 0  # no server, no load generator: none of it is ours
     assert hygiene.sample_cpu([], cores={10_000}) is None
 
 

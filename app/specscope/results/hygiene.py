@@ -10,9 +10,9 @@ cell, and mismatches against the baseline's outputs at temperature 0. ``row_flag
 own figures (above its physical ceiling, acceptance collapsed, greedy drafts at temperature > 0), so
 imports get those checks too.
 
-    before = sample_cpu(server_pids, cores={0})
+    before = sample_cpu(server_pids, cores={0}, threads=[load_thread_id])
     ...                                     # run the cell
-    row["foreign_cpu"] = foreign_cpu(before, sample_cpu(server_pids, cores={0}))
+    row["foreign_cpu"] = foreign_cpu(before, sample_cpu(server_pids, cores={0}, threads=[load_thread_id]))
     row["hygiene"] = ",".join(flags(row, repeats=3))
     flagged_ids(row["hygiene"])             # back to ids (also from a cell folded over repeats)
     row_ids(cell)                           # those ids, and what the cell's own columns show (valid_share)
@@ -240,15 +240,18 @@ def process_ticks(stat_text: str) -> int:
     return int(fields[11]) + int(fields[12])
 
 
-def _read_ticks(pid: int) -> int:
+def _read_ticks(stat: str) -> int:
     try:
-        return process_ticks(Path(f"/proc/{pid}/stat").read_text())
+        return process_ticks(Path(stat).read_text())
     except (OSError, ValueError, IndexError):
-        return 0  # the process ended; its time is no longer visible
+        return 0  # the process or thread ended; its time is no longer visible
 
 
-def sample_cpu(pids: Iterable[int], cores: Iterable[int]) -> CpuSample | None:
-    """A sample of ``cores`` and of ``pids`` plus this process; None off Linux."""
+def sample_cpu(pids: Iterable[int], cores: Iterable[int], threads: Iterable[int] = ()) -> CpuSample | None:
+    """A sample of ``cores`` and of our own work: the processes ``pids`` (a server's) and this process's
+    ``threads`` (the load generator's native thread ids). The rest of this process is not ours: a dashboard
+    running the sweep computes its pages on other threads, and they compete for the cores like any other
+    process. None off Linux."""
     try:
         per_core = parse_proc_stat(Path("/proc/stat").read_text())
     except OSError:
@@ -256,7 +259,8 @@ def sample_cpu(pids: Iterable[int], cores: Iterable[int]) -> CpuSample | None:
     chosen = [per_core[c] for c in cores if c in per_core]
     if not chosen:
         return None
-    own = sum(_read_ticks(pid) for pid in {*pids, os.getpid()})
+    own = sum(_read_ticks(f"/proc/{pid}/stat") for pid in set(pids))
+    own += sum(_read_ticks(f"/proc/{os.getpid()}/task/{tid}/stat") for tid in set(threads))
     return CpuSample(sum(b for b, _ in chosen), sum(t for _, t in chosen), own)
 
 
@@ -264,7 +268,8 @@ def foreign_cpu(before: CpuSample | None, after: CpuSample | None) -> float | No
     """Share of the cores' time other processes were busy between two samples (a lower bound).
 
     The server's and the load generator's own time is subtracted in full, even the part that
-    ran on other cores, so the figure errs low rather than blaming others for our own work.
+    ran on other cores, so the figure errs low rather than blaming others for our own work; other
+    SpecScope work (a dashboard's pages, another CLI) is not our own.
     """
     if before is None or after is None or after.total <= before.total:
         return None

@@ -5,8 +5,12 @@ carry a response format (``cell_prompts``), as many times each as a free cell se
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import math
+import threading
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from specscope import formats
@@ -14,6 +18,7 @@ from specscope.client import bench, compilelog, prompts
 from specscope.engine import provenance, vllms
 from specscope.errors import SpecScopeError
 from specscope.results import hygiene
+from specscope.sweep import lock
 from specscope.sweep.launchers import Launcher, RunningServer
 from specscope.sweep.spec import Cell, SweepSpec, is_synthetic, requests_of
 
@@ -85,12 +90,12 @@ def run_cell(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server:
                               output_len=spec.output_len, temperature=spec.temperature, warmups=spec.warmups,
                               structured=cell.constrained)
         emit(bench.ProgressEvent("cell_start", cell.cell_id, done, total))
-        cpu_before = hygiene.sample_cpu(launcher.pids(server), server.cores) if server.cores else None
         marks: list[int | None] = []  # where the server's log stood when the measured requests began
-        outcome = bench.run_sync(bench.run_load(load, cell_prompts(prompt_set, cell), emit, cell=cell.cell_id,
-                                                cells_done=done, cells_total=total,
-                                                measuring=lambda: marks.append(compilelog.offset(server.log_path))))
-        cpu_after = hygiene.sample_cpu(launcher.pids(server), server.cores) if server.cores else None
+        load_run = bench.run_load(load, cell_prompts(prompt_set, cell), emit, cell=cell.cell_id, cells_done=done,
+                                  cells_total=total,
+                                  measuring=lambda: marks.append(compilelog.offset(server.log_path)))
+        with lock.measuring():  # the dashboard here computes nothing for new results meanwhile
+            outcome, foreign = bench.run_sync(_with_foreign_cpu(load_run, server, launcher))
         compiles = compilelog.since(server.log_path, marks[0] if marks else None)
     except SpecScopeError as exc:
         death = launcher.death(server)
@@ -98,10 +103,29 @@ def run_cell(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server:
         return row, [], {}
     row = {**outcome.row(), **labels(spec, prompt_set, cell, server, info),
            "max_num_seqs": server.max_num_seqs, "prior_requests": prior_requests,
-           "foreign_cpu": hygiene.foreign_cpu(cpu_before, cpu_after),
+           "foreign_cpu": foreign,
            "compiles": None if compiles is None else len(compiles)}
     if row["status"] != "ok":
         death = launcher.death(server)
         row["error"] = f"{row['error']} {death}" if death else row["error"]
     outputs = {r.prompt_id: r.text_sha256 for r in outcome.ok}
     return row, outcome.request_rows(cell_id=cell.cell_id, method=cell.method, k=cell.k), outputs
+
+
+async def _with_foreign_cpu(load_run: Coroutine[Any, Any, bench.CellResult], server: RunningServer,
+                            launcher: Launcher) -> tuple[bench.CellResult, float | None]:
+    """The cell's load, and the share of its server's cores other work used meanwhile (``hygiene.foreign_cpu``;
+    None for a server bound to no cores in particular). Its own work is the server's processes and the load
+    generator's threads: this one, which runs the load's event loop, and that loop's helper threads. Everything
+    else is other work, this process's other threads included (the dashboard's pages, when it runs the sweep)."""
+    helpers = f"specscope-load-{threading.get_native_id()}"
+    asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(thread_name_prefix=helpers))
+
+    def sample() -> hygiene.CpuSample | None:
+        threads = [threading.get_native_id(), *(t.native_id for t in threading.enumerate()
+                                                 if t.name.startswith(helpers) and t.native_id is not None)]
+        return hygiene.sample_cpu(launcher.pids(server), server.cores, threads) if server.cores else None
+
+    before = sample()
+    outcome = await load_run
+    return outcome, hygiene.foreign_cpu(before, sample())
