@@ -51,18 +51,28 @@ def _identity(row, key: str) -> str:
     return value if isinstance(value, str) and value else "not recorded"
 
 
+def _schedule(text) -> str:
+    """A cell's K schedule (batch sizes -> K), or "fixed" where its server drafts one K."""
+    return text if isinstance(text, str) and text else "fixed"
+
+
 def display_table(cells: pd.DataFrame) -> pd.DataFrame:
     """One readable line per cell: throughput and speedup [95% interval] (a cell measured once: its figure
     alone, the repeats column says why there is no interval), repeats, mean TTFT and TPOT, the checks it
     fails in a word or two; a column for each key that tells the run's cells apart besides method, K and
-    concurrency (response format, vLLM, torch, weights, acceptance, hardware), so no two lines read alike;
+    concurrency (a K schedule: its text, "fixed" for the fixed-K cells; response format, vLLM, torch, weights,
+    acceptance, hardware), so no two lines read alike;
     status and error only where a cell failed."""
     shown = identity.varying(cells, ("response_format", "vllm_version", "torch_version", "weights", "acceptance",
                                      "hardware"))
+    scheduled = "k_schedule" in cells and cells["k_schedule"].notna().any()
     rows = []
     for row in cells.to_dict("records"):
         rows.append({
-            "method": row["method"], "K": int(row["k"]), "concurrency": int(row["concurrency"]),
+            "method": row["method"], "K": int(row["k"]),
+            **({"K schedule": "–" if row["method"] == BASELINE_METHOD else _schedule(row.get("k_schedule"))}
+               if scheduled else {}),
+            "concurrency": int(row["concurrency"]),
             **{identity.COLUMN_NAMES[key]: _identity(row, key) for key in shown},
             "status": row.get("status") or "ok",
             "repeats": int(row["repeats"]) if _number(row.get("repeats")) is not None else 0,

@@ -73,3 +73,20 @@ def test_the_advisor_fits_fixed_k_rows_only(tmp_path):
     write_results(rows, run_id="r1", directory=tmp_path)
     [fit] = fitting.fit_families(Store(result_dirs=[tmp_path], request_dirs=[]).speedup())
     assert fit.rows["k_schedule"].isna().all() and len(fit.rows) == 4
+
+
+def test_the_runs_table_tells_a_schedule_cell_from_the_fixed_k_one(tmp_path):
+    """The issue's two identical "ngram 4 1 3" lines: the schedule cell and the fixed K=4 one of each
+    concurrency read apart by a K schedule column (the baseline drafts nothing: a dash)."""
+    from specscope.analysis import run_results
+    from ui import run_table
+
+    write_results(_rows(), run_id="r1", directory=tmp_path)
+    cells = run_results.cell_table(Store(result_dirs=[tmp_path], request_dirs=[]), "r1")
+    table = run_table.display_table(cells)
+    shown = table[["method", "K", "K schedule", "concurrency"]].astype(str).agg(" ".join, axis=1).tolist()
+    assert shown == ["none 0 – 1", "none 0 – 4", "ngram 1 fixed 1", "ngram 1 fixed 4", "ngram 4 fixed 1",
+                     "ngram 4 fixed 4", f"ngram 4 {SCHEDULE} 1", f"ngram 4 {SCHEDULE} 4"]
+    assert len(set(shown)) == len(shown)
+    plain = run_table.display_table(cells[cells["k_schedule"].isna()])
+    assert "K schedule" not in plain  # a run without a schedule keeps its table as it was

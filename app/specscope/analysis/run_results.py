@@ -19,14 +19,14 @@ CELL_COLUMNS = ("method", "k", "concurrency", "status", "completed", "failed", "
                 "mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "p99_e2el_ms", "acceptance_rate",
                 "acceptance_length", "error")
 # what cell_table returns besides status and error (repeats and intervals come from the store)
-CELL_TABLE_COLUMNS = ("method", "k", "concurrency", "response_format", "vllm_version", "torch_version", "weights",
-                      "acceptance", "hardware", "repeats", "output_throughput", "output_throughput_lo",
+CELL_TABLE_COLUMNS = ("method", "k", "concurrency", "k_schedule", "response_format", "vllm_version", "torch_version",
+                      "weights", "acceptance", "hardware", "repeats", "output_throughput", "output_throughput_lo",
                       "output_throughput_hi", "speedup", "speedup_lo", "speedup_hi", "speedup_interval",
                       "completed", "failed", "mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "p99_e2el_ms",
                       "acceptance_rate", "acceptance_length", "valid_share", "hygiene")
 
 
-_CELL = CELL_TABLE_COLUMNS[:9]  # what tells a run's cells apart: method, K, concurrency and the identity keys
+_CELL = CELL_TABLE_COLUMNS[:10]  # what tells a run's cells apart: method, K, concurrency, schedule, identity keys
 
 
 def list_runs(db: Store) -> pd.DataFrame:
@@ -58,7 +58,8 @@ def cell_table(db: Store, run_id: str) -> pd.DataFrame:
     table = pd.concat(frames, ignore_index=True)
     table["_sd"] = table["method"] != BASELINE_METHOD  # the baseline first, free before constrained
     table["_c"] = table["response_format"].map(formats.is_constrained)
-    return table.sort_values(["_sd", "method", "k", "concurrency", "_c", "response_format", "vllm_version"],
+    return table.sort_values(["_sd", "method", "k", "k_schedule", "concurrency", "_c", "response_format",
+                              "vllm_version"],
                              na_position="first").drop(columns=["_sd", "_c"]).reset_index(drop=True)
 
 
