@@ -238,8 +238,10 @@ def run_on_ray(plan: SweepPlan, address: str | None = None, options: LaunchOptio
                 ray.cancel(ref, force=True)
             if finished_cells(run_id):
                 result.upload_problem = shared.publish(run_id)
-    recorder.event("sweep_done", message=f"{len(result.ran)} ran, {len(result.skipped)} kept, "
-                                         f"{len(result.failed)} failed")
+    result.stopped = recorder.done < recorder.total and stopped()
+    counts = f"{len(result.ran)} ran, {len(result.skipped)} kept, {len(result.failed)} failed"
+    recorder.event("sweep_done", message=f"stopped after {recorder.done} of {recorder.total} cells ({counts}); start "
+                                         "the same sweep again to resume" if result.stopped else counts)
     return result
 
 

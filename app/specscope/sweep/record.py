@@ -91,6 +91,7 @@ class SweepResult:
     measured_twice: list[str] = field(default_factory=list)  # Ray sweeps: cells a retry measured again
     seconds: dict[str, float] = field(default_factory=dict)  # where the time went: start, wake, sleep, warm, measure
     servers_started: int = 0  # servers the sweep started (a running one it measured as it was is not counted)
+    stopped: bool = False  # stopped on request before its last cell (starting it again resumes)
 
 
 def keep(run_id: str, cell_id: str, kept: Kept) -> None:

@@ -157,10 +157,13 @@ def _run_lanes(plan: SweepPlan, cells: list[Cell], launcher: Launcher, recorder:
     result = recorder.result
     result.results_path = write_run(plan.run_id) or result.results_path
     result.seconds = dict(recorder.seconds)
+    result.stopped = recorder.done < recorder.total and stopped()
     split = time_split(recorder.seconds, len(lanes))
-    recorder.event("sweep_done", message=f"{len(result.ran)} ran, {len(result.failed)} failed"
-                   + (f", {len(result.skipped)} reused from an earlier run" if result.skipped else "")
-                   + f"; done in {recorder.elapsed_s():.0f} s" + (f" ({split})" if split else ""))
+    counts = (f"{len(result.ran)} ran, {len(result.failed)} failed"
+              + (f", {len(result.skipped)} reused from an earlier run" if result.skipped else ""))
+    took = f"{recorder.elapsed_s():.0f} s" + (f" ({split})" if split else "")
+    recorder.event("sweep_done", message=f"stopped after {recorder.done} of {recorder.total} cells ({counts}) in "
+                   f"{took}; start the same sweep again to resume" if result.stopped else f"{counts}; done in {took}")
 
 
 class _Lane:
