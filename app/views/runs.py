@@ -15,7 +15,7 @@ from specscope.errors import SpecScopeError
 from specscope.results import hygiene
 from ui import per_prompt, run_charts, run_table, state
 from ui.access import is_operator
-from ui.common import or_stop, show_error, store
+from ui.common import or_stop, plain, show_error, store
 from ui.jobs import cancel_sweep, start_sweep, sweep_jobs
 
 SMALL_SET = 32  # prompts; sweeps of sets this small repeat every cell 3 times by default
@@ -120,6 +120,74 @@ def _load_fields(cols) -> dict:
             "repeats": int(repeats), "cols": cols}
 
 
+def _keep_offered(key: str, offered: list[str], default: list[str]) -> None:
+    """A multiselect's choice kept to what it offers now (another preset offers other methods): what is left of
+    it, else ``default`` where offered; at first, ``default``."""
+    chosen = st.session_state.get(key)
+    if chosen is None or not set(chosen) <= set(offered):
+        st.session_state[key] = [m for m in chosen or [] if m in offered] or [m for m in default if m in offered]
+
+
+def _planned(mode: str, all_presets: dict, running: list, on_ray: bool, prompt_set: prompts.PromptSet,
+             prompt_path: Path) -> sweep.SweepPlan | None:
+    """The sweep's fields, and one sentence of what Start runs with them: its plan, or None (what is wrong is
+    shown). No form: each field's change (Enter commits a text field's) redraws the sentence, only Start starts."""
+    cols = st.columns(3)
+    if mode == PRESET_MODE:
+        preset_name = cols[0].selectbox("Preset", sorted(all_presets), key="runs_preset",
+                                        index=sorted(all_presets).index("cpu-smollm2")
+                                        if "cpu-smollm2" in all_presets else 0)
+        offered = sorted(all_presets[preset_name].methods)
+        _keep_offered("runs_methods", offered, ["none", "ngram"])
+        methods = cols[1].multiselect("Methods", offered, key="runs_methods",
+                                      help=f"The methods the {preset_name} preset defines.")
+        ks_text = cols[2].text_input("K values", "1,2,4", key="runs_ks")
+    else:
+        names = st.multiselect(
+            "Servers (healthy ones; K is each server's own)", [s.name for s in running], key="runs_servers",
+            format_func=lambda n: next(f"{n} ({s.method}{f' K={s.k}' if s.k else ''})"
+                                       for s in running if s.name == n))
+    load = _load_fields(st.columns(3))
+    alongside = mode == PRESET_MODE and not on_ray and load["cols"][1].checkbox(
+        "Baseline alongside (two servers at once)", True, key="runs_alongside",
+        help="Repeats run in rounds (every cell once, then again), the baseline in each round. On a GPU, "
+             "where one server runs at a time, this keeps the baseline's server up beside it.")
+    schedule_text = ""
+    if mode == PRESET_MODE:
+        schedule_text = load["cols"][2].text_input(
+            "K schedule (optional)", "", key="runs_k_schedule", placeholder="1-2:4,3-8:2,9-256:1 or auto",
+            help="Also measures each method on one server drafting K by batch size (K = its maximum); "
+                 "auto advises it from this run's fixed-K cells once they are done.")
+    structured = st.radio(
+        "Response formats", sweep.STRUCTURED, horizontal=True, key="runs_structured",
+        disabled=not prompt_set.has_formats,
+        help="The set's prompts carry response formats (JSON schema, regex or choice): run each cell free, "
+             "constrained to them, or both side by side." if prompt_set.has_formats else
+             "The set's prompts carry no response format, so every cell runs free.")
+    if prompt_set.has_formats:
+        st.caption(" ".join(filter(None, [prompt_set.split_note(), (
+            "Constrained requests ask for the output tokens above, as free ones do, and stop where their "
+            "format closes; an answer cut before it closes is counted invalid.")])))
+    if mode == PRESET_MODE or names:
+        try:
+            fields = dict(concurrencies=sweep.parse_ints(load["conc_text"]), prompts=prompt_path.resolve(),
+                          num_prompts=load["num_prompts"], output_len=load["output_len"],
+                          repeats=load["repeats"], structured=structured if prompt_set.has_formats else "free")
+            if mode == PRESET_MODE:
+                spec = sweep.SweepSpec(preset=preset_name, methods=tuple(methods), ks=sweep.parse_ints(ks_text),
+                                       baseline_alongside=bool(alongside),
+                                       k_schedule=schedule_text.strip() or None, **fields)
+            else:
+                spec = sweep.servers_spec(names, **fields)
+            plan = sweep.resolve(spec, prompt_set)
+            kept = sum(cell.ok for cell in sweep.finished_cells(plan.run_id).values())
+            st.info(f"**Start sweep runs** {plain(sweep.describe(plan, kept))}", icon=":material/checklist:")
+            return plan
+        except SpecScopeError as exc:
+            show_error(exc)
+    return None
+
+
 def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
     """2. Sweep a preset's methods x K x concurrency, or running servers over concurrency, in the background."""
     st.subheader("2. Sweep")
@@ -134,42 +202,9 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
                          help="On the cluster each (method, K) server group is one Ray task on a node that "
                               "fits it; as many groups run at once as the cluster fits.")
     on_ray = where != HERE
-    with st.form("runs_sweep_form"):
-        cols = st.columns(3)
-        if mode == PRESET_MODE:
-            preset_name = cols[0].selectbox("Preset", sorted(all_presets), key="runs_preset",
-                                            index=sorted(all_presets).index("cpu-smollm2")
-                                            if "cpu-smollm2" in all_presets else 0)
-            methods = cols[1].multiselect("Methods", sorted({m for p in all_presets.values() for m in p.methods}),
-                                          default=["none", "ngram"], key="runs_methods")
-            ks_text = cols[2].text_input("K values", "1,2,4", key="runs_ks")
-        else:
-            names = st.multiselect(
-                "Servers (healthy ones; K is each server's own)", [s.name for s in running], key="runs_servers",
-                format_func=lambda n: next(f"{n} ({s.method}{f' K={s.k}' if s.k else ''})"
-                                           for s in running if s.name == n))
-        load = _load_fields(st.columns(3))
-        alongside = mode == PRESET_MODE and not on_ray and load["cols"][1].checkbox(
-            "Baseline alongside (two servers at once)", True, key="runs_alongside",
-            help="Repeats run in rounds (every cell once, then again), the baseline in each round. On a GPU, "
-                 "where one server runs at a time, this keeps the baseline's server up beside it.")
-        schedule_text = ""
-        if mode == PRESET_MODE:
-            schedule_text = load["cols"][2].text_input(
-                "K schedule (optional)", "", key="runs_k_schedule", placeholder="1-2:4,3-8:2,9-256:1 or auto",
-                help="Also measures each method on one server drafting K by batch size (K = its maximum); "
-                     "auto advises it from this run's fixed-K cells once they are done.")
-        structured = st.radio(
-            "Response formats", sweep.STRUCTURED, horizontal=True, key="runs_structured",
-            disabled=not prompt_set.has_formats,
-            help="The set's prompts carry response formats (JSON schema, regex or choice): run each cell free, "
-                 "constrained to them, or both side by side." if prompt_set.has_formats else
-                 "The set's prompts carry no response format, so every cell runs free.")
-        if prompt_set.has_formats:
-            st.caption(" ".join(filter(None, [prompt_set.split_note(), (
-                "Constrained requests ask for the output tokens above, as free ones do, and stop where their "
-                "format closes; an answer cut before it closes is counted invalid.")])))
-        submitted = st.form_submit_button("Start sweep")
+    with st.container(key="runs_sweep"):
+        plan = _planned(mode, all_presets, running, on_ray, prompt_set, prompt_path)
+        submitted = st.button("Start sweep", type="primary", key="runs_start", disabled=plan is None)
     if on_ray:
         st.caption("Each (method, K) group runs as one task on a cluster node that fits its server, with a "
                    "server of its own; finished cells come back here at once, so a stopped or failed sweep "
@@ -181,22 +216,11 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
     elif not running:
         st.info("No healthy server is known: start one on the Servers page or attach one by URL there.")
 
-    if submitted:
+    if submitted and plan is not None:
         try:
-            fields = dict(concurrencies=sweep.parse_ints(load["conc_text"]), prompts=prompt_path.resolve(),
-                          num_prompts=load["num_prompts"], output_len=load["output_len"],
-                          repeats=load["repeats"], structured=structured if prompt_set.has_formats else "free")
-            if mode == PRESET_MODE:
-                spec = sweep.SweepSpec(preset=preset_name, methods=tuple(methods), ks=sweep.parse_ints(ks_text),
-                                       baseline_alongside=bool(alongside),
-                                       k_schedule=schedule_text.strip() or None, **fields)
-            else:
-                spec = sweep.servers_spec(names, **fields)
-            plan = sweep.resolve(spec, prompt_set)
-            run_id = plan.run_id
             if not start_sweep(plan, sweep.OnRay(ray_address) if on_ray else sweep.Here()):
-                st.warning(f"Sweep {run_id} is already running.")
-            st.session_state[state.RUNS_CURRENT] = run_id
+                st.warning(f"Sweep {plan.run_id} is already running.")
+            st.session_state[state.RUNS_CURRENT] = plan.run_id
         except SpecScopeError as exc:
             show_error(exc)
 
@@ -207,7 +231,8 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
         elif job.done and job.result is not None and job.result.failed:
             st.warning(f"Sweep {run_id}: {len(job.result.failed)} cell(s) failed; see the table below.")
         elif job.done and job.event is not None and job.event.stage == "sweep_done":
-            st.success(f"Sweep {run_id}: {job.event.message}.")  # "... 0 failed; done in N s"
+            said = st.info if job.result is not None and job.result.stopped else st.success
+            said(f"Sweep {run_id}: {job.event.message}.")  # "... 0 failed; done in N s", or "stopped after ..."
 
 
 def _hygiene(cells: pd.DataFrame) -> None:

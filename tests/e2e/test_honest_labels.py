@@ -68,10 +68,10 @@ def _sweep_mixed_set(page, url: str, wait_idle, tmp_path: Path) -> tuple[str, st
     wait_idle(page, 120_000)
     page.get_by_text("mixed-formats.jsonl: 3 prompts").wait_for(timeout=30_000)
     try:  # the form's notes on the set come with a later redraw on a loaded machine
-        page.locator("[data-testid='stForm']").get_by_text("Only 2 of the 3 prompts").wait_for(timeout=60_000)
+        page.locator(".st-key-runs_sweep").get_by_text("Only 2 of the 3 prompts").wait_for(timeout=60_000)
     except PlaywrightTimeout:
         pass  # the test's checks name what the form says instead
-    form = page.locator("[data-testid='stForm']").inner_text()
+    form = page.locator(".st-key-runs_sweep").inner_text()
     page.get_by_label("K values").fill("4")
     page.get_by_label("Concurrency values").fill("1")
     page.get_by_label("Output tokens per request").fill(str(OUTPUT_LEN))

@@ -61,7 +61,7 @@ from specscope.sweep.job import SweepJob
 from specscope.sweep.launchers import Launcher, PresetLauncher, RunningServer, ServersLauncher
 from specscope.sweep.on_ray import configured_address as ray_address
 from specscope.sweep.options import LaunchOptions, launcher_for
-from specscope.sweep.plan import SweepPlan, as_plan, plan_cells, resolve
+from specscope.sweep.plan import SweepPlan, as_plan, describe, plan_cells, resolve
 from specscope.sweep.record import Kept, Recorder, SweepResult, finished_cells, keep, run_dir, run_hygiene, write_run
 from specscope.sweep.run import Advise, run_sweep
 from specscope.sweep.spec import (
@@ -83,7 +83,7 @@ from specscope.sweep.spec import (
 
 __all__ = ["SweepSpec", "SweepPlan", "Cell", "Launcher", "LaunchOptions", "RunningServer", "PresetLauncher",
            "ServersLauncher", "SweepResult", "SweepJob", "Kept", "Recorder", "Advise", "Here", "OnRay", "Where",
-           "claim", "execute", "ray_address", "run_sweep", "resolve", "as_plan", "parse_ints", "plan_cells",
+           "claim", "execute", "ray_address", "run_sweep", "resolve", "as_plan", "describe", "parse_ints", "plan_cells",
            "run_dir", "finished_cells", "keep", "write_run", "run_hygiene", "launcher_for", "servers_spec",
            "synthetic_config", "is_synthetic", "synthetic_length_for", "Synthetic", "parse_lengths",
            "requests_of", "structured_default", "method_ks", "STRUCTURED", "SYNTHETIC"]

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from specscope.client import prompts
 from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
-from specscope.sweep.spec import Cell, SweepSpec, method_ks, schedule_k
+from specscope.sweep.spec import Cell, SweepSpec, method_ks, requests_of, schedule_k
 
-__all__ = ["SweepPlan", "resolve", "as_plan", "plan_cells", "typical_chars"]
+__all__ = ["SweepPlan", "resolve", "as_plan", "plan_cells", "typical_chars", "describe"]
 
 
 @dataclass(frozen=True)
@@ -61,3 +61,39 @@ def typical_chars(prompt_set: prompts.PromptSet) -> int:
     """The median prompt length of a set in characters: the prompt shape a warm-up sends."""
     lengths = sorted(len(p.text) for p in prompt_set.prompts) or [0]
     return lengths[len(lengths) // 2]
+
+
+def _listed(values: list[str]) -> str:
+    return values[0] if len(values) == 1 else f"{', '.join(values[:-1])} and {values[-1]}"
+
+
+def _servers(cells: tuple[Cell, ...]) -> str:
+    """``none; ngram K=2, 4; ngram schedule 1-2:4,3-8:1``: each method's servers, in plan order."""
+    per_method: dict[tuple[str, bool], list[str]] = {}
+    for method, k, schedule, vllm in dict.fromkeys(cell.group for cell in cells):
+        which = "" if method == BASELINE_METHOD and not schedule else schedule or str(k)
+        which += f" on vLLM {vllm}" if vllm else ""
+        per_method.setdefault((method, bool(schedule)), []).append(which)
+    return "; ".join(f"{method}" + ("" if not any(ks) else f" schedule {', '.join(ks)}" if scheduled
+                                    else f" K={', '.join(ks)}") for (method, scheduled), ks in per_method.items())
+
+
+def describe(plan: SweepPlan, kept: int = 0) -> str:
+    """What starting ``plan`` runs, in words: cells, servers, concurrency, repeats, requests and output tokens, the
+    prompt set; ``kept`` of its cells finished in an earlier start are not measured again."""
+    spec, cells = plan.spec, plan.cells
+    groups = len({cell.group for cell in cells})
+    requests = {requests_of(spec, cell.concurrency) for cell in cells}
+    each = (f"{requests.pop()} requests a cell" if len(requests) == 1 and None not in requests else
+            "each prompt once a cell" if requests == {None} else
+            f"{spec.per_concurrency} requests a cell per concurrency slot")
+    repeats = f", each cell {spec.repeats} times (in rounds)" if spec.repeats > 1 else ""
+    repeats += {"free": "", "constrained": ", constrained to the prompts' response formats",
+                "both": ", free and constrained to the prompts' response formats"}[spec.structured]
+    text = (f"{len(cells)} cell{'s' if len(cells) != 1 else ''} on {groups} server{'s' if groups != 1 else ''} "
+            f"({_servers(cells)}) at concurrency {_listed([str(c) for c in dict.fromkeys(spec.concurrencies)])}"
+            f"{repeats}: {each}, {spec.output_len or 'as many as the server gives'} output tokens each, on "
+            f"{plan.prompt_set.name} ({len(plan.prompt_set)} prompts).")
+    if kept:
+        text += f" {kept} of the cells finished in an earlier start of this sweep and are kept; the rest run."
+    return text
