@@ -10,7 +10,11 @@ import plotly.graph_objects as go
 from specscope.analysis import per_prompt
 from ui.chart_style import empty_figure
 
-__all__ = ["per_prompt_acceptance", "per_prompt_speedup"]
+__all__ = ["per_prompt_acceptance", "per_prompt_speedup", "NO_REQUESTS"]
+
+# a run whose results came without their per-request rows (a results file copied or bundled alone)
+NO_REQUESTS = ("No per-prompt figures: this run's per-request rows are not in the store (its results file came "
+               "without its requests file); its cells are measured all the same.")
 
 
 def _setup(row) -> str:
@@ -30,6 +34,8 @@ def _bars(frame: pd.DataFrame, column: str, title: str, y_title: str, source: st
 
 def per_prompt_acceptance(frame: pd.DataFrame) -> go.Figure:
     """Per-request draft acceptance rate of each prompt, one bar group per SD cell."""
+    if frame.empty:
+        return empty_figure(NO_REQUESTS, height=260)
     data = frame[(frame["method"] != "none") & frame["acceptance_rate"].notna()]
     if data.empty:
         return empty_figure("No acceptance per prompt: this run's servers reported no per-request acceptance "
@@ -42,9 +48,13 @@ def per_prompt_acceptance(frame: pd.DataFrame) -> go.Figure:
 
 def per_prompt_speedup(frame: pd.DataFrame) -> go.Figure:
     """Baseline E2EL / SD E2EL per prompt (same concurrency): above 1 the prompt gains (plain words on the chart)."""
+    if frame.empty:
+        return empty_figure(NO_REQUESTS, height=260)
     data = frame[(frame["method"] != "none") & frame["speedup"].notna()]
     if data.empty:
-        return empty_figure("No per-prompt speedup yet: it needs the baseline (none) and an SD cell.", height=260)
+        missing = "baseline (none)" if (frame["method"] != "none").any() else "speculative"
+        return empty_figure(f"No per-prompt speedup: this run's per-request rows have no {missing} requests at "
+                            "the same concurrency to pair its prompts with.", height=260)
     fig = _bars(data, "speedup", "Speedup per prompt (above 1: faster)", "times faster than the baseline")
     fig.add_hline(y=1.0, line_dash="dot", line_color="grey")
     return fig

@@ -9,8 +9,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from specscope import sweep
-from specscope.analysis import per_prompt
+from specscope.analysis import per_prompt, run_results
 from specscope.results.store import Store
+from ui.common import plain
 
 pytestmark = pytest.mark.app
 
@@ -34,18 +35,23 @@ def _links(at: AppTest) -> list:
 
 def test_the_explorer_shows_the_bundled_runs_by_category_and_length_and_their_slow_prompts(page_env):
     at = _run(AppTest.from_file(str(APP / "dashboard.py"), default_timeout=120))
-    rows = per_prompt.per_prompt(Store())
+    db = Store()
+    rows = per_prompt.per_prompt(db)
     runs = per_prompt.runs(rows)
-    assert runs[0] == "specscope-cpu-mixed"  # three categories: the section opens on it
+    # the newest run with per-request rows, as the sentence says (it named the run of most categories)
+    listed = run_results.list_runs(db)
+    newest = next(r for r in listed["run_id"] if r in set(rows["run_id"]))
+    assert runs[0] == newest and newest != listed["run_id"].iloc[-1]
     # folded: a sentence on that run; its chooser, figures and table wait for the expander to open
     assert not at.radio and not at.selectbox and not at.get("page_link")
-    assert any("Run specscope-cpu-mixed (mixed, the newest of" in m.value
-               and "no prompt ran slower than its baseline" in m.value for m in at.markdown)
+    dataset = rows.loc[rows["run_id"] == newest, "dataset"].iloc[0]
+    assert any(f"Run {plain(newest)} ({plain(dataset)}, the newest of {len(runs)})" in m.value for m in at.markdown)
     at.session_state["explorer_per_prompt_open"] = True
     _run(at)
     assert at.selectbox(key="explorer_per_prompt_run").value == runs[0]
+    _run(at.selectbox(key="explorer_per_prompt_run").set_value("specscope-cpu-mixed"))
     assert at.radio(key="explorer_per_prompt_by").value == "category"
-    assert per_prompt.slower_rows(rows[rows["run_id"] == runs[0]]).empty
+    assert per_prompt.slower_rows(rows[rows["run_id"] == "specscope-cpu-mixed"]).empty
     assert any(s.value == "No prompt ran slower than its baseline." for s in at.success)
 
     _run(at.selectbox(key="explorer_per_prompt_run").set_value("specscope-cpu-code-editing"))
@@ -93,11 +99,16 @@ def test_the_runs_page_shows_the_run_by_category_with_its_slow_prompt(two_catego
     assert "max_tokens=32" in link.query_string  # Live asks for the run's own output length
 
 
-def test_live_opens_with_the_slow_prompt_filled_in(page_env):
+def test_live_opens_with_the_slow_prompt_filled_in(page_env, monkeypatch):
+    from streamlit.elements.lib import policies
+
+    warned: list[str] = []  # Streamlit's Session State warning, logged with a 30-line stack (the issue)
+    monkeypatch.setattr(policies._LOGGER, "warning", lambda message, *args, **kwargs: warned.append(message % args))
     at = AppTest.from_file(str(APP / "views" / "live.py"), default_timeout=60)
     at.query_params.update({"dataset": "mixed", "prompt_id": "chat-02", "method": "ngram", "k": "4",
                             "max_tokens": "32"})
     _run(at)
+    assert warned == []
     assert at.number_input(key="live_max_tokens").value == 32  # what the sweep asked, not Live's 128
     assert at.radio(key="live_prompt_source").value == "From a prompt set"
     assert at.selectbox(key="live_prompt_item").value.prompt_id == "chat-02"
@@ -107,6 +118,8 @@ def test_live_opens_with_the_slow_prompt_filled_in(page_env):
     at.radio(key="live_prompt_source").set_value("Typed")  # the user's own choice is kept on later runs
     _run(at)
     assert at.radio(key="live_prompt_source").value == "Typed"
+    assert AppTest.from_file(str(APP / "views" / "live.py")).run().number_input(key="live_max_tokens").value == 128
+    assert warned == []
 
     missing = AppTest.from_file(str(APP / "views" / "live.py"), default_timeout=60)
     missing.query_params.update({"dataset": "gone", "prompt_id": "[x](http://e.vil)", "method": "ngram", "k": "4"})

@@ -76,3 +76,14 @@ def test_the_prompt_preview_names_each_format_and_no_empty_output_tokens():
     assert "output tokens" not in preview  # no prompt sets its own: the sweep's length applies
     assert set(preview["format"]) == {"json_schema"} and set(preview["category"]) == {"extraction"}
     assert not preview.isna().any().any()
+
+
+def test_a_run_without_per_request_rows_says_that_not_that_it_lacks_a_baseline():
+    """The issue: the Runs page's default run (a bundled results file, no requests file) read "No per-prompt
+    speedup yet: it needs the baseline and an SD cell" though it has both."""
+    for fig in (run_charts.per_prompt_speedup(FRAME.iloc[0:0]), run_charts.per_prompt_acceptance(FRAME.iloc[0:0])):
+        said = html.unescape(fig.layout.annotations[0].text).replace("<br>", "")  # lines joined, words as written
+        assert said.replace(" ", "") == run_charts.NO_REQUESTS.replace(" ", "") and "baseline" not in said
+    only_sd = run_charts.per_prompt_speedup(FRAME[FRAME["method"] != "none"].assign(speedup=None))
+    assert "have no baseline (none) requests at the same concurrency" in html.unescape(
+        only_sd.layout.annotations[0].text.replace("<br>", " "))

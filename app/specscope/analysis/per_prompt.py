@@ -88,16 +88,18 @@ def per_prompt(db: Store, filters: Filters | None = None) -> pd.DataFrame:
     ``Store.where``), paired with its run's baseline: ``speedup`` [``speedup_lo``, ``speedup_hi``]
     (Fieller; ``speedup_interval`` fieller, none or unbounded), ``requests`` and
     ``baseline_requests``, ``rate`` and ``baseline_rate`` (tokens/s), acceptance, ``category``,
-    ``prompt_tokens`` and ``length_bucket``; the run's ``dataset``, ``model``, ``label`` and ``output_len`` (the
-    output tokens its requests asked for)."""
+    ``prompt_tokens`` and ``length_bucket``; the run's ``dataset``, ``model``, ``label``, ``output_len`` (the
+    output tokens its requests asked for) and ``finished_at`` (its newest row's time)."""
     where, params = Store.where(filters)
     pair = " AND ".join(f"b.{k} IS NOT DISTINCT FROM m.{k}" for k in PAIR_KEYS)
     frame = db.query(f"""
         WITH m AS ({_sides_sql(where)}),
              b AS ({_sides_sql("")}),
              runs AS (SELECT run_id, any_value(dataset) AS dataset, any_value(model) AS model,
-                             any_value(label) AS label, max(output_len) AS output_len FROM results GROUP BY run_id)
+                             any_value(label) AS label, max(output_len) AS output_len,
+                             max(created_at) AS finished_at FROM results GROUP BY run_id)
         SELECT m.* EXCLUDE (category, prompt_tokens, var), runs.dataset, runs.model, runs.label, runs.output_len,
+               runs.finished_at,
                coalesce(m.category, b.category) AS category,
                coalesce(m.prompt_tokens, b.prompt_tokens) AS prompt_tokens, m.n AS requests, m.var,
                b.n AS baseline_requests, b.rate AS baseline_rate, b.var AS baseline_var
@@ -119,12 +121,10 @@ def per_prompt(db: Store, filters: Filters | None = None) -> pd.DataFrame:
 
 
 def runs(rows: pd.DataFrame) -> list[str]:
-    """The run ids of ``per_prompt`` rows, those with the most categories of ``intervals.MIN_GROUP`` prompts or
-    more first (categories that can carry an interval), then the most categories, then by id."""
-    prompts = rows.groupby(["run_id", "category"], sort=True)["prompt_id"].nunique()
-    kinds = pd.DataFrame({"full": (prompts >= intervals.MIN_GROUP).groupby(level="run_id").sum(),
-                          "all": prompts.groupby(level="run_id").size()})
-    return kinds.sort_values(["full", "all"], ascending=False, kind="stable").index.tolist()
+    """The run ids of ``per_prompt`` rows, the newest first (its last cell's time), then by id."""
+    finished = rows.groupby("run_id")["finished_at"].max()
+    return finished.reset_index().sort_values(["finished_at", "run_id"], ascending=[False, True],
+                                              kind="stable")["run_id"].tolist()
 
 
 def _verdict(low: float, high: float) -> str:
