@@ -28,6 +28,7 @@ KIND_LABELS = {
 }
 
 UNKNOWN_REJECTED = "a rejected draft token whose text the server did not send (it reports only how many)"
+UNNAMED_REJECTED = "its text comes from its server once the answer ends"
 WHITESPACE_REJECTED = "a rejected draft token that is whitespace: ␣ a space, ↵ a line break, ⇥ a tab"
 _VISIBLE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥"})
 
@@ -82,7 +83,8 @@ def tokens_html(tokens: Sequence[Token], steps: Sequence[Step], *, show_rejected
                 special: Collection[int] = ()) -> str:
     """One pane: tokens in order, each step's rejected drafts after its last token.
 
-    ``token_texts`` names rejected token ids (their text is never streamed); ``divergence``
+    ``token_texts`` names rejected token ids (their text is never streamed; one not named yet is a ✕, never
+    its id); ``divergence``
     is the index of the first token that differs from the baseline pane; ``special`` the
     indices of special tokens.
     """
@@ -103,8 +105,10 @@ def tokens_html(tokens: Sequence[Token], steps: Sequence[Step], *, show_rejected
         step = ends.get(i)
         if step is not None and step.rejected_ids:
             for token_id in step.rejected_ids:
-                parts.append(_rejected(texts.get(token_id, f"⟨{token_id}⟩"),
-                                       f"step {step.index} · rejected draft (id {token_id})"))
+                if token_id in texts:
+                    parts.append(_rejected(texts[token_id], f"step {step.index} · rejected draft (id {token_id})"))
+                else:  # named by its server once the answer ends
+                    parts.append(_span(REJECTED, "✕", f"step {step.index} · rejected draft: {UNNAMED_REJECTED}"))
         elif step is not None and step.rejected:
             parts.append(_span(REJECTED, "✕" * step.rejected,
                                f"step {step.index} · {step.rejected} rejected drafts: {UNKNOWN_REJECTED}"))

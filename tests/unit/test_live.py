@@ -255,3 +255,39 @@ def test_a_finished_session_is_already_in_its_history():
             run.wait_for_change(1.0)
         ngram = next(v for v in run.views() if v.spec.label == "ngram")
         assert ngram.repeats is not None and ngram.repeats.count == count
+
+
+def test_rejected_drafts_are_named_as_soon_as_known_and_never_shown_as_ids():
+    """The issue: while an answer streamed, Live showed rejected drafts as token ids ("⟨16207⟩") until it ended.
+    A prompt token a draft repeated is named by its server's tokenizer where that is on this machine; elsewhere a
+    ✕ stands for it until the server names it; a name is escaped."""
+    from specscope import settings
+    from specscope.engine import models
+    from ui.tokens import tokens_html
+
+    tokenizer = settings.models_dir() / models.TARGET_NAME / "tokenizer.json"
+    if not tokenizer.is_file():
+        pytest.skip("the demo model is not prepared; run `specscope models prepare`")
+    run = session()
+    pane = run.panes[1]
+    pane.token_texts = {}  # as while it streams: its server names the rejected drafts once the answer ends
+    view = run.views()[1]
+    rejected = [i for s in view.provenance.steps for i in s.rejected_ids]
+    from_prompt = set(rejected) - {t.id for t in view.provenance.tokens}
+    assert from_prompt  # drafts the target rejected that only the prompt holds
+    shown = tokens_html(view.provenance.tokens, view.provenance.steps, token_texts=view.token_texts)
+    assert "⟨" not in shown and not any(f">{i}<" in shown or f"({i})<" in shown for i in from_prompt)
+    assert shown.count(">✕</span>") == sum(i in from_prompt for i in rejected)  # a server elsewhere: ✕ until named
+
+    pane.tokenizer = tokenizer  # a server launched here from the prepared model folder
+    view = run.views()[1]
+    assert from_prompt <= view.token_texts.keys()
+    shown = tokens_html(view.provenance.tokens, view.provenance.steps, token_texts=view.token_texts)
+    assert ">✕</span>" not in shown and "⟨" not in shown
+    named = {view.token_texts[i] for i in from_prompt}
+    assert all(isinstance(t, str) and t for t in named)
+
+    pane.token_texts = {i: f"<{i}>" for i in from_prompt}  # the server's names, once the answer ended, win
+    view = run.views()[1]
+    shown = tokens_html(view.provenance.tokens, view.provenance.steps, token_texts=view.token_texts)
+    assert all(f"&lt;{i}&gt;" in shown for i in from_prompt)

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,7 +23,7 @@ from specscope.client.stream import Chunk, GenerationRequest, StreamClient
 from specscope.errors import SpecScopeError
 from specscope.launch import kept
 from specscope.launch.registry import read_states
-from specscope.live import freshness
+from specscope.live import freshness, token_names
 from specscope.live.figures import PaneMetrics, Repeats, pane_metrics, with_counters
 from specscope.live.freshness import Freshness
 from specscope.live.ngram import NgramConfig
@@ -64,7 +65,8 @@ class Pane:
         self.chunks: list[Chunk] = []
         self.error: str | None = None
         self.done = False
-        self.token_texts: dict[int, str] = {}
+        self.token_texts: dict[int, str] = {}  # rejected drafts the server named once the answer ended
+        self.tokenizer: Path | None = None  # its server's tokenizer, where on this machine (``token_names``)
         self.max_model_len: int | None = None
         self.started_at: float | None = None  # wall clock when the request was sent
         self.warming = False
@@ -95,6 +97,8 @@ class Pane:
         given ``transport``, recorded streams, is not warmed), and find out whether it saw the prompt."""
         if transport is None:
             self._wake()
+            self.tokenizer = token_names.tokenizer_of(self.spec.url)
+            token_names.decode_each(self.tokenizer, ())  # loaded now, not while the answer streams
         before = self._snapshot(transport)
         if transport is None and (before is None or before.requests_finished == 0):
             self.warming = True
@@ -174,6 +178,13 @@ class Pane:
         known = {t.id for t in provenance.tokens}
         wanted = {i for s in provenance.steps for i in s.rejected_ids} - known
         self.token_texts = client.detokenize(sorted(wanted))
+
+    def named(self, provenance: Provenance) -> dict[int, str]:
+        """The text of every token id of ``provenance`` known so far: its tokens', then its rejected drafts' (the
+        server's names once the answer ended, else the tokenizer's, where it is on this machine)."""
+        texts = {t.id: t.text for t in provenance.tokens} | self.token_texts
+        unnamed = {i for step in provenance.steps for i in step.rejected_ids} - texts.keys()
+        return texts | token_names.decode_each(self.tokenizer, unnamed) if unnamed else texts
 
     def snapshot(self, until_s: float | None = None) -> list[Chunk]:
         """The chunks received so far (up to ``until_s`` into the stream when given)."""

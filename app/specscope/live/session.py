@@ -213,7 +213,7 @@ class LiveSession:
             chunks = pane.snapshot(until)
             provenance, figures = pane.view_chunks(chunks)
             complete = pane.done and (until is None or until >= self.replay_length_s)
-            texts = {t.id: t.text for t in provenance.tokens} | pane.token_texts
+            texts = pane.named(provenance)
             invalid = answer_problem(pane.request, chunks) if complete and not pane.error else None
             views.append(PaneView(spec=pane.spec, provenance=provenance, metrics=figures, token_texts=texts,
                                   error=pane.error if complete or until is None else None,
