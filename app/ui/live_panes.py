@@ -31,9 +31,10 @@ from specscope.client import stream
 from specscope.client.stream import FORMAT_FLAGS
 from specscope.live import LiveSession, PaneView
 from specscope.live.steps import Provenance
+from ui.common import plain
 from ui.tokens import tokens_html
 
-__all__ = ["stream_panes", "pane_html", "session_pane_html", "PANE_STYLE", "IDLE_WAIT_S"]
+__all__ = ["stream_panes", "pane_html", "session_pane_html", "sent_label", "PANE_STYLE", "IDLE_WAIT_S"]
 
 IDLE_WAIT_S = 0.25  # longest wait between checks when nothing arrives
 # Shortest time between two redraws. Measured (dashboard bench's replay at 12x, two panes streaming at once,
@@ -71,6 +72,15 @@ METRIC_HELP = {
 METRIC_NAMES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL"}
 COLD_HELP = ("Its server had answered no request before this one, so the figures include its cold start "
              "(lazy initialisation, first-use compilation): TTFT and speed read worse than they will next time.")
+
+
+def sent_label(prompt: str, chars: int = 90) -> str:
+    """One line on a prompt variant that was sent, its start clipped (the whole prompt opens beneath it): the
+    first screen stays the panes'. Markdown-escaped."""
+    words = " ".join(prompt.split())
+    start = words if len(words) <= chars else words[:chars].rsplit(" ", 1)[0] + " …"
+    return (f"Prompt sent: a variant of the one under Servers, prompt and settings (new first tokens, so no prefix "
+            f"cache holds it): {plain(start)} ({len(prompt):,} characters)")
 
 
 def _duration(ms: float | None) -> str:

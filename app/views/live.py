@@ -19,7 +19,7 @@ from ui import answer_format as answer_format_ui
 from ui import state
 from ui.access import is_operator
 from ui.common import plain, show_error
-from ui.live_panes import PANE_STYLE, session_pane_html, stream_panes
+from ui.live_panes import PANE_STYLE, sent_label, session_pane_html, stream_panes
 from ui.per_prompt import prefill_live
 from ui.tokens import STYLE, legend_html
 
@@ -107,7 +107,8 @@ if not st.session_state.get(MODE_CHOSEN):  # until the user picks a mode, it fol
 with settings:
     cols = st.columns(5)
     temperature = cols[0].number_input("Temperature", 0.0, 2.0, 0.0, 0.1, key="live_temperature")
-    max_tokens = cols[1].number_input("Max tokens", 1, 4096, 128, 16, key="live_max_tokens")
+    st.session_state.setdefault("live_max_tokens", 128)  # a slow prompt's link sets it (``prefill_live``)
+    max_tokens = cols[1].number_input("Max tokens", 1, 4096, step=16, key="live_max_tokens")
     chat = cols[2].toggle("Chat endpoint", value=True, key="live_chat")
     mode = cols[3].radio("Mode", live.MODES, key="live_mode", horizontal=True,
                          format_func={"race": "Race", "fair": "Fair replay"}.get,
@@ -189,10 +190,9 @@ if session is not None:
             st.warning("These servers raced on shared CPU cores: the speedups measure how they slow each "
                        "other down, not what speculation gains. Start again in Fair replay for the real speedup.")
         sent = session.panes[0].request.prompt
-        if st.session_state.get(state.LIVE_SENT) == sent:  # a variant of the prompt: say what was sent
-            st.caption("Prompt sent, a variant of the one under Servers, prompt and settings (new first tokens, so "
-                       "no prefix cache holds it):")
-            st.code(sent, language=None, wrap_lines=True)  # shown literally
+        if st.session_state.get(state.LIVE_SENT) == sent:  # a variant of the prompt: one line on what was sent
+            with st.expander(sent_label(sent)):
+                st.code(sent, language=None, wrap_lines=True)  # shown literally, whole
         st.html(STYLE + PANE_STYLE + legend_html())
         stream_panes(session, session_pane_html(session, show_rejected))
     if streaming:  # it finished while this run drew it: its controls go in their place above

@@ -109,10 +109,10 @@ def test_a_variant_that_was_sent_is_shown_above_the_panes(page_env):
     at = AppTest.from_file(str(PAGE), default_timeout=60)
     at.session_state[state.LIVE_SESSION] = session
     run(at)
-    assert not any(c.value.startswith("Prompt sent") for c in at.caption)
+    assert not any(e.label.startswith("Prompt sent") for e in at.expander)
     at.session_state[state.LIVE_SENT] = sent
     run(at)
-    assert any(c.value.startswith("Prompt sent, a variant") for c in at.caption)
+    assert any(e.label.startswith("Prompt sent: a variant") for e in at.expander)
     assert [c.value for c in at.code] == [sent]
 
 
@@ -125,3 +125,26 @@ def test_the_variant_is_offered_only_where_a_prefix_cache_was_hit():
     assert not variant and text.endswith("restart suffix where it runs.")
     text, variant = freshness.advice(["suffix"], ["base"], ["cpu-smollm2-suffix"])
     assert variant and text.endswith("restart the suffix servers or run a variant of the prompt.")
+
+
+def test_a_long_prompt_variant_is_one_clipped_line_above_the_panes_and_opens_whole(page_env):
+    """The issue: a long variant prompt filled the first screen above the panes."""
+    from dataclasses import replace
+
+    from specscope import live
+    from ui import state
+
+    captures = Path(__file__).resolve().parents[1] / "captures"
+    session = live.load_recording(captures / "live_4panes.json")
+    long = "Rewrite this module so that every function has type hints and a docstring.\n" + "\n".join(["x = 1"] * 400)
+    for pane in session.panes:  # as "Run a prompt variant" sends it
+        pane.request = replace(pane.request, prompt=long)
+    at = AppTest.from_file(str(PAGE), default_timeout=60)
+    at.session_state[state.LIVE_SESSION] = session
+    at.session_state[state.LIVE_SENT] = long
+    at = run(at)
+    sent = next(e for e in at.expander if e.label.startswith("Prompt sent: a variant"))
+    assert len(sent.label) < 250 and "\n" not in sent.label and sent.label.endswith(f"({len(long):,} characters)")
+    assert not sent.proto.expanded  # folded: the panes come right after one line
+    assert [c.value for c in sent.code] == [long]  # opened, the whole prompt, as typed
+    assert [c.value for c in at.code].count(long) == 1  # nowhere else
