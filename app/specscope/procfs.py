@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 __all__ = ["CHILDREN", "proc_stat", "alive", "pid_exists", "group_pids", "group_rss_bytes", "env_by_group",
-           "memory_available_bytes", "listening_argv", "cpu_binding"]
+           "memory_available_bytes", "listening_argv", "listening_ports", "cpu_binding"]
 
 CHILDREN: dict[int, subprocess.Popen[bytes]] = {}  # servers this process started, so exits get reaped
 
@@ -112,9 +112,10 @@ def memory_available_bytes() -> int | None:
     return None
 
 
-def _listening_inodes(port: int) -> set[str]:
-    """Socket inodes listening on TCP ``port`` (``/proc/net/tcp`` and ``tcp6``: state 0A)."""
-    found = set()
+def _listening() -> dict[str, int]:
+    """Socket inode -> TCP port, of every socket listening on this machine (``/proc/net/tcp`` and ``tcp6``:
+    state 0A)."""
+    found = {}
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             lines = Path(table).read_text().splitlines()[1:]
@@ -122,8 +123,31 @@ def _listening_inodes(port: int) -> set[str]:
             continue
         for line in lines:
             fields = line.split()
-            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                found.add(fields[9])
+            if len(fields) > 9 and fields[3] == "0A":
+                found[fields[9]] = int(fields[1].rsplit(":", 1)[1], 16)
+    return found
+
+
+def _listening_inodes(port: int) -> set[str]:
+    """Socket inodes listening on TCP ``port``."""
+    return {inode for inode, listened in _listening().items() if listened == port}
+
+
+def listening_ports(pids: list[int]) -> set[int]:
+    """The TCP ports the processes ``pids`` listen on (those we may read)."""
+    listening, found = _listening(), set()
+    for pid in pids:
+        try:
+            fds = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                inode = os.readlink(fd).removeprefix("socket:[").removesuffix("]")
+            except OSError:  # closed meanwhile
+                continue
+            if inode in listening:
+                found.add(listening[inode])
     return found
 
 

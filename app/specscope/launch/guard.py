@@ -9,14 +9,20 @@ would live on. The guard looks once a second: when
 OWNER_PID has ended it ends the group (TERM, then KILL); it exits as soon as the group is empty.
 ``detach`` starts it through a process that exits at once, so the guard is no child of the owner:
 Ray kills a lost task's child processes, and would take the guard with them.
+
+Ending a group also removes the rendezvous file each vLLM engine leaves in the temporary folder
+(``/tmp/vllm_dist_<uuid>``: torch's FileStore, which vLLM names with no setting to place it elsewhere and never
+removes): the file is the one that names a port the group's processes listened on.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +30,10 @@ from typing import Any
 
 from specscope import procfs
 
-__all__ = ["end_group", "watch", "watch_idle", "detach", "detach_idle"]
+__all__ = ["end_group", "rendezvous_files", "watch", "watch_idle", "detach", "detach_idle"]
+
+# the IPv4 or IPv6 socket address (family, port, ...) a gloo process group writes into vLLM's rendezvous file
+_ADDRESS = re.compile(rb"\x02\x00(..)[\s\S]{4}\x00{8}|\x0a\x00(..)\x00{4}[\s\S]{16}")
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -36,8 +45,11 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 
 def end_group(pgid: int, *, timeout: float = 20.0, child: subprocess.Popen[Any] | None = None) -> None:
     """TERM every process of group ``pgid`` (the API server, or engine processes it left behind),
-    KILL what is left after ``timeout``; ``child`` (ours) is reaped while waiting."""
-    if procfs.group_pids(pgid):
+    KILL what is left after ``timeout``; ``child`` (ours) is reaped while waiting. Then vLLM's rendezvous
+    files of the group's engines are removed."""
+    pids = procfs.group_pids(pgid)
+    leftovers = rendezvous_files(procfs.listening_ports(pids))
+    if pids:
         _signal_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while procfs.group_pids(pgid) and time.monotonic() < deadline:
@@ -48,6 +60,23 @@ def end_group(pgid: int, *, timeout: float = 20.0, child: subprocess.Popen[Any] 
         _signal_group(pgid, signal.SIGKILL)
         while procfs.group_pids(pgid) and time.monotonic() < deadline + 5:
             time.sleep(0.1)
+    for path in leftovers:
+        path.unlink(missing_ok=True)
+
+
+def rendezvous_files(ports: set[int]) -> list[Path]:
+    """vLLM's rendezvous files (``vllm_dist_<uuid>`` in the temporary folder, ours) that name one of ``ports``."""
+    found = []
+    for path in Path(tempfile.gettempdir()).glob("vllm_dist_*"):
+        try:
+            if path.stat().st_uid != os.getuid() or not re.fullmatch(r"vllm_dist_[0-9a-f]{32}", path.name):
+                continue
+            named = {int.from_bytes(m.group(1) or m.group(2), "big") for m in _ADDRESS.finditer(path.read_bytes())}
+        except OSError:
+            continue
+        if named & ports:
+            found.append(path)
+    return found
 
 
 def watch(owner: int, pgid: int, every: float = 1.0) -> None:
