@@ -204,6 +204,10 @@ def test_constrained_cells_run_only_the_prompts_that_carry_a_format():
     assert mixed.split_note() == ("Only 2 of the 3 prompts carry a response format: constrained cells (and their "
                                   "baseline) run those 2, free cells all 3.")
     assert mixed.with_formats().split_note() == "" and prompts.load(BUNDLED).split_note() == ""
+    one = prompts.parse(b'{"id": "a", "prompt": "Say hi."}\n{"id": "c", "prompt": "Yes or no?", "response_format": '
+                        b'{"type": "choice", "choice": ["yes", "no"]}}\n', "one.jsonl")
+    assert one.split_note() == ("Only 1 of the 2 prompts carries a response format: constrained cells (and their "
+                                "baseline) run that one, free cells all 2.")  # not "carry ... run those 1"
     free, bound = sweep.Cell("none", 0, 1), sweep.Cell("none", 0, 1, constrained=True)
     assert measure.cell_prompts(mixed, free) is mixed and len(measure.cell_prompts(mixed, bound)) == 2
     spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none",), ks=(), concurrencies=(1,),

@@ -98,8 +98,9 @@ class PromptSet:
         formatted = len(self.with_formats())
         if formatted in (0, len(self)):
             return ""
-        return (f"Only {formatted} of the {len(self)} prompts carry a response format: constrained cells (and "
-                f"their baseline) run those {formatted}, free cells all {len(self)}.")
+        carry, those = ("carries", "that one") if formatted == 1 else ("carry", f"those {formatted}")
+        return (f"Only {formatted} of the {len(self)} prompts {carry} a response format: constrained cells (and "
+                f"their baseline) run {those}, free cells all {len(self)}.")
 
 
 class _Problems:
