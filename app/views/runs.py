@@ -287,6 +287,9 @@ def results_section() -> None:
                "lists each run's figure.")
     st.table(run_table.display_table(cells).style.format(
         {"acceptance": "{:.3f}", "TTFT ms": "{:.1f}", "TPOT ms": "{:.1f}"}, na_rep="–"))
+    if prompt_rows.empty:  # bundled or copied without its requests file: one sentence, not three empty parts
+        st.info(run_charts.NO_REQUESTS)
+        return
     left, right = st.columns(2)
     left.plotly_chart(run_charts.per_prompt_acceptance(prompt_rows), key="runs_chart_acceptance")
     right.plotly_chart(run_charts.per_prompt_speedup(prompt_rows), key="runs_chart_speedup")

@@ -106,3 +106,17 @@ def test_invalid_constrained_answers_fail_the_hygiene_checks(specscope_home, mon
     assert table.set_index("method").loc["none", "checks"] == "✓"
     assert any("Invalid constrained answers (1 cell)" in w.value for w in at.warning)
     assert not any("every check passed" in s.value for s in at.success)
+
+
+def test_a_run_without_per_request_rows_says_so_once(kept_run):
+    """The issue: the default run (a bundled results file without its requests file) read "No per-prompt speedup
+    yet: it needs the baseline and an SD cell" though it has both."""
+    from ui import run_charts
+
+    at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=90).run()
+    at.switch_page("views/runs.py").run()
+    at.selectbox(key="runs_view").set_value(kept_run).run()  # kept without request rows
+    assert not at.exception, at.exception
+    assert set(at.table[0].value["method"]) == {"none", "ngram"}  # both the baseline and a speculative cell
+    assert [i.value for i in at.info].count(run_charts.NO_REQUESTS) == 1
+    assert not at.get("plotly_chart") and not any("Where it pays" in h.value for h in at.subheader)
