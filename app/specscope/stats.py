@@ -6,11 +6,10 @@
     bounded_mean_intervals(n, mean, var, lower=1.0)      # an acceptance length's mean, never below 1
     combined_ratios(a, n_a, var_a, b, n_b, var_b)       # several runs' speedups as one, with its interval
 
-Every function returns an ``Interval``. One value gives no interval (``low``/``high`` are
-``None``, ``method="none"``): a single run says nothing about its own spread. A speedup whose
-baseline mean is not significantly above zero has no bounded Fieller interval; it says so
-(``method="unbounded"``) rather than inventing bounds. Student-t quantiles are computed here
-(regularised incomplete beta, bisection) so no scipy is needed.
+Every function returns an ``Interval``. One value gives no interval (``low``/``high`` are ``None``,
+``method="none"``): a single run says nothing about its own spread. A speedup whose baseline mean is not
+significantly above zero has no bounded Fieller interval; it says so (``method="unbounded"``) rather than
+inventing bounds. Student-t quantiles are computed here (regularised incomplete beta) so no scipy is needed.
 """
 
 from __future__ import annotations
@@ -32,6 +31,8 @@ __all__ = [
     "ratio_intervals",
     "ratio_prediction_interval",
     "combined_ratios",
+    "combined_log_ratios",
+    "combined_from_sums",
     "t_quantile",
     "t_quantiles",
 ]
@@ -151,6 +152,18 @@ def t_quantiles(p: float, df) -> np.ndarray:
     if not 0.5 <= p < 1.0 or np.any(df <= 0) or not np.all(np.isfinite(df)):
         raise ValueError(f"t_quantiles needs 0.5 <= p < 1 and finite df > 0, got p={p}")
     nu, inverse = np.unique(df, return_inverse=True)
+    seen = {v: _T_SEEN.get((p, v)) for v in nu.tolist()}  # the same data asks for the same degrees of freedom again
+    new = [v for v, t in seen.items() if t is None]
+    found = dict(zip(new, _newton_t(p, np.array(new)).tolist() if new else []))
+    _T_SEEN.update(((p, v), t) for v, t in found.items() if len(_T_SEEN) < 100_000)
+    return np.array([found.get(v, t) for v, t in seen.items()], dtype=float)[inverse].reshape(df.shape)
+
+
+_T_SEEN: dict[tuple[float, float], float] = {}  # t_quantiles' answers by (p, degrees of freedom), up to 100,000
+
+
+def _newton_t(p: float, nu: np.ndarray) -> np.ndarray:
+    """The ``p`` quantiles of t at the distinct degrees of freedom ``nu``: ``t_quantiles``' Newton steps."""
     z = _normal_quantile(p)
     t = z + (z**3 + z) / (4 * nu) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * nu**2) \
         + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * nu**3)
@@ -165,7 +178,7 @@ def t_quantiles(p: float, df) -> np.ndarray:
         active = active[np.abs(step) > 1e-12 * np.maximum(x, 1.0)]  # the CDF's own noise is near 1e-13
         if active.size == 0:
             break
-    return t[inverse].reshape(df.shape)
+    return t
 
 
 @functools.lru_cache(maxsize=64)
@@ -301,32 +314,61 @@ _MAX_LOG_STEP = 50.0  # past e^50 an interval's end says nothing more, and stays
 
 
 def combined_ratios(a, n_a, var_a, b, n_b, var_b, level: float = 0.95) -> tuple[float, float, float]:
-    """Several runs' ratios of means (each run's method mean ``a`` over its own baseline's ``b``, with their
-    sizes and variances) as one figure with its interval: the inverse-variance weighted mean of the runs'
-    log ratios (each run's variance by the delta method), with a random-effects term where the runs differ
-    by more than their own spread (DerSimonian-Laird), and a t-quantile on the Welch-Satterthwaite degrees
-    of freedom of all their repeats (of the runs, less one, where they differ); ``exp`` of it, so the
-    bounds stay above 0. Where a run has fewer than two values on a side, NaN (figure and bounds): then
-    only the runs' own spread can tell (``mean_intervals`` over the runs)."""
-    a, n_a, var_a, b, n_b, var_b = (np.asarray(v, dtype=float) for v in (a, n_a, var_a, b, n_b, var_b))
-    term_a, term_b = var_a / (n_a * a * a), var_b / (n_b * b * b)
-    within = term_a + term_b
-    if len(a) == 0 or (n_a < 2).any() or (n_b < 2).any() or not (np.isfinite(within) & (within > 0)).all():
+    """Several runs' ratios of means (each run's mean ``a`` over its own baseline's ``b``, with their sizes and
+    variances) as one figure and interval: the inverse-variance weighted mean of the log ratios (delta method),
+    a random-effects term where the runs differ beyond their own spread (DerSimonian-Laird), and t on the
+    Welch-Satterthwaite degrees of freedom of all their repeats (of the runs, less one, where they differ);
+    ``exp`` of it, so the bounds stay above 0. NaN where a run has fewer than two values on a side."""
+    a, n_a, var_a, b, n_b, var_b = (np.atleast_1d(np.asarray(v, dtype=float)) for v in (a, n_a, var_a, b, n_b, var_b))
+    if a.size == 0:
         return math.nan, math.nan, math.nan
-    logs = np.log(a / b)
-    weights = 1.0 / within
-    centre = float((weights * logs).sum() / weights.sum())
-    q = float((weights * (logs - centre) ** 2).sum())
-    spread = max(0.0, (q - (len(logs) - 1)) / float(weights.sum() - (weights ** 2).sum() / weights.sum()))
-    weights = 1.0 / (within + spread)
-    centre = float((weights * logs).sum() / weights.sum())
-    variance = 1.0 / float(weights.sum())
-    shares = (weights / weights.sum()) ** 2  # each run's part of the variance, by its two sides
-    parts = [*(shares * term_a), *(shares * term_b)]
-    dfs = [*(n_a - 1), *(n_b - 1)]
-    df = (sum(parts) ** 2 / sum(p * p / d for p, d in zip(parts, dfs))) if spread == 0.0 else len(logs) - 1.0
-    half = t_quantile(0.5 + level / 2.0, df) * math.sqrt(variance)
-    return float(math.exp(centre)), float(math.exp(centre - half)), float(math.exp(centre + half))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.log(a / b)
+    terms = (var_a / (n_a * a * a), n_a - 1, var_b / (n_b * b * b), n_b - 1)
+    [centre], [low], [high] = combined_log_ratios(np.zeros(len(a), dtype=int), logs, *terms, level=level)
+    return float(centre), float(low), float(high)
+
+
+def combined_log_ratios(group, logs, term_a, df_a, term_b, df_b,
+                        level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``combined_ratios`` for many points at once (``group`` numbers each run's point 0, 1, ...), from each run's
+    log ratio and its two variance terms (``term_a`` on ``df_a`` degrees of freedom, ``term_b`` on ``df_b``).
+    Arrays per point of the figure and its bounds, NaN for a point where a run has no spread of its own. The
+    store folds the same sums in SQL and finishes with ``combined_from_sums``."""
+    _check_level(level)
+    group = np.asarray(group, dtype=int)
+    logs, term_a, df_a, term_b, df_b = (np.asarray(v, dtype=float) for v in (logs, term_a, df_a, term_b, df_b))
+    points = int(group.max()) + 1 if group.size else 0
+    v = term_a + term_b
+    with np.errstate(invalid="ignore", divide="ignore"):
+        usable = np.isfinite(logs) & np.isfinite(v) & (v > 0) & (df_a >= 1) & (df_b >= 1)
+        ok = (np.bincount(group, ~usable, points) == 0) & (np.bincount(group, minlength=points) > 0)
+        keep = ok[group]
+        group, logs, v, term_a, df_a, term_b, df_b = (x[keep] for x in (group, logs, v, term_a, df_a, term_b, df_b))
+        runs = np.bincount(group, minlength=points).astype(float)
+        w, wl, wll, ww = (np.bincount(group, x, points) for x in (1 / v, logs / v, logs * logs / v, 1 / (v * v)))
+        scale = w - ww / w  # the runs' spread beyond their own (DerSimonian-Laird's tau^2; the store's SQL too)
+        spread = np.where(scale > 0, np.maximum(0.0, (wll - wl * wl / w - (runs - 1)) / scale), 0.0)
+        w = 1.0 / (v + spread[group])
+        sums = (np.bincount(group, x, points) for x in (w, w * logs, w * w * v,
+                                                        w ** 4 * (term_a ** 2 / df_a + term_b ** 2 / df_b), w * w))
+        return combined_from_sums(np.where(ok, runs, np.nan), spread, *sums, level=level)
+
+
+def combined_from_sums(runs, spread, w, wl, wwv, w4d, ww, *,
+                       level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each point's combined figure and interval (``combined_ratios``) from its runs' count (NaN: none), their
+    ``spread`` and, with weights w = 1 / (v + spread), the sums of w, w log, w^2 v, w^4 (term_a^2 / df_a +
+    term_b^2 / df_b) and w^2: the weighted mean, and t on the Welch-Satterthwaite degrees of freedom of the
+    runs' sides (of the runs, less one, where they differ)."""
+    runs, spread, w, wl, wwv, w4d, ww = (np.asarray(x, dtype=float) for x in (runs, spread, w, wl, wwv, w4d, ww))
+    ok, out = np.isfinite(runs) & (runs >= 1) & (w > 0), np.full((3, runs.size), np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        df = np.where(spread == 0.0, (wwv / (w * w)) ** 2 / (w4d / w ** 4), runs - 1.0)
+        ok &= np.isfinite(df) & (df > 0)
+        centre, half = wl / w, t_quantiles(0.5 + level / 2.0, df[ok]) * np.sqrt(1.0 / w[ok])
+    out[:, ok] = np.exp([centre[ok], centre[ok] - half, centre[ok] + half])
+    return out[0], out[1], out[2]
 
 
 def _at_least(bound, lower: float | None):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from specscope.stats import (
+    combined_log_ratios,
     combined_ratios,
     mean_interval,
     ratio_interval,
@@ -178,3 +179,20 @@ def test_runs_without_repeats_give_no_combined_interval():
     speedup, low, high = combined_ratios([15.0, 16.0], [1, 1], [np.nan, np.nan], [10.0, 10.0], [1, 1],
                                          [np.nan, np.nan])
     assert np.isnan(speedup) and np.isnan(low) and np.isnan(high)  # the store falls back to the runs' spread
+
+
+def test_combined_log_ratios_fold_many_points_as_one_at_a_time():
+    """The store folds every figure point's runs at once (``combined_log_ratios`` on group numbers): the same
+    figures as ``combined_ratios`` point by point."""
+    rng = np.random.default_rng(3)
+    groups = np.repeat(np.arange(40), rng.integers(2, 5, 40))
+    n = len(groups)
+    a, b = rng.uniform(10, 20, n), rng.uniform(8, 12, n)
+    n_a, n_b = rng.integers(2, 6, n), rng.integers(2, 6, n)
+    var_a, var_b = rng.uniform(0.1, 9, n), rng.uniform(0.1, 9, n)
+    together = combined_log_ratios(groups, np.log(a / b), var_a / (n_a * a * a), n_a - 1, var_b / (n_b * b * b),
+                                   n_b - 1)
+    for g in range(40):
+        at = groups == g
+        alone = combined_ratios(a[at], n_a[at], var_a[at], b[at], n_b[at], var_b[at])
+        assert [float(v[g]) for v in together] == pytest.approx(list(alone), rel=1e-9)

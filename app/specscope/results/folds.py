@@ -10,11 +10,39 @@ from specscope import stats, ties
 from specscope.results import hygiene
 from specscope.schema import BASELINE_METHOD, BEST_KEYS
 
-__all__ = ["LEVEL", "BASE_STATS", "STATS", "speedup_intervals", "combined", "with_intervals", "best_with_ties"]
+__all__ = ["LEVEL", "BASE_STATS", "STATS", "COMBINED_SQL", "COMBINED", "speedup_intervals", "points", "with_intervals",
+           "best_with_ties"]
 
 LEVEL = 0.95
 BASE_STATS = ["_base_n", "_base_mean", "_base_var"]  # count, mean, variance of a baseline's pooled throughputs
 STATS = ["_n", "_var", *BASE_STATS]  # with the cell's count and variance: its speedup's sufficient statistics
+
+
+# A point's runs folded in SQL into the sums ``stats.combined_from_sums`` finishes (``points``), from the CTE
+# ``speedups`` (a row per run's cell, with ``_point`` and STATS): each run's log ratio and its variance terms (its
+# two samples' by the delta method), the runs' spread beyond them (``stats.combined_log_ratios``' formula), and the
+# sums under the weights 1 / (v + spread); Kahan sums.
+COMBINED_SQL = """
+    terms AS (
+        SELECT *, _ta + _tb AS _v,
+               coalesce(isfinite(_log + _ta + _tb) AND _ta + _tb > 0 AND _dfa >= 1 AND _dfb >= 1, false) AS _usable
+        FROM (SELECT _point,
+                     if(output_throughput > 0 AND _base_mean > 0, ln(output_throughput / _base_mean), NULL) AS _log,
+                     _var / (_n * output_throughput * output_throughput) AS _ta,
+                     _base_var / (_base_n * _base_mean * _base_mean) AS _tb, _n - 1 AS _dfa, _base_n - 1 AS _dfb
+              FROM speedups WHERE speedup IS NOT NULL)),
+    spread AS (
+        SELECT _point, _ok, if(_w - _ww / _w > 0, greatest(0.0, (_wll - _wl * _wl / _w - (_k - 1)) / (_w - _ww / _w)),
+                                0.0) AS _spread
+        FROM (SELECT _point, bool_and(_usable) AS _ok, count(*) AS _k, fsum(1 / _v) AS _w, fsum(_log / _v) AS _wl,
+                     fsum(_log * _log / _v) AS _wll, fsum(1 / (_v * _v)) AS _ww FROM terms GROUP BY _point)),
+    combined AS (
+        SELECT _point, any_value(_ok) AS _c_ok, any_value(_spread) AS _c_spread, fsum(w) AS _c_w,
+               fsum(w * _log) AS _c_wl, fsum(w * w * _v) AS _c_wwv,
+               fsum(w * w * w * w * (_ta * _ta / _dfa + _tb * _tb / _dfb)) AS _c_w4d, fsum(w * w) AS _c_ww
+        FROM (SELECT t.*, s._ok, s._spread, 1 / (t._v + s._spread) AS w FROM terms t JOIN spread s USING (_point))
+        GROUP BY _point)"""
+COMBINED = ["_c_ok", "_c_spread", "_c_w", "_c_wl", "_c_wwv", "_c_w4d", "_c_ww"]  # what ``combined`` gives a point
 
 
 def speedup_intervals(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -23,11 +51,27 @@ def speedup_intervals(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.n
                                  frame["_base_n"], frame["_base_var"], LEVEL, lower=0.0)
 
 
-def combined(cells) -> tuple[float, float, float]:
-    """The runs of one point (their cells' sufficient statistics) as one speedup and interval."""
-    a, n_a, var_a, b, n_b, var_b = zip(*[(c["mean"], c["n"], c["var"], c["base_mean"], c["base_n"], c["base_var"])
-                                         for c in cells])
-    return stats.combined_ratios(a, n_a, var_a, b, n_b, var_b, level=LEVEL)
+def points(frame: pd.DataFrame) -> pd.DataFrame:
+    """The store's figure points (one row each, with ``runs``, the mean ``speedup`` of its runs, their
+    ``_speedup_var``, ``_mean_throughput``, a single run's ``STATS`` and its runs' sums, ``COMBINED``) as speedups
+    with their intervals: a point of one run keeps that run's own; one of several runs is combined
+    (``stats.combined_from_sums``); where a run has no interval of its own, the runs' mean and a t-interval over
+    them."""
+    folded = (frame["runs"] > 1).to_numpy()
+    frame[STATS] = frame[STATS].astype(float)
+    low, high, _ = speedup_intervals(frame)
+    speedup = frame["speedup"].to_numpy(dtype=float, copy=True)
+    if folded.any():
+        ok = frame["_c_ok"].astype("boolean").fillna(False).to_numpy(dtype=bool)
+        runs = np.where(ok, frame["runs"].to_numpy(dtype=float), np.nan)
+        sums = [frame[c].to_numpy(dtype=float, na_value=np.nan)[folded] for c in COMBINED[1:]]
+        speedup[folded], low[folded], high[folded] = stats.combined_from_sums(runs[folded], *sums, level=LEVEL)
+    alone = folded & np.isnan(low)
+    speedup = np.where(alone, frame["speedup"], speedup)
+    over_runs = stats.mean_intervals(frame["runs"], speedup, frame["_speedup_var"], LEVEL, lower=0.0)
+    low, high = np.where(alone, over_runs[0], low), np.where(alone, over_runs[1], high)
+    return frame.assign(speedup=speedup, speedup_lo=low, speedup_hi=high, output_throughput=frame["_mean_throughput"]
+                        ).drop(columns=[*STATS, *COMBINED, "_speedup_var", "_mean_throughput"])
 
 
 def with_intervals(frame: pd.DataFrame) -> pd.DataFrame:

@@ -31,13 +31,12 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from specscope import procfs, settings, stats
+from specscope import procfs, settings
 from specscope.errors import StoreError
-from specscope.results import folds, shared
+from specscope.results import folds, hygiene, shared
 from specscope.schema import (
     BASELINE_KEYS,
     BASELINE_METHOD,
@@ -119,9 +118,10 @@ def _aggregate(field: pa.Field) -> str:
 _CELL_NEEDS = ("run_id", "method", "created_at", "output_throughput")  # the folds need these
 
 
-def _union(column: str) -> str:
-    """A comma-separated column (check ids) as the union of its rows' values, in one order ('' for none)."""
-    return f"coalesce(string_agg(DISTINCT nullif({column}, ''), ',' ORDER BY nullif({column}, '')), '') AS {column}"
+# A row's hygiene check ids as bits (CHECKS order), set once at load: a point's checks are the bit_or of its rows'
+_IDS = "',' || regexp_replace(coalesce(hygiene, ''), '[,;\\s]+', ',', 'g') || ','"  # ',waves,drift,'
+_CHECK_BITS = " + ".join(f"if(contains({_IDS}, ',{check_id},'), {1 << i}, 0)"
+                         for i, check_id in enumerate(hygiene.CHECKS))
 _OK = "coalesce(status, 'ok') = 'ok'"  # the rows that count: a failed measurement is no sample
 # A group's count and variance of throughputs: over its repeats, or for a single row the spread over its
 # requests that an import recorded (output_throughput_n, _var), when it did.
@@ -231,7 +231,8 @@ class Store:
             single = "CASE WHEN repeat IS NULL THEN row_number() OVER () END"
             key = (f", hash({', '.join(BASELINE_KEYS)}) AS _baseline_key"
                    ", if(run_id IS NULL, NULL, hash(run_id)) AS _run"
-                   f", hash({', '.join(CELL_KEYS)}, {single}) AS _cell, hash({', '.join(POINT_KEYS)}) AS _point")
+                   f", hash({', '.join(CELL_KEYS)}, {single}) AS _cell, hash({', '.join(POINT_KEYS)}) AS _point"
+                   f", CAST({_CHECK_BITS} AS UBIGINT) AS _checks")
         columns = ", ".join(f'"{f.name}"' for f in schema)
         present, source, params = set(), "WHERE false", []
         try:
@@ -411,7 +412,7 @@ class Store:
         """One point per POINT_KEYS (setup, K schedule, concurrency, K) over the speculative cells with
         a speedup, folded in SQL on integer keys: a point measured by one cell keeps that cell's
         speedup and Fieller interval. One measured by several cells (runs) combines each run's own
-        speedup and spread (``stats.combined_ratios``: inverse-variance weights on the log scale, a
+        speedup and spread (``folds.COMBINED_SQL``: inverse-variance weights on the log scale, a
         random-effects term where the runs disagree beyond their own noise, the degrees of freedom of
         all their repeats). Why not a t-interval over the runs' speedups: with two runs it has one
         degree of freedom and reads wider than either run's own interval, so every two-run comparison
@@ -424,7 +425,7 @@ class Store:
         rows = {c: v for c, v in (filters or {}).items() if c in CELL_KEYS}  # equal over a cell's rows
         where, params = self.where(rows)
         cell_where, cell_params = self.where({c: v for c, v in (filters or {}).items() if c not in rows})
-        column_means = "".join(f', {_union("hygiene")}' if c == "hygiene" else f', avg("{c}") AS "{c}"'
+        column_means = "".join(", bit_or(_checks) AS _checks" if c == "hygiene" else f', avg("{c}") AS "{c}"'
                                for c in columns if c != "output_throughput")
         stats_sql = ", ".join(f"any_value({c}) AS {c}" for c in folds.STATS)
         sql = f"""{self._baselines_sql()},
@@ -442,32 +443,20 @@ class Store:
             speedups AS (
                 SELECT r.*, r.output_throughput / ({self._baseline("baseline_throughput")}) AS speedup,
                        {", ".join(f"{self._baseline(c)} AS {c}" for c in folds.BASE_STATS)}
-                FROM cells r {self._JOIN_BASELINES})
-            SELECT k.*, p.* EXCLUDE (_point) FROM (
+                FROM cells r {self._JOIN_BASELINES}),{folds.COMBINED_SQL}
+            SELECT k.*, p.* EXCLUDE (_point), c.* EXCLUDE (_point) FROM (
                 SELECT _point, count(*) AS runs, list(DISTINCT _run_id ORDER BY _run_id) AS run_ids,
                        CAST(sum(repeats) AS BIGINT) AS repeats, avg(speedup) AS speedup,
                        var_samp(speedup) AS _speedup_var, avg(output_throughput) AS _mean_throughput{column_means},
-                       any_value(output_throughput) AS output_throughput, {stats_sql},
-                       list({{'n': _n, 'mean': output_throughput, 'var': _var, 'base_n': _base_n,
-                              'base_mean': _base_mean, 'base_var': _base_var}} ORDER BY _run_id, _cell) AS _cells
+                       any_value(output_throughput) AS output_throughput, {stats_sql}
                 FROM speedups WHERE speedup IS NOT NULL GROUP BY _point) p
-            JOIN _points k USING (_point)"""
-        frame = self.query(sql, [*params, *cell_params]).drop(columns="_point")
-        folded = (frame["runs"] > 1).to_numpy()
-        frame[folds.STATS] = frame[folds.STATS].astype(float)
-        low, high, _ = (np.array(v) for v in folds.speedup_intervals(frame))  # a single cell's own Fieller interval
-        speedup = frame["speedup"].to_numpy(dtype=float, copy=True)
-        means = [folds.combined(cells) for cells in frame.loc[folded, "_cells"]]
-        if means:
-            speedup[folded], low[folded], high[folded] = (np.array(v) for v in zip(*means))
-        # where a run has no interval of its own: the runs' mean speedup and a t-interval over the runs
-        alone = folded & np.isnan(low)
-        speedup = np.where(alone, frame["speedup"], speedup)
-        over_runs = stats.mean_intervals(frame["runs"], speedup, frame["_speedup_var"], folds.LEVEL, lower=0.0)
-        low, high = np.where(alone, over_runs[0], low), np.where(alone, over_runs[1], high)
-        return frame.assign(speedup=speedup, speedup_lo=low, speedup_hi=high,
-                            output_throughput=frame["_mean_throughput"]).drop(
-            columns=[*folds.STATS, "_cells", "_speedup_var", "_mean_throughput"])
+            JOIN combined c USING (_point) JOIN _points k USING (_point)"""
+        frame = folds.points(self.query(sql, [*params, *cell_params]).drop(columns="_point"))
+        if "_checks" in frame:  # the union of the checks its cells fail, as the ids' text
+            texts = {bits: ",".join(c for i, c in enumerate(hygiene.CHECKS) if int(bits) >> i & 1)
+                     for bits in set(frame["_checks"].dropna())}
+            frame = frame.assign(hygiene=frame["_checks"].map(texts).fillna("")).drop(columns="_checks")
+        return frame
 
     def acceptance_by_k(self, filters: Filters | None = None) -> pd.DataFrame:
         """Acceptance length per setup (SETUP_KEYS) and K over the speculative ok rows: the median of every
