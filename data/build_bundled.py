@@ -9,8 +9,8 @@ Source columns named like canonical columns (data/SCHEMA.md) are copied with the
 type; ``acceptance_rate_pct`` is the published percentage (stored as a fraction);
 ``published_speedup`` and ``note`` stay in the CSV (the tests read them). SpecScope's own
 bundled CPU measurements (``source`` = ``specscope``) are not rebuilt from text: ``restamp_own``
-only brings them to the current schema and marks their host ``bundled:<host>`` (``bundled:<run id>``
-when none was recorded).
+only brings them to the current schema, marks their host ``bundled:<host>`` (``bundled:<run id>``
+when none was recorded) and flags a run whose rounds drifted together (``hygiene.mark_drift``).
 
     python data/build_bundled.py [--out DIR]
 """
@@ -32,11 +32,13 @@ DATA_DIR = Path(__file__).resolve().parent
 SOURCES_DIR = DATA_DIR / "sources"
 try:
     from specscope.engine.models import model_name, named_config
+    from specscope.results import hygiene
     from specscope.results.writing import to_table, write_results
     from specscope.schema import OWN_SOURCE, RESULT_SCHEMA
 except ImportError:  # a fresh clone without `pip install -e .`
     sys.path.insert(0, str(DATA_DIR.parent / "app"))
     from specscope.engine.models import model_name, named_config
+    from specscope.results import hygiene
     from specscope.results.writing import to_table, write_results
     from specscope.schema import OWN_SOURCE, RESULT_SCHEMA
 
@@ -132,6 +134,7 @@ def restamp_own(results_dir: Path = DATA_DIR / "results") -> list[Path]:
                 row["weights"], row["acceptance"] = "real", None if row["method"] == "none" else "real"
             if str(row.get("hardware") or "").startswith("cpu-") and row.get("torch_version") is None:
                 row["torch_version"] = CPU_TORCH.get(row.get("vllm_version"))  # predates recording it
+        hygiene.mark_drift(rows)  # a run's rounds judged together, as a sweep records them now
         written.append(write_results(to_table(rows, RESULT_SCHEMA), run_id=path.stem, directory=results_dir))
     return written
 

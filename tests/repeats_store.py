@@ -1,9 +1,11 @@
 """A small results store with repeats that exercises every path of the speedup maths.
 
-Runs with their own baselines, a run that falls back to another run's baseline, two baseline
-cells of one run under the same conditions (pooled), rows without a repeat index, a noisy
-baseline (unbounded Fieller set), a noisy cell (low bound clipped at 0), missing and failed
-measurements, K schedules, per-position acceptance and a second host. Deterministic.
+Runs with their own baselines measured in the same rounds (paired intervals), a run that falls back to
+another run's baseline, two baseline cells of one run under the same conditions (pooled), rows without a
+repeat index, a noisy baseline and a noisy cell in paired rounds (the paired interval stays above 0), an
+imported run whose cells carry their requests' spread (unpaired: a noisy baseline's unbounded Fieller set,
+a noisy cell's Fieller low end clipped at 0), missing and failed measurements, K schedules, per-position
+acceptance and a second host. Deterministic.
 """
 
 from __future__ import annotations
@@ -46,6 +48,18 @@ def _rows(run: str, hour: int, rng: np.random.Generator, *, host: str = "h1", ba
     return rows
 
 
+def _imported() -> list[dict]:
+    """A benchmark tool's single run on a third host: one row per cell with its requests' spread, no rounds."""
+    rows = []
+    for conc, (base_var, ngram_var) in {1: (4.0, 10000.0), 4: (90000.0, 9.0)}.items():
+        for method, k, tput, var in (("none", 0, 40.0 * conc, base_var), ("ngram", 2, 52.0 * conc, ngram_var)):
+            rows.append({"created_at": T0 + dt.timedelta(hours=6), "source": "synthetic", "model": "org/m",
+                         "method": method, "k": k, "hardware": "cpu", "host": "h3", "dataset": "chat",
+                         "temperature": 0.0, "output_len": 128, "concurrency": conc, "output_throughput": tput,
+                         "output_throughput_n": 12, "output_throughput_var": var, "status": "ok"})
+    return rows
+
+
 def write_store(folder: Path) -> Path:
     """Write the runs into ``folder`` (one Parquet file each) and return it."""
     rng = np.random.default_rng(27)
@@ -66,6 +80,7 @@ def write_store(folder: Path) -> Path:
     runs["run-a"] += [{**runs["run-a"][1], "repeat": 9, "output_throughput": None}]
     runs["run-f"] += [{**runs["run-f"][1], "k": 8, "status": "failed", "error": "server died",
                        "output_throughput": None}]
+    runs["run-g"] = _imported()
     for run, rows in runs.items():
         writing.write_results(rows, run_id=run, directory=folder)
     return folder

@@ -5,6 +5,7 @@
     ratio_prediction_interval(method_tps, baseline_tps) # where a rerun's speedup should land
     bounded_mean_intervals(n, mean, var, lower=1.0)      # an acceptance length's mean, never below 1
     combined_ratios(a, n_a, var_a, b, n_b, var_b)       # several runs' speedups as one, with its interval
+    paired_ratio_intervals(ratio, m, log_var)            # a speedup over paired rounds' baselines
 
 Every function returns an ``Interval``. One value gives no interval (``low``/``high`` are ``None``,
 ``method="none"``): a single run says nothing about its own spread. A speedup whose baseline mean is not
@@ -33,6 +34,8 @@ __all__ = [
     "combined_ratios",
     "combined_log_ratios",
     "combined_from_sums",
+    "paired_ratio_intervals",
+    "f_survival",
     "t_quantile",
     "t_quantiles",
 ]
@@ -317,8 +320,8 @@ def combined_ratios(a, n_a, var_a, b, n_b, var_b, level: float = 0.95) -> tuple[
     """Several runs' ratios of means (each run's mean ``a`` over its own baseline's ``b``, with their sizes and
     variances) as one figure and interval: the inverse-variance weighted mean of the log ratios (delta method),
     a random-effects term where the runs differ beyond their own spread (DerSimonian-Laird), and t on the
-    Welch-Satterthwaite degrees of freedom of all their repeats (of the runs, less one, where they differ);
-    ``exp`` of it, so the bounds stay above 0. NaN where a run has fewer than two values on a side."""
+    Welch-Satterthwaite degrees of freedom of every part of the variance, that term's on the runs' less one (not
+    jumping to those wherever it showed); ``exp`` of it. NaN where a run has fewer than two values on a side."""
     a, n_a, var_a, b, n_b, var_b = (np.atleast_1d(np.asarray(v, dtype=float)) for v in (a, n_a, var_a, b, n_b, var_b))
     if a.size == 0:
         return math.nan, math.nan, math.nan
@@ -332,9 +335,10 @@ def combined_ratios(a, n_a, var_a, b, n_b, var_b, level: float = 0.95) -> tuple[
 def combined_log_ratios(group, logs, term_a, df_a, term_b, df_b,
                         level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``combined_ratios`` for many points at once (``group`` numbers each run's point 0, 1, ...), from each run's
-    log ratio and its two variance terms (``term_a`` on ``df_a`` degrees of freedom, ``term_b`` on ``df_b``).
-    Arrays per point of the figure and its bounds, NaN for a point where a run has no spread of its own. The
-    store folds the same sums in SQL and finishes with ``combined_from_sums``."""
+    log ratio and its two variance terms (``term_a`` on ``df_a`` degrees of freedom, ``term_b`` on ``df_b``; a
+    paired run: its per-round log ratios' variance over their count on ``m - 1``, and 0). Arrays per point of
+    the figure and its bounds, NaN for a point where a run has no spread of its own. The store folds the same
+    sums in SQL and finishes with ``combined_from_sums``."""
     _check_level(level)
     group = np.asarray(group, dtype=int)
     logs, term_a, df_a, term_b, df_b = (np.asarray(v, dtype=float) for v in (logs, term_a, df_a, term_b, df_b))
@@ -360,15 +364,38 @@ def combined_from_sums(runs, spread, w, wl, wwv, w4d, ww, *,
     """Each point's combined figure and interval (``combined_ratios``) from its runs' count (NaN: none), their
     ``spread`` and, with weights w = 1 / (v + spread), the sums of w, w log, w^2 v, w^4 (term_a^2 / df_a +
     term_b^2 / df_b) and w^2: the weighted mean, and t on the Welch-Satterthwaite degrees of freedom of the
-    runs' sides (of the runs, less one, where they differ)."""
+    runs' sides and of the spread (the runs less one)."""
     runs, spread, w, wl, wwv, w4d, ww = (np.asarray(x, dtype=float) for x in (runs, spread, w, wl, wwv, w4d, ww))
     ok, out = np.isfinite(runs) & (runs >= 1) & (w > 0), np.full((3, runs.size), np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
-        df = np.where(spread == 0.0, (wwv / (w * w)) ** 2 / (w4d / w ** 4), runs - 1.0)
+        between = ww / (w * w) * spread  # the random-effects part of the variance
+        df = (wwv / (w * w) + between) ** 2 / (w4d / w ** 4 + between ** 2 / np.maximum(runs - 1, 1))
         ok &= np.isfinite(df) & (df > 0)
         centre, half = wl / w, t_quantiles(0.5 + level / 2.0, df[ok]) * np.sqrt(1.0 / w[ok])
     out[:, ok] = np.exp([centre[ok], centre[ok] - half, centre[ok] + half])
     return out[0], out[1], out[2]
+
+
+def paired_ratio_intervals(ratio, m, log_var, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Intervals of speedups measured in paired rounds (each round over the same round's baseline, so a slowdown
+    the round shares cancels): ``exp(ln ratio ± t(m-1) · sqrt(log_var / m))``, ``log_var`` the variance of the
+    ``m`` per-round log ratios (delta method), about the ratio of the means every view quotes, never reaching 0.
+    Arrays of lows and highs, NaN where fewer than two rounds pair."""
+    _check_level(level)
+    ratio, m, log_var = (np.atleast_1d(np.asarray(v, dtype=float)) for v in (ratio, m, log_var))
+    low, high = np.full(ratio.shape, np.nan), np.full(ratio.shape, np.nan)
+    ok = (m >= 2) & (ratio > 0) & np.isfinite(ratio) & np.isfinite(log_var) & (log_var >= 0)
+    if ok.any():
+        step = np.minimum(t_quantiles(0.5 + level / 2.0, m[ok] - 1) * np.sqrt(log_var[ok] / m[ok]), _MAX_LOG_STEP)
+        low[ok], high[ok] = ratio[ok] * np.exp(-step), ratio[ok] * np.exp(step)
+    return low, high
+
+
+def f_survival(f: float, df_between: float, df_within: float) -> float:
+    """P(F > f) for Fisher's F on (``df_between``, ``df_within``) degrees of freedom: how often groups' spread
+    reads this large against the spread within them by chance alone."""
+    return 1.0 if f <= 0 else 0.0 if not math.isfinite(f) else \
+        _betai(df_within / 2.0, df_between / 2.0, df_within / (df_within + df_between * f))
 
 
 def _at_least(bound, lower: float | None):

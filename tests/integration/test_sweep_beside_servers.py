@@ -62,7 +62,7 @@ def test_a_kept_server_outlives_its_sweep_serves_the_next_and_ends_itself_once_i
 
     monkeypatch.setenv("SPECSCOPE_IDLE_LIMIT", "8")
     args = ["bench", "--preset", "cpu-smollm2", "--methods", "none", "--concurrency", "1", "--prompts",
-            str(PROMPTS), "--num-prompts", "2", "--output-len", "8", "--keep"]
+            str(PROMPTS), "--num-prompts", "2", "--output-len", "8", "--repeats", "1", "--keep"]
     assert main(args) == 0
     [kept] = [s for s in launch.list_servers() if s.status == "healthy"]
     assert kept.state.idle_limit_s == 8.0

@@ -338,8 +338,8 @@ def test_reason_is_plain_words_and_the_formulas_come_apart(bundled_frame):
 
 def test_the_advice_quotes_a_point_of_two_runs_as_every_view_does(specscope_home, capsys):
     """The bundled ngram K=4 point at concurrency 1 folds two runs (1.658× and 1.516×): the Explorer reads
-    1.618× [1.446, 1.810] (mean of 2 runs). The advice quoted 1.587× [1.175, 2.016] (the runs' mean with one
-    run's interval); it reads the point's own figure now."""
+    1.570× [1.367, 1.803] (mean of 2 runs; the versions run's interval paired over its rounds). The advice
+    quoted 1.587× [1.175, 2.016] (the runs' mean with one run's interval); it reads the point's own figure now."""
     assert cli_main(["advise", "--method", "ngram", "--dataset", "code-editing"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "1: K=4 1.618× [1.446, 1.810] measured" in out and "1.587×" not in out
+    assert "1: K=4 1.570× [1.367, 1.803] measured" in out and "1.587×" not in out

@@ -357,7 +357,10 @@ def test_the_bundled_h200_run_priced_the_schedules_runner_and_answers_a_fixed_k_
         specscope_home):
     """The loop's fifth GPU run (H200, vLLM 0.26.0): step 1 measured the probe schedule 1-63:3,64:2 on vLLM's V1
     runner beside K=3 and 6, so the schedule's prediction carries that runner's price; the schedule served in step
-    3 lost, and the answer, K=4, is the best measured fixed K at every load."""
+    3 lost. K=4 is the best measured fixed K at every load, but the answer is K=3, the smaller K it ties over the
+    loads pooled: step 1's cells pair with the baseline's rounds, so K=3's intervals are paired (1.406x [0.866,
+    2.283] at 64, where Fieller's read [0.872, 1.955]), while step 3's K=4, measured after those rounds, keeps
+    Fieller's; the answer keeps 0.96 of the best fixed K's speedup."""
     from specscope.advice import deploy_run
 
     request = _bundled_loop("gpu-deploy-8b-eagle3-r6-vllm0.26.0", (3, 6))
@@ -365,11 +368,11 @@ def test_the_bundled_h200_run_priced_the_schedules_runner_and_answers_a_fixed_k_
     assert outcome.plan.schedule == "1-4:4,5-9:3,10-64:2" and outcome.plan.verify_ks == [4]  # served, then planned
     assert set(outcome.plan.runner_price) == {"1", "4", "16", "64"} and outcome.plan.runner_price["4"] < 0.6
     assert "priced by step 1's probe schedule 1-63:3,64:2" in outcome.report()
-    assert not outcome.answer.use_schedule and outcome.answer.config["num_speculative_tokens"] == 4
+    assert not outcome.answer.use_schedule and outcome.answer.config["num_speculative_tokens"] == 3
     assert "rather than the schedule 1-4:4,5-9:3,10-64:2" in outcome.answer.sentence()  # not the probe's
     assert all(r["best_fixed_k"] == 4 for r in outcome.rows)
     figures = outcome.figures()
-    assert figures["answer_vs_oracle"] == pytest.approx(1.0) and figures["sched_vs_best_fixed_min"] < 0.7
+    assert figures["answer_vs_oracle"] == pytest.approx(0.960, abs=0.001) and figures["sched_vs_best_fixed_min"] < 0.7
     assert {v["k"] for v in outcome.verified} == {0, 4} and len(outcome.verified) == 8
 
 

@@ -85,8 +85,10 @@ def test_the_same_setup_on_two_vllm_versions_reads_as_two(bundled):
     runs = explore.point_runs(bundled, {"method": ["ngram"], "dataset": ["code-editing"], "hardware": ["cpu-2core"]})
     assert sorted(runs["run_id"]) == ["specscope-cpu-code-editing", "specscope-cpu-versions"]
     assert sorted(runs["speedup"].round(3)) == [1.516, 1.658]
-    # the runs combined by their own intervals: between the two, narrower than either run's interval
+    # the runs combined by their own intervals (the versions run's paired over its rounds; the code-editing run
+    # measured its repeats back to back, so Fieller): between the two, narrower than either run's interval
     assert runs["speedup"].min() < folded["speedup"] < runs["speedup"].max()
+    assert sorted(runs["speedup_interval"]) == ["fieller", "paired"]
     assert ((folded["speedup_hi"] - folded["speedup_lo"]) < (runs["speedup_hi"] - runs["speedup_lo"])).all()
     text = layout.render(versions.speedup_by(bundled, {"method": ["ngram"], "hardware": ["cpu-2core"]}))
     assert "(mean of 2 runs)" in text
@@ -103,7 +105,7 @@ def test_speedup_best_names_vllm_run_and_the_mean_of_the_point(bundled, specscop
     assert "vLLM" in out[0] and "baseline from" in out[0]
     k4 = [line for line in out[1:] if " 1  4 " in line]
     assert len(k4) == 2 and {"0.31.0" in line for line in k4} == {True, False}
-    assert any("run specscope-cpu-code-editing, one of 2 runs of this point (their mean 1.618×" in line for line in k4)
+    assert any("run specscope-cpu-code-editing, one of 2 runs of this point (their mean 1.570×" in line for line in k4)
     assert cli_main(["speedup", "--best", "--method", "ngram", "--dataset", "code-editing", "--hardware", "cpu-2core",
                      "--json"]) == 0
     records = json.loads(capsys.readouterr().out)
@@ -130,5 +132,5 @@ def test_the_best_k_table_names_the_run_of_each_best_k(bundled):
     assert table["setup"].nunique() == 2  # 0.31.0 and 0.32.0 apart
     measured = set(table["measured by"])
     assert "run specscope-cpu-versions" in measured
-    assert any(m.startswith("run specscope-cpu-code-editing, one of 2 runs of this point (their mean 1.618×")
+    assert any(m.startswith("run specscope-cpu-code-editing, one of 2 runs of this point (their mean 1.570×")
                for m in measured), measured

@@ -16,7 +16,15 @@ of freedom for two runs) and combines each run's own figure and spread, ``stats.
 file was rewritten with ``--write``, and only the four synthetic points folded over two such runs moved.
 Then ties took one rule, ``specscope.ties``: two figures tie when the gap of their logs is within t times its
 standard error, no longer whenever their intervals overlap; rewritten with ``--write``, only ``tied_ks`` of five
-best-K rows lost K that are faster or slower beyond noise by that rule, no number moved.)
+best-K rows lost K that are faster or slower beyond noise by that rule, no number moved.
+Then a cell measured in the same rounds as its own run's baseline took a paired interval (the per-round log
+ratios, t on rounds - 1) in place of Fieller's, and a point over several runs took the random-effects term's
+degrees of freedom into the Welch-Satterthwaite sum instead of jumping to the runs' less one: rewritten with
+``--write``. No bundled number moved (the pinned CPU run measured each cell's repeats back to back, so it does
+not pair); in the synthetic store only bounds moved, of the cells measured in their run's baseline's rounds
+(``speedup_interval`` paired) and of the points that fold them, and the speedups of two points combined over
+runs of which one is paired (each run's weight is its paired spread); tied K follow the bounds. The synthetic
+store gained an imported run (run-g), where the Fieller cases, clipped at 0 and unbounded, still arise.)
 """
 
 from __future__ import annotations
@@ -133,15 +141,17 @@ def test_no_interval_reaches_below_zero(tmp_path):
     cells = db.speedup()
     for column in ("speedup_lo", "output_throughput_lo"):
         assert (cells[column].dropna() >= 0).all()
-    noisy = cells[cells["method"] == "suffix"].iloc[0]  # its Fieller low end is below 0: clipped
-    assert noisy["speedup_lo"] == 0.0 and noisy["speedup_interval"] == "fieller"
+    noisy = cells[cells["method"] == "suffix"].iloc[0]  # noisy in paired rounds: the log scale keeps it above 0
+    assert 0.0 < noisy["speedup_lo"] < noisy["speedup"] and noisy["speedup_interval"] == "paired"
+    imported = cells[(cells["run_id"] == "run-g") & (cells["concurrency"] == 1) & (cells["method"] == "ngram")].iloc[0]
+    assert imported["speedup_lo"] == 0.0 and imported["speedup_interval"] == "fieller"  # below 0: clipped
     points = explore.speedup_vs_k(db)
     assert (points["speedup_lo"].dropna() >= 0).all()
 
 
 def test_the_synthetic_store_reaches_every_interval_case():
     cases = {row["speedup_interval"] for row in json.loads(FIXTURE.read_text())["synthetic"]["cells"]}
-    assert {"fieller", "none", "unbounded", "baseline"} <= cases
+    assert {"paired", "fieller", "none", "unbounded", "baseline"} <= cases
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:

@@ -132,7 +132,8 @@ def test_run_without_baseline_falls_back_to_newest_on_the_same_host(tmp_path):
 
 
 def test_repeats_fold_into_a_mean_with_intervals(tmp_path):
-    base, ngram = [20.0, 22.0, 21.0], [30.0, 33.0, 31.5]
+    """Rounds shared with the run's own baseline: the speedup's interval is paired (per-round log ratios)."""
+    base, ngram = [20.0, 22.0, 21.0], [30.0, 34.0, 31.0]
     rows = [_cpu_row("none", 0, 1, v, repeat=i, host="box") for i, v in enumerate(base)]
     rows += [_cpu_row("ngram", 4, 1, v, repeat=i, host="box") for i, v in enumerate(ngram)]
     rows.append(_cpu_row("ngram", 4, 1, None, repeat=3, host="box", status="failed", error="died"))
@@ -142,9 +143,11 @@ def test_repeats_fold_into_a_mean_with_intervals(tmp_path):
     spec = frame.loc["ngram"]
     assert spec["output_throughput"] == pytest.approx(np.mean(ngram))
     assert spec["speedup"] == pytest.approx(np.mean(ngram) / np.mean(base))
-    fieller = stats.ratio_interval(ngram, base)
-    assert (spec["speedup_lo"], spec["speedup_hi"]) == (pytest.approx(fieller.low), pytest.approx(fieller.high))
-    assert spec["speedup_interval"] == "fieller" and spec["baseline_repeats"] == 3
+    logs = np.log(np.array(ngram) / np.array(base))
+    step = stats.t_quantile(0.975, 2) * np.std(logs, ddof=1) / np.sqrt(3)
+    assert spec["speedup_lo"] == pytest.approx(spec["speedup"] * np.exp(-step))
+    assert spec["speedup_hi"] == pytest.approx(spec["speedup"] * np.exp(step))
+    assert spec["speedup_interval"] == "paired" and spec["baseline_repeats"] == 3
     mean = stats.mean_interval(ngram)
     assert spec["output_throughput_lo"] == pytest.approx(mean.low)
     assert frame.loc["none", "speedup"] == 1.0 and frame.loc["none", "speedup_interval"] == "baseline"
@@ -188,7 +191,7 @@ def test_cli_json_gives_intervals_ties_and_the_baseline_run(specscope_home, monk
     assert cli_main(["speedup", "--best", "--json", "--method", "ngram"]) == 0
     [row] = json.loads(capsys.readouterr().out)
     assert row["k"] == 2 and row["tied_ks"] == [4] and row["baseline_run_id"] == "cli-run"
-    assert row["speedup_lo"] < row["speedup"] < row["speedup_hi"] and row["speedup_interval"] == "fieller"
+    assert row["speedup_lo"] < row["speedup"] < row["speedup_hi"] and row["speedup_interval"] == "paired"
     assert row["repeats"] == 3 and row["baseline_repeats"] == 3 and row["host"] == "box"
     assert cli_main(["speedup", "--best"]) == 0
     text = capsys.readouterr().out

@@ -21,17 +21,27 @@ and its verdict reads ``too few prompts``, never ``tie`` (``too_few``).
 An imported benchmark tool's single run (guidellm, AIPerf) takes its interval from the spread of its
 requests, which covers how requests differ and not how a rerun would: it says so, ``(over one run's
 requests)``.
+
+A speedup measured in the same rounds as its run's baseline has a paired interval (``PAIRED``): on the log
+scale, so it never reaches 0 and needs no "(low end clipped at 0)". How wide an interval is for a number of
+repeats, and what 2 buy against the default 3 (``repeats_note``). A chart draws an interval bar no further
+than a margin around its points (``drawn``): a bar that reaches past it is cut at the edge and marked, so one
+huge interval does not flatten every line; the hover keeps its true bounds.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+
+import numpy as np
 
 from specscope import stats
 from specscope.results import identity, tool_exports
 
 __all__ = ["text", "bounds", "row_text", "times", "too_few", "WORDS", "ONE_RUN", "TOO_NOISY", "NO_BASELINE",
-           "MIN_GROUP", "TOO_FEW", "OVER_REQUESTS", "TIMES"]
+           "MIN_GROUP", "TOO_FEW", "OVER_REQUESTS", "TIMES", "PAIRED", "SPEEDUP_INTERVALS", "DEFAULT_REPEATS",
+           "width_factor", "repeats_note", "drawn"]
 
 TIMES = "×"  # the one suffix of a speedup, on every page, hover, table and CLI line
 
@@ -42,6 +52,49 @@ NO_BASELINE = "no matching baseline"
 MIN_GROUP = 3  # prompts a group needs for an interval
 TOO_FEW = "too few prompts"  # a group's verdict without an interval
 OVER_REQUESTS = "over one run's requests"  # an imported run's interval: how requests differ, not reruns
+PAIRED = "paired"  # ``speedup_interval`` of a speedup whose rounds pair with its own run's baseline's
+# how a speedup's interval is made, for a page's caption
+SPEEDUP_INTERVALS = ("paired over the rounds a cell shares with its run's baseline (each round's ratio, so a "
+                     "slowdown the round shares cancels), Fieller where rounds cannot pair")
+DEFAULT_REPEATS = 3  # rounds a sweep measures by default: 2 degrees of freedom for a paired interval
+
+
+def width_factor(repeats: int, than: int = DEFAULT_REPEATS) -> float:
+    """How many times as wide a 95% interval over ``repeats`` is as one over ``than`` of the same spread:
+    t(0.975, n - 1) / sqrt(n), the one over the other."""
+    def half(n: int) -> float:
+        return stats.t_quantile(0.975, n - 1) / math.sqrt(n)
+    return half(repeats) / half(than)
+
+
+def repeats_note(repeats: int) -> str:
+    """What a sweep's repeats buy, in one sentence, where it is fewer than the default ('' otherwise)."""
+    if repeats >= DEFAULT_REPEATS:
+        return ""
+    if repeats <= 1:
+        return "With 1 repeat no cell gets an interval: its figures stand alone."
+    t = stats.t_quantile(0.975, repeats - 1)
+    return (f"With {repeats} repeats an interval rests on {repeats - 1} degree of freedom (t = {t:.1f}): about "
+            f"{width_factor(repeats):.1f}x as wide as with {DEFAULT_REPEATS}, for one round less.")
+
+
+def drawn(values, lows, highs, reference: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                          np.ndarray]:
+    """Interval bars as a chart draws them: within the points (and ``reference``, e.g. the no-gain line
+    at 1) and a margin as wide as their range, at least half the largest of them, never below 0. Returns
+    the drawn lows and highs (NaN where a point has none) and where each was cut at that edge."""
+    values, lows, highs = (np.asarray(v, dtype=float) for v in (values, lows, highs))
+    shown = values[np.isfinite(values)]
+    if reference is not None:
+        shown = np.append(shown, reference)
+    if shown.size == 0:
+        return lows, highs, np.zeros(lows.shape, bool), np.zeros(highs.shape, bool)
+    top, bottom = float(shown.max()), float(shown.min())
+    margin = max(top - bottom, abs(top) / 2)
+    floor, ceiling = max(bottom - margin, 0.0), top + margin
+    with np.errstate(invalid="ignore"):
+        cut_low, cut_high = lows < floor, highs > ceiling
+    return np.where(cut_low, floor, lows), np.where(cut_high, ceiling, highs), cut_low, cut_high
 
 
 def too_few(prompts: int) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from specscope import sweep
 from specscope.advice import deploy, priors
+from specscope.analysis import intervals
 from specscope.client import bench, prompts
 from specscope.engine import vllms
 from specscope.errors import ConfigError
@@ -81,6 +82,8 @@ class ProgressBar:
 def _bench(args: argparse.Namespace) -> int:
     prompt_path = Path(args.prompts)
     prompt_set = prompts.load(prompt_path)
+    if intervals.repeats_note(args.repeats):
+        print(intervals.repeats_note(args.repeats))
     if (args.structured or sweep.structured_default(prompt_set)) != "free" and prompt_set.split_note():
         print(prompt_set.split_note())
     fields = dict(concurrencies=args.concurrency, prompts=prompt_path.resolve(), num_prompts=args.num_prompts,
@@ -173,9 +176,10 @@ def register(subparsers) -> None:
     parser.add_argument("--warmups", type=int, default=1, help="unmeasured requests before each cell")
     parser.add_argument("--restart-each-cell", action="store_true",
                         help="a fresh server for every cell (no caches carried over, e.g. suffix's)")
-    parser.add_argument("--repeats", type=int, default=1,
-                        help="measure every cell N times, in rounds: every cell once, then again "
-                             "(default %(default)s)")
+    parser.add_argument("--repeats", type=int, default=intervals.DEFAULT_REPEATS,
+                        help="measure every cell N times, in rounds: every cell once, then again, so each speedup's "
+                             "interval pairs every round with the same round's baseline (default %(default)s). "
+                             f"{intervals.repeats_note(2)}")
     parser.add_argument("--baseline-alongside", action="store_true",
                         help="where the preset runs one server at a time (a GPU): keep the baseline's "
                              "server up beside it, so rounds restart only the method servers")

@@ -1,5 +1,11 @@
 """A cell's folded figures: its throughput and speedup intervals from sufficient statistics (count, mean,
-variance, the store's SQL folds them), points combined over runs, and the best choice per group with its ties."""
+variance, the store's SQL folds them), points combined over runs, and the best choice per group with its ties.
+
+A cell measured in the same rounds as its own run's baseline (``repeat``: round i of every cell measured
+together) takes its speedup interval from the per-round log ratios (``_pair_m`` rounds, ``_pair_var`` the
+variance of ln(cell / baseline) over them), so a slowdown that a round shares cancels: ``paired``. A cell
+without such rounds (another run's baseline, one round, an import) keeps the Fieller interval of its two
+samples."""
 
 from __future__ import annotations
 
@@ -10,27 +16,28 @@ from specscope import stats, ties
 from specscope.results import hygiene
 from specscope.schema import BASELINE_METHOD, BEST_KEYS
 
-__all__ = ["LEVEL", "BASE_STATS", "STATS", "COMBINED_SQL", "COMBINED", "speedup_intervals", "points", "with_intervals",
-           "best_with_ties"]
+__all__ = ["LEVEL", "BASE_STATS", "PAIR_STATS", "STATS", "COMBINED_SQL", "COMBINED", "speedup_intervals", "points",
+           "with_intervals", "best_with_ties"]
 
 LEVEL = 0.95
 BASE_STATS = ["_base_n", "_base_mean", "_base_var"]  # count, mean, variance of a baseline's pooled throughputs
-STATS = ["_n", "_var", *BASE_STATS]  # with the cell's count and variance: its speedup's sufficient statistics
-
-
+PAIR_STATS = ["_pair_m", "_pair_var"]  # rounds paired with the run's own baseline, variance of their log ratios
+STATS = ["_n", "_var", *BASE_STATS, *PAIR_STATS]  # with the cell's count and variance: its speedup's statistics
 # A point's runs folded in SQL into the sums ``stats.combined_from_sums`` finishes (``points``), from the CTE
-# ``speedups`` (a row per run's cell, with ``_point`` and STATS): each run's log ratio and its variance terms (its
-# two samples' by the delta method), the runs' spread beyond them (``stats.combined_log_ratios``' formula), and the
-# sums under the weights 1 / (v + spread); Kahan sums.
+# ``speedups`` (a row per run's cell, with ``_point`` and STATS): each run's log ratio and its variance terms (paired:
+# its per-round log ratios' variance over m, on m - 1; else its two samples' by the delta method), the runs' spread
+# beyond them (``stats.combined_log_ratios``' formula), and the sums under the weights 1 / (v + spread); Kahan sums.
 COMBINED_SQL = """
     terms AS (
         SELECT *, _ta + _tb AS _v,
                coalesce(isfinite(_log + _ta + _tb) AND _ta + _tb > 0 AND _dfa >= 1 AND _dfb >= 1, false) AS _usable
         FROM (SELECT _point,
                      if(output_throughput > 0 AND _base_mean > 0, ln(output_throughput / _base_mean), NULL) AS _log,
-                     _var / (_n * output_throughput * output_throughput) AS _ta,
-                     _base_var / (_base_n * _base_mean * _base_mean) AS _tb, _n - 1 AS _dfa, _base_n - 1 AS _dfb
-              FROM speedups WHERE speedup IS NOT NULL)),
+                     if(_paired, _pair_var / _pair_m, _var / (_n * output_throughput * output_throughput)) AS _ta,
+                     if(_paired, 0.0, _base_var / (_base_n * _base_mean * _base_mean)) AS _tb,
+                     if(_paired, _pair_m - 1, _n - 1) AS _dfa, if(_paired, 1, _base_n - 1) AS _dfb
+              FROM (SELECT *, coalesce(_pair_m >= 2 AND isfinite(_pair_var), false) AS _paired
+                    FROM speedups WHERE speedup IS NOT NULL))),
     spread AS (
         SELECT _point, _ok, if(_w - _ww / _w > 0, greatest(0.0, (_wll - _wl * _wl / _w - (_k - 1)) / (_w - _ww / _w)),
                                 0.0) AS _spread
@@ -45,10 +52,16 @@ COMBINED_SQL = """
 COMBINED = ["_c_ok", "_c_spread", "_c_w", "_c_wl", "_c_wwv", "_c_w4d", "_c_ww"]  # what ``combined`` gives a point
 
 
-def speedup_intervals(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each row's Fieller interval from its sufficient statistics (cell over its baseline's pool)."""
-    return stats.ratio_intervals(frame["output_throughput"], frame["_n"], frame["_var"], frame["_base_mean"],
-                                 frame["_base_n"], frame["_base_var"], LEVEL, lower=0.0)
+def speedup_intervals(frame: pd.DataFrame, speedup) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's interval of its ``speedup`` from its sufficient statistics: paired where its rounds pair
+    with its own run's baseline, else Fieller (cell over its baseline's pool); and how it was made."""
+    low, high, method = stats.ratio_intervals(frame["output_throughput"], frame["_n"], frame["_var"],
+                                              frame["_base_mean"], frame["_base_n"], frame["_base_var"], LEVEL,
+                                              lower=0.0)
+    paired_low, paired_high = stats.paired_ratio_intervals(speedup, frame["_pair_m"], frame["_pair_var"], LEVEL)
+    paired = ~np.isnan(paired_low)
+    return (np.where(paired, paired_low, low), np.where(paired, paired_high, high),
+            np.where(paired, "paired", method).astype(object))
 
 
 def points(frame: pd.DataFrame) -> pd.DataFrame:
@@ -59,8 +72,8 @@ def points(frame: pd.DataFrame) -> pd.DataFrame:
     them."""
     folded = (frame["runs"] > 1).to_numpy()
     frame[STATS] = frame[STATS].astype(float)
-    low, high, _ = speedup_intervals(frame)
     speedup = frame["speedup"].to_numpy(dtype=float, copy=True)
+    low, high, _ = speedup_intervals(frame, speedup)
     if folded.any():
         ok = frame["_c_ok"].astype("boolean").fillna(False).to_numpy(dtype=bool)
         runs = np.where(ok, frame["runs"].to_numpy(dtype=float), np.nan)
@@ -79,14 +92,15 @@ def with_intervals(frame: pd.DataFrame) -> pd.DataFrame:
     frame[STATS] = frame[STATS].astype(float)
     is_baseline = (frame["method"] == BASELINE_METHOD).to_numpy()
     low, high = stats.mean_intervals(frame["_n"], frame["output_throughput"], frame["_var"], LEVEL, lower=0.0)
-    speed_low, speed_high, method = speedup_intervals(frame)
+    speedup = frame["output_throughput"] / frame["baseline_throughput"]
+    speed_low, speed_high, method = speedup_intervals(frame, speedup)
     base_rows = frame["_base_rows"].where(frame["_base_rows"] > 0).astype("Int64")  # none without samples
     out = frame.assign(
         output_throughput_lo=low, output_throughput_hi=high,
         speedup_lo=np.where(is_baseline, 1.0, speed_low), speedup_hi=np.where(is_baseline, 1.0, speed_high),
         speedup_interval=np.where(is_baseline, "baseline", method).astype(object),
         baseline_repeats=base_rows,
-        speedup=np.where(is_baseline, 1.0, frame["output_throughput"] / frame["baseline_throughput"]))
+        speedup=np.where(is_baseline, 1.0, speedup))
     return out.drop(columns=[*STATS, "_base_rows"])
 
 

@@ -8,7 +8,8 @@ requests that started in synchronized waves, the server's ``max_num_seqs``, othe
 use of the server's cores (``CpuSample``, from /proc), requests the server answered before the
 cell, and mismatches against the baseline's outputs at temperature 0. ``row_flags`` judges a row on its
 own figures (above its physical ceiling, acceptance collapsed, greedy drafts at temperature > 0), so
-imports get those checks too.
+imports get those checks too. ``mark_drift`` judges a run's rows together: rounds that ran at different
+speeds for every cell alike (``round_drift``).
 
     before = sample_cpu(server_pids, cores={0}, threads=[load_thread_id])
     ...                                     # run the cell
@@ -16,6 +17,7 @@ imports get those checks too.
     row["hygiene"] = ",".join(flags(row, repeats=3))
     flagged_ids(row["hygiene"])             # back to ids (also from a cell folded over repeats)
     row_ids(cell)                           # those ids, and what the cell's own columns show (valid_share)
+    mark_drift(run_rows)                    # 'drift' on every round of a run whose rounds drifted together
 """
 
 from __future__ import annotations
@@ -26,20 +28,28 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from specscope import procfs
+import numpy as np
+
+from specscope import procfs, stats
 from specscope.engine import roofline
 from specscope.engine.catalog import MODEL_DRAFTERS
+from specscope.schema import CELL_KEYS
 
 __all__ = ["Check", "CHECKS", "flags", "row_flags", "flagged_ids", "row_ids", "titles", "distorting", "cell_checks",
            "badges", "CpuSample", "parse_proc_stat",
            "process_ticks", "sample_cpu",
            "foreign_cpu", "cores_of", "max_num_seqs_of", "lossless_mismatches",
-           "PREFIX_CACHE_LIMIT", "WAVE_LIMIT", "FOREIGN_CPU_LIMIT", "COLLAPSE_LIMIT"]
+           "PREFIX_CACHE_LIMIT", "WAVE_LIMIT", "FOREIGN_CPU_LIMIT", "COLLAPSE_LIMIT",
+           "round_drift", "mark_drift", "DRIFT_LIMIT", "DRIFT_LEVEL"]
 
 PREFIX_CACHE_LIMIT = 0.5   # more of the prompt tokens than this came from the prefix cache
 WAVE_LIMIT = 0.5           # more requests than this started together with another
 FOREIGN_CPU_LIMIT = 0.10   # other processes used more than this share of the server's cores
 COLLAPSE_LIMIT = 1.1       # a speculative cell's acceptance length below this: drafts almost never accepted
+# A run's fastest round over its slowest, every cell alike, past this: about the median spread of a cell's own
+# rounds about the run's (0.09 on the log scale over the bundled runs), so a smaller shared drift hides in it.
+DRIFT_LIMIT = 1.10
+DRIFT_LEVEL = 0.05         # ... and the rounds differ beyond what the cells' own spread explains (F-test)
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,11 @@ CHECKS: dict[str, Check] = {c.id: c for c in (
           "before it closes), so the cell's speed counts answers no one could use; raise the output "
           "length or simplify the format.",
           badge="invalid answers", distorts=True),
+    Check("drift", "Rounds drifted",
+          "The run's rounds ran at different speeds for every cell alike (another process, a throttled clock), "
+          "beyond what the cells' own spread explains: each throughput interval includes that shared slowdown. "
+          "The paired speedup divides each round by the same round's baseline, which cancels it.",
+          badge="rounds drifted", distorts=False),
 )}
 
 
@@ -157,6 +172,47 @@ def row_flags(row: Mapping) -> list[str]:
     if _invalid_answers(row):
         out.append("invalid_answers")
     return out
+
+
+def round_drift(rows: Iterable[Mapping]) -> float | None:
+    """How far one run's rounds drifted together: its fastest round's factor over its slowest, a round's
+    factor being the geometric mean, over the cells measured ok in every round, of the cell's throughput
+    in that round over its own geometric mean. Only where the rounds differ beyond what the cells' own
+    spread explains (two-way fold of the log throughputs, cells x rounds: the F-test of rounds against
+    the residual, at ``DRIFT_LEVEL``); None where they do not, or where there are fewer than 2 cells or
+    rounds to tell."""
+    table: dict[tuple, dict[int, float]] = {}
+    for row in rows:
+        value = row.get("output_throughput")
+        if (row.get("status") or "ok") == "ok" and row.get("repeat") is not None and isinstance(value, (int, float)) \
+                and value > 0:
+            table.setdefault(tuple(row.get(k) for k in CELL_KEYS), {})[int(row["repeat"])] = float(value)
+    rounds = sorted({r for cell in table.values() for r in cell})
+    logs = np.log([[cell[r] for r in rounds] for cell in table.values() if len(cell) == len(rounds)])
+    if len(rounds) < 2 or len(logs) < 2:
+        return None
+    effects = logs.mean(axis=0) - logs.mean()
+    residual = logs - logs.mean(axis=1, keepdims=True) - effects
+    between = len(logs) * float((effects ** 2).sum()) / (len(rounds) - 1)
+    df_within = (len(rounds) - 1) * (len(logs) - 1)
+    within = float((residual ** 2).sum()) / df_within
+    f = between / within if within > 0 else (np.inf if between > 0 else 0.0)
+    if stats.f_survival(f, len(rounds) - 1, df_within) >= DRIFT_LEVEL:
+        return None
+    return float(np.exp(effects.max() - effects.min()))
+
+
+def mark_drift(rows: list[dict]) -> list[dict]:
+    """One run's rows with ``drift`` among the ``hygiene`` ids of each ok round where its rounds drifted
+    together by more than ``DRIFT_LIMIT`` (``round_drift``); left as they are otherwise."""
+    factor = round_drift(rows)
+    if factor is None or factor <= DRIFT_LIMIT:
+        return rows
+    for row in rows:
+        if (row.get("status") or "ok") == "ok" and row.get("repeat") is not None:
+            ids = [i for i in (row.get("hygiene") or "").split(",") if i]
+            row["hygiene"] = ",".join(ids if "drift" in ids else [*ids, "drift"])
+    return rows
 
 
 def _invalid_answers(row: Mapping) -> bool:

@@ -6,9 +6,12 @@ Writes are ``writing``'s (one Parquet file per run, never rewritten in place).
 ``results/``) with ``union_by_name`` into an in-memory DuckDB table, refreshed when the
 files change. A *cell* is one run's measurement of one configuration (CELL_KEYS); its
 repeats (rows with a ``repeat`` index) fold into one row with their mean, and the 95%
-intervals come from ``stats``: Student-t for throughput, Fieller for speedup, computed from
-each cell's sufficient statistics (count, mean, variance; DuckDB folds them), never from
-per-sample lists, so a figure costs about the number of cells, however many the repeats. Speedup is a
+intervals come from ``stats``: Student-t for throughput; for speedup, paired where the cell's
+rounds (``repeat``) pair with the same rounds of its own run's baseline (the per-round log ratios:
+a slowdown a round shares cancels), else Fieller; computed from each cell's sufficient statistics
+(count, mean, variance, and over its paired rounds the count and variance of the log ratio; DuckDB
+folds them on integer keys), never from per-sample lists, so a figure costs about the number of
+cells, however many the repeats. Speedup is a
 cell's mean output throughput over its baseline's (method ``none``, same BASELINE_KEYS,
 host included): the baseline its own run measured when there is one, otherwise the newest
 matching baseline of another run; ``baseline_run_id`` says which. User-influenced values are
@@ -19,10 +22,7 @@ sessions query at once and a reload never changes a query already running.
 
 from __future__ import annotations
 
-import atexit
 import hashlib
-import os
-import shutil
 import threading
 import warnings
 from collections.abc import Mapping, Sequence
@@ -34,9 +34,9 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from specscope import procfs, settings
+from specscope import settings
 from specscope.errors import StoreError
-from specscope.results import folds, hygiene, shared
+from specscope.results import connection, folds, hygiene, shared
 from specscope.schema import (
     BASELINE_KEYS,
     BASELINE_METHOD,
@@ -63,10 +63,12 @@ DERIVED_COLUMNS = {
     "baseline_throughput": "mean throughput of that baseline",
     "baseline_repeats": "repeats of that baseline",
     "speedup": "output_throughput / baseline_throughput (exactly 1 for a baseline)",
-    "speedup_lo": "95% Fieller interval of the speedup, low (null without repeats on both sides; "
-                  "never below 0: a lower end is clipped to 0)",
-    "speedup_hi": "95% Fieller interval of the speedup, high",
-    "speedup_interval": "how the speedup interval was made: fieller, none (a single run), "
+    "speedup_lo": "95% interval of the speedup, low: paired over rounds shared with the run's own baseline, "
+                  "else Fieller (null without repeats on both sides; never below 0: a Fieller lower end is "
+                  "clipped to 0)",
+    "speedup_hi": "95% interval of the speedup, high",
+    "speedup_interval": "how the speedup interval was made: paired (per-round ratios against the same round "
+                        "of the run's own baseline), fieller (two samples, unpaired), none (a single run), "
                         "unbounded (baseline too noisy) or baseline (the reference itself)",
 }
 
@@ -128,6 +130,23 @@ _OK = "coalesce(status, 'ok') = 'ok'"  # the rows that count: a failed measureme
 _ONE = "count(output_throughput) = 1 AND any_value(output_throughput_n) >= 2"
 _N = f"CASE WHEN {_ONE} THEN any_value(output_throughput_n) ELSE count(output_throughput) END"
 _VAR = f"CASE WHEN {_ONE} THEN any_value(output_throughput_var) ELSE var_samp(output_throughput) END"
+# Per cell, its rounds paired with the same rounds of its own run's baseline (``folds.PAIR_STATS``: their count and
+# the variance of their log ratios), once per snapshot: a row pairs with its run's baseline round of the same index
+# when it was measured in that round (from the baseline's round on, not after its next began: a later step's cells
+# numbered 1..N alike, as the deploy loop's verify cells are, or a cell's repeats run back to back, were not
+# measured with it; rows of one time cannot tell).
+_PAIRED = f"""CREATE OR REPLACE TABLE _paired AS
+    WITH starts AS (
+        SELECT _run, _baseline_key, repeat, avg(output_throughput) AS _round_base, min(created_at) AS _round_at
+        FROM _results WHERE {_OK} AND method = '{BASELINE_METHOD}' AND repeat IS NOT NULL AND output_throughput > 0
+             AND _run IS NOT NULL GROUP BY ALL),
+    rounds AS (
+        SELECT *, lead(_round_at) OVER (PARTITION BY _run, _baseline_key ORDER BY repeat) AS _round_until FROM starts)
+    SELECT r._cell, count(*) AS _pair_m, var_samp(ln(r.output_throughput / b._round_base)) AS _pair_var
+    FROM _results r JOIN rounds b USING (_run, _baseline_key, repeat)
+    WHERE {_OK.replace("status", "r.status")} AND r.method <> '{BASELINE_METHOD}' AND r.output_throughput > 0
+          AND r.created_at >= b._round_at AND (b._round_until IS NULL OR r.created_at <= b._round_until)
+    GROUP BY r._cell"""
 
 
 def _cell_aggregates(wanted: Sequence[str], filters: Filters | None, empty: frozenset[str]) -> str:
@@ -136,36 +155,6 @@ def _cell_aggregates(wanted: Sequence[str], filters: Filters | None, empty: froz
     names = {*wanted, *_CELL_NEEDS, *(filters or {})} - {"repeat", "per_position_acceptance"}
     return ", ".join(f'CAST(NULL AS {_duck_type(f)}) AS "{f.name}"' if f.name in empty else _aggregate(f)
                      for f in RESULT_SCHEMA if f.name in names)
-
-
-_SPILL_SET: set[Path] = set()  # the spill folders this process set up (a forked child's pid names another)
-
-
-def _spill_dir() -> Path:
-    """This process's folder for DuckDB's spill files, under SpecScope's cache. DuckDB creates it only when a
-    query spills, so a process that never spilled leaves nothing, even when a signal ends it before its exit
-    handlers run; one that did is removed at exit, and the folders of processes that are gone (killed before
-    they could clean up) are removed first."""
-    folder = settings.cache_dir() / "duckdb"
-    mine = folder / str(os.getpid())
-    if mine not in _SPILL_SET:
-        _SPILL_SET.add(mine)
-        folder.mkdir(parents=True, exist_ok=True)  # DuckDB makes the last level only
-        for other in folder.glob("*"):
-            if other.name.isdigit() and not procfs.pid_exists(int(other.name)):
-                shutil.rmtree(other, ignore_errors=True)
-        atexit.register(shutil.rmtree, mine, ignore_errors=True)
-    return mine
-
-
-def _connect() -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB within ``settings.duckdb_memory_limit()``, spilling under ``_spill_dir()``."""
-    try:
-        return duckdb.connect(config={"memory_limit": settings.duckdb_memory_limit(),
-                                      "temp_directory": str(_spill_dir())})
-    except duckdb.Error as exc:
-        raise StoreError(f"DuckDB refused its settings ({exc}); set SPECSCOPE_DUCKDB_MEMORY to a size "
-                         "such as 4GB.") from exc
 
 
 _Signature = tuple[tuple[str, int, int], ...]  # (path, mtime in ns, size) of each file
@@ -224,7 +213,7 @@ class Store:
         run_id), ``_cell`` (a hash
         of CELL_KEYS; a row without a repeat index is a cell of its own) and ``_point`` (a hash of
         POINT_KEYS, whose values the table ``_points`` holds once), so the folds and the speedup
-        join compare one integer per row.
+        join compare one integer per row; ``_paired`` holds each cell's paired rounds (``_PAIRED``).
         """
         key = ""
         if name == "results":
@@ -251,6 +240,7 @@ class Store:
         if name == "results":
             keys = ", ".join(f"any_value({c}) AS {c}" for c in POINT_KEYS)
             con.execute(f"CREATE OR REPLACE TABLE _points AS SELECT _point, {keys} FROM _results GROUP BY _point")
+            con.execute(_PAIRED)
 
     def _current(self) -> _Snapshot:
         """The snapshot of the files as they are now, loading a new one if any changed."""
@@ -266,7 +256,7 @@ class Store:
             snapshot = self._snapshot
             if snapshot is not None and snapshot.signature == signature:
                 return snapshot
-            con = _connect()
+            con = connection.connect()
             self._load(con, "results", [Path(p) for p, *_ in signature[0]], RESULT_SCHEMA)
             self._load(con, "requests", [Path(p) for p, *_ in signature[1]], REQUEST_SCHEMA)
             version = hashlib.blake2b(repr(signature).encode(), digest_size=8).hexdigest()
@@ -313,7 +303,7 @@ class Store:
     @staticmethod
     def _baselines_sql() -> str:
         """The CTEs ``pool``, ``base`` (per run and BASELINE_KEYS: the mean of its baseline
-        cells, and the count, mean and variance of their pooled throughputs) and ``latest`` (the
+        cells, and the count, mean and variance of their pooled throughputs), ``latest`` (the
         newest run's ``base`` per BASELINE_KEYS)."""
         return f"""
             WITH pool AS (
@@ -347,7 +337,8 @@ class Store:
                    empty: frozenset[str] = frozenset()) -> tuple[str, list[Any]]:
         """SQL for ok cells (repeats folded) with their baseline: the baseline's run and mean, and
         the sufficient statistics of the speedup (``folds.STATS``: the cell's count and variance of its
-        throughputs, and the count, mean and variance of the baseline's pooled throughputs)."""
+        throughputs, the count, mean and variance of the baseline's pooled throughputs, and its rounds
+        paired with its own run's baseline with the variance of their log ratios)."""
         where, params = self.where(filters)
         select = ", ".join(f'r."{c}"' for c in wanted)
         positions, joined = "", ""
@@ -363,13 +354,13 @@ class Store:
             joined = ", p.per_position_acceptance"
         sql = f"""{self._baselines_sql()}{positions},
             cells AS (
-                SELECT c.*{joined} FROM (
+                SELECT c.*, _pair_m, _pair_var{joined} FROM (
                     SELECT _cell, any_value(_baseline_key) AS _baseline_key, any_value(_run) AS _run,
                            {_cell_aggregates(wanted, filters, empty)},
                            count(*) AS repeats, {_N} AS _n, {_VAR} AS _var, count(output_throughput) AS _rows
                     FROM _results WHERE {_OK} GROUP BY _cell) c
-                   {"LEFT JOIN positions p USING (_cell)" if joined else ""})
-            SELECT {select}, r.repeats, r._n, r._var,
+                   LEFT JOIN _paired USING (_cell) {"LEFT JOIN positions p USING (_cell)" if joined else ""})
+            SELECT {select}, r.repeats, r._n, r._var, r._pair_m, r._pair_var,
                    CASE WHEN r.method = '{BASELINE_METHOD}' THEN r.run_id
                         ELSE coalesce(own.run_id, latest.run_id) END AS baseline_run_id,
                    {self._baseline("baseline_throughput", "r.output_throughput")} AS baseline_throughput,
@@ -411,17 +402,17 @@ class Store:
                        fixed_k: bool = False) -> pd.DataFrame:
         """One point per POINT_KEYS (setup, K schedule, concurrency, K) over the speculative cells with
         a speedup, folded in SQL on integer keys: a point measured by one cell keeps that cell's
-        speedup and Fieller interval. One measured by several cells (runs) combines each run's own
-        speedup and spread (``folds.COMBINED_SQL``: inverse-variance weights on the log scale, a
+        speedup and interval (paired or Fieller). One measured by several cells (runs) combines each run's
+        own speedup and spread (``folds.combined``: inverse-variance weights on the log scale, a
         random-effects term where the runs disagree beyond their own noise, the degrees of freedom of
-        all their repeats). Why not a t-interval over the runs' speedups: with two runs it has one
-        degree of freedom and reads wider than either run's own interval, so every two-run comparison
-        would be a "tie" by construction. Why not pool the runs' repeats: each run divides by its own
-        baseline, and runs measured on different days or loads differ in level (pooled, that level
-        difference would read as noise). Runs without repeats fall back to the t-interval over the runs.
-        Also ``runs`` and ``run_ids`` (the runs that measured the point),
-        the sum of ``repeats`` and the mean of each of ``columns`` (``hygiene``: the union of the checks its
-        cells fail). ``fixed_k`` leaves out K schedules. Unordered."""
+        all their repeats; a paired run's spread is that of its per-round log ratios). Why not a
+        t-interval over the runs' speedups: with two runs it has one degree of freedom and reads wider
+        than either run's own interval, so every two-run comparison would be a "tie" by construction.
+        Why not pool the runs' repeats: each run divides by its own baseline, and runs measured on
+        different days or loads differ in level (pooled, that level difference would read as noise).
+        Runs without repeats fall back to the t-interval over the runs. Also ``runs`` and ``run_ids``
+        (the runs that measured the point), the sum of ``repeats`` and the mean of each of ``columns``
+        (``hygiene``: the union of the checks its cells fail). ``fixed_k`` leaves out K schedules. Unordered."""
         rows = {c: v for c, v in (filters or {}).items() if c in CELL_KEYS}  # equal over a cell's rows
         where, params = self.where(rows)
         cell_where, cell_params = self.where({c: v for c, v in (filters or {}).items() if c not in rows})
@@ -430,7 +421,7 @@ class Store:
         stats_sql = ", ".join(f"any_value({c}) AS {c}" for c in folds.STATS)
         sql = f"""{self._baselines_sql()},
             cells AS (
-                SELECT * FROM (
+                SELECT r.*, _pair_m, _pair_var FROM (
                     SELECT _cell, any_value(_baseline_key) AS _baseline_key, any_value(_run) AS _run,
                            any_value(run_id) AS _run_id,
                            any_value(_point) AS _point, count(*) AS repeats, {_N} AS _n,
@@ -439,7 +430,7 @@ class Store:
                                            for c in (filters or {}) if c not in rows)}
                     FROM _results r WHERE {_OK} AND method IS DISTINCT FROM '{BASELINE_METHOD}' AND {where}
                           {"AND k_schedule IS NULL" if fixed_k else ""}
-                    GROUP BY _cell) r WHERE {cell_where}),
+                    GROUP BY _cell) r LEFT JOIN _paired USING (_cell) WHERE {cell_where}),
             speedups AS (
                 SELECT r.*, r.output_throughput / ({self._baseline("baseline_throughput")}) AS speedup,
                        {", ".join(f"{self._baseline(c)} AS {c}" for c in folds.BASE_STATS)}

@@ -149,7 +149,8 @@ class Recorder:
 
 
 def with_hygiene(rows: list[dict[str, Any]], outputs: list[dict[str, str]]) -> list[dict[str, Any]]:
-    """Rows with ``lossless_mismatches`` (against the run's baseline on the same vLLM) and ``hygiene`` filled in."""
+    """Rows with ``lossless_mismatches`` (against the run's baseline on the same vLLM) and ``hygiene`` filled in
+    (``drift`` where the run's rounds drifted together)."""
     def key(row: dict[str, Any]) -> tuple[Any, ...]:
         return (row.get("method"), row.get("k"), row.get("concurrency"), row.get("response_format"),
                 row.get("vllm_version"))
@@ -169,7 +170,7 @@ def with_hygiene(rows: list[dict[str, Any]], outputs: list[dict[str, str]]) -> l
         if row.get("method") != BASELINE_METHOD and setup(row) in baseline and not lossy:
             row["lossless_mismatches"] = hygiene.lossless_mismatches(out, baseline[setup(row)])
         row["hygiene"] = ",".join(hygiene.flags(row, repeats[key(row)]))
-    return rows
+    return hygiene.mark_drift(rows)  # the run's rounds judged together
 
 
 def run_hygiene(run_id: str) -> dict[str, int]:
