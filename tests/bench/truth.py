@@ -71,15 +71,20 @@ def wanted(args) -> list[tuple[str, int, int]]:
     return [(method, k, c) for method in args.methods for k in args.k for c in args.concurrency]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def sweep_arguments(parser: argparse.ArgumentParser, concurrency: tuple[int, ...]) -> None:
+    """The arguments of a small CPU sweep of ngram and friends (this bench's and ``paired.py``'s)."""
     parser.add_argument("--preset", default="cpu-smollm2")
     parser.add_argument("--prompts", type=Path, default=REPO / "data" / "prompts" / "code-editing.jsonl")
     parser.add_argument("--num-prompts", type=int, default=5)
     parser.add_argument("--output-len", type=int, default=16)
-    parser.add_argument("--methods", type=lambda t: tuple(m for m in t.split(",") if m), default=("ngram", "suffix"))
     parser.add_argument("--k", type=_ints, default=(2, 4))
-    parser.add_argument("--concurrency", type=_ints, default=(1, 2, 3, 4, 5))
+    parser.add_argument("--concurrency", type=_ints, default=concurrency)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sweep_arguments(parser, (1, 2, 3, 4, 5))
+    parser.add_argument("--methods", type=lambda t: tuple(m for m in t.split(",") if m), default=("ngram", "suffix"))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tag", default="cpu", help="names the two runs, so a rerun resumes them")
     parser.add_argument("--report", action="store_true",
