@@ -21,9 +21,12 @@ def sentence(rows: int, counts: dict[str, int], top: pd.Series | None) -> str:
     if top is not None:
         spread = intervals.bounds(top["speedup_lo"], top["speedup_hi"])
         flagged = hygiene.row_ids(top)
+        distorting = hygiene.distorting(flagged)
+        conditions = [i for i in flagged if i not in distorting]
         parts.append(f"best speedup **{top['speedup']:.3f}×** "
                      f"{f'{spread} 95% interval over repeats' if spread else f'({intervals.ONE_RUN})'} "
-                     + (f"**⚠ fails hygiene checks: {hygiene.titles(flagged)}** " if flagged else "")
+                     + (f"**⚠ fails hygiene checks: {hygiene.titles(distorting)}** " if distorting else "")
+                     + (f"(measured under: {hygiene.titles(conditions)}) " if conditions else "")
                      + f"on {plain(top['hardware'])} · {plain(str(top['model']).rsplit('/', 1)[-1])}")
     parts += [f"**{counts['setups']}** speculative setups with a baseline",
               f"**{counts['slower']} of {counts['setups']}** slower than their baseline at some concurrency",
