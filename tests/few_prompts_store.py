@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from specscope import settings
 from specscope.results import writing
 
-RUN = "cpu-mixed-two-prompts-each"  # sorts first: the per-prompt section opens on it
+RUN = "cpu-mixed-two-prompts-each"
 SOURCE = "specscope-cpu-mixed"
 
 

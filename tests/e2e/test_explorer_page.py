@@ -129,12 +129,16 @@ SCHEDULE_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).
 
 def test_explorer_draws_a_schedule_curve(streamlit_server, page, wait_idle, specscope_home):
     """Rows of the captured run's K=4 server written again as the schedule 1-4:4, which drafts
-    exactly K=4 at the run's batch sizes (1 and 4): a schedule curve beside the fixed K."""
+    exactly K=4 at the run's batch sizes (1 and 4): a schedule curve beside the fixed K. The capture's cells
+    are flagged for other processes on their cores, which keeps a cell out of any fit: written here as if
+    measured on a quiet machine."""
     import pyarrow.parquet as pq
 
     from specscope.results.writing import write_results
 
-    rows = pq.read_table(REPEATED_RUN).to_pylist()
+    quiet = {"foreign_cpu": 0.0}
+    rows = [{**r, **quiet, "hygiene": r["hygiene"].replace("foreign_cpu", "").strip(",") or None}
+            for r in pq.read_table(REPEATED_RUN).to_pylist()]
     scheduled = [{**r, "k_schedule": "1-4:4", "run_id": "schedule-e2e"} for r in rows if r["k"] == 4]
     write_results([{**r, "run_id": "schedule-e2e"} for r in rows] + scheduled,
                   run_id="schedule-e2e", directory=specscope_home / "results")

@@ -55,9 +55,7 @@ def test_two_prompts_a_category_draw_no_interval_and_no_tie(streamlit_factory, s
         wait_idle(page, 120_000)
         run = page.locator("[data-testid='stSelectbox']").filter(has=page.locator("label").filter(
             has_text=re.compile("^Run$")))
-        # the section opens on the run whose categories hold enough prompts for an interval; pick the other
-        assert run.locator("input").input_value().startswith("specscope-cpu-mixed (")
-        run.click()
+        run.click()  # the section opens on the newest run: pick the one of two prompts a category
         page.get_by_role("option").filter(has_text=few_prompts_store.RUN).click()
         wait_idle(page, 120_000)
         page.wait_for_timeout(1000)
