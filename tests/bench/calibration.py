@@ -28,6 +28,7 @@ from specscope import settings, sweep
 from specscope.advice import calibrate, fitting
 from specscope.cli.bench import ProgressBar
 from specscope.engine import models
+from specscope.loop import calibration_sweep
 from specscope.results.store import Store
 
 PRESET, METHOD = "cpu-smollm2", "draft_model"
@@ -54,10 +55,11 @@ def main() -> int:
     models.prepare()
     common = dict(prompts=PROMPTS, num_prompts=args.num_prompts, output_len=args.output_len)
     started = time.monotonic()
-    alpha = calibrate.synthetic_alpha()
+    alpha = calibration_sweep.synthetic_alpha()
     print("calibrating with " + (f"drafts accepted synthetically at {alpha}^i" if alpha is not None else
                                  "the drafter's own acceptance (this vLLM has no synthetic sampler)"), flush=True)
-    measure(calibrate.sweep_spec(PRESET, METHOD, (1, 2, 4), (1, 4), alpha=alpha, run_id="calibration", **common))
+    measure(calibration_sweep.sweep_spec(PRESET, METHOD, (1, 2, 4), (1, 4), alpha=alpha, run_id="calibration",
+                                         **common))
     accept = measure(sweep.SweepSpec(preset=PRESET, methods=("none", METHOD), ks=(4,), concurrencies=(1,),
                                      run_id="acceptance", **common))
     held = measure(sweep.SweepSpec(preset=PRESET, methods=("none", METHOD), ks=(3,), concurrencies=(2, 3),

@@ -29,11 +29,12 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "app"))
 
 from specscope import settings
-from specscope.advice import deploy_run, priors
+from specscope.advice import priors
 from specscope.cli.bench import ProgressBar  # noqa: E402
 from specscope.engine import models, provenance  # noqa: E402
 from specscope.errors import ConfigError  # noqa: E402
 from specscope.launch.host import installed_vllm  # noqa: E402
+from specscope.loop import deploy_run
 
 PRESET = "shape-llama31-8b-shared"
 # Long contexts: the same shape with room for 16 prompts of several thousand tokens each (launchers/*-long.toml).

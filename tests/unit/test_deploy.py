@@ -274,7 +274,7 @@ def test_a_concurrency_whose_own_pick_ties_the_fixed_k_reads_the_deployed_k_firs
 def _bundled_loop(run_id: str, probe_ks: tuple[int, int]):
     """The request of the loop's bundled H200 runs (tests/bench/deploy.py): EAGLE-3 on the 8B shape at a
     published curve, c = 1, 4, 16, 64, three repeats."""
-    from specscope.advice import deploy_run
+    from specscope.loop import deploy_run
 
     data = Path(__file__).resolve().parents[2] / "data"
     return deploy_run.Request(preset="shape-llama31-8b-shared", methods=("eagle3",), concurrencies=(1, 4, 16, 64),
@@ -285,7 +285,7 @@ def _bundled_loop(run_id: str, probe_ks: tuple[int, int]):
 def test_the_bundled_h200_loop_answers_from_what_it_measured_and_says_why_its_schedule_was_not(specscope_home):
     """The loop on an H200 (vLLM 0.26.0, EAGLE-3 at a published curve): the prediction moved K with load, the
     schedule server did not start on that vLLM's V2 runner, so the answer is the fixed K the verified cells chose."""
-    from specscope.advice import deploy_run
+    from specscope.loop import deploy_run
 
     request = _bundled_loop("gpu-deploy-8b-eagle3-r4-vllm0.26.0", (2, 6))
     outcome = deploy_run.report(request)
@@ -303,7 +303,7 @@ def test_the_bundled_h200_schedule_ran_on_the_v1_runner_and_lost_so_the_answer_i
     """The loop's fourth GPU run (H200, vLLM 0.26.0, probes K=3 and 6): the prediction moved K with load, the
     schedule server started on vLLM's V1 runner and drafted by batch size as planned, but lost to every fixed K
     at three loads; measured beats modelled, so the answer is fixed K=3, within 2% of the best K at each load."""
-    from specscope.advice import deploy_run
+    from specscope.loop import deploy_run
 
     request = _bundled_loop("gpu-deploy-8b-eagle3-r5-vllm0.26.0", (3, 6))
     outcome = deploy_run.report(request)
@@ -323,7 +323,7 @@ def test_a_schedule_on_another_model_runner_is_priced_by_the_probe_schedule_step
     """Where the schedule must run on vLLM's V1 runner, step 1 measures a schedule that drafts the smaller probe K
     at every load but the largest; its speed over the same K's on the default runner prices the schedule's
     prediction. Here the fourth H200 run's K=3 cells at half their speed stand for the probe's."""
-    from specscope.advice import deploy_run
+    from specscope.loop import deploy_run
 
     request = _bundled_loop("gpu-deploy-8b-eagle3-r5-vllm0.26.0", (3, 6))
     probe = deploy_run.runner_probe(request, 64)
@@ -361,7 +361,7 @@ def test_the_bundled_h200_run_priced_the_schedules_runner_and_answers_a_fixed_k_
     loads pooled: step 1's cells pair with the baseline's rounds, so K=3's intervals are paired (1.406x [0.866,
     2.283] at 64, where Fieller's read [0.872, 1.955]), while step 3's K=4, measured after those rounds, keeps
     Fieller's; the answer keeps 0.96 of the best fixed K's speedup."""
-    from specscope.advice import deploy_run
+    from specscope.loop import deploy_run
 
     request = _bundled_loop("gpu-deploy-8b-eagle3-r6-vllm0.26.0", (3, 6))
     outcome = deploy_run.report(request)
@@ -381,7 +381,7 @@ def test_the_bundled_draft_model_loop_answers_the_measured_k_and_says_the_predic
     draft-model curve): the verified K=1 measured 0.92-1.04x, and the answer reads those measured figures with their
     intervals. The run's fit promised 1.11-1.33x at K=1 (a line through K=3 and 6 whose step at K=0 cost half a
     baseline step); with the step held at no less than the baseline's, the miss is a median 9.8%."""
-    from specscope.advice import deploy_run
+    from specscope.loop import deploy_run
 
     data = Path(__file__).resolve().parents[2] / "data"
     request = deploy_run.Request(preset="shape-llama31-8b-shared", methods=("draft_model",), concurrencies=(1, 16, 64),
@@ -404,7 +404,7 @@ def test_the_bundled_draft_model_loop_answers_the_measured_k_and_says_the_predic
 def test_the_bundled_long_context_loop_answers_k4_at_every_load_within_its_prediction(specscope_home):
     """The loop on 3,000-token prompts (H200, vLLM 0.26.0, EAGLE-3 at a published curve, c 1, 4, 16): the best K
     stays 4 as load grows, the speedup falls from 1.9x to 1.25x, and the fit predicted each verified cell within 4%."""
-    from specscope.advice import deploy_run
+    from specscope.loop import deploy_run
 
     data = Path(__file__).resolve().parents[2] / "data"
     request = deploy_run.Request(preset="shape-llama31-8b-long", methods=("eagle3",), concurrencies=(1, 4, 16),
@@ -426,7 +426,7 @@ def test_the_vllm_032_loop_on_an_h100_serves_its_schedule_at_the_best_fixed_ks_s
     (4, then 3 past batch 42), and on 0.32.0's V2 runner the schedule kept full CUDA graphs: it measured within 2%
     of the best fixed K at every load (0.982 at worst), where vLLM 0.26.0's V1 runner lost 35-59%. It tied K=4
     everywhere, so the answer is the simpler server, K=4."""
-    from specscope.advice import deploy_run
+    from specscope.loop import deploy_run
 
     outcome = deploy_run.report(_bundled_loop("gpu-deploy-8b-eagle3-vllm0.32.0", (3, 6)))
     assert outcome.plan.schedule == "1-42:4,43-64:3" and outcome.plan.verify_ks == [4]

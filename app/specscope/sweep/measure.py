@@ -20,7 +20,7 @@ from specscope.errors import SpecScopeError
 from specscope.results import hygiene
 from specscope.sweep import lock
 from specscope.sweep.launchers import Launcher, RunningServer
-from specscope.sweep.spec import Cell, SweepSpec, is_synthetic, requests_of
+from specscope.sweep.spec import Cell, SweepSpec, requests_of
 
 __all__ = ["labels", "failed_row", "run_cell", "cell_prompts", "cell_requests"]
 
@@ -54,7 +54,7 @@ def labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: R
         "vllm_version": (info.vllm_version if info else None) or server.vllm_version or _installed_version(),
         "torch_version": None if server.hardware else server.torch_version or provenance.torch_version(),
         "weights": server.weights,
-        "acceptance": provenance.acceptance_kind(cell.method, is_synthetic(server.method_params) or (
+        "acceptance": provenance.acceptance_kind(cell.method, provenance.is_synthetic(server.method_params) or (
             spec.synthetic.keys(cell.k) is not None)),
         "dataset": prompt_set.name,
         "response_format": formats.kinds_label(p.response_format for p in prompt_set.prompts

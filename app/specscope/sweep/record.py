@@ -16,9 +16,9 @@ from typing import Any
 
 from specscope import files, settings
 from specscope.client import bench
+from specscope.engine.provenance import is_synthetic
 from specscope.results import hygiene, writing
 from specscope.schema import BASELINE_METHOD
-from specscope.sweep.spec import is_synthetic
 
 __all__ = ["run_dir", "Kept", "finished_cells", "read_kept", "SweepResult", "Recorder", "keep", "with_hygiene",
            "run_hygiene", "write_run", "drop_if_empty"]

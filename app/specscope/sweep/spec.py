@@ -14,14 +14,14 @@ from typing import Any
 from specscope import launch
 from specscope.client import bench, prompts
 from specscope.engine import schedule
+from specscope.engine.provenance import SYNTHETIC
 from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
 
 __all__ = ["SYNTHETIC", "STRUCTURED", "Cell", "Synthetic", "SweepSpec", "parse_ints", "structured_default",
            "method_ks", "schedule_k", "requests_of", "synthetic_length_for", "parse_lengths", "synthetic_config",
-           "is_synthetic", "servers_spec"]
+           "servers_spec"]
 
-SYNTHETIC = "synthetic"  # rejection_sample_method that accepts drafts at set rates, whatever they are
 STRUCTURED = ("free", "constrained", "both")
 
 
@@ -260,15 +260,6 @@ def synthetic_config(alpha: float, k: int) -> dict[str, Any]:
     synthetic rejection sampler): a step's cost measured apart from the drafter's quality."""
     return {"rejection_sample_method": SYNTHETIC,
             "synthetic_acceptance_rates": [round(alpha ** i, 6) for i in range(1, k + 1)]}
-
-
-def is_synthetic(method_params: str | None) -> bool:
-    """Whether a row's speculative_config (its ``method_params`` JSON) accepted drafts synthetically."""
-    try:
-        config = json.loads(method_params) if method_params else {}
-    except ValueError:
-        return False
-    return isinstance(config, dict) and config.get("rejection_sample_method") == SYNTHETIC
 
 
 def servers_spec(names: list[str] | tuple[str, ...], **fields: Any) -> SweepSpec:
