@@ -1,15 +1,25 @@
 """Processes as Linux's ``/proc`` shows them: is a server's process alive, which processes its
-group holds, how much memory they use. Reads only; starting and signalling live in
-``specscope.launch.process``; it sits below the store and the launcher, which both read it."""
+group holds, how much memory they use, and how busy some cores were beside our own work on them
+(``sample_cpu``, ``foreign_cpu``: the figure the ``foreign_cpu`` hygiene check reads). Reads only;
+starting and signalling live in ``specscope.launch.process``; it sits below the store and the launcher,
+which both read it.
+
+    before = sample_cpu(server_pids, cores={0}, threads=[load_thread_id])
+    ...                                     # run the cell
+    row["foreign_cpu"] = foreign_cpu(before, sample_cpu(server_pids, cores={0}, threads=[load_thread_id]))
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["CHILDREN", "proc_stat", "alive", "pid_exists", "group_pids", "group_rss_bytes", "env_by_group",
-           "memory_available_bytes", "listening_argv", "listening_ports", "cpu_binding"]
+           "memory_available_bytes", "listening_argv", "listening_ports", "cpu_binding",
+           "CpuSample", "parse_proc_stat", "process_ticks", "sample_cpu", "foreign_cpu"]
 
 CHILDREN: dict[int, subprocess.Popen[bytes]] = {}  # servers this process started, so exits get reaped
 
@@ -166,3 +176,68 @@ def listening_argv(port: int) -> list[str] | None:
         except OSError:
             continue
     return None
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    """Busy and total jiffies of some cores, and the CPU jiffies of the processes we account for."""
+
+    busy: int
+    total: int
+    own: int
+
+
+def parse_proc_stat(text: str) -> dict[int, tuple[int, int]]:
+    """Per core: (busy, total) jiffies from /proc/stat text (idle and iowait are not busy)."""
+    cores = {}
+    for line in text.splitlines():
+        name, *fields = line.split()
+        if not (name.startswith("cpu") and name[3:].isdigit()):
+            continue
+        ticks = [int(v) for v in fields[:8]]  # user nice system idle iowait irq softirq steal
+        idle = ticks[3] + ticks[4]
+        cores[int(name[3:])] = (sum(ticks) - idle, sum(ticks))
+    return cores
+
+
+def process_ticks(stat_text: str) -> int:
+    """utime + stime jiffies (all threads) from one /proc/<pid>/stat line."""
+    fields = stat_text[stat_text.rindex(")") + 2:].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def _read_ticks(stat: str) -> int:
+    try:
+        return process_ticks(Path(stat).read_text())
+    except (OSError, ValueError, IndexError):
+        return 0  # the process or thread ended; its time is no longer visible
+
+
+def sample_cpu(pids: Iterable[int], cores: Iterable[int], threads: Iterable[int] = ()) -> CpuSample | None:
+    """A sample of ``cores`` and of our own work: the processes ``pids`` (a server's) and this process's
+    ``threads`` (the load generator's native thread ids). The rest of this process is not ours: a dashboard
+    running the sweep computes its pages on other threads, and they compete for the cores like any other
+    process. None off Linux."""
+    try:
+        per_core = parse_proc_stat(Path("/proc/stat").read_text())
+    except OSError:
+        return None
+    chosen = [per_core[c] for c in cores if c in per_core]
+    if not chosen:
+        return None
+    own = sum(_read_ticks(f"/proc/{pid}/stat") for pid in set(pids))
+    own += sum(_read_ticks(f"/proc/{os.getpid()}/task/{tid}/stat") for tid in set(threads))
+    return CpuSample(sum(b for b, _ in chosen), sum(t for _, t in chosen), own)
+
+
+def foreign_cpu(before: CpuSample | None, after: CpuSample | None) -> float | None:
+    """Share of the cores' time other processes were busy between two samples (a lower bound).
+
+    The server's and the load generator's own time is subtracted in full, even the part that
+    ran on other cores, so the figure errs low rather than blaming others for our own work; other
+    SpecScope work (a dashboard's pages, another CLI) is not our own.
+    """
+    if before is None or after is None or after.total <= before.total:
+        return None
+    others = (after.busy - before.busy) - (after.own - before.own)
+    return max(0.0, others / (after.total - before.total))

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from specscope import procfs
 from specscope.client import bench, compilelog, metrics
 from specscope.results import hygiene
 
@@ -106,29 +107,29 @@ def test_lossless_only_counts_at_temperature_zero():
 
 
 def test_foreign_cpu_from_recorded_proc_stat():
-    before = hygiene.parse_proc_stat((CAPTURES / "proc_stat_before.txt").read_text())
-    after = hygiene.parse_proc_stat((CAPTURES / "proc_stat_after.txt").read_text())
+    before = procfs.parse_proc_stat((CAPTURES / "proc_stat_before.txt").read_text())
+    after = procfs.parse_proc_stat((CAPTURES / "proc_stat_after.txt").read_text())
     assert sorted(before) == [0, 1]  # cpu0 and cpu1; the "cpu" total line is not a core
     busy = after[0][0] - before[0][0]
     total = after[0][1] - before[0][1]
     assert 0 < busy <= total
-    start = hygiene.CpuSample(busy=before[0][0], total=before[0][1], own=0)
+    start = procfs.CpuSample(busy=before[0][0], total=before[0][1], own=0)
     # nothing of ours ran: all the busy time was someone else's
-    assert hygiene.foreign_cpu(start, hygiene.CpuSample(after[0][0], after[0][1], own=0)) == pytest.approx(busy / total)
+    assert procfs.foreign_cpu(start, procfs.CpuSample(after[0][0], after[0][1], own=0)) == pytest.approx(busy / total)
     # our server and load generator account for all of it: nobody else used the core
-    assert hygiene.foreign_cpu(start, hygiene.CpuSample(after[0][0], after[0][1], own=busy)) == 0.0
-    assert hygiene.foreign_cpu(start, start) is None and hygiene.foreign_cpu(None, start) is None
+    assert procfs.foreign_cpu(start, procfs.CpuSample(after[0][0], after[0][1], own=busy)) == 0.0
+    assert procfs.foreign_cpu(start, start) is None and procfs.foreign_cpu(None, start) is None
 
 
 def test_process_ticks_read_user_and_system_time_past_a_tricky_name():
-    assert hygiene.process_ticks(STAT_LINE) == 731 + 94
+    assert procfs.process_ticks(STAT_LINE) == 731 + 94
 
 
 def test_sample_cpu_reads_this_machine():
-    sample = hygiene.sample_cpu([], cores={0}, threads=[threading.get_native_id()])
+    sample = procfs.sample_cpu([], cores={0}, threads=[threading.get_native_id()])
     assert sample is not None and sample.total >= sample.busy > 0 and sample.own > 0  # this thread's time
-    assert hygiene.sample_cpu([], cores={0}).own == 0  # no server, no load generator: none of it is ours
-    assert hygiene.sample_cpu([], cores={10_000}) is None
+    assert procfs.sample_cpu([], cores={0}).own == 0  # no server, no load generator: none of it is ours
+    assert procfs.sample_cpu([], cores={10_000}) is None
 
 
 def test_cores_and_max_num_seqs_from_a_server_launch():

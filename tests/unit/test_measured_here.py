@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import local_http
-from specscope import sweep
+from specscope import procfs, sweep
 from specscope.client import prompts
 from specscope.results import hygiene
 from specscope.sweep import lock, measure
@@ -54,15 +54,15 @@ def test_a_cell_counts_this_process_busy_on_its_core_beside_the_load_generator(s
                            num_prompts=4, warmups=0, output_len=16)
     stop = threading.Event()
     spinner = threading.Thread(target=_spin, args=(stop, 0), name="dashboard-page", daemon=True)
-    samples: list[tuple[hygiene.CpuSample, int]] = []  # each sample, and the spinner's ticks then
-    sample_cpu = hygiene.sample_cpu
+    samples: list[tuple[procfs.CpuSample, int]] = []  # each sample, and the spinner's ticks then
+    sample_cpu = procfs.sample_cpu
 
     def sampled(pids, cores, threads=()):
         found = sample_cpu(pids, cores, threads)
-        samples.append((found, hygiene.process_ticks(Path(f"/proc/self/task/{spinner.native_id}/stat").read_text())))
+        samples.append((found, procfs.process_ticks(Path(f"/proc/self/task/{spinner.native_id}/stat").read_text())))
         return found
 
-    monkeypatch.setattr(hygiene, "sample_cpu", sampled)
+    monkeypatch.setattr(procfs, "sample_cpu", sampled)
     with local_http.serving(Probing) as url:
         spinner.start()
         try:

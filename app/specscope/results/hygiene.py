@@ -5,15 +5,12 @@ returns the ids a result row fails; the sweep stores them in the row's ``hygiene
 a run with a failed check is labelled, never hidden. The row fields the checks read are
 recorded while measuring (``bench``, ``sweep``): warm-ups, prefix-cache hit rate, the share of
 requests that started in synchronized waves, the server's ``max_num_seqs``, other processes'
-use of the server's cores (``CpuSample``, from /proc), requests the server answered before the
+use of the server's cores (``procfs.foreign_cpu``), requests the server answered before the
 cell, and mismatches against the baseline's outputs at temperature 0. ``row_flags`` judges a row on its
 own figures (above its physical ceiling, acceptance collapsed, greedy drafts at temperature > 0), so
 imports get those checks too. ``mark_drift`` judges a run's rows together: rounds that ran at different
 speeds for every cell alike (``round_drift``).
 
-    before = sample_cpu(server_pids, cores={0}, threads=[load_thread_id])
-    ...                                     # run the cell
-    row["foreign_cpu"] = foreign_cpu(before, sample_cpu(server_pids, cores={0}, threads=[load_thread_id]))
     row["hygiene"] = ",".join(flags(row, repeats=3))
     flagged_ids(row["hygiene"])             # back to ids (also from a cell folded over repeats)
     row_ids(cell)                           # those ids, and what the cell's own columns show (valid_share)
@@ -22,11 +19,9 @@ speeds for every cell alike (``round_drift``).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -36,9 +31,7 @@ from specscope.engine.catalog import MODEL_DRAFTERS
 from specscope.schema import CELL_KEYS
 
 __all__ = ["Check", "CHECKS", "flags", "row_flags", "flagged_ids", "row_ids", "titles", "distorting", "cell_checks",
-           "badges", "CpuSample", "parse_proc_stat",
-           "process_ticks", "sample_cpu",
-           "foreign_cpu", "cores_of", "max_num_seqs_of", "lossless_mismatches",
+           "badges", "cores_of", "max_num_seqs_of", "lossless_mismatches",
            "PREFIX_CACHE_LIMIT", "WAVE_LIMIT", "FOREIGN_CPU_LIMIT", "COLLAPSE_LIMIT",
            "round_drift", "mark_drift", "DRIFT_LIMIT", "DRIFT_LEVEL"]
 
@@ -264,73 +257,6 @@ def flagged_ids(text) -> list[str]:
         return []
     found = set(re.split(r"[,;\s]+", text))
     return [check_id for check_id in CHECKS if check_id in found]
-
-
-# --- CPU use of the server's cores by other processes -------------------------------------------
-
-@dataclass(frozen=True)
-class CpuSample:
-    """Busy and total jiffies of some cores, and the CPU jiffies of the processes we account for."""
-
-    busy: int
-    total: int
-    own: int
-
-
-def parse_proc_stat(text: str) -> dict[int, tuple[int, int]]:
-    """Per core: (busy, total) jiffies from /proc/stat text (idle and iowait are not busy)."""
-    cores = {}
-    for line in text.splitlines():
-        name, *fields = line.split()
-        if not (name.startswith("cpu") and name[3:].isdigit()):
-            continue
-        ticks = [int(v) for v in fields[:8]]  # user nice system idle iowait irq softirq steal
-        idle = ticks[3] + ticks[4]
-        cores[int(name[3:])] = (sum(ticks) - idle, sum(ticks))
-    return cores
-
-
-def process_ticks(stat_text: str) -> int:
-    """utime + stime jiffies (all threads) from one /proc/<pid>/stat line."""
-    fields = stat_text[stat_text.rindex(")") + 2:].split()
-    return int(fields[11]) + int(fields[12])
-
-
-def _read_ticks(stat: str) -> int:
-    try:
-        return process_ticks(Path(stat).read_text())
-    except (OSError, ValueError, IndexError):
-        return 0  # the process or thread ended; its time is no longer visible
-
-
-def sample_cpu(pids: Iterable[int], cores: Iterable[int], threads: Iterable[int] = ()) -> CpuSample | None:
-    """A sample of ``cores`` and of our own work: the processes ``pids`` (a server's) and this process's
-    ``threads`` (the load generator's native thread ids). The rest of this process is not ours: a dashboard
-    running the sweep computes its pages on other threads, and they compete for the cores like any other
-    process. None off Linux."""
-    try:
-        per_core = parse_proc_stat(Path("/proc/stat").read_text())
-    except OSError:
-        return None
-    chosen = [per_core[c] for c in cores if c in per_core]
-    if not chosen:
-        return None
-    own = sum(_read_ticks(f"/proc/{pid}/stat") for pid in set(pids))
-    own += sum(_read_ticks(f"/proc/{os.getpid()}/task/{tid}/stat") for tid in set(threads))
-    return CpuSample(sum(b for b, _ in chosen), sum(t for _, t in chosen), own)
-
-
-def foreign_cpu(before: CpuSample | None, after: CpuSample | None) -> float | None:
-    """Share of the cores' time other processes were busy between two samples (a lower bound).
-
-    The server's and the load generator's own time is subtracted in full, even the part that
-    ran on other cores, so the figure errs low rather than blaming others for our own work; other
-    SpecScope work (a dashboard's pages, another CLI) is not our own.
-    """
-    if before is None or after is None or after.total <= before.total:
-        return None
-    others = (after.busy - before.busy) - (after.own - before.own)
-    return max(0.0, others / (after.total - before.total))
 
 
 def cores_of(env: Mapping[str, str]) -> set[int]:

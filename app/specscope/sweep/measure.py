@@ -13,11 +13,10 @@ from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from specscope import formats
+from specscope import formats, procfs
 from specscope.client import bench, compilelog, prompts
 from specscope.engine import provenance, vllms
 from specscope.errors import SpecScopeError
-from specscope.results import hygiene
 from specscope.sweep import lock
 from specscope.sweep.launchers import Launcher, RunningServer
 from specscope.sweep.spec import Cell, SweepSpec, requests_of
@@ -114,18 +113,18 @@ def run_cell(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server:
 
 async def _with_foreign_cpu(load_run: Coroutine[Any, Any, bench.CellResult], server: RunningServer,
                             launcher: Launcher) -> tuple[bench.CellResult, float | None]:
-    """The cell's load, and the share of its server's cores other work used meanwhile (``hygiene.foreign_cpu``;
+    """The cell's load, and the share of its server's cores other work used meanwhile (``procfs.foreign_cpu``;
     None for a server bound to no cores in particular). Its own work is the server's processes and the load
     generator's threads: this one, which runs the load's event loop, and that loop's helper threads. Everything
     else is other work, this process's other threads included (the dashboard's pages, when it runs the sweep)."""
     helpers = f"specscope-load-{threading.get_native_id()}"
     asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(thread_name_prefix=helpers))
 
-    def sample() -> hygiene.CpuSample | None:
+    def sample() -> procfs.CpuSample | None:
         threads = [threading.get_native_id(), *(t.native_id for t in threading.enumerate()
                                                  if t.name.startswith(helpers) and t.native_id is not None)]
-        return hygiene.sample_cpu(launcher.pids(server), server.cores, threads) if server.cores else None
+        return procfs.sample_cpu(launcher.pids(server), server.cores, threads) if server.cores else None
 
     before = sample()
     outcome = await load_run
-    return outcome, hygiene.foreign_cpu(before, sample())
+    return outcome, procfs.foreign_cpu(before, sample())
