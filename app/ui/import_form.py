@@ -1,6 +1,7 @@
-"""The Explorer's import: a recognised file imports at once; a guidellm or AIPerf export asks for the
-method and K behind its server (and the hardware) first; any other CSV or Parquet gets a column map (a
-column per canonical field, or one value for every row), a preview, then import."""
+"""The Explorer's import: a recognised file imports at once; a benchmark tool's export (a registered
+importer's, ``specscope.results.tool_exports``) asks for the method and K behind its server (and the
+hardware) first; any other CSV or Parquet gets a column map (a column per canonical field, or one value for
+every row), a preview, then import."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from specscope.errors import SpecScopeError
 from specscope.results import importers, tool_exports
 from ui.common import show_error
 
-__all__ = ["import_upload", "TYPES"]
+__all__ = ["import_upload", "uploader_label", "TYPES", "TOOL_GIVEN"]
 
 NOT_MAPPED = "(not in the file)"
 HELP = {"model": "the target model", "method": "ngram, suffix, eagle3, ...; the baseline may read none, "
@@ -20,12 +21,17 @@ HELP = {"model": "the target model", "method": "ngram, suffix, eagle3, ...; the 
         "output_throughput": "output tokens per second", "k": "speculative tokens per step"}
 # Fields a file may lack but the user can state once for every row.
 GIVEN = ("model", "hardware", "dataset", "draft_model")
-# What a guidellm or AIPerf export may lack besides the method and K.
+# What a benchmark tool's export may lack besides the method and K.
 TOOL_GIVEN = ("hardware", "draft_model", "model", "concurrency")
 TOOL_HELP = {"hardware": "what the server ran on, e.g. cpu, 1xH100", "draft_model": "the draft model or EAGLE "
              "head, for draft_model and eagle methods", "model": "only when the file does not name it",
-             "concurrency": "only for an AIPerf CSV, which does not state it"}
-TYPES = ["json", "yaml", "yml", "parquet", "csv"]  # the uploader's file types
+             "concurrency": f"only for {tool_exports.unstated('concurrency') or 'a file'}, which does not state it"}
+TYPES = [suffix.lstrip(".") for suffix in importers.UPLOAD_SUFFIXES]  # the uploader's file types
+
+
+def uploader_label(max_mb: int) -> str:
+    """The uploader's label: the formats it takes, the tools' from their importers."""
+    return f"{importers.known_formats()} or any CSV / Parquet (you map its columns; at most {max_mb} MB)"
 
 
 def _run_import(name: str, data: bytes, **kwargs) -> None:
@@ -80,7 +86,7 @@ def _column_map(name: str, data: bytes, columns: list[str], source: str | None) 
 
 
 def _tool_setup(name: str, data: bytes, tool: str, source: str | None) -> None:
-    """A guidellm or AIPerf export: the user gives what the file does not say, once for all its rows."""
+    """A benchmark tool's export: the user gives what the file does not say, once for all its rows."""
     st.info(f"{name} is a {tool_exports.MARKS[tool]} export. It does not say which speculative "
             "decoding the server ran: give it for the whole file (a value the file states wins; one that "
             "contradicts it is refused).")

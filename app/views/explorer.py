@@ -13,7 +13,7 @@ from specscope.advice import deploy, fitting
 from specscope.analysis import explore, intervals, verdict
 from specscope.engine import roofline
 from specscope.errors import SpecScopeError
-from specscope.results import datasets
+from specscope.results import datasets, tool_exports
 from ui import (
     anatomy,
     cache,
@@ -39,8 +39,8 @@ st.caption("Speedup = output throughput with speculative decoding / without, sam
            "hardware, host, output length and concurrency, over the baseline **the same run** measured "
            "(a run without one uses the newest matching baseline of another run; the table names the "
            "baseline run). Error bars and [low, high] are 95% intervals over a cell's repeats (speedup: "
-           f"{intervals.SPEEDUP_INTERVALS}; over its requests for a guidellm or AIPerf import that keeps them); a "
-           "single run has none.")
+           f"{intervals.SPEEDUP_INTERVALS}; over its requests for an import from {tool_exports.names()} that "
+           "keeps them); a single run has none.")
 
 # The sidebar's forms are drawn only when opened: their scripts would load ahead of the first figure.
 # Importing is an operator's (it writes results every viewer then sees).
@@ -50,11 +50,8 @@ if is_operator():
                                 icon=":material/upload_file:")
         if importing.open:
             with importing:
-                upload = st.file_uploader(
-                    "vllm bench JSON, guidellm or AIPerf results, Ruiz Parquet, SpecScope Parquet or any CSV / "
-                    f"Parquet (you map its columns; at most {st.get_option('server.maxUploadSize')} MB)",
-                    type=import_form.TYPES,
-                    key="explorer_upload")
+                upload = st.file_uploader(import_form.uploader_label(st.get_option("server.maxUploadSize")),
+                                          type=import_form.TYPES, key="explorer_upload")
                 source_name = st.text_input("Source name (optional)", key="explorer_source")
                 if upload is not None:
                     import_form.import_upload(upload, source_name or None)

@@ -31,7 +31,7 @@ from specscope.analysis import explore, limits, per_prompt, versions
 from specscope.cli import layout
 from specscope.engine import roofline
 from specscope.errors import ConfigError
-from specscope.results import hygiene, identity, importers, structured
+from specscope.results import hygiene, identity, importers, structured, tool_exports
 from specscope.results.store import Store
 from specscope.schema import BASELINE_METHOD
 
@@ -185,22 +185,27 @@ def _width(args: argparse.Namespace) -> int | None:
     return None if args.wide else layout.terminal_width()
 
 
+def _given_help(field: str, what: str) -> str:
+    """An import option's help, naming the tools' files that never state its field."""
+    lacking = tool_exports.unstated(field)
+    return f"set {what} on every imported row" + (f" ({lacking} does not state it)" if lacking else "")
+
+
 def register(subparsers) -> None:
     """Add ``specscope import`` and ``specscope speedup``."""
-    imp = subparsers.add_parser("import", help="import benchmark results (vllm bench JSON, guidellm JSON/YAML/CSV, "
-                                "AIPerf JSON/CSV, Ruiz Parquet, SpecScope Parquet, or CSV/Parquet with --map)",
-                                description="A guidellm or AIPerf export does not say which speculative decoding "
-                                "the server ran: give it for the whole file, --method none for the baseline or "
-                                "e.g. --method ngram --k 4 (and --hardware). A value the file states wins; one "
-                                "that contradicts it is refused.")
+    imp = subparsers.add_parser("import", help=f"import benchmark results ({importers.known_formats()}, or "
+                                "CSV/Parquet with --map)",
+                                description=f"A benchmark tool's export ({tool_exports.names()}) does not say which "
+                                "speculative decoding the server ran: give it for the whole file, --method none for "
+                                "the baseline or e.g. --method ngram --k 4 (and --hardware). A value the file "
+                                "states wins; one that contradicts it is refused.")
     imp.add_argument("paths", nargs="+", metavar="PATH")
     imp.add_argument("--source", help="source name for the imported rows")
     imp.add_argument("--map", help="column map canonical=column,... for foreign CSV/Parquet")
     for key in ("method", "draft-model", "hardware", "label", "dataset", "model"):
-        imp.add_argument(f"--{key}", help=f"set {key.replace('-', '_')} on every imported row")
-    imp.add_argument("--k", type=int, help="set k (speculative tokens) on every imported row")
-    imp.add_argument("--concurrency", type=int, help="set the concurrency on every imported row (an AIPerf CSV "
-                     "does not state it)")
+        imp.add_argument(f"--{key}", help=_given_help(key.replace("-", "_"), key.replace("-", "_")))
+    imp.add_argument("--k", type=int, help=_given_help("k", "k (speculative tokens)"))
+    imp.add_argument("--concurrency", type=int, help=_given_help("concurrency", "the concurrency"))
     imp.set_defaults(func=_import)
 
     sp = subparsers.add_parser("speedup", help="speedup over the matching baseline, per K and concurrency")

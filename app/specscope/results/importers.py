@@ -8,9 +8,9 @@ Recognised inputs:
   throughput is named as such, since output throughput cannot be derived from it),
 - canonical Parquet (SpecScope's own rows, e.g. a download from the Explorer),
 - CSV or Parquet with a user-given column map ``{canonical column: file column}``,
-- guidellm reports (JSON, YAML, CSV) and NVIDIA AIPerf exports (JSON with its per-request
-  JSON-lines beside it, CSV), read by ``specscope.results.tool_exports``: one row per benchmark, source
-  ``guidellm`` or ``aiperf``, per-request rows where the file keeps them. The method and K behind
+- the exports of benchmark tools (guidellm, AIPerf, ...), each read by the importer its module in
+  ``specscope.results.tool_exports`` registers: one row per benchmark, source the tool's name,
+  per-request rows where the file keeps them. The method and K behind
   the server (and the hardware) come from ``overrides`` (``--method ngram --k 4``), given once for the
   file and checked against what it states: a contradiction is refused, never overwritten.
 
@@ -45,8 +45,8 @@ from specscope.results import hygiene, shared, tool_exports, writing
 from specscope.schema import BASELINE_METHOD, LATENCY_METRICS, RESULT_COLUMNS, RESULT_SCHEMA
 
 __all__ = ["import_file", "import_upload", "preview_upload", "upload_columns", "upload_tool", "guess_map", "read_rows",
-           "RUIZ_SETUPS", "ImportResult", "ColumnMapNeeded", "MAP_FIELDS", "REQUIRED_FIELDS",
-           "BASELINE_LABELS"]
+           "known_formats", "RUIZ_SETUPS", "ImportResult", "ColumnMapNeeded", "MAP_FIELDS", "REQUIRED_FIELDS",
+           "BASELINE_LABELS", "UPLOAD_SUFFIXES"]
 
 # Ruiz's file names its setup in `analysis`, not its model.
 RUIZ_SETUPS = {
@@ -61,6 +61,13 @@ MAP_FIELDS = (*REQUIRED_FIELDS, "k", "draft_model", "dataset", "hardware", "outp
 # Method labels foreign files use for "no speculative decoding" (compared lower-case, stripped).
 BASELINE_LABELS = ("none", "nosd", "no-sd", "no_sd", "baseline", "no-spec", "no_spec", "nospec", "")
 _MAP_EXAMPLE = "model=Model,method=Method,concurrency=Users,output_throughput=TokPerSec"
+# The suffixes the Explorer's uploader offers: SpecScope's own formats', then the tools' (tool_exports).
+UPLOAD_SUFFIXES = tuple(dict.fromkeys((".json", ".parquet", ".csv", *tool_exports.SUFFIXES)))
+
+
+def known_formats() -> str:
+    """The formats SpecScope recognises, for help and messages; the tools' from their importers."""
+    return f"vllm bench JSON, {tool_exports.listing()}, Ruiz Parquet, SpecScope Parquet"
 
 
 class ColumnMapNeeded(InputError):
@@ -319,7 +326,7 @@ def read_rows(path: Path, column_map: Mapping[str, str] | None = None,
 
 def _read(path: Path, column_map: Mapping[str, str] | None,
           overrides: Mapping | None) -> tuple[str, list[dict], bytes, tool_exports.ToolExport | None]:
-    """(format, rows, raw bytes, the tool export when the file is a guidellm or AIPerf one)."""
+    """(format, rows, raw bytes, the tool export when a benchmark tool wrote the file)."""
     data = _read_bytes(path)
     suffix = path.suffix.lower()
     overrides = dict(overrides or {})
@@ -339,8 +346,8 @@ def _read_other(path: Path, data: bytes, suffix: str, column_map: Mapping[str, s
     elif suffix in (".csv", ".tsv"):
         table = _read_csv(path.name, data)
     else:
-        raise InputError(f"{path.name}: SpecScope imports .json (vllm bench serve, guidellm, AIPerf), .yaml "
-                         "(guidellm), .parquet and .csv files; rename or convert it.")
+        raise InputError(f"{path.name}: SpecScope imports {', '.join(UPLOAD_SUFFIXES)} files ({known_formats()}, "
+                         "or CSV/Parquet with a column map); rename or convert it.")
     given = {key for key, value in overrides.items() if value is not None}
     columns = set(table.column_names)
     if column_map:
@@ -351,8 +358,8 @@ def _read_other(path: Path, data: bytes, suffix: str, column_map: Mapping[str, s
     if set(REQUIRED_FIELDS) <= columns | given:
         return "canonical", table.to_pylist()
     raise ColumnMapNeeded(
-        f"{path.name} fits no known results format (vllm bench JSON, Ruiz Parquet, SpecScope "
-        f"Parquet, guidellm, AIPerf), so its columns need mapping to {', '.join(REQUIRED_FIELDS)}: pick them in the "
+        f"{path.name} fits no known results format ({known_formats()}), so its columns need mapping to "
+        f"{', '.join(REQUIRED_FIELDS)}: pick them in the "
         f"Explorer's import, or on the command line give --map {_MAP_EXAMPLE}.", table.column_names)
 
 
@@ -428,8 +435,8 @@ def import_upload(name: str, data: bytes, **kwargs) -> ImportResult:
 
 
 def upload_tool(name: str, data: bytes) -> str | None:
-    """The benchmark tool that wrote an upload (``guidellm``, ``aiperf``), whose method and K the user
-    gives for the whole file; None for other formats."""
+    """The benchmark tool that wrote an upload (a registered importer's name: ``guidellm``, ``aiperf``),
+    whose method and K the user gives for the whole file; None for other formats."""
     return tool_exports.recognise(Path(name), data)
 
 

@@ -1,30 +1,42 @@
-"""Results of the benchmark tools teams already run, guidellm and NVIDIA AIPerf, as canonical rows.
+"""Results of the benchmark tools teams already run (guidellm, NVIDIA AIPerf, ...), as canonical rows.
 
-``read(path, data, given)`` recognises a tool's export by its content and returns its rows (source
-``guidellm`` or ``aiperf``), the per-request rows it holds and notes; None for any other file, which
-``specscope.results.importers`` then reads as before. What the export does not say (the method and K behind
-the server, the hardware) comes from ``given``, once for the whole file (``given.speculation``,
-``given.settle``). Each format has its module: ``guidellm`` (report JSON, YAML, CSV) and ``aiperf``
-(metrics JSON with the per-request JSON-lines beside it, CSV).
+Each tool has its module here, which registers one ``Importer`` as ``IMPORTER`` (``importer.py`` says what
+it holds); ``IMPORTERS`` are those found in the package, ordered by name. ``read(path, data, given)``
+recognises a tool's export by its content and returns its rows (source the tool's name), the per-request
+rows it holds and notes; None for any other file, which ``specscope.results.importers`` then reads as
+before. What the export does not say (the method and K behind the server, the hardware) comes from
+``given``, once for the whole file (``given.speculation``, ``given.settle``). The CLI, the Explorer's
+import form and labels name the tools through ``MARKS``, ``names``, ``listing`` and ``unstated``.
 """
 
 from __future__ import annotations
 
-import json
+import importlib
+import pkgutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from specscope.results.tool_exports.importer import Export, Importer
 
-from specscope.errors import InputError
-from specscope.results.tool_exports import aiperf, guidellm
+__all__ = ["ToolExport", "Importer", "IMPORTERS", "read", "recognise", "names", "listing", "unstated",
+           "SOURCES", "MARKS", "SUFFIXES"]
 
-__all__ = ["ToolExport", "read", "recognise", "SOURCES", "MARKS", "SUFFIXES"]
 
-SOURCES = (guidellm.SOURCE, aiperf.SOURCE)
-MARKS = {guidellm.SOURCE: "guidellm", aiperf.SOURCE: "AIPerf"}  # how the Explorer names each source
-SUFFIXES = (".yaml", ".yml", ".jsonl")  # besides .json and .csv, which other formats share
+def _discover() -> tuple[Importer, ...]:
+    """The ``IMPORTER`` of every module of this package, ordered by name."""
+    found = []
+    for module in pkgutil.iter_modules(__path__):
+        entry = getattr(importlib.import_module(f"{__name__}.{module.name}"), "IMPORTER", None)
+        if isinstance(entry, Importer):
+            found.append(entry)
+    return tuple(sorted(found, key=lambda entry: entry.source))
+
+
+IMPORTERS = _discover()
+SOURCES = tuple(entry.source for entry in IMPORTERS)
+MARKS = {entry.source: entry.label for entry in IMPORTERS}  # how the Explorer and the CLI name each source
+SUFFIXES = tuple(dict.fromkeys(s for entry in IMPORTERS for s in entry.suffixes))  # what the uploader offers
 
 
 @dataclass(frozen=True)
@@ -37,67 +49,32 @@ class ToolExport:
     notes: tuple[str, ...]
 
 
-def _json(data: bytes):
-    try:
-        return json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return None  # not JSON: the vllm bench reader says so
-
-
-def _yaml(name: str, data: bytes):
-    try:
-        return yaml.safe_load(data)
-    except yaml.YAMLError as exc:
-        raise InputError(f"{name} is not valid YAML ({exc}).") from exc
-
-
-def _first_line(data: bytes) -> str:
-    return data[:4096].decode("utf-8", errors="replace").lstrip("\ufeff").split("\n", 1)[0].strip()
-
-
 def read(path: Path, data: bytes, given: Mapping) -> ToolExport | None:
-    """The rows of a guidellm or AIPerf export at ``path`` (its bytes ``data``); None when it is neither."""
-    name, suffix = path.name, path.suffix.lower()
-    if suffix == ".json":
-        obj = _json(data)
-        if guidellm.is_report(obj):
-            return ToolExport("guidellm-json", *guidellm.rows_from_report(name, obj, given))
-        if aiperf.is_export(obj):
-            beside = aiperf.records_beside(path)
-            records = None if beside is None else aiperf.read_records(beside.name, beside.read_bytes())
-            return ToolExport("aiperf-json", *aiperf.rows_from_export(name, obj, given, records))
-        return None
-    if suffix in (".yaml", ".yml"):
-        obj = _yaml(name, data)
-        if not guidellm.is_report(obj):
-            raise InputError(f"{name} is YAML but not a guidellm report (it needs metadata.guidellm_version and "
-                             "benchmarks); SpecScope reads YAML from guidellm only.")
-        return ToolExport("guidellm-yaml", *guidellm.rows_from_report(name, obj, given))
-    if suffix == ".jsonl":
-        if aiperf.is_records(_first_line(data)):
-            raise InputError(f"{name} holds AIPerf's per-request records; import the profile_export_aiperf.json "
-                             "beside it, which reads them too.")
-        raise InputError(f"{name} is not an AIPerf per-request file; SpecScope reads JSON-lines from AIPerf only.")
-    if suffix == ".csv":
-        first = _first_line(data)
-        if guidellm.is_csv(first):
-            return ToolExport("guidellm-csv", *guidellm.rows_from_csv(name, data, given))
-        if aiperf.is_csv(first):
-            return ToolExport("aiperf-csv", *aiperf.rows_from_csv(name, data, given))
+    """The rows of a registered tool's export at ``path`` (its bytes ``data``); None when no tool wrote it."""
+    export = Export(path, data)
+    for entry in IMPORTERS:
+        if fmt := entry.recognise(export):
+            return ToolExport(fmt, *entry.read(export, fmt, given))
     return None
 
 
 def recognise(path: Path, data: bytes) -> str | None:
     """Which tool wrote the file (``guidellm``, ``aiperf``), from its content; None for any other file."""
-    suffix = path.suffix.lower()
-    if suffix == ".json":
-        obj = _json(data)
-        return guidellm.SOURCE if guidellm.is_report(obj) else aiperf.SOURCE if aiperf.is_export(obj) else None
-    if suffix in (".yaml", ".yml"):
-        return guidellm.SOURCE
-    if suffix == ".jsonl":
-        return aiperf.SOURCE
-    if suffix == ".csv":
-        first = _first_line(data)
-        return guidellm.SOURCE if guidellm.is_csv(first) else aiperf.SOURCE if aiperf.is_csv(first) else None
-    return None
+    export = Export(path, data)
+    return next((entry.source for entry in IMPORTERS if entry.recognise(export)), None)
+
+
+def names() -> str:
+    """The tools' labels for a sentence: ``AIPerf or guidellm``."""
+    labels = list(MARKS.values())
+    return " or ".join([", ".join(labels[:-1]), labels[-1]] if len(labels) > 1 else labels)
+
+
+def listing() -> str:
+    """The tools with the files each reads, for help text: ``AIPerf JSON/CSV, guidellm JSON/YAML/CSV``."""
+    return ", ".join(f"{entry.label} {entry.files}" for entry in IMPORTERS)
+
+
+def unstated(field: str) -> str | None:
+    """The tools' files that never state ``field`` (``an AIPerf CSV``), or None when every file does."""
+    return " or ".join(entry.unstated[field] for entry in IMPORTERS if field in entry.unstated) or None

@@ -31,11 +31,12 @@ from typing import Any
 from specscope.errors import InputError
 from specscope.results.tool_exports.given import remote_host, settle, speculation
 from specscope.results.tool_exports.guidellm import cell_id
+from specscope.results.tool_exports.importer import Export, Importer, Rows, every_file
 from specscope.results.tool_exports.spread import throughput_spread
 from specscope.schema import BASELINE_METHOD
 
 __all__ = ["rows_from_export", "rows_from_csv", "is_export", "is_csv", "is_records", "records_beside",
-           "read_records", "per_position", "SOURCE", "SCHEMA_MAJOR"]
+           "read_records", "per_position", "SOURCE", "SCHEMA_MAJOR", "IMPORTER"]
 
 SOURCE = "aiperf"
 SCHEMA_MAJOR = "1"
@@ -277,3 +278,24 @@ def rows_from_csv(name: str, data: bytes, given: Mapping) -> tuple[list[dict], l
                            if h in _CSV_STATS and v not in ("", "N/A")}
     row = _row(name, export, given, {})
     return [row], [], ("AIPerf's CSV keeps 2 decimals and no run config or requests: the JSON export has more.",)
+
+
+def _read(export: Export, fmt: str, given: Mapping) -> Rows:
+    if fmt == "aiperf-json":
+        beside = records_beside(export.path)
+        records = None if beside is None else read_records(beside.name, beside.read_bytes())
+        return rows_from_export(export.name, export.json, given, records)
+    if fmt == "aiperf-csv":
+        return rows_from_csv(export.name, export.data, given)
+    if is_records(export.first_line):
+        raise InputError(f"{export.name} holds AIPerf's per-request records; import the profile_export_aiperf.json "
+                         "beside it, which reads them too.")
+    raise InputError(f"{export.name} is not an AIPerf per-request file; SpecScope reads JSON-lines from AIPerf only.")
+
+
+# Every JSON-lines file is AIPerf's: SpecScope reads them from AIPerf only (_read points one to its export).
+IMPORTER = Importer(source=SOURCE, label="AIPerf", files="JSON/CSV", suffixes=(".json", ".csv"),
+                    formats={".json": ("aiperf-json", lambda export: is_export(export.json)),
+                             ".jsonl": ("aiperf-records", every_file),
+                             ".csv": ("aiperf-csv", lambda export: is_csv(export.first_line))},
+                    read=_read, unstated={"concurrency": "an AIPerf CSV"})

@@ -29,11 +29,12 @@ from collections.abc import Mapping
 
 from specscope.errors import InputError
 from specscope.results.tool_exports.given import remote_host, settle, speculation
+from specscope.results.tool_exports.importer import Export, Importer, Rows, every_file
 from specscope.results.tool_exports.spread import throughput_spread
 from specscope.schema import BASELINE_METHOD
 
 __all__ = ["rows_from_report", "rows_from_csv", "is_report", "is_csv", "dataset_name", "strategy_load", "cell_id",
-           "REPORT_VERSION", "SOURCE"]
+           "REPORT_VERSION", "SOURCE", "IMPORTER"]
 
 SOURCE = "guidellm"
 REPORT_VERSION = 2
@@ -296,3 +297,20 @@ def rows_from_csv(name: str, data: bytes, given: Mapping) -> tuple[list[dict], l
     return rows, [], (f"Read {len(rows)} guidellm benchmark(s) from the CSV, which keeps no requests: no "
                       "intervals (the JSON report has them).",)
 
+
+def _read(export: Export, fmt: str, given: Mapping) -> Rows:
+    if fmt == "guidellm-csv":
+        return rows_from_csv(export.name, export.data, given)
+    report = export.json if fmt == "guidellm-json" else export.yaml
+    if not is_report(report):
+        raise InputError(f"{export.name} is YAML but not a guidellm report (it needs metadata.guidellm_version and "
+                         "benchmarks); SpecScope reads YAML from guidellm only.")
+    return rows_from_report(export.name, report, given)
+
+
+# Every YAML file is guidellm's: SpecScope reads YAML from guidellm only (_read says what else one is).
+IMPORTER = Importer(source=SOURCE, label="guidellm", files="JSON/YAML/CSV", suffixes=(".json", ".yaml", ".yml", ".csv"),
+                    formats={".json": ("guidellm-json", lambda export: is_report(export.json)),
+                             ".yaml": ("guidellm-yaml", every_file), ".yml": ("guidellm-yaml", every_file),
+                             ".csv": ("guidellm-csv", lambda export: is_csv(export.first_line))},
+                    read=_read)
