@@ -23,9 +23,11 @@ HELP = {"model": "the target model", "method": "ngram, suffix, eagle3, ...; the 
 GIVEN = ("model", "hardware", "dataset", "draft_model")
 # What a benchmark tool's export may lack besides the method and K.
 TOOL_GIVEN = ("hardware", "draft_model", "model", "concurrency")
+_NO_CONCURRENCY = tool_exports.unstated("concurrency")  # the tools' files that never state it: "an AIPerf CSV"
 TOOL_HELP = {"hardware": "what the server ran on, e.g. cpu, 1xH100", "draft_model": "the draft model or EAGLE "
              "head, for draft_model and eagle methods", "model": "only when the file does not name it",
-             "concurrency": f"only for {tool_exports.unstated('concurrency') or 'a file'}, which does not state it"}
+             "concurrency": f"only for {_NO_CONCURRENCY}, which does not state it" if _NO_CONCURRENCY
+             else "only when the file does not state it"}
 TYPES = [suffix.lstrip(".") for suffix in importers.UPLOAD_SUFFIXES]  # the uploader's file types
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from specscope.results.tool_exports.importer import Export, Importer
 
 __all__ = ["ToolExport", "Importer", "IMPORTERS", "read", "recognise", "names", "listing", "unstated",
-           "SOURCES", "MARKS", "SUFFIXES"]
+           "MARKS", "SUFFIXES"]
 
 
 def _discover() -> tuple[Importer, ...]:
@@ -34,7 +34,6 @@ def _discover() -> tuple[Importer, ...]:
 
 
 IMPORTERS = _discover()
-SOURCES = tuple(entry.source for entry in IMPORTERS)
 MARKS = {entry.source: entry.label for entry in IMPORTERS}  # how the Explorer and the CLI name each source
 SUFFIXES = tuple(dict.fromkeys(s for entry in IMPORTERS for s in entry.suffixes))  # what the uploader offers
 
