@@ -8,6 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from specscope.analysis import per_prompt
+from specscope.schema import BASELINE_METHOD
 from ui.chart_style import empty_figure
 
 __all__ = ["per_prompt_acceptance", "per_prompt_speedup", "NO_REQUESTS"]
@@ -36,7 +37,7 @@ def per_prompt_acceptance(frame: pd.DataFrame) -> go.Figure:
     """Per-request draft acceptance rate of each prompt, one bar group per SD cell."""
     if frame.empty:
         return empty_figure(NO_REQUESTS, height=260)
-    data = frame[(frame["method"] != "none") & frame["acceptance_rate"].notna()]
+    data = frame[(frame["method"] != BASELINE_METHOD) & frame["acceptance_rate"].notna()]
     if data.empty:
         return empty_figure("No acceptance per prompt: this run's servers reported no per-request acceptance "
                             "(its speedups are measured all the same).", height=260)
@@ -50,9 +51,9 @@ def per_prompt_speedup(frame: pd.DataFrame) -> go.Figure:
     """Baseline E2EL / SD E2EL per prompt (same concurrency): above 1 the prompt gains (plain words on the chart)."""
     if frame.empty:
         return empty_figure(NO_REQUESTS, height=260)
-    data = frame[(frame["method"] != "none") & frame["speedup"].notna()]
+    data = frame[(frame["method"] != BASELINE_METHOD) & frame["speedup"].notna()]
     if data.empty:
-        missing = "baseline (none)" if (frame["method"] != "none").any() else "speculative"
+        missing = "baseline (none)" if (frame["method"] != BASELINE_METHOD).any() else "speculative"
         return empty_figure(f"No per-prompt speedup: this run's per-request rows have no {missing} requests at "
                             "the same concurrency to pair its prompts with.", height=260)
     fig = _bars(data, "speedup", "Speedup per prompt (above 1: faster)", "times faster than the baseline")

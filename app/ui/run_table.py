@@ -31,7 +31,7 @@ def _throughput(row) -> str:
 def _speedup(row) -> str:
     if _number(row.get("speedup")) is None:
         return "–"
-    if row.get("method") != "none" and _once(row, "speedup") and row.get("speedup_interval") != "unbounded":
+    if row.get("method") != BASELINE_METHOD and _once(row, "speedup") and row.get("speedup_interval") != "unbounded":
         return f"{row['speedup']:.3f}×"
     return intervals.row_text(row)
 

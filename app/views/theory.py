@@ -9,6 +9,7 @@ import streamlit as st
 
 from specscope.advice import advisor, calibrate, deploy, fitting, theory
 from specscope.errors import SpecScopeError
+from specscope.schema import BASELINE_METHOD
 from ui import anatomy, cache, theory_charts
 from ui.common import fragment, or_stop, plain, show_error
 
@@ -110,7 +111,7 @@ def _schedule_table(ranges) -> str:
 
 st.subheader("Fitted to measured results")
 frame = or_stop(cache.speedup_rows)
-if frame.empty or (frame["method"] != "none").sum() == 0:
+if frame.empty or (frame["method"] != BASELINE_METHOD).sum() == 0:
     st.info("No speculative results yet. Import results on the Explorer page or run a sweep.")
     _illustration(opened=True)
     st.stop()

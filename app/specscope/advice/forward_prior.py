@@ -42,14 +42,13 @@ import pandas as pd
 
 from specscope import settings
 from specscope.advice import calibrate
-from specscope.engine.catalog import MATCH_DRAFTERS, method_class
+from specscope.engine.catalog import FORWARD_TIMED, MATCH_DRAFTERS, method_class
 from specscope.errors import ConfigError, InputError
 
 __all__ = ["ORIGIN", "ForwardPrior", "read", "save", "stored", "folder"]
 
 ORIGIN = ("a prior from vllm bench forward: forward passes only, on exact batches (no sampling, rejection sampling "
           "or the CPU's part of a step)")
-TIMED_DRAFTERS = ("mtp", "eagle", "eagle3", "dspark", "dflash")  # vllm/benchmarks/forward/speculator.py:16-21
 CONTEXT_APART = 0.10  # a step and its plain step whose mean contexts differ more than this are noted
 CASE_KEYS = {"case", "requests", "median_us", "ranks"}
 GIVEN = ("model", "hardware", "method", "draft_model", "vllm_version")
@@ -137,7 +136,7 @@ def _method(cases: list[_Case], given: Mapping) -> str:
                          "--method, e.g. ngram, whose drafter passes no model.")
     method_class(method)  # an unknown method is refused here
     if not stated and method not in MATCH_DRAFTERS:
-        timed_too = "vllm bench forward times no draft model's passes" if method not in TIMED_DRAFTERS else \
+        timed_too = "vllm bench forward times no draft model's passes" if method not in FORWARD_TIMED else \
             f"a step of {method} also runs its drafter: run vllm bench forward with its --speculative-config, " \
             "without --exclude-drafter"
         raise InputError(f"The cases time the target alone, which is a whole step only for a drafter that passes "

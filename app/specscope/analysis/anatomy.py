@@ -45,7 +45,7 @@ import pandas as pd
 from specscope import settings, stats
 from specscope.analysis import intervals
 from specscope.engine import presets
-from specscope.engine.catalog import HEADS, MATCH_DRAFTERS
+from specscope.engine.catalog import HEADS, MATCH_DRAFTERS, PROBES
 from specscope.errors import ConfigError
 from specscope.results import identity
 from specscope.schema import BASELINE_METHOD
@@ -53,7 +53,6 @@ from specscope.schema import BASELINE_METHOD
 __all__ = ["PROBES", "MIN_DRAFTING", "PARTS", "Figure", "cells", "table", "from_store",
            "as_records", "d_text", "cost_slopes", "all_cost_slopes", "drafter_preset", "NEEDED", "setups"]
 
-PROBES = ("ngram", "ngram_gpu")               # near-free drafters: their step is the verify cost
 MIN_DRAFTING = 0.5  # a probe drafting on fewer of its steps says too little about a drafting step
 PARTS = ("verify", "draft", "overhead")
 CELL = ("run_id", "source", "model", "draft_model", "method", "k", "k_schedule", "method_params",

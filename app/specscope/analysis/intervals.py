@@ -38,6 +38,7 @@ import numpy as np
 
 from specscope import stats
 from specscope.results import identity, tool_exports
+from specscope.schema import BASELINE_METHOD
 
 __all__ = ["text", "bounds", "row_text", "times", "too_few", "WORDS", "ONE_RUN", "TOO_NOISY", "NO_BASELINE",
            "MIN_GROUP", "TOO_FEW", "OVER_REQUESTS", "TIMES", "PAIRED", "SPEEDUP_INTERVALS", "DEFAULT_REPEATS",
@@ -136,7 +137,7 @@ def row_text(row: Mapping, value: str = "speedup", unit: str = TIMES, short: boo
     digits = digits if digits is not None else 3 if speedup else 1
     if stats.finite(row.get(value)) is None:
         return NO_BASELINE if speedup else "–"
-    if speedup and row.get("method") == "none":
+    if speedup and row.get("method") == BASELINE_METHOD:
         return text(row.get(value), unit=unit, digits=digits, why_none="baseline")
     why = TOO_NOISY if speedup and row.get("speedup_interval") == "unbounded" else \
         "1 run" if short else ONE_RUN

@@ -75,7 +75,7 @@ def per_prompt(db: Store, run_id: str) -> pd.DataFrame:
                    avg(output_tokens) AS output_tokens, any_value(spec_decode_format) AS spec_decode_format
             FROM requests q WHERE run_id = ? AND success GROUP BY ALL),
         b AS (SELECT concurrency, variant, prompt_id, e2el_ms AS baseline_e2el_ms FROM r
-              WHERE method = 'none')
+              WHERE method = '{BASELINE_METHOD}')
         SELECT r.*, b.baseline_e2el_ms / r.e2el_ms AS speedup
         FROM r LEFT JOIN b ON b.concurrency = r.concurrency AND b.prompt_id = r.prompt_id
              AND b.variant = r.variant

@@ -75,7 +75,7 @@ def _measure(args: argparse.Namespace) -> int:
     prompt_path = Path(args.prompts).resolve()
     prompt_set = prompts.load(prompt_path)  # a malformed set is refused before anything starts
     methods = [m for m in args.methods if m != BASELINE_METHOD]
-    probe = [] if set(methods) & set(anatomy.PROBES) else ["ngram"]  # a near-free drafter at every K
+    probe = [] if set(methods) & set(anatomy.PROBES) else [anatomy.PROBES[0]]  # a near-free drafter at every K
     fields = dict(concurrencies=args.concurrency, prompts=prompt_path, num_prompts=args.num_prompts,
                   output_len=args.output_len, request_rate=args.request_rate, repeats=args.repeats,
                   synthetic_length=args.synthetic_al or ())

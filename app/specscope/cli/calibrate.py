@@ -14,6 +14,7 @@ from specscope.analysis import intervals
 from specscope.cli import layout
 from specscope.cli.bench import _ints, run, where
 from specscope.client import prompts
+from specscope.engine.catalog import MODEL_DRAFTERS
 from specscope.errors import InputError
 from specscope.loop import calibration_sweep
 from specscope.results.store import Store
@@ -147,7 +148,7 @@ def register(subparsers) -> None:
                     "the speedup of a drafter with acceptance --alpha, and, where real results of the same "
                     "model and method exist, the speedups their measured acceptance predicts.")
     parser.add_argument("--preset", help="preset name (see launchers/)")
-    parser.add_argument("--method", help="a method drafting every step: draft_model, eagle, eagle3, mtp")
+    parser.add_argument("--method", help=f"a method drafting every step: {', '.join(MODEL_DRAFTERS)}")
     parser.add_argument("--k", type=_ints, default=(1, 2, 4), help="K values, e.g. 1,2,4")
     parser.add_argument("--concurrency", type=_ints, default=(1, 4), help="e.g. 1,4,16")
     parser.add_argument("--prompts", help="prompt set file")

@@ -24,7 +24,18 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from specscope.engine.methods import HEADS, MATCH_DRAFTERS, METHODS, MODEL_DRAFTERS, MethodSpec
+from specscope.engine.methods import (
+    ANSWER_DRAFTERS,
+    FORWARD_TIMED,
+    HEADS,
+    LIVE_REBUILT,
+    MATCH_DRAFTERS,
+    METHODS,
+    MODEL_DRAFTERS,
+    ONE_TOKEN_DRAFTERS,
+    PROBES,
+    MethodSpec,
+)
 from specscope.engine.version_facts import (
     CHECKED_VERSIONS,
     KEYS_SINCE,
@@ -40,7 +51,8 @@ from specscope.engine.version_facts import (
 )
 from specscope.errors import ConfigError
 
-__all__ = ["MethodSpec", "METHODS", "MATCH_DRAFTERS", "HEADS", "MODEL_DRAFTERS", "method_class", "build", "describe",
+__all__ = ["MethodSpec", "METHODS", "MATCH_DRAFTERS", "HEADS", "MODEL_DRAFTERS", "ANSWER_DRAFTERS",
+           "ONE_TOKEN_DRAFTERS", "FORWARD_TIMED", "PROBES", "LIVE_REBUILT", "method_class", "build", "describe",
            "version_tuple", "PER_REQUEST_METRICS_FLAG", "PER_REQUEST_STATS_FLAG", "KEYS_SINCE", "VersionFact",
            "VERSION_FACTS", "CHECKED_VERSIONS", "lossy"]
 
@@ -63,7 +75,7 @@ def _accepting_versions(cls: type[MethodSpec]) -> str:
 
 def _check_version(cls: type[MethodSpec], vllm_version: str | None,
                    accepted: frozenset[str] | None) -> None:
-    if cls.kind == "none":
+    if not cls.speculates:
         return
     if vllm_version and cls.removed_in and version_tuple(vllm_version) >= version_tuple(cls.removed_in):
         raise ConfigError(f"vLLM {vllm_version} does not accept method '{cls.kind}'; "

@@ -7,6 +7,12 @@ draft model, a trained head, a package, a GPU: ``needs_on`` and ``package_on`` f
 vLLM versions accept it (from ``specscope.engine.version_facts``). ``specscope.engine.catalog`` builds and
 checks a speculative_config from them.
 
+This is the one door for a method: every trait another module acts on is a class attribute here (``speculates``,
+``drafts_by``, ``drafts_from_answers``, ``one_token_per_pass``, ``forward_timed``, ``verify_probe``,
+``rebuilt_live``), and the tuples below (``MATCH_DRAFTERS``, ``ANSWER_DRAFTERS``, ...) are read from them; no
+other module names a method to decide what to do with it (``tests/unit/test_method_registry.py`` fails when one
+does, or when a registered method is not wired).
+
     Ngram(k=4, prompt_lookup_max=4).speculative_config()
     -> {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}
 """
@@ -18,8 +24,10 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from specscope.engine.version_facts import NATIVE_SUFFIX, method_fact, version_tuple
+from specscope.schema import BASELINE_METHOD
 
-__all__ = ["MethodSpec", "METHODS", "MATCH_DRAFTERS", "HEADS", "MODEL_DRAFTERS"]
+__all__ = ["MethodSpec", "METHODS", "MATCH_DRAFTERS", "HEADS", "MODEL_DRAFTERS", "ANSWER_DRAFTERS",
+           "ONE_TOKEN_DRAFTERS", "FORWARD_TIMED", "PROBES", "LIVE_REBUILT"]
 
 
 class MethodSpec(BaseModel):
@@ -42,6 +50,14 @@ class MethodSpec(BaseModel):
     # how it drafts: "match" (no model pass; drafts where the context matches), "model" (a draft model that can be
     # served alone) or "head" (a head on the target's hidden states, never served alone)
     drafts_by: ClassVar[str | None] = None
+    speculates: ClassVar[bool] = True  # False for the baseline: no --speculative-config, nothing drafted
+    drafts_from_answers: ClassVar[bool] = False  # drafts from answers its server produced before (a cache)
+    # drafts one token per model pass: vLLM's V2 runner before 0.32.0 sizes its CUDA graphs wrongly under a K
+    # schedule (vLLM issue #48494; engine.schedule.runner_env)
+    one_token_per_pass: ClassVar[bool] = False
+    forward_timed: ClassVar[bool] = False  # vllm bench forward times its drafter (forward/speculator.py:16-21)
+    verify_probe: ClassVar[bool] = False  # near-free drafter: its step is the verify cost (analysis.anatomy)
+    rebuilt_live: ClassVar[bool] = False  # Live rebuilds its drafts exactly from the token ids (live.ngram)
 
     k: int | None = None
 
@@ -79,7 +95,7 @@ class MethodSpec(BaseModel):
 
     def speculative_config(self) -> dict:
         """The ``--speculative-config`` dict (empty for the baseline)."""
-        if self.kind == "none":
+        if not self.speculates:
             return {}
         config: dict = {"method": self.kind}
         if "model" in type(self).model_fields and getattr(self, "model", None):
@@ -101,7 +117,8 @@ def _register(cls: type[MethodSpec]) -> type[MethodSpec]:
 
 @_register
 class NoSpeculation(MethodSpec):
-    kind = "none"
+    kind = BASELINE_METHOD
+    speculates = False
     summary = "Baseline: the target decodes one token per step."
     default_k = None
 
@@ -189,6 +206,8 @@ class _TargetHead(_DraftModelFields):
 class Ngram(_Speculative):
     kind = "ngram"
     drafts_by = "match"
+    verify_probe = True
+    rebuilt_live = True
     summary = "Prompt lookup: copy the tokens that followed the longest earlier match of the context's suffix."
     default_k = 4
     k_range = (1, 32)
@@ -210,6 +229,7 @@ class NgramGpu(Ngram):
     summary = "Prompt lookup run on the GPU."
     needs = "a GPU"
     gpu_only = True
+    rebuilt_live = False  # Live's rebuild was read against vLLM's ngram proposer only
     since = method_fact("ngram_gpu", "since")
 
 
@@ -217,6 +237,7 @@ class NgramGpu(Ngram):
 class Suffix(_Speculative):
     kind = "suffix"
     drafts_by = "match"
+    drafts_from_answers = True
     summary = "Suffix decoding: a suffix tree over the prompt and past outputs proposes a token tree."
     needs = "the arctic-inference package"
     package = "arctic_inference"
@@ -250,6 +271,8 @@ class DraftModel(_ParallelDrafting):
 class Eagle(_ParallelDrafting, _TargetHead):
     kind = "eagle"
     drafts_by = "head"
+    one_token_per_pass = True
+    forward_timed = True
     summary = "EAGLE: a one-layer head on the target's hidden states drafts the tokens."
     needs = "a trained EAGLE head for the target"
     model_required = True
@@ -266,6 +289,8 @@ class Eagle3(Eagle):
 class Mtp(_TargetHead):
     kind = "mtp"
     drafts_by = "head"
+    one_token_per_pass = True
+    forward_timed = True
     summary = "Multi-token prediction layers shipped with the target (DeepSeek, Qwen3-Next, GLM, ...)."
     needs = "a target with MTP weights"
     default_k = 1
@@ -276,6 +301,7 @@ class Mtp(_TargetHead):
 class DFlash(_DraftModelFields):
     kind = "dflash"
     drafts_by = "head"
+    forward_timed = True
     summary = "DFlash: a block-diffusion drafter proposes a block of tokens in parallel."
     needs = "a trained DFlash drafter for the target"
     default_k = 8
@@ -288,6 +314,7 @@ class DFlash(_DraftModelFields):
 class DSpark(_DraftModelFields):
     kind = "dspark"
     drafts_by = "head"
+    forward_timed = True
     summary = ("DSpark: a DFlash-style parallel drafter plus a light sequential head; drafts a block and "
                "sends the confident prefix to the target.")
     needs = "a trained DSpark drafter for the target"
@@ -321,6 +348,15 @@ def _drafting(*ways: str) -> tuple[str, ...]:
     return tuple(kind for kind, cls in METHODS.items() if cls.drafts_by in ways)
 
 
+def _with(trait: str) -> tuple[str, ...]:
+    return tuple(kind for kind, cls in METHODS.items() if getattr(cls, trait))
+
+
 MATCH_DRAFTERS = _drafting("match")  # no model pass: drafts only where the context matches
 HEADS = _drafting("head")  # drafters that cannot be served alone
 MODEL_DRAFTERS = _drafting("model", "head")  # a drafting model whose sampling draft_sample_method sets
+ANSWER_DRAFTERS = _with("drafts_from_answers")  # a rerun on the same server reads its cache (suffix)
+ONE_TOKEN_DRAFTERS = _with("one_token_per_pass")
+FORWARD_TIMED = _with("forward_timed")
+PROBES = _with("verify_probe")  # registry order: the first is the default probe
+LIVE_REBUILT = _with("rebuilt_live")

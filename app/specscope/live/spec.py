@@ -17,6 +17,7 @@ from specscope.client import metrics
 from specscope.engine import catalog, models
 from specscope.errors import ConfigError, SpecScopeError
 from specscope.launch.registry import ServerState, read_states
+from specscope.schema import BASELINE_METHOD
 
 __all__ = ["PaneSpec", "MODES", "AUTO", "MAX_PANES", "host_port", "resolve_method", "default_servers",
            "launched_specs", "parse_server_lines"]
@@ -33,7 +34,7 @@ class PaneSpec:
 
     label: str
     url: str
-    method: str = "none"
+    method: str = BASELINE_METHOD
     speculative_config: dict[str, Any] | None = None
     vllm_version: str | None = None  # the server's vLLM, where known
     per_request: bool | None = None  # whether it was started to report per-request SD counts (None: not known)
@@ -41,7 +42,7 @@ class PaneSpec:
     @property
     def speculative(self) -> bool:
         """Whether the server speculates (its method is not 'none')."""
-        return self.method != "none"
+        return self.method != BASELINE_METHOD
 
     @property
     def synthetic(self) -> bool:
@@ -75,7 +76,7 @@ def _spec_of_state(spec: PaneSpec, state: ServerState) -> PaneSpec:
     method = spec.method if spec.method != AUTO else (config or {}).get("method") or state.kind or state.method
     per_request = None if state.attached else any(
         flag in state.argv for flag in (catalog.PER_REQUEST_METRICS_FLAG, catalog.PER_REQUEST_STATS_FLAG))
-    return replace(spec, method=method or "none", speculative_config=config,
+    return replace(spec, method=method or BASELINE_METHOD, speculative_config=config,
                    vllm_version=spec.vllm_version or state.vllm_version or None,
                    per_request=spec.per_request if spec.per_request is not None else per_request)
 
@@ -122,13 +123,13 @@ def resolve_method(spec: PaneSpec) -> PaneSpec:
     config = _argv_config(argv) if argv else None
     if argv and config is not None:
         flags = (catalog.PER_REQUEST_METRICS_FLAG, catalog.PER_REQUEST_STATS_FLAG)
-        return replace(spec, method=config.get("method") or "none", speculative_config=config or None,
+        return replace(spec, method=config.get("method") or BASELINE_METHOD, speculative_config=config or None,
                        per_request=any(flag in argv for flag in flags) or None)
     try:
         speculative = metrics.scrape(spec.url, timeout=3.0).spec_decode
     except SpecScopeError:
         return replace(spec, method="unknown")
-    return replace(spec, method="speculative" if speculative else "none")
+    return replace(spec, method="speculative" if speculative else BASELINE_METHOD)
 
 
 def parse_server_lines(text: str) -> list[PaneSpec]:
