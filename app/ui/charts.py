@@ -1,4 +1,5 @@
-"""Explorer figures: pure functions from the frames of ``specscope.analysis.explore`` to plotly figures.
+"""Explorer figures: pure functions from the frames of ``specscope.analysis.explore`` to plotly figures, each tab's
+registered with ``@figure`` (``ui.figures``: its tab, title words and the frames it is drawn from).
 
 Hover shows the trace's name, x, y and only the few values not drawn already (``customdata``
 holds just those), so a figure's payload grows with its points, not with whole rows. Speedups
@@ -18,10 +19,11 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from specscope.analysis import intervals
-from specscope.analysis.explore import interval_text
+from specscope.analysis.explore import crossover_caption, interval_text
 from specscope.schema import BASELINE_METHOD
 from ui import limit_charts
 from ui.chart_style import PALETTE, empty_figure, layout
+from ui.figures import figure
 
 SPEEDUP_95 = "speedup [95%]"
 THROUGHPUT_95 = "output tok/s [95%]"
@@ -121,6 +123,7 @@ def _bar_text(row: dict) -> str:
                           why_none="")
 
 
+@figure("speedup_by_method", "Speedup by method", "Speedup by method", needs=("best",))
 def speedup_by_method(best: pd.DataFrame) -> go.Figure:
     """Best-K speedup of each method, grouped by model · dataset · hardware · concurrency.
 
@@ -153,6 +156,8 @@ def speedup_by_method(best: pd.DataFrame) -> go.Figure:
     return fig
 
 
+@figure("speedup_vs_concurrency", "Speedup vs concurrency", "Speedup vs concurrency",
+        needs=("ceilings", "crossings"), caption=lambda _, crossings: crossover_caption(crossings))
 def speedup_vs_concurrency(best: pd.DataFrame, crossings: pd.DataFrame) -> go.Figure:
     """Best-K speedup against concurrency, a line per setup; crossings below 1 marked."""
     spec = best[best["method"] != BASELINE_METHOD].dropna(subset=["speedup", "concurrency"])
@@ -211,6 +216,7 @@ def schedule_vs_concurrency(frame: pd.DataFrame, setup: str) -> go.Figure:
                   "concurrency", "speedup ×", log_x=True)
 
 
+@figure("acceptance_vs_k", "Acceptance length vs K", "Acceptance length vs K", needs=("acceptance",))
 def acceptance_vs_k(frame: pd.DataFrame) -> go.Figure:
     """Acceptance length against K per setup; the band spans min to max over concurrency."""
     frame = frame.dropna(subset=["k", "acceptance_length"])
@@ -232,6 +238,7 @@ def acceptance_vs_k(frame: pd.DataFrame) -> go.Figure:
     return layout(fig, "Acceptance length vs K (band: min–max over concurrency)", "K", "tokens per step")
 
 
+@figure("throughput", "Throughput vs concurrency", "Output throughput", needs=("ceilings",))
 def throughput_vs_concurrency(best: pd.DataFrame) -> go.Figure:
     """Output throughput against concurrency: the baseline and each setup at its best K."""
     drawn = ["concurrency", "output_throughput"]  # a point without either has no place on the axes
@@ -259,6 +266,7 @@ def throughput_vs_concurrency(best: pd.DataFrame) -> go.Figure:
     return fig
 
 
+@figure("latency", "Tail latency vs concurrency", "Tail latency", needs=("ceilings",))
 def latency_vs_concurrency(best: pd.DataFrame) -> go.Figure:
     """p99 TTFT, TPOT and ITL against concurrency, side by side."""
     metrics = [("p99_ttft_ms", "p99 TTFT (ms)"), ("p99_tpot_ms", "p99 TPOT (ms)"), ("p99_itl_ms", "p99 ITL (ms)")]
@@ -287,6 +295,7 @@ def latency_vs_concurrency(best: pd.DataFrame) -> go.Figure:
     return fig
 
 
+@figure("per_position", "Per-position acceptance", "Per-position acceptance", needs=("positions",))
 def per_position(frame: pd.DataFrame) -> go.Figure:
     """Acceptance rate at each draft position, a line per (setup, K, concurrency)."""
     if frame.empty:

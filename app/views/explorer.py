@@ -11,13 +11,13 @@ import streamlit as st
 from specscope import schema
 from specscope.advice import deploy, fitting
 from specscope.analysis import explore, intervals, verdict
-from specscope.engine import roofline
 from specscope.errors import SpecScopeError
 from specscope.results import datasets, tool_exports
 from ui import (
     anatomy,
     cache,
     charts,
+    figures,
     headline,
     import_form,
     k_charts,
@@ -112,7 +112,6 @@ filters.update({column: values for column, values in chosen.items() if values})
 try:
     vs_k = cache.frame(explore.speedup_vs_k, filters)
     best = cache.frame(explore.by_concurrency, filters)
-    crossings = cache.built("crossovers", lambda: explore.crossovers(best), best)
     rows = cache.frame(explore.filtered_rows, filters)
 except SpecScopeError as exc:
     show_error(exc)
@@ -124,16 +123,6 @@ passed_over = cache.built("flagged_above", lambda: explore.flagged_above(best, t
 st.markdown(headline.sentence(len(rows), counts, top))
 st.caption(headline.caption(counts, top, cache.built("headline_setup", lambda: explore.headline_setup(vs_k, top),
                                                      vs_k, best), passed_over))
-
-
-def _accept():
-    accept = cache.frame(explore.acceptance_vs_k, filters)
-    return cache.built("fig_acceptance_vs_k", lambda: charts.acceptance_vs_k(accept), accept)
-
-
-def _positions():
-    positions = cache.frame(explore.per_position, filters)
-    return cache.built("fig_per_position", lambda: charts.per_position(positions), positions)
 
 
 def _speedup_vs_k() -> None:
@@ -180,33 +169,24 @@ def _speedup_vs_k() -> None:
                 st.table(k_charts.runs_table(runs[runs["setup"].isin(shown)]).set_index("setup"))
 
 
-def _limited():
-    """The best-K rows with their roofline and K+1 ceilings (``roofline.with_ceilings``), once a tab needs them."""
-    return cache.built("best_ceilings", lambda: roofline.with_ceilings(best), best)
+def _frames(needs: tuple[str, ...]) -> list[pd.DataFrame]:
+    """The frames a figure is drawn from (``figures.frames``), each once per content, filters and input."""
+    return figures.frames(needs, lambda query: cache.frame(query, filters),
+                          lambda name, make, base: cache.built(f"figure_input_{name}", lambda: make(base), base))
 
 
-# Only the open tab builds and draws its content; the first is the landing figure.
-figures = [
-    ("speedup_by_method", "Speedup by method",
-     lambda: cache.built("fig_speedup_by_method", lambda: charts.speedup_by_method(best), best)),
-    ("speedup_vs_concurrency", "Speedup vs concurrency",
-     lambda: cache.built("fig_speedup_vs_concurrency", lambda: charts.speedup_vs_concurrency(_limited(), crossings),
-                         best, crossings)),
-    ("acceptance_vs_k", "Acceptance length vs K", _accept),
-    ("throughput", "Throughput vs concurrency",
-     lambda: cache.built("fig_throughput", lambda: charts.throughput_vs_concurrency(_limited()), best)),
-    ("latency", "Tail latency vs concurrency",
-     lambda: cache.built("fig_latency", lambda: charts.latency_vs_concurrency(_limited()), best)),
-    ("per_position", "Per-position acceptance", _positions),
-]
-
-
-def _show(key: str, name: str, build) -> None:
-    fig = build()
+def _show(key: str, name: str, fig, caption: str | None = None) -> None:
     st.plotly_chart(fig, width="stretch", key=f"explorer_fig_{key}")
     figure_download(fig, name, key=f"explorer_dl_{key}")
-    if key == "speedup_vs_concurrency" and (caption := explore.crossover_caption(crossings)):
+    if caption:
         st.caption(caption)
+
+
+def _draw(entry: figures.Figure) -> None:
+    """A registered figure, drawn from its frames."""
+    inputs = _frames(entry.needs)
+    fig = cache.built(f"fig_{entry.key}", lambda: entry.draw(*inputs), *inputs)
+    _show(entry.key, entry.tab, fig, entry.caption(*inputs) if entry.caption else None)
 
 
 def _best_k_table() -> None:
@@ -231,7 +211,9 @@ def _best_k_table() -> None:
 @fragment
 def _figures() -> None:
     """The figure tabs: a tab switch (or a setup chosen) reruns this, not the page."""
-    first, table, *rest = st.tabs(["Speedup vs K", "Best K per setup", *(name for _, name, _ in figures)],
+    # Only the open tab builds and draws its content; the first is the landing figure.
+    registered = figures.registered()
+    first, table, *rest = st.tabs(["Speedup vs K", "Best K per setup", *(f.tab for f in registered)],
                                   key="explorer_tabs", on_change="rerun")
     if first.open:
         with first:
@@ -239,10 +221,10 @@ def _figures() -> None:
     if table.open:
         with table:
             _best_k_table()
-    for tab, (key, name, build) in zip(rest, figures):
+    for tab, entry in zip(rest, registered):
         if tab.open:
             with tab:
-                _show(key, name, build)
+                _draw(entry)
 
 
 @fragment
@@ -292,8 +274,7 @@ def _deploy_section(curves: pd.DataFrame) -> None:
         setup = next((v.setup for v in found if answer.measured_schedule is not None
                       and v.schedule == answer.measured_schedule.schedule), None)
         if setup is not None:
-            _show("schedule_vs_concurrency", "K schedule vs fixed K",
-                  lambda: charts.schedule_vs_concurrency(curves, setup))
+            _show("schedule_vs_concurrency", "K schedule vs fixed K", charts.schedule_vs_concurrency(curves, setup))
 
 
 # Each part below the header is a fragment: what a viewer opens or picks in one reruns only that part.

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ui import figures
 from vega_charts import MARKS_JS
 
 pytestmark = pytest.mark.e2e
@@ -83,10 +84,8 @@ FIGURES_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).m
     title: (el.layout && el.layout.title && el.layout.title.text) || '',
     points: (el._fullData || []).reduce((n, t) => n + (t.y ? Array.from(t.y).length : 0), 0),
     xrange: el._fullLayout && el._fullLayout.xaxis ? Array.from(el._fullLayout.xaxis.range) : null}))"""
-# Each tab and the title its figure starts with.
-TABS = {"Speedup by method": "Speedup by method", "Speedup vs concurrency": "Speedup vs concurrency",
-        "Acceptance length vs K": "Acceptance length vs K", "Throughput vs concurrency": "Output throughput",
-        "Tail latency vs concurrency": "Tail latency", "Per-position acceptance": "Per-position acceptance"}
+# Each registered figure's tab and the words its title holds.
+TABS = {f.tab: f.title for f in figures.registered()}
 
 
 def test_explorer_draws_every_figure_without_console_errors_at_demo_sizes(streamlit_server, page, wait_idle):

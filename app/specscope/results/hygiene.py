@@ -1,6 +1,8 @@
 """Benchmark hygiene: checks that say when a measured cell may not mean what it seems to.
 
-Each check has an id, a title and one short explanation (``CHECKS``). ``flags(row, ...)``
+Each check is one ``Check`` in ``CHECKS``, the only place it is defined: its id, title, explanation, badge,
+whether it distorts the figure, the predicate that reads a row's columns, and an example row that trips it and
+one that passes (tests/unit/test_check_registry.py walks them, and every view that lists checks). ``flags(row, ...)``
 returns the ids a result row fails; the sweep stores them in the row's ``hygiene`` column, and
 a run with a failed check is labelled, never hidden. The row fields the checks read are
 recorded while measuring (``bench``, ``sweep``): warm-ups, prefix-cache hit rate, the share of
@@ -20,8 +22,9 @@ speeds for every cell alike (``round_drift``).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
@@ -47,124 +50,154 @@ DRIFT_LEVEL = 0.05         # ... and the rounds differ beyond what the cells' ow
 
 @dataclass(frozen=True)
 class Check:
-    """One hygiene check: what it is called, why a failure matters, its word or two on a badge, and whether a
-    failure ``distorts`` the cell's figure (it then never ranks, heads a page or drives advice while a clean
-    cell can; a condition that does not, such as synchronized waves, is shown beside the figure)."""
+    """One hygiene check, the only place it is defined: what it is called, why a failure matters, its word or two
+    on a badge, and whether a failure ``distorts`` the cell's figure (it then never ranks, heads a page or drives
+    advice while a clean cell can; a condition that does not, such as synchronized waves, is shown beside the
+    figure); ``fails``, how it reads a row's columns (``on`` "sweep": a row the sweep measured, its cell's
+    ``repeats`` given; "figures": a row's own figures, so imports meet it too; "run": a run's rows together), with
+    an example that ``trips`` it and one that ``passes``; ``reread``: the columns a stored row is judged again
+    from, for rows written before the check existed."""
 
     id: str
     title: str
     explanation: str
     badge: str
     distorts: bool
+    fails: Callable[[Any], bool]
+    trips: Any
+    passes: Any
+    on: Literal["sweep", "figures", "run"] = "sweep"
+    reread: tuple[str, ...] = ()
+
+
+def _below(value, limit: float) -> bool:
+    """A number (not NaN) below ``limit``."""
+    return isinstance(value, (int, float)) and value == value and value < limit
+
+
+def _greedy_draft(row: Mapping) -> bool:
+    params = row.get("method_params")
+    probabilistic = isinstance(params, str) and '"probabilistic"' in params
+    return row.get("method") in MODEL_DRAFTERS and (row.get("temperature") or 0) > 0 and not probabilistic
+
+
+def _run(*rounds: tuple[float, ...]) -> list[dict]:
+    """An example run: two cells' output throughputs, one value per round each."""
+    return [{"method": method, "k": 4, "concurrency": 1, "repeat": r, "output_throughput": value}
+            for method, values in zip(("ngram", "suffix"), zip(*rounds)) for r, value in enumerate(values)]
 
 
 CHECKS: dict[str, Check] = {c.id: c for c in (
     Check("warmup", "No warm-up",
           "The measurement includes the server's first requests (lazy initialisation, cold "
           "caches); send at least one warm-up request that is not measured.",
-          badge="no warm-up", distorts=True),
+          badge="no warm-up", distorts=True,
+          fails=lambda row: row.get("warmups") == 0, trips={"warmups": 0}, passes={"warmups": 1}),
     Check("prefix_cache", "Prefix-cache hits",
           "Most prompt tokens came from the prefix cache (prompts repeated from earlier cells or "
           "repeats), so prefill was skipped and TTFT and throughput read better than for new "
           "prompts; use a fresh server or start it with --no-enable-prefix-caching.",
-          badge="prefix cache", distorts=True),
+          badge="prefix cache", distorts=True,
+          fails=lambda row: (row.get("prefix_cache_hit_rate") or 0.0) > PREFIX_CACHE_LIMIT,
+          trips={"prefix_cache_hit_rate": 0.93}, passes={"prefix_cache_hit_rate": 0.0}),
     Check("waves", "Synchronized waves",
           "Requests started together in lockstep waves (equal output lengths, all sent at once), "
           "so every batch fills and drains at the same time; a request rate or varied output "
           "lengths give a realistic arrival pattern.",
-          badge="waves", distorts=False),
+          badge="waves", distorts=False,
+          fails=lambda row: (row.get("wave_share") or 0.0) > WAVE_LIMIT,
+          trips={"wave_share": 1.0}, passes={"wave_share": 0.25}),
     Check("queueing", "Concurrency above max_num_seqs",
           "More requests were in flight than the server runs at once (--max-num-seqs), so some "
           "waited in the server's queue and latencies include that wait.",
-          badge="queueing", distorts=False),
+          badge="queueing", distorts=False,
+          fails=lambda row: bool(row.get("max_num_seqs")) and (row.get("concurrency") or 1) > row["max_num_seqs"],
+          trips={"concurrency": 16, "max_num_seqs": 8}, passes={"concurrency": 8, "max_num_seqs": 8}),
     Check("foreign_cpu", "Other processes on the cores",
           "Other processes used the CPU server's cores during the cell, so it ran slower than "
           "on a quiet machine and by an amount that changes from cell to cell.",
-          badge="other processes", distorts=True),
+          badge="other processes", distorts=True,
+          fails=lambda row: (row.get("foreign_cpu") or 0.0) > FOREIGN_CPU_LIMIT,
+          trips={"foreign_cpu": 0.4}, passes={"foreign_cpu": 0.02}),
     Check("suffix_cache", "Suffix cache carried over",
           "Suffix decoding caches earlier responses; this server had already answered earlier "
           "cells' requests, so its drafts may copy from them (restart the server per cell).",
-          badge="suffix cache", distorts=True),
+          badge="suffix cache", distorts=True,
+          fails=lambda row: row.get("method") == "suffix" and (row.get("prior_requests") or 0) > 0,
+          trips={"method": "suffix", "prior_requests": 8}, passes={"method": "ngram", "prior_requests": 8}),
     Check("few_requests", "Too few requests for an interval",
           "The cell has fewer than 2 repeats (no interval) or fewer than two waves of requests "
           "per repeat, so its spread cannot be estimated or is dominated by ramp-up.",
-          badge="few requests", distorts=False),
+          badge="few requests", distorts=False,
+          fails=lambda row: (row.get("repeats") or 0) < 2
+          or (row.get("completed") or 0) < 2 * (row.get("concurrency") or 1),
+          trips={"repeats": 3, "concurrency": 4, "completed": 6}, passes={"repeats": 3, "concurrency": 4,
+                                                                         "completed": 8}),
     Check("lossless", "Lossless check failed",
           "At temperature 0 speculative decoding must reproduce the baseline's text; some "
           "outputs differ from the baseline's for the same prompt.",
-          badge="lossless", distorts=True),
+          badge="lossless", distorts=True,
+          fails=lambda row: row.get("temperature") == 0 and (row.get("lossless_mismatches") or 0) > 0,
+          trips={"temperature": 0.0, "lossless_mismatches": 3}, passes={"temperature": 0.7, "lossless_mismatches": 3}),
     Check("above_ceiling", "Above its physical ceiling",
           "A figure passes what the hardware allows (throughput above the roofline of its model, GPU and "
           "concurrency, TPOT below its floor) or what a step can emit (acceptance length above K+1): a "
           "transcription, unit or setup error, not a result to believe (specscope.engine.roofline).",
-          badge="above ceiling", distorts=True),
+          badge="above ceiling", distorts=True, on="figures",
+          fails=lambda row: bool(roofline.above(row)),
+          trips={"method": "eagle3", "k": 3, "acceptance_length": 4.2},
+          passes={"method": "eagle3", "k": 3, "acceptance_length": 2.6}),
     Check("acceptance_collapse", "Acceptance collapsed",
           "The acceptance length is near 1: the target rejects almost every draft (a mismatched, broken or "
           "badly quantized drafter), so speculation only adds cost.",
-          badge="acceptance collapsed", distorts=False),
+          badge="acceptance collapsed", distorts=False, on="figures",
+          fails=lambda row: row.get("method") not in (None, "none")
+          and _below(row.get("acceptance_length"), COLLAPSE_LIMIT),
+          trips={"method": "eagle3", "k": 3, "acceptance_length": 1.04},
+          passes={"method": "eagle3", "k": 3, "acceptance_length": 2.6}),
     Check("greedy_draft", "Greedy drafts at temperature > 0",
           "The drafter picks its argmax token (vLLM's default draft_sample_method 'greedy') while the requests "
           "sample, so acceptance reads lower than a drafter sampling from its distribution would get; set "
           "draft_sample_method 'probabilistic' to measure that.",
-          badge="greedy drafts", distorts=False),
+          badge="greedy drafts", distorts=False, on="figures", fails=_greedy_draft,
+          trips={"method": "eagle3", "temperature": 0.7, "method_params": "{}"},
+          passes={"method": "eagle3", "temperature": 0.7,
+                  "method_params": '{"draft_sample_method": "probabilistic"}'}),
     Check("compiled", "Compiled while measuring",
           "The server compiled code while the cell was measured (a Triton kernel, or a torch.compile graph for "
           "a batch change it had not met, as its log says), so the requests in flight waited for the compiler; "
           "a warm-up that meets the same batches first, or another round, measures without it.",
-          badge="compiled", distorts=True),
+          badge="compiled", distorts=True,
+          fails=lambda row: (row.get("compiles") or 0) > 0, trips={"compiles": 2}, passes={"compiles": 0}),
     Check("invalid_answers", "Invalid constrained answers",
           "Some constrained answers do not follow their format (e.g. JSON cut off by the output length "
           "before it closes), so the cell's speed counts answers no one could use; raise the output "
           "length or simplify the format.",
-          badge="invalid answers", distorts=True),
+          badge="invalid answers", distorts=True, on="figures", reread=("valid_share",),
+          fails=lambda row: _below(row.get("valid_share"), 1.0), trips={"valid_share": 0.5},
+          passes={"valid_share": 1.0}),
     Check("drift", "Rounds drifted",
           "The run's rounds ran at different speeds for every cell alike (another process, a throttled clock), "
           "beyond what the cells' own spread explains: each throughput interval includes that shared slowdown. "
           "The paired speedup divides each round by the same round's baseline, which cancels it.",
-          badge="rounds drifted", distorts=False),
+          badge="rounds drifted", distorts=False, on="run",
+          fails=lambda rows: (round_drift(rows) or 0.0) > DRIFT_LIMIT,
+          trips=_run((100.0, 50.0), (60.0, 31.0), (101.0, 49.0)), passes=_run((100.0, 50.0), (99.0, 51.0),
+                                                                              (101.0, 49.0))),
 )}
+_REREAD = [c for c in CHECKS.values() if c.reread]  # judged again on stored rows
 
 
 def flags(row: Mapping, repeats: int) -> list[str]:
     """Ids of the checks ``row`` fails; ``repeats`` = how many repeats its cell has in the run."""
-    out = []
-    concurrency = row.get("concurrency") or 1
-    if row.get("warmups") == 0:
-        out.append("warmup")
-    if (row.get("prefix_cache_hit_rate") or 0.0) > PREFIX_CACHE_LIMIT:
-        out.append("prefix_cache")
-    if (row.get("wave_share") or 0.0) > WAVE_LIMIT:
-        out.append("waves")
-    if row.get("max_num_seqs") and concurrency > row["max_num_seqs"]:
-        out.append("queueing")
-    if (row.get("foreign_cpu") or 0.0) > FOREIGN_CPU_LIMIT:
-        out.append("foreign_cpu")
-    if row.get("method") == "suffix" and (row.get("prior_requests") or 0) > 0:
-        out.append("suffix_cache")
-    if repeats < 2 or (row.get("completed") or 0) < 2 * concurrency:
-        out.append("few_requests")
-    if row.get("temperature") == 0 and (row.get("lossless_mismatches") or 0) > 0:
-        out.append("lossless")
-    if (row.get("compiles") or 0) > 0:
-        out.append("compiled")
-    return out + row_flags(row)
+    measured = {**row, "repeats": repeats}
+    return [c.id for c in CHECKS.values() if c.on == "sweep" and c.fails(measured)] + row_flags(row)
 
 
 def row_flags(row: Mapping) -> list[str]:
     """Ids of the checks a result row fails on its own figures (so imports get them too): above its
     ceiling, acceptance collapsed, greedy drafts at temperature > 0, constrained answers that break their format."""
-    out = ["above_ceiling"] if roofline.above(row) else []
-    speculative = row.get("method") not in (None, "none")
-    al = row.get("acceptance_length")
-    if speculative and isinstance(al, (int, float)) and al == al and al < COLLAPSE_LIMIT:
-        out.append("acceptance_collapse")
-    params = row.get("method_params")
-    probabilistic = isinstance(params, str) and '"probabilistic"' in params
-    if row.get("method") in MODEL_DRAFTERS and (row.get("temperature") or 0) > 0 and not probabilistic:
-        out.append("greedy_draft")
-    if _invalid_answers(row):
-        out.append("invalid_answers")
-    return out
+    return [c.id for c in CHECKS.values() if c.on == "figures" and c.fails(row)]
 
 
 def round_drift(rows: Iterable[Mapping]) -> float | None:
@@ -196,28 +229,24 @@ def round_drift(rows: Iterable[Mapping]) -> float | None:
 
 
 def mark_drift(rows: list[dict]) -> list[dict]:
-    """One run's rows with ``drift`` among the ``hygiene`` ids of each ok round where its rounds drifted
-    together by more than ``DRIFT_LIMIT`` (``round_drift``); left as they are otherwise."""
-    factor = round_drift(rows)
-    if factor is None or factor <= DRIFT_LIMIT:
+    """One run's rows with the id of each run check they fail together (``drift``: rounds that drifted together by
+    more than ``DRIFT_LIMIT``, ``round_drift``) among the ``hygiene`` ids of each ok round; left as they are
+    otherwise."""
+    failed = [c.id for c in CHECKS.values() if c.on == "run" and c.fails(rows)]
+    if not failed:
         return rows
     for row in rows:
         if (row.get("status") or "ok") == "ok" and row.get("repeat") is not None:
             ids = [i for i in (row.get("hygiene") or "").split(",") if i]
-            row["hygiene"] = ",".join(ids if "drift" in ids else [*ids, "drift"])
+            row["hygiene"] = ",".join([*ids, *(i for i in failed if i not in ids)])
     return rows
-
-
-def _invalid_answers(row: Mapping) -> bool:
-    """Some of the row's constrained answers broke their format (``valid_share`` below 1)."""
-    share = row.get("valid_share")
-    return isinstance(share, (int, float)) and share == share and share < 1.0
 
 
 def row_ids(row: Mapping) -> list[str]:
     """The checks a result row or folded cell fails: its stored ``hygiene`` ids, and those its own columns
-    show (rows written before a check existed, e.g. ``valid_share`` below 1), in CHECKS order."""
-    found = set(flagged_ids(row.get("hygiene"))) | ({"invalid_answers"} if _invalid_answers(row) else set())
+    show (rows written before a check existed, e.g. ``valid_share`` below 1: a check's ``reread``), in CHECKS
+    order."""
+    found = set(flagged_ids(row.get("hygiene"))) | {c.id for c in _REREAD if c.fails(row)}
     return [check_id for check_id in CHECKS if check_id in found]
 
 
@@ -232,15 +261,18 @@ def badges(ids: Iterable[str]) -> str:
 
 
 def cell_checks(frame) -> list[list[str]]:
-    """``row_ids`` of every row of a frame, read column-wise (``hygiene`` and ``valid_share`` where present)."""
-    texts = frame["hygiene"].tolist() if "hygiene" in frame else [None] * len(frame)
-    shares = frame["valid_share"].tolist() if "valid_share" in frame else [None] * len(frame)
+    """``row_ids`` of every row of a frame, read column-wise (``hygiene`` and the checks' ``reread`` columns,
+    where present)."""
+    columns = ["hygiene", *dict.fromkeys(col for c in _REREAD for col in c.reread)]
+    values = [frame[col].tolist() if col in frame else [None] * len(frame) for col in columns]
     memo: dict[object, list[str]] = {}
     out = []
-    for text, share in zip(texts, shares):
-        key = (text if isinstance(text, str) else None, _invalid_answers({"valid_share": share}))
+    for cells in zip(*values):
+        row = dict(zip(columns, cells))
+        key = (cells[0] if isinstance(cells[0], str) else None, tuple(c.fails(row) for c in _REREAD))
         if key not in memo:
-            memo[key] = row_ids({"hygiene": key[0], "valid_share": 0.0 if key[1] else None})
+            found = set(flagged_ids(key[0])) | {c.id for c, hit in zip(_REREAD, key[1]) if hit}
+            memo[key] = [check_id for check_id in CHECKS if check_id in found]
         out.append(memo[key])
     return out
 
