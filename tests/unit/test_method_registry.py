@@ -28,9 +28,7 @@ DRAFTING = ("match", "model", "head")
 DOOR = {"specscope/engine/methods.py", "specscope/engine/version_facts.py"}
 # comparisons the scan may see: name comparisons in a file another change owns (each reads the trait in brackets
 # once that change lands), and foreign tools' words for their baseline, which no method's trait could give
-ALLOWED = {("specscope/results/hygiene.py", "suffix"),       # methods.ANSWER_DRAFTERS
-           ("specscope/results/hygiene.py", "none"),         # schema.BASELINE_METHOD
-           ("specscope/results/importers.py", "none")}       # BASELINE_LABELS: "none", "nosd", "baseline", ...
+ALLOWED = {("specscope/results/importers.py", "none")}  # BASELINE_LABELS: "none", "nosd", "baseline", ...
 
 
 def _offered(cls: type[methods.MethodSpec], version: str) -> bool:

@@ -30,8 +30,8 @@ import numpy as np
 
 from specscope import procfs, stats
 from specscope.engine import roofline
-from specscope.engine.catalog import MODEL_DRAFTERS
-from specscope.schema import CELL_KEYS
+from specscope.engine.catalog import ANSWER_DRAFTERS, MODEL_DRAFTERS
+from specscope.schema import BASELINE_METHOD, CELL_KEYS
 
 __all__ = ["Check", "CHECKS", "flags", "row_flags", "flagged_ids", "row_ids", "titles", "distorting", "cell_checks",
            "badges", "cores_of", "max_num_seqs_of", "lossless_mismatches",
@@ -123,7 +123,7 @@ CHECKS: dict[str, Check] = {c.id: c for c in (
           "Suffix decoding caches earlier responses; this server had already answered earlier "
           "cells' requests, so its drafts may copy from them (restart the server per cell).",
           badge="suffix cache", distorts=True,
-          fails=lambda row: row.get("method") == "suffix" and (row.get("prior_requests") or 0) > 0,
+          fails=lambda row: row.get("method") in ANSWER_DRAFTERS and (row.get("prior_requests") or 0) > 0,
           trips={"method": "suffix", "prior_requests": 8}, passes={"method": "ngram", "prior_requests": 8}),
     Check("few_requests", "Too few requests for an interval",
           "The cell has fewer than 2 repeats (no interval) or fewer than two waves of requests "
@@ -151,7 +151,7 @@ CHECKS: dict[str, Check] = {c.id: c for c in (
           "The acceptance length is near 1: the target rejects almost every draft (a mismatched, broken or "
           "badly quantized drafter), so speculation only adds cost.",
           badge="acceptance collapsed", distorts=False, on="figures",
-          fails=lambda row: row.get("method") not in (None, "none")
+          fails=lambda row: row.get("method") not in (None, BASELINE_METHOD)
           and _below(row.get("acceptance_length"), COLLAPSE_LIMIT),
           trips={"method": "eagle3", "k": 3, "acceptance_length": 1.04},
           passes={"method": "eagle3", "k": 3, "acceptance_length": 2.6}),
