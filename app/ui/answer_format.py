@@ -7,7 +7,7 @@ import json
 import streamlit as st
 
 from specscope import formats
-from specscope.client.prompts import Prompt
+from specscope.prompts import Prompt
 
 __all__ = ["from_prompt", "editor"]
 

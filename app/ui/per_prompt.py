@@ -11,8 +11,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from specscope.analysis import intervals, per_prompt
-from specscope.client import prompt_library
 from specscope.live import PaneSpec
+from specscope.prompts import library
 from specscope.schema import BASELINE_METHOD
 from ui import cache
 from ui.chart_style import PALETTE, empty_figure, layout
@@ -195,7 +195,7 @@ def prefill_live(launched: dict[str, PaneSpec]) -> str | None:
     if st.session_state.get(LIVE_PREFILLED) == signature:
         return None
     st.session_state[LIVE_PREFILLED] = signature
-    found = prompt_library.find(query["dataset"], query["prompt_id"])
+    found = library.find(query["dataset"], query["prompt_id"])
     shown = {name: plain(value or "") for name, value in query.items()}
     if found is None:
         return (f"Prompt {shown['prompt_id']} of set '{shown['dataset']}' is in no prompt set here; "

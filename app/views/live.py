@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from specscope import launch, live
-from specscope.client import prompt_library, prompts
+from specscope import launch, live, prompts
 from specscope.client.stream import GenerationRequest
 from specscope.errors import ConfigError, SpecScopeError
 from specscope.live import freshness
+from specscope.prompts import library
 from ui import answer_format as answer_format_ui
 from ui import state
 from ui.access import is_operator
@@ -69,7 +69,7 @@ with settings:
                                             '{"method": "ngram", "num_speculative_tokens": 4}')
 
     source = st.radio("Prompt", ["Typed", "Sample", "From a prompt set"], horizontal=True, key="live_prompt_source")
-    sets = prompt_library.stored_sets() + prompt_library.bundled_sets()
+    sets = library.stored_sets() + library.bundled_sets()
     prompt_text = ""
     answer_format = None  # the response format the answers must follow (JSON), if any
     if source == "Typed":
@@ -77,7 +77,7 @@ with settings:
     elif not sets:
         st.info("No prompt sets yet: upload one on the Prompt sets page, or type a prompt.")
     else:
-        chosen = sets if source == "From a prompt set" else prompt_library.bundled_sets()[:1] or sets[:1]
+        chosen = sets if source == "From a prompt set" else library.bundled_sets()[:1] or sets[:1]
         path = st.selectbox("Prompt set", chosen, format_func=lambda p: p.name, key="live_prompt_set")
         try:
             items = prompts.load(path).prompts

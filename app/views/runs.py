@@ -7,11 +7,12 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from specscope import launch, sweep
+from specscope import launch, prompts, sweep
 from specscope.analysis import intervals, run_results
-from specscope.client import bench, prompt_library, prompts
+from specscope.client import bench
 from specscope.engine import presets
 from specscope.errors import SpecScopeError
+from specscope.prompts import library
 from specscope.results import hygiene
 from ui import per_prompt, run_charts, run_table, state
 from ui.access import is_operator
@@ -27,8 +28,8 @@ HERE = "This machine"
 def prompt_set_section() -> tuple[prompts.PromptSet, Path]:
     """1. Pick a bundled or stored prompt set, or upload one (every problem listed with its line)."""
     st.subheader("1. Prompt set")
-    choices = {f"sample: {p.name}": p for p in prompt_library.bundled_sets()}
-    choices.update({f"uploaded: {p.name} ({p.parent.name[:8]})": p for p in prompt_library.stored_sets()})
+    choices = {f"sample: {p.name}": p for p in library.bundled_sets()}
+    choices.update({f"uploaded: {p.name} ({p.parent.name[:8]})": p for p in library.stored_sets()})
     # Any type and any size up to the server's own limit is taken: a file of the wrong type or over the set's
     # cap gets the library's one sentence and replaces the last file's problems (a file the browser refused
     # left the last file, and its problems, in place with only a red chip). The cap is the label's; the
@@ -47,7 +48,7 @@ def prompt_set_section() -> tuple[prompts.PromptSet, Path]:
                                        for e in found[:200]]).set_index("line"))
         else:
             try:
-                saved_set, saved_path = prompt_library.save(upload.getvalue(), upload.name)
+                saved_set, saved_path = library.save(upload.getvalue(), upload.name)
                 label = f"uploaded: {saved_path.name} ({saved_path.parent.name[:8]})"
                 choices[label] = saved_path
                 if st.session_state.get(state.RUNS_UPLOADED) != saved_set.sha256:

@@ -11,8 +11,8 @@ from streamlit.testing.v1 import AppTest
 from apptest_run import run_clean
 from specscope import launch
 from specscope.analysis import intervals
-from specscope.client import prompt_library
 from specscope.launch import registry
+from specscope.prompts import library
 
 pytestmark = pytest.mark.app
 
@@ -28,7 +28,7 @@ def runs_page(page_env):
 
 
 def test_requests_per_cell_follow_the_chosen_sets_size(runs_page):
-    _, saved = prompt_library.save(THREE, "three.jsonl")
+    _, saved = library.save(THREE, "three.jsonl")
     at = run_clean(runs_page)
     assert at.number_input(key="runs_num_prompts").value == 8  # a bundled set of 10+ prompts, capped
     small = next(o for o in at.selectbox(key="runs_set").options if o.startswith("uploaded: three"))

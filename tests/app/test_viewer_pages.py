@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from apptest_run import run_clean
 from specscope import access, launch
-from specscope.client import prompt_library
+from specscope.prompts import library
 from ui import state
 from ui.access import TOKEN_FIELD
 
@@ -59,7 +59,7 @@ def test_servers_page_draws_controls_for_operators_only(shared):
 
 
 def test_runs_page_offers_viewers_results_only(shared, no_bundled_results):
-    prompt_library.save(b'{"prompt": "Count to three."}\n', "mine.jsonl")  # by the local user, an operator
+    library.save(b'{"prompt": "Count to three."}\n', "mine.jsonl")  # by the local user, an operator
     at = run_clean(AppTest.from_file(str(APP / "views" / "runs.py"), default_timeout=60))
     assert not _labels(at) & OPERATOR_ONLY and not at.get("file_uploader")
     assert any("You are a viewer" in info.value for info in at.info)

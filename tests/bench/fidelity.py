@@ -24,8 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from specscope import settings
-from specscope.client import bench, prompts
+from specscope import prompts, settings
+from specscope.client import bench
 from specscope.engine import provenance
 
 REPO = Path(__file__).resolve().parents[2]

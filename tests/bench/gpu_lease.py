@@ -38,9 +38,9 @@ import sys
 import time
 from pathlib import Path
 
-from specscope import settings, stats, sweep
+from specscope import prompts, settings, stats, sweep
 from specscope.cli.bench import ProgressBar
-from specscope.client import bench, prompts, sleepmode, warmup
+from specscope.client import bench, sleepmode, warmup
 from specscope.engine import provenance
 from specscope.launch import gpus
 

@@ -34,8 +34,8 @@ import httpx
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "app"))
 
-from specscope import launch, procfs
-from specscope.client import metrics, prompts
+from specscope import launch, procfs, prompts
+from specscope.client import metrics
 from specscope.engine import models, presets  # noqa: E402
 
 SETS = ("code-editing", "open-chat", "summarisation")

@@ -7,10 +7,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from specscope import launch
-from specscope.client import prompt_library, prompts
+from specscope import launch, prompts
 from specscope.client.stream import GenerationRequest, StreamClient
 from specscope.engine import presets, schedule, vllms
+from specscope.prompts import library
 
 pytestmark = [pytest.mark.integration, pytest.mark.few_servers]  # at most three servers at once
 
@@ -39,7 +39,7 @@ def test_the_server_drafts_by_batch_size(scheduled):
     config = scheduled.speculative_config
     assert config["num_speculative_tokens"] == 4
     assert config["num_speculative_tokens_per_batch_size"] == [[1, 1, 4], [2, 8, 1]]
-    texts = [p.text for p in prompts.load(prompt_library.bundled_sets()[0]).prompts]
+    texts = [p.text for p in prompts.load(library.bundled_sets()[0]).prompts]
 
     alone = drafted_per_step(scheduled.url, texts[0])
     assert alone and max(alone) == 4, alone

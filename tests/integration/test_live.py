@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 import tool_runs
-from specscope import live
+from specscope import live, prompts
 from specscope.cli import main
-from specscope.client import metrics, probe, prompt_library, prompts
+from specscope.client import metrics, probe
 from specscope.client.stream import GenerationRequest, StreamClient
 from specscope.engine import presets
 from specscope.live.ngram import NgramConfig, rebuild_steps
+from specscope.prompts import library
 
 pytestmark = pytest.mark.integration
 
@@ -36,7 +37,7 @@ def servers(cpu_pair):
 
 
 def bundled_prompts(per_set: int = 1) -> list[str]:
-    found = [p.text for path in prompt_library.bundled_sets() for p in prompts.load(path).prompts[:per_set]]
+    found = [p.text for path in library.bundled_sets() for p in prompts.load(path).prompts[:per_set]]
     assert found, "data/prompts/ holds no prompt sets"
     return found
 

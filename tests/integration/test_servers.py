@@ -20,8 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from specscope import launch, settings
-from specscope.client import metrics, prompts
+from specscope import launch, prompts, settings
+from specscope.client import metrics
 from specscope.engine import models, presets, vllms
 from specscope.errors import ConfigError, LaunchFailed
 

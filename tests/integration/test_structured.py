@@ -50,7 +50,8 @@ def test_free_and_constrained_cells_record_their_format_validity_and_gaps(swept)
 
 
 def test_constrained_answers_validate_against_their_own_schema(server, swept):
-    from specscope.client import bench, prompts
+    from specscope import prompts
+    from specscope.client import bench
 
     load = bench.LoadSpec(base_url=server.url, num_prompts=3, output_len=OUTPUT_LEN, structured=True)
     cell = bench.run_sync(bench.run_load(load, prompts.load(PROMPTS)))

@@ -60,8 +60,7 @@ def resumed(home):
     two servers at once), stopped by SIGTERM after its first 3 cells and started again, which
     finishes it. Its tests check different things about it: the resume, and the rounds' order.
     Returns the run id, the cells the first run kept, its output and the second run."""
-    from specscope import sweep
-    from specscope.client import prompts
+    from specscope import prompts, sweep
 
     run_id = sweep.SweepSpec(prompts=PROMPTS.resolve(), **SPEC).resolved_run_id(prompts.load(PROMPTS).sha256)
     argv = [str(Path(sys.executable).with_name("specscope")), *SWEEP_ARGS]

@@ -14,10 +14,11 @@ import pytest
 
 from local_http import Answering, serving
 from specscope import access, launch, live, sweep
-from specscope.client import probe, prompt_library
+from specscope.client import probe
 from specscope.client.stream import GenerationRequest
 from specscope.engine import models
 from specscope.errors import Busy, ConfigError, NotAllowed
+from specscope.prompts import library
 from specscope.results import datasets, importers
 
 VIEWER = access.Actor("viewer session 1234abcd", operator=False)
@@ -90,7 +91,7 @@ def test_an_installed_resolver_decides_and_acting_as_overrides_it(specscope_home
 
 
 def _refusals(tmp_path, plan):
-    bundled = sorted(prompt_library.bundled_sets())[0]
+    bundled = sorted(library.bundled_sets())[0]
     session_specs = [live.PaneSpec("a", "http://127.0.0.1:9"), live.PaneSpec("b", "http://127.0.0.1:9")]
     session = live.LiveSession.create(session_specs, GenerationRequest(prompt="hi", max_tokens=4), "fair")
     return {
@@ -102,7 +103,7 @@ def _refusals(tmp_path, plan):
         "start": lambda: launch.start(plan),
         "import": lambda: importers.import_upload("r.json", b"{}"),
         "ruiz": lambda: datasets.download_ruiz(url="http://127.0.0.1:9/x"),
-        "prompt set": lambda: prompt_library.save(bundled.read_bytes(), bundled.name),
+        "prompt set": lambda: library.save(bundled.read_bytes(), bundled.name),
         "models": lambda: models.prepare(tmp_path / "models"),
         "sweep": lambda: sweep.lock.take("run-1"),
         "sweep on a cluster": lambda: sweep.claim(SimpleNamespace(run_id="run-1"), sweep.OnRay("127.0.0.1:9")),

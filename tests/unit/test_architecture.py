@@ -103,8 +103,8 @@ def test_no_import_cycle_under_app():
 
 
 # The library's floors, lowest first: a module imports only from its own floor or a lower one.
-FLOORS = ("ground", "engine", "client", "results", "analysis", "launch", "sweep", "advice", "loop", "live", "cli",
-          "ui", "views", "dashboard", "main")
+FLOORS = ("ground", "prompts", "engine", "client", "results", "analysis", "launch", "sweep", "advice", "loop", "live",
+          "cli", "ui", "views", "dashboard", "main")
 GROUND = {"specscope", *(f"specscope.{name}" for name in
                          ("schema", "settings", "errors", "formats", "files", "stats", "ties", "procfs", "access"))}
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from specscope.client import bench, metrics
-from specscope.client.prompts import parse
 from specscope.errors import ConfigError
+from specscope.prompts import parse
 from specscope.results.writing import to_table
 from specscope.schema import REQUEST_COLUMNS, REQUEST_SCHEMA, RESULT_COLUMNS, RESULT_SCHEMA
 

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from specscope.client import bench
-from specscope.client.prompts import parse
+from specscope.prompts import parse
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 SPEC = bench.LoadSpec(base_url="http://vllm.test", model="smol", output_len=24)

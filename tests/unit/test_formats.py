@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 import local_http
-from specscope import formats, sweep
-from specscope.client import bench, prompts, warmup
+from specscope import formats, prompts, sweep
+from specscope.client import bench, warmup
 from specscope.errors import InputError
 from specscope.sweep import measure
 
@@ -243,7 +243,7 @@ def test_a_server_warm_up_sends_each_format_the_sweep_will_measure():
 
 
 def test_a_schema_with_three_errors_reports_all_three_each_where_it_is():
-    from specscope.client import prompts
+    from specscope import prompts
 
     schema = {"type": "object", "properties": {"age": {"type": "integr"}, "name": {"maxLength": -1}},
               "required": "name"}

@@ -9,8 +9,7 @@ import time
 from pathlib import Path
 
 import local_http
-from specscope import procfs, sweep
-from specscope.client import prompts
+from specscope import procfs, prompts, sweep
 from specscope.results import hygiene
 from specscope.sweep import lock, measure
 

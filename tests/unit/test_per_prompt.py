@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specscope import sweep
+from specscope import prompts, sweep
 from specscope.analysis import per_prompt, run_results
 from specscope.cli import main
-from specscope.client import prompt_library, prompts
 from specscope.errors import ConfigError, InputError
+from specscope.prompts import library
 from specscope.results import writing
 from specscope.results.store import Store
 
@@ -134,11 +134,11 @@ def test_prompt_sets_carry_a_category_in_jsonl_and_csv():
 
 
 def test_every_bundled_set_gives_each_prompt_a_category(capsys):
-    categories = {path.stem: {p.category for p in prompts.load(path).prompts} for path in prompt_library.bundled_sets()}
+    categories = {path.stem: {p.category for p in prompts.load(path).prompts} for path in library.bundled_sets()}
     assert categories["code-editing"] == {"coding"} and categories["open-chat"] == {"chat"}
     assert categories["summarisation"] == {"summarisation"}
     assert categories["mixed"] == {"coding", "chat", "summarisation"}
-    mixed = next(path for path in prompt_library.bundled_sets() if path.stem == "mixed")
+    mixed = next(path for path in library.bundled_sets() if path.stem == "mixed")
     assert main(["prompts", "check", str(mixed)]) == 0
     assert "categories: chat 4, coding 4, summarisation 4" in capsys.readouterr().out
 

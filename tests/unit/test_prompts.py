@@ -8,8 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specscope.client import prompt_library, prompts
+from specscope import prompts
 from specscope.errors import InputError
+from specscope.prompts import library
 
 
 def jsonl(*records) -> bytes:
@@ -116,17 +117,17 @@ def test_file_level_problems_have_line_numbers():
 
 def test_save_stores_under_content_hash_once(specscope_home):
     data = jsonl({"prompt": "a"}, {"prompt": "b"})
-    prompt_set, path = prompt_library.save(data, "My Set!.jsonl")
+    prompt_set, path = library.save(data, "My Set!.jsonl")
     assert path.parent.name == prompt_set.sha256[:16] and path.name == "My-Set.jsonl"
     assert path.read_bytes() == data
-    assert prompt_library.save(data, "My Set!.jsonl")[1] == path
-    assert prompt_library.stored_sets() == [path]
+    assert library.save(data, "My Set!.jsonl")[1] == path
+    assert library.stored_sets() == [path]
     with pytest.raises(InputError):
-        prompt_library.save(b"{", "bad.jsonl")
+        library.save(b"{", "bad.jsonl")
 
 
 def test_bundled_sets_parse():
-    names = {prompts.load(p).name: len(prompts.load(p)) for p in prompt_library.bundled_sets()}
+    names = {prompts.load(p).name: len(prompts.load(p)) for p in library.bundled_sets()}
     assert set(names) >= {"open-chat", "code-editing", "summarisation"}
     assert all(10 <= n <= 30 for n in names.values())
 

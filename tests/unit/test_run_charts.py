@@ -69,8 +69,7 @@ def test_the_k_axis_starts_at_the_smallest_k_not_zero():
 
 
 def test_the_prompt_preview_names_each_format_and_no_empty_output_tokens():
-    from specscope import settings
-    from specscope.client import prompts
+    from specscope import prompts, settings
 
     preview = run_table.preview(prompts.load(settings.bundled_data_dir() / "prompts" / "json-extraction.jsonl"))
     assert "output tokens" not in preview  # no prompt sets its own: the sweep's length applies

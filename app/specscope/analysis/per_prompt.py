@@ -31,8 +31,8 @@ import pandas as pd
 
 from specscope import formats, stats
 from specscope.analysis import intervals
-from specscope.client import prompt_library
 from specscope.errors import ConfigError
+from specscope.prompts import library
 from specscope.results import identity
 from specscope.results.store import Filters, Store
 from specscope.schema import BASELINE_METHOD
@@ -110,7 +110,7 @@ def per_prompt(db: Store, filters: Filters | None = None) -> pd.DataFrame:
         [*params]).drop(columns="n")
     low, high, how = stats.ratio_intervals(frame["rate"], frame["requests"], frame["var"], frame["baseline_rate"],
                                            frame["baseline_requests"], frame["baseline_var"], LEVEL, lower=0.0)
-    known = prompt_library.bundled_categories()
+    known = library.bundled_categories()
     categories = [c if isinstance(c, str) and c else known.get((d, p), UNCATEGORISED)
                   for c, d, p in zip(frame["category"], frame["dataset"], frame["prompt_id"])]
     buckets = [length_bucket(t) for t in frame["prompt_tokens"]]

@@ -7,11 +7,10 @@ import argparse
 import json
 from pathlib import Path
 
-from specscope import sweep
+from specscope import prompts, sweep
 from specscope.analysis import anatomy, intervals
 from specscope.cli import layout
 from specscope.cli.bench import _ints, _lengths, _names, run
-from specscope.client import prompts
 from specscope.engine import catalog
 from specscope.errors import InputError
 from specscope.results.store import Store

@@ -8,10 +8,10 @@ import sys
 import time
 from pathlib import Path
 
-from specscope import sweep
+from specscope import prompts, sweep
 from specscope.advice import deploy, priors
 from specscope.analysis import intervals
-from specscope.client import bench, prompts
+from specscope.client import bench
 from specscope.engine import vllms
 from specscope.errors import ConfigError
 from specscope.results import hygiene

@@ -8,12 +8,11 @@ import argparse
 import json
 from pathlib import Path
 
-from specscope import sweep
+from specscope import prompts, sweep
 from specscope.advice import calibrate, fitting, forward_prior
 from specscope.analysis import intervals
 from specscope.cli import layout
 from specscope.cli.bench import _ints, run, where
-from specscope.client import prompts
 from specscope.engine.catalog import MODEL_DRAFTERS
 from specscope.errors import InputError
 from specscope.loop import calibration_sweep

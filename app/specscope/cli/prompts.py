@@ -6,8 +6,9 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
-from specscope.client import prompt_library, prompts
+from specscope import prompts
 from specscope.errors import InputError
+from specscope.prompts import library
 
 __all__ = ["register"]
 
@@ -32,7 +33,7 @@ def _check(args: argparse.Namespace) -> int:
     if categories:
         print("categories: " + ", ".join(f"{name} {count}" for name, count in sorted(categories.items())))
     if args.save:
-        print(f"saved as {prompt_library.save(data, path.name)[1]}")
+        print(f"saved as {library.save(data, path.name)[1]}")
     return 0
 
 

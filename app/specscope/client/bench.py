@@ -42,8 +42,8 @@ import numpy as np
 
 from specscope import formats
 from specscope.client import metrics, probe, sse, stream
-from specscope.client.prompts import Prompt, PromptSet
 from specscope.errors import ConfigError, InputError, ServerError, SpecScopeError, UsageError
+from specscope.prompts import Prompt, PromptSet
 
 __all__ = ["LoadSpec", "RequestResult", "CellResult", "Stage", "ProgressEvent", "Progress", "ServerInfo",
            "run_load", "run_sync", "server_info", "warmup_prompts", "DEFAULT_OUTPUT_LEN"]

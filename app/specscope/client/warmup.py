@@ -28,10 +28,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from specscope.client import bench, metrics
-from specscope.client.prompts import Prompt, PromptSet
 from specscope.client.stream import GenerationRequest, StreamClient
 from specscope.errors import SpecScopeError
 from specscope.formats import ResponseFormat
+from specscope.prompts import Prompt, PromptSet
 
 __all__ = ["WarmUp", "warm_up", "ramp", "is_cold", "filler"]
 

@@ -33,10 +33,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from specscope import files, sweep
+from specscope import files, prompts, sweep
 from specscope.advice import deploy, fitting, priors
 from specscope.analysis import intervals
-from specscope.client import bench, prompts
+from specscope.client import bench
 from specscope.engine import presets, provenance
 from specscope.engine.schedule import from_best, parse, runner_env, validate
 from specscope.errors import ConfigError

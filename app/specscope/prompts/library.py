@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from specscope import access, files, settings
-from specscope.client.prompts import FORMATS, Prompt, PromptSet, load, parse, set_name
 from specscope.errors import InputError
+from specscope.prompts.sets import FORMATS, Prompt, PromptSet, load, parse, set_name
 
 __all__ = ["save", "stored_sets", "bundled_sets", "find", "bundled_categories"]
 

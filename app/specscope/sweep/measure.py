@@ -13,8 +13,8 @@ from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from specscope import formats, procfs
-from specscope.client import bench, compilelog, prompts
+from specscope import formats, procfs, prompts
+from specscope.client import bench, compilelog
 from specscope.engine import provenance, vllms
 from specscope.errors import SpecScopeError
 from specscope.sweep import lock

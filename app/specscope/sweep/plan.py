@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specscope.client import prompts
+from specscope import prompts
 from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
 from specscope.sweep.spec import Cell, SweepSpec, method_ks, requests_of, schedule_k

@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from specscope import launch
-from specscope.client import bench, prompts
+from specscope import launch, prompts
+from specscope.client import bench
 from specscope.engine import schedule
 from specscope.engine.provenance import SYNTHETIC
 from specscope.errors import ConfigError
