@@ -1,1 +1,1 @@
-"""Talking to a vLLM server: health, streams, /metrics, sleep mode, the load generator, prompt sets and warm-up."""
+"""Talking to a vLLM server: health, streams, /metrics, sleep mode, the load generator and warm-up."""
