@@ -29,7 +29,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from specscope import formats, stats
+from specscope import formats, stats, ties
 from specscope.analysis import intervals
 from specscope.errors import ConfigError
 from specscope.prompts import library
@@ -127,11 +127,12 @@ def runs(rows: pd.DataFrame) -> list[str]:
                                               kind="stable")["run_id"].tolist()
 
 
-def _verdict(low: float, high: float) -> str:
-    """faster, slower, tie (the interval holds 1) or ``too few prompts`` (no interval)."""
+def _verdict(speedup: float, low: float, high: float) -> str:
+    """``ties.outcome`` against the baseline (faster, slower or tie: the interval holds 1), or ``too few
+    prompts`` (no interval)."""
     if pd.isna(low) or pd.isna(high):
         return intervals.TOO_FEW
-    return "faster" if low > 1.0 else "slower" if high < 1.0 else "tie"
+    return ties.outcome(ties.Figure(speedup, low, high))
 
 
 def _enough(counts: pd.Series) -> np.ndarray:
@@ -182,7 +183,8 @@ def group(rows: pd.DataFrame, dimension: str) -> pd.DataFrame:
     folded = folded.assign(speedup=np.exp(folded["_mean_log"]), speedup_lo=np.exp(low), speedup_hi=np.exp(high),
                            acceptance_length_lo=al_low, acceptance_length_hi=al_high,
                            acceptance_rate_lo=ar_low, acceptance_rate_hi=ar_high)
-    folded["verdict"] = [_verdict(lo, hi) for lo, hi in zip(folded["speedup_lo"], folded["speedup_hi"])]
+    folded["verdict"] = [_verdict(v, lo, hi)
+                         for v, lo, hi in zip(folded["speedup"], folded["speedup_lo"], folded["speedup_hi"])]
     baselines = (folded.groupby(["dataset", "model", "label", *PAIR_KEYS, "_order", "group"], dropna=False)
                  ["prompts"].max().reset_index()
                  .assign(cell=lambda f: [f"{BASELINE_METHOD}-k0-c{c}{v}"

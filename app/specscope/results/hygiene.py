@@ -271,8 +271,7 @@ def cell_checks(frame) -> list[list[str]]:
         row = dict(zip(columns, cells))
         key = (cells[0] if isinstance(cells[0], str) else None, tuple(c.fails(row) for c in _REREAD))
         if key not in memo:
-            found = set(flagged_ids(key[0])) | {c.id for c, hit in zip(_REREAD, key[1]) if hit}
-            memo[key] = [check_id for check_id in CHECKS if check_id in found]
+            memo[key] = row_ids(row)
         out.append(memo[key])
     return out
 
