@@ -53,12 +53,13 @@ def test_a_cell_counts_this_process_busy_on_its_core_beside_the_load_generator(s
                            num_prompts=4, warmups=0, output_len=16)
     stop = threading.Event()
     spinner = threading.Thread(target=_spin, args=(stop, 0), name="dashboard-page", daemon=True)
-    samples: list[tuple[procfs.CpuSample, int]] = []  # each sample, and the spinner's ticks then
+    samples: list[tuple[procfs.CpuSample, int, int]] = []  # each sample, the spinner's ticks then, this process's
     sample_cpu = procfs.sample_cpu
 
     def sampled(pids, cores, threads=()):
         found = sample_cpu(pids, cores, threads)
-        samples.append((found, procfs.process_ticks(Path(f"/proc/self/task/{spinner.native_id}/stat").read_text())))
+        spinner_ticks = procfs.process_ticks(Path(f"/proc/self/task/{spinner.native_id}/stat").read_text())
+        samples.append((found, spinner_ticks, procfs.process_ticks(Path("/proc/self/stat").read_text())))
         return found
 
     monkeypatch.setattr(procfs, "sample_cpu", sampled)
@@ -72,10 +73,12 @@ def test_a_cell_counts_this_process_busy_on_its_core_beside_the_load_generator(s
             stop.set()
             spinner.join(5)
     assert row["status"] == "ok", row.get("error")
-    (before, spun_before), (after, spun_after) = samples
+    (before, spun_before, process_before), (after, spun_after, process_after) = samples
     spun, own = spun_after - spun_before, after.own - before.own
-    assert spun > 20  # the spinner kept core 0 busy through the cell's ~1.2 s
-    assert own < spun / 2  # the load generator's own time (its thread and helpers) does not include the page's
+    assert spun > 10  # the spinner kept core 0 busy through the cell's ~1.2 s, however busy the machine
+    # the load generator's own time (its thread and helpers) leaves the page's out: the rest of this process holds
+    # all the spinner's ticks, however the cores were shared (2: ticks read a moment apart)
+    assert (process_after - process_before) - own >= spun - 2
     # the spinner's time on core 0 is other work: at least that share of the core's time, whatever else ran
     assert row["foreign_cpu"] * (after.total - before.total) >= spun - own - 2  # 2: ticks read a moment apart
     assert row["foreign_cpu"] > hygiene.FOREIGN_CPU_LIMIT
