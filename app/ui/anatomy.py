@@ -122,7 +122,7 @@ def figure(table: pd.DataFrame, setup: str) -> go.Figure:
         x=bars, y=speedup, name="speedup", marker_color=PALETTE[2], showlegend=False,
         text=[f"{s:.2f}×" if s is not None and pd.notna(s) else "" for s in speedup], textposition="outside",
         error_y=_error_bars(records, "speedup", "speedup"),
-        hovertext=[html.escape(f"{r['bar']}: {intervals.row_text(r)}") for r in records],
+        hovertext=[html.escape(f"{r['bar']}: {intervals.value_text(r)}") for r in records],
         hovertemplate="%{hovertext}<extra></extra>"), row=1, col=2)
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888", row=1, col=2)
     top = max(float(pd.Series([r.get("d"), r.get("d_ms"), r.get("d_hi")]).max(skipna=True)) for r in records)

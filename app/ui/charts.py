@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from specscope.analysis import intervals
-from specscope.analysis.explore import crossover_caption, interval_text
+from specscope.analysis.explore import crossover_caption
 from specscope.schema import BASELINE_METHOD
 from ui import limit_charts
 from ui.chart_style import PALETTE, empty_figure, layout
@@ -42,9 +42,9 @@ def _with_interval_text(frame: pd.DataFrame) -> pd.DataFrame:
     if "ceiling_tok_s" in frame.columns:
         out[ROOFLINE_SHARE] = [limit_charts.share_text(r) for r in records]
     if "speedup" in frame.columns:
-        out[SPEEDUP_95] = [interval_text(r) for r in records]
+        out[SPEEDUP_95] = [intervals.value_text(r) for r in records]
     if "output_throughput" in frame.columns:
-        out[THROUGHPUT_95] = [interval_text(r, "output_throughput", "") for r in records]
+        out[THROUGHPUT_95] = [intervals.value_text(r, "output_throughput", "") for r in records]
     return out
 
 

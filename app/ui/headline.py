@@ -44,7 +44,7 @@ def caption(counts: dict[str, int], top: pd.Series | None, where: tuple[str | No
         best = (f"Best: {plain(explore.point_label(top))} (a real drafter; synthetic acceptance and step-cost "
                 "calibrations are left out). " + _drawn(top, *where))
     if passed_over is not None:
-        best += (f"A higher figure, {explore.interval_text(passed_over)} ({plain(explore.point_label(passed_over))}), "
+        best += (f"A higher figure, {intervals.value_text(passed_over)} ({plain(explore.point_label(passed_over))}), "
                  f"is left out: its cell fails hygiene checks ({hygiene.titles(hygiene.row_ids(passed_over))}). ")
     return (best + "A setup is one model · method (draft) · dataset · hardware of one source, with one vLLM and "
             f"torch version, real or dummy weights, real or synthetic acceptance ({counts['baselines']} baseline "

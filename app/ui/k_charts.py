@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from specscope.analysis import intervals
-from specscope.analysis.explore import checks_text, distorted, interval_text
+from specscope.analysis.explore import checks_text, distorted
 from ui.chart_style import PALETTE, k_axis, no_gain
 
 __all__ = ["EMPTY", "speedup_vs_k", "combined", "runs_table", "RUNS_CAPTION", "best_k_shown", "title"]
@@ -37,10 +37,11 @@ FLAGGED = "#d62728"  # the ring round a point a distorting check flags
 def _points(frame: pd.DataFrame) -> pd.DataFrame:
     """Only the columns drawn or hovered, interval texts included, under plain field names."""
     records = frame.to_dict("records")
-    out = frame.assign(concurrency=frame["concurrency"].astype(int), speedup_95=[interval_text(r) for r in records],
+    out = frame.assign(concurrency=frame["concurrency"].astype(int),
+                       speedup_95=[intervals.value_text(r) for r in records],
                        checks=[checks_text(r) or "✓" for r in records], flagged=distorted(frame))
     if "output_throughput_lo" in frame.columns:
-        out["throughput_95"] = [interval_text(r, "output_throughput", " tok/s") for r in records]
+        out["throughput_95"] = [intervals.value_text(r, "output_throughput", " tok/s") for r in records]
     elif "output_throughput" in frame.columns:  # a mean without its interval: no "single run" claim
         out["throughput_95"] = [f"{v:.1f}" if pd.notna(v) else "—" for v in frame["output_throughput"]]
     if "speedup_lo" in frame.columns:  # the bars as drawn: cut at the chart's edge where they reach far past it
@@ -120,7 +121,8 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Each run's own figure of the points folded over several runs (``explore.point_runs``), as shown."""
     return pd.DataFrame({
         "setup": runs["setup"], "concurrency": runs["concurrency"].astype(int), "K": runs["k"].astype(int),
-        "run": runs["run_id"], "speedup (× its baseline, 95%)": [interval_text(r) for r in runs.to_dict("records")],
+        "run": runs["run_id"],
+        "speedup (× its baseline, 95%)": [intervals.value_text(r) for r in runs.to_dict("records")],
         "repeats": runs["repeats"], "baseline run": runs["baseline_run_id"]})
 
 

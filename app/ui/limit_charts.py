@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from specscope.analysis import intervals
-from specscope.analysis.explore import interval_text, point_label
+from specscope.analysis.explore import point_label
 from specscope.schema import BASELINE_METHOD
 from ui.chart_style import PALETTE, empty_figure, layout
 
@@ -36,7 +36,7 @@ def cells_table(cells: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "setup": cells["setup"], "K, concurrency": [point_label(r).removeprefix(str(r["setup"]) + ", ")
                                                      for r in records],
-        "speedup (95%)": [interval_text(r) for r in records],
+        "speedup (95%)": [intervals.value_text(r) for r in records],
         "oracle bound": [_number(r["oracle_speedup"], ".3f") + ("×" if pd.notna(r["oracle_speedup"]) else "")
                          for r in records],
         "K+1 ceiling": [_number(r["k_ceiling"], ".0f") for r in records],
@@ -66,7 +66,7 @@ def oracle_figure(cells: pd.DataFrame) -> go.Figure:
     x = shown["speedup"].astype(float)
     bars = dict(type="data", symmetric=False, array=(shown["speedup_hi"] - x).tolist(),
                 arrayminus=(x - shown["speedup_lo"]).tolist(), visible=bool(shown["speedup_lo"].notna().any()))
-    hover = [html.escape(f"{r['setup']}: measured {interval_text(r)}, oracle bound {r['oracle_speedup']:.3f}×")
+    hover = [html.escape(f"{r['setup']}: measured {intervals.value_text(r)}, oracle bound {r['oracle_speedup']:.3f}×")
              for r in records]
     fig = go.Figure([
         go.Bar(y=y, x=x, orientation="h", name="measured speedup", marker_color=PALETTE[0], error_x=bars,
@@ -119,7 +119,7 @@ def side_effects_table(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "setup": frame["setup"], "K, concurrency": [point_label(r).removeprefix(str(r["setup"]) + ", ")
                                                      for r in records],
-        "speedup (95%)": [interval_text(r) for r in records],
+        "speedup (95%)": [intervals.value_text(r) for r in records],
         "TTFT mean": [times(r["ttft_mean_ratio"]) for r in records],
         "TTFT p99": [times(r["ttft_p99_ratio"]) for r in records],
         "TPOT mean": [times(r["tpot_mean_ratio"]) for r in records],

@@ -25,7 +25,7 @@ def _once(row, value: str) -> bool:
 def _throughput(row) -> str:
     if _once(row, "output_throughput") and _number(row.get("output_throughput")) is not None:
         return f"{row['output_throughput']:.1f}"
-    return intervals.row_text(row, "output_throughput", "")
+    return intervals.value_text(row, "output_throughput", "")
 
 
 def _speedup(row) -> str:
@@ -33,7 +33,7 @@ def _speedup(row) -> str:
         return "–"
     if row.get("method") != BASELINE_METHOD and _once(row, "speedup") and row.get("speedup_interval") != "unbounded":
         return f"{row['speedup']:.3f}×"
-    return intervals.row_text(row)
+    return intervals.value_text(row)
 
 
 def _badges(row) -> str:

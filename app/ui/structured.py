@@ -12,7 +12,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from specscope import formats
-from specscope.analysis.explore import interval_text
+from specscope.analysis import intervals
 from specscope.results import structured
 from specscope.schema import BASELINE_METHOD
 from ui import cache
@@ -57,7 +57,7 @@ def comparison_figure(frame: pd.DataFrame) -> go.Figure:
                     array=[None if pd.isna(r["speedup_hi"]) else r["speedup_hi"] - r["speedup"] for r in records],
                     arrayminus=[None if pd.isna(r["speedup_lo"]) else r["speedup"] - r["speedup_lo"] for r in records],
                     thickness=1.2, width=4)
-        hover = [html.escape(f"{r['format']}: {interval_text(r)}; valid "
+        hover = [html.escape(f"{r['format']}: {intervals.value_text(r)}; valid "
                              f"{'–' if pd.isna(r['valid_share']) else format(r['valid_share'], '.0%')}")
                  for r in records]
         # the value at its bar's foot, clear of the error bar (which is the interval; the hover says both), and
@@ -116,7 +116,7 @@ def comparison_table(pairs: pd.DataFrame) -> pd.DataFrame:
         return "" if value is None or pd.isna(value) else digits.format(value)
 
     def speedup(prefix: str, row: dict) -> str:
-        return interval_text({k.removeprefix(f"{prefix}_"): v for k, v in row.items() if k.startswith(prefix)})
+        return intervals.value_text({k.removeprefix(f"{prefix}_"): v for k, v in row.items() if k.startswith(prefix)})
 
     return pd.DataFrame({
         "setup": pairs["setup"], "K": [("" if pd.isna(k) else f"{k:.0f}") for k in pairs["k"]],

@@ -42,7 +42,7 @@ def figure(frame: pd.DataFrame, setup: str) -> go.Figure:
                     array=[None if pd.isna(v) else float(v) for v in hi - y],
                     arrayminus=[None if pd.isna(v) else float(v) for v in y - lo])
         texts = [html.escape(f"vLLM {r['vllm_version']} (torch {r.get('torch_version') or '?'}): "
-                             f"{intervals.row_text(r)}, {int(r['repeats'])} repeats") for r in records]
+                             f"{intervals.value_text(r)}, {int(r['repeats'])} repeats") for r in records]
         fig.add_trace(go.Scatter(
             x=[f"vLLM {v}" for v in line["version"]], y=y, mode="lines+markers",
             name=html.escape(_point(records[0]) or "speedup"), error_y=bars, hovertext=texts,

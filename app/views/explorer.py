@@ -269,7 +269,7 @@ def _deploy_section(curves: pd.DataFrame) -> None:
         deployed = [(c, answer.deployed(c)) for c in answer.choices]
         st.dataframe(pd.DataFrame([{"concurrency": c.concurrency, "K deployed": d["k"],
                                     "from": d["source"],
-                                    "speedup": explore.interval_text(d), "why": d["why"]} for c, d in deployed]),
+                                    "speedup": intervals.value_text(d), "why": d["why"]} for c, d in deployed]),
                      hide_index=True, width="stretch", key="explorer_deploy_table")
         setup = next((v.setup for v in found if answer.measured_schedule is not None
                       and v.schedule == answer.measured_schedule.schedule), None)

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from specscope import schema, settings
-from specscope.analysis import explore
+from specscope.analysis import explore, intervals
 from specscope.engine import provenance
 from specscope.results import importers, writing
 from specscope.results.store import Store
@@ -162,8 +162,8 @@ def test_speedup_by_method_places_its_bars_on_named_points(ruiz_store):
 
 def test_a_low_end_clipped_at_zero_is_said():
     row = {"method": "suffix", "speedup": 0.797, "speedup_lo": 0.0, "speedup_hi": 3.972}
-    assert explore.interval_text(row) == "0.797× [0.000, 3.972] (low end clipped at 0)"
-    assert explore.interval_text({**row, "speedup_lo": 0.5}) == "0.797× [0.500, 3.972]"
+    assert intervals.value_text(row) == "0.797× [0.000, 3.972] (low end clipped at 0)"
+    assert intervals.value_text({**row, "speedup_lo": 0.5}) == "0.797× [0.500, 3.972]"
 
 
 def test_the_landing_setups_are_one_per_setup_whatever_its_vllm_version():

@@ -57,8 +57,8 @@ def test_varying_lists_the_columns_a_table_needs():
 
 def test_a_figure_folded_over_runs_says_so():
     folded = {"speedup": 1.587, "speedup_lo": 0.679, "speedup_hi": 2.495, "runs": 2, "method": "ngram"}
-    assert intervals.row_text(folded) == "1.587× [0.679, 2.495] (mean of 2 runs)"
-    assert intervals.row_text({**folded, "runs": 1}) == "1.587× [0.679, 2.495]"
+    assert intervals.value_text(folded) == "1.587× [0.679, 2.495] (mean of 2 runs)"
+    assert intervals.value_text({**folded, "runs": 1}) == "1.587× [0.679, 2.495]"
     assert identity.folded_text(None) == ""
 
 
@@ -81,7 +81,7 @@ def test_the_same_setup_on_two_vllm_versions_reads_as_two(bundled):
     assert len(at_k4) == 2 and at_k4["setup"].nunique() == 2
     assert {"vLLM 0.31.0", "vLLM 0.32.0"} == {s.split(" · ")[-1] for s in at_k4["setup"]}
     folded = at_k4[at_k4["vllm_version"] == "0.32.0"].iloc[0]
-    assert folded["runs"] == 2 and "(mean of 2 runs)" in intervals.row_text(folded.to_dict())
+    assert folded["runs"] == 2 and "(mean of 2 runs)" in intervals.value_text(folded.to_dict())
     runs = explore.point_runs(bundled, {"method": ["ngram"], "dataset": ["code-editing"], "hardware": ["cpu-2core"]})
     assert sorted(runs["run_id"]) == ["specscope-cpu-code-editing", "specscope-cpu-versions"]
     assert sorted(runs["speedup"].round(3)) == [1.516, 1.658]

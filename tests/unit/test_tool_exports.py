@@ -215,6 +215,6 @@ def test_a_rate_limited_cell_pairs_only_with_a_baseline_at_its_rate():
 def test_an_imported_runs_interval_says_it_is_over_its_requests():
     row = {"speedup": 1.133, "speedup_lo": 1.046, "speedup_hi": 1.234, "method": "ngram", "source": "aiperf",
            "repeats": 1}
-    assert intervals.row_text(row) == "1.133× [1.046, 1.234] (over one run's requests)"
+    assert intervals.value_text(row) == "1.133× [1.046, 1.234] (over one run's requests)"
     own = {**row, "source": "specscope", "repeats": 3}
-    assert intervals.row_text(own) == "1.133× [1.046, 1.234]"
+    assert intervals.value_text(own) == "1.133× [1.046, 1.234]"

@@ -361,7 +361,7 @@ def _left_out(fit: FamilyFit, choices: Sequence[Choice]) -> str:
         choice = next((c for c in choices if c.concurrency == row["concurrency"]), None)
         if choice is not None and row["speedup"] <= choice.speedup:
             continue
-        said.append(f"K={row['k']:.0f} at concurrency {row['concurrency']:g}, {intervals.row_text(row)} "
+        said.append(f"K={row['k']:.0f} at concurrency {row['concurrency']:g}, {intervals.value_text(row)} "
                     f"({hygiene.titles(hygiene.distorting(hygiene.row_ids(row)))})")
     return f" Left out for their checks (measure them again): {'; '.join(said)}." if said else ""
 

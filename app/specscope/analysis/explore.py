@@ -26,7 +26,7 @@ from specscope.results.store import Store
 from specscope.schema import BASELINE_METHOD, OWN_SOURCE, SETUP_KEYS
 
 __all__ = ["best_point", "flagged_above", "distorted", "checks_text", "passed_over_text", "setup_label",
-           "interval_text", "tie_text", "point_label",
+           "tie_text", "point_label",
            "best_k_table",
            "unmatched_setups", "headline", "interval_summary", "speedup_vs_k", "point_runs", "with_point_means",
            "point_runs_text", "cells_with_points", "k_sweep_setups", "default_setups", "headline_setup",
@@ -41,11 +41,6 @@ Filters = Mapping[str, Sequence] | None
 _MEANS = ["acceptance_length", "output_throughput", "valid_share", "hygiene"]  # over the runs of a point (the checks:
 # their union)
 _POINT = ["speedup", "speedup_lo", "speedup_hi", *_MEANS, "repeats", "runs"]  # a figure point's columns
-
-
-def interval_text(row: Mapping, value: str = "speedup", unit: str = "×", short: bool = False) -> str:
-    """``1.325× [1.054, 1.775]`` with its interval, or say why there is none (``intervals.row_text``)."""
-    return intervals.row_text(row, value, unit, short)
 
 
 def tie_text(row: Mapping) -> str:
@@ -235,7 +230,7 @@ def point_runs_text(row: Mapping) -> str:
     n = row.get("point_runs")
     if n is None or pd.isna(n) or int(n) < 2:
         return run
-    mean = intervals.row_text({"speedup": row.get("point_speedup"), "speedup_lo": row.get("point_speedup_lo"),
+    mean = intervals.value_text({"speedup": row.get("point_speedup"), "speedup_lo": row.get("point_speedup_lo"),
                                "speedup_hi": row.get("point_speedup_hi")})
     return f"{run}, one of {int(n)} runs of this point (their mean {mean})"
 
@@ -266,12 +261,12 @@ def best_k_table(best: pd.DataFrame, points: pd.DataFrame | None = None) -> pd.D
         "setup": spec["setup"], "concurrency (requests)": _blank(spec["concurrency"]),
         "K (draft tokens)": [f"schedule {s} (max {k:.0f})" if isinstance(s, str) else _blank([k])[0]
                              for k, s in zip(spec["k"], spec.get("k_schedule", [None] * len(spec)))],
-        "speedup (× baseline, 95%)": [interval_text(r) for r in records],
+        "speedup (× baseline, 95%)": [intervals.value_text(r) for r in records],
         "tied (within noise)": [tie_text(r) for r in records],
         "checks": [checks_text(r) or "✓" for r in records],
         "a higher figure left out": [passed_over_text(r) for r in records],
         "acceptance length (tokens/step)": _blank(spec["acceptance_length"], "{:.2f}"),
-        "output (tok/s, 95%)": [interval_text(r, "output_throughput", "", short=True) for r in records],
+        "output (tok/s, 95%)": [intervals.value_text(r, "output_throughput", "", short=True) for r in records],
         "p99 TPOT (ms)": _blank(spec["p99_tpot_ms"], "{:.1f}"),
         "repeats": _blank(spec["repeats"]),
         "measured by": [point_runs_text(r) for r in records],

@@ -13,9 +13,9 @@ and its verdict reads ``too few prompts``, never ``tie`` (``too_few``).
     text(1.325, 1.054, 1.775, unit="×")          # '1.325× [1.054, 1.775]'
     text(21.37, 19.8, 23.02, digits=1)           # '21.4 [19.8, 23.0]'
     text(1.7, why_none=too_few(2), unit="×")     # '1.700× (2 prompts: too few for an interval)'
-    row_text({"speedup": 1.3, "speedup_lo": None, "speedup_hi": None, "method": "ngram"})
+    value_text({"speedup": 1.3, "speedup_lo": None, "speedup_hi": None, "method": "ngram"})
                                                  # '1.300× (1 run: no interval)'
-    row_text({"speedup": 1.587, "speedup_lo": 0.679, "speedup_hi": 2.495, "runs": 2})
+    value_text({"speedup": 1.587, "speedup_lo": 0.679, "speedup_hi": 2.495, "runs": 2})
                                                  # '1.587× [0.679, 2.495] (mean of 2 runs)'
 
 An imported benchmark tool's single run (guidellm, AIPerf) takes its interval from the spread of its
@@ -40,7 +40,7 @@ from specscope import stats
 from specscope.results import identity, tool_exports
 from specscope.schema import BASELINE_METHOD
 
-__all__ = ["text", "bounds", "row_text", "times", "too_few", "WORDS", "ONE_RUN", "TOO_NOISY", "NO_BASELINE",
+__all__ = ["text", "bounds", "value_text", "times", "too_few", "WORDS", "ONE_RUN", "TOO_NOISY", "NO_BASELINE",
            "MIN_GROUP", "TOO_FEW", "OVER_REQUESTS", "TIMES", "PAIRED", "SPEEDUP_INTERVALS", "DEFAULT_REPEATS",
            "width_factor", "repeats_note", "drawn"]
 
@@ -127,7 +127,7 @@ def text(value, low=None, high=None, *, unit: str = "", digits: int = 3, why_non
     return f"{shown} {interval}"
 
 
-def row_text(row: Mapping, value: str = "speedup", unit: str = TIMES, short: bool = False,
+def value_text(row: Mapping, value: str = "speedup", unit: str = TIMES, short: bool = False,
              digits: int | None = None) -> str:
     """``text`` of a result row's ``value`` and its ``<value>_lo``/``_hi`` bounds, saying why a
     speedup has none (the baseline itself, no matching baseline, a noisy baseline, one run), and

@@ -96,7 +96,7 @@ def changes(frame: pd.DataFrame) -> pd.DataFrame:
         result, direction = _compare(before, after)
         rows.append({"setup": after["setup"], "concurrency": after["concurrency"], "k": after["k"],
                      "from_version": before["version"], "to_version": after["version"],
-                     "from_speedup": intervals.row_text(before), "to_speedup": intervals.row_text(after),
+                     "from_speedup": intervals.value_text(before), "to_speedup": intervals.value_text(after),
                      "ratio": after["speedup"] / before["speedup"] if before["speedup"] else np.nan,
                      "verdict": result, "direction": direction})
     return pd.DataFrame(rows, columns=columns)
@@ -106,7 +106,7 @@ def table(store: Store, filters: Mapping[str, Sequence] | None = None) -> pd.Dat
     """``specscope speedup --by vllm_version``: each setup's speedup per version with its interval and,
     from the second version on, whether it changed against the version before it (``verdict``)."""
     frame = per_version(store, filters)
-    out = frame.assign(speedup_text=[intervals.row_text(row) for row in frame.to_dict("records")],
+    out = frame.assign(speedup_text=[intervals.value_text(row) for row in frame.to_dict("records")],
                        verdict="", direction="")
     for i, j in _pairs(frame):
         out.loc[j, ["verdict", "direction"]] = _compare(frame.loc[i], frame.loc[j])
@@ -129,5 +129,5 @@ def speedup_by(store: Store, filters: Mapping[str, Sequence] | None = None, as_j
     keys = [*SAME_SETUP, "concurrency", "k", *VERSION_KEYS]
     runs = explore.point_runs(store, filters).merge(folded[[*keys, "version"]], on=keys)
     lines = [f"  vLLM {r['version']}, K={r['k']:.0f}, concurrency {r['concurrency']:.0f}: run {r['run_id']} "
-             f"{intervals.row_text(r)}" for r in runs.to_dict("records")]
+             f"{intervals.value_text(r)}" for r in runs.to_dict("records")]
     return [shown, "Each run of a figure that is a mean of several runs:", *lines]

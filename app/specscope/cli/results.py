@@ -27,7 +27,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from specscope.analysis import explore, limits, per_prompt, versions
+from specscope.analysis import explore, intervals, limits, per_prompt, versions
 from specscope.cli import layout
 from specscope.engine import roofline
 from specscope.errors import ConfigError
@@ -106,7 +106,7 @@ def _side_by_side(dimension: str):
                               indent=1)
         if frame.empty:
             return [f"no setup was measured along {dimension}; `specscope bench --help` says how"]
-        table = frame[list(shown)].assign(speedup=[explore.interval_text(r) for r in frame.to_dict("records")])
+        table = frame[list(shown)].assign(speedup=[intervals.value_text(r) for r in frame.to_dict("records")])
         return [table.round(3).rename(columns=lambda c: c.replace("_", " ").replace("itl", "ITL"))]
 
     return report
@@ -165,7 +165,7 @@ def _speedup_table(frame: pd.DataFrame, records: list[dict], best: bool, wide: b
     table = frame[[*shown, "concurrency", "k"]].rename(
         columns={k: identity.COLUMN_NAMES[k] for k in shown
                  if k in identity.COLUMN_NAMES and k not in ("source", "hardware")})
-    table = table.assign(speedup=[explore.interval_text(r) for r in records])
+    table = table.assign(speedup=[intervals.value_text(r) for r in records])
     if "k_schedule" in frame:  # a schedule's server drafts K by batch size: its K column says so
         table["k"] = [f"{k} ({s})" if isinstance(s, str) and s else k for k, s in zip(frame["k"], frame["k_schedule"])]
     if "response format" in table:
