@@ -28,7 +28,7 @@ def start_sweep(plan: sweep.SweepPlan, where: sweep.Where) -> bool:
 
 
 def cancel_sweep(run_id: str) -> None:
-    """Stop the sweep after its current cell (finished cells are kept); operators only."""
+    """Stop the sweep after its current cell (finished cells are saved); operators only."""
     access.require("stop a sweep")
     job = sweep_jobs().get(run_id)
     if job is not None:

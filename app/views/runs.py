@@ -181,8 +181,8 @@ def _planned(mode: str, all_presets: dict, running: list, on_ray: bool, prompt_s
             else:
                 spec = sweep.servers_spec(names, **fields)
             plan = sweep.resolve(spec, prompt_set)
-            kept = sum(cell.ok for cell in sweep.finished_cells(plan.run_id).values())
-            st.info(f"**Start sweep runs** {plain(sweep.describe(plan, kept))}", icon=":material/checklist:")
+            finished = sum(cell.ok for cell in sweep.finished_cells(plan.run_id).values())
+            st.info(f"**Start sweep runs** {plain(sweep.describe(plan, finished))}", icon=":material/checklist:")
             return plan
         except SpecScopeError as exc:
             show_error(exc)
@@ -303,7 +303,7 @@ def results_section() -> None:
 
 st.title("Prompt sets & runs")
 st.caption("Which method, with which K, helps on your prompts at your load? Each finished cell is "
-           "kept: starting the same sweep again resumes where it stopped.")
+           "saved: starting the same sweep again resumes where it stopped.")
 if is_operator():
     chosen_set, chosen_path = prompt_set_section()
     sweep_section(chosen_set, chosen_path)

@@ -80,7 +80,7 @@ def two_category_run(page_env):
         requests = [{"cell_id": cell.cell_id, "prompt_id": prompt_id, "category": prompt_id.split("-")[0]
                      .replace("code", "coding"), "method": method, "k": k, "concurrency": 1, "success": True,
                      "prompt_tokens": 30, "output_tokens": 16, "e2el_ms": ms} for prompt_id, ms in times.items()]
-        sweep.keep(run_id, cell.cell_id, sweep.Kept({**row, "method": method, "k": k}, requests))
+        sweep.save_cell(run_id, cell.cell_id, sweep.FinishedCell({**row, "method": method, "k": k}, requests))
     sweep.write_run(run_id)
     return run_id
 

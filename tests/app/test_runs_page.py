@@ -1,4 +1,4 @@
-"""The Runs page under AppTest on a kept run with repeats: intervals, speedup bounds, hygiene badges,
+"""The Runs page under AppTest on a finished run with repeats: intervals, speedup bounds, hygiene badges,
 and the repeats default for a small prompt set."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ APP = Path(__file__).resolve().parents[2] / "app"
 
 
 @pytest.fixture
-def kept_run(specscope_home, monkeypatch):
+def finished_run(specscope_home, monkeypatch):
     """A run of the baseline and ngram K=4 at concurrency 4, three repeats each, written as a sweep does."""
     monkeypatch.syspath_prepend(str(APP))
     run_id = "sweep-cpu-smollm2-apptest"
@@ -31,15 +31,15 @@ def kept_run(specscope_home, monkeypatch):
     for repeat, (b, n) in enumerate([(40.0, 60.0), (42.0, 63.0), (41.0, 61.0)], start=1):
         for method, k, tps in (("none", 0, b), ("ngram", 4, n)):
             row = {**base, "method": method, "k": k, "repeat": repeat, "output_throughput": tps}
-            sweep.keep(run_id, sweep.Cell(method, k, 4, repeat).cell_id, sweep.Kept(row, [], outputs))
+            sweep.save_cell(run_id, sweep.Cell(method, k, 4, repeat).cell_id, sweep.FinishedCell(row, [], outputs))
     sweep.write_run(run_id)
     return run_id
 
 
-def test_cells_show_intervals_and_the_run_shows_its_hygiene(kept_run):
+def test_cells_show_intervals_and_the_run_shows_its_hygiene(finished_run):
     at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=90).run()
     at.switch_page("views/runs.py").run()
-    at.selectbox(key="runs_view").set_value(kept_run).run()
+    at.selectbox(key="runs_view").set_value(finished_run).run()
     assert not at.exception, at.exception
     assert at.number_input(key="runs_repeats").value == 3  # the bundled sample sets are small
     table = at.table[0].value
@@ -108,14 +108,14 @@ def test_invalid_constrained_answers_fail_the_hygiene_checks(specscope_home, mon
     assert not any("every check passed" in s.value for s in at.success)
 
 
-def test_a_run_without_per_request_rows_says_so_once(kept_run):
+def test_a_run_without_per_request_rows_says_so_once(finished_run):
     """The issue: the default run (a bundled results file without its requests file) read "No per-prompt speedup
     yet: it needs the baseline and an SD cell" though it has both."""
     from ui import run_charts
 
     at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=90).run()
     at.switch_page("views/runs.py").run()
-    at.selectbox(key="runs_view").set_value(kept_run).run()  # kept without request rows
+    at.selectbox(key="runs_view").set_value(finished_run).run()  # saved without request rows
     assert not at.exception, at.exception
     assert set(at.table[0].value["method"]) == {"none", "ngram"}  # both the baseline and a speculative cell
     assert [i.value for i in at.info].count(run_charts.NO_REQUESTS) == 1

@@ -153,7 +153,8 @@ def main() -> None:
         print(f"group {group['method']} K={group['k']}: node {group['node'][:8]} "
               f"{group['start'] - started:6.1f} s .. {group['end'] - started:6.1f} s, cells {group['cells']}")
     print(f"sweep {took:.0f} s; failed {result.failed or 'none'}; measured twice {result.measured_twice or 'none'}; "
-          f"rerun measured {len(again.ran)} and kept {len(again.skipped)}; vLLM servers left behind {left or 'none'}; "
+          f"rerun measured {len(again.ran)} and found {len(again.skipped)} finished; "
+          f"vLLM servers left behind {left or 'none'}; "
           f"two groups at once on one 1-CPU node for {overlap(result.groups, same_node=True):.1f} s")
     stored = {f"{r.method}-k{int(r.k)}-c{int(r.concurrency)}" for r in rows.itertuples()}
     lost = len(set(planned) - stored)

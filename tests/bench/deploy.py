@@ -147,7 +147,7 @@ def main() -> int:
     except ConfigError as exc:
         failed = str(exc)
     except Terminated:
-        failed = (f"terminated after {time.monotonic() - began:.0f} s; the cells it finished are kept: run the same "
+        failed = (f"terminated after {time.monotonic() - began:.0f} s; the cells it finished are saved: run the same "
                   "command again to resume")
     entry = {"wall_s": time.monotonic() - began, "servers": this["servers"],
              "seconds": {k: v for k, v in this.items() if k != "servers"}, "stopped": outcome is None,

@@ -50,7 +50,8 @@ progress = ProgressBar(sys.stdout, stamped=True)
 
 def run(spec: sweep.SweepSpec) -> None:
     result = sweep.run_sweep(spec, sweep.launcher_for(spec), progress=progress)
-    print(f"run {result.run_id}: {len(result.ran)} ran, {len(result.skipped)} kept, {len(result.failed)} failed")
+    print(f"run {result.run_id}: {len(result.ran)} ran, {len(result.skipped)} finished earlier, "
+          f"{len(result.failed)} failed")
     for cell_id, reason in result.failed.items():
         print(f"  {cell_id}: {reason}")
 

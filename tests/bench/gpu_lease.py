@@ -88,7 +88,8 @@ def sweep_phase(way: str, home: Path, budget: float, repeats: int) -> None:
     result = sweep.run_sweep(plan, launcher, progress=tracked, stop=out_of_time)
     wall = time.monotonic() - began
     lanes = len(launcher.lanes())
-    print(f"{way}: {len(result.ran)} ran, {len(result.skipped)} kept, {len(result.failed)} failed in {wall:.0f} s; "
+    print(f"{way}: {len(result.ran)} ran, {len(result.skipped)} finished earlier, {len(result.failed)} failed "
+          f"in {wall:.0f} s; "
           f"{sweep.run.time_split(result.seconds, lanes)}")
     for cell_id, reason in result.failed.items():
         print(f"  {cell_id}: {reason}")

@@ -25,7 +25,7 @@ the same command measures only what is missing. Servers stay up between sweeps (
 with ``specscope stop --all`` in the same home afterwards. Run it under the machine's vLLM lock:
 
     flock /tmp/specscope-vllm.lock env SPECSCOPE_HOME=/tmp/paired-home python tests/bench/paired.py --sweeps 12
-    python tests/bench/paired.py --report            # the figures from what the sweeps kept so far
+    python tests/bench/paired.py --report            # the figures from what the sweeps finished so far
 
 Last line: ``paired cells=<n> sweeps=<n> halfwidth_ratio_median=<x> coverage=<x> [lo, hi]``.
 """
@@ -105,7 +105,7 @@ def run(args, index: int) -> None:
     finally:
         neighbour.off()
     print(f"sweep {spec.run_id} (round {neighbour.loaded_round} loaded): {len(result.ran)} ran, "
-          f"{len(result.skipped)} kept, {len(result.failed)} failed in {time.monotonic() - started:.0f} s",
+          f"{len(result.skipped)} finished earlier, {len(result.failed)} failed in {time.monotonic() - started:.0f} s",
           flush=True)
     for cell_id, reason in result.failed.items():
         print(f"  {cell_id}: {reason}", flush=True)
@@ -174,7 +174,7 @@ def main() -> None:
     truth.sweep_arguments(parser, (1, 2))
     parser.add_argument("--sweeps", type=int, default=12)
     parser.add_argument("--tag", default="cpu", help="names the sweeps, so a rerun resumes them")
-    parser.add_argument("--report", action="store_true", help="measure nothing: report on what the sweeps kept")
+    parser.add_argument("--report", action="store_true", help="measure nothing: report on what the sweeps finished")
     args = parser.parse_args()
     args.prompts = args.prompts.resolve()
     if not args.report:

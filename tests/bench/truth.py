@@ -18,7 +18,7 @@ about 25 minutes per run.
 
     python tests/bench/truth.py                       # ngram and suffix, K=2,4 x c=1..5: 20 cells
     python tests/bench/truth.py --tag quick --methods ngram --k 2 --concurrency 1,4 --repeats 2
-    python tests/bench/truth.py --report              # the figures from what both runs kept so far
+    python tests/bench/truth.py --report              # the figures from what both runs finished so far
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def run(args, index: int) -> str:
         output_len=args.output_len, repeats=args.repeats, baseline_alongside=True, run_id=run_id)
     started = time.monotonic()
     result = sweep.run_sweep(spec, sweep.PresetLauncher(args.preset), progress=ProgressBar())
-    print(f"run {run_id}: {len(result.ran)} ran, {len(result.skipped)} kept, {len(result.failed)} failed "
+    print(f"run {run_id}: {len(result.ran)} ran, {len(result.skipped)} finished earlier, {len(result.failed)} failed "
           f"in {time.monotonic() - started:.0f} s", flush=True)
     for cell_id, reason in result.failed.items():
         print(f"  {cell_id}: {reason}", flush=True)
@@ -88,7 +88,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tag", default="cpu", help="names the two runs, so a rerun resumes them")
     parser.add_argument("--report", action="store_true",
-                        help="measure nothing: report on the cells both runs have kept so far")
+                        help="measure nothing: report on the cells both runs have finished so far")
     args = parser.parse_args()
     args.prompts = args.prompts.resolve()
 

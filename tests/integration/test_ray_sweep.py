@@ -42,7 +42,7 @@ def ray_cluster(tmp_path_factory):
 
 
 @pytest.mark.many_servers  # a Ray cluster and its servers: no room for other tests' servers beside them
-def test_groups_run_at_once_on_two_nodes_and_every_cell_is_kept(ray_cluster, specscope_home, capsys, monkeypatch):
+def test_groups_run_at_once_on_two_nodes_and_every_cell_is_saved(ray_cluster, specscope_home, capsys, monkeypatch):
     from specscope.cli import main
 
     # through the CLI, so every launch option of `bench --ray` must reach the nodes' launchers
@@ -61,8 +61,9 @@ def test_groups_run_at_once_on_two_nodes_and_every_cell_is_kept(ray_cluster, spe
     assert out.count("servers started 1 at once, never asleep (--no-sleep)") == 2, out
     spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(2,), concurrencies=(1,),
                            prompts=PROMPTS, num_prompts=2, output_len=16, run_id="ray-two-nodes")
-    kept = sweep.finished_cells("ray-two-nodes")
-    assert sorted(kept) == sorted(c.cell_id for c in sweep.plan_cells(spec)) and all(k.ok for k in kept.values())
+    finished = sweep.finished_cells("ray-two-nodes")
+    assert sorted(finished) == sorted(c.cell_id for c in sweep.plan_cells(spec))
+    assert all(f.ok for f in finished.values())
     groups = [line for line in out.splitlines() if " node " in line]
     assert len({line.split(" node ")[1].split(" ")[0] for line in groups}) == 2, out  # each group its own node
     spans = sorted(tuple(line.split("), ")[1].split(" ")[0].split("-")) for line in groups)
@@ -71,7 +72,7 @@ def test_groups_run_at_once_on_two_nodes_and_every_cell_is_kept(ray_cluster, spe
     assert sorted(rows["method"]) == ["ngram", "none"] and rows["speedup"].notna().all()
 
     again = sweep.execute(sweep.resolve(spec), sweep.OnRay(ray_cluster.address))  # a rerun measures nothing again
-    assert again.ran == [] and sorted(again.skipped) == sorted(kept)
+    assert again.ran == [] and sorted(again.skipped) == sorted(finished)
 
 
 def test_a_preset_the_cluster_cannot_fit_is_refused_before_anything_starts(ray_cluster, specscope_home):

@@ -45,7 +45,7 @@ def sweep_home(specscope_home, monkeypatch):
 def _cells(run_id: str) -> dict[str, dict]:
     from specscope import sweep
 
-    return {cell_id: kept.row for cell_id, kept in sweep.finished_cells(run_id).items()}
+    return {cell_id: finished.row for cell_id, finished in sweep.finished_cells(run_id).items()}
 
 
 SWEEP_ARGS = ["bench", "--preset", "cpu-smollm2", "--methods", "none,ngram", "--k", "4", "--concurrency", "1,2",
@@ -59,7 +59,7 @@ def resumed(home):
     """One 2-repeat sweep through the CLI (the baseline and ngram K=4 at concurrency 1 and 2: 8 cells,
     two servers at once), stopped by SIGTERM after its first 3 cells and started again, which
     finishes it. Its tests check different things about it: the resume, and the rounds' order.
-    Returns the run id, the cells the first run kept, its output and the second run."""
+    Returns the run id, the cells the first run finished, its output and the second run."""
     from specscope import prompts, sweep
 
     run_id = sweep.SweepSpec(prompts=PROMPTS.resolve(), **SPEC).resolved_run_id(prompts.load(PROMPTS).sha256)
@@ -78,27 +78,27 @@ def resumed(home):
     from specscope import launch
 
     left_running = [s.state.name for s in launch.list_servers() if s.status != "exited"]
-    kept = _cells(run_id)
+    finished = _cells(run_id)
     second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1200)
-    return run_id, kept, first_output, left_running, second
+    return run_id, finished, first_output, left_running, second
 
 
 def test_sweep_lands_in_explorer_and_a_killed_sweep_resumes_without_repeating(resumed):
     from specscope import sweep
     from specscope.results import store
 
-    run_id, kept, first_output, left_running, second = resumed
-    assert "interrupted; finished results are kept" in first_output
+    run_id, finished, first_output, left_running, second = resumed
+    assert "interrupted; finished results are saved" in first_output
     assert left_running == []  # its servers stopped
-    assert 3 <= len(kept) < 8
-    kept_times = {cell_id: row["created_at"] for cell_id, row in kept.items() if row["status"] == "ok"}
+    assert 3 <= len(finished) < 8
+    finished_times = {cell_id: row["created_at"] for cell_id, row in finished.items() if row["status"] == "ok"}
 
     assert second.returncode == 0, second.stdout + second.stderr
-    assert f"{len(kept_times)} kept from an earlier run" in second.stdout
+    assert f"{len(finished_times)} finished in an earlier run" in second.stdout
     after = _cells(run_id)
     assert sorted(after) == sorted(c.cell_id for c in sweep.plan_cells(sweep.SweepSpec(prompts=PROMPTS.resolve(),
                                                                                        **SPEC)))
-    for cell_id, created in kept_times.items():
+    for cell_id, created in finished_times.items():
         assert after[cell_id]["created_at"] == created, f"{cell_id} was measured again"
 
     frame = store.Store().speedup({"run_id": [run_id]})  # one row per cell, its repeats folded

@@ -1,4 +1,4 @@
-"""Sweep planning, run ids that make reruns resume, kept cells and the CLI's argument handling."""
+"""Sweep planning, run ids that make reruns resume, finished cells and the CLI's argument handling."""
 
 from __future__ import annotations
 
@@ -61,18 +61,19 @@ def test_bad_sweeps_are_config_errors(overrides):
         spec(**overrides)
 
 
-def test_kept_cells_become_the_runs_parquet_with_speedups(specscope_home):
+def test_finished_cells_become_the_runs_parquet_with_speedups(specscope_home):
     run_id = "sweep-unit"
     base = {"source": "specscope", "model": "m", "dataset": "open-chat", "hardware": "cpu-2core",
             "output_len": 16, "concurrency": 1, "status": "ok", "error": None,
             "created_at": "2026-11-21T22:00:00+00:00", "request_rate": float("inf")}
-    sweep.keep(run_id, "none-k0-c1", sweep.Kept({**base, "method": "none", "k": 0, "output_throughput": 40.0}))
-    sweep.keep(run_id, "ngram-k4-c1", sweep.Kept(
+    sweep.save_cell(run_id, "none-k0-c1",
+                    sweep.FinishedCell({**base, "method": "none", "k": 0, "output_throughput": 40.0}))
+    sweep.save_cell(run_id, "ngram-k4-c1", sweep.FinishedCell(
         {**base, "method": "ngram", "k": 4, "output_throughput": 60.0},
         [{"cell_id": "ngram-k4-c1", "prompt_id": "p", "method": "ngram", "k": 4,
           "concurrency": 1, "success": True, "e2el_ms": 100.0, "acceptance_rate": 0.5}]))
-    sweep.keep(run_id, "ngram-k2-c1", sweep.Kept({**base, "method": "ngram", "k": 2, "status": "failed",
-                                                  "error": "The server stopped answering."}))
+    sweep.save_cell(run_id, "ngram-k2-c1", sweep.FinishedCell({**base, "method": "ngram", "k": 2, "status": "failed",
+                                                              "error": "The server stopped answering."}))
     path = sweep.write_run(run_id)
     assert path.name == f"{run_id}.parquet"
     table = run_results.cell_table(Store(), run_id)
@@ -201,14 +202,14 @@ def test_progress_carries_an_estimate_of_the_time_left():
 
 
 def test_a_server_started_before_the_first_cell_is_not_spread_over_the_cells_left(monkeypatch):
-    """A resumed deploy run: 4 cells kept, one server started in 118 s, then 10 s a cell for 20 cells. The
+    """A resumed deploy run: 4 cells finished earlier, one server started in 118 s, then 10 s a cell for 20 cells. The
     estimate after its first cell reads about 19 x 10 s, not the start spread over them (42 min)."""
     now = [1000.0]
     monkeypatch.setattr(sweep.progress.time, "monotonic", lambda: now[0])
     seen = []
     estimate = sweep.progress.Estimate(seen.append)
     for done in range(4):
-        estimate(bench.ProgressEvent("cell_skipped", f"kept{done}", done + 1, 24))
+        estimate(bench.ProgressEvent("cell_skipped", f"finished{done}", done + 1, 24))
     estimate(bench.ProgressEvent("server", "", 4, 24, message="starting draft_model K=2"))
     now[0] += 118
     estimate(bench.ProgressEvent("server", "", 4, 24, message="draft_model K=2 started in 118 s"))
@@ -233,12 +234,13 @@ def test_written_runs_carry_lossless_mismatches_and_hygiene_flags(specscope_home
             "warmups": 1, "wave_share": 1.0, "max_num_seqs": 8}
     same, other = {"p1": "aa", "p2": "bb"}, {"p1": "aa", "p2": "cc"}
     for r, tps in ((1, 40.0), (2, 42.0)):
-        sweep.keep(run_id, f"none-k0-c4-r{r}",
-                   sweep.Kept({**base, "method": "none", "k": 0, "repeat": r, "output_throughput": tps}, [], same))
-    sweep.keep(run_id, "ngram-k4-c4-r1",
-               sweep.Kept({**base, "method": "ngram", "k": 4, "repeat": 1, "output_throughput": 60.0}, [], same))
-    sweep.keep(run_id, "suffix-k4-c4-r1", sweep.Kept({**base, "method": "suffix", "k": 4, "repeat": 1,
-                                                      "output_throughput": 70.0, "prior_requests": 8}, [], other))
+        row = {**base, "method": "none", "k": 0, "repeat": r, "output_throughput": tps}
+        sweep.save_cell(run_id, f"none-k0-c4-r{r}", sweep.FinishedCell(row, [], same))
+    sweep.save_cell(run_id, "ngram-k4-c4-r1",
+                    sweep.FinishedCell({**base, "method": "ngram", "k": 4, "repeat": 1, "output_throughput": 60.0}, [],
+                                       same))
+    suffix = {**base, "method": "suffix", "k": 4, "repeat": 1, "output_throughput": 70.0, "prior_requests": 8}
+    sweep.save_cell(run_id, "suffix-k4-c4-r1", sweep.FinishedCell(suffix, [], other))
     sweep.write_run(run_id)
     rows = Store().query("SELECT method, repeat, lossless_mismatches, hygiene FROM results "
                          "WHERE run_id = ? ORDER BY method, repeat", [run_id])

@@ -58,7 +58,7 @@ class _GpuLauncher:
 
 
 def _walk(pool: ServerPool, cells: list[sweep.Cell], done: Collection[str] = ()) -> None:
-    """What the sweep's loop asks of the pool, cell by cell (``done``: kept from an earlier run, skipped)."""
+    """What the sweep's loop asks of the pool, cell by cell (``done``: finished in an earlier run, skipped)."""
     for index, cell in enumerate(cells):
         if cell.cell_id in done:
             pass
@@ -206,8 +206,8 @@ def test_a_wave_starts_only_as_many_servers_as_fit_beside_those_awake():
         pool.close()
 
 
-def test_a_resumed_sweep_starts_no_server_for_cells_an_earlier_run_kept():
-    """A wave fills with groups that still have cells to measure: a group whose cells were all kept from an
+def test_a_resumed_sweep_starts_no_server_for_cells_an_earlier_run_finished():
+    """A wave fills with groups that still have cells to measure: a group whose cells all finished in an
     earlier run (the deploy loop's probes, when it verifies its rivals) takes no start and no room."""
     CALLS.clear()
     with serving(_SleepingServers) as url:
@@ -220,7 +220,7 @@ def test_a_resumed_sweep_starts_no_server_for_cells_an_earlier_run_kept():
     assert CALLS == []  # three fit awake: nobody sleeps
 
 
-def test_a_server_whose_later_cells_were_all_kept_is_released_after_its_last_cell_to_measure():
+def test_a_server_whose_later_cells_all_finished_earlier_is_released_after_its_last_cell_to_measure():
     with serving(_SleepingServers) as url:
         launcher = _GpuLauncher(url, at_once=1)
         cells = _cells(repeats=2)
@@ -229,7 +229,7 @@ def test_a_server_whose_later_cells_were_all_kept_is_released_after_its_last_cel
         last_ngram = max(i for i, c in enumerate(cells) if c.method == "ngram" and c.cell_id not in done)
         pool.start(last_ngram, cells[last_ngram].group, cells[last_ngram])
         pool.done_with(cells[last_ngram].group, last_ngram)
-        assert pool.get(cells[last_ngram].group) is None and launcher.stopped == ["ngram"]  # not held for kept cells
+        assert pool.get(cells[last_ngram].group) is None and launcher.stopped == ["ngram"]  # not held for them
         assert pool.pending.next_use(cells[last_ngram].group, last_ngram + 1) == len(cells)
 
 

@@ -49,7 +49,7 @@ def test_speedup_is_throughput_over_matching_baseline(tmp_path):
     assert {(r.concurrency, r.k) for r in best.itertuples()} == {(1, 4), (8, 4)}
 
 
-def test_failed_cells_are_kept_on_disk_but_left_out_of_speedup(tmp_path):
+def test_failed_cells_are_saved_on_disk_but_left_out_of_speedup(tmp_path):
     writing.write_results([_row("none", 0, 1, 100.0),
                          _row("ngram", 2, 1, None, status="failed", error="server died")],
                         run_id="a", directory=tmp_path)

@@ -40,7 +40,7 @@ def _interrupt(signum, frame) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the command; a SpecScopeError prints one sentence and returns 1. SIGTERM (a job's time
     limit, a pod deleted, ``kill``) stops a command like Ctrl-C: the servers it started are stopped
-    and finished results are kept."""
+    and finished results are saved."""
     args = build_parser().parse_args(argv)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _interrupt)
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"specscope: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("specscope: interrupted; finished results are kept.", file=sys.stderr)
+        print("specscope: interrupted; finished results are saved.", file=sys.stderr)
         return 130
 
 

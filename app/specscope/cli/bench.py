@@ -64,7 +64,7 @@ class ProgressBar:
         bar = "#" * filled + "-" * (self.width - filled)
         detail = {"request": f"{event.cell} {event.requests_done}/{event.requests_total} requests",
                   "server": event.message, "cell_start": f"{event.cell} running",
-                  "cell_done": f"{event.cell} done", "cell_skipped": f"{event.cell} kept from earlier",
+                  "cell_done": f"{event.cell} done", "cell_skipped": f"{event.cell} finished earlier",
                   "cell_failed": f"{event.cell} FAILED: {failure}",
                   "sweep_done": event.message}[event.stage]
         line = f"[{bar}] {event.cells_done}/{event.cells_total} cells  {detail}"
@@ -129,7 +129,7 @@ def run(plan: sweep.SweepPlan, at: sweep.Where = sweep.Here(),
               f"({group['end'] - group['start']:.0f} s); servers started {launched['starts_at_once']} at once, "
               + ("sleeping between their cells" if launched["sleeps"] else "never asleep")
               + ("" if launched["sleep_mode"] is not False else " (--no-sleep)"))
-    print(f"run {result.run_id}: {len(result.ran)} cells ran, {len(result.skipped)} kept from an "
+    print(f"run {result.run_id}: {len(result.ran)} cells ran, {len(result.skipped)} finished in an "
           f"earlier run, {len(result.failed)} failed")
     by_reason: dict[str, list[str]] = {}
     for cell_id, reason in result.failed.items():
@@ -154,7 +154,7 @@ def register(subparsers) -> None:
         description="Sweep methods x K x concurrency on one preset (a running server configured "
                     "exactly as a cell needs is reused, else the sweep starts its own), or measure "
                     "known servers (--servers, attached or launched) over concurrency. Each finished "
-                    "cell is kept, so running the same command again resumes where it stopped.")
+                    "cell is saved, so running the same command again resumes where it stopped.")
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--preset", help="preset name (see launchers/)")
     target.add_argument("--servers", type=_names,

@@ -123,7 +123,7 @@ def _calibrate(args: argparse.Namespace) -> int:
                                             output_len=args.output_len, repeats=args.repeats, run_id=args.run_id)
         status = run(sweep.resolve(spec, prompt_set), where(args))
         if status:
-            return status  # the sweep's failures are printed; finished cells are kept
+            return status  # the sweep's failures are printed; finished cells are saved
     frame = Store().speedup()
     found = calibrate.calibrations(frame)
     parts = {}

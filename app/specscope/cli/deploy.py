@@ -45,7 +45,7 @@ def register(subparsers) -> None:
                     "and concurrency, serve the advised configuration (a K schedule where the best K moves with "
                     "load) beside its strongest fixed-K rivals with repeats, and print the speculative_config to "
                     "deploy with its measured speedup per concurrency, each prediction's error and where the time "
-                    "went. Every finished cell is kept: run the same command again to resume.")
+                    "went. Every finished cell is saved: run the same command again to resume.")
     parser.add_argument("--preset", required=True, help="preset name (see launchers/)")
     parser.add_argument("--methods", type=_names, required=True, help="speculative methods, e.g. eagle3,draft_model")
     parser.add_argument("--concurrency", type=_ints, default=(1, 4, 16), help="e.g. 1,4,16,64")

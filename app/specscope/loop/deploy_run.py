@@ -11,7 +11,7 @@
    so a rerun resumes it.
 3. **Verification.** The best method's predicted best K at each concurrency and its best single K (its
    strongest fixed-K rivals), and a schedule server where the best K moves with load, in the same run with
-   the same repeats; cells step 1 measured are kept, not measured again.
+   the same repeats; cells step 1 measured are saved, not measured again.
 4. **The answer** from everything measured (``deploy.answer``: measured beats modelled): the
    speculative_config to deploy, its measured speedup per concurrency with intervals, each prediction's
    error, the schedule against the best fixed K, and where the time went.
@@ -436,7 +436,7 @@ def run(request: Request, progress: bench.Progress | None = None, stop: Stop = N
         options: sweep.LaunchOptions = sweep.LaunchOptions(), say=print,
         spent: Counter | None = None) -> Outcome | None:
     """The loop (module docstring); resumes where an earlier run with the same run id stopped. None when
-    ``stop`` stopped it before it could answer (what it measured is kept). ``spent`` adds up where this
+    ``stop`` stopped it before it could answer (what it measured is saved). ``spent`` adds up where this
     command's time went and the servers it started, stopped or not."""
     began = time.monotonic()
     run_id, curve, rates, max_batch, probes = _setup(request)
@@ -449,7 +449,7 @@ def run(request: Request, progress: bench.Progress | None = None, stop: Stop = N
         spent["servers"] += result.servers_started
         if result.failed:
             raise ConfigError(f"{len(result.failed)} cells failed ({next(iter(result.failed.values()))}); what was "
-                              "measured is kept: fix the cause and run the same command to resume.")
+                              "measured is saved: fix the cause and run the same command to resume.")
         return len(result.ran) + len(result.skipped) == len(sweep.resolve(spec).cells)
 
     priced = _probe_needed(request, max_batch)

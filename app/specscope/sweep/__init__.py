@@ -2,7 +2,7 @@
 
 Each (method, K) is one server, started through a ``Launcher`` (``PresetLauncher`` wraps
 ``specscope.launch``) before its first cell and stopped after its last. Each finished
-cell is kept under ``runs_dir()/<run_id>/cells/<cell>.json``, and the run's Parquet files
+cell is saved under ``runs_dir()/<run_id>/cells/<cell>.json``, and the run's Parquet files
 (results and per-request rows) are rewritten from those after every cell, so a killed sweep
 loses only the cell it was in. Rerunning the same sweep (same run id, derived from its spec
 and the prompt set's hash) skips every cell that finished ``ok``; failed cells run again.
@@ -62,7 +62,16 @@ from specscope.sweep.launchers import Launcher, PresetLauncher, RunningServer, S
 from specscope.sweep.on_ray import configured_address as ray_address
 from specscope.sweep.options import LaunchOptions, launcher_for
 from specscope.sweep.plan import SweepPlan, as_plan, describe, plan_cells, resolve
-from specscope.sweep.record import Kept, Recorder, SweepResult, finished_cells, keep, run_dir, run_hygiene, write_run
+from specscope.sweep.record import (
+    FinishedCell,
+    Recorder,
+    SweepResult,
+    finished_cells,
+    run_dir,
+    run_hygiene,
+    save_cell,
+    write_run,
+)
 from specscope.sweep.run import Advise, run_sweep
 from specscope.sweep.spec import (
                                        STRUCTURED,
@@ -81,8 +90,8 @@ from specscope.sweep.spec import (
 )
 
 __all__ = ["SweepSpec", "SweepPlan", "Cell", "Launcher", "LaunchOptions", "RunningServer", "PresetLauncher",
-           "ServersLauncher", "SweepResult", "SweepJob", "Kept", "Recorder", "Advise", "Here", "OnRay", "Where",
+           "ServersLauncher", "SweepResult", "SweepJob", "FinishedCell", "Recorder", "Advise", "Here", "OnRay", "Where",
            "claim", "execute", "ray_address", "run_sweep", "resolve", "as_plan", "describe", "parse_ints", "plan_cells",
-           "run_dir", "finished_cells", "keep", "write_run", "run_hygiene", "launcher_for", "servers_spec",
+           "run_dir", "finished_cells", "save_cell", "write_run", "run_hygiene", "launcher_for", "servers_spec",
            "synthetic_config", "synthetic_length_for", "Synthetic", "parse_lengths",
            "requests_of", "structured_default", "method_ks", "STRUCTURED", "SYNTHETIC"]

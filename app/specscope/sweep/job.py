@@ -48,7 +48,7 @@ class SweepJob:
         self.event = event
 
     def cancel(self) -> None:
-        """Stop after the current cell (finished cells are kept)."""
+        """Stop after the current cell (finished cells are saved)."""
         self._stop.set()
 
     @property

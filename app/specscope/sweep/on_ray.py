@@ -32,7 +32,7 @@ from specscope.sweep import lock
 from specscope.sweep.options import LaunchOptions, launcher_for
 from specscope.sweep.plan import SweepPlan
 from specscope.sweep.pool import Group
-from specscope.sweep.record import Kept, Recorder, SweepResult, finished_cells, read_kept, run_dir
+from specscope.sweep.record import FinishedCell, Recorder, SweepResult, finished_cells, read_cell, run_dir
 from specscope.sweep.run import Stop, run_sweep, stop_asker
 
 __all__ = ["needs", "connect", "configured_address", "run_on_ray"]
@@ -114,7 +114,7 @@ def _ledger_class() -> Any:  # a Ray actor class
 
         def __init__(self, done: list[str]) -> None:
             self.done = set(done)
-            self.cells: list[tuple[str, Kept]] = []
+            self.cells: list[tuple[str, FinishedCell]] = []
             self.events: list[dict[str, Any]] = []
             self.stop_asked = False
             self.twice: list[str] = []
@@ -122,12 +122,12 @@ def _ledger_class() -> Any:  # a Ray actor class
         def finished(self) -> list[str]:
             return sorted(self.done)
 
-        def add(self, cell_id: str, kept: Kept) -> bool:
+        def add(self, cell_id: str, finished: FinishedCell) -> bool:
             if cell_id in self.done:
                 self.twice.append(cell_id)
                 return False
             self.done.add(cell_id)
-            self.cells.append((cell_id, kept))
+            self.cells.append((cell_id, finished))
             return True
 
         def event(self, event: dict[str, Any]) -> None:
@@ -139,7 +139,7 @@ def _ledger_class() -> Any:  # a Ray actor class
         def stopped(self) -> bool:
             return self.stop_asked
 
-        def take(self) -> tuple[list[tuple[str, Kept]], list[dict[str, Any]], list[str]]:
+        def take(self) -> tuple[list[tuple[str, FinishedCell]], list[dict[str, Any]], list[str]]:
             cells, events, self.cells, self.events = self.cells, self.events, [], []
             return cells, events, self.twice
 
@@ -161,7 +161,7 @@ def _run_group(plan: SweepPlan, options: LaunchOptions, cell_ids: list[str], led
 
     def emit(event: bench.ProgressEvent) -> None:
         if event.stage in ("cell_done", "cell_failed"):
-            ledger.add.remote(event.cell, read_kept(plan.run_id, event.cell))
+            ledger.add.remote(event.cell, read_cell(plan.run_id, event.cell))
         if event.stage != "sweep_done":
             ledger.event.remote(dataclasses.asdict(event))
 
@@ -179,7 +179,7 @@ def _run_group(plan: SweepPlan, options: LaunchOptions, cell_ids: list[str], led
 def run_on_ray(plan: SweepPlan, address: str | None = None, options: LaunchOptions = LaunchOptions(),
                progress: bench.Progress | None = None, stop: Stop = None) -> SweepResult:
     """Run (or resume) a sweep's plan with one Ray task per server group, each launching its servers as
-    ``options`` say; returns what ran, was kept and failed, and (in ``groups``) the node and time span of
+    ``options`` say; returns what ran, had finished earlier and failed, and (in ``groups``) the node and time span of
     each group. ``stop``: every group ends after its current cell."""
     spec = plan.spec
     if spec.servers or spec.baseline_alongside:
@@ -198,7 +198,7 @@ def run_on_ray(plan: SweepPlan, address: str | None = None, options: LaunchOptio
     run_id, cells = plan.run_id, list(plan.cells)
     recorder = Recorder(run_id, len(cells), progress or (lambda event: None))
     result = recorder.result
-    ok = {cell_id for cell_id, kept in finished_cells(run_id).items() if kept.ok}
+    ok = {cell_id for cell_id, finished in finished_cells(run_id).items() if finished.ok}
     groups: dict[Group, list[str]] = {}
     for cell in cells:
         if cell.cell_id in ok:
@@ -221,8 +221,8 @@ def run_on_ray(plan: SweepPlan, address: str | None = None, options: LaunchOptio
                 if event["stage"] not in ("cell_done", "cell_failed"):
                     recorder.emit(bench.ProgressEvent(**{**event, "cells_done": recorder.done,
                                                          "cells_total": len(cells)}))
-            for cell_id, kept in new_cells:
-                recorder.record(cell_id, kept)
+            for cell_id, finished in new_cells:
+                recorder.record(cell_id, finished)
 
         try:
             while pending:
@@ -239,7 +239,7 @@ def run_on_ray(plan: SweepPlan, address: str | None = None, options: LaunchOptio
             if finished_cells(run_id):
                 result.upload_problem = shared.publish(run_id)
     result.stopped = recorder.done < recorder.total and stopped()
-    counts = f"{len(result.ran)} ran, {len(result.skipped)} kept, {len(result.failed)} failed"
+    counts = f"{len(result.ran)} ran, {len(result.skipped)} finished earlier, {len(result.failed)} failed"
     recorder.event("sweep_done", message=f"stopped after {recorder.done} of {recorder.total} cells ({counts}); start "
                                          "the same sweep again to resume" if result.stopped else counts)
     return result

@@ -78,9 +78,9 @@ def _servers(cells: tuple[Cell, ...]) -> str:
                                     else f" K={', '.join(ks)}") for (method, scheduled), ks in per_method.items())
 
 
-def describe(plan: SweepPlan, kept: int = 0) -> str:
+def describe(plan: SweepPlan, finished: int = 0) -> str:
     """What starting ``plan`` runs, in words: cells, servers, concurrency, repeats, requests and output tokens, the
-    prompt set; ``kept`` of its cells finished in an earlier start are not measured again."""
+    prompt set; ``finished`` of its cells finished in an earlier start are not measured again."""
     spec, cells = plan.spec, plan.cells
     groups = len({cell.group for cell in cells})
     requests = {requests_of(spec, cell.concurrency) for cell in cells}
@@ -94,6 +94,6 @@ def describe(plan: SweepPlan, kept: int = 0) -> str:
             f"({_servers(cells)}) at concurrency {_listed([str(c) for c in dict.fromkeys(spec.concurrencies)])}"
             f"{repeats}: {each}, {spec.output_len or 'as many as the server gives'} output tokens each, on "
             f"{plan.prompt_set.name} ({len(plan.prompt_set)} prompts).")
-    if kept:
-        text += f" {kept} of the cells finished in an earlier start of this sweep and are kept; the rest run."
+    if finished:
+        text += f" {finished} of the cells finished in an earlier start of this sweep and are saved; the rest run."
     return text

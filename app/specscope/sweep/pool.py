@@ -32,7 +32,7 @@ class WakeFailed(ServerError):
 
 
 class Pending:
-    """The cells a sweep still runs, by index, with each server group's uses: cells ``done`` (kept from an earlier
+    """The cells a sweep still runs, by index, with each server group's uses: cells ``done`` (finished in an earlier
     run) are left out, so no server is started, kept awake or held for them."""
 
     def __init__(self, cells: list[Cell], done: Collection[str] = ()):

@@ -15,7 +15,7 @@ class Estimate:
     share of the work not measured yet; None until a few percent are done. Servers started before that
     cell (the first wave, or the one server a resumed run still needs) are not counted: they do not come
     again for every cell. Starts between cells (a pool's later waves) are, as the cells' own share;
-    cells kept from an earlier run cost nothing, so counting starts again after them."""
+    cells finished in an earlier run cost nothing, so counting starts again after them."""
 
     def __init__(self, emit: bench.Progress):
         self.emit = emit

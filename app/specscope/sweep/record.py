@@ -1,5 +1,5 @@
 """Recording a sweep: each finished cell checkpointed in one atomic write under the run's folder
-(``Kept``), the run's Parquet (results and per-request rows, with hygiene) rewritten from those, and a
+(``FinishedCell``), the run's Parquet (results and per-request rows, with hygiene) rewritten from those, and a
 ``Recorder`` that does both for every cell wherever it was measured (here or on a Ray node)."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from specscope.engine.provenance import is_synthetic
 from specscope.results import hygiene, writing
 from specscope.schema import BASELINE_METHOD
 
-__all__ = ["run_dir", "Kept", "finished_cells", "read_kept", "SweepResult", "Recorder", "keep", "with_hygiene",
-           "run_hygiene", "write_run", "drop_if_empty"]
+__all__ = ["run_dir", "FinishedCell", "finished_cells", "read_cell", "SweepResult", "Recorder", "save_cell",
+           "with_hygiene", "run_hygiene", "write_run", "drop_if_empty"]
 
 
 def run_dir(run_id: str) -> Path:
@@ -30,7 +30,7 @@ def run_dir(run_id: str) -> Path:
 
 
 @dataclass(frozen=True)
-class Kept:
+class FinishedCell:
     """One finished cell as checkpointed: its row, its request rows and each prompt's output hash."""
 
     row: dict[str, Any]
@@ -52,7 +52,7 @@ class Kept:
         return {"row": self.row, "requests": self.requests, "outputs": self.outputs}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Kept:
+    def from_json(cls, data: dict[str, Any]) -> FinishedCell:
         """A checkpoint read back."""
         return cls(dict(data.get("row") or {}), list(data.get("requests") or []), dict(data.get("outputs") or {}))
 
@@ -61,17 +61,17 @@ def _path(run_id: str, cell_id: str) -> Path:
     return run_dir(run_id) / "cells" / f"{cell_id}.json"
 
 
-def read_kept(run_id: str, cell_id: str) -> Kept:
+def read_cell(run_id: str, cell_id: str) -> FinishedCell:
     """One cell's checkpoint."""
-    return Kept.from_json(json.loads(_path(run_id, cell_id).read_text()))
+    return FinishedCell.from_json(json.loads(_path(run_id, cell_id).read_text()))
 
 
-def finished_cells(run_id: str) -> dict[str, Kept]:
-    """The cells of a run kept so far, by cell id (a torn or unreadable file is left out)."""
+def finished_cells(run_id: str) -> dict[str, FinishedCell]:
+    """The cells of a run finished so far, by cell id (a torn or unreadable file is left out)."""
     out = {}
     for path in sorted((run_dir(run_id) / "cells").glob("*.json")):
         try:
-            out[path.stem] = Kept.from_json(json.loads(path.read_text()))
+            out[path.stem] = FinishedCell.from_json(json.loads(path.read_text()))
         except (OSError, ValueError, AttributeError):
             continue
     return out
@@ -79,7 +79,7 @@ def finished_cells(run_id: str) -> dict[str, Kept]:
 
 @dataclass
 class SweepResult:
-    """Which cells of a sweep ran, were kept from an earlier run, and failed (with the reason)."""
+    """Which cells of a sweep ran, had finished in an earlier run, and failed (with the reason)."""
 
     run_id: str
     ran: list[str] = field(default_factory=list)
@@ -94,14 +94,14 @@ class SweepResult:
     stopped: bool = False  # stopped on request before its last cell (starting it again resumes)
 
 
-def keep(run_id: str, cell_id: str, kept: Kept) -> None:
+def save_cell(run_id: str, cell_id: str, finished: FinishedCell) -> None:
     """Checkpoint one finished cell in one atomic write."""
-    files.write_atomic(_path(run_id, cell_id), json.dumps(kept.as_json(), default=str))
+    files.write_atomic(_path(run_id, cell_id), json.dumps(finished.as_json(), default=str))
 
 
 class Recorder:
     """Where every finished cell of a sweep goes, from one lane, several side by side or Ray's nodes:
-    kept, the run's Parquet rewritten, counted in the result, and told as progress. ``seconds``: where
+    saved, the run's Parquet rewritten, counted in the result, and told as progress. ``seconds``: where
     the lanes' time went."""
 
     def __init__(self, run_id: str, total: int, emit: bench.Progress, result: SweepResult | None = None):
@@ -121,26 +121,26 @@ class Recorder:
         self.emit(bench.ProgressEvent(stage, cell_id, self.done, self.total, message=message))
 
     def skipped(self, cell_id: str) -> None:
-        """A cell kept from an earlier run of the same sweep."""
+        """A cell finished in an earlier run of the same sweep."""
         with self.lock:
             self.done += 1
             self.result.skipped.append(cell_id)
         self.event("cell_skipped", cell_id)
 
-    def record(self, cell_id: str, kept: Kept) -> None:
-        """A cell just measured (or failed): kept, and the run's Parquet rewritten, before it is told."""
+    def record(self, cell_id: str, finished: FinishedCell) -> None:
+        """A cell just measured (or failed): saved, and the run's Parquet rewritten, before it is told."""
         with self.lock:
-            keep(self.run_id, cell_id, kept)
+            save_cell(self.run_id, cell_id, finished)
             self.result.results_path = write_run(self.run_id) or self.result.results_path
             self.done += 1
-            if kept.ok:
+            if finished.ok:
                 self.result.ran.append(cell_id)
             else:
-                self.result.failed[cell_id] = kept.error
-        if kept.ok:
+                self.result.failed[cell_id] = finished.error
+        if finished.ok:
             self.event("cell_done", cell_id)
         else:
-            self.event("cell_failed", cell_id, kept.error)
+            self.event("cell_failed", cell_id, finished.error)
 
     def timed(self, part: str, seconds: float) -> None:
         """Add to where the time went (start, wake, sleep, warm, measure)."""
@@ -174,9 +174,9 @@ def with_hygiene(rows: list[dict[str, Any]], outputs: list[dict[str, str]]) -> l
 
 
 def run_hygiene(run_id: str) -> dict[str, int]:
-    """Per hygiene check id: how many of the run's kept ok rows (repeats counted) fail it."""
-    kept = list(finished_cells(run_id).values())
-    rows = with_hygiene([dict(e.row) for e in kept], [e.outputs for e in kept])
+    """Per hygiene check id: how many of the run's finished ok rows (repeats counted) fail it."""
+    finished = list(finished_cells(run_id).values())
+    rows = with_hygiene([dict(e.row) for e in finished], [e.outputs for e in finished])
     counts = {check_id: 0 for check_id in hygiene.CHECKS}
     for row in rows:
         for check_id in hygiene.flagged_ids(row.get("hygiene")):
@@ -185,26 +185,26 @@ def run_hygiene(run_id: str) -> dict[str, int]:
 
 
 def write_run(run_id: str) -> Path | None:
-    """Rewrite the run's Parquet (results with hygiene, and request rows) from its kept cells."""
-    kept = finished_cells(run_id)
-    if not kept:
+    """Rewrite the run's Parquet (results with hygiene, and request rows) from its finished cells."""
+    finished = finished_cells(run_id)
+    if not finished:
         return None
     rows = []
-    for entry in kept.values():
+    for entry in finished.values():
         row = dict(entry.row)
         row["created_at"] = dt.datetime.fromisoformat(row["created_at"])
         row["request_rate"] = float(row["request_rate"]) if row.get("request_rate") is not None else None
         rows.append(row)
-    rows = with_hygiene(rows, [entry.outputs for entry in kept.values()])
+    rows = with_hygiene(rows, [entry.outputs for entry in finished.values()])
     path = writing.write_results(rows, run_id=run_id)
-    requests = [r for entry in kept.values() for r in entry.requests]
+    requests = [r for entry in finished.values() for r in entry.requests]
     if requests:
         writing.write_requests(requests, run_id=run_id)
     return path
 
 
 def drop_if_empty(run_id: str) -> None:
-    """Remove a run folder that kept no cell (unless another sweep holds its lock)."""
+    """Remove a run folder that saved no cell (unless another sweep holds its lock)."""
     folder = run_dir(run_id)
     if folder.is_dir() and not (folder / "lock").exists() and not finished_cells(run_id):
         shutil.rmtree(folder, ignore_errors=True)

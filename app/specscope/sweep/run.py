@@ -23,7 +23,7 @@ from specscope.sweep.plan import SweepPlan, as_plan, typical_chars
 from specscope.sweep.pool import Group, ServerPool, WakeFailed, schedule_arg, vllm_arg
 from specscope.sweep.progress import Estimate
 from specscope.sweep.record import (
-    Kept,
+    FinishedCell,
     Recorder,
     SweepResult,
     drop_if_empty,
@@ -44,7 +44,7 @@ def run_sweep(spec: SweepSpec | SweepPlan, launcher: Launcher, progress: bench.P
     """Run (or resume) a sweep (a spec, or its plan resolved once) on this machine; returns which cells
     ran, were skipped and failed. ``stop`` (an event or a callable) is asked before each cell; ``only``
     limits the sweep to those cell ids (a Ray task's group); ``advise`` makes an ``auto`` schedule concrete
-    once the method's fixed-K cells are kept."""
+    once the method's fixed-K cells are saved."""
     plan = as_plan(spec)
     cells = [cell for cell in plan.cells if only is None or cell.cell_id in only]
     if advise is None and any(cell.schedule == "auto" for cell in cells):
@@ -95,7 +95,7 @@ def advised_cell(cell: Cell, run_id: str, dataset: str, advise: Advise | None) -
     (their rows are stored by now), else from earlier stored results of that model."""
     if cell.schedule != "auto":
         return cell
-    rows = [kept.row for kept in finished_cells(run_id).values() if kept.row.get("method") == cell.method]
+    rows = [f.row for f in finished_cells(run_id).values() if f.row.get("method") == cell.method]
     models = [row["model"] for row in rows if row.get("model")]
     if not models or advise is None:
         raise ConfigError(f"No {cell.method} cell of this sweep was measured, so no schedule can be "
@@ -173,16 +173,16 @@ class _Lane:
                  stopped: Callable[[], bool], advise: Advise | None):
         self.plan, self.cells, self.launcher, self.recorder = plan, cells, launcher, recorder
         self.stopped, self.advise = stopped, advise
-        self.kept = finished_cells(plan.run_id)
+        self.finished = finished_cells(plan.run_id)
         self.pool = ServerPool(launcher, cells, keep_baseline=plan.spec.baseline_alongside,
-                               done=[cell_id for cell_id, kept in self.kept.items() if kept.ok])
+                               done=[cell_id for cell_id, finished in self.finished.items() if finished.ok])
         self.start_errors: dict[Group, str] = {}
         self.advised: dict[Group, Cell] = {}  # an `auto` schedule server's concrete cell
 
     def run(self) -> None:
         try:
             for index, cell in enumerate(self.cells):
-                if (found := self.kept.get(cell.cell_id)) is not None and found.ok:
+                if (found := self.finished.get(cell.cell_id)) is not None and found.ok:
                     self.recorder.skipped(cell.cell_id)
                     self.pool.done_with(cell.group, index)
                     continue
@@ -249,7 +249,7 @@ class _Lane:
             self._ramp(server, cell, what)
         except SpecScopeError as exc:
             self.start_errors[group] = f"The {cell.method} {what} server did not start: {exc}"
-            if not any(kept.ok for kept in self.kept.values()) and not self.recorder.result.ran:
+            if not any(f.ok for f in self.finished.values()) and not self.recorder.result.ran:
                 # nothing measured: every cell would fail alike
                 raise ConfigError(f"{self.start_errors[group]} Nothing was measured; fix this "
                                   "and start the sweep again.") from exc
@@ -261,13 +261,13 @@ class _Lane:
         if group in self.advised:  # an `auto` schedule's cells carry the schedule its server drafts
             cell = replace(planned, k=self.advised[group].k, schedule=self.advised[group].schedule)
         if server is None:
-            kept = Kept(failed_row(spec, prompt_set, cell, None, None, self.start_errors[group]))
+            finished = FinishedCell(failed_row(spec, prompt_set, cell, None, None, self.start_errors[group]))
         else:
             began = time.monotonic()
             row, requests, outputs = run_cell(spec, prompt_set, cell, server, self.launcher, self.recorder.emit,
                                               self.recorder.done, self.recorder.total, self.pool.served[group])
             self.recorder.timed("measure", time.monotonic() - began)
-            kept = Kept(row, requests, outputs)
+            finished = FinishedCell(row, requests, outputs)
             self.pool.answered(group, len(requests))
-            self.pool.done_with(group, index, now=not kept.ok or spec.restart_each_cell)
-        self.recorder.record(cell.cell_id, kept)
+            self.pool.done_with(group, index, now=not finished.ok or spec.restart_each_cell)
+        self.recorder.record(cell.cell_id, finished)
