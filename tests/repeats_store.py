@@ -28,7 +28,7 @@ def _rows(run: str, hour: int, rng: np.random.Generator, *, host: str = "h1", ba
     choices += [("ngram", 4, "1-2:4,3-256:1")]
     for conc in (1, 4, 16):
         base = 40.0 * conc ** 0.8
-        for method, k, schedule in choices:
+        for method, k, k_schedule in choices:
             gain = 1.0 if method == "none" else (1 + 0.2 * np.sqrt(k)) / (1 + 0.01 * conc * k)
             count = 1 if no_repeat else int(rng.choice(repeats))
             for rep in range(count):
@@ -37,7 +37,7 @@ def _rows(run: str, hour: int, rng: np.random.Generator, *, host: str = "h1", ba
                 rows.append({
                     "created_at": T0 + dt.timedelta(hours=hour, minutes=rep), "source": "synthetic",
                     "model": "org/m", "draft_model": "org/d" if method == "eagle3" else None,
-                    "method": method, "k": k, "k_schedule": schedule, "hardware": "cpu", "host": host,
+                    "method": method, "k": k, "k_schedule": k_schedule, "hardware": "cpu", "host": host,
                     "dataset": "chat", "temperature": 0.0, "output_len": 128, "concurrency": conc,
                     "repeat": None if no_repeat else rep, "output_throughput": tput,
                     "acceptance_length": None if method == "none" else 1 + 0.5 * k ** 0.7 + rng.normal(0, 0.05),

@@ -272,7 +272,7 @@ def _deploy_section(curves: pd.DataFrame) -> None:
                                     "speedup": intervals.value_text(d), "why": d["why"]} for c, d in deployed]),
                      hide_index=True, width="stretch", key="explorer_deploy_table")
         setup = next((v.setup for v in found if answer.measured_schedule is not None
-                      and v.schedule == answer.measured_schedule.schedule), None)
+                      and v.k_schedule == answer.measured_schedule.k_schedule), None)
         if setup is not None:
             _show("schedule_vs_concurrency", "K schedule vs fixed K", charts.schedule_vs_concurrency(curves, setup))
 

@@ -7,7 +7,7 @@ import streamlit as st
 
 from specscope import launch
 from specscope.client import metrics
-from specscope.engine import catalog, models, presets, schedule
+from specscope.engine import catalog, k_schedule, models, presets
 from specscope.errors import LaunchFailed, SpecScopeError
 from ui.access import is_operator
 from ui.common import plain, show_error
@@ -125,7 +125,7 @@ def _row(s: launch.ServerStatus) -> dict:
             "mean acceptance length": counters.get("acceptance length"),
             "drafts": counters.get("drafts"), "requests answered": counters.get("requests"),
             "running now": counters.get("running"), "url": s.state.url, "preset": s.state.preset,
-            "K schedule": schedule.of_config(s.state.speculative_config), "pid": s.state.pid, "model": s.state.model,
+            "K schedule": k_schedule.of_config(s.state.speculative_config), "pid": s.state.pid, "model": s.state.model,
             "RSS MiB": round(s.rss_bytes / 2**20) if s.rss_bytes else None,
             "vLLM": s.state.vllm_version, "started": s.state.started_at[:19], "started by": s.state.started_by}
 

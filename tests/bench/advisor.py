@@ -93,7 +93,7 @@ def print_schedules(fits: list[fitting.FamilyFit]) -> None:
     for fit in fits:
         if fit.rows.groupby("concurrency")["k"].nunique().max() < HELD_FROM:
             continue
-        advised = deploy.answer(fit, max_batch=int(fit.rows["concurrency"].max())).schedule
+        advised = deploy.answer(fit, max_batch=int(fit.rows["concurrency"].max())).k_schedule
         misses = []
         for conc, g in fit.rows.groupby("concurrency"):
             measured = g.groupby("k")["speedup"].mean().to_dict()

@@ -39,7 +39,7 @@ from specscope import settings, sweep
 from specscope.advice import deploy, fitting
 from specscope.analysis import explore, verdict
 from specscope.client import bench
-from specscope.engine import models, presets, schedule
+from specscope.engine import k_schedule, models, presets
 from specscope.results.store import Store
 
 PRESET = "cpu-smollm2"
@@ -61,11 +61,11 @@ def fixed(spec: dict) -> None:
     measured(sweep.run_sweep(sweep.SweepSpec(**spec), sweep.PresetLauncher(PRESET), progress=progress))
 
 
-def scheduled(spec: dict, advised: schedule.KSchedule) -> None:
+def scheduled(spec: dict, advised: k_schedule.KSchedule) -> None:
     """The round's cells of one server started with the advised schedule."""
     with_schedule = sweep.SweepSpec(**spec, k_schedule=advised.text())
     measured(sweep.run_sweep(with_schedule, sweep.PresetLauncher(PRESET), progress=progress, only=[
-        cell.cell_id for cell in sweep.plan_cells(with_schedule) if cell.schedule or not cell.k]))
+        cell.cell_id for cell in sweep.plan_cells(with_schedule) if cell.k_schedule or not cell.k]))
 
 
 def main() -> int:
@@ -96,7 +96,7 @@ def main() -> int:
     print(f"servers run batches of up to {max_batch}; home {settings.home()}", flush=True)
     models.prepare()
     started = time.monotonic()
-    advised, run_ids = schedule.parse(args.schedule) if args.schedule else None, []
+    advised, run_ids = k_schedule.parse(args.schedule) if args.schedule else None, []
     for round_ in range(1, args.rounds + 1):
         spec = dict(preset=PRESET, methods=("none", "ngram"), ks=ks, concurrencies=concs, prompts=PROMPTS,
                     num_prompts=args.num_prompts, output_len=args.output_len, repeats=args.repeats,
@@ -120,7 +120,7 @@ def main() -> int:
     runs, store = {"run_id": run_ids}, Store()
     curves = explore.curves_vs_concurrency(store, runs)
     for found in verdict.verdicts(curves):
-        if found.schedule == advised.text():
+        if found.k_schedule == advised.text():
             print(f"verify: {found.sentence()}")
     report(store.speedup(runs), curves, advised, concs, max_batch)
     print(f"{time.monotonic() - started:.0f} s in all")
@@ -136,7 +136,7 @@ def spread(point) -> str:
     return f"{row['speedup']:.3f}" + (f" [{row['speedup_lo']:.2f},{row['speedup_hi']:.2f}]" if bounded else "")
 
 
-def report(rows, curves, advised: schedule.KSchedule, concs: tuple[int, ...], max_batch: int) -> None:
+def report(rows, curves, advised: k_schedule.KSchedule, concs: tuple[int, ...], max_batch: int) -> None:
     """Per concurrency every fixed K's speedup and the schedule's; then the last line."""
     sd = rows[rows["method"] == "ngram"]
     fixed_rows, sched_rows = sd[sd["k_schedule"].isna()], sd[sd["k_schedule"] == advised.text()]

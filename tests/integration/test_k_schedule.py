@@ -9,7 +9,7 @@ import pytest
 
 from specscope import launch, prompts
 from specscope.client.stream import GenerationRequest, StreamClient
-from specscope.engine import presets, schedule, vllms
+from specscope.engine import k_schedule, presets, vllms
 from specscope.prompts import library
 
 pytestmark = [pytest.mark.integration, pytest.mark.few_servers]  # at most three servers at once
@@ -22,7 +22,7 @@ def scheduled(home):
     if not vllms.has_k_schedule():
         pytest.skip("the installed vLLM takes no num_speculative_tokens_per_batch_size")
     plan = launch.plan(presets.get_preset("cpu-smollm2"), "ngram", cpu_cores="0-1",
-                       k_schedule=schedule.parse(SCHEDULE))
+                       k_schedule=k_schedule.parse(SCHEDULE))
     state = launch.start(plan, timeout=400, warm=False)  # counts drafts per step, no time: nothing to warm
     yield state
     launch.stop(state)

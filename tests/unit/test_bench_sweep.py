@@ -262,9 +262,9 @@ def test_a_schedule_is_its_own_server_after_the_fixed_k():
     assert [c.cell_id for c in planned] == ["none-k0-c1", "none-k0-c4", "ngram-k4-c1", "ngram-k4-c4",
                                             "ngram-schedule-1-2k4_3-256k1-c1", "ngram-schedule-1-2k4_3-256k1-c4"]
     fixed, scheduled = planned[2], planned[4]
-    assert (scheduled.k, scheduled.schedule) == (4, "1-2:4,3-256:1")  # canonical text, K = its maximum
+    assert (scheduled.k, scheduled.k_schedule) == (4, "1-2:4,3-256:1")  # canonical text, K = its maximum
     assert fixed.group != scheduled.group and len({c.group for c in planned}) == 3
-    assert sweep.plan_cells(spec(ks=(1,), k_schedule="auto"))[-1].schedule == "auto"
+    assert sweep.plan_cells(spec(ks=(1,), k_schedule="auto"))[-1].k_schedule == "auto"
     assert spec(k_schedule="auto").resolved_run_id("abc") != spec().resolved_run_id("abc")
 
 

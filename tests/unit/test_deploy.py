@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from specscope.advice import advisor, deploy, fitting, theory
-from specscope.engine.schedule import SCHEDULE_KEY
+from specscope.engine.k_schedule import SCHEDULE_KEY
 from specscope.results import importers
 from specscope.results.store import Store
 
@@ -109,8 +109,8 @@ def test_a_schedule_only_where_the_best_k_moves_beyond_noise():
                    (64, 2): (1.3, 1.25, 1.35), (64, 4): (1.0, 0.95, 1.05)})
     found = deploy.answer(moving, ks=[2, 4], max_batch=64)
     assert [c.k for c in found.choices] == [4, 2] and found.use_schedule
-    assert found.schedule.k_at(1) == 4 and found.schedule.k_at(64) == 2
-    assert found.config[SCHEDULE_KEY] == found.schedule.as_vllm() and found.config["num_speculative_tokens"] == 4
+    assert found.k_schedule.k_at(1) == 4 and found.k_schedule.k_at(64) == 2
+    assert found.config[SCHEDULE_KEY] == found.k_schedule.as_vllm() and found.config["num_speculative_tokens"] == 4
     assert found.deploy.startswith("schedule ") and "moves with load beyond noise" in found.why
     still = _fit({(1, 2): (1.5, 1.2, 1.8), (1, 4): (1.6, 1.3, 1.9), (64, 2): (1.3, 1.0, 1.6),
                   (64, 4): (1.2, 0.9, 1.5)})
@@ -146,7 +146,7 @@ def test_a_measured_schedule_decides_over_the_model():
     assert found.why.startswith("Measured beats modelled: ")
     faster = _rows({(1, 4): (1.9, 1.85, 1.95), (64, 4): (1.3, 1.25, 1.35)}).assign(k_schedule="1-8:4,9-256:2")
     won = deploy.answer(fit, max_batch=64, rows=pd.concat([fit.rows, faster]))
-    assert won.use_schedule and won.schedule.text() == "1-8:4,9-256:2"
+    assert won.use_schedule and won.k_schedule.text() == "1-8:4,9-256:2"
 
 
 @pytest.fixture
@@ -180,8 +180,8 @@ def test_the_schedule_drops_k_where_the_ruiz_data_stops_paying(ruiz_fits):
     """Qwen3-32B + Qwen3-1.7B: long drafts alone, shorter under load, none at 256 (below 1x there)."""
     fit = next(f for f in ruiz_fits if "32B" in f.keys["model"] and "1.7B" in (f.keys["draft_model"] or ""))
     found = deploy.answer(fit, max_batch=256)
-    assert found.schedule.k_at(1) > found.schedule.k_at(128) > 0
-    assert found.schedule.k_at(256) == 0
+    assert found.k_schedule.k_at(1) > found.k_schedule.k_at(128) > 0
+    assert found.k_schedule.k_at(256) == 0
     assert found.use_schedule and "measured at 1" in found.ranges[0].source
 
 
@@ -264,7 +264,7 @@ def test_a_concurrency_whose_own_pick_ties_the_fixed_k_reads_the_deployed_k_firs
                          "beyond noise (1.400× against 1.250× on average, their intervals pooled).")
     assert found.here(4.0) is None  # the concurrency's own answer is the deployed K
     assert found.schedule_sentence().startswith("Deploy the fixed K = 4 at every batch size")
-    assert f"would read {found.schedule.text()}" in found.schedule_sentence()
+    assert f"would read {found.k_schedule.text()}" in found.schedule_sentence()
     rows = [found.deployed(c) for c in found.choices]  # the Explorer's table: the deployed K at each concurrency
     assert [(d["k"], d["speedup"], d["source"]) for d in rows] == [(4, 1.5, "measured"), (4, 1.3, "measured")]
     assert rows[0]["why"] == "this concurrency " + found.alone(1.0) and here.endswith(found.alone(1.0))

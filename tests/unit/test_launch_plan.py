@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from specscope.engine import catalog
+from specscope.engine.k_schedule import parse as parse_k_schedule
 from specscope.engine.presets import MethodEntry, Preset
-from specscope.engine.schedule import parse as parse_schedule
 from specscope.errors import ConfigError
 from specscope.launch.command import VllmInstall, build, flag_args, pinned_cores
 
@@ -140,8 +140,8 @@ def test_engine_args_become_flags():
 def test_newer_per_request_flag_and_a_k_schedule(tmp_path):
     newer = VllmInstall("vllm", "0.33.0", methods=GPU.methods, python="/opt/env/bin/python", k_schedule=True,
                         per_request_args=(catalog.PER_REQUEST_STATS_FLAG, "detailed"))
-    schedule = parse_schedule("1-2:4,3-8:2,9-256:1")
-    state = build(every_method(), "ngram", vllm=newer, port=1, log_dir=tmp_path, k_schedule=schedule).state
+    k_schedule = parse_k_schedule("1-2:4,3-8:2,9-256:1")
+    state = build(every_method(), "ngram", vllm=newer, port=1, log_dir=tmp_path, k_schedule=k_schedule).state
     assert state.argv[-2:] == ["--per-request-spec-decode-stats", "detailed"]
     config = json.loads(state.argv[state.argv.index("--speculative-config") + 1])
     assert config["num_speculative_tokens"] == state.k == 4
@@ -149,13 +149,13 @@ def test_newer_per_request_flag_and_a_k_schedule(tmp_path):
     assert state.name == "every-ngram-ks1-2k4_3-8k2_9-256k1"
     older = VllmInstall("vllm", "0.31.0", methods=GPU.methods)
     with pytest.raises(ConfigError, match="vllm 0.31.0 takes no K schedule"):
-        build(every_method(), "ngram", vllm=older, port=1, log_dir=tmp_path, k_schedule=schedule)
+        build(every_method(), "ngram", vllm=older, port=1, log_dir=tmp_path, k_schedule=k_schedule)
     with pytest.raises(ConfigError, match="takes no K"):
-        build(every_method(), "none", vllm=newer, port=1, log_dir=tmp_path, k_schedule=schedule)
+        build(every_method(), "none", vllm=newer, port=1, log_dir=tmp_path, k_schedule=k_schedule)
     gpu_0_26 = VllmInstall("vllm", "0.26.0", methods=GPU.methods, k_schedule=True)
-    eagle = build(every_method(), "eagle3", vllm=gpu_0_26, port=1, log_dir=tmp_path, k_schedule=schedule)
+    eagle = build(every_method(), "eagle3", vllm=gpu_0_26, port=1, log_dir=tmp_path, k_schedule=k_schedule)
     assert eagle.extra_env["VLLM_USE_V2_MODEL_RUNNER"] == "0"  # the V1 runner: V2 fails to start it (#48494)
-    ngram = build(every_method(), "ngram", vllm=gpu_0_26, port=1, log_dir=tmp_path, k_schedule=schedule)
+    ngram = build(every_method(), "ngram", vllm=gpu_0_26, port=1, log_dir=tmp_path, k_schedule=k_schedule)
     assert ngram.state.k == 4 and "VLLM_USE_V2_MODEL_RUNNER" not in ngram.extra_env
 
 

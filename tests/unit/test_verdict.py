@@ -7,7 +7,7 @@ import pytest
 from scheduled_rows import SCHEDULE
 from scheduled_rows import row as _row
 from specscope.analysis import explore, verdict
-from specscope.engine.schedule import SCHEDULE_KEY
+from specscope.engine.k_schedule import SCHEDULE_KEY
 from specscope.results.store import Store
 from specscope.results.writing import write_results
 

@@ -32,7 +32,7 @@ from specscope.advice.advisor import Choice, choose, measured_at, pooled_tie
 from specscope.advice.fitting import FamilyFit
 from specscope.analysis import explore, intervals, verdict
 from specscope.engine import vllms
-from specscope.engine.schedule import SCHEDULE_KEY, KSchedule, from_best, parse
+from specscope.engine.k_schedule import SCHEDULE_KEY, KSchedule, from_best, parse
 from specscope.errors import ConfigError, InputError
 from specscope.results import hygiene, store
 from specscope.schema import BASELINE_METHOD
@@ -64,7 +64,7 @@ class Answer:
 
     keys: dict
     choices: tuple[Choice, ...]          # at each concurrency asked for
-    schedule: KSchedule                  # the choice at every batch size 1..max_batch
+    k_schedule: KSchedule                # the choice at every batch size 1..max_batch
     ranges: tuple[Range, ...]            # the schedule's ranges with where each K comes from
     fixed_k: int                         # the best single K over the concurrencies (0: none pays)
     fixed: tuple[float, ...]             # its figure at each concurrency (measured where it was)
@@ -92,7 +92,7 @@ class Answer:
     def deploy(self) -> str:
         """``K=2``, ``schedule 1-4:5,5-256:3`` or ``no speculation``."""
         if self.use_schedule:
-            return f"schedule {self.schedule.text()}"
+            return f"schedule {self.k_schedule.text()}"
         return f"K={self.fixed_k}" if self.fixed_k else "no speculation"
 
     def at(self, concurrency: float) -> Choice | None:
@@ -104,7 +104,7 @@ class Answer:
         and where it comes from; "Deploy" only where it beats the baseline beyond noise (``ties``)."""
         figures = "; ".join(f"{c.concurrency:g}: {_figure(c, None if self.use_schedule else self.fixed_k)}"
                             for c in self.choices)
-        name = f"the K schedule {self.schedule.text()}" if self.use_schedule else f"K = {self.fixed_k}"
+        name = f"the K schedule {self.k_schedule.text()}" if self.use_schedule else f"K = {self.fixed_k}"
         faster = self.against_baseline()[ties.FASTER]
         head = ("Do not deploy speculative decoding here" if not self.config else
                 f"Deploy {self.method} with {name}" if self.gain == "everywhere" else
@@ -141,7 +141,7 @@ class Answer:
         """`` K = 4 ties the baseline within noise at concurrency 1, 4 (about 6 repeats would tell) ...``:
         where the deployed configuration does not beat the baseline beyond noise ('' where it does everywhere)."""
         found = self.against_baseline()
-        name = f"The schedule {self.schedule.text()}" if self.use_schedule else f"K = {self.fixed_k}"
+        name = f"The schedule {self.k_schedule.text()}" if self.use_schedule else f"K = {self.fixed_k}"
         said = []
         if found[ties.TIE]:
             tell = ties.telling([m.repeats_to_tell() for c in found[ties.TIE]
@@ -156,7 +156,7 @@ class Answer:
 
     def k_at(self, concurrency: float) -> int:
         """The K the deployed configuration drafts at a concurrency (as its batch size); 0: none."""
-        return self.schedule.k_at(max(1, int(concurrency))) if self.use_schedule else self.fixed_k
+        return self.k_schedule.k_at(max(1, int(concurrency))) if self.use_schedule else self.fixed_k
 
     def deployed(self, choice: Choice) -> dict:
         """The deployed K's figure at one of the answer's concurrencies: ``k``, ``speedup``, ``speedup_lo``,
@@ -202,7 +202,7 @@ class Answer:
     def schedule_sentence(self) -> str:
         """What the K-by-batch-size view deploys, in a sentence: the schedule, or the fixed K beside the
         schedule the choices would make, or no speculation."""
-        text, last = self.schedule.text(), self.ranges[-1].end if self.ranges else 1
+        text, last = self.k_schedule.text(), self.ranges[-1].end if self.ranges else 1
         if self.use_schedule:
             return f"Deploy the K schedule {text} (batch sizes 1-{last})."
         if self.fixed_k:
@@ -215,7 +215,7 @@ class Answer:
         """The answer as JSON-ready values (``specscope advise --json``)."""
         return {"family": self.keys, "deploy": self.deploy, "speculative_config": self.config,
                 "sentence": self.sentence(), "why": self.why, "fixed_k": self.fixed_k, "gain": self.gain,
-                "schedule": self.schedule.text(), "use_schedule": self.use_schedule,
+                "schedule": self.k_schedule.text(), "use_schedule": self.use_schedule,
                 "concurrencies": [{"concurrency": c.concurrency, "k": c.k, "source": c.source,
                                    "speedup": round(c.speedup, 4), "predicted": round(c.predicted, 4),
                                    "measured": None if c.measured is None else round(c.measured.speedup, 4),
@@ -293,9 +293,9 @@ def schedule_points(fit: FamilyFit, ks: Sequence[int], max_batch: int, zero: dic
     return points
 
 
-def _ranges(points: list[Choice], schedule: KSchedule, concs: list[int]) -> tuple[Range, ...]:
+def _ranges(points: list[Choice], k_schedule: KSchedule, concs: list[int]) -> tuple[Range, ...]:
     out = []
-    for r in schedule.ranges:
+    for r in k_schedule.ranges:
         inside = [p.concurrency for p in points[r.start - 1:r.end] if p.measured_here]
         if inside:
             source = "measured at " + ", ".join(f"{c:g}" for c in inside)
@@ -421,7 +421,7 @@ def answer(fit: FamilyFit, concurrencies: Sequence[float] | None = None, ks: Seq
     if measured_schedule is not None:
         use = measured_schedule.deploy_schedule
         if use:
-            advised = parse(measured_schedule.schedule)
+            advised = parse(measured_schedule.k_schedule)
         why = f"Measured beats modelled: {measured_schedule.sentence(None if use else fixed_k)}"
     elif moves and len({p.k for p in points}) > 1:
         use = True
@@ -491,4 +491,4 @@ def from_results(model: str, method: str, dataset: str | None = None, run_id: st
         names = "; ".join(f"{f.keys['dataset']} {formats.constrained_label(f.keys.get('response_format'))}".rstrip()
                           + f" on {f.keys['hardware']}, vLLM {f.keys.get('vllm_version') or '?'}" for f in fits)
         raise ConfigError(f"Results of {len(fits)} setups match ({names}); pick one with --dataset.")
-    return answer(fits[0], max_batch=max_batch, rows=stored).schedule
+    return answer(fits[0], max_batch=max_batch, rows=stored).k_schedule

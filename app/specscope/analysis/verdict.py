@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from specscope import ties
-from specscope.engine import schedule
+from specscope.engine import k_schedule
 from specscope.errors import ConfigError
 
 __all__ = ["Comparison", "Verdict", "verdicts", "verdict_of", "bounded", "compare_speedups"]
@@ -70,7 +70,7 @@ class Verdict:
 
     setup: str
     method: str
-    schedule: str
+    k_schedule: str
     comparisons: tuple[Comparison, ...]
     fixed_k: int  # the single K with the best mean speedup over those concurrencies
     fixed_mean: float
@@ -89,7 +89,7 @@ class Verdict:
     @property
     def deploy(self) -> str:
         """``schedule 1-2:4,3-256:1`` or ``K=4``."""
-        return f"schedule {self.schedule}" if self.deploy_schedule else f"K={self.fixed_k}"
+        return f"schedule {self.k_schedule}" if self.deploy_schedule else f"K={self.fixed_k}"
 
     @property
     def intervals(self) -> bool:
@@ -99,7 +99,7 @@ class Verdict:
     def speculative_config(self) -> dict:
         """The ``speculative_config`` to deploy (the method's own options, e.g. ngram's lookup sizes, to add)."""
         if self.deploy_schedule:
-            return schedule.parse(self.schedule).speculative_config({"method": self.method})
+            return k_schedule.parse(self.k_schedule).speculative_config({"method": self.method})
         return {"method": self.method, "num_speculative_tokens": self.fixed_k}
 
     def sentence(self, deployed_k: int | None = None) -> str:
@@ -122,8 +122,8 @@ class Verdict:
         if len(sides) == 1:
             sides.append("slower nowhere" if faster else "faster nowhere")
         against = f"against K={self.fixed_k} it was {' and '.join(sides)} ({noise})"
-        named = (f"the schedule {self.schedule}" if self.deploy_schedule else
-                 f"K={deployed_k or self.fixed_k} rather than the schedule {self.schedule}")
+        named = (f"the schedule {self.k_schedule}" if self.deploy_schedule else
+                 f"K={deployed_k or self.fixed_k} rather than the schedule {self.k_schedule}")
         if not self.intervals and faster:  # a single run's points: said, not acted on
             head = f"Deploy {named}, the simpler server: a single run cannot tell them apart; "
         elif faster and slower:
@@ -163,7 +163,7 @@ def verdict_of(setup: str, method: str, text: str, mine: pd.DataFrame, fixed: pd
     frame of ``concurrency, k, speedup, speedup_lo, speedup_hi`` with one row per point; None where no fixed
     K was measured at every concurrency the schedule was, or vLLM would refuse the schedule."""
     try:
-        text = schedule.parse(text).text()
+        text = k_schedule.parse(text).text()
     except ConfigError:
         return None  # an imported row's schedule vLLM would refuse: nothing to deploy
     concs = sorted(set(mine["concurrency"]) & set(fixed["concurrency"]))
@@ -180,6 +180,6 @@ def verdict_of(setup: str, method: str, text: str, mine: pd.DataFrame, fixed: pd
         outcome, decided = compare_speedups(point, chosen)
         comparisons.append(Comparison(int(conc), float(chosen["speedup"]), float(point["speedup"]), outcome,
                                       decided, int(best["k"]), float(best["speedup"])))
-    return Verdict(setup=setup, method=method, schedule=text, comparisons=tuple(comparisons), fixed_k=k,
+    return Verdict(setup=setup, method=method, k_schedule=text, comparisons=tuple(comparisons), fixed_k=k,
                    fixed_mean=float(by_k.max()),
                    schedule_mean=float(mine[mine["concurrency"].isin(concs)]["speedup"].mean()))

@@ -12,7 +12,8 @@ import pandas as pd
 from specscope import launch, sweep
 from specscope.advice import deploy
 from specscope.cli import layout
-from specscope.engine import models, presets, schedule, shapes
+from specscope.engine import models, presets, shapes
+from specscope.engine.k_schedule import KSchedule, parse
 from specscope.errors import ConfigError, LaunchFailed
 from specscope.launch import checkup, dashboard, failures, kept
 
@@ -96,7 +97,7 @@ def _progress(prefix: str):
 
 
 def _start(preset: str, method: str, k: int | None, *, port: int | None = None, cores: str | None = None,
-           timeout: float, k_schedule: schedule.KSchedule | None = None,
+           timeout: float, k_schedule: KSchedule | None = None,
            vllm: str | None = None, synthetic_al: float | None = None) -> launch.ServerState:
     found = presets.get_preset(preset)
     drafts = k or (k_schedule.server_k if k_schedule else found.method(method).k) or 0
@@ -117,14 +118,14 @@ def _start(preset: str, method: str, k: int | None, *, port: int | None = None, 
         raise
 
 
-def _k_schedule(args) -> schedule.KSchedule | None:
+def _k_schedule(args) -> KSchedule | None:
     if not args.k_schedule:
         return None
     if args.k is not None:
         raise ConfigError("Give either --k or --k-schedule: a schedule sets K per batch size.")
     preset = presets.get_preset(args.preset)
     if args.k_schedule != "auto":
-        return schedule.parse(args.k_schedule)
+        return parse(args.k_schedule)
     advised = deploy.from_results(preset.served_model, preset.method(args.method).kind, args.dataset,
                                     max_batch=int(preset.engine_args.get("max_num_seqs", 256)))
     print(f"advised K schedule from stored results: {advised.text()}", file=sys.stderr)

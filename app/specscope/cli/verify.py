@@ -16,7 +16,7 @@ def _verify(args: argparse.Namespace) -> int:
                if (values := getattr(args, key))}
     found = verdict.verdicts(explore.curves_vs_concurrency(Store(), filters))
     if args.json:
-        print(json.dumps([{"setup": v.setup, "schedule": v.schedule, "deploy": v.deploy,
+        print(json.dumps([{"setup": v.setup, "schedule": v.k_schedule, "deploy": v.deploy,
                            "speculative_config": v.speculative_config(), "verdict": v.sentence(),
                            "fixed_k": v.fixed_k,
                            "by_concurrency": [{"concurrency": c.concurrency, "schedule": c.scheduled,

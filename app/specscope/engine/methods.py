@@ -53,7 +53,7 @@ class MethodSpec(BaseModel):
     speculates: ClassVar[bool] = True  # False for the baseline: no --speculative-config, nothing drafted
     drafts_from_answers: ClassVar[bool] = False  # drafts from answers its server produced before (a cache)
     # drafts one token per model pass: vLLM's V2 runner before 0.32.0 sizes its CUDA graphs wrongly under a K
-    # schedule (vLLM issue #48494; engine.schedule.runner_env)
+    # schedule (vLLM issue #48494; engine.k_schedule.runner_env)
     one_token_per_pass: ClassVar[bool] = False
     forward_timed: ClassVar[bool] = False  # vllm bench forward times its drafter (forward/speculator.py:16-21)
     verify_probe: ClassVar[bool] = False  # near-free drafter: its step is the verify cost (analysis.anatomy)

@@ -25,8 +25,8 @@ from pydantic import BaseModel
 from specscope import procfs
 from specscope.client import compilelog, sleepmode
 from specscope.engine import catalog, version_facts
+from specscope.engine.k_schedule import KSchedule, runner_env
 from specscope.engine.presets import Preset
-from specscope.engine.schedule import KSchedule, runner_env
 from specscope.errors import ConfigError
 from specscope.launch.registry import ServerState
 

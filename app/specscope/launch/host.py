@@ -16,8 +16,8 @@ from typing import Any
 
 from specscope import procfs, settings
 from specscope.engine import catalog, provenance, vllms
+from specscope.engine.k_schedule import KSchedule
 from specscope.engine.presets import Preset, get_preset
-from specscope.engine.schedule import KSchedule
 from specscope.errors import ConfigError
 from specscope.launch import registry
 from specscope.launch.command import API_SERVER, LaunchPlan, VllmInstall, build

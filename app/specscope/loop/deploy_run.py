@@ -38,7 +38,7 @@ from specscope.advice import deploy, fitting, priors
 from specscope.analysis import intervals
 from specscope.client import bench
 from specscope.engine import presets, provenance
-from specscope.engine.schedule import from_best, parse, runner_env, validate
+from specscope.engine.k_schedule import from_best, parse, runner_env, validate
 from specscope.errors import ConfigError
 from specscope.launch.host import installed_vllm
 from specscope.results.store import Store
@@ -190,11 +190,11 @@ def acceptance_curve(source: str) -> priors.Curve | None:
 
 
 def _spec(request: Request, run_id: str, methods: tuple[str, ...], rates: tuple[float, ...],
-          schedule: str | None = None) -> sweep.SweepSpec:
+          k_schedule: str | None = None) -> sweep.SweepSpec:
     return sweep.SweepSpec(preset=request.preset, methods=methods, ks=(), concurrencies=request.concurrencies,
                            prompts=request.prompts.resolve(), num_prompts=request.num_prompts,
                            per_concurrency=request.per_concurrency, output_len=request.output_len,
-                           repeats=request.repeats, run_id=run_id, label=f"deploy {run_id}", k_schedule=schedule,
+                           repeats=request.repeats, run_id=run_id, label=f"deploy {run_id}", k_schedule=k_schedule,
                            synthetic_rates=rates)
 
 
@@ -235,12 +235,12 @@ def _runner_price(fit: fitting.FamilyFit, frame: pd.DataFrame, request: Request,
     rows = fitting.family_rows(frame, fit.keys)
     scheduled = rows[rows["k_schedule"] == probe]
     fixed = rows[rows["k_schedule"].isna() & rows["k"].isin(request.probe_ks)]
-    schedule, price = parse(probe), {}
+    k_schedule, price = parse(probe), {}
     for c in request.concurrencies:
         mine = scheduled[scheduled["concurrency"] == c]["speedup"]
         if mine.empty:
             continue
-        k = schedule.k_at(c)
+        k = k_schedule.k_at(c)
         theirs = fixed[(fixed["concurrency"] == c) & (fixed["k"] == k)]["speedup"]
         price[str(c)] = float(mine.mean()) / (float(theirs.mean()) if not theirs.empty else fit.predict(k, c))
     return price
@@ -267,16 +267,16 @@ def _plan(fits: list[fitting.FamilyFit], frame: pd.DataFrame, request: Request, 
         k = _best({k: fit.predict(k, size) for k in request.ks})
         sizes[size] = min(k, sizes[size - 1]) if size > 1 else k
     advised = from_best(sizes)
-    schedule = advised.text() if len({r.k for r in advised.ranges}) > 1 else None  # a constant one is a fixed K
+    k_schedule = advised.text() if len({r.k for r in advised.ranges}) > 1 else None  # a constant one is a fixed K
     fixed_k = _best(means)
     # a K whose predicted gain over the best single K is inside the prediction's own error is not worth a server
     rivals = {k for c, k in best_k.items() if predicted[(k, c)] >= predicted[(fixed_k, c)] * (1 + VERIFY_MARGIN)}
     verify = sorted({fixed_k, *rivals})
     kept = {f"{k}@{c}": v for (k, c), v in predicted.items()}
-    price = _runner_price(fit, frame, request, max_batch) if schedule else {}
-    if schedule:
+    price = _runner_price(fit, frame, request, max_batch) if k_schedule else {}
+    if k_schedule:
         kept.update(_schedule_predicted(fit, sizes.__getitem__, request.concurrencies, max_batch, price))
-    return Plan(method, kept, {str(c): k for c, k in best_k.items()}, fixed_k, schedule, verify,
+    return Plan(method, kept, {str(c): k for c, k in best_k.items()}, fixed_k, k_schedule, verify,
                 {m: max(v[2].values()) for m, v in by_method.items()}, price)
 
 
@@ -287,11 +287,11 @@ def _schedule_predicted(fit: fitting.FamilyFit, k_at: Callable[[int], int], conc
     return {f"0@{c}": fit.predict(k_at(min(c, max_batch)), c) * price.get(str(c), 1.0) for c in concurrencies}
 
 
-def _figure(fit: fitting.FamilyFit, frame, k: int | None, concurrency: int, schedule: str | None = None):
+def _figure(fit: fitting.FamilyFit, frame, k: int | None, concurrency: int, k_schedule: str | None = None):
     """A verified cell's measured speedup (mean over runs) and interval: K's, or the schedule's."""
     rows = fitting.family_rows(frame, fit.keys)
     rows = rows[rows["concurrency"] == concurrency]
-    rows = rows[rows["k_schedule"] == schedule] if schedule else rows[rows["k_schedule"].isna() & (rows["k"] == k)]
+    rows = rows[rows["k_schedule"] == k_schedule] if k_schedule else rows[rows["k_schedule"].isna() & (rows["k"] == k)]
     if rows.empty:
         return None
     return float(rows["speedup"].mean()), rows["speedup_lo"].min(), rows["speedup_hi"].max()
@@ -303,12 +303,12 @@ def _rows(found: deploy.Answer, fit: fitting.FamilyFit, frame, plan: Plan, probe
         c = int(choice.concurrency)
         fixed = {k: m.speedup for k, m in choice.measured_by.items()}
         best_fixed_k = _best(fixed) if fixed else None
-        mine = (_figure(fit, frame, None, c, found.schedule.text()) if found.use_schedule else
+        mine = (_figure(fit, frame, None, c, found.k_schedule.text()) if found.use_schedule else
                 _figure(fit, frame, found.fixed_k, c) if found.fixed_k else (1.0, 1.0, 1.0))
         deployed_k = 0 if found.use_schedule else found.fixed_k
         predicted = plan.predicted.get(f"{deployed_k}@{c}")
         unseen = found.use_schedule or deployed_k not in probes  # the probes' own cells fitted the cost
-        schedule = _figure(fit, frame, None, c, plan.schedule) if plan.schedule else None
+        k_schedule_figure = _figure(fit, frame, None, c, plan.schedule) if plan.schedule else None
         out.append({
             "concurrency": c, "deployed": None if mine is None else mine[0],
             "deployed_lo": None if mine is None else mine[1], "deployed_hi": None if mine is None else mine[2],
@@ -317,7 +317,8 @@ def _rows(found: deploy.Answer, fit: fitting.FamilyFit, frame, plan: Plan, probe
             "predicted": predicted,
             "error": predicted / mine[0] - 1.0 if predicted is not None and mine is not None and unseen else None,
             "best_fixed_k": best_fixed_k, "best_fixed": fixed.get(best_fixed_k) if best_fixed_k else None,
-            "single_fixed": fixed.get(plan.fixed_k), "schedule": None if schedule is None else schedule[0]})
+            "single_fixed": fixed.get(plan.fixed_k), "schedule": None if k_schedule_figure is None
+            else k_schedule_figure[0]})
     return out
 
 
@@ -328,12 +329,12 @@ def _verified(fit: fitting.FamilyFit, frame, plan: Plan, request: Request) -> li
     measured = fitting.family_rows(frame, fit.keys)
     fixed = measured[measured["k_schedule"].isna()]["k"].dropna().astype(int).unique()
     rivals = [(int(k), None) for k in sorted(fixed) if k > 0 and k not in request.probe_ks]
-    for k, schedule in [*rivals, *([(0, plan.schedule)] if plan.schedule else [])]:
+    for k, k_schedule in [*rivals, *([(0, plan.schedule)] if plan.schedule else [])]:
         for c in request.concurrencies:
-            found = _figure(fit, frame, k or None, c, schedule)
+            found = _figure(fit, frame, k or None, c, k_schedule)
             predicted = plan.predicted.get(f"{k}@{c}")
             if found is not None and predicted is not None:
-                out.append({"k": k, "schedule": schedule, "concurrency": c, "measured": found[0],
+                out.append({"k": k, "schedule": k_schedule, "concurrency": c, "measured": found[0],
                             "predicted": predicted, "error": predicted / found[0] - 1.0})
     return out
 
@@ -362,10 +363,10 @@ def plan_of(request: Request, run_id: str, curve: priors.Curve | None, max_batch
     return plan
 
 
-def _why_unmeasured(run_id: str, schedule: str) -> str:
+def _why_unmeasured(run_id: str, k_schedule: str) -> str:
     """Why a planned schedule has no measured cell: its server's error where its cells failed, else the stop."""
     failed = Store().query("SELECT error FROM results WHERE run_id = ? AND k_schedule = ? AND status <> 'ok' "
-                           "AND error IS NOT NULL LIMIT 1", [run_id, schedule])
+                           "AND error IS NOT NULL LIMIT 1", [run_id, k_schedule])
     return str(failed["error"].iloc[0]) if not failed.empty else "the run stopped before its cells"
 
 
@@ -409,10 +410,10 @@ def _as_served(plan: Plan, fit: fitting.FamilyFit, frame: pd.DataFrame, request:
     served = set(frame["k_schedule"].dropna()) - {runner_probe(request, max_batch)}
     if plan.schedule in served or len(served) != 1:
         return plan
-    schedule = served.pop()
+    k_schedule = served.pop()
     price = _runner_price(fit, frame, request, max_batch)
-    predicted = _schedule_predicted(fit, parse(schedule).k_at, request.concurrencies, max_batch, price)
-    return replace(plan, schedule=schedule, predicted={**plan.predicted, **predicted}, runner_price=price)
+    predicted = _schedule_predicted(fit, parse(k_schedule).k_at, request.concurrencies, max_batch, price)
+    return replace(plan, schedule=k_schedule, predicted={**plan.predicted, **predicted}, runner_price=price)
 
 
 def report(request: Request) -> Outcome:

@@ -104,10 +104,10 @@ def with_intervals(frame: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns=[*STATS, "_base_rows"])
 
 
-def _choice(k, schedule) -> int | str:
+def _choice(k, k_schedule) -> int | str:
     """What a cell chose: its fixed K, or its schedule's text (``schedule 1-2:4,3-256:1``)."""
-    if isinstance(schedule, str) and schedule:
-        return f"schedule {schedule}"
+    if isinstance(k_schedule, str) and k_schedule:
+        return f"schedule {k_schedule}"
     return -1 if pd.isna(k) else int(k)
 
 

@@ -13,8 +13,8 @@ from typing import Any, Protocol, cast
 from specscope import launch
 from specscope.client import metrics, probe
 from specscope.engine import catalog, models, provenance
+from specscope.engine.k_schedule import KSchedule
 from specscope.engine.presets import get_preset
-from specscope.engine.schedule import KSchedule
 from specscope.errors import ServerUnreachable, SpecScopeError
 from specscope.launch import gpus, kept
 from specscope.results import hygiene

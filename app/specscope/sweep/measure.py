@@ -46,7 +46,7 @@ def labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: R
         "run_id": None, "created_at": dt.datetime.now(dt.UTC).isoformat(),
         "source": spec.source, "label": spec.label or f"{spec.preset} on {prompt_set.name}",
         "model": server.model or (info.model if info else None), "draft_model": server.draft_model,
-        "method": cell.method, "k": cell.k, "k_schedule": cell.schedule, "repeat": cell.repeat,
+        "method": cell.method, "k": cell.k, "k_schedule": cell.k_schedule, "repeat": cell.repeat,
         "method_params": server.method_params,
         "tp": server.tp,
         "hardware": spec.hardware or server.hardware or server.placed or provenance.hardware_label(),

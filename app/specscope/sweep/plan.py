@@ -70,10 +70,10 @@ def _listed(values: list[str]) -> str:
 def _servers(cells: tuple[Cell, ...]) -> str:
     """``none; ngram K=2, 4; ngram schedule 1-2:4,3-8:1``: each method's servers, in plan order."""
     per_method: dict[tuple[str, bool], list[str]] = {}
-    for method, k, schedule, vllm in dict.fromkeys(cell.group for cell in cells):
-        which = "" if method == BASELINE_METHOD and not schedule else schedule or str(k)
+    for method, k, k_schedule, vllm in dict.fromkeys(cell.group for cell in cells):
+        which = "" if method == BASELINE_METHOD and not k_schedule else k_schedule or str(k)
         which += f" on vLLM {vllm}" if vllm else ""
-        per_method.setdefault((method, bool(schedule)), []).append(which)
+        per_method.setdefault((method, bool(k_schedule)), []).append(which)
     return "; ".join(f"{method}" + ("" if not any(ks) else f" schedule {', '.join(ks)}" if scheduled
                                     else f" K={', '.join(ks)}") for (method, scheduled), ks in per_method.items())
 

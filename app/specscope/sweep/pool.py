@@ -15,7 +15,7 @@ from collections.abc import Collection
 from typing import cast
 
 from specscope.client import serverlog, sleepmode
-from specscope.engine.schedule import KSchedule, parse
+from specscope.engine.k_schedule import KSchedule, parse
 from specscope.errors import ServerError, SpecScopeError
 from specscope.schema import BASELINE_METHOD
 from specscope.sweep.launchers import Launcher, ManyLauncher, RunningServer
@@ -137,7 +137,7 @@ class ServerPool:
             if len(wave) >= size:
                 break
             g = later.group
-            if g in self.servers or g in self.failed or any(g == w for w, _ in wave) or later.schedule == "auto":
+            if g in self.servers or g in self.failed or any(g == w for w, _ in wave) or later.k_schedule == "auto":
                 continue  # an `auto` schedule is advised from this run's cells: it cannot start ahead
             wave.append((g, later))
         return wave
@@ -154,7 +154,7 @@ class ServerPool:
         else:
             # a wave of several needs starts_at_once > 1, which only a launcher with start_many has
             many = cast(ManyLauncher, self.launcher)
-            started = many.start_many([(c.method, c.k, {**schedule_arg(c.schedule), **vllm_arg(c.vllm)})
+            started = many.start_many([(c.method, c.k, {**schedule_arg(c.k_schedule), **vllm_arg(c.vllm)})
                                        for _, c in wave])
         self.seconds["start"] += time.monotonic() - began
         for (g, _), outcome in zip(wave, started):
@@ -189,7 +189,7 @@ class ServerPool:
 
     def _start_one(self, cell: Cell) -> RunningServer | SpecScopeError:
         try:
-            return self.launcher.start(cell.method, cell.k, **schedule_arg(cell.schedule), **vllm_arg(cell.vllm))
+            return self.launcher.start(cell.method, cell.k, **schedule_arg(cell.k_schedule), **vllm_arg(cell.vllm))
         except SpecScopeError as exc:
             return exc
 

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 
 from specscope.client import bench, warmup
-from specscope.engine.schedule import KSchedule
+from specscope.engine.k_schedule import KSchedule
 from specscope.errors import ConfigError, SpecScopeError
 from specscope.results import shared
 from specscope.schema import BASELINE_METHOD
@@ -47,7 +47,7 @@ def run_sweep(spec: SweepSpec | SweepPlan, launcher: Launcher, progress: bench.P
     once the method's fixed-K cells are saved."""
     plan = as_plan(spec)
     cells = [cell for cell in plan.cells if only is None or cell.cell_id in only]
-    if advise is None and any(cell.schedule == "auto" for cell in cells):
+    if advise is None and any(cell.k_schedule == "auto" for cell in cells):
         raise ConfigError("This sweep measures an `auto` K schedule but was given no advisor to choose it; "
                           "give the schedule as text (e.g. 1-2:4,3-8:2).")
     stopped = stop_asker(stop)
@@ -93,7 +93,7 @@ def preflight(launcher: Launcher, groups: list[tuple[str, int, str | None, str |
 def advised_cell(cell: Cell, run_id: str, dataset: str, advise: Advise | None) -> Cell:
     """An ``auto`` schedule cell made concrete: advised from this run's fixed-K cells of its method
     (their rows are stored by now), else from earlier stored results of that model."""
-    if cell.schedule != "auto":
+    if cell.k_schedule != "auto":
         return cell
     rows = [f.row for f in finished_cells(run_id).values() if f.row.get("method") == cell.method]
     models = [row["model"] for row in rows if row.get("model")]
@@ -101,7 +101,7 @@ def advised_cell(cell: Cell, run_id: str, dataset: str, advise: Advise | None) -
         raise ConfigError(f"No {cell.method} cell of this sweep was measured, so no schedule can be "
                           "advised; give the schedule itself.")
     advised = advise(models[0], cell.method, dataset, run_id)
-    return replace(cell, k=advised.server_k, schedule=advised.text())
+    return replace(cell, k=advised.server_k, k_schedule=advised.text())
 
 
 def _started(cell: Cell, what: str, server: RunningServer, seconds: float) -> str:
@@ -222,7 +222,7 @@ class _Lane:
     def _ready(self, index: int, cell: Cell) -> None:
         """The cell's server started (or reused), or woken from sleep, and warmed; a failure to start or
         wake is kept in ``start_errors`` for its cells."""
-        group, what = cell.group, f"schedule {cell.schedule}" if cell.schedule else f"K={cell.k}"
+        group, what = cell.group, f"schedule {cell.k_schedule}" if cell.k_schedule else f"K={cell.k}"
         if group in self.start_errors:
             return
         if (up := self.pool.get(group)) is not None:
@@ -259,7 +259,7 @@ class _Lane:
         server = self.pool.get(group)
         cell = planned
         if group in self.advised:  # an `auto` schedule's cells carry the schedule its server drafts
-            cell = replace(planned, k=self.advised[group].k, schedule=self.advised[group].schedule)
+            cell = replace(planned, k=self.advised[group].k, k_schedule=self.advised[group].k_schedule)
         if server is None:
             finished = FinishedCell(failed_row(spec, prompt_set, cell, None, None, self.start_errors[group]))
         else:

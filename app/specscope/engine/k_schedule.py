@@ -8,8 +8,8 @@ starting at 1; batch sizes past the last range keep its K. SpecScope writes them
 This module is the schedule as a value (parsed, validated, and the speculative_config it becomes), low
 in the house: launching a server needs it, and nothing here fits or advises (``specscope.advice.deploy`` does).
 
-    schedule = parse("1-2:4,3-8:2,9-256:1", k_max=4)
-    schedule.speculative_config({"method": "ngram", "prompt_lookup_max": 4})
+    k_schedule = parse("1-2:4,3-8:2,9-256:1", k_max=4)
+    k_schedule.speculative_config({"method": "ngram", "prompt_lookup_max": 4})
 """
 
 from __future__ import annotations
@@ -143,10 +143,10 @@ def from_best(best: Mapping[int, int]) -> KSchedule:
     return validate(ranges)
 
 
-def runner_env(schedule: KSchedule, kind: str, dist: str, version: str) -> dict[str, str]:
-    """The environment a ``kind`` server drafting by ``schedule`` needs on this vLLM: its V1 model runner
+def runner_env(k_schedule: KSchedule, kind: str, dist: str, version: str) -> dict[str, str]:
+    """The environment a ``kind`` server drafting by ``k_schedule`` needs on this vLLM: its V1 model runner
     (``_V1_RUNNER``) where the V2 runner would fail to start it (#48494), else nothing."""
-    below_max = any(r.k < schedule.server_k for r in schedule.ranges)
+    below_max = any(r.k < k_schedule.server_k for r in k_schedule.ranges)
     fixed = catalog.version_tuple(version) >= _DRAFTER_GRAPHS_FIXED
     if dist != "vllm" or kind not in catalog.ONE_TOKEN_DRAFTERS or not below_max or fixed:
         return {}
