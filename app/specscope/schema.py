@@ -6,11 +6,16 @@ One canonical row = one (model, method, K, concurrency) cell of one run on one p
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, TypedDict, cast, get_type_hints
+
 import pyarrow as pa
 
-__all__ = ["RESULT_SCHEMA", "REQUEST_SCHEMA", "RESULT_COLUMNS", "REQUEST_COLUMNS",
-           "LATENCY_METRICS", "BASELINE_METHOD", "OWN_SOURCE", "CALIBRATION_SOURCE", "PROVENANCE_KEYS", "BASELINE_KEYS",
-           "BEST_KEYS", "SETUP_KEYS", "POINT_KEYS", "CELL_KEYS", "FAMILY_KEYS", "FRONT_KEYS", "VERSION_KEYS"]
+__all__ = ["ResultRow", "latency_columns", "result_row", "RESULT_SCHEMA", "REQUEST_SCHEMA", "RESULT_COLUMNS",
+           "REQUEST_COLUMNS", "LATENCY_METRICS", "BASELINE_METHOD", "OWN_SOURCE", "CALIBRATION_SOURCE",
+           "PROVENANCE_KEYS", "BASELINE_KEYS", "BEST_KEYS", "SETUP_KEYS", "POINT_KEYS", "CELL_KEYS", "FAMILY_KEYS",
+           "FRONT_KEYS", "VERSION_KEYS"]
 
 BASELINE_METHOD = "none"
 OWN_SOURCE = "specscope"  # rows SpecScope measured itself
@@ -40,71 +45,105 @@ FRONT_KEYS = ("source", "model", "dataset", "response_format", "hardware", "host
 # the versions a setup is compared across
 VERSION_KEYS = ("vllm_version", "torch_version")
 
-_fields: list[pa.Field] = [
-    pa.field("run_id", pa.string()),
-    pa.field("created_at", pa.timestamp("us", tz="UTC")),
-    pa.field("source", pa.string()),
-    pa.field("label", pa.string()),
-    pa.field("model", pa.string()),
-    pa.field("draft_model", pa.string()),
-    pa.field("method", pa.string()),
-    pa.field("k", pa.int32()),
-    pa.field("k_schedule", pa.string()),  # batch size -> K schedule (canonical text); k is its maximum
-    pa.field("method_params", pa.string()),
-    pa.field("tp", pa.int32()),
-    pa.field("hardware", pa.string()),
-    pa.field("host", pa.string()),
-    pa.field("vllm_version", pa.string()),
-    pa.field("torch_version", pa.string()),  # with its CUDA build, e.g. 2.11.0+cu130
-    pa.field("weights", pa.string()),        # real | dummy (--load-format dummy: engine cost only)
-    pa.field("acceptance", pa.string()),     # real | synthetic (drafts accepted at set rates); null: baseline
-    pa.field("dataset", pa.string()),
-    pa.field("response_format", pa.string()),  # none | json_schema | regex | choice (comma-joined); null: old rows
-    pa.field("num_prompts", pa.int64()),
-    pa.field("temperature", pa.float64()),
-    pa.field("output_len", pa.int64()),
-    pa.field("concurrency", pa.int64()),
-    pa.field("request_rate", pa.float64()),
-    pa.field("repeat", pa.int32()),
-    pa.field("duration_s", pa.float64()),
-    pa.field("completed", pa.int64()),
-    pa.field("failed", pa.int64()),
-    pa.field("total_input_tokens", pa.int64()),
-    pa.field("total_output_tokens", pa.int64()),
-    pa.field("request_throughput", pa.float64()),
-    pa.field("output_throughput", pa.float64()),
-]
-for _metric in LATENCY_METRICS:
-    for _stat in ("mean", "median", "p99"):
-        _fields.append(pa.field(f"{_stat}_{_metric}_ms", pa.float64()))
-_fields += [
-    pa.field("acceptance_rate", pa.float64()),
-    pa.field("acceptance_length", pa.float64()),
-    pa.field("num_drafts", pa.int64()),
-    pa.field("draft_tokens", pa.int64()),
-    pa.field("accepted_tokens", pa.int64()),
-    pa.field("per_position_acceptance", pa.list_(pa.float64())),
-    pa.field("status", pa.string()),
-    pa.field("error", pa.string()),
-    # benchmark hygiene: what the checks of specscope.results.hygiene read, and the checks that flagged
-    pa.field("warmups", pa.int64()),
-    pa.field("prefix_cache_hit_rate", pa.float64()),
-    pa.field("wave_share", pa.float64()),
-    pa.field("max_num_seqs", pa.int64()),
-    pa.field("foreign_cpu", pa.float64()),
-    pa.field("prior_requests", pa.int64()),
-    pa.field("lossless_mismatches", pa.int64()),
-    pa.field("hygiene", pa.string()),  # comma-separated check ids
-    pa.field("valid_share", pa.float64()),  # constrained answers that follow their format; null when free
-    pa.field("max_itl_ms", pa.float64()),   # the longest gap between streamed chunks of any request
-    pa.field("compiles", pa.int64()),  # what the server's log says it compiled while the cell was measured
-    # an imported cell's throughput spread from its requests (specscope.results.tool_exports.spread)
-    pa.field("output_throughput_n", pa.int64()),
-    pa.field("output_throughput_var", pa.float64()),
-]
+# column types: every column may be null (an imported row lacks what its tool did not measure)
+Text = Annotated[str | None, pa.string()]
+Int32 = Annotated[int | None, pa.int32()]
+Int = Annotated[int | None, pa.int64()]
+Float = Annotated[float | None, pa.float64()]
 
-RESULT_SCHEMA = pa.schema(_fields)
+
+class ResultRow(TypedDict, total=False):
+    """One canonical row, as the sweep, the importers and the store build it: the one place that names the
+    result columns and their types (``RESULT_SCHEMA`` is built from it). mypy holds every row built or read as a
+    ``ResultRow`` to these names."""
+
+    run_id: Text
+    created_at: Annotated[dt.datetime | str | None, pa.timestamp("us", tz="UTC")]  # ISO text until written
+    source: Text
+    label: Text
+    model: Text
+    draft_model: Text
+    method: Text
+    k: Int32  # speculative tokens per step; 0 for the baseline; a schedule's largest K
+    k_schedule: Text  # batch size -> K schedule (canonical text); k is its maximum
+    method_params: Text  # the server's speculative config (JSON)
+    tp: Int32
+    hardware: Text
+    host: Text
+    vllm_version: Text
+    torch_version: Text  # with its CUDA build, e.g. 2.11.0+cu130
+    weights: Text        # real | dummy (--load-format dummy: engine cost only)
+    acceptance: Text     # real | synthetic (drafts accepted at set rates); null: baseline
+    dataset: Text
+    response_format: Text  # none | json_schema | regex | choice (comma-joined); null: old rows
+    num_prompts: Int
+    temperature: Float
+    output_len: Int
+    concurrency: Int
+    request_rate: Float
+    repeat: Int32
+    duration_s: Float
+    completed: Int
+    failed: Int
+    total_input_tokens: Int
+    total_output_tokens: Int
+    request_throughput: Float
+    output_throughput: Float
+    mean_ttft_ms: Float
+    median_ttft_ms: Float
+    p99_ttft_ms: Float
+    mean_tpot_ms: Float
+    median_tpot_ms: Float
+    p99_tpot_ms: Float
+    mean_itl_ms: Float
+    median_itl_ms: Float
+    p99_itl_ms: Float
+    mean_e2el_ms: Float
+    median_e2el_ms: Float
+    p99_e2el_ms: Float
+    acceptance_rate: Float
+    acceptance_length: Float
+    num_drafts: Int
+    draft_tokens: Int
+    accepted_tokens: Int
+    per_position_acceptance: Annotated[list[float] | None, pa.list_(pa.float64())]
+    status: Text
+    error: Text
+    # benchmark hygiene: what the checks of specscope.results.hygiene read, and the checks that flagged
+    warmups: Int
+    prefix_cache_hit_rate: Float
+    wave_share: Float
+    max_num_seqs: Int
+    foreign_cpu: Float
+    prior_requests: Int
+    lossless_mismatches: Int
+    hygiene: Text  # comma-separated check ids
+    valid_share: Float  # constrained answers that follow their format; null when free
+    max_itl_ms: Float   # the longest gap between streamed chunks of any request
+    compiles: Int  # what the server's log says it compiled while the cell was measured
+    # an imported cell's throughput spread from its requests (specscope.results.tool_exports.spread)
+    output_throughput_n: Int
+    output_throughput_var: Float
+
+
+RESULT_SCHEMA = pa.schema([pa.field(name, hint.__metadata__[0])
+                           for name, hint in get_type_hints(ResultRow, include_extras=True).items()])
 RESULT_COLUMNS = tuple(RESULT_SCHEMA.names)
+LATENCY_STATS = ("mean", "median", "p99")
+
+
+def result_row(columns: Mapping[str, Any]) -> ResultRow:
+    """``columns`` as a ResultRow, for a row built under computed names (a tool importer's): a name that is no
+    result column is a mistake in the code that built it (KeyError)."""
+    unknown = set(columns).difference(RESULT_COLUMNS)
+    if unknown:
+        raise KeyError(f"{', '.join(sorted(unknown))}: not result columns (schema.ResultRow names them)")
+    return cast(ResultRow, dict(columns))
+
+
+def latency_columns(value: Callable[[str, str], float | None], metrics: tuple[str, ...] = LATENCY_METRICS) -> ResultRow:
+    """The latency columns of a row (``mean_ttft_ms``, ``p99_itl_ms``, ...) from ``value(stat, metric)``."""
+    return cast(ResultRow, {f"{stat}_{metric}_ms": value(stat, metric) for metric in metrics for stat in LATENCY_STATS})
 
 REQUEST_SCHEMA = pa.schema([
     pa.field("run_id", pa.string()),

@@ -26,6 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from specscope.client import probe
 from specscope.errors import ServerError, ServerUnreachable
+from specscope.schema import ResultRow
 
 __all__ = ["MetricsSnapshot", "SpecDecodeDelta", "parse", "scrape", "delta", "prefix_cache_hit_rate",
            "since_start", "server_columns"]
@@ -72,7 +73,7 @@ class SpecDecodeDelta:
     acceptance_length: float | None
     per_position_rates: tuple[float, ...] | None
 
-    def as_row(self) -> dict:
+    def as_row(self) -> ResultRow:
         """The columns of the canonical result row that come from /metrics."""
         return {
             "num_drafts": self.num_drafts,

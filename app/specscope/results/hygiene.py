@@ -31,7 +31,7 @@ import numpy as np
 from specscope import procfs, stats
 from specscope.engine import roofline
 from specscope.engine.catalog import ANSWER_DRAFTERS, MODEL_DRAFTERS
-from specscope.schema import BASELINE_METHOD, CELL_KEYS
+from specscope.schema import BASELINE_METHOD, CELL_KEYS, ResultRow
 
 __all__ = ["Check", "CHECKS", "flags", "row_flags", "flagged_ids", "row_ids", "titles", "distorting", "cell_checks",
            "badges", "cores_of", "max_num_seqs_of", "lossless_mismatches",
@@ -228,7 +228,7 @@ def round_drift(rows: Iterable[Mapping]) -> float | None:
     return float(np.exp(effects.max() - effects.min()))
 
 
-def mark_drift(rows: list[dict]) -> list[dict]:
+def mark_drift(rows: list[ResultRow]) -> list[ResultRow]:
     """One run's rows with the id of each run check they fail together (``drift``: rounds that drifted together by
     more than ``DRIFT_LIMIT``, ``round_drift``) among the ``hygiene`` ids of each ok round; left as they are
     otherwise."""

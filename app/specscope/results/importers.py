@@ -32,6 +32,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import pandas as pd
 import pyarrow as pa
@@ -42,7 +43,7 @@ from specscope import access
 from specscope.engine import roofline
 from specscope.errors import InputError, StoreError
 from specscope.results import hygiene, shared, tool_exports, writing
-from specscope.schema import BASELINE_METHOD, LATENCY_METRICS, RESULT_COLUMNS, RESULT_SCHEMA
+from specscope.schema import BASELINE_METHOD, RESULT_COLUMNS, RESULT_SCHEMA, ResultRow, latency_columns
 
 __all__ = ["import_file", "import_upload", "preview_upload", "upload_columns", "upload_tool", "guess_map", "read_rows",
            "known_formats", "RUIZ_SETUPS", "ImportResult", "ColumnMapNeeded", "MAP_FIELDS", "REQUIRED_FIELDS",
@@ -142,8 +143,8 @@ def _check_ruiz_version(name: str, columns: set[str], given: set[str]) -> None:
                          "--hardware 1xH100.")
 
 
-def _ruiz_rows(table: pa.Table, given: set[str]) -> list[dict]:
-    rows = []
+def _ruiz_rows(table: pa.Table, given: set[str]) -> list[ResultRow]:
+    rows: list[ResultRow] = []
     for i, rec in enumerate(table.to_pylist(), start=1):
         setup: Mapping[str, str | None] | None = RUIZ_SETUPS.get(rec.get("analysis"))
         if setup is None and "model" in given:  # the model comes from --model
@@ -152,34 +153,37 @@ def _ruiz_rows(table: pa.Table, given: set[str]) -> list[dict]:
             raise InputError(f"Row {i} has analysis={rec.get('analysis')!r}, which names no known setup "
                              f"({', '.join(RUIZ_SETUPS)}); give --model and --hardware, or map its "
                              "columns.", line=i)
-        method = rec.get("sd_method")
-        method = "none" if method in (None, "None", "") else method
-        draft = rec.get("draft_model")
-        row = {
-            "source": "ruiz-2026", "label": "Ruiz 2026, vllm-scripts full-bench-data",
-            "model": setup["model"], "hardware": setup["hardware"],
-            "draft_model": None if draft in (None, "None", "") else draft,
-            "method": method, "k": int(rec.get("num_spec_toks") or 0), "tp": rec.get("tp"),
-            "dataset": rec.get("dataset"), "temperature": rec.get("temp"),
-            "concurrency": rec.get("concurrency"), "num_prompts": rec.get("n_reqs"),
-            "completed": rec.get("n_reqs"), "failed": 0,
-            "duration_s": rec.get("benchmark_duration_s"),
-            "request_throughput": rec.get("req_throughput"),
-            "output_throughput": rec.get("output_token_throughput"),
-            "acceptance_length": _num(rec.get("acceptance_length")),
-            "status": "ok",
-        }
-        rate = _num(rec.get("acceptance_rate"))
-        row["acceptance_rate"] = None if rate is None else rate / 100.0
-        for metric in ("ttft", "tpot", "itl"):
-            for stat in ("mean", "median", "p99"):
-                row[f"{stat}_{metric}_ms"] = _num(rec.get(f"{stat}_{metric}"))
-        rows.append(row)
+        rows.append(_ruiz_row(rec, setup))
     return rows
 
 
-def _coerce(row: dict, name: str) -> dict:
+def _ruiz_row(rec: Mapping, setup: Mapping[str, str | None]) -> ResultRow:
+    """One row of a Ruiz export, under the setup its analysis names."""
+    method = rec.get("sd_method")
+    method = "none" if method in (None, "None", "") else method
+    draft = rec.get("draft_model")
+    rate = _num(rec.get("acceptance_rate"))
+    return {
+        "source": "ruiz-2026", "label": "Ruiz 2026, vllm-scripts full-bench-data",
+        "model": setup["model"], "hardware": setup["hardware"],
+        "draft_model": None if draft in (None, "None", "") else draft,
+        "method": method, "k": int(rec.get("num_spec_toks") or 0), "tp": rec.get("tp"),
+        "dataset": rec.get("dataset"), "temperature": rec.get("temp"),
+        "concurrency": rec.get("concurrency"), "num_prompts": rec.get("n_reqs"),
+        "completed": rec.get("n_reqs"), "failed": 0,
+        "duration_s": rec.get("benchmark_duration_s"),
+        "request_throughput": rec.get("req_throughput"),
+        "output_throughput": rec.get("output_token_throughput"),
+        "acceptance_length": _num(rec.get("acceptance_length")),
+        "acceptance_rate": None if rate is None else rate / 100.0,
+        "status": "ok",
+        **latency_columns(lambda stat, metric: _num(rec.get(f"{stat}_{metric}")), ("ttft", "tpot", "itl")),
+    }
+
+
+def _coerce(row: ResultRow, name: str) -> ResultRow:
     """Turn numeric text (``--metadata k=4`` is saved as "4") into the schema's number types."""
+    columns = cast(dict[str, Any], row)  # every column, by the schema's names
     for field in RESULT_SCHEMA:
         value = row.get(field.name)
         if not isinstance(value, str):
@@ -189,7 +193,7 @@ def _coerce(row: dict, name: str) -> dict:
                 number = float(value)
             except ValueError as exc:
                 raise InputError(f"{name}: {field.name}={value!r} is not a number.", field=field.name) from exc
-            row[field.name] = int(number) if pa.types.is_integer(field.type) else number
+            columns[field.name] = int(number) if pa.types.is_integer(field.type) else number
     return row
 
 
@@ -201,7 +205,7 @@ def _bench_concurrency(obj: dict):
     return obj.get("num_prompts") if obj.get("request_rate") in (None, "inf", float("inf")) else None
 
 
-def _bench_json_row(name: str, data: bytes, overrides: Mapping) -> list[dict]:
+def _bench_json_row(name: str, data: bytes, overrides: Mapping) -> list[ResultRow]:
     try:
         obj = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -224,7 +228,7 @@ def _bench_json_row(name: str, data: bytes, overrides: Mapping) -> list[dict]:
     except (TypeError, ValueError) as exc:
         raise InputError(f"{name}: k={k!r} is not a whole number.", field="k") from exc
     rate = obj.get("spec_decode_acceptance_rate")
-    row = {
+    row: ResultRow = {
         "source": "vllm-bench", "label": obj.get("label"),
         "created_at": None, "model": obj.get("model_id"),
         "draft_model": obj.get("draft_model"), "method": method, "k": k,
@@ -245,14 +249,12 @@ def _bench_json_row(name: str, data: bytes, overrides: Mapping) -> list[dict]:
         "draft_tokens": obj.get("spec_decode_draft_tokens"),
         "accepted_tokens": obj.get("spec_decode_accepted_tokens"),
         "per_position_acceptance": per_pos, "status": "ok",
+        **latency_columns(lambda stat, metric: obj.get(f"{stat}_{metric}_ms")),
     }
-    for metric in LATENCY_METRICS:
-        for stat in ("mean", "median", "p99"):
-            row[f"{stat}_{metric}_ms"] = obj.get(f"{stat}_{metric}_ms")
     return [_coerce(row, name)]
 
 
-def _mapped_rows(name: str, table: pa.Table, column_map: Mapping[str, str], given: set[str]) -> list[dict]:
+def _mapped_rows(name: str, table: pa.Table, column_map: Mapping[str, str], given: set[str]) -> list[ResultRow]:
     """Rows of ``table`` under ``column_map``; ``given`` names fields set on every row instead."""
     unknown = [c for c in column_map if c not in RESULT_COLUMNS]
     if unknown:
@@ -275,7 +277,7 @@ def _mapped_rows(name: str, table: pa.Table, column_map: Mapping[str, str], give
         if column not in out and column in frame:
             out[column] = frame[column]
     out["status"] = out.get("status", "ok")
-    return out.astype(object).where(out.notna(), None).to_dict("records")
+    return cast(list[ResultRow], out.astype(object).where(out.notna(), None).to_dict("records"))
 
 
 def _is_baseline_label(method) -> bool:
@@ -283,7 +285,7 @@ def _is_baseline_label(method) -> bool:
         isinstance(method, str) and method.strip().lower() in BASELINE_LABELS)
 
 
-def _mark_baselines(rows: list[dict], empty_is_baseline: bool) -> tuple[str, ...]:
+def _mark_baselines(rows: list[ResultRow], empty_is_baseline: bool) -> tuple[str, ...]:
     """Set method ``none`` (and K 0 when unset) on rows whose method labels a baseline; say which labels."""
     taken = set()
     for row in rows:
@@ -304,7 +306,7 @@ def _mark_baselines(rows: list[dict], empty_is_baseline: bool) -> tuple[str, ...
     return notes
 
 
-def _flag(rows: list[dict]) -> tuple[str, ...]:
+def _flag(rows: list[ResultRow]) -> tuple[str, ...]:
     """Add to each row's ``hygiene`` the checks its own figures fail; a note per row above its ceiling."""
     notes = []
     for i, row in enumerate(rows, 1):
@@ -318,14 +320,14 @@ def _flag(rows: list[dict]) -> tuple[str, ...]:
 
 
 def read_rows(path: Path, column_map: Mapping[str, str] | None = None,
-              overrides: Mapping | None = None) -> tuple[str, list[dict], bytes]:
+              overrides: Mapping | None = None) -> tuple[str, list[ResultRow], bytes]:
     """Recognise ``path`` and return (format name, canonical rows, raw bytes); writes nothing."""
     fmt, rows, data, _ = _read(Path(path), column_map, overrides)
     return fmt, rows, data
 
 
 def _read(path: Path, column_map: Mapping[str, str] | None,
-          overrides: Mapping | None) -> tuple[str, list[dict], bytes, tool_exports.ToolExport | None]:
+          overrides: Mapping | None) -> tuple[str, list[ResultRow], bytes, tool_exports.ToolExport | None]:
     """(format, rows, raw bytes, the tool export when a benchmark tool wrote the file)."""
     data = _read_bytes(path)
     suffix = path.suffix.lower()
@@ -337,7 +339,7 @@ def _read(path: Path, column_map: Mapping[str, str] | None,
 
 
 def _read_other(path: Path, data: bytes, suffix: str, column_map: Mapping[str, str] | None,
-                overrides: dict) -> tuple[str, list[dict]]:
+                overrides: dict) -> tuple[str, list[ResultRow]]:
     """(format, rows) of the formats before the benchmark tools'."""
     if suffix == ".json":
         return "vllm-bench-json", _bench_json_row(path.name, data, overrides)
@@ -356,7 +358,7 @@ def _read_other(path: Path, data: bytes, suffix: str, column_map: Mapping[str, s
         _check_ruiz_version(path.name, columns, given)
         return "ruiz-parquet", _ruiz_rows(table, given)
     if set(REQUIRED_FIELDS) <= columns | given:
-        return "canonical", table.to_pylist()
+        return "canonical", cast(list[ResultRow], table.to_pylist())  # the schema's own columns
     raise ColumnMapNeeded(
         f"{path.name} fits no known results format ({known_formats()}), so its columns need mapping to "
         f"{', '.join(REQUIRED_FIELDS)}: pick them in the "

@@ -7,7 +7,7 @@ import datetime as dt
 import re
 import socket
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import httpx
@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from specscope import access, files, settings
 from specscope.errors import StoreError
-from specscope.schema import OWN_SOURCE, REQUEST_SCHEMA, RESULT_SCHEMA
+from specscope.schema import OWN_SOURCE, REQUEST_SCHEMA, RESULT_SCHEMA, ResultRow
 
 __all__ = ["write_results", "write_requests", "new_run_id", "to_table", "host_of"]
 
@@ -74,7 +74,8 @@ def _check_run_id(run_id: str) -> str:
     return run_id
 
 
-def write_results(rows, run_id: str | None = None, directory: Path | None = None) -> Path:
+def write_results(rows: Sequence[ResultRow] | pa.Table, run_id: str | None = None,
+                  directory: Path | None = None) -> Path:
     """Write canonical rows as one Parquet file ``<run_id>.parquet``; fills run_id and created_at."""
     table = to_table(rows, RESULT_SCHEMA)
     if table.num_rows == 0:

@@ -17,6 +17,7 @@ from specscope import formats, procfs, prompts
 from specscope.client import bench, compilelog
 from specscope.engine import provenance, vllms
 from specscope.errors import SpecScopeError
+from specscope.schema import ResultRow
 from specscope.sweep import lock
 from specscope.sweep.launchers import Launcher, RunningServer
 from specscope.sweep.spec import Cell, SweepSpec, requests_of
@@ -40,7 +41,7 @@ def cell_requests(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell) ->
     return max(1, math.ceil(count * sent / len(prompt_set)))
 
 def labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: RunningServer,
-            info: bench.ServerInfo | None) -> dict[str, Any]:
+            info: bench.ServerInfo | None) -> ResultRow:
     """What a cell's row says about what was measured: the run, model, method, K, hardware, vLLM, torch."""
     return {
         "run_id": None, "created_at": dt.datetime.now(dt.UTC).isoformat(),
@@ -67,19 +68,18 @@ def _installed_version() -> str | None:
 
 
 def failed_row(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: RunningServer | None,
-               info: bench.ServerInfo | None, reason: str) -> dict[str, Any]:
+               info: bench.ServerInfo | None, reason: str) -> ResultRow:
     """The row of a cell that could not be measured, with the reason."""
-    row = labels(spec, prompt_set, cell, server or RunningServer(url=""), info)
-    row.update(concurrency=cell.concurrency, output_len=spec.output_len, temperature=spec.temperature,
-               request_rate=spec.request_rate,
-               num_prompts=cell_requests(spec, prompt_set, cell) or len(cell_prompts(prompt_set, cell)),
-               status="failed", error=reason)
-    return row
+    return {**labels(spec, prompt_set, cell, server or RunningServer(url=""), info),
+            "concurrency": cell.concurrency, "output_len": spec.output_len, "temperature": spec.temperature,
+            "request_rate": spec.request_rate,
+            "num_prompts": cell_requests(spec, prompt_set, cell) or len(cell_prompts(prompt_set, cell)),
+            "status": "failed", "error": reason}
 
 
 def run_cell(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: RunningServer,
               launcher: Launcher, emit: bench.Progress, done: int, total: int,
-              prior_requests: int) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, str]]:
+              prior_requests: int) -> tuple[ResultRow, list[dict[str, Any]], dict[str, str]]:
     """Measure one cell on its server: its row, its request rows and each prompt's output hash."""
     info = None
     try:

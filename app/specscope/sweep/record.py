@@ -12,13 +12,13 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from specscope import files, settings
 from specscope.client import bench
 from specscope.engine.provenance import is_synthetic
 from specscope.results import hygiene, writing
-from specscope.schema import BASELINE_METHOD
+from specscope.schema import BASELINE_METHOD, ResultRow
 
 __all__ = ["run_dir", "FinishedCell", "finished_cells", "read_cell", "SweepResult", "Recorder", "save_cell",
            "with_hygiene", "run_hygiene", "write_run", "drop_if_empty"]
@@ -33,7 +33,7 @@ def run_dir(run_id: str) -> Path:
 class FinishedCell:
     """One finished cell as checkpointed: its row, its request rows and each prompt's output hash."""
 
-    row: dict[str, Any]
+    row: ResultRow
     requests: list[dict[str, Any]] = field(default_factory=list)
     outputs: dict[str, str] = field(default_factory=dict)
 
@@ -54,7 +54,8 @@ class FinishedCell:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FinishedCell:
         """A checkpoint read back."""
-        return cls(dict(data.get("row") or {}), list(data.get("requests") or []), dict(data.get("outputs") or {}))
+        return cls(cast(ResultRow, dict(data.get("row") or {})), list(data.get("requests") or []),
+                   dict(data.get("outputs") or {}))
 
 
 def _path(run_id: str, cell_id: str) -> Path:
@@ -148,14 +149,14 @@ class Recorder:
             self.seconds[part] += seconds
 
 
-def with_hygiene(rows: list[dict[str, Any]], outputs: list[dict[str, str]]) -> list[dict[str, Any]]:
+def with_hygiene(rows: list[ResultRow], outputs: list[dict[str, str]]) -> list[ResultRow]:
     """Rows with ``lossless_mismatches`` (against the run's baseline on the same vLLM) and ``hygiene`` filled in
     (``drift`` where the run's rounds drifted together)."""
-    def key(row: dict[str, Any]) -> tuple[Any, ...]:
+    def key(row: ResultRow) -> tuple[Any, ...]:
         return (row.get("method"), row.get("k"), row.get("concurrency"), row.get("response_format"),
                 row.get("vllm_version"))
 
-    def setup(row: dict[str, Any]) -> tuple[Any, ...]:
+    def setup(row: ResultRow) -> tuple[Any, ...]:
         return key(row)[2:]
 
     ok = [(row, out) for row, out in zip(rows, outputs) if row.get("status") == "ok"]
@@ -176,7 +177,7 @@ def with_hygiene(rows: list[dict[str, Any]], outputs: list[dict[str, str]]) -> l
 def run_hygiene(run_id: str) -> dict[str, int]:
     """Per hygiene check id: how many of the run's finished ok rows (repeats counted) fail it."""
     finished = list(finished_cells(run_id).values())
-    rows = with_hygiene([dict(e.row) for e in finished], [e.outputs for e in finished])
+    rows = with_hygiene([ResultRow(**e.row) for e in finished], [e.outputs for e in finished])
     counts = {check_id: 0 for check_id in hygiene.CHECKS}
     for row in rows:
         for check_id in hygiene.flagged_ids(row.get("hygiene")):
@@ -191,9 +192,10 @@ def write_run(run_id: str) -> Path | None:
         return None
     rows = []
     for entry in finished.values():
-        row = dict(entry.row)
-        row["created_at"] = dt.datetime.fromisoformat(row["created_at"])
-        row["request_rate"] = float(row["request_rate"]) if row.get("request_rate") is not None else None
+        row = ResultRow(**entry.row)
+        row["created_at"] = dt.datetime.fromisoformat(str(row["created_at"]))
+        rate = row.get("request_rate")
+        row["request_rate"] = None if rate is None else float(rate)
         rows.append(row)
     rows = with_hygiene(rows, [entry.outputs for entry in finished.values()])
     path = writing.write_results(rows, run_id=run_id)

@@ -96,7 +96,7 @@ def advised_cell(cell: Cell, run_id: str, dataset: str, advise: Advise | None) -
     if cell.k_schedule != "auto":
         return cell
     rows = [f.row for f in finished_cells(run_id).values() if f.row.get("method") == cell.method]
-    models = [row["model"] for row in rows if row.get("model")]
+    models = [model for row in rows if (model := row.get("model"))]
     if not models or advise is None:
         raise ConfigError(f"No {cell.method} cell of this sweep was measured, so no schedule can be "
                           "advised; give the schedule itself.")

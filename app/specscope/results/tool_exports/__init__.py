@@ -2,7 +2,8 @@
 
 Each tool has its module here, which registers one ``Importer`` as ``IMPORTER`` (``importer.py`` says what
 it holds); ``IMPORTERS`` are those found in the package, ordered by name. ``read(path, data, given)``
-recognises a tool's export by its content and returns its rows (source the tool's name), the per-request
+recognises a tool's export by its content and returns its rows (source the tool's name; each held to the
+schema's columns, ``schema.result_row``), the per-request
 rows it holds and notes; None for any other file, which ``specscope.results.importers`` then reads as
 before. What the export does not say (the method and K behind the server, the hardware) comes from
 ``given``, once for the whole file (``given.speculation``, ``given.settle``). The CLI, the Explorer's
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specscope.results.tool_exports.importer import Export, Importer
+from specscope.schema import ResultRow, result_row
 
 __all__ = ["ToolExport", "Importer", "IMPORTERS", "read", "recognise", "names", "listing", "unstated",
            "MARKS", "SUFFIXES"]
@@ -43,7 +45,7 @@ class ToolExport:
     """One tool export read: its format name, result rows, per-request rows and notes."""
 
     format: str
-    rows: list[dict]
+    rows: list[ResultRow]
     requests: list[dict]
     notes: tuple[str, ...]
 
@@ -53,7 +55,8 @@ def read(path: Path, data: bytes, given: Mapping) -> ToolExport | None:
     export = Export(path, data)
     for entry in IMPORTERS:
         if fmt := entry.recognise(export):
-            return ToolExport(fmt, *entry.read(export, fmt, given))
+            rows, requests, notes = entry.read(export, fmt, given)
+            return ToolExport(fmt, [result_row(row) for row in rows], requests, notes)
     return None
 
 
