@@ -9,7 +9,7 @@ import streamlit as st
 
 from specscope import launch, prompts, sweep
 from specscope.analysis import intervals, run_results
-from specscope.client import bench
+from specscope.client.progress import ProgressEvent
 from specscope.engine import presets
 from specscope.errors import SpecScopeError
 from specscope.prompts import library
@@ -76,7 +76,7 @@ def prompt_set_section() -> tuple[prompts.PromptSet, Path]:
 def _progress() -> None:
     active = {run_id: job for run_id, job in sweep_jobs().items() if not job.done}
     for run_id, job in active.items():
-        event = job.event or bench.ProgressEvent("server", message="starting")
+        event = job.event or ProgressEvent("server", message="starting")
         text = f"{run_id}: {event.cells_done}/{event.cells_total} cells"
         if event.cell:
             text += f" · {event.cell}"

@@ -34,7 +34,7 @@ from ray_local import loopback_cluster  # noqa: E402
 from s3server import SeaweedS3  # noqa: E402
 from specscope import settings, sweep
 from specscope.cli.bench import ProgressBar  # noqa: E402
-from specscope.client import bench
+from specscope.client.progress import ProgressEvent
 from specscope.results import store  # noqa: E402
 
 PROMPTS = REPO / "data" / "prompts" / "code-editing.jsonl"
@@ -125,7 +125,7 @@ def main() -> None:
 
         bar = ProgressBar(sys.stdout, stamped=True)
 
-        def progress(event: bench.ProgressEvent) -> None:
+        def progress(event: ProgressEvent) -> None:
             bar(event)
             if event.stage in ("cell_done", "cell_failed"):
                 method, k, conc = event.cell.rsplit("-", 2)

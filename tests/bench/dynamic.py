@@ -38,7 +38,7 @@ from pathlib import Path
 from specscope import settings, sweep
 from specscope.advice import deploy, fitting
 from specscope.analysis import explore, verdict
-from specscope.client import bench
+from specscope.client.progress import ProgressEvent
 from specscope.engine import k_schedule, models, presets
 from specscope.results.store import Store
 
@@ -46,7 +46,7 @@ PRESET = "cpu-smollm2"
 PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "code-editing.jsonl"
 
 
-def progress(event: bench.ProgressEvent) -> None:
+def progress(event: ProgressEvent) -> None:
     print(f"  {event.cells_done}/{event.cells_total} {event.message or event.stage}", file=sys.stderr, flush=True)
 
 

@@ -1,6 +1,6 @@
 """Fidelity: SpecScope's runner against ``vllm bench serve`` on the same server and prompts.
 
-Runs A (SpecScope ``bench.run_load``) and B (``vllm bench serve`` through
+Runs A (SpecScope's load generator, ``client.load.run_load``) and B (``vllm bench serve`` through
 ``tests/bench/vllm_bench.py``) alternately, A B A B ..., on one ngram server, with the same
 prompt set, number of prompts, output length (EOS ignored), temperature 0 and concurrency.
 Both use the chat endpoint, so the server applies the chat template for both. Prints each
@@ -25,7 +25,8 @@ import tempfile
 from pathlib import Path
 
 from specscope import prompts, settings
-from specscope.client import bench
+from specscope.client.load import run_load, run_sync, server_info
+from specscope.client.load_spec import LoadSpec
 from specscope.engine import provenance
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,9 +52,9 @@ def vllm_bench(args, model: str, result_dir: Path, round_no: int) -> dict:
 
 
 def specscope_run(args, model: str, prompt_set) -> dict:
-    spec = bench.LoadSpec(base_url=args.base_url, model=model, num_prompts=args.num_prompts,
-                          max_concurrency=args.concurrency, output_len=args.output_len)
-    return bench.run_sync(bench.run_load(spec, prompt_set)).row()
+    spec = LoadSpec(base_url=args.base_url, model=model, num_prompts=args.num_prompts,
+                    max_concurrency=args.concurrency, output_len=args.output_len)
+    return run_sync(run_load(spec, prompt_set)).row()
 
 
 def start_server(args):
@@ -84,9 +85,9 @@ def main() -> None:
         server = start_server(args)
         args.base_url = server.url
     try:
-        model = bench.server_info(args.base_url).model
-        warm = bench.LoadSpec(base_url=args.base_url, model=model, num_prompts=2, output_len=args.output_len)
-        bench.run_sync(bench.run_load(warm, prompt_set))
+        model = server_info(args.base_url).model
+        warm = LoadSpec(base_url=args.base_url, model=model, num_prompts=2, output_len=args.output_len)
+        run_sync(run_load(warm, prompt_set))
         pairs = []
         with tempfile.TemporaryDirectory() as tmp:
             for round_no in range(1, args.rounds + 1):

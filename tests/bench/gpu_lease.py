@@ -40,7 +40,10 @@ from pathlib import Path
 
 from specscope import prompts, settings, stats, sweep
 from specscope.cli.bench import ProgressBar
-from specscope.client import bench, sleepmode, warmup
+from specscope.client import sleepmode, warmup
+from specscope.client.load import run_load, run_sync
+from specscope.client.load_spec import LoadSpec
+from specscope.client.progress import ProgressEvent
 from specscope.engine import provenance
 from specscope.launch import gpus
 
@@ -74,7 +77,7 @@ def sweep_phase(way: str, home: Path, budget: float, repeats: int) -> None:
     finished = set(sweep.finished_cells(plan.run_id))
     seen: list[str] = []
 
-    def tracked(event: bench.ProgressEvent) -> None:
+    def tracked(event: ProgressEvent) -> None:
         if event.stage in ("cell_done", "cell_failed", "cell_skipped"):
             seen.append(event.cell)
         progress(event)
@@ -99,8 +102,8 @@ def sweep_phase(way: str, home: Path, budget: float, repeats: int) -> None:
 
 
 def _measure(url: str, prompt_set: prompts.PromptSet) -> dict:
-    load = bench.LoadSpec(base_url=url, num_prompts=8, max_concurrency=1, output_len=128, warmups=1)
-    return bench.run_sync(bench.run_load(load, prompt_set)).row()
+    load = LoadSpec(base_url=url, num_prompts=8, max_concurrency=1, output_len=128, warmups=1)
+    return run_sync(run_load(load, prompt_set)).row()
 
 
 def woken_phase(home: Path, rounds: int = 3) -> None:

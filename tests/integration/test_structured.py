@@ -51,17 +51,18 @@ def test_free_and_constrained_cells_record_their_format_validity_and_gaps(swept)
 
 def test_constrained_answers_validate_against_their_own_schema(server, swept):
     from specscope import prompts
-    from specscope.client import bench
+    from specscope.client.load import run_load, run_sync
+    from specscope.client.load_spec import LoadSpec
 
-    load = bench.LoadSpec(base_url=server.url, num_prompts=3, output_len=OUTPUT_LEN, structured=True)
-    cell = bench.run_sync(bench.run_load(load, prompts.load(PROMPTS)))
+    load = LoadSpec(base_url=server.url, num_prompts=3, output_len=OUTPUT_LEN, structured=True)
+    cell = run_sync(run_load(load, prompts.load(PROMPTS)))
     assert len(cell.ok) == 3
     for request in cell.ok:
         jsonschema.validate(json.loads(request.text), SCHEMAS[request.prompt_id])
         assert request.finish_reason == "stop" and request.valid is True
         assert request.output_tokens < OUTPUT_LEN  # it closed, not cut
     # a constrained request asks for the output length asked, as a free one: too few tokens cut it, and it says so
-    short = bench.run_sync(bench.run_load(bench.LoadSpec(base_url=server.url, num_prompts=2, output_len=6,
-                                                         structured=True), prompts.load(PROMPTS)))
+    short = run_sync(run_load(LoadSpec(base_url=server.url, num_prompts=2, output_len=6,
+                                       structured=True), prompts.load(PROMPTS)))
     assert [(r.output_tokens, r.finish_reason, r.valid) for r in short.ok] == [(6, "length", False)] * 2
     assert all(r.invalid_reason == "The answer was cut by max_tokens before the format closed." for r in short.ok)

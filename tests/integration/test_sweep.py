@@ -137,13 +137,13 @@ def test_a_two_repeat_sweep_measures_every_cell_once_per_round(resumed):
 @pytest.mark.few_servers  # one server
 def test_a_server_killed_mid_sweep_fails_only_its_cell(sweep_home):
     from specscope import launch, sweep
-    from specscope.client import bench
+    from specscope.client.progress import ProgressEvent
 
     spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none",), ks=(), concurrencies=(1, 2, 3),
                            prompts=PROMPTS.resolve(), num_prompts=4, output_len=16)
     killed = []
 
-    def kill_during_second_cell(event: bench.ProgressEvent) -> None:
+    def kill_during_second_cell(event: ProgressEvent) -> None:
         if event.cell == "none-k0-c2" and event.stage == "request" and event.requests_done >= 2 and not killed:
             for status in launch.list_servers(check_health=False):
                 os.killpg(status.state.pgid, signal.SIGKILL)

@@ -21,7 +21,7 @@ PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "code-editi
 
 def test_sweeps_reuse_or_step_beside_a_running_server_of_the_same_name(home):
     from specscope import launch, sweep
-    from specscope.client import bench
+    from specscope.client.progress import ProgressEvent
 
     demo = launch.start(launch.plan_for("cpu-smollm2", "none"), timeout=600, warm=False)  # it answers one below
     assert demo.name == "cpu-smollm2-none"
@@ -39,7 +39,7 @@ def test_sweeps_reuse_or_step_beside_a_running_server_of_the_same_name(home):
 
     names_during: list[list[str]] = []
 
-    def watch(event: bench.ProgressEvent) -> None:
+    def watch(event: ProgressEvent) -> None:
         if event.stage == "cell_start":
             names_during.append(sorted(s.state.name for s in launch.list_servers(check_health=False)))
 

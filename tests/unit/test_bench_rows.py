@@ -7,29 +7,33 @@ import math
 import numpy as np
 import pytest
 
-from specscope.client import bench, metrics
+from specscope.client import metrics
+from specscope.client.cell_result import CellResult, RequestResult
+from specscope.client.load import _payload, _schedule
+from specscope.client.load_spec import LoadSpec
+from specscope.client.progress import ProgressEvent
 from specscope.errors import ConfigError
 from specscope.prompts import parse
 from specscope.results.writing import to_table
 from specscope.schema import REQUEST_COLUMNS, REQUEST_SCHEMA, RESULT_COLUMNS, RESULT_SCHEMA
 
-SPEC = bench.LoadSpec(base_url="http://127.0.0.1:8000/v1", max_concurrency=2, output_len=5)
+SPEC = LoadSpec(base_url="http://127.0.0.1:8000/v1", max_concurrency=2, output_len=5)
 
 
 def done(prompt_id, ttft, gaps, tokens, sd=None, prompt_tokens=10):
-    return bench.RequestResult(prompt_id=prompt_id, success=True, prompt_tokens=prompt_tokens,
-                               output_tokens=tokens, ttft=ttft, itl=list(gaps),
-                               latency=ttft + sum(gaps), spec_decode=sd)
+    return RequestResult(prompt_id=prompt_id, success=True, prompt_tokens=prompt_tokens,
+                         output_tokens=tokens, ttft=ttft, itl=list(gaps),
+                         latency=ttft + sum(gaps), spec_decode=sd)
 
 
 def cell(requests, duration=2.0, delta=None, alive=True):
-    return bench.CellResult(SPEC, requests, duration, delta, server_alive=alive)
+    return CellResult(SPEC, requests, duration, delta, server_alive=alive)
 
 
 def test_row_matches_vllm_definitions():
     a = done("a", 0.1, [0.02, 0.04], 5)            # 3 chunks carry 5 tokens (SD steps)
     b = done("b", 0.3, [0.05], 5)
-    failed = bench.RequestResult(prompt_id="c", error="HTTP 400: too long")
+    failed = RequestResult(prompt_id="c", error="HTTP 400: too long")
     row = cell([a, b, failed]).row(method="ngram", k=4)
     assert row["completed"] == 2 and row["failed"] == 1 and row["num_prompts"] == 3
     assert row["total_output_tokens"] == 10 and row["output_throughput"] == pytest.approx(5.0)
@@ -57,7 +61,7 @@ def test_sd_columns_come_from_the_metrics_delta():
 
 
 def test_a_dead_server_or_no_success_fails_the_cell_with_its_reason():
-    lost = bench.RequestResult(prompt_id="a", error="ConnectError: All connection attempts failed")
+    lost = RequestResult(prompt_id="a", error="ConnectError: All connection attempts failed")
     status, reason = cell([done("b", 0.1, [0.1], 3), lost], alive=False).status
     assert status == "failed" and "stopped answering" in reason and "ConnectError" in reason
     status, reason = cell([lost]).status
@@ -67,7 +71,7 @@ def test_a_dead_server_or_no_success_fails_the_cell_with_its_reason():
 def test_request_rows_carry_per_request_sd_metrics():
     sd = {"mean_acceptance_length": 2.25, "draft_acceptance_rate": 0.3125, "num_spec_steps": 4,
           "num_accepted_draft_tokens": 5, "num_draft_tokens": 16}
-    rows = cell([done("p1", 0.1, [0.1, 0.2], 5, sd), bench.RequestResult(prompt_id="p2", error="x")]
+    rows = cell([done("p1", 0.1, [0.1, 0.2], 5, sd), RequestResult(prompt_id="p2", error="x")]
                 ).request_rows(cell_id="ngram-k4-c2", method="ngram", k=4)
     first, second = rows
     assert first["acceptance_rate"] == 0.3125 and first["acceptance_length"] == 2.25
@@ -80,18 +84,18 @@ def test_request_rows_carry_per_request_sd_metrics():
 
 def test_payload_follows_vllm_bench_request_bodies():
     prompt = parse(b'{"prompt": "hi", "output_tokens": 9}', "s.jsonl").prompts[0]
-    url, body = bench._payload(SPEC, "m", prompt)
+    url, body = _payload(SPEC, "m", prompt)
     assert url == "http://127.0.0.1:8000/v1/chat/completions"
     assert body["max_completion_tokens"] == 5 and body["ignore_eos"] and body["temperature"] == 0.0
     assert body["stream_options"] == {"include_usage": True}
-    per_prompt = bench.LoadSpec(base_url="http://h:1", output_len=None, endpoint="completions")
-    url, body = bench._payload(per_prompt, "m", prompt)
+    per_prompt = LoadSpec(base_url="http://h:1", output_len=None, endpoint="completions")
+    url, body = _payload(per_prompt, "m", prompt)
     assert url == "http://h:1/v1/completions" and body["max_tokens"] == 9 and body["prompt"] == "hi"
 
 
 def test_schedule_is_poisson_at_the_request_rate():
-    assert bench._schedule(SPEC, 3) == [0.0, 0.0, 0.0]
-    delays = bench._schedule(bench.LoadSpec(base_url="http://h", request_rate=4.0), 4000)
+    assert _schedule(SPEC, 3) == [0.0, 0.0, 0.0]
+    delays = _schedule(LoadSpec(base_url="http://h", request_rate=4.0), 4000)
     assert np.mean(delays) == pytest.approx(0.25, rel=0.05)
 
 
@@ -99,11 +103,11 @@ def test_schedule_is_poisson_at_the_request_rate():
                                     {"request_rate": 0}, {"endpoint": "responses"}])
 def test_bad_specs_are_config_errors(kwargs):
     with pytest.raises(ConfigError):
-        bench.LoadSpec(base_url="http://h", **kwargs)
+        LoadSpec(base_url="http://h", **kwargs)
 
 
 def test_progress_fraction():
-    event = bench.ProgressEvent("request", "c", cells_done=1, cells_total=4, requests_done=5,
-                                requests_total=10)
+    event = ProgressEvent("request", "c", cells_done=1, cells_total=4, requests_done=5,
+                          requests_total=10)
     assert event.fraction == pytest.approx(1.5 / 4)
-    assert bench.ProgressEvent("cell_done", cells_done=4, cells_total=4).fraction == 1.0
+    assert ProgressEvent("cell_done", cells_done=4, cells_total=4).fraction == 1.0

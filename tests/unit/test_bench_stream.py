@@ -9,15 +9,17 @@ from pathlib import Path
 import httpx
 import pytest
 
-from specscope.client import bench
+from specscope.client.cell_result import CellResult, RequestResult
+from specscope.client.load import _one_request
+from specscope.client.load_spec import LoadSpec
 from specscope.prompts import parse
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
-SPEC = bench.LoadSpec(base_url="http://vllm.test", model="smol", output_len=24)
+SPEC = LoadSpec(base_url="http://vllm.test", model="smol", output_len=24)
 PROMPT = parse(b'{"id": "p1", "prompt": "Rename tmp to total."}', "s.jsonl").prompts[0]
 
 
-def replay(status: int, body: bytes, seen: list | None = None) -> bench.RequestResult:
+def replay(status: int, body: bytes, seen: list | None = None) -> RequestResult:
     def handler(request: httpx.Request) -> httpx.Response:
         if seen is not None:
             seen.append(json.loads(request.content))
@@ -25,7 +27,7 @@ def replay(status: int, body: bytes, seen: list | None = None) -> bench.RequestR
 
     async def go():
         async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
-            return await bench._one_request(client, SPEC, "smol", PROMPT)
+            return await _one_request(client, SPEC, "smol", PROMPT)
 
     return asyncio.run(go())
 
@@ -87,7 +89,7 @@ def test_both_per_request_formats_give_the_same_row_and_name_their_source():
     data = (CAPTURES / "sse_chat_ngram_k4.txt").read_bytes()
     old, new = replay(200, data), replay(200, _as_stats_format(data))
     assert new.success and new.spec_decode is not None
-    cell = bench.CellResult(SPEC, [old, new], duration_s=1.0, spec_delta=None)
+    cell = CellResult(SPEC, [old, new], duration_s=1.0, spec_delta=None)
     rows = cell.request_rows(cell_id="ngram-k4-c1", method="ngram", k=4)
     assert [r["spec_decode_format"] for r in rows] == ["metrics.speculative_decoding",
                                                        "speculative_decoding_stats"]

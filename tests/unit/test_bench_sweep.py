@@ -15,7 +15,7 @@ from specscope.advice import deploy
 from specscope.analysis import run_results
 from specscope.cli import bench as bench_cli
 from specscope.cli import build_parser
-from specscope.client import bench
+from specscope.client.progress import ProgressEvent
 from specscope.errors import ConfigError
 from specscope.results.store import Store
 
@@ -112,16 +112,16 @@ def test_cli_parses_lists_and_checks_prompt_files(tmp_path, capsys):
 def test_progress_bar_lines():
     out = io.StringIO()
     bar = bench_cli.ProgressBar(stream=out)
-    bar(bench.ProgressEvent("cell_failed", "ngram-k2-c4", 3, 6, message="server exited"))
-    bar(bench.ProgressEvent("request", "x", 3, 6, 1, 4))  # request ticks only on a terminal
+    bar(ProgressEvent("cell_failed", "ngram-k2-c4", 3, 6, message="server exited"))
+    bar(ProgressEvent("request", "x", 3, 6, 1, 4))  # request ticks only on a terminal
     assert out.getvalue() == "[###############---------------] 3/6 cells  ngram-k2-c4 FAILED: server exited\n"
-    assert json.dumps(bench.ProgressEvent("sweep_done").fraction) == "0.0"
+    assert json.dumps(ProgressEvent("sweep_done").fraction) == "0.0"
 
 
 def test_a_stamped_progress_bar_starts_each_line_with_the_time():
     """A GPU bench's log says when each step happened (``stamped``, the benches' one way of timestamping)."""
     out = io.StringIO()
-    bench_cli.ProgressBar(stream=out, stamped=True)(bench.ProgressEvent("cell_done", "none-k0-c1", 1, 2))
+    bench_cli.ProgressBar(stream=out, stamped=True)(ProgressEvent("cell_done", "none-k0-c1", 1, 2))
     assert re.fullmatch(r"\d\d:\d\d:\d\d \[#{15}-{15}\] 1/2 cells  none-k0-c1 done\n", out.getvalue())
 
 
@@ -191,14 +191,14 @@ def test_a_launcher_holding_one_server_restarts_them_by_round_and_may_keep_the_b
 def test_progress_carries_an_estimate_of_the_time_left():
     seen = []
     estimate = sweep.progress.Estimate(seen.append)
-    estimate(bench.ProgressEvent("cell_skipped", "a", 1, 4))
-    estimate(bench.ProgressEvent("cell_start", "b", 1, 4))
+    estimate(ProgressEvent("cell_skipped", "a", 1, 4))
+    estimate(ProgressEvent("cell_start", "b", 1, 4))
     assert seen[-1].remaining_s is None and seen[-1].remaining == ""
     assert estimate.began is not None
     estimate.began -= 30  # one cell of the three left took 30 s
-    estimate(bench.ProgressEvent("cell_done", "b", 2, 4))
+    estimate(ProgressEvent("cell_done", "b", 2, 4))
     assert seen[-1].remaining_s == pytest.approx(60, rel=0.05) and seen[-1].remaining == "about 60 s left"
-    assert bench.ProgressEvent("cell_done", remaining_s=300).remaining == "about 5 min left"
+    assert ProgressEvent("cell_done", remaining_s=300).remaining == "about 5 min left"
 
 
 def test_a_server_started_before_the_first_cell_is_not_spread_over_the_cells_left(monkeypatch):
@@ -209,13 +209,13 @@ def test_a_server_started_before_the_first_cell_is_not_spread_over_the_cells_lef
     seen = []
     estimate = sweep.progress.Estimate(seen.append)
     for done in range(4):
-        estimate(bench.ProgressEvent("cell_skipped", f"finished{done}", done + 1, 24))
-    estimate(bench.ProgressEvent("server", "", 4, 24, message="starting draft_model K=2"))
+        estimate(ProgressEvent("cell_skipped", f"finished{done}", done + 1, 24))
+    estimate(ProgressEvent("server", "", 4, 24, message="starting draft_model K=2"))
     now[0] += 118
-    estimate(bench.ProgressEvent("server", "", 4, 24, message="draft_model K=2 started in 118 s"))
-    estimate(bench.ProgressEvent("cell_start", "c1", 4, 24))
+    estimate(ProgressEvent("server", "", 4, 24, message="draft_model K=2 started in 118 s"))
+    estimate(ProgressEvent("cell_start", "c1", 4, 24))
     now[0] += 10
-    estimate(bench.ProgressEvent("cell_done", "c1", 5, 24))
+    estimate(ProgressEvent("cell_done", "c1", 5, 24))
     assert seen[-1].remaining_s == pytest.approx(190) and seen[-1].remaining == "about 3 min left"
 
 

@@ -13,7 +13,10 @@ import pytest
 
 import local_http
 from specscope import formats, prompts, sweep
-from specscope.client import bench, warmup
+from specscope.client import warmup
+from specscope.client.cell_result import CellResult, RequestResult
+from specscope.client.load import _one_request, warmup_prompts
+from specscope.client.load_spec import LoadSpec
 from specscope.errors import InputError
 from specscope.sweep import measure
 
@@ -91,18 +94,18 @@ def test_the_bundled_extraction_set_carries_a_schema_for_every_prompt():
     assert len(prompt_set) >= 8 and all(p.response_format.kind == "json_schema" for p in prompt_set.prompts)
 
 
-def _replay(capture: str, prompt: prompts.Prompt, structured: bool, seen: list) -> bench.RequestResult:
+def _replay(capture: str, prompt: prompts.Prompt, structured: bool, seen: list) -> RequestResult:
     body = (CAPTURES / capture).read_bytes()
 
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(json.loads(request.content))
         return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
 
-    spec = bench.LoadSpec(base_url="http://vllm.test", model="smol", output_len=64, structured=structured)
+    spec = LoadSpec(base_url="http://vllm.test", model="smol", output_len=64, structured=structured)
 
     async def go():
         async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
-            return await bench._one_request(client, spec, "smol", prompt)
+            return await _one_request(client, spec, "smol", prompt)
 
     return asyncio.run(go())
 
@@ -117,8 +120,8 @@ def test_a_constrained_request_sends_its_schema_keeps_eos_and_checks_the_real_an
     assert result.success and result.finish_reason == "stop" and result.valid is True
     assert json.loads(result.text) == {"name": "Maria Lopez", "age": 34, "city": "Lisbon"}
     assert result.max_itl_ms == pytest.approx(max(result.itl) * 1000) and result.max_itl_ms > 0
-    failed = bench.RequestResult("json-02", error="HTTP 500", response_format=prompt.response_format)
-    cell = bench.CellResult(bench.LoadSpec(base_url="http://x", structured=True), [result, failed], 1.0, None)
+    failed = RequestResult("json-02", error="HTTP 500", response_format=prompt.response_format)
+    cell = CellResult(LoadSpec(base_url="http://x", structured=True), [result, failed], 1.0, None)
     rows = cell.request_rows(cell_id="ngram-k4-c1-constrained", method="ngram", k=4)
     assert (rows[0]["response_format"], rows[0]["valid"], rows[0]["invalid_reason"]) == ("json_schema", True, None)
     assert (rows[1]["valid"], rows[1]["invalid_reason"]) == (False, "No answer: the request failed.")
@@ -184,13 +187,13 @@ def test_a_constrained_cell_warms_up_with_the_formats_it_will_send():
     formats (so no grammar compiles inside the measurement), a free cell's carry none."""
     chosen = prompts.load(BUNDLED).prompts[:3]
     kinds = list(dict.fromkeys(p.response_format for p in chosen))
-    spec = bench.LoadSpec(base_url="http://x", structured=True, warmups=1)
-    warm = bench.warmup_prompts(spec, chosen)
+    spec = LoadSpec(base_url="http://x", structured=True, warmups=1)
+    warm = warmup_prompts(spec, chosen)
     assert [w.response_format for w in warm] == kinds and len(warm) == len(kinds) >= 2
     assert not any(w.prompt_id in {p.prompt_id for p in chosen} for w in warm)  # never a measured prompt
-    free = bench.warmup_prompts(bench.LoadSpec(base_url="http://x", warmups=2), chosen)
+    free = warmup_prompts(LoadSpec(base_url="http://x", warmups=2), chosen)
     assert len(free) == 2 and all(w.response_format is None for w in free)
-    assert bench.warmup_prompts(bench.LoadSpec(base_url="http://x", structured=True, warmups=0), chosen) == []
+    assert warmup_prompts(LoadSpec(base_url="http://x", structured=True, warmups=0), chosen) == []
 
 
 def test_constrained_cells_run_only_the_prompts_that_carry_a_format():

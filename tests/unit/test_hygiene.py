@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from specscope import procfs
-from specscope.client import bench, compilelog, metrics
+from specscope.client import compilelog, metrics
+from specscope.client.cell_result import CellResult, RequestResult
+from specscope.client.load_spec import LoadSpec
 from specscope.results import hygiene
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
@@ -69,10 +71,10 @@ def test_short_prompts_repeated_find_no_full_cache_block_and_pass():
     assert metrics.prefix_cache_hit_rate(before, before) is None  # no lookups, no rate
 
 
-def _cell(starts: list[float], concurrency: int) -> bench.CellResult:
-    spec = bench.LoadSpec(base_url="http://127.0.0.1:8000", max_concurrency=concurrency)
-    requests = [bench.RequestResult(prompt_id=str(i), success=True, start_time=t) for i, t in enumerate(starts)]
-    return bench.CellResult(spec, requests, duration_s=10.0, spec_delta=None)
+def _cell(starts: list[float], concurrency: int) -> CellResult:
+    spec = LoadSpec(base_url="http://127.0.0.1:8000", max_concurrency=concurrency)
+    requests = [RequestResult(prompt_id=str(i), success=True, start_time=t) for i, t in enumerate(starts)]
+    return CellResult(spec, requests, duration_s=10.0, spec_delta=None)
 
 
 def test_lockstep_waves_recorded_at_concurrency_4_trigger_the_check():

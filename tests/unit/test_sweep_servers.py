@@ -13,7 +13,7 @@ import pytest
 from specscope import launch, sweep
 from specscope.cli import bench as bench_cli
 from specscope.cli import build_parser
-from specscope.client import bench
+from specscope.client.progress import ProgressEvent
 from specscope.engine.presets import MethodEntry, Preset
 from specscope.errors import ConfigError, LaunchFailed
 from specscope.launch import registry
@@ -152,7 +152,7 @@ def test_the_progress_bar_says_a_repeated_failure_once():
     out = io.StringIO()
     bar = bench_cli.ProgressBar(stream=out)
     for i, cell in enumerate(["ngram-k1-c1", "ngram-k1-c4"], start=3):
-        bar(bench.ProgressEvent("cell_failed", cell, i, 6, message="The ngram K=1 server did not start: boom."))
+        bar(ProgressEvent("cell_failed", cell, i, 6, message="The ngram K=1 server did not start: boom."))
     first, second = out.getvalue().splitlines()
     assert first.endswith("ngram-k1-c1 FAILED: The ngram K=1 server did not start: boom.")
     assert second.endswith("ngram-k1-c4 FAILED: the same as above")

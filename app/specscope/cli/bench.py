@@ -11,7 +11,8 @@ from pathlib import Path
 from specscope import prompts, sweep
 from specscope.advice import deploy, priors
 from specscope.analysis import intervals
-from specscope.client import bench
+from specscope.client.load_spec import DEFAULT_OUTPUT_LEN
+from specscope.client.progress import ProgressEvent
 from specscope.engine import vllms
 from specscope.errors import ConfigError
 from specscope.results import hygiene
@@ -53,7 +54,7 @@ class ProgressBar:
         self.stamped = stamped
         self.last_failure: str | None = None
 
-    def __call__(self, event: bench.ProgressEvent) -> None:
+    def __call__(self, event: ProgressEvent) -> None:
         if event.stage == "request" and not self.tty:
             return
         failure = event.message
@@ -169,7 +170,7 @@ def register(subparsers) -> None:
     parser.add_argument("--per-concurrency", type=int, default=None, metavar="N",
                         help="requests per cell = N x its concurrency (at least --num-prompts), so every "
                              "concurrency runs several full batches")
-    parser.add_argument("--output-len", type=int, default=bench.DEFAULT_OUTPUT_LEN,
+    parser.add_argument("--output-len", type=int, default=DEFAULT_OUTPUT_LEN,
                         help="tokens per request, EOS ignored (default %(default)s); a constrained request asks "
                              "for the same but stops where its format closes, and one cut before that is invalid")
     parser.add_argument("--request-rate", type=float, default=math.inf, help="requests/s (default: inf)")

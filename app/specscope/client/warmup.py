@@ -27,7 +27,9 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from specscope.client import bench, metrics
+from specscope.client import metrics
+from specscope.client.load import run_load, run_sync
+from specscope.client.load_spec import DEFAULT_OUTPUT_LEN, LoadSpec
 from specscope.client.stream import GenerationRequest, StreamClient
 from specscope.errors import SpecScopeError
 from specscope.formats import ResponseFormat
@@ -54,7 +56,7 @@ def filler(index: int, chars: int) -> str:
     return body.rsplit(" ", 1)[0] + ". Summarise this note in one line."
 
 
-def warm_up(url: str, *, concurrency: int = 1, output_len: int = bench.DEFAULT_OUTPUT_LEN,
+def warm_up(url: str, *, concurrency: int = 1, output_len: int = DEFAULT_OUTPUT_LEN,
             prompt_chars: int = 200, chat: bool = True, temperature: float = 0.0, rounds: int = 1,
             live: bool = True, formats: Iterable[ResponseFormat | None] = ()) -> WarmUp:
     """Send ``rounds`` x ``concurrency`` filler requests, ``concurrency`` at a time, of the shape a
@@ -80,7 +82,7 @@ def warm_up(url: str, *, concurrency: int = 1, output_len: int = bench.DEFAULT_O
     return WarmUp(answered, count - answered, time.monotonic() - began)
 
 
-def ramp(url: str, *, width: int = 3, output_len: int = bench.DEFAULT_OUTPUT_LEN, prompt_chars: int = 200,
+def ramp(url: str, *, width: int = 3, output_len: int = DEFAULT_OUTPUT_LEN, prompt_chars: int = 200,
          temperature: float = 0.0, chat: bool = True) -> WarmUp:
     """Batches of 2, then 3 (up to ``width``) filler requests sent at once, each request shorter than the one
     before: every batch starts after a batch of one, holds, then shrinks a request at a time back to one, so
@@ -101,17 +103,17 @@ def ramp(url: str, *, width: int = 3, output_len: int = bench.DEFAULT_OUTPUT_LEN
 
 
 def _at_once(url: str, count: int, output_len: int | None, temperature: float, chat: bool,
-             concurrency: int | None = None) -> bench.LoadSpec:
+             concurrency: int | None = None) -> LoadSpec:
     """``count`` filler requests sent at once, ``concurrency`` (default: all) at a time."""
-    return bench.LoadSpec(base_url=url, num_prompts=count, max_concurrency=concurrency or count,
-                          request_rate=math.inf, output_len=output_len, temperature=temperature,
-                          endpoint="chat" if chat else "completions", timeout_s=600.0)
+    return LoadSpec(base_url=url, num_prompts=count, max_concurrency=concurrency or count,
+                    request_rate=math.inf, output_len=output_len, temperature=temperature,
+                    endpoint="chat" if chat else "completions", timeout_s=600.0)
 
 
-def _answered(load: bench.LoadSpec, fillers: tuple[Prompt, ...]) -> int:
+def _answered(load: LoadSpec, fillers: tuple[Prompt, ...]) -> int:
     """How many of the filler requests ``load`` sends were answered."""
     try:
-        return len(bench.run_sync(bench.run_load(load, PromptSet("warm-up", "filler", "", fillers))).ok)
+        return len(run_sync(run_load(load, PromptSet("warm-up", "filler", "", fillers))).ok)
     except SpecScopeError:
         return 0
 

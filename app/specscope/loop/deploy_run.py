@@ -36,7 +36,8 @@ import pandas as pd
 from specscope import files, prompts, sweep
 from specscope.advice import deploy, fitting, priors
 from specscope.analysis import intervals
-from specscope.client import bench
+from specscope.client.load_spec import DEFAULT_OUTPUT_LEN
+from specscope.client.progress import Progress
 from specscope.engine import presets, provenance
 from specscope.engine.k_schedule import from_best, parse, runner_env, validate
 from specscope.errors import ConfigError
@@ -66,7 +67,7 @@ class Request:
     repeats: int = 2
     num_prompts: int | None = None
     per_concurrency: int | None = None
-    output_len: int = bench.DEFAULT_OUTPUT_LEN
+    output_len: int = DEFAULT_OUTPUT_LEN
     run_id: str | None = None
     max_batch: int | None = None  # the schedule's last batch size (default: the preset's max_num_seqs)
 
@@ -433,7 +434,7 @@ def _probe_needed(request: Request, max_batch: int) -> str | None:
     return probe if any(runner_env(parse(probe), kind, vllm.dist, vllm.version) for kind in kinds) else None
 
 
-def run(request: Request, progress: bench.Progress | None = None, stop: Stop = None,
+def run(request: Request, progress: Progress | None = None, stop: Stop = None,
         options: sweep.LaunchOptions = sweep.LaunchOptions(), say=print,
         spent: Counter | None = None) -> Outcome | None:
     """The loop (module docstring); resumes where an earlier run with the same run id stopped. None when

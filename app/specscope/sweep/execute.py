@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specscope import access
-from specscope.client import bench
+from specscope.client.progress import Progress
 from specscope.sweep import lock, on_ray
 from specscope.sweep.options import LaunchOptions, launcher_for
 from specscope.sweep.plan import SweepPlan
@@ -58,7 +58,7 @@ def claim(plan: SweepPlan, where: Where) -> Claim:
 
 
 def execute(plan: SweepPlan, where: Where = Here(), options: LaunchOptions = LaunchOptions(),
-            progress: bench.Progress | None = None, stop: Stop = None, advise: Advise | None = None,
+            progress: Progress | None = None, stop: Stop = None, advise: Advise | None = None,
             claimed: Claim | None = None) -> SweepResult:
     """Run (or resume) ``plan`` ``where`` it says, its servers launched as ``options`` say; ``advise`` makes
     an ``auto`` K schedule concrete (sweeps here only). ``claimed``: the claim taken beforehand (else taken

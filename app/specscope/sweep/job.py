@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from specscope.client import bench
+from specscope.client.progress import ProgressEvent
 from specscope.errors import SpecScopeError
 from specscope.sweep.execute import Claim, Here, Where, claim, execute
 from specscope.sweep.options import LaunchOptions
@@ -22,7 +22,7 @@ class SweepJob:
     def __init__(self, plan: SweepPlan, where: Where = Here(), options: LaunchOptions = LaunchOptions(),
                  advise: Advise | None = None):
         self.plan, self.spec, self.where, self.options, self.advise = plan, plan.spec, where, options, advise
-        self.event: bench.ProgressEvent | None = None
+        self.event: ProgressEvent | None = None
         self.result: SweepResult | None = None
         self.error: str | None = None
         self._stop = threading.Event()
@@ -44,7 +44,7 @@ class SweepJob:
         except Exception as exc:  # noqa: BLE001 - a background thread must report, not vanish
             self.error = f"The sweep stopped on an unexpected error: {exc.__class__.__name__}: {exc}"
 
-    def _on_event(self, event: bench.ProgressEvent) -> None:
+    def _on_event(self, event: ProgressEvent) -> None:
         self.event = event
 
     def cancel(self) -> None:

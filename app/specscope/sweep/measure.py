@@ -14,7 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from specscope import formats, procfs, prompts
-from specscope.client import bench, compilelog
+from specscope.client import compilelog
+from specscope.client.cell_result import CellResult
+from specscope.client.load import ServerInfo, run_load, run_sync, server_info
+from specscope.client.load_spec import LoadSpec
+from specscope.client.progress import Progress, ProgressEvent
 from specscope.engine import provenance, vllms
 from specscope.errors import SpecScopeError
 from specscope.schema import ResultRow
@@ -41,7 +45,7 @@ def cell_requests(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell) ->
     return max(1, math.ceil(count * sent / len(prompt_set)))
 
 def labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: RunningServer,
-            info: bench.ServerInfo | None) -> ResultRow:
+            info: ServerInfo | None) -> ResultRow:
     """What a cell's row says about what was measured: the run, model, method, K, hardware, vLLM, torch."""
     return {
         "run_id": None, "created_at": dt.datetime.now(dt.UTC).isoformat(),
@@ -68,7 +72,7 @@ def _installed_version() -> str | None:
 
 
 def failed_row(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: RunningServer | None,
-               info: bench.ServerInfo | None, reason: str) -> ResultRow:
+               info: ServerInfo | None, reason: str) -> ResultRow:
     """The row of a cell that could not be measured, with the reason."""
     return {**labels(spec, prompt_set, cell, server or RunningServer(url=""), info),
             "concurrency": cell.concurrency, "output_len": spec.output_len, "temperature": spec.temperature,
@@ -78,23 +82,23 @@ def failed_row(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, serve
 
 
 def run_cell(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: RunningServer,
-              launcher: Launcher, emit: bench.Progress, done: int, total: int,
+              launcher: Launcher, emit: Progress, done: int, total: int,
               prior_requests: int) -> tuple[ResultRow, list[dict[str, Any]], dict[str, str]]:
     """Measure one cell on its server: its row, its request rows and each prompt's output hash."""
     info = None
     try:
-        info = bench.server_info(server.url)
-        load = bench.LoadSpec(base_url=server.url, model=info.model, num_prompts=cell_requests(spec, prompt_set, cell),
-                              max_concurrency=cell.concurrency, request_rate=spec.request_rate,
-                              output_len=spec.output_len, temperature=spec.temperature, warmups=spec.warmups,
-                              structured=cell.constrained)
-        emit(bench.ProgressEvent("cell_start", cell.cell_id, done, total))
+        info = server_info(server.url)
+        load = LoadSpec(base_url=server.url, model=info.model, num_prompts=cell_requests(spec, prompt_set, cell),
+                        max_concurrency=cell.concurrency, request_rate=spec.request_rate,
+                        output_len=spec.output_len, temperature=spec.temperature, warmups=spec.warmups,
+                        structured=cell.constrained)
+        emit(ProgressEvent("cell_start", cell.cell_id, done, total))
         marks: list[int | None] = []  # where the server's log stood when the measured requests began
-        load_run = bench.run_load(load, cell_prompts(prompt_set, cell), emit, cell=cell.cell_id, cells_done=done,
-                                  cells_total=total,
-                                  measuring=lambda: marks.append(compilelog.offset(server.log_path)))
+        load_run = run_load(load, cell_prompts(prompt_set, cell), emit, cell=cell.cell_id, cells_done=done,
+                            cells_total=total,
+                            measuring=lambda: marks.append(compilelog.offset(server.log_path)))
         with lock.measuring():  # the dashboard here computes nothing for new results meanwhile
-            outcome, foreign = bench.run_sync(_with_foreign_cpu(load_run, server, launcher))
+            outcome, foreign = run_sync(_with_foreign_cpu(load_run, server, launcher))
         compiles = compilelog.since(server.log_path, marks[0] if marks else None)
     except SpecScopeError as exc:
         death = launcher.death(server)
@@ -111,8 +115,8 @@ def run_cell(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server:
     return row, outcome.request_rows(cell_id=cell.cell_id, method=cell.method, k=cell.k), outputs
 
 
-async def _with_foreign_cpu(load_run: Coroutine[Any, Any, bench.CellResult], server: RunningServer,
-                            launcher: Launcher) -> tuple[bench.CellResult, float | None]:
+async def _with_foreign_cpu(load_run: Coroutine[Any, Any, CellResult], server: RunningServer,
+                            launcher: Launcher) -> tuple[CellResult, float | None]:
     """The cell's load, and the share of its server's cores other work used meanwhile (``procfs.foreign_cpu``;
     None for a server bound to no cores in particular). Its own work is the server's processes and the load
     generator's threads: this one, which runs the load's event loop, and that loop's helper threads. Everything

@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import Any
 
 from specscope import settings
-from specscope.client import bench
+from specscope.client.progress import Progress, ProgressEvent
 from specscope.engine import presets
 from specscope.errors import ConfigError
 from specscope.results import shared
@@ -159,7 +159,7 @@ def _run_group(plan: SweepPlan, options: LaunchOptions, cell_ids: list[str], led
     todo = set(cell_ids) - set(_answer(ledger.finished.remote()))
     started = time.time()
 
-    def emit(event: bench.ProgressEvent) -> None:
+    def emit(event: ProgressEvent) -> None:
         if event.stage in ("cell_done", "cell_failed"):
             ledger.add.remote(event.cell, read_cell(plan.run_id, event.cell))
         if event.stage != "sweep_done":
@@ -177,7 +177,7 @@ def _run_group(plan: SweepPlan, options: LaunchOptions, cell_ids: list[str], led
 
 
 def run_on_ray(plan: SweepPlan, address: str | None = None, options: LaunchOptions = LaunchOptions(),
-               progress: bench.Progress | None = None, stop: Stop = None) -> SweepResult:
+               progress: Progress | None = None, stop: Stop = None) -> SweepResult:
     """Run (or resume) a sweep's plan with one Ray task per server group, each launching its servers as
     ``options`` say; returns what ran, had finished earlier and failed, and (in ``groups``) the node and time span of
     each group. ``stop``: every group ends after its current cell."""
@@ -219,8 +219,8 @@ def run_on_ray(plan: SweepPlan, address: str | None = None, options: LaunchOptio
             new_cells, events, result.measured_twice = ray.get(ledger.take.remote())
             for event in events:
                 if event["stage"] not in ("cell_done", "cell_failed"):
-                    recorder.emit(bench.ProgressEvent(**{**event, "cells_done": recorder.done,
-                                                         "cells_total": len(cells)}))
+                    recorder.emit(ProgressEvent(**{**event, "cells_done": recorder.done,
+                                                   "cells_total": len(cells)}))
             for cell_id, finished in new_cells:
                 recorder.record(cell_id, finished)
 

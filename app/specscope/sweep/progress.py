@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from specscope.client import bench
+from specscope.client.progress import Progress, ProgressEvent
 
 __all__ = ["Estimate"]
 
@@ -17,12 +17,12 @@ class Estimate:
     again for every cell. Starts between cells (a pool's later waves) are, as the cells' own share;
     cells finished in an earlier run cost nothing, so counting starts again after them."""
 
-    def __init__(self, emit: bench.Progress):
+    def __init__(self, emit: Progress):
         self.emit = emit
         self.began: float | None = None  # when the first cell measured began
         self.first = 0.0  # the done share then
 
-    def __call__(self, event: bench.ProgressEvent) -> None:
+    def __call__(self, event: ProgressEvent) -> None:
         if event.stage == "cell_skipped":
             self.began = None
         elif event.stage == "cell_start" and self.began is None:

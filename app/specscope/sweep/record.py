@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from specscope import files, settings
-from specscope.client import bench
+from specscope.client.progress import Progress, ProgressEvent, Stage
 from specscope.engine.provenance import is_synthetic
 from specscope.results import hygiene, writing
 from specscope.schema import BASELINE_METHOD, ResultRow
@@ -105,7 +105,7 @@ class Recorder:
     saved, the run's Parquet rewritten, counted in the result, and told as progress. ``seconds``: where
     the lanes' time went."""
 
-    def __init__(self, run_id: str, total: int, emit: bench.Progress, result: SweepResult | None = None):
+    def __init__(self, run_id: str, total: int, emit: Progress, result: SweepResult | None = None):
         self.run_id, self.total, self.emit = run_id, total, emit
         self.result = result or SweepResult(run_id)
         self.lock = threading.Lock()
@@ -117,9 +117,9 @@ class Recorder:
         """Seconds since the sweep began."""
         return time.monotonic() - self.began
 
-    def event(self, stage: bench.Stage, cell_id: str = "", message: str = "") -> None:
+    def event(self, stage: Stage, cell_id: str = "", message: str = "") -> None:
         """A progress event at the sweep's count so far."""
-        self.emit(bench.ProgressEvent(stage, cell_id, self.done, self.total, message=message))
+        self.emit(ProgressEvent(stage, cell_id, self.done, self.total, message=message))
 
     def skipped(self, cell_id: str) -> None:
         """A cell finished in an earlier run of the same sweep."""

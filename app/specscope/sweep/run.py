@@ -11,7 +11,9 @@ from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 
-from specscope.client import bench, warmup
+from specscope.client import warmup
+from specscope.client.load_spec import DEFAULT_OUTPUT_LEN
+from specscope.client.progress import Progress
 from specscope.engine.k_schedule import KSchedule
 from specscope.errors import ConfigError, SpecScopeError
 from specscope.results import shared
@@ -39,7 +41,7 @@ Advise = Callable[[str, str, str, str], KSchedule]  # (model, method, dataset, r
 Stop = threading.Event | Callable[[], bool] | None
 
 
-def run_sweep(spec: SweepSpec | SweepPlan, launcher: Launcher, progress: bench.Progress | None = None,
+def run_sweep(spec: SweepSpec | SweepPlan, launcher: Launcher, progress: Progress | None = None,
               stop: Stop = None, only: Collection[str] | None = None, advise: Advise | None = None) -> SweepResult:
     """Run (or resume) a sweep (a spec, or its plan resolved once) on this machine; returns which cells
     ran, were skipped and failed. ``stop`` (an event or a callable) is asked before each cell; ``only``
@@ -202,7 +204,7 @@ class _Lane:
         self.recorder.event("server", cell.cell_id, f"warming up {cell.method} {what} (not measured)")
         began = time.monotonic()
         warmup.warm_up(server.url, concurrency=cell.concurrency,
-                       output_len=spec.output_len or bench.DEFAULT_OUTPUT_LEN,
+                       output_len=spec.output_len or DEFAULT_OUTPUT_LEN,
                        prompt_chars=typical_chars(prompt_set), temperature=spec.temperature, live=False,
                        formats=[p.response_format for p in prompt_set.prompts]
                        if spec.structured != "free" else ())  # each grammar compiled unmeasured
@@ -215,7 +217,7 @@ class _Lane:
             return
         self.recorder.event("server", cell.cell_id, f"warming up {cell.method} {what} at batch sizes 1 to {width}")
         began = time.monotonic()
-        warmup.ramp(server.url, width=width, output_len=self.plan.spec.output_len or bench.DEFAULT_OUTPUT_LEN,
+        warmup.ramp(server.url, width=width, output_len=self.plan.spec.output_len or DEFAULT_OUTPUT_LEN,
                     prompt_chars=typical_chars(self.plan.prompt_set), temperature=self.plan.spec.temperature)
         self.recorder.timed("warm", time.monotonic() - began)
 

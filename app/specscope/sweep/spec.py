@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from specscope import launch, prompts
-from specscope.client import bench
+from specscope.client.load_spec import DEFAULT_OUTPUT_LEN
 from specscope.engine import k_schedule
 from specscope.engine.provenance import SYNTHETIC
 from specscope.errors import ConfigError
@@ -92,7 +92,7 @@ class SweepSpec:
     concurrencies: tuple[int, ...]
     prompts: Path
     num_prompts: int | None = None
-    output_len: int | None = bench.DEFAULT_OUTPUT_LEN
+    output_len: int | None = DEFAULT_OUTPUT_LEN
     request_rate: float = math.inf
     temperature: float = 0.0
     warmups: int = 1
