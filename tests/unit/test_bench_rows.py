@@ -34,7 +34,7 @@ def test_row_matches_vllm_definitions():
     a = done("a", 0.1, [0.02, 0.04], 5)            # 3 chunks carry 5 tokens (SD steps)
     b = done("b", 0.3, [0.05], 5)
     failed = RequestResult(prompt_id="c", error="HTTP 400: too long")
-    row = cell([a, b, failed]).row(method="ngram", k=4)
+    row = cell([a, b, failed]).row()
     assert row["completed"] == 2 and row["failed"] == 1 and row["num_prompts"] == 3
     assert row["total_output_tokens"] == 10 and row["output_throughput"] == pytest.approx(5.0)
     assert row["request_throughput"] == pytest.approx(1.0)

@@ -125,7 +125,7 @@ def test_a_constrained_request_sends_its_schema_keeps_eos_and_checks_the_real_an
     rows = cell.request_rows(cell_id="ngram-k4-c1-constrained", method="ngram", k=4)
     assert (rows[0]["response_format"], rows[0]["valid"], rows[0]["invalid_reason"]) == ("json_schema", True, None)
     assert (rows[1]["valid"], rows[1]["invalid_reason"]) == (False, "No answer: the request failed.")
-    figures = cell.row(method="ngram")
+    figures = cell.row()
     assert figures["response_format"] == "json_schema" and figures["valid_share"] == 0.5
     assert figures["max_itl_ms"] == result.max_itl_ms
 

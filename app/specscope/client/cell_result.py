@@ -7,7 +7,7 @@ tokens of successful requests / wall time of the run, the SD counters' ``/metric
 hygiene checks need (``specscope.results.hygiene``): the prefix-cache hit rate during the measurement and
 the share of requests that started in synchronized waves.
 
-    row = cell.row(method="ngram", k=4, dataset=prompt_set.name, ...)   # canonical row
+    row = cell.row()   # what it measured, as result columns (the sweep adds model, method, K, ...)
     rows = cell.request_rows(cell_id="ngram-k4-c4", method="ngram", k=4)
 """
 
@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from specscope import formats
 from specscope.client import metrics
 from specscope.client.load_spec import LoadSpec
+from specscope.schema import ResultRow, latency_columns
 
 __all__ = ["RequestResult", "CellResult"]
 
@@ -134,12 +134,16 @@ class CellResult:
         checked = [r.valid for r in self.requests if r.valid is not None]
         return sum(checked) / len(checked) if checked else None
 
-    def row(self, **labels: Any) -> dict:
-        """The canonical result row of this cell; ``labels`` fill model, method, k, dataset, ..."""
+    def row(self) -> ResultRow:
+        """What this cell measured, as columns of its result row; the sweep adds what was measured (model,
+        method, K, ...: ``sweep.measure.labels``)."""
         ok = self.ok
         total_output = sum(r.output_tokens for r in ok)
         status, error = self.status
-        row: dict[str, Any] = {
+        series = {"ttft": [r.ttft for r in ok], "tpot": [r.tpot for r in ok if r.tpot is not None],
+                  "itl": [gap for r in ok for gap in r.itl], "e2el": [r.latency for r in ok]}
+        latency = {metric: _stats(values) for metric, values in series.items()}
+        row: ResultRow = {
             "num_prompts": len(self.requests), "temperature": self.spec.temperature,
             "output_len": self.spec.output_len, "concurrency": self.spec.max_concurrency,
             "request_rate": self.spec.request_rate, "duration_s": self.duration_s,
@@ -153,15 +157,10 @@ class CellResult:
             "response_format": formats.kinds_label(r.response_format for r in self.requests),
             "valid_share": self.valid_share,
             "max_itl_ms": max((r.max_itl_ms for r in ok if r.max_itl_ms is not None), default=None),
+            **latency_columns(lambda stat, metric: latency[metric][stat]),
         }
-        series = {"ttft": [r.ttft for r in ok], "tpot": [r.tpot for r in ok if r.tpot is not None],
-                  "itl": [gap for r in ok for gap in r.itl], "e2el": [r.latency for r in ok]}
-        for metric, values in series.items():
-            for stat, value in _stats(values).items():
-                row[f"{stat}_{metric}_ms"] = value
         if self.spec_delta is not None:
             row.update(self.spec_delta.as_row())
-        row.update(labels)
         return row
 
     def request_rows(self, *, cell_id: str, method: str, k: int) -> list[dict]:

@@ -20,7 +20,7 @@ is compiled inside the measurement. A cell also reads the prefix-cache counters 
 
     spec = LoadSpec(base_url="http://127.0.0.1:8000", max_concurrency=4, output_len=64)
     cell = run_sync(run_load(spec, prompt_set, progress=print))
-    row = cell.row(method="ngram", k=4, dataset=prompt_set.name, ...)   # canonical row
+    row = cell.row()   # what it measured, as result columns (the sweep adds model, method, K, ...)
 """
 
 from __future__ import annotations
