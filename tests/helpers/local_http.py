@@ -8,7 +8,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
+
+from helpers.paths import CAPTURES
 
 
 class Answering(BaseHTTPRequestHandler):
@@ -62,7 +63,7 @@ def recording_chat(body: bytes, seen: list[tuple[float, dict]], delay_s: float =
 def measurable_chat(body: bytes, seen: list[tuple[float, dict]], delay_s: float = 0.0) -> type[Answering]:
     """``recording_chat`` that a sweep can measure: /health answers, and /metrics gives the /metrics text a real
     vLLM ngram K=4 server gave (tests/captures)."""
-    metrics = (Path(__file__).resolve().parent / "captures" / "metrics_ngram_k4_after.txt").read_bytes()
+    metrics = (CAPTURES / "metrics_ngram_k4_after.txt").read_bytes()
 
     class Server(recording_chat(body, seen, delay_s)):  # type: ignore[misc]
         def do_GET(self):  # noqa: N802 - the http.server API

@@ -11,7 +11,7 @@ through the Live page's "Recordings" expander, waits until every pane shows "· 
 writes ``docs/img/live.jpg``, ``live-1280.jpg``, ``explorer.jpg`` and ``theory.jpg``, each under
 300 KB (JPEG quality 80, stepped down until it fits).
 
-Run: .venv/bin/python tests/screenshots.py [--out docs/img] [--timeout 240]
+Run: .venv/bin/python tests/helpers/screenshots.py [--out docs/img] [--timeout 240]
 """
 
 from __future__ import annotations
@@ -22,14 +22,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # a script: bench/ for
+import _on_path  # noqa: E402, F401 - its app/ and tests/ first on sys.path
 
 from dashboard import CHROMIUM, CHROMIUM_ARGS, IDLE_JS, Server  # noqa: E402
+from helpers.paths import CAPTURES, DOCS  # noqa: E402
 
 # Warmed servers, fresh prompt: none and ngram, then suffix and draft_model (two CPU servers at a time),
 # each pane measured alone as fair replay measures it; none of the figures is a cold start.
-RECORDING = REPO / "tests" / "captures" / "live_4panes_warm.json"
+RECORDING = CAPTURES / "live_4panes_warm.json"
 SIZE = {"width": 1600, "height": 1000}
 LAPTOP = {"width": 1280, "height": 800}
 MAX_BYTES = 300_000
@@ -104,7 +105,7 @@ def main(out: Path, timeout_s: float) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=REPO / "docs" / "img", help="folder for the images")
+    parser.add_argument("--out", type=Path, default=DOCS / "img", help="folder for the images")
     parser.add_argument("--timeout", type=float, default=240, help="seconds any one page may take")
     args = parser.parse_args()
     main(args.out, args.timeout)

@@ -3,7 +3,7 @@
 alone, tests marked ``few_servers`` share it. One lock file per run, named by
 SPECSCOPE_TEST_LOCK; without it (one pytest), no lock. A CPU demo server holds about 3.4 GB, so a test
 of four servers beside one of three would not fit 24 GB. A wait for the room of a second or more is written
-to ``SPECSCOPE_TEST_LOCK``.waits (stream, seconds, who), which tests/slowest.py adds up: a test's JUnit time
+to ``SPECSCOPE_TEST_LOCK``.waits (stream, seconds, who), which tests/helpers/slowest.py adds up: a test's JUnit time
 counts its wait as its own."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import server_room
+from helpers import server_room
 
 # the cpu-smollm2 demo servers the browser and integration tests share (tests/conftest.py): method, core, warmed
 DEMO_SERVERS = (("none", "0", True), ("ngram", "1", True), ("suffix", "1", False))

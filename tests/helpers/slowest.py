@@ -1,6 +1,6 @@
 """The slowest tests of the JUnit reports tests/run.sh writes for its two streams, and their totals; with
-``--waits``, how long each stream waited for the server room (tests/server_room.py):
-python tests/slowest.py REPORT.xml ... [--top N] [--waits FILE]."""
+``--waits``, how long each stream waited for the server room (tests/helpers/server_room.py):
+python tests/helpers/slowest.py REPORT.xml ... [--top N] [--waits FILE]."""
 
 from __future__ import annotations
 

@@ -22,8 +22,9 @@ from pathlib import Path
 
 import requests
 
-REPO = Path(__file__).resolve().parents[1]
-MAIN = REPO / "app" / "main.py"
+from helpers.paths import APP, REPO
+
+MAIN = APP / "main.py"
 
 
 def free_port() -> int:

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from helpers.paths import APP
 from specscope.advice import advisor, fitting, theory
 from specscope.cli import main as cli_main
 from specscope.errors import InputError
@@ -169,9 +170,8 @@ def test_measured_per_position_rates_are_used_directly():
 
 
 def test_concurrency_figure_marks_crossover_in_data_units(ruiz_frame, monkeypatch):
-    from pathlib import Path
 
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "app"))
+    monkeypatch.syspath_prepend(str(APP))
     from ui import theory_charts
 
     fit = next(f for f in fitting.fit_families(ruiz_frame) if f.keys["draft_model"] == "Qwen/Qwen3-1.7B")

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import calibration_rows
-from calibration_rows import BASE, D0, D1, HELD_OUT
+from helpers import calibration_rows
+from helpers.calibration_rows import BASE, D0, D1, HELD_OUT
+from helpers.paths import DATA
 from specscope import sweep
 from specscope.advice import calibrate, fitting, theory
 from specscope.engine import catalog, vllms
@@ -20,7 +21,7 @@ from specscope.loop import calibration_sweep
 from specscope.results import store
 from specscope.sweep import SweepSpec, synthetic_config
 
-PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "code-editing.jsonl"
+PROMPTS = DATA / "prompts" / "code-editing.jsonl"
 SYNTHETIC = "synthetic"
 
 

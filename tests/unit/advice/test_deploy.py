@@ -5,11 +5,11 @@ over batch sizes keeps the choices' sources."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from helpers.paths import DATA, SHARED_DATA
 from specscope.advice import advisor, deploy, fitting, theory
 from specscope.engine.schedule import SCHEDULE_KEY
 from specscope.results import importers
@@ -213,7 +213,6 @@ def test_bench_takes_a_curve_as_per_position_rates(specscope_home, monkeypatch):
     assert sent[0].spec.synthetic.keys(4)["synthetic_acceptance_rates"] == [0.83, 0.6, 0.45, 0.36]
 
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def test_the_carried_curves_are_their_sources_figures():
@@ -224,17 +223,17 @@ def test_the_carried_curves_are_their_sources_figures():
 
     from specscope.advice import priors
 
-    golden = SHARED / "inferencex_golden_al_843c625"
+    golden = SHARED_DATA / "inferencex_golden_al_843c625"
     if not golden.is_dir():
         pytest.skip(f"{golden} is missing; tests read the published curves from ../shared/data")
     kimi = yaml.safe_load((golden / "kimik2.5_eagle3.yaml").read_text())["kimi-k2.5-nvfp4"]["thinking_on"]
     assert priors.PRIORS["eagle3-kimi-k2.5"].al == tuple(kimi[k] for k in range(1, 9))
     mtp = yaml.safe_load((golden / "qwen3.5_mtp.yaml").read_text())["qwen3.5-397b-a17b-nvfp4"]["thinking_on"]
     assert priors.PRIORS["mtp-qwen3.5"].al == tuple(mtp[k] for k in range(1, 9))
-    ruiz = pd.read_parquet(next(SHARED.glob("tomasruizt_*.parquet")))
+    ruiz = pd.read_parquet(next(SHARED_DATA.glob("tomasruizt_*.parquet")))
     medians = ruiz[ruiz["draft_model"] == "Qwen/Qwen3-1.7B"].groupby("num_spec_toks")["acceptance_length"].median()
     assert priors.PRIORS["draft-qwen3-1.7b-for-32b"].al == tuple(round(float(v), 2) for v in medians)
-    traces = [_json.loads(line) for line in (SHARED / "specdecode-bench_simulator_2fdccbd"
+    traces = [_json.loads(line) for line in (SHARED_DATA / "specdecode-bench_simulator_2fdccbd"
                                             / "combined_instructcoder.jsonl").read_text().splitlines()]
     used = [t["acc_eagle"]["acc_len"] for t in traces
             if len(t["acc_eagle"]["acc_len"]) == len(t["generated_token_ids"])]
@@ -276,7 +275,7 @@ def _bundled_loop(run_id: str, probe_ks: tuple[int, int]):
     published curve, c = 1, 4, 16, 64, three repeats."""
     from specscope.loop import deploy_run
 
-    data = Path(__file__).resolve().parents[2] / "data"
+    data = DATA
     return deploy_run.Request(preset="shape-llama31-8b-shared", methods=("eagle3",), concurrencies=(1, 4, 16, 64),
                               prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
                               probe_ks=probe_ks, repeats=3, run_id=run_id)
@@ -383,7 +382,7 @@ def test_the_bundled_draft_model_loop_answers_the_measured_k_and_says_the_predic
     baseline step); with the step held at no less than the baseline's, the miss is a median 9.8%."""
     from specscope.loop import deploy_run
 
-    data = Path(__file__).resolve().parents[2] / "data"
+    data = DATA
     request = deploy_run.Request(preset="shape-llama31-8b-shared", methods=("draft_model",), concurrencies=(1, 16, 64),
                                  prompts=data / "prompts" / "code-editing.jsonl", acceptance="draft-qwen3-1.7b-for-32b",
                                  ks=tuple(range(1, 7)), probe_ks=(3, 6), repeats=3,
@@ -406,7 +405,7 @@ def test_the_bundled_long_context_loop_answers_k4_at_every_load_within_its_predi
     stays 4 as load grows, the speedup falls from 1.9x to 1.25x, and the fit predicted each verified cell within 4%."""
     from specscope.loop import deploy_run
 
-    data = Path(__file__).resolve().parents[2] / "data"
+    data = DATA
     request = deploy_run.Request(preset="shape-llama31-8b-long", methods=("eagle3",), concurrencies=(1, 4, 16),
                                  prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
                                  ks=tuple(range(1, 9)), probe_ks=(3, 6), repeats=3, num_prompts=8, per_concurrency=4,

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from helpers.paths import CAPTURES
 from specscope.advice import forward_prior
 from specscope.cli import main as cli_main
 from specscope.errors import InputError
 from specscope.results import importers
 
-CAPTURES = Path(__file__).parents[1] / "captures"
 ALONE, K3, K1 = (CAPTURES / f"bench_forward_eagle3_{name}.json" for name in ("exclude_drafter", "k3", "k1"))
 GIVEN = {"model": "meta-llama/Llama-3.1-8B-Instruct", "hardware": "1xH100-80GB",
          "draft_model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "vllm_version": "0.33.0"}

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import few_prompts_store
+from helpers import few_prompts_store
 from specscope.analysis import intervals, per_prompt
 from specscope.cli import layout
 from specscope.results.store import Store

@@ -1,5 +1,6 @@
 """Against the limits, from a store: each cell's oracle bound, side effects and Pareto front, and
-acceptance over the output, on a hand-made run whose requests carry vLLM's per-step counts (tests/per_step_run.py)."""
+acceptance over the output, on a hand-made run whose requests carry vLLM's per-step counts
+(tests/helpers/per_step_run.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 import pandas as pd
 import pytest
 
-import per_step_run
+from helpers import per_step_run
 from specscope.analysis import limits, output_acceptance
 from specscope.cli import main
 from specscope.results.store import Store

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from helpers.paths import DATA
 from specscope import prompts, sweep
 from specscope.analysis import per_prompt, run_results
 from specscope.cli import main
@@ -19,7 +19,7 @@ from specscope.prompts import library
 from specscope.results import writing
 from specscope.results.store import Store
 
-BUNDLED = Path(__file__).resolve().parents[2] / "data" / "requests" / "specscope-cpu-code-editing.parquet"
+BUNDLED = DATA / "requests" / "specscope-cpu-code-editing.parquet"
 RUN = "specscope-cpu-code-editing"
 
 

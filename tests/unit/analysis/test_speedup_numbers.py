@@ -2,11 +2,12 @@
 
 ``speedups_before.json`` holds what SpecScope computed from per-sample lists (commit 53cba9c,
 before the folds moved to per-cell sufficient statistics), over the bundled results and the
-synthetic store of ``tests/repeats_store.py``. It was written by running this file as a script
+synthetic store of ``tests/helpers/repeats_store.py``. It was written by running this file as a script
 with that commit's library::
 
     git archive 53cba9c app | tar -x -C /tmp/old
-    SPECSCOPE_DATA=$PWD/data PYTHONPATH=/tmp/old/app .venv/bin/python tests/unit/test_speedup_numbers.py --write
+    SPECSCOPE_DATA=$PWD/data PYTHONPATH=/tmp/old/app:tests .venv/bin/python \
+        tests/unit/analysis/test_speedup_numbers.py --write
 
 Any later change to the maths must give the same numbers, or say why and rewrite the file. (The
 bundled GPU rows' ``draft_model`` was later renamed from the folder it was served from to the model's
@@ -39,9 +40,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import repeats_store  # noqa: E402
+from helpers import repeats_store  # noqa: E402
 from specscope import settings
 from specscope.analysis import explore
 from specscope.results import store  # noqa: E402

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduled_rows import SCHEDULE
-from scheduled_rows import row as _row
+from helpers.scheduled_rows import SCHEDULE
+from helpers.scheduled_rows import row as _row
 from specscope.analysis import explore, verdict
 from specscope.engine.schedule import SCHEDULE_KEY
 from specscope.results.store import Store

@@ -13,7 +13,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-APP = Path(__file__).resolve().parents[2] / "app"
+from helpers.paths import APP
+
 SCRIPT = "import sys; from specscope.cli import main; sys.exit(main())"  # what the console script runs
 # The threads of this process before and after the command (Arrow's pool threads are native).
 COUNTING = """import os, sys
@@ -60,7 +61,7 @@ def test_a_file_needing_a_column_map_exits_1_with_its_message_every_time(tmp_pat
 
 
 def test_help_reads_as_plain_text():
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "app")}
+    env = {**os.environ, "PYTHONPATH": str(APP)}
     shown = subprocess.run([sys.executable, "-c", SCRIPT, "--help"], capture_output=True, text=True, env=env,
                            timeout=120)
     assert shown.returncode == 0 and "specscope" in shown.stdout and "``" not in shown.stdout

@@ -8,6 +8,7 @@ import json
 import pandas as pd
 import pytest
 
+from helpers.paths import DATA
 from specscope.cli import layout
 from specscope.cli import main as cli_main
 
@@ -77,7 +78,6 @@ def test_wide_and_json_keep_every_column(specscope_home, monkeypatch, capsys):
 def test_advise_advise_schedule_and_deploy_fit_160_columns_in_a_pipe(specscope_home, capsys, monkeypatch):
     """``advise`` lines reached 393 columns and ``deploy`` 580: every line fits the pipe's 160 now, and the
     speculative_config, wrapped between its JSON items inside the quotes, still reads as one JSON value."""
-    from pathlib import Path
 
     from specscope.cli import deploy as deploy_cli
     from specscope.loop import deploy_run
@@ -87,7 +87,7 @@ def test_advise_advise_schedule_and_deploy_fit_160_columns_in_a_pipe(specscope_h
         assert cli_main(argv) == 0
         out = capsys.readouterr().out
         assert out and max(len(line) for line in out.splitlines()) <= 160, argv
-    data = Path(__file__).resolve().parents[2] / "data"
+    data = DATA
     request = deploy_run.Request(preset="shape-llama31-8b-shared", methods=("eagle3",), concurrencies=(1, 4, 16, 64),
                                  prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
                                  probe_ks=(3, 6), repeats=3, run_id="gpu-deploy-8b-eagle3-vllm0.32.0")

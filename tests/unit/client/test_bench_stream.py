@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 import httpx
 import pytest
 
+from helpers.paths import CAPTURES
 from specscope.client import bench
 from specscope.prompts import parse
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 SPEC = bench.LoadSpec(base_url="http://vllm.test", model="smol", output_len=24)
 PROMPT = parse(b'{"id": "p1", "prompt": "Rename tmp to total."}', "s.jsonl").prompts[0]
 

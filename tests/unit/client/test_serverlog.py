@@ -3,13 +3,12 @@ not load libnuma (missing on a minimal Debian; an invalid file first on LD_LIBRA
 did not fit the free memory (VLLM_CPU_KVCACHE_SPACE=60 on a 24 GiB machine), and a
 healthy one (ngram K=4, started and stopped), whose ulimit warning quotes an OSError that must not count as a cause."""
 
-from pathlib import Path
 
 import pytest
 
+from helpers.paths import CAPTURES
 from specscope.client import serverlog
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 ENGINE_FAILED = "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): "
 
 

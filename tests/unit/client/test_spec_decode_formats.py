@@ -10,17 +10,14 @@ streaming, with a sparse histogram whose keys are JSON strings.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from helpers.paths import CAPTURES
 from specscope.client.stream import METRICS_FORMAT, STATS_FORMAT, parse_event, spec_decode_stats, spec_format
 from specscope.errors import StreamError
 from specscope.live.steps import label_steps
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
-
-# The summary example of the metrics format's docs (a non-streaming response).
 METRICS_SUMMARY = {
     "choices": [{"index": 0, "message": {"role": "assistant", "content": "..."}, "finish_reason": "stop"}],
     "usage": {"prompt_tokens": 12, "completion_tokens": 53, "total_tokens": 65},

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import httpx
 import pytest
 
+from helpers.paths import CAPTURES
 from specscope.client.stream import GenerationRequest, StreamClient
 from specscope.errors import ServerUnreachable, StreamError
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 MODEL = {"data": [{"id": "/work/dev-models/SmolLM2-135M-Instruct", "max_model_len": 2048}]}
 
 

@@ -3,15 +3,13 @@ measured above concurrency 1 (vLLM 0.26.0's V1 runner compiles a spec-decode hel
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import local_http
+from helpers import local_http
+from helpers.paths import CAPTURES, DATA
 from specscope import sweep
 from specscope.client import warmup
 from specscope.sweep.run import ramp_width
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
-PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "open-chat.jsonl"
+PROMPTS = DATA / "prompts" / "open-chat.jsonl"
 
 
 def test_a_ramp_sends_a_batch_of_two_then_three_each_request_shorter_than_the_last():

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from local_http import Answering, serving
+from helpers.local_http import Answering, serving
 from specscope import access, launch, live, sweep
 from specscope.client import probe
 from specscope.client.stream import GenerationRequest

@@ -11,14 +11,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-import local_http
+from helpers import local_http
+from helpers.paths import CAPTURES, PROMPTS
 from specscope import formats, prompts, sweep
 from specscope.client import bench, warmup
 from specscope.errors import InputError
 from specscope.sweep import measure
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
-BUNDLED = Path(__file__).resolve().parents[2] / "data" / "prompts" / "json-extraction.jsonl"
+BUNDLED = PROMPTS / "json-extraction.jsonl"
 PERSON = {"type": "json_schema", "json_schema": {"name": "person", "schema": {
     "type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
     "required": ["name", "age"], "additionalProperties": False}}}

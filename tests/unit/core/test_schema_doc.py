@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
+from helpers.paths import DATA
 from specscope.schema import REQUEST_SCHEMA, RESULT_SCHEMA
 
-SCHEMA_MD = Path(__file__).resolve().parents[2] / "data" / "SCHEMA.md"
+SCHEMA_MD = DATA / "SCHEMA.md"
 
 
 def _documented(section_title: str) -> list[str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.paths import BENCH
 from specscope import sweep
 from specscope.advice import fitting
 from specscope.analysis import explore
@@ -170,7 +171,7 @@ def test_synthetic_lengths_reach_the_servers_config():
 
 
 def test_gpu_bench_skips_without_a_gpu(monkeypatch, capsys):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    sys.path.insert(0, str(BENCH))
     import gpu
 
     monkeypatch.setattr(provenance, "nvidia_smi", lambda: "")

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from helpers.paths import APP, REPO
 from specscope.engine import catalog, methods
 from specscope.engine.presets import MethodEntry, Preset
 from specscope.engine.version_facts import CHECKED_VERSIONS, method_fact, version_tuple
 from specscope.errors import ConfigError
 from specscope.launch.command import VllmInstall, build
 
-ROOT = Path(__file__).resolve().parents[2]
 CAPTURED = {version: frozenset(read["methods"]) for version, read in
-            json.loads((ROOT / "tests/captures/vllm_speculative_config.json").read_text()).items()}
+            json.loads((REPO / "tests/captures/vllm_speculative_config.json").read_text()).items()}
 DRAFTING = ("match", "model", "head")
 # the door itself: where method names are written
 DOOR = {"specscope/engine/methods.py", "specscope/engine/version_facts.py"}
@@ -157,7 +157,7 @@ def test_no_module_decides_by_a_method_name():
     """A trait another module acts on lives on the method's class; a comparison with a method's name elsewhere is a
     place a new method would silently miss."""
     kinds = frozenset(methods.METHODS)
-    app = ROOT / "app"
+    app = APP
     found = []
     for path in sorted(app.rglob("*.py")):
         where = path.relative_to(app).as_posix()

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
+from helpers.paths import DOCS
 from specscope.engine import roofline
 from specscope.engine.shapes import SHAPES
 
@@ -110,7 +109,7 @@ def test_above_names_what_passes_its_ceiling():
 
 
 def test_docs_cite_every_hardware_row_with_its_figures():
-    text = (Path(__file__).resolve().parents[2] / "docs" / "limits.md").read_text()
+    text = (DOCS / "limits.md").read_text()
     for h in roofline.HARDWARE.values():
         tflops = "not published" if h.bf16_tflops is None else f"{h.bf16_tflops:g}"
         assert f"| {h.name} | {h.bandwidth_gb_s:g} | {tflops} |" in text, h.name

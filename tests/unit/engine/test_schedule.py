@@ -1,5 +1,5 @@
 """K schedules as values: vLLM's validation rules one by one, the text form, the config they become; the
-`auto` schedule answered from stored results (the answer itself: tests/unit/test_deploy.py)."""
+`auto` schedule answered from stored results (the answer itself: tests/unit/advice/test_deploy.py)."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.paths import CAPTURES
 from specscope import settings
 from specscope.engine import catalog, presets
 from specscope.engine.presets import MethodEntry, Preset
@@ -29,7 +30,7 @@ from specscope.errors import ConfigError
 from specscope.launch import host
 from specscope.launch.command import VllmInstall, build
 
-MANIFEST = json.loads((Path(__file__).parents[1] / "captures" / "vllm_speculative_config.json").read_text())
+MANIFEST = json.loads((CAPTURES / "vllm_speculative_config.json").read_text())
 V1RUNNER = settings.repo_root() / "launchers" / "shape-llama31-8b-v1runner.toml"
 NOT_KEYS = {"custom_method"}  # 0.34.0 sets it itself (field(init=False), config/speculative.py:479): not a user's key
 PREVIOUS = {"0.33.0": "0.32.0", "0.34.0": "0.33.0"}

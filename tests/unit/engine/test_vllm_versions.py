@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import version_rows
+from helpers import version_rows
+from helpers.paths import LAUNCHERS
 from specscope import launch, sweep
 from specscope.analysis import versions
 from specscope.cli import layout
@@ -258,7 +259,7 @@ def test_speedup_by_vllm_version_prints_each_version_and_the_change(version_stor
 def test_install_sh_refuses_a_version_that_is_no_release_number(version):
     import subprocess
 
-    script = Path(__file__).resolve().parents[2] / "launchers" / "install.sh"
+    script = LAUNCHERS / "install.sh"
     done = subprocess.run(["bash", str(script), "--vllm", version], capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
     assert done.stderr.strip() == f"install.sh: --vllm needs a release number such as 0.30.0, not '{version}'"

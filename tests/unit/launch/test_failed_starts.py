@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from local_http import Answering, serving
+from helpers.local_http import Answering, serving
+from helpers.paths import CAPTURES
 from specscope import launch, procfs
 from specscope.cli import main as cli_main
 from specscope.client import serverlog
 from specscope.errors import LaunchFailed
 from specscope.launch import checkup, failures, process, registry
-
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 
 
 def _state(name: str, **fields) -> launch.ServerState:

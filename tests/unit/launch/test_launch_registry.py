@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.paths import CAPTURES
 from specscope import launch, procfs, settings
 from specscope.errors import UnknownServer
 from specscope.launch import registry
@@ -134,7 +135,7 @@ def test_ending_a_server_removes_the_rendezvous_file_its_engine_left_in_tmp(tmp_
                                  "s.bind(('127.0.0.1', 0)); s.listen()\nprint(s.getsockname()[1], flush=True)\n"
                                  "time.sleep(120)"], stdout=subprocess.PIPE, text=True, start_new_session=True)
     port = int(listener.stdout.readline())
-    captured = (Path(__file__).resolve().parents[1] / "captures" / "vllm_dist_filestore.capture").read_bytes()
+    captured = (CAPTURES / "vllm_dist_filestore.capture").read_bytes()
     first = re.search(rb"\x02\x00(..)\x7f\x00\x00\x01\x00{8}", captured)
     assert first is not None
     ours = tmp_path / "vllm_dist_0123456789abcdef0123456789abcdef"

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from helpers.paths import CAPTURES
 from specscope.client import metrics
 from specscope.launch import registry
 from specscope.live import freshness
 from specscope.live.freshness import AnswerLog, Freshness
-
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 
 
 def snapshot(name: str) -> metrics.MetricsSnapshot:

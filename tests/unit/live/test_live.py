@@ -5,17 +5,16 @@ check, fair replay on recorded times, recordings, and the server lines a user ty
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import httpx
 import pytest
 
+from helpers.paths import CAPTURES
 from specscope import live
 from specscope.client.stream import Chunk, GenerationRequest
 from specscope.errors import ConfigError, InputError
 from specscope.live import steps
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 NGRAM = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
 MODEL = {"data": [{"id": "/work/dev-models/SmolLM2-135M-Instruct", "max_model_len": 2048}]}
 REQUEST = GenerationRequest(prompt="p", max_tokens=64)
@@ -232,8 +231,7 @@ def test_the_baseline_pane_comes_first_and_reads_one():
 def test_a_recording_of_gpu_servers_replays_with_its_provenance():
     """Live on an H100 (vLLM 0.24.0, the Llama-3.1-8B shape): the baseline beside an EAGLE-3 head at K=4
     whose drafts were accepted synthetically at a mean length of 3.0 (``specscope stream --save``)."""
-    loaded = live.load_recording(Path(__file__).resolve().parents[1] / "captures" /
-                                 "live_gpu_h100_eagle3_synthetic.json")
+    loaded = live.load_recording(CAPTURES / "live_gpu_h100_eagle3_synthetic.json")
     loaded.replay_started = float("-inf")
     base, eagle = loaded.views(now=float("inf"))
     assert not base.spec.speculative and eagle.spec.speculative

@@ -4,13 +4,13 @@ race on shared cores says its speedups measure contention."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
+from helpers.paths import CAPTURES
 from specscope import live
 from specscope.launch.registry import ServerState
 from ui.live_panes import pane_html
 
-RECORDING = Path(__file__).resolve().parents[1] / "captures" / "live_4panes.json"
+RECORDING = CAPTURES / "live_4panes.json"
 HOST_CORES = sorted(os.sched_getaffinity(0))
 
 

@@ -9,16 +9,15 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
+from helpers.paths import CAPTURES
 from specscope import live, procfs
 from specscope.client import metrics
 from specscope.launch import registry
 from specscope.launch.registry import ServerState
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 GPU_RECORDING = CAPTURES / "live_gpu_h100_eagle3_synthetic.json"
 EAGLE3 = {"method": "eagle3", "num_speculative_tokens": 4, "model": "shape-Llama-3.1-8B-eagle3",
           "rejection_sample_method": "synthetic", "synthetic_acceptance_length": 3.0}

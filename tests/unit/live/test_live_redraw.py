@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 
+from helpers.paths import CAPTURES
 from specscope import live
 
-RECORDING = Path(__file__).resolve().parents[1] / "captures" / "live_4panes.json"
+RECORDING = CAPTURES / "live_4panes.json"
 
 
 def test_replay_wakes_when_the_next_chunk_comes_due():

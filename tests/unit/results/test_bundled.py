@@ -7,16 +7,15 @@ import csv
 import importlib.util
 import json
 from decimal import Decimal
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
+from helpers.paths import DATA
 from specscope.cli import main as cli_main
 from specscope.results import hygiene
 from specscope.results.store import Store
 
-DATA = Path(__file__).resolve().parents[2] / "data"
 SOURCES = DATA / "sources"
 KEY = ("label", "hardware", "method", "k")
 

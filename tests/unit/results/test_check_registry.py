@@ -15,13 +15,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from helpers.paths import REPO
 from specscope.analysis import explore
 from specscope.results import hygiene, writing
 from specscope.results.store import Store
 from ui import run_table
 
 CHECKS = list(hygiene.CHECKS.values())
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = REPO / "README.md"
 WHAT = {"distorts": "distort the cell's figure", "conditions": "describe its conditions"}
 
 

@@ -9,16 +9,14 @@ concurrency-1 cell, ``proc_stat_*`` /proc/stat of the 2-core machine around a ce
 
 import json
 import threading
-from pathlib import Path
 
 import pytest
 
+from helpers.paths import CAPTURES
 from specscope import procfs
 from specscope.client import bench, compilelog, metrics
 from specscope.results import hygiene
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
-# one real /proc/<pid>/stat line (a process whose name has a space and parentheses)
 STAT_LINE = ("23958 (vllm (worker) 0) R 23946 23946 2405 0 -1 4194304 98 0 0 0 731 94 0 0 20 0 1 0 "
              "78143 3133440 412 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0")
 CLEAN = {"method": "ngram", "k": 4, "concurrency": 4, "temperature": 0.0, "completed": 8,

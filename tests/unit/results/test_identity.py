@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from helpers.paths import DATA
 from specscope.analysis import explore, intervals, versions
 from specscope.cli import layout
 from specscope.cli import main as cli_main
@@ -15,7 +15,6 @@ from specscope.engine import models
 from specscope.results import identity
 from specscope.results.store import Store
 
-DATA = Path(__file__).resolve().parents[2] / "data"
 ROW = {"source": "specscope", "model": "HuggingFaceTB/SmolLM2-135M-Instruct", "method": "ngram",
        "dataset": "code-editing", "hardware": "cpu-2core", "host": "bundled:vm", "vllm_version": "0.32.0",
        "torch_version": "2.13.0+cpu", "weights": "real", "acceptance": "real", "response_format": "none"}

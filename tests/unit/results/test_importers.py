@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from helpers.paths import CAPTURES
 from specscope.cli import main
 from specscope.errors import InputError
 from specscope.results import importers
 from specscope.results.store import Store
-
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 
 
 def _best(capsys, *args):

@@ -6,8 +6,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from scheduled_rows import SCHEDULE
-from scheduled_rows import row as _row
+from helpers.scheduled_rows import SCHEDULE
+from helpers.scheduled_rows import row as _row
 from specscope.results.store import Store
 from specscope.results.writing import write_results
 from specscope.schema import RESULT_SCHEMA

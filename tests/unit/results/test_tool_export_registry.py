@@ -11,14 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from helpers.paths import CAPTURES, TESTS
 from specscope.cli import build_parser
 from specscope.errors import InputError
 from specscope.results import identity, importers, tool_exports
 from specscope.results.tool_exports.importer import Importer
 from ui import import_form
-
-TESTS = Path(__file__).resolve().parents[1]
-CAPTURES = TESTS / "captures"
 
 
 def _import_command():

@@ -14,6 +14,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from helpers.paths import CAPTURES
 from specscope import stats
 from specscope.analysis import explore, intervals
 from specscope.cli import main
@@ -22,7 +23,6 @@ from specscope.results import importers
 from specscope.results.store import Store
 from specscope.results.writing import write_results
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 GUIDELLM = {m: CAPTURES / f"guidellm_0.8.1_{m}.json" for m in ("none", "ngram")}
 AIPERF = {m: CAPTURES / f"aiperf_0.13.0_{m}" / "profile_export_aiperf.json" for m in ("none", "ngram")}
 GIVEN = {"none": ["--method", "none"], "ngram": ["--method", "ngram", "--k", "4"]}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.paths import DATA
 from specscope import procfs, sweep
 from specscope.advice import deploy
 from specscope.analysis import run_results
@@ -19,7 +20,7 @@ from specscope.client import bench
 from specscope.errors import ConfigError
 from specscope.results.store import Store
 
-PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "open-chat.jsonl"
+PROMPTS = DATA / "prompts" / "open-chat.jsonl"
 
 
 def spec(**overrides) -> sweep.SweepSpec:
@@ -321,7 +322,7 @@ def test_keep_on_a_ray_sweep_is_refused_in_one_sentence_before_any_cluster_is_re
     from specscope.sweep import on_ray
 
     spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none",), ks=(), concurrencies=(1,),
-                           prompts=Path(__file__).resolve().parents[2] / "data" / "prompts" / "code-editing.jsonl",
+                           prompts=PROMPTS / "code-editing.jsonl",
                            num_prompts=1, output_len=4)
     with pytest.raises(ConfigError, match="none can be kept; leave out --keep"):
         on_ray.run_on_ray(sweep.as_plan(spec), "127.0.0.1:9", sweep.LaunchOptions(keep=True))

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from local_http import Answering, serving
+from helpers.local_http import Answering, serving
 from specscope import sweep
 from specscope.client import sleepmode
 from specscope.launch import guard, kept

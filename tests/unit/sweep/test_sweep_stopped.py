@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import local_http
+from helpers import local_http
+from helpers.paths import CAPTURES, DATA
 from specscope import sweep
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
-PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "open-chat.jsonl"
+PROMPTS = DATA / "prompts" / "open-chat.jsonl"
 
 
 class _Answering:

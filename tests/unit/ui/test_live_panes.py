@@ -5,14 +5,12 @@ sentence with the detail on hover."""
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
-from html_tags import parsed
+from helpers.html_tags import parsed
+from helpers.paths import CAPTURES
 from specscope import live
 from specscope.client.stream import parse_event
 from ui.live_panes import describe_source, pane_html
-
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 
 
 def finished_views() -> list[live.PaneView]:

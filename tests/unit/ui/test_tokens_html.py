@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import html
 import re
-from pathlib import Path
 
-from html_tags import parsed
+from helpers.html_tags import parsed
+from helpers.paths import CAPTURES
 from specscope.client.stream import parse_event
 from specscope.live.ngram import NgramConfig
 from specscope.live.steps import Step, Token, label_steps
 from ui.tokens import STYLE, legend_html, tokens_html
-
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 
 
 def capture_provenance():
