@@ -322,7 +322,7 @@ def test_keep_on_a_ray_sweep_is_refused_in_one_sentence_before_any_cluster_is_re
     from specscope.sweep import on_ray
 
     spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none",), ks=(), concurrencies=(1,),
-                           prompts=PROMPTS / "code-editing.jsonl",
+                           prompts=DATA / "prompts" / "code-editing.jsonl",
                            num_prompts=1, output_len=4)
     with pytest.raises(ConfigError, match="none can be kept; leave out --keep"):
         on_ray.run_on_ray(sweep.as_plan(spec), "127.0.0.1:9", sweep.LaunchOptions(keep=True))
