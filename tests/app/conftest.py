@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import streamlit as st
 
-APP = Path(__file__).resolve().parents[2] / "app"
+from helpers.paths import APP
 
 
 @pytest.fixture

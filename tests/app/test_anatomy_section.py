@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptest_run import run_clean
+from helpers.apptest_run import run_clean
+from helpers.paths import DASHBOARD, VIEWS
 from specscope import settings
 from specscope.results.writing import write_results
 
 pytestmark = pytest.mark.app
-APP = Path(__file__).resolve().parents[2] / "app"
-EXPLORER = str(APP / "dashboard.py")  # the Explorer is its first page
-THEORY = str(APP / "views" / "theory.py")
+EXPLORER = str(DASHBOARD)  # the Explorer is its first page
+THEORY = str(VIEWS / "theory.py")
 
 
 T0 = dt.datetime(2026, 11, 26, tzinfo=dt.UTC)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from helpers.paths import VIEWS
 from specscope import settings
 from specscope.advice import deploy, fitting
 from specscope.analysis import explore
@@ -22,7 +22,6 @@ from specscope.results.store import Store
 
 pytestmark = pytest.mark.app
 
-APP = Path(__file__).resolve().parents[2] / "app"
 FLAGS = "suffix_cache,few_requests"
 # (method, K, response format) -> (speedup, the checks its cells fail)
 CELLS = {("ngram", 2, "none"): (1.30, ""), ("ngram", 4, "none"): (1.408, ""),
@@ -113,7 +112,7 @@ def test_advise_and_the_deploy_answer_use_the_clean_k_and_name_what_they_left_ou
 
 
 def test_the_theory_page_answers_the_clean_k_and_shows_the_flagged_one(sweep):
-    at = AppTest.from_file(str(APP / "views" / "theory.py"), default_timeout=120).run()
+    at = AppTest.from_file(str(VIEWS / "theory.py"), default_timeout=120).run()
     assert not at.exception, at.exception
     options = at.selectbox(key="theory_group").options
     suffix = next(o for o in options if "suffix" in o)
@@ -159,7 +158,7 @@ def test_a_k_that_ties_the_baseline_is_no_green_deploy_and_every_view_calls_ties
         assert sorted({int(row["k"]), *row["tied_ks"]}) == sorted(choice.tied or (choice.k,))
     assert answer.gain == "nowhere" and answer.sentence().startswith("Nothing measured shows a gain from ngram")
     assert "repeats would tell" in answer.sentence()
-    at = AppTest.from_file(str(APP / "views" / "theory.py"), default_timeout=120).run()
+    at = AppTest.from_file(str(VIEWS / "theory.py"), default_timeout=120).run()
     assert not at.exception, at.exception
     assert not at.success and any(i.value.startswith("Nothing measured shows a gain") for i in at.info)
     assert any("No K beats the baseline beyond noise at concurrency" in m.value for m in at.markdown)

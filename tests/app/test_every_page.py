@@ -3,24 +3,24 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from helpers.paths import APP, DASHBOARD, VIEWS
+
 pytestmark = pytest.mark.app
-APP = Path(__file__).resolve().parents[2] / "app"
-PAGES = list(dict.fromkeys(re.findall(r'st\.Page\("([^"]+)"', (APP / "dashboard.py").read_text())))
+PAGES = list(dict.fromkeys(re.findall(r'st\.Page\("([^"]+)"', (DASHBOARD).read_text())))
 
 
 def test_navigation_lists_every_page_file():
-    files = sorted(p.relative_to(APP).as_posix() for p in (APP / "views").glob("*.py"))
+    files = sorted(p.relative_to(APP).as_posix() for p in (VIEWS).glob("*.py"))
     assert sorted(PAGES) == files
 
 
 @pytest.mark.parametrize("page", PAGES)
 def test_page_runs_on_an_empty_home(page, specscope_home):
-    at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=90)
+    at = AppTest.from_file(str(DASHBOARD), default_timeout=90)
     at.run()
     at.switch_page(page)
     at.run()
@@ -32,7 +32,7 @@ def test_page_runs_on_an_empty_home(page, specscope_home):
 def test_a_store_location_that_is_not_s3_is_one_sentence_on_every_page_that_reads_results(
         page, specscope_home, monkeypatch):
     monkeypatch.setenv("SPECSCOPE_STORE", "/srv/team-results")
-    at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=90)
+    at = AppTest.from_file(str(DASHBOARD), default_timeout=90)
     at.run()
     at.switch_page(page)
     at.run()

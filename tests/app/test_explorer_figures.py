@@ -6,17 +6,17 @@ from __future__ import annotations
 import importlib
 import json
 import pkgutil
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import ui
-from apptest_run import run_clean
+from helpers.apptest_run import run_clean
+from helpers.paths import DASHBOARD
 from ui import figures
 
 pytestmark = pytest.mark.app
-EXPLORER = str(Path(__file__).resolve().parents[2] / "app" / "dashboard.py")
+EXPLORER = str(DASHBOARD)
 
 for _module in pkgutil.iter_modules(ui.__path__):
     importlib.import_module(f"ui.{_module.name}")

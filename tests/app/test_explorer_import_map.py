@@ -3,16 +3,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptest_run import run_clean
+from helpers.apptest_run import run_clean
+from helpers.paths import CAPTURES, DASHBOARD
 from specscope.results.store import Store
 
 pytestmark = pytest.mark.app
-MAIN = str(Path(__file__).resolve().parents[2] / "app" / "dashboard.py")
+MAIN = str(DASHBOARD)
 FOREIGN = b"Method,Users,Tok/s,Spec tokens\nnosd,4,100,\nngram,4,130,3\n"
 
 
@@ -64,7 +63,7 @@ def test_a_missing_required_field_is_one_sentence_and_nothing_is_written(page_en
     assert not (page_env / "results").exists() or not list((page_env / "results").iterdir())
 
 
-GUIDELLM = Path(__file__).resolve().parents[1] / "captures" / "guidellm_0.8.1_ngram.json"
+GUIDELLM = CAPTURES / "guidellm_0.8.1_ngram.json"
 
 
 def test_a_guidellm_report_asks_for_its_method_and_k_then_imports(page_env):

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptest_run import run_clean
+from helpers.apptest_run import run_clean
+from helpers.paths import DASHBOARD
+from helpers.vega_charts import charts
 from specscope.results import importers
-from vega_charts import charts
 
 pytestmark = pytest.mark.app
-MAIN = str(Path(__file__).resolve().parents[2] / "app" / "dashboard.py")
+MAIN = str(DASHBOARD)
 
 
 def _headline(at: AppTest) -> str:

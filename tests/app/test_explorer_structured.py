@@ -4,16 +4,16 @@ with each side's speedup over its own baseline, the valid share, and per-request
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from helpers.paths import VIEWS
 from specscope import settings
 from specscope.results import writing
 
 pytestmark = pytest.mark.app
-PAGE = str(Path(__file__).resolve().parents[2] / "app" / "views" / "explorer.py")
+PAGE = str(VIEWS / "explorer.py")
 HOSTILE = '<img src=x onerror="alert(1)">'
 
 

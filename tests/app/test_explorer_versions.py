@@ -5,17 +5,17 @@ the section is not drawn."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import version_rows
-from apptest_run import run_clean
+from helpers import version_rows
+from helpers.apptest_run import run_clean
+from helpers.paths import DASHBOARD
 from specscope import settings
 
 pytestmark = pytest.mark.app
-PAGE = str(Path(__file__).resolve().parents[2] / "app" / "dashboard.py")  # the Explorer is its first page
+PAGE = str(DASHBOARD)  # the Explorer is its first page
 
 
 def test_versions_section_flags_a_change_and_a_tie(page_env, no_bundled_results):

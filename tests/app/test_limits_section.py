@@ -5,17 +5,17 @@ the Pareto view and acceptance over the output; and the throughput tab draws eac
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import per_step_run
-from apptest_run import run_clean
+from helpers import per_step_run
+from helpers.apptest_run import run_clean
+from helpers.paths import DASHBOARD
 from ui import limits_view
 
 pytestmark = pytest.mark.app
-EXPLORER = str(Path(__file__).resolve().parents[2] / "app" / "dashboard.py")
+EXPLORER = str(DASHBOARD)
 
 
 def _titles(at: AppTest) -> list[str]:

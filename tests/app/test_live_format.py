@@ -3,14 +3,14 @@ checkbox), and a typed format is checked, its problem one sentence."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from helpers.paths import VIEWS
+
 pytestmark = pytest.mark.app
 
-PAGE = Path(__file__).resolve().parents[2] / "app" / "views" / "live.py"
+PAGE = VIEWS / "live.py"
 
 
 def run(target) -> AppTest:

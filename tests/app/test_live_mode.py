@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import os
 import socket
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from helpers.paths import CAPTURES, VIEWS
 from specscope.launch import registry
 
 pytestmark = pytest.mark.app
 
-PAGE = Path(__file__).resolve().parents[2] / "app" / "views" / "live.py"
+PAGE = VIEWS / "live.py"
 
 
 def free_ports(count: int) -> list[int]:
@@ -68,7 +68,7 @@ def test_servers_on_shared_cores_default_to_fair_replay_until_the_user_picks(pag
 def test_live_opens_with_the_baseline_and_the_speculative_servers_that_run(page_env):
     """Three healthy servers (each a local server answering /health) and a fourth that does not answer: Live
     opens on the baseline and the two speculative ones; a choice of the user's own is kept."""
-    from local_http import Answering, serving
+    from helpers.local_http import Answering, serving
 
     class Healthy(Answering):
         def do_GET(self):  # noqa: N802 - the http.server API
@@ -102,7 +102,7 @@ def test_a_variant_that_was_sent_is_shown_above_the_panes(page_env):
     from specscope import live
     from ui import state
 
-    recording = Path(__file__).resolve().parents[1] / "captures" / "live_4panes_warm.json"
+    recording = CAPTURES / "live_4panes_warm.json"
     session = live.load_recording(recording.read_bytes())
     session.skip_replay()
     sent = session.panes[0].request.prompt
@@ -134,7 +134,7 @@ def test_a_long_prompt_variant_is_one_clipped_line_above_the_panes_and_opens_who
     from specscope import live
     from ui import state
 
-    captures = Path(__file__).resolve().parents[1] / "captures"
+    captures = CAPTURES
     session = live.load_recording(captures / "live_4panes.json")
     long = "Rewrite this module so that every function has type hints and a docstring.\n" + "\n".join(["x = 1"] * 400)
     for pane in session.panes:  # as "Run a prompt variant" sends it

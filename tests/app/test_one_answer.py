@@ -6,18 +6,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from helpers.paths import DASHBOARD, VIEWS
 from specscope import settings
 from specscope.cli import main as cli_main
 from specscope.results import writing
 
 pytestmark = pytest.mark.app
 
-APP = Path(__file__).resolve().parents[2] / "app"
 SPEEDUPS = {"none": {2: 1.180, 4: 1.160}, "json_schema": {2: 1.210, 4: 1.203}}  # by response format, then K
 SPREAD = (0.99, 1.0, 1.01)  # three repeats around each mean
 
@@ -67,7 +66,7 @@ def test_speedup_best_and_advise_name_k2(replay, capsys):
 
 
 def _theory() -> AppTest:
-    at = AppTest.from_file(str(APP / "views" / "theory.py"), default_timeout=120).run()
+    at = AppTest.from_file(str(VIEWS / "theory.py"), default_timeout=120).run()
     assert not at.exception, at.exception
     return at
 
@@ -84,7 +83,7 @@ def test_the_theory_page_names_k2_for_each_group(replay):
 
 
 def test_the_explorer_names_k2_for_each_setup(replay):
-    at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=120).run()
+    at = AppTest.from_file(str(DASHBOARD), default_timeout=120).run()
     assert not at.exception, at.exception
     at.session_state["explorer_deploy_open"] = True
     at.run()

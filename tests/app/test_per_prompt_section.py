@@ -3,11 +3,10 @@ of two categories, and Live prefilled from a slow prompt's link."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from helpers.paths import DASHBOARD, VIEWS
 from specscope import sweep
 from specscope.analysis import per_prompt, run_results
 from specscope.results.store import Store
@@ -15,7 +14,6 @@ from ui.common import plain
 
 pytestmark = pytest.mark.app
 
-APP = Path(__file__).resolve().parents[2] / "app"
 
 
 def _run(target) -> AppTest:
@@ -34,7 +32,7 @@ def _links(at: AppTest) -> list:
 
 
 def test_the_explorer_shows_the_bundled_runs_by_category_and_length_and_their_slow_prompts(page_env):
-    at = _run(AppTest.from_file(str(APP / "dashboard.py"), default_timeout=120))
+    at = _run(AppTest.from_file(str(DASHBOARD), default_timeout=120))
     db = Store()
     rows = per_prompt.per_prompt(db)
     runs = per_prompt.runs(rows)
@@ -86,7 +84,7 @@ def two_category_run(page_env):
 
 
 def test_the_runs_page_shows_the_run_by_category_with_its_slow_prompt(two_category_run):
-    at = _run(AppTest.from_file(str(APP / "dashboard.py"), default_timeout=120))
+    at = _run(AppTest.from_file(str(DASHBOARD), default_timeout=120))
     at.switch_page("views/runs.py")
     _run(at)
     _run(at.selectbox(key="runs_view").set_value(two_category_run))
@@ -104,7 +102,7 @@ def test_live_opens_with_the_slow_prompt_filled_in(page_env, monkeypatch):
 
     warned: list[str] = []  # Streamlit's Session State warning, logged with a 30-line stack (the issue)
     monkeypatch.setattr(policies._LOGGER, "warning", lambda message, *args, **kwargs: warned.append(message % args))
-    at = AppTest.from_file(str(APP / "views" / "live.py"), default_timeout=60)
+    at = AppTest.from_file(str(VIEWS / "live.py"), default_timeout=60)
     at.query_params.update({"dataset": "mixed", "prompt_id": "chat-02", "method": "ngram", "k": "4",
                             "max_tokens": "32"})
     _run(at)
@@ -118,10 +116,10 @@ def test_live_opens_with_the_slow_prompt_filled_in(page_env, monkeypatch):
     at.radio(key="live_prompt_source").set_value("Typed")  # the user's own choice is kept on later runs
     _run(at)
     assert at.radio(key="live_prompt_source").value == "Typed"
-    assert AppTest.from_file(str(APP / "views" / "live.py")).run().number_input(key="live_max_tokens").value == 128
+    assert AppTest.from_file(str(VIEWS / "live.py")).run().number_input(key="live_max_tokens").value == 128
     assert warned == []
 
-    missing = AppTest.from_file(str(APP / "views" / "live.py"), default_timeout=60)
+    missing = AppTest.from_file(str(VIEWS / "live.py"), default_timeout=60)
     missing.query_params.update({"dataset": "gone", "prompt_id": "[x](http://e.vil)", "method": "ngram", "k": "4"})
     _run(missing)  # a link's text is shown as typed, never as a link
     assert any(r"Prompt \[x\]\(http\://e.vil\) of set 'gone' is in no prompt set here" in i.value

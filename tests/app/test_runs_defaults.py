@@ -3,12 +3,11 @@ running servers can be measured over concurrency."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptest_run import run_clean
+from helpers.apptest_run import run_clean
+from helpers.paths import DASHBOARD
 from specscope import launch
 from specscope.analysis import intervals
 from specscope.launch import registry
@@ -16,13 +15,12 @@ from specscope.prompts import library
 
 pytestmark = pytest.mark.app
 
-APP = Path(__file__).resolve().parents[2] / "app"
 THREE = b'{"prompt": "one"}\n{"prompt": "two"}\n{"prompt": "three"}\n'
 
 
 @pytest.fixture
 def runs_page(page_env):
-    at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=90).run()
+    at = AppTest.from_file(str(DASHBOARD), default_timeout=90).run()
     at.switch_page("views/runs.py")
     return at
 

@@ -3,18 +3,16 @@ and the repeats default for a small prompt set."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from helpers.paths import APP, DASHBOARD
 from specscope import sweep
 from specscope.results import writing
 
 pytestmark = pytest.mark.app
 
-APP = Path(__file__).resolve().parents[2] / "app"
 
 
 @pytest.fixture
@@ -37,7 +35,7 @@ def finished_run(specscope_home, monkeypatch):
 
 
 def test_cells_show_intervals_and_the_run_shows_its_hygiene(finished_run):
-    at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=90).run()
+    at = AppTest.from_file(str(DASHBOARD), default_timeout=90).run()
     at.switch_page("views/runs.py").run()
     at.selectbox(key="runs_view").set_value(finished_run).run()
     assert not at.exception, at.exception
@@ -59,7 +57,7 @@ def test_a_configured_ray_cluster_is_a_choice_and_a_dead_one_is_one_sentence(spe
     pytest.importorskip("ray")
     monkeypatch.syspath_prepend(str(APP))
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:9")
-    at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=90).run()
+    at = AppTest.from_file(str(DASHBOARD), default_timeout=90).run()
     at.switch_page("views/runs.py").run()
     where = at.radio(key="runs_where")
     assert where.options == ["This machine", "Ray cluster at 127.0.0.1:9"] and where.value == "This machine"
@@ -76,7 +74,7 @@ def test_a_configured_ray_cluster_is_a_choice_and_a_dead_one_is_one_sentence(spe
     assert len(errors) == 1 and errors[0].endswith(
         ": No Ray cluster answers at 127.0.0.1:9; start one with `ray start --head` or give its address to --ray.")
     monkeypatch.delenv("RAY_ADDRESS")
-    at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=90).run()
+    at = AppTest.from_file(str(DASHBOARD), default_timeout=90).run()
     at.switch_page("views/runs.py").run()
     assert not [r for r in at.radio if r.key == "runs_where"]
     st.cache_resource.clear()  # the failed job stays in this process's sweep registry otherwise
@@ -96,7 +94,7 @@ def test_invalid_constrained_answers_fail_the_hygiene_checks(specscope_home, mon
              "output_throughput": value + repeat, "valid_share": share}
             for repeat in (1, 2, 3) for method, value, share in (("none", 10.0, 1.0), ("ngram", 12.0, 0.5))]
     writing.write_results(rows, run_id="sweep-json-32")
-    at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=90).run()
+    at = AppTest.from_file(str(DASHBOARD), default_timeout=90).run()
     at.switch_page("views/runs.py").run()
     at.selectbox(key="runs_view").set_value("sweep-json-32").run()
     assert not at.exception, at.exception
@@ -113,7 +111,7 @@ def test_a_run_without_per_request_rows_says_so_once(finished_run):
     yet: it needs the baseline and an SD cell" though it has both."""
     from ui import run_charts
 
-    at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=90).run()
+    at = AppTest.from_file(str(DASHBOARD), default_timeout=90).run()
     at.switch_page("views/runs.py").run()
     at.selectbox(key="runs_view").set_value(finished_run).run()  # saved without request rows
     assert not at.exception, at.exception

@@ -4,19 +4,18 @@
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptest_run import run_clean
+from helpers.apptest_run import run_clean
+from helpers.paths import VIEWS
 from specscope import launch, procfs
 from specscope.launch import registry
 
 pytestmark = pytest.mark.app
 
-APP = Path(__file__).resolve().parents[2] / "app"
-PAGE = APP / "views" / "servers.py"
+PAGE = VIEWS / "servers.py"
 
 
 @pytest.fixture

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptest_run import run_clean
+from helpers.apptest_run import run_clean
+from helpers.paths import VIEWS
 from specscope import launch, settings
 from specscope.engine import vllms
 from ui.common import plain
 
 pytestmark = pytest.mark.app
 
-APP = Path(__file__).resolve().parents[2] / "app"
-PAGE = APP / "views" / "servers.py"
+PAGE = VIEWS / "servers.py"
 
 
 def _run(at: AppTest | None = None) -> AppTest:

@@ -4,14 +4,13 @@ folded over two runs opens into each run's figure."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from helpers.paths import DASHBOARD
+
 pytestmark = pytest.mark.app
 
-APP = Path(__file__).resolve().parents[2] / "app"
 
 
 def _runs_table(at: AppTest, run_id: str):
@@ -21,7 +20,7 @@ def _runs_table(at: AppTest, run_id: str):
 
 
 def test_runs_table_names_vllm_and_format_where_cells_differ(page_env):
-    at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=90).run()
+    at = AppTest.from_file(str(DASHBOARD), default_timeout=90).run()
     at.switch_page("views/runs.py").run()
     versions = _runs_table(at, "specscope-cpu-versions")
     assert list(versions.columns[:4]) == ["method", "K", "concurrency", "vLLM"]
@@ -34,7 +33,7 @@ def test_runs_table_names_vllm_and_format_where_cells_differ(page_env):
 
 
 def test_speedup_vs_k_setups_name_their_vllm_and_open_a_folded_point(page_env):
-    at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=90).run()
+    at = AppTest.from_file(str(DASHBOARD), default_timeout=90).run()
     assert not at.exception, at.exception
     assert not [m for m in at.multiselect if m.label == "Setups"]  # the chooser waits for its expander
     at.session_state["explorer_k_setups_open"] = True

@@ -3,19 +3,18 @@ the advice agrees with what was measured, and the reason reads in plain words.""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from helpers.paths import DATA, VIEWS
+from helpers.vega_charts import rows as vega_rows
+from helpers.vega_charts import titled
 from specscope.results.store import Store
-from vega_charts import rows as vega_rows
-from vega_charts import titled
 
 pytestmark = pytest.mark.app
 
-PAGE = Path(__file__).resolve().parents[2] / "app" / "views" / "theory.py"
+PAGE = VIEWS / "theory.py"
 
 
 def _run() -> AppTest:
@@ -144,7 +143,7 @@ def _land_a_run() -> None:
     from specscope import settings
     from specscope.results import writing
 
-    bundled = PAGE.parents[2] / "data" / "results" / "specscope-cpu-code-editing.parquet"
+    bundled = DATA / "results" / "specscope-cpu-code-editing.parquet"
     rows = pq.read_table(bundled).drop_columns(["run_id", "created_at"]).to_pylist()
     writing.write_results(rows, run_id="again", directory=settings.results_dir())
 

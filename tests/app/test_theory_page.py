@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from helpers.paths import VIEWS
+from helpers.vega_charts import rows, titled
 from specscope.results import importers
-from vega_charts import rows, titled
 
 pytestmark = [pytest.mark.app, pytest.mark.usefixtures("no_bundled_results")]
 
-APP = Path(__file__).resolve().parents[2] / "app"
-PAGE = APP / "views" / "theory.py"
+PAGE = VIEWS / "theory.py"
 
 
 def _run() -> AppTest:
@@ -93,7 +92,7 @@ def test_held_out_view_marks_points_not_fitted(page_env, ruiz_parquet):
 
 
 def test_measured_step_cost_predicts_for_any_alpha_and_for_the_prompt_set(page_env):
-    import calibration_rows
+    from helpers import calibration_rows
     from specscope import settings
     from specscope.advice import theory
 

@@ -4,12 +4,11 @@ rotating the token makes it a viewer again."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptest_run import run_clean
+from helpers.apptest_run import run_clean
+from helpers.paths import VIEWS
 from specscope import access, launch
 from specscope.prompts import library
 from ui import state
@@ -17,7 +16,6 @@ from ui.access import TOKEN_FIELD
 
 pytestmark = pytest.mark.app
 
-APP = Path(__file__).resolve().parents[2] / "app"
 OPERATOR_ONLY = {"Start", "Attach", "Clean stale", "Prepare models", "Forget", "Stop", "Start sweep"}
 
 
@@ -44,7 +42,7 @@ def _sign_in_page():
 
 
 def test_servers_page_draws_controls_for_operators_only(shared):
-    at = run_clean(AppTest.from_file(str(APP / "views" / "servers.py"), default_timeout=60))
+    at = run_clean(AppTest.from_file(str(VIEWS / "servers.py"), default_timeout=60))
     assert not _labels(at) & OPERATOR_ONLY and not at.text_input
     assert "You are a viewer" in at.info[0].value
     assert at.dataframe[0].value.loc[0, "started by"] == "CLI user alice"
@@ -60,7 +58,7 @@ def test_servers_page_draws_controls_for_operators_only(shared):
 
 def test_runs_page_offers_viewers_results_only(shared, no_bundled_results):
     library.save(b'{"prompt": "Count to three."}\n', "mine.jsonl")  # by the local user, an operator
-    at = run_clean(AppTest.from_file(str(APP / "views" / "runs.py"), default_timeout=60))
+    at = run_clean(AppTest.from_file(str(VIEWS / "runs.py"), default_timeout=60))
     assert not _labels(at) & OPERATOR_ONLY and not at.get("file_uploader")
     assert any("You are a viewer" in info.value for info in at.info)
     at.session_state[state.ACCESS_PROVEN] = access.digest(access.token())

@@ -24,15 +24,16 @@ import sys
 import tempfile
 from pathlib import Path
 
+import _on_path  # noqa: F401 - this checkout's app/ and tests/ on sys.path
 import numpy as np
 
+from helpers.paths import SHARED_DATA
 from specscope import settings
 from specscope.advice import deploy, fitting
 from specscope.results import importers
 from specscope.results.store import Store
 
-DEFAULT = [Path(__file__).resolve().parents[3] / "shared" / "data" /
-           "tomasruizt_vllm-scripts_full-bench-data_d94d714.parquet"]
+DEFAULT = [SHARED_DATA / "tomasruizt_vllm-scripts_full-bench-data_d94d714.parquet"]
 HELD_FROM = 4  # a group needs more K than the 3 it is fitted on
 
 

@@ -22,8 +22,10 @@ import os
 import sys
 import tempfile
 import time
-from pathlib import Path
 
+import _on_path  # noqa: F401 - this checkout's app/ and tests/ on sys.path
+
+from helpers.paths import DATA
 from specscope import settings, sweep
 from specscope.advice import calibrate, fitting
 from specscope.cli.bench import ProgressBar
@@ -32,7 +34,7 @@ from specscope.loop import calibration_sweep
 from specscope.results.store import Store
 
 PRESET, METHOD = "cpu-smollm2", "draft_model"
-PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "code-editing.jsonl"
+PROMPTS = DATA / "prompts" / "code-editing.jsonl"
 
 
 progress = ProgressBar(sys.stderr, stamped=True)

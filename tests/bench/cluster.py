@@ -27,17 +27,17 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO / "app"), str(REPO / "tests")]
+import _on_path  # noqa: F401 - this checkout's app/ and tests/ on sys.path
 
-from ray_local import loopback_cluster  # noqa: E402
-from s3server import SeaweedS3  # noqa: E402
+from helpers.paths import DATA
+from helpers.ray_local import loopback_cluster  # noqa: E402
+from helpers.s3server import SeaweedS3  # noqa: E402
 from specscope import settings, sweep
 from specscope.cli.bench import ProgressBar  # noqa: E402
 from specscope.client.progress import ProgressEvent
 from specscope.results import store  # noqa: E402
 
-PROMPTS = REPO / "data" / "prompts" / "code-editing.jsonl"
+PROMPTS = DATA / "prompts" / "code-editing.jsonl"
 BUCKET, STORE = "team", "s3://team/results"
 
 

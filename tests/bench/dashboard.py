@@ -62,23 +62,21 @@ import json
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO / "app"), str(REPO / "tests" / "bench"), str(REPO / "tests")]
-
+import _on_path  # noqa: F401 - this checkout's app/ and tests/ on sys.path
 import explorer as explorer_bench  # tests/bench/explorer.py, whose one-run store landing_1m_s opens
 
+from helpers.paths import APP, CAPTURES, DATA
+from helpers.streamlit_server import MAIN, StreamlitServer  # shared with the browser tests
 from specscope.results import writing
-from streamlit_server import MAIN, StreamlitServer  # tests/streamlit_server.py, shared with the browser tests
 
 CHROMIUM = os.environ.get("SPECSCOPE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-RECORDING = REPO / "tests" / "captures" / "live_4panes.json"
+RECORDING = CAPTURES / "live_4panes.json"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 TIMEOUT_MS = 240_000  # per wait; --timeout changes it
 
@@ -152,7 +150,7 @@ class Server(StreamlitServer):
     healthy (60 s at most), warming its landing pages as a real start does; ``cpu_s`` is its CPU time so far."""
 
     def __init__(self, home: Path, script: Path = MAIN):
-        super().__init__(home, script, env={"PYTHONPATH": str(REPO / "app")})
+        super().__init__(home, script, env={"PYTHONPATH": str(APP)})
         self.ready(60)
 
     def cpu_s(self) -> float:
@@ -350,7 +348,7 @@ async def live_latency(browser, speed: float) -> list[float]:
     return latencies(log, recording)
 
 
-NEW_RUN = REPO / "data" / "results" / "specscope-cpu-code-editing.parquet"  # what a new run's file looks like
+NEW_RUN = DATA / "results" / "specscope-cpu-code-editing.parquet"  # what a new run's file looks like
 
 
 async def theory_after_run(browser) -> tuple[float, float]:

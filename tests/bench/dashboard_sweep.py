@@ -27,16 +27,15 @@ import datetime as dt
 import json
 import os
 import re
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO / "tests")]
+import _on_path  # noqa: F401 - this checkout's app/ and tests/ on sys.path
 
-from streamlit_server import StreamlitServer  # noqa: E402
+from helpers.paths import REPO
+from helpers.streamlit_server import StreamlitServer  # noqa: E402
 
 CHROMIUM = os.environ.get("SPECSCOPE_CHROMIUM", "/usr/bin/chromium")
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"

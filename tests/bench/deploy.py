@@ -25,9 +25,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "app"))
+import _on_path  # noqa: F401 - this checkout's app/ and tests/ on sys.path
 
+from helpers.paths import APP, DATA
 from specscope import settings
 from specscope.advice import priors
 from specscope.cli.bench import ProgressBar  # noqa: E402
@@ -39,7 +39,7 @@ from specscope.loop import deploy_run
 PRESET = "shape-llama31-8b-shared"
 # Long contexts: the same shape with room for 16 prompts of several thousand tokens each (launchers/*-long.toml).
 LONG_PRESET = "shape-llama31-8b-long"
-PROMPTS = REPO / "data" / "prompts" / "code-editing.jsonl"
+PROMPTS = DATA / "prompts" / "code-editing.jsonl"
 
 
 class Terminated(BaseException):  # past any `except Exception` in the loop
@@ -84,7 +84,7 @@ def long_prompts(tokens: int, out: Path) -> Path:
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(models.model_paths().target / "tokenizer.json"))
-    source = tokenizer.encode("\n".join(p.read_text() for p in sorted((REPO / "app" / "specscope").rglob("*.py")))).ids
+    source = tokenizer.encode("\n".join(p.read_text() for p in sorted((APP / "specscope").rglob("*.py")))).ids
     lines = []
     for i, line in enumerate(PROMPTS.read_text().splitlines()):
         record = json.loads(line)

@@ -33,8 +33,10 @@ import re
 import sys
 import tempfile
 import time
-from pathlib import Path
 
+import _on_path  # noqa: F401 - this checkout's app/ and tests/ on sys.path
+
+from helpers.paths import DATA
 from specscope import settings, sweep
 from specscope.advice import deploy, fitting
 from specscope.analysis import explore, verdict
@@ -43,7 +45,7 @@ from specscope.engine import k_schedule, models, presets
 from specscope.results.store import Store
 
 PRESET = "cpu-smollm2"
-PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "code-editing.jsonl"
+PROMPTS = DATA / "prompts" / "code-editing.jsonl"
 
 
 def progress(event: ProgressEvent) -> None:

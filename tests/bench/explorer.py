@@ -18,16 +18,14 @@ from __future__ import annotations
 import argparse
 import resource
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+import _on_path  # noqa: F401 - this checkout's app/ and tests/ on sys.path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
 
 from specscope.analysis import explore
 from specscope.results import store, writing  # noqa: E402

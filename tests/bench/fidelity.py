@@ -24,12 +24,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+import _on_path  # noqa: F401 - this checkout's app/ and tests/ on sys.path
+
+from helpers.paths import PROMPTS
 from specscope import prompts, settings
 from specscope.client.load import run_load, run_sync, server_info
 from specscope.client.load_spec import LoadSpec
 from specscope.engine import provenance
 
-REPO = Path(__file__).resolve().parents[2]
 HELPER = Path(__file__).with_name("vllm_bench.py")
 
 
@@ -68,7 +70,7 @@ def main() -> None:
     parser.add_argument("--base-url", help="a running ngram server; without it one is started")
     parser.add_argument("--tokenizer", help="tokenizer directory for vllm bench (default: the CPU demo model)")
     parser.add_argument("--preset", default="cpu-smollm2")
-    parser.add_argument("--prompts", type=Path, default=REPO / "data" / "prompts" / "code-editing.jsonl")
+    parser.add_argument("--prompts", type=Path, default=PROMPTS / "code-editing.jsonl")
     parser.add_argument("--num-prompts", type=int, default=12)
     parser.add_argument("--output-len", type=int, default=64)
     parser.add_argument("--concurrency", type=int, default=2)

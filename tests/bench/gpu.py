@@ -26,17 +26,18 @@ import statistics
 import sys
 from pathlib import Path
 
+import _on_path  # noqa: F401 - this checkout's app/ and tests/ on sys.path
 import pandas as pd
 
+from helpers.paths import DATA, SHARED_DATA
 from specscope import settings, sweep
 from specscope.cli.bench import ProgressBar
 from specscope.engine import provenance
 from specscope.results.store import Store
 
-ROOT = Path(__file__).resolve().parents[2]
-PROMPTS = ROOT / "data" / "prompts" / "code-editing.jsonl"
-RUIZ = ROOT.parent / "shared" / "data" / "tomasruizt_vllm-scripts_full-bench-data_d94d714.parquet"
-TRACES = ROOT.parent / "shared" / "data" / "specdecode-bench_simulator_2fdccbd"
+PROMPTS = DATA / "prompts" / "code-editing.jsonl"
+RUIZ = SHARED_DATA / "tomasruizt_vllm-scripts_full-bench-data_d94d714.parquet"
+TRACES = SHARED_DATA / "specdecode-bench_simulator_2fdccbd"
 ENGINE_RUN, RUIZ_RUN = "gpu-llama31-8b-eagle3-synthetic", "gpu-qwen3-32b-ruiz-replay"
 # preset method -> (Ruiz's draft_model, K, Ruiz's mean acceptance length at that K over concurrency)
 RUIZ_METHODS = {"eagle3": ("RedHatAI/Qwen3-32B-speculator.eagle3", 3, 2.18),

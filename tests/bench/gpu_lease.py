@@ -38,6 +38,9 @@ import sys
 import time
 from pathlib import Path
 
+import _on_path  # noqa: F401 - this checkout's app/ and tests/ on sys.path
+
+from helpers.paths import DATA
 from specscope import prompts, settings, stats, sweep
 from specscope.cli.bench import ProgressBar
 from specscope.client import sleepmode, warmup
@@ -47,8 +50,7 @@ from specscope.client.progress import ProgressEvent
 from specscope.engine import provenance
 from specscope.launch import gpus
 
-ROOT = Path(__file__).resolve().parents[2]
-PROMPTS = ROOT / "data" / "prompts" / "code-editing.jsonl"
+PROMPTS = DATA / "prompts" / "code-editing.jsonl"
 PRESET = "shape-llama31-8b-shared"
 METHODS = ("none", "ngram", "eagle3", "draft_model")
 START_S = 170.0  # a server start on the 8B shape takes about this long: no new start past the budget's end

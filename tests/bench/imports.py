@@ -21,17 +21,15 @@ import os
 import statistics
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests"))
+import _on_path  # noqa: F401 - this checkout's app/ and tests/ on sys.path
 
 from unit.test_architecture import APP, import_graph  # noqa: E402
 
 
 def one_pass(module: str) -> tuple[list[str], float]:
     """The modules ``import module`` loads in a fresh interpreter, and the sum of their own times (ms)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "app"), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(APP), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"], env=env,
                           capture_output=True, text=True, check=True)
     names, own_us = [], 0

@@ -19,20 +19,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+import _on_path  # noqa: F401 - this checkout's app/ and tests/ on sys.path
 from playwright.async_api import async_playwright
 
-sys.path[:0] = [str(Path(__file__).resolve().parent)]
 import dashboard  # noqa: E402 - tests/bench/dashboard.py: the floor page, the servers, idle
+from helpers.paths import APP
 
 TEXT = "Speedup = output throughput with speculative decoding / without, same model, dataset and concurrency."
 K_CHARTS = f"""
 import sys
-sys.path.insert(0, {str(dashboard.REPO / "app")!r})
+sys.path.insert(0, {str(APP)!r})
 from specscope import explore
 from ui import cache, k_charts
 from ui.chart_style import vega_spec

@@ -39,17 +39,14 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
+import _on_path  # noqa: F401 - this checkout's app/ and tests/ on sys.path
+import truth  # noqa: E402
 
 from specscope import launch, settings, stats, sweep  # noqa: E402
 from specscope.cli.bench import ProgressBar  # noqa: E402
 from specscope.results import hygiene, store  # noqa: E402
 from specscope.schema import BASELINE_METHOD  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import truth  # noqa: E402
 
 ROUNDS = 3
 BUSY = "import os, sys; os.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True: pass"

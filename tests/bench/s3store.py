@@ -23,13 +23,11 @@ import tempfile
 import time
 from pathlib import Path
 
+import _on_path  # noqa: F401 - this checkout's app/ and tests/ on sys.path
 import numpy as np
 import pandas as pd
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO / "app"), str(REPO / "tests")]
-
-from s3server import SeaweedS3, weed_binary  # noqa: E402
+from helpers.s3server import SeaweedS3, weed_binary  # noqa: E402
 from specscope.analysis import explore
 from specscope.results import shared, store, writing  # noqa: E402
 

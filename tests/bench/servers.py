@@ -27,13 +27,11 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
+import _on_path  # noqa: F401 - this checkout's app/ and tests/ on sys.path
 import httpx
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "app"))
-
+from helpers.paths import PROMPTS
 from specscope import launch, procfs, prompts
 from specscope.client import metrics
 from specscope.engine import models, presets  # noqa: E402
@@ -113,7 +111,7 @@ def main() -> int:
     models.prepare()
     preset = presets.get_preset(args.preset)
     methods = args.methods.split(",") if args.methods else list(preset.methods)
-    prompt_sets = {name: prompts.load(REPO / "data" / "prompts" / f"{name}.jsonl") for name in SETS}
+    prompt_sets = {name: prompts.load(PROMPTS / f"{name}.jsonl") for name in SETS}
     results = []
     workers = ("engine", "vllm") if args.worker == "both" else (args.worker,)
     for n, (method, worker) in enumerate((m, w) for m in methods for w in workers):

@@ -18,10 +18,8 @@ import os
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "app"))
+import _on_path  # noqa: F401 - this checkout's app/ and tests/ on sys.path
 
 from specscope import launch
 from specscope.engine import presets  # noqa: E402

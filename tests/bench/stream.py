@@ -15,17 +15,18 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from pathlib import Path
 
+import _on_path  # noqa: F401 - this checkout's app/ and tests/ on sys.path
 import httpx
 import openai
 
+from helpers.paths import CAPTURES
 from specscope.client.stream import GenerationRequest, StreamClient
 from specscope.live.ngram import NgramConfig
 from specscope.live.steps import StepTracker
 from ui.tokens import legend_html, tokens_html
 
-CAPTURE = Path(__file__).resolve().parents[1] / "captures" / "ngram_chat_500.sse"
+CAPTURE = CAPTURES / "ngram_chat_500.sse"
 NGRAM = NgramConfig(k=4, prompt_lookup_min=2, prompt_lookup_max=4, max_model_len=2048)
 MODEL = "/work/dev-models/SmolLM2-135M-Instruct"
 

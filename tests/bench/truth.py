@@ -29,12 +29,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import _on_path  # noqa: F401 - this checkout's app/ and tests/ on sys.path
+
+from helpers.paths import PROMPTS
 from specscope import stats, sweep
 from specscope.cli.bench import ProgressBar
 from specscope.results import hygiene, store
 from specscope.schema import BASELINE_METHOD
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -74,7 +75,7 @@ def wanted(args) -> list[tuple[str, int, int]]:
 def sweep_arguments(parser: argparse.ArgumentParser, concurrency: tuple[int, ...]) -> None:
     """The arguments of a small CPU sweep of ngram and friends (this bench's and ``paired.py``'s)."""
     parser.add_argument("--preset", default="cpu-smollm2")
-    parser.add_argument("--prompts", type=Path, default=REPO / "data" / "prompts" / "code-editing.jsonl")
+    parser.add_argument("--prompts", type=Path, default=PROMPTS / "code-editing.jsonl")
     parser.add_argument("--num-prompts", type=int, default=5)
     parser.add_argument("--output-len", type=int, default=16)
     parser.add_argument("--k", type=_ints, default=(2, 4))

@@ -17,18 +17,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO / "app"), str(REPO / "tests")]
+import _on_path  # noqa: F401 - this checkout's app/ and tests/ on sys.path
 
-from local_http import Answering, serving  # noqa: E402
+from helpers.local_http import Answering, serving  # noqa: E402
+from helpers.paths import CAPTURES, VIEWS
 
-METRICS = (REPO / "tests" / "captures" / "metrics_ngram_k4_after.txt").read_bytes()
-PAGE = REPO / "app" / "views" / "servers.py"
+METRICS = (CAPTURES / "metrics_ngram_k4_after.txt").read_bytes()
+PAGE = VIEWS / "servers.py"
 asked = {"n": 0}
 
 

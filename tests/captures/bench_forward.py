@@ -1,9 +1,9 @@
 """Write ``bench_forward_eagle3_*.json``: `vllm bench forward --output-json` files laid out as vLLM 0.33.0's
 writer lays them out (vllm/benchmarks/forward/main.py:258-266 and 288-290; run_case's dict, main.py:219-224;
 capture.py's result keys, 111-115, 154-156, 242-254, 290-303; speculator.py:74-87), for
-tests/unit/test_forward_prior.py. vLLM 0.33.0 needs a GPU, so these are not timings: each forward time comes from a
-cost model, the target 5890 us + 21.0 us per batched token + 0.0393 us per KV token (SpecDecode-Bench's H100 figures
-for Llama-3.1-8B) and an EAGLE-3 drafter 700 us per drafted token, its samples spread 0.2% around it.
+tests/unit/advice/test_forward_prior.py. vLLM 0.33.0 needs a GPU, so these are not timings: each forward time
+comes from a cost model, the target 5890 us + 21.0 us per batched token + 0.0393 us per KV token (SpecDecode-Bench's
+H100 figures for Llama-3.1-8B) and an EAGLE-3 drafter 700 us per drafted token, its samples spread 0.2% around it.
 
     python tests/captures/bench_forward.py tests/captures
 """

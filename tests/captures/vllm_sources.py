@@ -1,5 +1,5 @@
 """Write ``vllm_speculative_config.json``: what each vLLM wheel's own source says it accepts, the facts
-``specscope.engine.version_facts`` dates (``tests/unit/test_version_facts.py`` checks the table against it).
+``specscope.engine.version_facts`` dates (``tests/unit/engine/test_version_facts.py`` checks the table against it).
 
     python tests/captures/vllm_sources.py vllm-0.24.0-*.whl ... > tests/captures/vllm_speculative_config.json
 

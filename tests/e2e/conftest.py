@@ -1,5 +1,5 @@
-"""Browser tests: ``streamlit run app/main.py`` as a subprocess (``tests/streamlit_server.py``), driven by Debian's
-Chromium via Playwright.
+"""Browser tests: ``streamlit run app/main.py`` as a subprocess (``tests/helpers/streamlit_server.py``), driven by
+Debian's Chromium via Playwright.
 
 Fixtures: ``streamlit_server`` (base URL; the server log is attached to failures), ``page``
 (a Playwright page in headless /usr/bin/chromium), and ``wait_idle`` (a function ``wait_idle(page)``) which waits for
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from streamlit_server import MAIN, StreamlitServer
+from helpers.streamlit_server import MAIN, StreamlitServer
 
 CHROMIUM = os.environ.get("SPECSCOPE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 import shutil
 import time
-from pathlib import Path
 
 import pytest
 
+from helpers.paths import CAPTURES
+from helpers.vega_charts import MARKS_JS
 from ui import figures
-from vega_charts import MARKS_JS
 
 pytestmark = pytest.mark.e2e
 
@@ -50,7 +50,7 @@ def test_import_ruiz_and_find_headline_point(streamlit_server, page, wait_idle, 
     assert found, points[:20]
 
 
-REPEATED_RUN = Path(__file__).resolve().parents[1] / "captures" / "cpu-repeats-code-editing.parquet"
+REPEATED_RUN = CAPTURES / "cpu-repeats-code-editing.parquet"
 
 
 def test_a_run_with_repeats_shows_its_intervals(streamlit_server, page, wait_idle, specscope_home):

@@ -18,17 +18,16 @@ suffix on cores of their own, the browser tests' ``demo_servers``; this test is 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from live_page import choose_servers, chosen_servers
+from helpers.live_page import choose_servers, chosen_servers
+from helpers.paths import APP, PROMPTS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
-REPO = Path(__file__).resolve().parents[2]
 FIRST, SECOND = (json.loads(line)["prompt"] for line in
-                 (REPO / "data" / "prompts" / "code-editing.jsonl").read_text().splitlines()[:2])
+                 (PROMPTS / "code-editing.jsonl").read_text().splitlines()[:2])
 NOISE_MS = 500  # a loaded 2-core host (browser, Streamlit, both servers) moves a 300 ms TTFT this much
 # every pane done, and a new session's: its start time differs from the one the pane showed before
 DONE_JS = """([labels, before]) => labels.every(l => {
@@ -66,7 +65,7 @@ def _ttft(page, label: str) -> float:
 def test_first_run_is_warm_repeats_are_badged_and_explorer_opens(demo_servers, streamlit_factory, page, wait_idle,
                                                                  capsys):
     none, suffix = (demo_servers.servers[method].name for method in ("none", "suffix"))
-    app = streamlit_factory(home=demo_servers.home, env={"PYTHONPATH": str(REPO / "app")})
+    app = streamlit_factory(home=demo_servers.home, env={"PYTHONPATH": str(APP)})
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{app.url}/live")
     wait_idle(page)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import few_prompts_store
+from helpers import few_prompts_store
 from ui.per_prompt import FOLDED
 
 pytestmark = pytest.mark.e2e

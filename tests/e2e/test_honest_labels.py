@@ -20,13 +20,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from helpers.paths import APP
 from specscope import launch
 from specscope.analysis import per_prompt
 from specscope.results.store import Store
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
-REPO = Path(__file__).resolve().parents[2]
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 OUTPUT_LEN = 16
 PERSON = {"type": "json_schema", "json_schema": {"name": "person", "schema": {
@@ -54,7 +54,7 @@ def _shot(page, name: str) -> None:
 def runs_app(streamlit_factory, demo_servers, monkeypatch):
     """The dashboard in the demo servers' home (this test's store is theirs); its URL."""
     monkeypatch.setenv("SPECSCOPE_HOME", str(demo_servers.home))
-    server = streamlit_factory(home=demo_servers.home, env={"PYTHONPATH": str(REPO / "app")})
+    server = streamlit_factory(home=demo_servers.home, env={"PYTHONPATH": str(APP)})
     return server.url
 
 

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from live_page import choose_servers, pane_answer
+from helpers.live_page import choose_servers, pane_answer
+from helpers.paths import APP
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
-REPO = Path(__file__).resolve().parents[2]
 SHOTS = Path(os.environ["SPECSCOPE_SHOTS"]) if os.environ.get("SPECSCOPE_SHOTS") else None
 PROMPT = "Write the numbers from 1 to 30, separated by commas."
 REWORDED = "Please write the numbers from 1 to 30, separated by commas."  # new first tokens, the same answer
@@ -87,7 +87,7 @@ def _shoot(page, name: str, panes: bool = True) -> None:
 def test_live_figures_say_what_they_measured(servers, demo_servers, streamlit_factory, page, wait_idle):
     none, suffix = servers
     labels = [none, suffix]
-    app = streamlit_factory(home=demo_servers.home, env={"PYTHONPATH": str(REPO / "app")})
+    app = streamlit_factory(home=demo_servers.home, env={"PYTHONPATH": str(APP)})
     page.set_viewport_size({"width": 1600, "height": 1000})
     page.goto(f"{app.url}/live")
     wait_idle(page)

@@ -11,12 +11,12 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
+from helpers.paths import CAPTURES
 from specscope import live
 from specscope.client.stream import GenerationRequest
 
 pytestmark = pytest.mark.e2e
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 SIZES = [(1600, 1000), (1280, 800)]
 NGRAM = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
 

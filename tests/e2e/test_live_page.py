@@ -9,13 +9,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from live_page import choose_servers
+from helpers.live_page import choose_servers
+from helpers.paths import CAPTURES
 from specscope import live
 from specscope.client.stream import GenerationRequest
 
 pytestmark = pytest.mark.e2e
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 PAYLOADS = ['<script>window.__pwned = 1</script>', '<img src=x onerror="window.__pwned = 2">']
 PROMPT = ("Rename the variable `tmp` to `total` everywhere in this function and return the full function.\n\n"
           "def add_prices(items):\n    tmp = 0\n    for item in items:\n        tmp += item.price\n    return tmp\n")

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from helpers.paths import APP
+
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
-REPO = Path(__file__).resolve().parents[2]
 DEV_MODELS = Path("/work/dev-models")
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 
@@ -25,7 +26,7 @@ def runs_app(streamlit_factory, demo_servers):
     models = os.environ.get("SPECSCOPE_MODELS") or str(DEV_MODELS)
     if not (Path(models) / "SmolLM2-135M-Instruct" / "config.json").exists():
         pytest.skip("The CPU demo model is missing; run `specscope models prepare`")
-    env = {"SPECSCOPE_MODELS": models, "PYTHONPATH": str(REPO / "app")}
+    env = {"SPECSCOPE_MODELS": models, "PYTHONPATH": str(APP)}
     server = streamlit_factory(home=demo_servers.home, env=env)
     return f"{server.url}/runs"
 

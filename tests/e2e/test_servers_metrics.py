@@ -6,18 +6,16 @@ before it ends a live server. Screenshots go to /tmp/demo-runs-servers-*.png."""
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import pytest
 
+from helpers.paths import CAPTURES
 from specscope.client import serverlog
 from specscope.launch import failures
 
 pytestmark = pytest.mark.e2e
 
 NAME = "cpu-smollm2-ngram-k4"
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
-# the data grid's cells as its accessibility table holds them
 GRID_TEXT_JS = """() => Array.from(document.querySelectorAll("[data-testid='stDataFrame'] table [role='row']"))
     .map(row => Array.from(row.querySelectorAll("[role='columnheader'], [role='gridcell']"))
     .map(cell => cell.innerText.trim()))"""

@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from vega_charts import MARKS_JS
+from helpers.vega_charts import MARKS_JS
 
 pytestmark = pytest.mark.e2e
 

@@ -4,16 +4,16 @@ S3 store (a real SeaweedFS server)."""
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
+from helpers.paths import CAPTURES
+from helpers.vega_charts import MARKS_JS
 from specscope.results import shared
-from vega_charts import MARKS_JS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster]
 
-RUN = Path(__file__).resolve().parents[1] / "captures" / "cpu-repeats-code-editing.parquet"  # a real CPU sweep
+RUN = CAPTURES / "cpu-repeats-code-editing.parquet"  # a real CPU sweep
 
 
 def test_the_explorer_shows_a_run_another_home_put_in_the_shared_store(

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 import requests
 
+from helpers.paths import APP
 from specscope import access
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]  # operators start real servers
 
-REPO = Path(__file__).resolve().parents[2]
 SHOTS = Path("/tmp/shots-issue-28")
 STREAM = "**/_stcore/stream"
 SERVER = "cpu-smollm2-none"
@@ -132,7 +132,7 @@ def shared_app(streamlit_factory, specscope_home):
     if not (Path(models) / "SmolLM2-135M-Instruct" / "config.json").exists():
         pytest.skip("The CPU demo model is missing; run `specscope models prepare`")
     other = _other_address()
-    env = {"SPECSCOPE_MODELS": models, "PYTHONPATH": str(REPO / "app"), "SPECSCOPE_SHARE": "1"}
+    env = {"SPECSCOPE_MODELS": models, "PYTHONPATH": str(APP), "SPECSCOPE_SHARE": "1"}
     server = streamlit_factory(home=specscope_home, env=env, address="0.0.0.0")
     yield server, f"http://{other}:{server.port}"
     from specscope import launch

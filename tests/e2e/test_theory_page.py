@@ -8,7 +8,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from vega_charts import MARKS_JS
+from helpers.vega_charts import MARKS_JS
 
 pytestmark = pytest.mark.e2e
 

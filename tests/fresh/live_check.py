@@ -17,8 +17,8 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from live_page import choose_servers  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for helpers
+from helpers.live_page import choose_servers  # noqa: E402
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 METHODS = ("none", "ngram")  # the demo's baseline and ngram, by the names their state files give

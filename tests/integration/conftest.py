@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared_servers import DEMO_SERVERS
+from helpers.shared_servers import DEMO_SERVERS
 from specscope import launch, settings
 from specscope.engine import models, vllms
 

@@ -10,16 +10,16 @@ method, about 4 minutes on 2 cores.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from helpers.paths import DATA
 from specscope import settings
 from specscope.cli import main
 
 pytestmark = [pytest.mark.integration, pytest.mark.many_servers]  # four servers side by side
 
-PROMPTS = Path(__file__).resolve().parents[2] / "data" / "anatomy" / "copy.jsonl"
+PROMPTS = DATA / "anatomy" / "copy.jsonl"
 
 
 @pytest.fixture(scope="module")

@@ -26,12 +26,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from helpers.paths import APP, LAUNCHERS, REPO
 from specscope import launch, settings
 from specscope.engine import presets
 from specscope.errors import LaunchFailed
 
 pytestmark = pytest.mark.integration
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _free_port() -> int:
@@ -115,7 +115,7 @@ def test_start_sh_with_its_port_taken_says_so_and_starts_no_server(home):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        proc = _start_sh({"PORT": str(port), "PYTHONPATH": str(REPO / "app")})
+        proc = _start_sh({"PORT": str(port), "PYTHONPATH": str(APP)})
         output = proc.communicate(timeout=120)[0]
     assert proc.returncode == 1
     assert output.strip() == (f"start.sh: the dashboard cannot start because port {port} is in use; "
@@ -130,12 +130,12 @@ def test_a_demo_server_that_dies_of_its_first_request_is_reported_with_its_cause
     names one that is not there, as the image had no g++). The server becomes healthy, answers the warm-up's
     plain request, dies of the Live-like one; `specscope demo` says so with the root cause from its log instead
     of "healthy at", and `ps` and `health` name it until it starts again."""
-    shipped = (REPO / "launchers" / "cpu-smollm2.toml").read_text()
+    shipped = (LAUNCHERS / "cpu-smollm2.toml").read_text()
     assert 'TORCH_COMPILE_DISABLE = "1"\n' in shipped
     folder = settings.home() / "presets"
     folder.mkdir(exist_ok=True)
     (folder / "cpu-smollm2.toml").write_text(shipped.replace('TORCH_COMPILE_DISABLE = "1"\n', ""))
-    env = {**os.environ, "PYTHONPATH": str(REPO / "app"), "CXX": "/nonexistent/g++"}
+    env = {**os.environ, "PYTHONPATH": str(APP), "CXX": "/nonexistent/g++"}
     demo = _cli(["demo", "--methods", "none"], env)
     name, log = "cpu-smollm2-none", settings.servers_dir() / "cpu-smollm2-none.log"
     assert demo.returncode == 1 and "healthy at" not in demo.stdout, demo.stdout + demo.stderr[-3000:]

@@ -14,17 +14,18 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-OUTER = ROOT / ".venv" / "bin" / "python"
+from helpers.paths import REPO
+
+OUTER = REPO / ".venv" / "bin" / "python"
 
 
 def _repo_copy(tmp_path: Path) -> Path:
     repo = tmp_path / "specscope"
     repo.mkdir()
     for name in ("app", "launchers"):
-        shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        shutil.copytree(REPO / name, repo / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, repo / name)
+        shutil.copy(REPO / name, repo / name)
     return repo
 
 
@@ -45,7 +46,7 @@ def test_use_installed_sees_the_packages_of_a_venv_interpreter(tmp_path):
                            capture_output=True, text=True, timeout=300)
     assert found.returncode == 0, found.stderr[-2000:]
     torch_file, vllm_file = found.stdout.split()
-    outer_site = str(ROOT / ".venv")
+    outer_site = str(REPO / ".venv")
     assert torch_file.startswith(outer_site) and vllm_file.startswith(outer_site)  # the image's own, not copies
     assert not list((repo / ".venv").glob("lib/python*/site-packages/torch"))
 

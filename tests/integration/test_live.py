@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import tool_runs
+from helpers import tool_runs
 from specscope import live, prompts
 from specscope.cli import main
 from specscope.client import metrics, probe

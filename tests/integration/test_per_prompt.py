@@ -14,10 +14,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from helpers.paths import DATA
+
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
-PROMPTS = REPO / "data" / "prompts" / "mixed.jsonl"
+PROMPTS = DATA / "prompts" / "mixed.jsonl"
 
 
 @pytest.fixture(scope="module")

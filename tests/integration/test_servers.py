@@ -20,14 +20,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from helpers.paths import APP, PROMPTS
 from specscope import launch, prompts, settings
 from specscope.client import metrics
 from specscope.engine import models, presets, vllms
 from specscope.errors import ConfigError, LaunchFailed
 
 pytestmark = pytest.mark.integration
-REPO = Path(__file__).resolve().parents[2]
-PROMPT = next(p for p in prompts.load(REPO / "data" / "prompts" / "code-editing.jsonl").prompts
+PROMPT = next(p for p in prompts.load(PROMPTS / "code-editing.jsonl").prompts
               if p.prompt_id == "code-01")
 
 
@@ -42,7 +42,7 @@ def _complete(url: str) -> str:
 def _cli(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
     code = "import sys; from specscope.cli import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO / "app")})
+                          timeout=timeout, env={**os.environ, "PYTHONPATH": str(APP)})
 
 
 @pytest.mark.stops_demo_servers

@@ -93,7 +93,7 @@ def test_a_missing_bucket_is_one_sentence_and_keeps_the_run(shared_store, monkey
 
 
 def test_an_unreachable_endpoint_is_one_sentence_and_keeps_the_run(shared_store, monkeypatch, tmp_path):
-    from s3server import _free_port
+    from helpers.s3server import _free_port
 
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{_free_port()}")
     _publish_fails(monkeypatch, tmp_path, "Nothing answers")

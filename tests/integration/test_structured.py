@@ -5,14 +5,15 @@ its rows, request rows and answers agree with a check written here (jsonschema o
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest
 
+from helpers.paths import DATA
+
 pytestmark = pytest.mark.integration
 
-PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "json-extraction.jsonl"
+PROMPTS = DATA / "prompts" / "json-extraction.jsonl"
 OUTPUT_LEN = 48  # the first prompts' constrained answers close within ~32 tokens (SmolLM2, greedy)
 SCHEMAS = {r["id"]: r["response_format"]["json_schema"]["schema"]
            for r in map(json.loads, PROMPTS.read_text().splitlines())}

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from helpers.paths import APP, DATA
+
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
-PROMPTS = REPO / "data" / "prompts" / "code-editing.jsonl"
+PROMPTS = DATA / "prompts" / "code-editing.jsonl"
 DEV_MODELS = Path("/work/dev-models")
 
 
@@ -64,7 +65,7 @@ def resumed(home):
 
     run_id = sweep.SweepSpec(prompts=PROMPTS.resolve(), **SPEC).resolved_run_id(prompts.load(PROMPTS).sha256)
     argv = [str(Path(sys.executable).with_name("specscope")), *SWEEP_ARGS]
-    env = {**os.environ, "PYTHONPATH": str(REPO / "app")}  # this checkout's SpecScope
+    env = {**os.environ, "PYTHONPATH": str(APP)}  # this checkout's SpecScope
     first = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              start_new_session=True)
     deadline = time.monotonic() + 600

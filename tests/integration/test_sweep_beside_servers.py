@@ -8,15 +8,16 @@ a sweep that needs fresh servers starts its own as ``cpu-smollm2-none-2`` and st
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 
+from helpers.paths import DATA
+
 # at most three servers at once; last in the vLLM stream, which ended 6 minutes before the other on CI
 pytestmark = [pytest.mark.integration, pytest.mark.few_servers(stream="vllm")]
 
-PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "code-editing.jsonl"
+PROMPTS = DATA / "prompts" / "code-editing.jsonl"
 
 
 def test_sweeps_reuse_or_step_beside_a_running_server_of_the_same_name(home):

@@ -3,17 +3,16 @@ measured at concurrency 1 and 2, rows kept apart in the store (4 prompts of 16 t
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from helpers.paths import DATA
 from specscope import launch, sweep
 from specscope.engine import vllms
 from specscope.results.store import Store
 
 pytestmark = [pytest.mark.integration, pytest.mark.few_servers]  # at most three servers at once
 
-PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "code-editing.jsonl"
+PROMPTS = DATA / "prompts" / "code-editing.jsonl"
 SCHEDULE = "1:2,2-256:1"
 
 

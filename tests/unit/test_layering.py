@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-APP = Path(__file__).resolve().parents[2] / "app"
-PAGE_FILES = sorted((APP / "views").glob("*.py"))
+from helpers.paths import APP, VIEWS
+
+PAGE_FILES = sorted((VIEWS).glob("*.py"))
 LIBRARY_FILES = sorted((APP / "specscope").rglob("*.py"))
 FORBIDDEN_IN_PAGES = re.compile(r"^\s*(import|from)\s+(requests|httpx|subprocess|duckdb|asyncio|aiohttp|socket)\b",
                                 re.M)

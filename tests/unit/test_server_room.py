@@ -5,8 +5,7 @@ from __future__ import annotations
 import fcntl
 import threading
 
-import server_room
-import slowest
+from helpers import server_room, slowest
 
 
 def test_a_wait_for_the_room_is_recorded_and_summed_per_stream(tmp_path, monkeypatch):

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("wheelset", ROOT / "launchers" / "wheelset.py")
+from helpers.paths import LAUNCHERS
+
+spec = importlib.util.spec_from_file_location("wheelset", LAUNCHERS / "wheelset.py")
 wheelset = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(wheelset)
 

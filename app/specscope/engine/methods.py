@@ -10,7 +10,7 @@ checks a speculative_config from them.
 This is the one door for a method: every trait another module acts on is a class attribute here (``speculates``,
 ``drafts_by``, ``drafts_from_answers``, ``one_token_per_pass``, ``forward_timed``, ``verify_probe``,
 ``rebuilt_live``), and the tuples below (``MATCH_DRAFTERS``, ``ANSWER_DRAFTERS``, ...) are read from them; no
-other module names a method to decide what to do with it (``tests/unit/test_method_registry.py`` fails when one
+other module names a method to decide what to do with it (``tests/unit/engine/test_method_registry.py`` fails when one
 does, or when a registered method is not wired).
 
     Ngram(k=4, prompt_lookup_max=4).speculative_config()

@@ -9,7 +9,7 @@ arctic-inference (``NATIVE_SUFFIX``) and ``vllm bench forward`` (``BENCH_FORWARD
 
 Each fact was read in the wheels' own source; ``tests/captures/vllm_speculative_config.json`` holds what the
 wheels of 0.24.0, 0.32.0, 0.33.0 and 0.34.0 say (written by ``tests/captures/vllm_sources.py``), and
-``tests/unit/test_version_facts.py`` checks every fact against it.
+``tests/unit/engine/test_version_facts.py`` checks every fact against it.
 
     check_keys("draft_model", {"use_heterogeneous_vocab": True}, "0.34.0")   # ConfigError: leave it out
     check_env({"VLLM_USE_V2_MODEL_RUNNER": "0"}, "0.34.0", "in preset p's [env]")   # ConfigError

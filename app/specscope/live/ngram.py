@@ -7,7 +7,7 @@ min(K, max_model_len - len(context), tokens available) tokens after it; a longes
 shorter than the minimum proposes nothing. vLLM finds this with KMP over the reversed
 context. :class:`NgramProposer` gets the same answer from an index of the earliest start of
 every n-gram, kept up to date as tokens arrive, so each step costs O(max - min) instead of
-O(len(context)). ``tests/unit/test_ngram.py`` checks it against vLLM's own function.
+O(len(context)). ``tests/unit/live/test_ngram.py`` checks it against vLLM's own function.
 
 Because ngram drafts are one-hot, a rejected draft token is never re-sampled as the
 correction, so at any temperature the accepted count of a step is the longest common prefix

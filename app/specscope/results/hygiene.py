@@ -2,8 +2,8 @@
 
 Each check is one ``Check`` in ``CHECKS``, the only place it is defined: its id, title, explanation, badge,
 whether it distorts the figure, the predicate that reads a row's columns, and an example row that trips it and
-one that passes (tests/unit/test_check_registry.py walks them, and every view that lists checks). ``flags(row, ...)``
-returns the ids a result row fails; the sweep stores them in the row's ``hygiene`` column, and
+one that passes (tests/unit/results/test_check_registry.py walks them, and every view that lists checks).
+``flags(row, ...)`` returns the ids a result row fails; the sweep stores them in the row's ``hygiene`` column, and
 a run with a failed check is labelled, never hidden. The row fields the checks read are
 recorded while measuring (``bench``, ``sweep``): warm-ups, prefix-cache hit rate, the share of
 requests that started in synchronized waves, the server's ``max_num_seqs``, other processes'
