@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from specscope.analysis import intervals
-from specscope.analysis.explore import crossover_caption
+from specscope.analysis.explore_text import crossover_caption
 from specscope.schema import BASELINE_METHOD
 from ui import limit_charts
 from ui.chart_style import PALETTE, empty_figure, layout

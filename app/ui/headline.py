@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from specscope.analysis import explore, intervals
+from specscope.analysis import explore_text, intervals
 from specscope.results import hygiene
 from ui.common import plain
 
@@ -41,10 +41,11 @@ def caption(counts: dict[str, int], top: pd.Series | None, where: tuple[str | No
     and the higher figure it left out because hygiene flags its cell (``explore.flagged_above``)."""
     best = ""
     if top is not None:
-        best = (f"Best: {plain(explore.point_label(top))} (a real drafter; synthetic acceptance and step-cost "
+        best = (f"Best: {plain(explore_text.point_label(top))} (a real drafter; synthetic acceptance and step-cost "
                 "calibrations are left out). " + _drawn(top, *where))
     if passed_over is not None:
-        best += (f"A higher figure, {intervals.value_text(passed_over)} ({plain(explore.point_label(passed_over))}), "
+        label = plain(explore_text.point_label(passed_over))
+        best += (f"A higher figure, {intervals.value_text(passed_over)} ({label}), "
                  f"is left out: its cell fails hygiene checks ({hygiene.titles(hygiene.row_ids(passed_over))}). ")
     return (best + "A setup is one model · method (draft) · dataset · hardware of one source, with one vLLM and "
             f"torch version, real or dummy weights, real or synthetic acceptance ({counts['baselines']} baseline "

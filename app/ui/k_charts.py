@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from specscope.analysis import intervals
-from specscope.analysis.explore import checks_text, distorted
+from specscope.analysis.explore import distorted
+from specscope.analysis.explore_text import checks_text
 from ui.chart_style import PALETTE, k_axis, no_gain
 
 __all__ = ["EMPTY", "speedup_vs_k", "combined", "runs_table", "RUNS_CAPTION", "best_k_shown", "title"]
@@ -134,7 +135,7 @@ SHORT_HEADERS = {"concurrency (requests)": "concurrency", "K (draft tokens)": "K
 
 
 def best_k_shown(table: pd.DataFrame) -> pd.DataFrame:
-    """``explore.best_k_table`` as the Explorer's tab shows it: short headers, "(1 run)" for a single run's
+    """``explore_text.best_k_table`` as the Explorer's tab shows it: short headers, "(1 run)" for a single run's
     missing interval (the caption says why), the tied K alone under "tied with", and "its run" where a row's
     baseline is the run that measured it."""
     shown = table.rename(columns=SHORT_HEADERS).replace({r"\(1 run: no interval\)": "(1 run)",

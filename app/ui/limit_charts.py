@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from specscope.analysis import intervals
-from specscope.analysis.explore import point_label
+from specscope.analysis.explore_text import point_label
 from specscope.schema import BASELINE_METHOD
 from ui.chart_style import PALETTE, empty_figure, layout
 

@@ -10,7 +10,7 @@ from collections import Counter
 import pandas as pd
 import streamlit as st
 
-from specscope.analysis import explore, limits, output_acceptance
+from specscope.analysis import explore, explore_text, limits, output_acceptance
 from specscope.engine import roofline
 from specscope.results import identity
 from ui import cache, limit_charts
@@ -40,7 +40,7 @@ def _limits_tab(filters: dict | None) -> None:
     above = [r for r in cells.to_dict("records") if roofline.above(r)]
     if above:
         st.warning(f"{len(above)} cell{'s are' if len(above) > 1 else ' is'} above a physical ceiling, so flagged, "
-                   "not believed: " + "; ".join(f"{plain(explore.point_label(r))}: {'; '.join(roofline.above(r))}"
+                   "not believed: " + "; ".join(f"{plain(explore_text.point_label(r))}: {'; '.join(roofline.above(r))}"
                                                 for r in above[:5]), icon=":material/warning:")
     missing = Counter(cells.loc[cells["ceiling_tok_s"].isna(), "ceiling_note"])
     if missing:

@@ -10,7 +10,7 @@ import streamlit as st
 
 from specscope import schema
 from specscope.advice import deploy, fitting
-from specscope.analysis import explore, intervals, verdict
+from specscope.analysis import explore, explore_text, intervals, verdict
 from specscope.errors import SpecScopeError
 from specscope.results import datasets, tool_exports
 from ui import (
@@ -80,11 +80,11 @@ if not facets["model"]:
 sources = or_stop(cache.table, explore.bundled_sources)
 if not sources.empty:
     # Drawn only when opened: a table's scripts would load ahead of the headline and first figure.
-    where = st.expander(cache.built("bundled_label", lambda: explore.bundled_label(sources), sources),
+    where = st.expander(cache.built("bundled_label", lambda: explore_text.bundled_label(sources), sources),
                         key="explorer_sources_open", on_change="rerun")
     if where.open:
         with where:
-            st.caption(cache.built("bundled_summary", lambda: explore.bundled_summary(sources), sources) +
+            st.caption(cache.built("bundled_summary", lambda: explore_text.bundled_summary(sources), sources) +
                        " Each source's rows are kept apart: a speedup always divides by a baseline of the same "
                        "source.")
             st.dataframe(sources, hide_index=True, width="stretch", key="explorer_sources")
@@ -196,7 +196,7 @@ def _best_k_table() -> None:
                "acceptance length, tokens a step. A K the measurements cannot tell from the best K (one rule for "
                "every tie) is marked as tied. The best K is the fastest cell no distorting hygiene check flags; a "
                "higher flagged figure is shown beside it under \"left out\" with its checks. "
-               + explore.interval_summary(best) + (
+               + explore_text.interval_summary(best) + (
                    f" Not listed: {len(unmatched)} setup(s) without a matching baseline, so without a speedup."
                    if unmatched else ""))
     # a table that wraps, with short headers and the setup's column the widest: a setup's name (up to ~150
@@ -204,7 +204,7 @@ def _best_k_table() -> None:
     with st.container(key="explorer_best_table"):
         st.html("<style>.st-key-explorer_best_table th:first-child,.st-key-explorer_best_table td:first-child"
                 "{min-width:min(26rem,40vw)}</style>")
-        st.table(cache.built("best_k_shown", lambda: k_charts.best_k_shown(explore.best_k_table(best, vs_k)), best,
+        st.table(cache.built("best_k_shown", lambda: k_charts.best_k_shown(explore_text.best_k_table(best, vs_k)), best,
                              vs_k), hide_index=True, border="horizontal")
 
 

@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from helpers.paths import VIEWS
 from specscope import settings
 from specscope.advice import deploy, fitting
-from specscope.analysis import explore
+from specscope.analysis import explore, explore_text
 from specscope.cli import main as cli_main
 from specscope.results import writing
 from specscope.results.store import Store
@@ -72,7 +72,7 @@ def test_the_headline_landing_figure_and_best_k_table_fall_back_to_the_clean_k(s
     [landing] = explore.landing_setups(vs_k, top)
     assert "suffix" in landing and "constrained" not in landing  # the clean setup, not the one flagged throughout
     assert "constrained" in explore.k_sweep_setups(vs_k)[-1]  # flagged throughout: ranked last
-    table = explore.best_k_table(best, vs_k)
+    table = explore_text.best_k_table(best, vs_k)
     free = table[table["setup"] == landing]
     assert list(free["K (draft tokens)"]) == ["2", "2"] and set(free["checks"]) == {"✓"}
     assert all(text.startswith("K=4 3.465× [") and text.endswith("left out (⚠ suffix cache · few requests)")

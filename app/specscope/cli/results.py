@@ -27,7 +27,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from specscope.analysis import explore, intervals, limits, per_prompt, versions
+from specscope.analysis import explore, explore_text, intervals, limits, per_prompt, versions
 from specscope.cli import layout
 from specscope.engine import roofline
 from specscope.errors import ConfigError
@@ -173,10 +173,10 @@ def _speedup_table(frame: pd.DataFrame, records: list[dict], best: bool, wide: b
     baseline = {"baseline from": ["its run" if base == run else base
                                   for run, base in zip(frame["run_id"], frame["baseline_run_id"])]}
     if best:
-        return table.assign(tied=[explore.tie_text(r) for r in records],
-                            checks=[explore.checks_text(r) or "✓" for r in records],
-                            **{"left out": [explore.passed_over_text(r) for r in records],
-                               "measured by": [explore.point_runs_text(r) for r in records]}, **baseline)
+        return table.assign(tied=[explore_text.tie_text(r) for r in records],
+                            checks=[explore_text.checks_text(r) or "✓" for r in records],
+                            **{"left out": [explore_text.passed_over_text(r) for r in records],
+                               "measured by": [explore_text.point_runs_text(r) for r in records]}, **baseline)
     return table.assign(run=frame["run_id"], **baseline)
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from specscope import schema, settings
-from specscope.analysis import explore, intervals
+from specscope.analysis import explore, explore_text, intervals
 from specscope.engine import provenance
 from specscope.results import importers, writing
 from specscope.results.store import Store
@@ -106,11 +106,11 @@ def test_intervals_reach_the_figures_and_the_best_k_table(tmp_path):
     hover = {t.get("title", t["field"]) for t in spec["layer"][2]["encoding"]["tooltip"]}
     assert {"speedup [95%]", "output tok/s", "repeats"} <= hover
     best = explore.by_concurrency(db)
-    table = explore.best_k_table(best).set_index("K (draft tokens)")
+    table = explore_text.best_k_table(best).set_index("K (draft tokens)")
     assert table.loc["2", "tied (within noise)"] == "tied with K 4 (within noise)"
     low, high = (float(x) for x in table.loc["2", "speedup (× baseline, 95%)"].split("[")[1].rstrip("]").split(", "))
     assert low < float(table.loc["2", "speedup (× baseline, 95%)"].split("×")[0]) < high and "0" not in table.index
-    assert explore.interval_summary(best) == "All 1 speedups carry a 95% interval."
+    assert explore_text.interval_summary(best) == "All 1 speedups carry a 95% interval."
 
 
 def test_two_runs_of_one_setup_combine_their_own_intervals(tmp_path):
@@ -147,10 +147,10 @@ def test_speedup_vs_k_colours_a_concurrency_alike_in_every_chart_and_keeps_names
 
 def test_single_runs_say_they_have_no_interval(ruiz_store):
     best = explore.by_concurrency(ruiz_store, {"draft_model": ["Qwen/Qwen3-1.7B"]})
-    table = explore.best_k_table(best)
+    table = explore_text.best_k_table(best)
     assert len(table) > 0 and table["speedup (× baseline, 95%)"].str.endswith("(1 run: no interval)").all()
     assert (table["tied (within noise)"] == "").all()
-    assert "single runs" in explore.interval_summary(best)
+    assert "single runs" in explore_text.interval_summary(best)
     fig = charts.speedup_vs_concurrency(best, explore.crossovers(best))
     assert fig.data[0].error_y.visible is False
 
@@ -221,7 +221,7 @@ def test_two_setups_side_by_side_list_only_their_own_concurrencies_in_shared_col
 def test_the_best_k_tab_shows_short_headers_and_the_setup_whole():
     bundled = Store(result_dirs=[settings.bundled_data_dir() / "results"], request_dirs=[])
     filters = {"method": ["ngram"], "dataset": ["code-editing"]}
-    shown = k_charts.best_k_shown(explore.best_k_table(explore.by_concurrency(bundled, filters),
+    shown = k_charts.best_k_shown(explore_text.best_k_table(explore.by_concurrency(bundled, filters),
                                                        explore.speedup_vs_k(bundled, filters)))
     assert list(shown.columns[:8]) == ["setup", "concurrency", "K", "speedup [95%]", "tied with", "checks", "left out",
                                        "AL"]

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specscope.analysis import explore
+from specscope.analysis import explore, explore_text
 from specscope.results.store import Store
 from ui import charts, k_charts
 
@@ -63,16 +63,16 @@ def test_no_bundled_figure_draws_a_nan_coordinate(bundled):
 
 def test_a_crossover_that_does_not_exist_is_not_printed(bundled):
     best = explore.by_concurrency(bundled)
-    caption = explore.crossover_caption(explore.crossovers(best))
+    caption = explore_text.crossover_caption(explore.crossovers(best))
     assert "nan" not in caption.lower()
     # unknown concurrency, or below 1 from the first point on: no crossover
     frame = pd.DataFrame({"setup": ["a", "b", "b", "c", "c"], "method": ["ngram"] * 5,
                           "concurrency": [np.nan, 1, 4, 1, 4], "speedup": [0.9, 0.8, 0.7, 1.5, 0.5]})
     crossings = explore.crossovers(frame)
     assert crossings["setup"].tolist() == ["c"]
-    assert explore.crossover_caption(crossings) == (
+    assert explore_text.crossover_caption(crossings) == (
         "Where speculation stops paying: c at concurrency ≈ 2 (first measured below 1× at 4).")
-    assert explore.crossover_caption(explore.crossovers(frame[frame["setup"] != "c"])) == ""
+    assert explore_text.crossover_caption(explore.crossovers(frame[frame["setup"] != "c"])) == ""
 
 
 def test_header_counts_speculative_setups_and_the_slower_ones(bundled):
@@ -87,7 +87,7 @@ def test_header_counts_speculative_setups_and_the_slower_ones(bundled):
 
 def test_best_k_table_lists_speculative_rows_with_blanks_and_units(bundled):
     best = explore.by_concurrency(bundled)
-    table = explore.best_k_table(best)
+    table = explore_text.best_k_table(best)
     assert len(table) == ((best["method"] != "none") & best["speedup"].notna()).sum() > 0
     assert not table["speedup (× baseline, 95%)"].str.contains("baseline\\)").any()
     cells = table.astype(str).to_numpy().ravel().tolist()
@@ -106,14 +106,14 @@ def test_bundled_sources_name_article_hardware_and_vllm_version(bundled):
     assert sources.loc["pace-sd-lab", "vLLM"] == "0.19.0"
     own = sources.loc["specscope-cpu-code-editing"]
     assert own["from"] == "SpecScope's own measurements" and own["hardware"] == "cpu-2core"
-    summary = explore.bundled_summary(sources.reset_index())
+    summary = explore_text.bundled_summary(sources.reset_index())
     assert "vLLM 0.12.0" in summary and "1xL40S" in summary and "SpecScope's own measurements" in summary
     own = int((sources["from"] == "SpecScope's own measurements").sum())
-    assert explore.bundled_label(sources.reset_index()) == (
+    assert explore_text.bundled_label(sources.reset_index()) == (
         f"Where the bundled results come from ({len(sources)} files: {own} of SpecScope's own measurements "
         f"and {len(sources) - own} from published articles)")
 
 
 def test_the_best_point_names_only_what_its_source_states():
-    assert explore.point_label({"setup": "s", "k": np.nan, "concurrency": np.nan}) == "s"
-    assert explore.point_label({"setup": "s", "k": 4, "concurrency": 8.0}) == "s, K=4, concurrency 8"
+    assert explore_text.point_label({"setup": "s", "k": np.nan, "concurrency": np.nan}) == "s"
+    assert explore_text.point_label({"setup": "s", "k": 4, "concurrency": 8.0}) == "s, K=4, concurrency 8"

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from helpers.paths import REPO
-from specscope.analysis import explore
+from specscope.analysis import explore, explore_text
 from specscope.results import hygiene, writing
 from specscope.results.store import Store
 from ui import run_table
@@ -76,10 +76,10 @@ def test_the_explorer_keeps_distorting_checks_from_the_best_k_and_shows_every_ba
     [best] = explore.by_concurrency(_sweep(tmp_path, check.id)).query("method == 'ngram'").to_dict("records")
     if check.distorts:  # the clean K=2 is the best K; the flagged K=4 is shown beside it with its check
         assert best["k"] == 2 and best["flagged_k"] == 4 and list(best["flagged_checks"]) == [check.id]
-        assert f"⚠ {check.badge}" in explore.passed_over_text(best)
+        assert f"⚠ {check.badge}" in explore_text.passed_over_text(best)
     else:  # a condition is shown beside the figure, never left out
         assert best["k"] == 4 and list(best["checks"]) == [check.id] and pd.isna(best["flagged_k"])
-        assert explore.checks_text(best) == f"⚠ {check.badge}"
+        assert explore_text.checks_text(best) == f"⚠ {check.badge}"
 
 
 def test_the_readme_lists_each_check_as_distorting_or_a_condition():

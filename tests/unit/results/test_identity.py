@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from helpers.paths import DATA
-from specscope.analysis import explore, intervals, versions
+from specscope.analysis import explore, explore_text, intervals, versions
 from specscope.cli import layout
 from specscope.cli import main as cli_main
 from specscope.engine import models
@@ -127,7 +127,7 @@ def test_advise_names_each_group_apart(bundled, specscope_home, capsys):
 
 def test_the_best_k_table_names_the_run_of_each_best_k(bundled):
     filters = {"method": ["ngram"], "dataset": ["code-editing"], "hardware": ["cpu-2core"]}
-    table = explore.best_k_table(explore.by_concurrency(bundled, filters), explore.speedup_vs_k(bundled, filters))
+    table = explore_text.best_k_table(explore.by_concurrency(bundled, filters), explore.speedup_vs_k(bundled, filters))
     assert table["setup"].nunique() == 2  # 0.31.0 and 0.32.0 apart
     measured = set(table["measured by"])
     assert "run specscope-cpu-versions" in measured

@@ -49,7 +49,7 @@ def test_files_without_the_column_still_load(tmp_path):
 
 
 def test_explorer_draws_the_schedule_as_its_own_curve(tmp_path):
-    from specscope.analysis import explore
+    from specscope.analysis import explore, explore_text
     from ui import charts
 
     write_results(_rows(), run_id="r1", directory=tmp_path)
@@ -60,7 +60,7 @@ def test_explorer_draws_the_schedule_as_its_own_curve(tmp_path):
     fig = charts.schedule_vs_concurrency(curves, curves["setup"].iloc[0])
     [drawn] = [t for t in fig.data if t.name == f"schedule {SCHEDULE}"]
     assert drawn.line.dash == "dash" and list(drawn.y) == pytest.approx([1.61, 1.2], abs=1e-3)
-    table = explore.best_k_table(explore.best_k(store))
+    table = explore_text.best_k_table(explore.best_k(store))
     assert f"schedule {SCHEDULE} (max 4)" in set(table["K (draft tokens)"])
     assert "tied with K 4 (within noise)" in set(table["tied (within noise)"])
 
