@@ -34,7 +34,8 @@ from specscope.cli.bench import ProgressBar  # noqa: E402
 from specscope.engine import models, provenance  # noqa: E402
 from specscope.errors import ConfigError  # noqa: E402
 from specscope.launch.host import installed_vllm  # noqa: E402
-from specscope.loop import deploy_run
+from specscope.loop import deploy_outcome, deploy_plan, deploy_run
+from specscope.results.store import Store
 
 PRESET = "shape-llama31-8b-shared"
 # Long contexts: the same shape with room for 16 prompts of several thousand tokens each (launchers/*-long.toml).
@@ -68,14 +69,14 @@ CURVES = {"eagle3": "eagle3-kimi-k2.5", "draft_model": "draft-qwen3-1.7b-for-32b
 
 
 def request(run_id: str, method: str = "eagle3", concurrencies: tuple[int, ...] = (1, 4, 16, 64),
-            prompts: Path = PROMPTS, preset: str = PRESET) -> deploy_run.Request:
+            prompts: Path = PROMPTS, preset: str = PRESET) -> deploy_plan.Request:
     chosen = {**(LONG_RUN if preset == LONG_PRESET else NEW_RUN), **BUNDLED.get(run_id, {})}
     method, concurrencies = chosen.pop("method", method), chosen.pop("concurrencies", concurrencies)
     preset = chosen.pop("preset", preset)
     curve = CURVES[method]
-    return deploy_run.Request(preset=preset, methods=(method,), concurrencies=concurrencies, prompts=prompts,
-                              acceptance=curve, ks=tuple(range(1, priors.named(curve).k_max + 1)), output_len=128,
-                              run_id=run_id, **chosen)
+    return deploy_plan.Request(preset=preset, methods=(method,), concurrencies=concurrencies, prompts=prompts,
+                               acceptance=curve, ks=tuple(range(1, priors.named(curve).k_max + 1)), output_len=128,
+                               run_id=run_id, **chosen)
 
 
 def long_prompts(tokens: int, out: Path) -> Path:
@@ -96,7 +97,7 @@ def long_prompts(tokens: int, out: Path) -> Path:
     return out
 
 
-def _line(hardware: str, vllm: str, wall: float | None, servers: int | None, outcome: deploy_run.Outcome) -> str:
+def _line(hardware: str, vllm: str, wall: float | None, servers: int | None, outcome: deploy_outcome.Outcome) -> str:
     figures = " ".join(f"{k}={'none' if v is None else f'{v:.3f}'}" for k, v in outcome.figures().items())
     return (f"deploy gpu={hardware} vllm={vllm} wall_s={'?' if wall is None else f'{wall:.0f}'} "
             f"servers={'?' if servers is None else servers} {figures}")
@@ -122,7 +123,7 @@ def main() -> int:
     if args.report:
         outcome = deploy_run.report(request(args.run_id, args.method, concurrencies, preset=preset))
         print(outcome.report())
-        rows = deploy_run.Store().speedup({"run_id": [args.run_id]})
+        rows = Store().speedup({"run_id": [args.run_id]})
         print(_line(str(rows["hardware"].iloc[0]), str(rows["vllm_version"].iloc[0]), None, None, outcome))
         return 0
     if not args.home:

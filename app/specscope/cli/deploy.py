@@ -11,17 +11,17 @@ from pathlib import Path
 from specscope.advice import priors
 from specscope.cli import layout
 from specscope.cli.bench import ProgressBar, _ints, _names, options
-from specscope.loop import deploy_run
+from specscope.loop import deploy_outcome, deploy_plan, deploy_run
 
 __all__ = ["register", "shown"]
 
 
 def _deploy(args: argparse.Namespace) -> int:
-    request = deploy_run.Request(preset=args.preset, methods=args.methods, concurrencies=args.concurrency,
-                                 prompts=Path(args.prompts), acceptance=args.acceptance, probe_ks=args.probe_k,
-                                 ks=tuple(range(1, args.max_k + 1)), repeats=args.repeats,
-                                 num_prompts=args.num_prompts, per_concurrency=args.per_concurrency,
-                                 output_len=args.output_len, run_id=args.run_id, max_batch=args.max_batch)
+    request = deploy_plan.Request(preset=args.preset, methods=args.methods, concurrencies=args.concurrency,
+                                  prompts=Path(args.prompts), acceptance=args.acceptance, probe_ks=args.probe_k,
+                                  ks=tuple(range(1, args.max_k + 1)), repeats=args.repeats,
+                                  num_prompts=args.num_prompts, per_concurrency=args.per_concurrency,
+                                  output_len=args.output_len, run_id=args.run_id, max_batch=args.max_batch)
     outcome = deploy_run.run(request, progress=ProgressBar(), options=options(args))
     if outcome is None:
         print("stopped before an answer; run the same command to resume")
@@ -30,7 +30,7 @@ def _deploy(args: argparse.Namespace) -> int:
     return 0
 
 
-def shown(outcome: deploy_run.Outcome, width: int | None = None) -> str:
+def shown(outcome: deploy_outcome.Outcome, width: int | None = None) -> str:
     """The outcome's report as printed: prose wrapped to the terminal, the config as JSON that pastes whole."""
     return "\n".join(layout.json_flag("--speculative-config", outcome.answer.config, indent="deploy: ", width=width)
                      if line.startswith("deploy: --speculative-config") else layout.wrap(line, width)

@@ -273,12 +273,12 @@ def test_a_concurrency_whose_own_pick_ties_the_fixed_k_reads_the_deployed_k_firs
 def _bundled_loop(run_id: str, probe_ks: tuple[int, int]):
     """The request of the loop's bundled H200 runs (tests/bench/deploy.py): EAGLE-3 on the 8B shape at a
     published curve, c = 1, 4, 16, 64, three repeats."""
-    from specscope.loop import deploy_run
+    from specscope.loop import deploy_plan
 
     data = DATA
-    return deploy_run.Request(preset="shape-llama31-8b-shared", methods=("eagle3",), concurrencies=(1, 4, 16, 64),
-                              prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
-                              probe_ks=probe_ks, repeats=3, run_id=run_id)
+    return deploy_plan.Request(preset="shape-llama31-8b-shared", methods=("eagle3",), concurrencies=(1, 4, 16, 64),
+                               prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
+                               probe_ks=probe_ks, repeats=3, run_id=run_id)
 
 
 def test_the_bundled_h200_loop_answers_from_what_it_measured_and_says_why_its_schedule_was_not(specscope_home):
@@ -322,30 +322,30 @@ def test_a_schedule_on_another_model_runner_is_priced_by_the_probe_schedule_step
     """Where the schedule must run on vLLM's V1 runner, step 1 measures a schedule that drafts the smaller probe K
     at every load but the largest; its speed over the same K's on the default runner prices the schedule's
     prediction. Here the fourth H200 run's K=3 cells at half their speed stand for the probe's."""
-    from specscope.loop import deploy_run
+    from specscope.loop import deploy_plan
 
     request = _bundled_loop("gpu-deploy-8b-eagle3-r5-vllm0.26.0", (3, 6))
-    probe = deploy_run.runner_probe(request, 64)
+    probe = deploy_plan.runner_probe(request, 64)
     assert probe == "1-63:3,64:2"  # the largest load is the last batch size: it drafts one fewer there
-    assert deploy_run.runner_probe(dataclasses.replace(request, concurrencies=(1, 16)), 64) == "1-16:3,17-64:2"
-    assert deploy_run.runner_probe(request, 1) is None
+    assert deploy_plan.runner_probe(dataclasses.replace(request, concurrencies=(1, 16)), 64) == "1-16:3,17-64:2"
+    assert deploy_plan.runner_probe(request, 1) is None
 
-    curve = deploy_run.acceptance_curve(request.acceptance)
-    fits, rows = deploy_run._fits(request.run_id, curve, request.probe_ks)
+    curve = deploy_plan.acceptance_curve(request.acceptance)
+    fits, rows = deploy_plan._fits(request.run_id, curve, request.probe_ks)
     step_1 = rows[rows["k_schedule"].isna() & rows["k"].isin([0, 3, 6])]
     fake = step_1[step_1["k"] == 3].assign(k_schedule=probe, speedup=lambda f: f["speedup"] * 0.5)
     frame = pd.concat([step_1, fake], ignore_index=True)
     fit = fits[0]
-    price = deploy_run._runner_price(fit, frame, request, 64)
+    price = deploy_plan._runner_price(fit, frame, request, 64)
     assert [round(price[c], 6) for c in ("1", "4", "16")] == [0.5, 0.5, 0.5]
     # at 64 it drafts K=2, which step 1 did not measure: priced against the fit's prediction there
     assert price["64"] == pytest.approx(fake[fake["concurrency"] == 64]["speedup"].mean() / fit.predict(2, 64))
     # a K=2 cell step 3 measured later leaves it as it was: the price reads step 1's cells alone
     later = step_1[(step_1["k"] == 3) & (step_1["concurrency"] == 64)].assign(k=2, speedup=lambda f: f["speedup"] * 2)
-    assert deploy_run._runner_price(fit, pd.concat([frame, later], ignore_index=True), request, 64) == price
+    assert deploy_plan._runner_price(fit, pd.concat([frame, later], ignore_index=True), request, 64) == price
 
-    unpriced = deploy_run._plan(fits, step_1, request, 64)
-    priced = deploy_run._plan(fits, frame, request, 64)
+    unpriced = deploy_plan._plan(fits, step_1, request, 64)
+    priced = deploy_plan._plan(fits, frame, request, 64)
     assert not unpriced.runner_price and priced.runner_price == price
     assert priced.schedule == unpriced.schedule and priced.schedule is not None
     assert priced.predicted["0@4"] == pytest.approx(unpriced.predicted["0@4"] * 0.5)
@@ -380,13 +380,13 @@ def test_the_bundled_draft_model_loop_answers_the_measured_k_and_says_the_predic
     draft-model curve): the verified K=1 measured 0.92-1.04x, and the answer reads those measured figures with their
     intervals. The run's fit promised 1.11-1.33x at K=1 (a line through K=3 and 6 whose step at K=0 cost half a
     baseline step); with the step held at no less than the baseline's, the miss is a median 9.8%."""
-    from specscope.loop import deploy_run
+    from specscope.loop import deploy_plan, deploy_run
 
     data = DATA
-    request = deploy_run.Request(preset="shape-llama31-8b-shared", methods=("draft_model",), concurrencies=(1, 16, 64),
-                                 prompts=data / "prompts" / "code-editing.jsonl", acceptance="draft-qwen3-1.7b-for-32b",
-                                 ks=tuple(range(1, 7)), probe_ks=(3, 6), repeats=3,
-                                 run_id="gpu-deploy-8b-draft-r2-vllm0.26.0")
+    request = deploy_plan.Request(preset="shape-llama31-8b-shared", methods=("draft_model",), concurrencies=(1, 16, 64),
+                                  prompts=data / "prompts" / "code-editing.jsonl",
+                                  acceptance="draft-qwen3-1.7b-for-32b", ks=tuple(range(1, 7)), probe_ks=(3, 6),
+                                  repeats=3, run_id="gpu-deploy-8b-draft-r2-vllm0.26.0")
     outcome = deploy_run.report(request)
     assert outcome.plan.fixed_k == 1 and outcome.plan.schedule is None and outcome.plan.verify_ks == [1]
     assert not outcome.answer.use_schedule and outcome.answer.config["num_speculative_tokens"] == 1
@@ -403,13 +403,13 @@ def test_the_bundled_draft_model_loop_answers_the_measured_k_and_says_the_predic
 def test_the_bundled_long_context_loop_answers_k4_at_every_load_within_its_prediction(specscope_home):
     """The loop on 3,000-token prompts (H200, vLLM 0.26.0, EAGLE-3 at a published curve, c 1, 4, 16): the best K
     stays 4 as load grows, the speedup falls from 1.9x to 1.25x, and the fit predicted each verified cell within 4%."""
-    from specscope.loop import deploy_run
+    from specscope.loop import deploy_plan, deploy_run
 
     data = DATA
-    request = deploy_run.Request(preset="shape-llama31-8b-long", methods=("eagle3",), concurrencies=(1, 4, 16),
-                                 prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
-                                 ks=tuple(range(1, 9)), probe_ks=(3, 6), repeats=3, num_prompts=8, per_concurrency=4,
-                                 run_id="gpu-deploy-8b-eagle3-long3k-vllm0.26.0")
+    request = deploy_plan.Request(preset="shape-llama31-8b-long", methods=("eagle3",), concurrencies=(1, 4, 16),
+                                  prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
+                                  ks=tuple(range(1, 9)), probe_ks=(3, 6), repeats=3, num_prompts=8, per_concurrency=4,
+                                  run_id="gpu-deploy-8b-eagle3-long3k-vllm0.26.0")
     outcome = deploy_run.report(request)
     assert outcome.plan.fixed_k == 4 and set(outcome.plan.best_k.values()) == {4}
     assert outcome.answer.config["num_speculative_tokens"] == 4 and not outcome.answer.use_schedule

@@ -80,7 +80,7 @@ def test_advise_advise_schedule_and_deploy_fit_160_columns_in_a_pipe(specscope_h
     speculative_config, wrapped between its JSON items inside the quotes, still reads as one JSON value."""
 
     from specscope.cli import deploy as deploy_cli
-    from specscope.loop import deploy_run
+    from specscope.loop import deploy_plan, deploy_run
 
     monkeypatch.delenv("COLUMNS", raising=False)
     for argv in (["advise"], ["advise", "--schedule"], ["advise", "--formulas", "--method", "ngram"]):
@@ -88,9 +88,9 @@ def test_advise_advise_schedule_and_deploy_fit_160_columns_in_a_pipe(specscope_h
         out = capsys.readouterr().out
         assert out and max(len(line) for line in out.splitlines()) <= 160, argv
     data = DATA
-    request = deploy_run.Request(preset="shape-llama31-8b-shared", methods=("eagle3",), concurrencies=(1, 4, 16, 64),
-                                 prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
-                                 probe_ks=(3, 6), repeats=3, run_id="gpu-deploy-8b-eagle3-vllm0.32.0")
+    request = deploy_plan.Request(preset="shape-llama31-8b-shared", methods=("eagle3",), concurrencies=(1, 4, 16, 64),
+                                  prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
+                                  probe_ks=(3, 6), repeats=3, run_id="gpu-deploy-8b-eagle3-vllm0.32.0")
     printed = deploy_cli.shown(deploy_run.report(request))
     assert max(len(line) for line in printed.splitlines()) <= 160
     flag = printed[printed.index("--speculative-config '") + len("--speculative-config '"):]
