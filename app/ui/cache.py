@@ -29,7 +29,7 @@ import pandas as pd
 import streamlit as st
 
 from specscope.advice import calibrate, fitting
-from specscope.analysis import anatomy, explore
+from specscope.analysis import anatomy, anatomy_cells, explore
 from specscope.errors import InputError
 from specscope.results.store import Store
 from ui.chart_style import vega_spec
@@ -200,7 +200,7 @@ def _setup_parts(key: str, _rows: Callable[[], pd.DataFrame]) -> pd.DataFrame:
 def _parts(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows of ``anatomy.table(frame)``, the part of each run's setups (``anatomy.setups``) kept on a digest of
     their rows: a new run redoes its own setups only (and takes only their rows out of ``frame``)."""
-    if not anatomy.NEEDED <= set(frame.columns):
+    if not anatomy_cells.NEEDED <= set(frame.columns):
         return pd.DataFrame()
     parts = [_setup_parts(labels_digest(frame, labels), functools.partial(frame.loc.__getitem__, labels))
              for labels in anatomy.setups(frame)]

@@ -32,7 +32,7 @@ import pandas as pd
 
 from specscope.advice import priors, theory
 from specscope.advice.estimate import Points, fit_alpha, fit_cost, fit_points, fit_rates
-from specscope.analysis import anatomy
+from specscope.analysis import anatomy, anatomy_cells
 from specscope.engine import provenance
 from specscope.errors import InputError
 from specscope.results import hygiene, identity
@@ -308,7 +308,7 @@ def fit_families(frame: pd.DataFrame, train_smallest: int | None = None,
         raise InputError(skipped[0] if skipped else "Only step-cost calibration rows match; run or import "
                          "results of a real drafter to fit.")
     if parts is None:
-        parts = anatomy.table(frame) if anatomy.NEEDED <= set(frame.columns) else pd.DataFrame()
+        parts = anatomy.table(frame) if anatomy_cells.NEEDED <= set(frame.columns) else pd.DataFrame()
     slopes = anatomy.all_cost_slopes(parts) if any(_one_k(f.groups) for f in fits) else {}
     return [with_parts(f, slopes.get(tuple(f.keys.get(k) or "" for k in anatomy.SLOPE_KEYS), {}))
             if _one_k(f.groups) else f for f in fits]

@@ -36,124 +36,48 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import PurePath
 
 import numpy as np
 import pandas as pd
 
-from specscope import settings, stats
+from specscope import settings
 from specscope.analysis import intervals
+from specscope.analysis.anatomy_cells import CELL, cells
+from specscope.analysis.anatomy_figure import ZERO, Figure
 from specscope.engine import presets
 from specscope.engine.catalog import HEADS, MATCH_DRAFTERS, PROBES
 from specscope.errors import ConfigError
 from specscope.results import identity
 from specscope.schema import BASELINE_METHOD
 
-__all__ = ["PROBES", "MIN_DRAFTING", "PARTS", "Figure", "cells", "table", "from_store",
-           "as_records", "d_text", "cost_slopes", "all_cost_slopes", "drafter_preset", "NEEDED", "setups"]
+__all__ = [
+    "PROBES",
+    "MIN_DRAFTING",
+    "PARTS",
+    "table",
+    "from_store",
+    "as_records",
+    "d_text",
+    "cost_slopes",
+    "all_cost_slopes",
+    "drafter_preset",
+    "setups",
+]
 
 MIN_DRAFTING = 0.5  # a probe drafting on fewer of its steps says too little about a drafting step
 PARTS = ("verify", "draft", "overhead")
-CELL = ("run_id", "source", "model", "draft_model", "method", "k", "k_schedule", "method_params",
-        "hardware", "host", "vllm_version", "torch_version", "weights", "acceptance", "dataset",
-        "response_format", "output_len", "temperature", "concurrency")
-SETUP = ("hardware", "host", "vllm_version", "torch_version", "weights", "response_format", "output_len",
-         "temperature", "concurrency")  # what a probe, a baseline and a drafter share with the method
-
-
-@dataclass(frozen=True)
-class Figure:
-    """A measured mean (ms) with the half-width of its 95% interval (None: measured once)."""
-
-    value: float
-    half: float | None = None
-
-    def __add__(self, other: Figure) -> Figure:
-        return Figure(self.value + other.value, _quadrature(self.half, other.half))
-
-    def __sub__(self, other: Figure) -> Figure:
-        return Figure(self.value - other.value, _quadrature(self.half, other.half))
-
-    def times(self, factor: float) -> Figure:
-        """The figure scaled by a known factor (its interval too)."""
-        return Figure(self.value * factor, None if self.half is None else self.half * abs(factor))
-
-    @property
-    def low(self) -> float | None:
-        """The interval's low end (None without one)."""
-        return None if self.half is None else self.value - self.half
-
-    @property
-    def high(self) -> float | None:
-        """The interval's high end (None without one)."""
-        return None if self.half is None else self.value + self.half
-
-
-ZERO = Figure(0.0, 0.0)
-
-
-def _quadrature(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else math.hypot(a, b)
-
-
-def _mean(values: Sequence[float]) -> Figure:
-    values = [float(v) for v in values if pd.notna(v)]
-    found = stats.mean_interval(values)
-    return Figure(found.estimate, found.half_width)
-
-
-def _mean_of(values: np.ndarray) -> float:
-    """The mean of the values that are not NaN (NaN where none is), as ``Series.mean`` gives it."""
-    known = values[~np.isnan(values)]
-    return float(known.mean()) if known.size else np.nan
-
-
-def _per_row(raw: pd.DataFrame) -> pd.DataFrame:
-    """Each measured row with ``tokens_per_step``, ``drafting_share`` and ``step_ms`` (TPOT x tokens per step)."""
-    rows = raw.copy()
-    decode = rows["total_output_tokens"].astype(float) - rows["completed"].astype(float)
-    accepted = rows["accepted_tokens"].astype(float).where(rows["method"] != BASELINE_METHOD, 0.0)
-    drafts = rows["num_drafts"].astype(float)
-    # a step drafts once: more drafts than decode - accepted steps means a request's last step accepted tokens
-    # past its output cap (counted as accepted, never output), so there the drafts count the steps
-    steps = (decode - accepted).where(~(drafts > decode - accepted), drafts)
-    counted = (steps > 0) & decode.notna() & accepted.notna()
-    every_step = ~rows["method"].isin(MATCH_DRAFTERS)
-    fallback = rows["acceptance_length"].astype(float).where(every_step)  # AL is per step where every step drafts
-    rows["tokens_per_step"] = (decode / steps).where(counted, fallback)
-    rows.loc[rows["method"] == BASELINE_METHOD, "tokens_per_step"] = 1.0
-    share = (drafts / steps).where(counted).clip(0.0, 1.0)
-    rows["drafting_share"] = share.where(share.notna(), np.where(every_step, 1.0, np.nan))
-    rows.loc[rows["method"] == BASELINE_METHOD, "drafting_share"] = 0.0
-    rows["step_ms"] = rows["mean_tpot_ms"].astype(float) * rows["tokens_per_step"]
-    return rows
-
-
-def cells(raw: pd.DataFrame) -> pd.DataFrame:
-    """One row per cell (a run's rows differing only in ``repeat``): the means of ``step_ms``, ``mean_tpot_ms``,
-    ``tokens_per_step``, ``drafting_share``, ``draft_len`` (draft tokens per drafting step), with
-    ``step_half`` and ``tpot_half`` (their 95% half-widths) and ``repeats``."""
-    ok = raw[raw["status"].fillna("ok") == "ok"] if "status" in raw else raw
-    rows = _per_row(ok[[c for c in ok if c in NEEDED or c in CELL]]).dropna(subset=["step_ms"])
-    figures = rows[["step_ms", "mean_tpot_ms", "num_drafts", "tokens_per_step", "drafting_share",
-                    "draft_tokens"]].astype(float)
-    keys = identity.keyed(rows, CELL)[list(CELL)]
-    cell_of: dict[tuple, list[int]] = {}  # grouped in plain Python: a pandas group costs more than these few rows
-    for i, values in enumerate(keys.itertuples(index=False, name=None)):
-        cell_of.setdefault(values, []).append(i)
-    columns = {c: figures[c].to_numpy() for c in figures}
-    out = []
-    for values, at in cell_of.items():
-        step, tpot = _mean(columns["step_ms"][at]), _mean(columns["mean_tpot_ms"][at])
-        drafts = np.nansum(columns["num_drafts"][at])
-        out.append({**dict(zip(CELL, values)), "created_at": rows["created_at"].iloc[at].max(), "repeats": len(at),
-                    "step_ms": step.value, "step_half": step.half, "tpot_ms": tpot.value, "tpot_half": tpot.half,
-                    "tokens_per_step": _mean_of(columns["tokens_per_step"][at]),
-                    "drafting_share": _mean_of(columns["drafting_share"][at]),
-                    "draft_len": float(np.nansum(columns["draft_tokens"][at]) / drafts) if drafts > 0 else np.nan})
-    return pd.DataFrame(out, columns=[*CELL, "created_at", "repeats", "step_ms", "step_half", "tpot_ms", "tpot_half",
-                                      "tokens_per_step", "drafting_share", "draft_len"])
+SETUP = (
+    "hardware",
+    "host",
+    "vllm_version",
+    "torch_version",
+    "weights",
+    "response_format",
+    "output_len",
+    "temperature",
+    "concurrency",
+)  # what a probe, a baseline and a drafter share with the method
 
 
 def _name(model) -> str:
@@ -163,23 +87,39 @@ def _name(model) -> str:
 
 def _pick(found: list[Mapping], cell: Mapping, dataset: bool = False) -> Mapping | None:
     """The best of ``found``: the cell's own run first, then (its dataset first, if asked) the newest."""
+
     def rank(row: Mapping) -> tuple:
         made = row["created_at"]
-        return (row["run_id"] == cell["run_id"], dataset and row["dataset"] == cell["dataset"], pd.notna(made),
-                made if pd.notna(made) else 0)
+        return (
+            row["run_id"] == cell["run_id"],
+            dataset and row["dataset"] == cell["dataset"],
+            pd.notna(made),
+            made if pd.notna(made) else 0,
+        )
+
     return max(found, key=rank) if found else None  # the first of equals, as they came
 
 
 def _plain(cells: list[Mapping], cell: Mapping) -> Mapping | None:
     """The baseline of the cell: the target's own plain server, same setup and dataset."""
-    return _pick([c for c in cells if c["method"] == BASELINE_METHOD and c["model"] == cell["model"]
-                  and c["source"] == cell["source"]], cell, dataset=True)
+    return _pick(
+        [
+            c
+            for c in cells
+            if c["method"] == BASELINE_METHOD and c["model"] == cell["model"] and c["source"] == cell["source"]
+        ],
+        cell,
+        dataset=True,
+    )
 
 
 def _probe(cells: list[Mapping], cell: Mapping) -> Mapping | None:
     """A near-free drafter's cell at the same K: synthetic like the cell where it can be."""
-    found = [c for c in cells if c["method"] in PROBES and c["model"] == cell["model"] and c["k"] == cell["k"]
-             and c["k_schedule"] == ""]
+    found = [
+        c
+        for c in cells
+        if c["method"] in PROBES and c["model"] == cell["model"] and c["k"] == cell["k"] and c["k_schedule"] == ""
+    ]
     if cell["method"] in PROBES and cell["run_id"] in {c["run_id"] for c in found}:
         found = [c for c in found if c["run_id"] == cell["run_id"] and c["method"] == cell["method"]]
     alike = [c for c in found if c["acceptance"] == cell["acceptance"]]
@@ -202,17 +142,23 @@ def _fig(cell: Mapping, value: str = "step_ms", half: str = "step_half") -> Figu
 def _verify(probe: Mapping | None, plain: Figure, cell: Mapping) -> tuple[Figure | None, str]:
     """One drafting step of the near-free drafter (the target over K+1 tokens), and how it was had."""
     if probe is None:
-        return None, (f"not measured: no ngram cell at K={cell['k']} on this setup and concurrency "
-                      "(a near-free drafter's step is the verify cost)")
+        return None, (
+            f"not measured: no ngram cell at K={cell['k']} on this setup and concurrency "
+            "(a near-free drafter's step is the verify cost)"
+        )
     f = float(probe["drafting_share"]) if pd.notna(probe["drafting_share"]) else float("nan")
     if not f >= MIN_DRAFTING:
-        return None, (f"not measured: ngram at K={cell['k']} drafted on only {f:.0%} of its steps (run "
-                      f"{probe['run_id']}), too few to tell a drafting step's cost")
+        return None, (
+            f"not measured: ngram at K={cell['k']} drafted on only {f:.0%} of its steps (run "
+            f"{probe['run_id']}), too few to tell a drafting step's cost"
+        )
     step = (_fig(probe) - plain.times(1.0 - f)).times(1.0 / f)
     accepted = "drafts accepted synthetically" if probe["acceptance"] == "synthetic" else "its own acceptance"
     own = "this run's" if probe["run_id"] == cell["run_id"] else f"run {probe['run_id']}'s"
-    return step, (f"{own} {probe['method']} at K={int(probe['k'])} ({accepted}), per drafting step: its step "
-                  f"{probe['step_ms']:.2f} ms drafting on {f:.0%} of steps, {probe['draft_len']:.2f} tokens a draft")
+    return step, (
+        f"{own} {probe['method']} at K={int(probe['k'])} ({accepted}), per drafting step: its step "
+        f"{probe['step_ms']:.2f} ms drafting on {f:.0%} of steps, {probe['draft_len']:.2f} tokens a draft"
+    )
 
 
 def _draft(drafter: Mapping | None, cell: Mapping) -> tuple[Figure | None, str]:
@@ -221,20 +167,26 @@ def _draft(drafter: Mapping | None, cell: Mapping) -> tuple[Figure | None, str]:
     if method in MATCH_DRAFTERS:
         return ZERO, f"{method} passes no model: its lookup in the context is part of overhead"
     if drafter is None:
-        why = (f"an {method} head cannot be served alone" if method in HEADS or not cell["draft_model"]
-               else f"the drafter {_name(cell['draft_model'])} was not measured alone on this setup")
+        why = (
+            f"an {method} head cannot be served alone"
+            if method in HEADS or not cell["draft_model"]
+            else f"the drafter {_name(cell['draft_model'])} was not measured alone on this setup"
+        )
         return None, f"not measured: {why}; draft and overhead are given together"
     one = _fig(drafter, "tpot_ms", "tpot_half")
-    return one.times(k), (f"{k} passes x {one.value:.2f} ms, the TPOT of {_name(cell['draft_model'])} served alone "
-                          f"(run {drafter['run_id']}), an upper bound: it includes a plain step's scheduling")
+    return one.times(k), (
+        f"{k} passes x {one.value:.2f} ms, the TPOT of {_name(cell['draft_model'])} served alone "
+        f"(run {drafter['run_id']}), an upper bound: it includes a plain step's scheduling"
+    )
 
 
 def _parts(cell: Mapping, cells: list[Mapping], speedups: tuple[tuple[str, ...], dict]) -> dict:
     """The parts of ``cell``'s step; ``cells`` are the cells of its setup (``SETUP``)."""
     plain_cell = _plain(cells, cell)
     out = {key: (None if cell[key] == "" else cell[key]) for key in CELL}
-    out.update(repeats=int(cell["repeats"]), tokens_per_step=cell["tokens_per_step"],
-               drafting_share=cell["drafting_share"])
+    out.update(
+        repeats=int(cell["repeats"]), tokens_per_step=cell["tokens_per_step"], drafting_share=cell["drafting_share"]
+    )
     step = _fig(cell)
     out.update(_columns("step", step))
     if plain_cell is None:
@@ -263,8 +215,10 @@ def _parts(cell: Mapping, cells: list[Mapping], speedups: tuple[tuple[str, ...],
     return out
 
 
-BELOW_ZERO = ("; below 0 with its interval: the drafter served alone (an upper bound) took longer than its passes "
-              "inside the step, as when the cells ran under different load; measure again on a quiet machine")
+BELOW_ZERO = (
+    "; below 0 with its interval: the drafter served alone (an upper bound) took longer than its passes "
+    "inside the step, as when the cells ran under different load; measure again on a quiet machine"
+)
 
 
 TIMES = ("step", "plain", "verify", "draft")  # measured durations: an interval's low end never below 0
@@ -298,8 +252,14 @@ def _speedup(cell: Mapping, speedups: tuple[tuple[str, ...], dict]) -> dict:
     tps = float(cell["tokens_per_step"])
     s = float(row["speedup"])
     lo, hi = (float(row[c]) if pd.notna(row.get(c)) else None for c in ("speedup_lo", "speedup_hi"))
-    return {"speedup": s, "speedup_lo": lo, "speedup_hi": hi, "d": tps / s,
-            "d_lo": tps / hi if hi else None, "d_hi": tps / lo if lo else None}
+    return {
+        "speedup": s,
+        "speedup_lo": lo,
+        "speedup_hi": hi,
+        "d": tps / s,
+        "d_lo": tps / hi if hi else None,
+        "d_hi": tps / lo if lo else None,
+    }
 
 
 def table(raw: pd.DataFrame, speedups: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -313,8 +273,11 @@ def table(raw: pd.DataFrame, speedups: pd.DataFrame | None = None) -> pd.DataFra
     by_cell = _speedups_by_cell(speedups)
     for _, same in found.groupby(list(SETUP), sort=False):  # a cell's baseline, probe and drafter share its setup
         records = same.to_dict("records")
-        parts.update((i, _parts(cell, records, by_cell)) for i, cell in zip(same.index, records)
-                     if cell["method"] != BASELINE_METHOD and cell["k"] != "")
+        parts.update(
+            (i, _parts(cell, records, by_cell))
+            for i, cell in zip(same.index, records)
+            if cell["method"] != BASELINE_METHOD and cell["k"] != ""
+        )
     out = pd.DataFrame([parts[i] for i in sorted(parts)])
     if out.empty:
         return out
@@ -325,8 +288,9 @@ def table(raw: pd.DataFrame, speedups: pd.DataFrame | None = None) -> pd.DataFra
     for how in ("verify_how", "draft_how", "overhead_how", "notes"):
         if how not in out:
             out[how] = None
-    return out.sort_values(["model", "hardware", "vllm_version", "method", "concurrency", "k"],
-                           key=lambda s: s.astype(str)).reset_index(drop=True)
+    return out.sort_values(
+        ["model", "hardware", "vllm_version", "method", "concurrency", "k"], key=lambda s: s.astype(str)
+    ).reset_index(drop=True)
 
 
 def setups(raw: pd.DataFrame) -> list[pd.Index]:
@@ -358,8 +322,20 @@ def as_records(frame: pd.DataFrame) -> list[dict]:
     """The table as JSON-ready records (NaN as None, numbers rounded to what was measured)."""
     out = []
     for row in frame.to_dict("records"):
-        out.append({k: (None if isinstance(v, float) and math.isnan(v) else round(v, 4) if isinstance(v, float)
-                        else v.item() if hasattr(v, "item") else v) for k, v in row.items()})
+        out.append(
+            {
+                k: (
+                    None
+                    if isinstance(v, float) and math.isnan(v)
+                    else round(v, 4)
+                    if isinstance(v, float)
+                    else v.item()
+                    if hasattr(v, "item")
+                    else v
+                )
+                for k, v in row.items()
+            }
+        )
     return out
 
 
@@ -367,8 +343,9 @@ def d_text(row: Mapping, why_none: str = "") -> str:
     """D with its 95% interval: ``2.86 [2.33, 3.71]``. Where the speedup's interval reaches 0, D has a low end
     and no high one: ``4.66 [2.13, no upper bound]``, not a bare figure that reads like a single run."""
     d, low, high = (row.get(c) for c in ("d", "d_lo", "d_hi"))
-    if all(isinstance(v, (int, float)) and math.isfinite(v) for v in (d, low)) and \
-            not (isinstance(high, (int, float)) and math.isfinite(high)):
+    if all(isinstance(v, (int, float)) and math.isfinite(v) for v in (d, low)) and not (
+        isinstance(high, (int, float)) and math.isfinite(high)
+    ):
         return f"{d:.2f} [{low:.2f}, no upper bound]"
     return intervals.text(d, low, high, digits=2, why_none=why_none)
 
@@ -401,10 +378,6 @@ def all_cost_slopes(frame: pd.DataFrame) -> dict[tuple, dict[float, float]]:
     return out
 
 
-NEEDED = frozenset({"mean_tpot_ms", "total_output_tokens", "completed", "accepted_tokens", "num_drafts",
-                    "draft_tokens", "acceptance_length", "run_id", "created_at", "model", "draft_model"})
-
-
 def _toml_value(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -423,12 +396,16 @@ def drafter_preset(preset: str, method: str) -> str:
     if entry.kind in MATCH_DRAFTERS or not model:
         raise ConfigError(f"{method} of preset {preset} has no draft model to serve alone.")
     if entry.kind in HEADS:
-        raise ConfigError(f"The {entry.kind} head of preset {preset} cannot be served alone: vLLM serves "
-                          "it only beside its target.")
+        raise ConfigError(
+            f"The {entry.kind} head of preset {preset} cannot be served alone: vLLM serves it only beside its target."
+        )
     name = f"{preset}--drafter-{method}"
-    lines = [f"# {method}'s draft model of preset {preset}, served alone (written by specscope anatomy).",
-             f"description = {_toml_value(f'{base.description}: the {method} drafter alone')}",
-             f"engine = {_toml_value(base.engine)}", f"model = {_toml_value(model)}"]
+    lines = [
+        f"# {method}'s draft model of preset {preset}, served alone (written by specscope anatomy).",
+        f"description = {_toml_value(f'{base.description}: the {method} drafter alone')}",
+        f"engine = {_toml_value(base.engine)}",
+        f"model = {_toml_value(model)}",
+    ]
     lines += [f"{key} = {_toml_value(getattr(base, key))}" for key in ("vllm", "hardware") if getattr(base, key)]
     for table, values in (("engine_args", base.engine_args), ("env", base.env)):
         lines += ["", f"[{table}]", *(f"{key} = {_toml_value(v)}" for key, v in values.items())]

@@ -10,7 +10,7 @@ import pytest
 
 from specscope import stats
 from specscope.advice import fitting, theory
-from specscope.analysis import anatomy
+from specscope.analysis import anatomy, anatomy_figure
 from specscope.engine import presets
 from specscope.errors import ConfigError
 
@@ -46,11 +46,11 @@ def _demo(tpots=(10.0,), probe_tpot=8.0, method_tpot=12.0, drafter_tpot=3.0):
 
 
 def test_figures_add_their_intervals_in_quadrature():
-    a, b = anatomy.Figure(10.0, 3.0), anatomy.Figure(4.0, 4.0)
+    a, b = anatomy_figure.Figure(10.0, 3.0), anatomy_figure.Figure(4.0, 4.0)
     assert (a + b).value == 14.0 and (a + b).half == pytest.approx(5.0)
     assert (a - b).value == 6.0 and (a - b).half == pytest.approx(5.0)
-    assert a.times(0.5) == anatomy.Figure(5.0, 1.5)
-    assert (a + anatomy.Figure(1.0)).half is None  # a part measured once has no interval, nor has the sum
+    assert a.times(0.5) == anatomy_figure.Figure(5.0, 1.5)
+    assert (a + anatomy_figure.Figure(1.0)).half is None  # a part measured once has no interval, nor has the sum
     assert (a.low, a.high) == (7.0, 13.0)
 
 
