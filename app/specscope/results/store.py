@@ -134,23 +134,13 @@ class Store:
         # The default store also reads the local mirror of a shared store (SPECSCOPE_STORE).
         self._shared = result_dirs is None and shared.location() is not None
         mirror = shared.mirror_dirs() if self._shared else {}
-        self._result_dirs = (
-            list(result_dirs)
-            if result_dirs is not None
-            else [
-                settings.bundled_data_dir() / "results",
-                settings.results_dir(),
-                *([mirror["results"]] if mirror else []),
-            ]
-        )
+
+        def default(kind: str, home: Path) -> list[Path]:  # bundled, the home's, the shared store's mirror
+            return [settings.bundled_data_dir() / kind, home, *([mirror[kind]] if mirror else [])]
+
+        self._result_dirs = list(result_dirs) if result_dirs is not None else default("results", settings.results_dir())
         self._request_dirs = (
-            list(request_dirs)
-            if request_dirs is not None
-            else [
-                settings.bundled_data_dir() / "requests",
-                settings.requests_dir(),
-                *([mirror["requests"]] if mirror else []),
-            ]
+            list(request_dirs) if request_dirs is not None else default("requests", settings.requests_dir())
         )
         self._lock = threading.Lock()
         self._snapshot: _Snapshot | None = None
