@@ -10,17 +10,18 @@
 Every function returns an ``Interval``. One value gives no interval (``low``/``high`` are ``None``,
 ``method="none"``): a single run says nothing about its own spread. A speedup whose baseline mean is not
 significantly above zero has no bounded Fieller interval; it says so (``method="unbounded"``) rather than
-inventing bounds. Student-t quantiles are computed here (regularised incomplete beta) so no scipy is needed.
+inventing bounds. Student-t quantiles come from ``distributions``.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from specscope.distributions import t_quantile, t_quantiles
 
 __all__ = [
     "finite",
@@ -35,9 +36,6 @@ __all__ = [
     "combined_log_ratios",
     "combined_from_sums",
     "paired_ratio_intervals",
-    "f_survival",
-    "t_quantile",
-    "t_quantiles",
 ]
 
 
@@ -76,158 +74,6 @@ class Interval:
     def covers(self, value: float) -> bool:
         """True when ``value`` lies inside the bounds (never for an interval without bounds)."""
         return self.low is not None and self.high is not None and self.low <= value <= self.high
-
-
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction for the incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-15:
-            break
-    return h
-
-
-def _betai(a: float, b: float, x: float) -> float:
-    """Regularised incomplete beta I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(
-        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    )
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
-def _t_cdf(t: float, df: float) -> float:
-    tail = 0.5 * _betai(df / 2.0, 0.5, df / (df + t * t))
-    return 1.0 - tail if t >= 0 else tail
-
-
-@functools.lru_cache(maxsize=4096)
-def t_quantile(p: float, df: float) -> float:
-    """The ``p`` quantile of Student's t with ``df`` (possibly fractional) degrees of freedom
-    (remembered: a store's cells share a few repeat counts)."""
-    if not 0.0 < p < 1.0 or df <= 0:
-        raise ValueError(f"t_quantile needs 0 < p < 1 and df > 0, got p={p}, df={df}")
-    if p < 0.5:
-        return -t_quantile(1.0 - p, df)
-    lo, hi = 0.0, 1.0
-    while _t_cdf(hi, df) < p:
-        hi *= 2.0
-    for _ in range(200):
-        mid = (lo + hi) / 2.0
-        if _t_cdf(mid, df) < p:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-12 * max(1.0, hi):
-            break
-    return (lo + hi) / 2.0
-
-
-def t_quantiles(p: float, df) -> np.ndarray:
-    """``t_quantile(p, df)`` for an array of degrees of freedom at once, ``p >= 0.5``: Newton steps
-    on the same CDF from a Cornish-Fisher start, to 1e-12 (for the intervals of many cells)."""
-    df = np.asarray(df, dtype=float)
-    if df.size == 0:
-        return df.copy()
-    if not 0.5 <= p < 1.0 or np.any(df <= 0) or not np.all(np.isfinite(df)):
-        raise ValueError(f"t_quantiles needs 0.5 <= p < 1 and finite df > 0, got p={p}")
-    nu, inverse = np.unique(df, return_inverse=True)
-    seen = {v: _T_SEEN.get((p, v)) for v in nu.tolist()}  # the same data asks for the same degrees of freedom again
-    new = [v for v, t in seen.items() if t is None]
-    found = dict(zip(new, _newton_t(p, np.array(new)).tolist() if new else []))
-    _T_SEEN.update(((p, v), t) for v, t in found.items() if len(_T_SEEN) < 100_000)
-    return np.array([found.get(v, t) for v, t in seen.items()], dtype=float)[inverse].reshape(df.shape)
-
-
-_T_SEEN: dict[tuple[float, float], float] = {}  # t_quantiles' answers by (p, degrees of freedom), up to 100,000
-
-
-def _newton_t(p: float, nu: np.ndarray) -> np.ndarray:
-    """The ``p`` quantiles of t at the distinct degrees of freedom ``nu``: ``t_quantiles``' Newton steps."""
-    z = _normal_quantile(p)
-    t = z + (z**3 + z) / (4 * nu) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * nu**2) \
-        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * nu**3)
-    lg = np.frompyfunc(math.lgamma, 1, 1)
-    log_norm = np.asarray(lg((nu + 1) / 2) - lg(nu / 2), dtype=float) - 0.5 * np.log(nu * math.pi)
-    active = np.arange(nu.size)
-    for _ in range(50):  # from that start Newton needs a handful of steps
-        v, x = nu[active], t[active]
-        tail = 0.5 * _betai_many(v / 2.0, 0.5, v / (v + x * x))  # P(T > x)
-        step = (tail - (1.0 - p)) / np.exp(log_norm[active] - (v + 1) / 2 * np.log1p(x * x / v))
-        t[active] = np.where(x + step > 0, x + step, x / 2)  # a step past 0 (a far start) halves instead
-        active = active[np.abs(step) > 1e-12 * np.maximum(x, 1.0)]  # the CDF's own noise is near 1e-13
-        if active.size == 0:
-            break
-    return t
-
-
-@functools.lru_cache(maxsize=64)
-def _normal_quantile(p: float) -> float:
-    lo, hi = 0.0, 40.0
-    for _ in range(200):
-        mid = (lo + hi) / 2.0
-        lo, hi = (mid, hi) if 0.5 * math.erfc(-mid / math.sqrt(2.0)) < p else (lo, mid)
-    return (lo + hi) / 2.0
-
-
-def _betai_many(a: np.ndarray, b: float, x: np.ndarray) -> np.ndarray:
-    """Regularised incomplete beta I_x(a, b) over arrays (``_betai`` elementwise), 0 < x < 1."""
-    lg = np.frompyfunc(math.lgamma, 1, 1)
-    front = np.exp((lg(a + b) - lg(a)).astype(float) - math.lgamma(b) + a * np.log(x) + b * np.log1p(-x))
-    direct = x < (a + 1.0) / (a + b + 2.0)
-    first = np.where(direct, a, b)
-    cf = _betacf_many(first, np.where(direct, b, a), np.where(direct, x, 1.0 - x))
-    return np.where(direct, front * cf / first, 1.0 - front * cf / first)
-
-
-def _betacf_many(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``_betacf`` over arrays: the same continued fraction, iterated until every element converged."""
-    tiny = 1e-300
-
-    def guard(v):
-        return np.where(np.abs(v) > tiny, v, tiny)
-
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c = np.ones_like(x)
-    d = 1.0 / guard(1.0 - qab * x / qap)
-    h = d.copy()
-    for m in range(1, 300):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 / guard(1.0 + aa * d)
-        c = guard(1.0 + aa / c)
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 / guard(1.0 + aa * d)
-        c = guard(1.0 + aa / c)
-        delta = d * c
-        h *= delta
-        if np.all(np.abs(delta - 1.0) < 1e-15):
-            break
-    return h
 
 
 def _sample(values: Sequence[float], what: str) -> np.ndarray:
@@ -271,8 +117,9 @@ def mean_intervals(n, mean, var, level: float = 0.95, lower: float | None = None
     return low, high
 
 
-def bounded_mean_intervals(n, mean, var, level: float = 0.95, lower: float | None = None,
-                           upper: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def bounded_mean_intervals(
+    n, mean, var, level: float = 0.95, lower: float | None = None, upper: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``mean_intervals`` for a quantity that cannot leave ``[lower, upper]`` (an acceptance length
     >= 1, a rate in [0, 1], a speedup > 0): the t-interval is drawn on a scale where the bounds are
     out of reach, log(x - lower) with a lower bound, logit((x - lower) / (upper - lower)) with both
@@ -332,8 +179,9 @@ def combined_ratios(a, n_a, var_a, b, n_b, var_b, level: float = 0.95) -> tuple[
     return float(centre), float(low), float(high)
 
 
-def combined_log_ratios(group, logs, term_a, df_a, term_b, df_b,
-                        level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def combined_log_ratios(
+    group, logs, term_a, df_a, term_b, df_b, level: float = 0.95
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``combined_ratios`` for many points at once (``group`` numbers each run's point 0, 1, ...), from each run's
     log ratio and its two variance terms (``term_a`` on ``df_a`` degrees of freedom, ``term_b`` on ``df_b``; a
     paired run: its per-round log ratios' variance over their count on ``m - 1``, and 0). Arrays per point of
@@ -354,13 +202,16 @@ def combined_log_ratios(group, logs, term_a, df_a, term_b, df_b,
         scale = w - ww / w  # the runs' spread beyond their own (DerSimonian-Laird's tau^2; the store's SQL too)
         spread = np.where(scale > 0, np.maximum(0.0, (wll - wl * wl / w - (runs - 1)) / scale), 0.0)
         w = 1.0 / (v + spread[group])
-        sums = (np.bincount(group, x, points) for x in (w, w * logs, w * w * v,
-                                                        w ** 4 * (term_a ** 2 / df_a + term_b ** 2 / df_b), w * w))
+        sums = (
+            np.bincount(group, x, points)
+            for x in (w, w * logs, w * w * v, w**4 * (term_a**2 / df_a + term_b**2 / df_b), w * w)
+        )
         return combined_from_sums(np.where(ok, runs, np.nan), spread, *sums, level=level)
 
 
-def combined_from_sums(runs, spread, w, wl, wwv, w4d, ww, *,
-                       level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def combined_from_sums(
+    runs, spread, w, wl, wwv, w4d, ww, *, level: float = 0.95
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each point's combined figure and interval (``combined_ratios``) from its runs' count (NaN: none), their
     ``spread`` and, with weights w = 1 / (v + spread), the sums of w, w log, w^2 v, w^4 (term_a^2 / df_a +
     term_b^2 / df_b) and w^2: the weighted mean, and t on the Welch-Satterthwaite degrees of freedom of the
@@ -369,7 +220,7 @@ def combined_from_sums(runs, spread, w, wl, wwv, w4d, ww, *,
     ok, out = np.isfinite(runs) & (runs >= 1) & (w > 0), np.full((3, runs.size), np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         between = ww / (w * w) * spread  # the random-effects part of the variance
-        df = (wwv / (w * w) + between) ** 2 / (w4d / w ** 4 + between ** 2 / np.maximum(runs - 1, 1))
+        df = (wwv / (w * w) + between) ** 2 / (w4d / w**4 + between**2 / np.maximum(runs - 1, 1))
         ok &= np.isfinite(df) & (df > 0)
         centre, half = wl / w, t_quantiles(0.5 + level / 2.0, df[ok]) * np.sqrt(1.0 / w[ok])
     out[:, ok] = np.exp([centre[ok], centre[ok] - half, centre[ok] + half])
@@ -389,13 +240,6 @@ def paired_ratio_intervals(ratio, m, log_var, level: float = 0.95) -> tuple[np.n
         step = np.minimum(t_quantiles(0.5 + level / 2.0, m[ok] - 1) * np.sqrt(log_var[ok] / m[ok]), _MAX_LOG_STEP)
         low[ok], high[ok] = ratio[ok] * np.exp(-step), ratio[ok] * np.exp(step)
     return low, high
-
-
-def f_survival(f: float, df_between: float, df_within: float) -> float:
-    """P(F > f) for Fisher's F on (``df_between``, ``df_within``) degrees of freedom: how often groups' spread
-    reads this large against the spread within them by chance alone."""
-    return 1.0 if f <= 0 else 0.0 if not math.isfinite(f) else \
-        _betai(df_within / 2.0, df_between / 2.0, df_within / (df_within + df_between * f))
 
 
 def _at_least(bound, lower: float | None):
@@ -434,13 +278,13 @@ def ratio_interval(
     return Interval(estimate, float(low) if bounded else None, float(high) if bounded else None, level, n, method)
 
 
-def ratio_intervals(a, n_a, var_a, b, n_b, var_b, level: float = 0.95,
-                    lower: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def ratio_intervals(
+    a, n_a, var_a, b, n_b, var_b, level: float = 0.95, lower: float | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``ratio_interval`` from both samples' sizes, means and variances (ddof 1), for many ratios at
     once: arrays of lows, highs (NaN without bounds) and methods ("fieller", "none", "unbounded")."""
     _check_level(level)
-    a, n_a, var_a, b, n_b, var_b = (np.atleast_1d(np.asarray(v, dtype=float))
-                                    for v in (a, n_a, var_a, b, n_b, var_b))
+    a, n_a, var_a, b, n_b, var_b = (np.atleast_1d(np.asarray(v, dtype=float)) for v in (a, n_a, var_a, b, n_b, var_b))
     low, high = np.full(a.shape, np.nan), np.full(a.shape, np.nan)
     method = np.where(b == 0.0, "unbounded", "none").astype(object)
     both = (n_a >= 2) & (n_b >= 2) & (b != 0.0)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specscope import stats
+from specscope import distributions, stats
 
 __all__ = ["Figure", "FASTER", "SLOWER", "TIE", "NO_INTERVAL", "outcome", "outcomes", "pooled", "repeats_to_tell",
            "telling", "words", "LEVEL"]
@@ -60,7 +60,7 @@ class Figure:
         return self.lo is not None and self.hi is not None
 
     def _t(self) -> float:
-        return stats.t_quantile(0.5 + LEVEL / 2, self.dof) if self.dof else _Z
+        return distributions.t_quantile(0.5 + LEVEL / 2, self.dof) if self.dof else _Z
 
     def log_se(self, towards: float) -> float:
         """The standard error of its log on the side facing ``towards`` (inf where that end is 0)."""
@@ -85,7 +85,7 @@ def _gap(a: Sequence[Figure], b: Sequence[Figure]) -> tuple[float, float, float]
     ses = [s for x, y in zip(a, b) for s in (x.log_se(y.value), y.log_se(x.value))]
     se = math.sqrt(sum(s * s for s in ses)) / len(logs)
     dofs = [f.dof or 0.0 for f in (*a, *b) if f is not BASELINE]
-    t = stats.t_quantile(0.5 + LEVEL / 2, sum(dofs)) if dofs and all(dofs) else _Z
+    t = distributions.t_quantile(0.5 + LEVEL / 2, sum(dofs)) if dofs and all(dofs) else _Z
     return gap, se, t
 
 
@@ -113,7 +113,8 @@ def outcome(a: Figure, b: Figure | None = None) -> str:
 def _log_se_many(value, lo, hi, dof, towards) -> np.ndarray:
     """``Figure.log_se`` over arrays (NaN bounds give NaN)."""
     end = np.where(towards < value, lo, hi)
-    t = np.where(np.isnan(dof) | (dof <= 0), _Z, stats.t_quantiles(0.5 + LEVEL / 2, np.where(dof > 0, dof, 1.0)))
+    t = np.where(np.isnan(dof) | (dof <= 0), _Z,
+                 distributions.t_quantiles(0.5 + LEVEL / 2, np.where(dof > 0, dof, 1.0)))
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.abs(np.log(value) - np.log(end)) / t
     return np.where(end == value, 0.0, np.where((end <= 0) | (value <= 0), np.inf, se))
@@ -130,7 +131,7 @@ def outcomes(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> np.ndarray:
         se = np.hypot(_log_se_many(va, la, ha, da, vb), _log_se_many(vb, lb, hb, db, va))
     known = ~np.isnan(da) & ~np.isnan(db) & (da > 0) & (db > 0)
     total = np.where(known, np.nan_to_num(da) + np.nan_to_num(db), 1.0)
-    t = np.where(known, stats.t_quantiles(0.5 + LEVEL / 2, total), _Z)
+    t = np.where(known, distributions.t_quantiles(0.5 + LEVEL / 2, total), _Z)
     apart = bounded & np.isfinite(se) & (np.abs(gap) > t * se)
     return np.where(~bounded, NO_INTERVAL, np.where(~apart, TIE, np.where(gap > 0, FASTER, SLOWER))).astype(object)
 
@@ -149,7 +150,7 @@ def repeats_to_tell(a: Figure, b: Figure | None, repeats: int, cap: int = 100) -
     sides = sum(f is not BASELINE for f in pair)
     known = all(f.dof for f in pair if f is not BASELINE)
     for more in range(repeats + 1, cap + 1):  # the spread as measured, its t at the larger count
-        t_more = stats.t_quantile(0.5 + LEVEL / 2, sides * (more - 1)) if known else _Z
+        t_more = distributions.t_quantile(0.5 + LEVEL / 2, sides * (more - 1)) if known else _Z
         if abs(gap) > t_more * se * math.sqrt(repeats / more):
             return more
     return cap + 1

@@ -107,7 +107,8 @@ def test_no_import_cycle_under_app():
 FLOORS = ("ground", "prompts", "engine", "client", "results", "analysis", "launch", "sweep", "advice", "loop", "live",
           "cli", "ui", "views", "dashboard", "main")
 GROUND = {"specscope", *(f"specscope.{name}" for name in
-                         ("schema", "settings", "errors", "formats", "files", "stats", "ties", "procfs", "access"))}
+                         ("schema", "settings", "errors", "formats", "files", "stats", "distributions", "ties",
+                          "procfs", "access"))}
 
 
 def floor(module: str) -> str:

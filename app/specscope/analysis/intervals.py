@@ -36,7 +36,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from specscope import stats
+from specscope import distributions, stats
 from specscope.results import identity, tool_exports
 from specscope.schema import BASELINE_METHOD
 
@@ -64,7 +64,7 @@ def width_factor(repeats: int, than: int = DEFAULT_REPEATS) -> float:
     """How many times as wide a 95% interval over ``repeats`` is as one over ``than`` of the same spread:
     t(0.975, n - 1) / sqrt(n), the one over the other."""
     def half(n: int) -> float:
-        return stats.t_quantile(0.975, n - 1) / math.sqrt(n)
+        return distributions.t_quantile(0.975, n - 1) / math.sqrt(n)
     return half(repeats) / half(than)
 
 
@@ -74,7 +74,7 @@ def repeats_note(repeats: int) -> str:
         return ""
     if repeats <= 1:
         return "With 1 repeat no cell gets an interval: its figures stand alone."
-    t = stats.t_quantile(0.975, repeats - 1)
+    t = distributions.t_quantile(0.975, repeats - 1)
     return (f"With {repeats} repeats an interval rests on {repeats - 1} degree of freedom (t = {t:.1f}): about "
             f"{width_factor(repeats):.1f}x as wide as with {DEFAULT_REPEATS}, for one round less.")
 

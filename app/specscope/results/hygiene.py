@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from specscope import procfs, stats
+from specscope import distributions, procfs
 from specscope.engine import roofline
 from specscope.engine.catalog import ANSWER_DRAFTERS, MODEL_DRAFTERS
 from specscope.schema import BASELINE_METHOD, CELL_KEYS, ResultRow
@@ -223,7 +223,7 @@ def round_drift(rows: Iterable[Mapping]) -> float | None:
     df_within = (len(rounds) - 1) * (len(logs) - 1)
     within = float((residual ** 2).sum()) / df_within
     f = between / within if within > 0 else (np.inf if between > 0 else 0.0)
-    if stats.f_survival(f, len(rounds) - 1, df_within) >= DRIFT_LEVEL:
+    if distributions.f_survival(f, len(rounds) - 1, df_within) >= DRIFT_LEVEL:
         return None
     return float(np.exp(effects.max() - effects.min()))
 

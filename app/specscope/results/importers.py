@@ -26,13 +26,12 @@ figure above its physical ceiling is flagged ``above_ceiling`` and named in the 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import pandas as pd
 import pyarrow as pa
@@ -43,22 +42,43 @@ from specscope import access
 from specscope.engine import roofline
 from specscope.errors import InputError, StoreError
 from specscope.results import hygiene, shared, tool_exports, writing
-from specscope.schema import BASELINE_METHOD, RESULT_COLUMNS, RESULT_SCHEMA, ResultRow, latency_columns
+from specscope.results.bench_json import bench_json_row
+from specscope.results.ruiz_parquet import RUIZ_COLUMNS, check_ruiz_version, ruiz_rows
+from specscope.schema import BASELINE_METHOD, RESULT_COLUMNS, RESULT_SCHEMA, ResultRow
 
-__all__ = ["import_file", "import_upload", "preview_upload", "upload_columns", "upload_tool", "guess_map", "read_rows",
-           "known_formats", "RUIZ_SETUPS", "ImportResult", "ColumnMapNeeded", "MAP_FIELDS", "REQUIRED_FIELDS",
-           "BASELINE_LABELS", "UPLOAD_SUFFIXES"]
+__all__ = [
+    "import_file",
+    "import_upload",
+    "preview_upload",
+    "upload_columns",
+    "upload_tool",
+    "guess_map",
+    "read_rows",
+    "known_formats",
+    "ImportResult",
+    "ColumnMapNeeded",
+    "MAP_FIELDS",
+    "REQUIRED_FIELDS",
+    "BASELINE_LABELS",
+    "UPLOAD_SUFFIXES",
+]
 
-# Ruiz's file names its setup in `analysis`, not its model.
-RUIZ_SETUPS = {
-    "qwen": {"model": "Qwen/Qwen3-32B", "hardware": "1xH100"},
-    "llama70b": {"model": "meta-llama/Llama-3.3-70B-Instruct", "hardware": "2xH100"},
-}
-_RUIZ_COLUMNS = {"sd_method", "num_spec_toks"}  # every version has these; see _check_ruiz_version
 REQUIRED_FIELDS = ("model", "method", "concurrency", "output_throughput")
 # The canonical fields a column map offers, required ones first.
-MAP_FIELDS = (*REQUIRED_FIELDS, "k", "draft_model", "dataset", "hardware", "output_len", "temperature",
-              "acceptance_length", "mean_tpot_ms", "p99_tpot_ms", "mean_ttft_ms", "p99_ttft_ms")
+MAP_FIELDS = (
+    *REQUIRED_FIELDS,
+    "k",
+    "draft_model",
+    "dataset",
+    "hardware",
+    "output_len",
+    "temperature",
+    "acceptance_length",
+    "mean_tpot_ms",
+    "p99_tpot_ms",
+    "mean_ttft_ms",
+    "p99_ttft_ms",
+)
 # Method labels foreign files use for "no speculative decoding" (compared lower-case, stripped).
 BASELINE_LABELS = ("none", "nosd", "no-sd", "no_sd", "baseline", "no-spec", "no_spec", "nospec", "")
 _MAP_EXAMPLE = "model=Model,method=Method,concurrency=Users,output_throughput=TokPerSec"
@@ -114,8 +134,7 @@ def _read_parquet(name: str, data: bytes) -> pa.Table:
         # process ("terminate called without an active exception", exit 134) instead of exit 1.
         return pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)
     except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"{name} is not a readable Parquet file (it may be truncated or damaged): "
-                         f"{exc}.") from exc
+        raise InputError(f"{name} is not a readable Parquet file (it may be truncated or damaged): {exc}.") from exc
 
 
 def _read_csv(name: str, data: bytes) -> pa.Table:
@@ -125,152 +144,32 @@ def _read_csv(name: str, data: bytes) -> pa.Table:
         raise InputError(f"{name} is not a readable CSV file: {exc}.") from exc
 
 
-def _num(value):
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return value
-
-
-def _check_ruiz_version(name: str, columns: set[str], given: set[str]) -> None:
-    """Earlier Ruiz exports lack ``analysis`` (the model) and may hold only total throughput."""
-    if "output_token_throughput" not in columns:
-        raise InputError(f"{name} is an earlier Ruiz export: it has total_token_throughput (input + output "
-                         "tokens/s) but no output_token_throughput, which speedups compare; import "
-                         "full-bench-data.parquet instead (the Explorer's Published datasets).")
-    if "analysis" not in columns and "model" not in given:
-        raise InputError(f"{name} is a Ruiz export without the analysis column that names its model; "
-                         "give the model (and hardware) for every row, e.g. --model Qwen/Qwen3-32B "
-                         "--hardware 1xH100.")
-
-
-def _ruiz_rows(table: pa.Table, given: set[str]) -> list[ResultRow]:
-    rows: list[ResultRow] = []
-    for i, rec in enumerate(table.to_pylist(), start=1):
-        setup: Mapping[str, str | None] | None = RUIZ_SETUPS.get(rec.get("analysis"))
-        if setup is None and "model" in given:  # the model comes from --model
-            setup = {"model": None, "hardware": None}
-        if setup is None:
-            raise InputError(f"Row {i} has analysis={rec.get('analysis')!r}, which names no known setup "
-                             f"({', '.join(RUIZ_SETUPS)}); give --model and --hardware, or map its "
-                             "columns.", line=i)
-        rows.append(_ruiz_row(rec, setup))
-    return rows
-
-
-def _ruiz_row(rec: Mapping, setup: Mapping[str, str | None]) -> ResultRow:
-    """One row of a Ruiz export, under the setup its analysis names."""
-    method = rec.get("sd_method")
-    method = "none" if method in (None, "None", "") else method
-    draft = rec.get("draft_model")
-    rate = _num(rec.get("acceptance_rate"))
-    return {
-        "source": "ruiz-2026", "label": "Ruiz 2026, vllm-scripts full-bench-data",
-        "model": setup["model"], "hardware": setup["hardware"],
-        "draft_model": None if draft in (None, "None", "") else draft,
-        "method": method, "k": int(rec.get("num_spec_toks") or 0), "tp": rec.get("tp"),
-        "dataset": rec.get("dataset"), "temperature": rec.get("temp"),
-        "concurrency": rec.get("concurrency"), "num_prompts": rec.get("n_reqs"),
-        "completed": rec.get("n_reqs"), "failed": 0,
-        "duration_s": rec.get("benchmark_duration_s"),
-        "request_throughput": rec.get("req_throughput"),
-        "output_throughput": rec.get("output_token_throughput"),
-        "acceptance_length": _num(rec.get("acceptance_length")),
-        "acceptance_rate": None if rate is None else rate / 100.0,
-        "status": "ok",
-        **latency_columns(lambda stat, metric: _num(rec.get(f"{stat}_{metric}")), ("ttft", "tpot", "itl")),
-    }
-
-
-def _coerce(row: ResultRow, name: str) -> ResultRow:
-    """Turn numeric text (``--metadata k=4`` is saved as "4") into the schema's number types."""
-    columns = cast(dict[str, Any], row)  # every column, by the schema's names
-    for field in RESULT_SCHEMA:
-        value = row.get(field.name)
-        if not isinstance(value, str):
-            continue
-        if pa.types.is_integer(field.type) or pa.types.is_floating(field.type):
-            try:
-                number = float(value)
-            except ValueError as exc:
-                raise InputError(f"{name}: {field.name}={value!r} is not a number.", field=field.name) from exc
-            columns[field.name] = int(number) if pa.types.is_integer(field.type) else number
-    return row
-
-
-def _bench_concurrency(obj: dict):
-    """``max_concurrency``; files of vLLM versions before that flag sent every prompt at once when
-    the request rate was unlimited (so concurrency = num_prompts) and state none otherwise."""
-    if "max_concurrency" in obj:
-        return obj["max_concurrency"]
-    return obj.get("num_prompts") if obj.get("request_rate") in (None, "inf", float("inf")) else None
-
-
-def _bench_json_row(name: str, data: bytes, overrides: Mapping) -> list[ResultRow]:
-    try:
-        obj = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{name} is not valid JSON ({exc}).") from exc
-    if isinstance(obj, list) and obj and all(isinstance(c, dict) and {"case", "median_us"} <= set(c) for c in obj):
-        raise InputError(f"{name} is `vllm bench forward` output: forward times of exact batches, not results; "
-                         "import it as a step-cost prior with specscope calibrate --forward FILE --model M "
-                         "--hardware H.")
-    if not isinstance(obj, dict) or "output_throughput" not in obj or "model_id" not in obj:
-        raise InputError(f"{name} is JSON but not a `vllm bench serve --save-result` file "
-                         "(it needs model_id and output_throughput).")
-    per_pos = obj.get("spec_decode_per_position_acceptance_rates")
-    sd_on = obj.get("spec_decode_acceptance_rate") is not None
-    k = overrides.get("k", obj.get("k", obj.get("num_speculative_tokens")))
-    if k is None:
-        k = len(per_pos) if per_pos else 0
-    method = overrides.get("method") or obj.get("method") or ("unknown" if sd_on else "none")
-    try:
-        k = int(float(k))
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{name}: k={k!r} is not a whole number.", field="k") from exc
-    rate = obj.get("spec_decode_acceptance_rate")
-    row: ResultRow = {
-        "source": "vllm-bench", "label": obj.get("label"),
-        "created_at": None, "model": obj.get("model_id"),
-        "draft_model": obj.get("draft_model"), "method": method, "k": k,
-        "hardware": obj.get("hardware"), "vllm_version": obj.get("vllm_version"),
-        "dataset": obj.get("dataset") or obj.get("dataset_name"),
-        "num_prompts": obj.get("num_prompts"), "temperature": obj.get("temperature"),
-        "output_len": obj.get("output_len"),
-        "concurrency": _bench_concurrency(obj),
-        "request_rate": None if obj.get("request_rate") in (None, "inf") else float(obj["request_rate"]),
-        "duration_s": obj.get("duration"), "completed": obj.get("completed"),
-        "failed": obj.get("failed"), "total_input_tokens": obj.get("total_input_tokens"),
-        "total_output_tokens": obj.get("total_output_tokens"),
-        "request_throughput": obj.get("request_throughput"),
-        "output_throughput": obj.get("output_throughput"),
-        "acceptance_rate": None if rate is None else rate / 100.0,
-        "acceptance_length": obj.get("spec_decode_acceptance_length"),
-        "num_drafts": obj.get("spec_decode_num_drafts"),
-        "draft_tokens": obj.get("spec_decode_draft_tokens"),
-        "accepted_tokens": obj.get("spec_decode_accepted_tokens"),
-        "per_position_acceptance": per_pos, "status": "ok",
-        **latency_columns(lambda stat, metric: obj.get(f"{stat}_{metric}_ms")),
-    }
-    return [_coerce(row, name)]
-
-
 def _mapped_rows(name: str, table: pa.Table, column_map: Mapping[str, str], given: set[str]) -> list[ResultRow]:
     """Rows of ``table`` under ``column_map``; ``given`` names fields set on every row instead."""
     unknown = [c for c in column_map if c not in RESULT_COLUMNS]
     if unknown:
-        raise InputError(f"The column map names {', '.join(unknown)}, which SpecScope does not know; "
-                         "see data/SCHEMA.md for the canonical columns.")
-    missing_req = [c for c in REQUIRED_FIELDS
-                   if c not in column_map and c not in table.column_names and c not in given]
+        raise InputError(
+            f"The column map names {', '.join(unknown)}, which SpecScope does not know; "
+            "see data/SCHEMA.md for the canonical columns."
+        )
+    missing_req = [c for c in REQUIRED_FIELDS if c not in column_map and c not in table.column_names and c not in given]
     if missing_req:
-        model = (" (the model may instead be one value for all rows: the Explorer's \"model for every "
-                 "row\", or --model on the command line)") if "model" in missing_req else ""
-        raise InputError(f"{name} needs a column for {', '.join(missing_req)}; map each to a column of "
-                         f"the file{model}.")
+        model = (
+            (
+                " (the model may instead be one value for all rows: the Explorer's \"model for every "
+                'row", or --model on the command line)'
+            )
+            if "model" in missing_req
+            else ""
+        )
+        raise InputError(
+            f"{name} needs a column for {', '.join(missing_req)}; map each to a column of the file{model}."
+        )
     absent = [f"{c}={src}" for c, src in column_map.items() if src not in table.column_names]
     if absent:
-        raise InputError(f"{name} lacks the mapped column(s) {', '.join(absent)}; its columns are "
-                         f"{', '.join(table.column_names)}.")
+        raise InputError(
+            f"{name} lacks the mapped column(s) {', '.join(absent)}; its columns are {', '.join(table.column_names)}."
+        )
     frame = table.to_pandas(use_threads=False)
     out = pd.DataFrame({c: frame[src] for c, src in column_map.items()})
     for column in RESULT_COLUMNS:
@@ -281,8 +180,11 @@ def _mapped_rows(name: str, table: pa.Table, column_map: Mapping[str, str], give
 
 
 def _is_baseline_label(method) -> bool:
-    return method is None or (isinstance(method, float) and math.isnan(method)) or (
-        isinstance(method, str) and method.strip().lower() in BASELINE_LABELS)
+    return (
+        method is None
+        or (isinstance(method, float) and math.isnan(method))
+        or (isinstance(method, str) and method.strip().lower() in BASELINE_LABELS)
+    )
 
 
 def _mark_baselines(rows: list[ResultRow], empty_is_baseline: bool) -> tuple[str, ...]:
@@ -298,11 +200,12 @@ def _mark_baselines(rows: list[ResultRow], empty_is_baseline: bool) -> tuple[str
             row["method"] = BASELINE_METHOD
             if row.get("k") is None:
                 row["k"] = 0
-    notes = tuple(f"Took method {label!r} as the baseline (no speculative decoding)."
-                  for label in sorted(taken))
+    notes = tuple(f"Took method {label!r} as the baseline (no speculative decoding)." for label in sorted(taken))
     if rows and not any(row.get("method") == BASELINE_METHOD for row in rows):
-        notes += ("No row is a baseline (method none, nosd, baseline, no-spec or empty), so speedups "
-                  "use a matching baseline from other results, if any.",)
+        notes += (
+            "No row is a baseline (method none, nosd, baseline, no-spec or empty), so speedups "
+            "use a matching baseline from other results, if any.",
+        )
     return notes
 
 
@@ -314,20 +217,24 @@ def _flag(rows: list[ResultRow]) -> tuple[str, ...]:
         if found:
             row["hygiene"] = ",".join(dict.fromkeys([*hygiene.flagged_ids(row.get("hygiene")), *found]))
         if "above_ceiling" in found:
-            notes.append(f"row {i} ({row.get('method')}, concurrency {row.get('concurrency')}) is above its physical "
-                         f"ceiling: {'; '.join(roofline.above(row))}. It is flagged above_ceiling, not believed.")
+            notes.append(
+                f"row {i} ({row.get('method')}, concurrency {row.get('concurrency')}) is above its physical "
+                f"ceiling: {'; '.join(roofline.above(row))}. It is flagged above_ceiling, not believed."
+            )
     return tuple(notes)
 
 
-def read_rows(path: Path, column_map: Mapping[str, str] | None = None,
-              overrides: Mapping | None = None) -> tuple[str, list[ResultRow], bytes]:
+def read_rows(
+    path: Path, column_map: Mapping[str, str] | None = None, overrides: Mapping | None = None
+) -> tuple[str, list[ResultRow], bytes]:
     """Recognise ``path`` and return (format name, canonical rows, raw bytes); writes nothing."""
     fmt, rows, data, _ = _read(Path(path), column_map, overrides)
     return fmt, rows, data
 
 
-def _read(path: Path, column_map: Mapping[str, str] | None,
-          overrides: Mapping | None) -> tuple[str, list[ResultRow], bytes, tool_exports.ToolExport | None]:
+def _read(
+    path: Path, column_map: Mapping[str, str] | None, overrides: Mapping | None
+) -> tuple[str, list[ResultRow], bytes, tool_exports.ToolExport | None]:
     """(format, rows, raw bytes, the tool export when a benchmark tool wrote the file)."""
     data = _read_bytes(path)
     suffix = path.suffix.lower()
@@ -338,31 +245,36 @@ def _read(path: Path, column_map: Mapping[str, str] | None,
     return fmt, rows, data, None
 
 
-def _read_other(path: Path, data: bytes, suffix: str, column_map: Mapping[str, str] | None,
-                overrides: dict) -> tuple[str, list[ResultRow]]:
+def _read_other(
+    path: Path, data: bytes, suffix: str, column_map: Mapping[str, str] | None, overrides: dict
+) -> tuple[str, list[ResultRow]]:
     """(format, rows) of the formats before the benchmark tools'."""
     if suffix == ".json":
-        return "vllm-bench-json", _bench_json_row(path.name, data, overrides)
+        return "vllm-bench-json", bench_json_row(path.name, data, overrides)
     if suffix in (".parquet", ".pq"):
         table = _read_parquet(path.name, data)
     elif suffix in (".csv", ".tsv"):
         table = _read_csv(path.name, data)
     else:
-        raise InputError(f"{path.name}: SpecScope imports {', '.join(UPLOAD_SUFFIXES)} files ({known_formats()}, "
-                         "or CSV/Parquet with a column map); rename or convert it.")
+        raise InputError(
+            f"{path.name}: SpecScope imports {', '.join(UPLOAD_SUFFIXES)} files ({known_formats()}, "
+            "or CSV/Parquet with a column map); rename or convert it."
+        )
     given = {key for key, value in overrides.items() if value is not None}
     columns = set(table.column_names)
     if column_map:
         return "mapped", _mapped_rows(path.name, table, column_map, given)
-    if _RUIZ_COLUMNS <= columns:
-        _check_ruiz_version(path.name, columns, given)
-        return "ruiz-parquet", _ruiz_rows(table, given)
+    if RUIZ_COLUMNS <= columns:
+        check_ruiz_version(path.name, columns, given)
+        return "ruiz-parquet", ruiz_rows(table, given)
     if set(REQUIRED_FIELDS) <= columns | given:
         return "canonical", cast(list[ResultRow], table.to_pylist())  # the schema's own columns
     raise ColumnMapNeeded(
         f"{path.name} fits no known results format ({known_formats()}), so its columns need mapping to "
         f"{', '.join(REQUIRED_FIELDS)}: pick them in the "
-        f"Explorer's import, or on the command line give --map {_MAP_EXAMPLE}.", table.column_names)
+        f"Explorer's import, or on the command line give --map {_MAP_EXAMPLE}.",
+        table.column_names,
+    )
 
 
 @dataclass(frozen=True)
@@ -374,8 +286,9 @@ class _Prepared:
     requests: list[dict]
 
 
-def _prepare(path: Path, source: str | None, column_map: Mapping[str, str] | None,
-             overrides: Mapping | None) -> _Prepared:
+def _prepare(
+    path: Path, source: str | None, column_map: Mapping[str, str] | None, overrides: Mapping | None
+) -> _Prepared:
     """Read, map, label and type-check one file; writes nothing."""
     fmt, rows, data, tool = _read(Path(path), column_map, overrides)
     if not rows:
@@ -395,13 +308,20 @@ def _prepare(path: Path, source: str | None, column_map: Mapping[str, str] | Non
         raise InputError(f"{Path(path).name}: {exc}") from exc
     bad = [i for i, m in enumerate(table.column("method").to_pylist(), 1) if not m]
     if bad:
-        raise InputError(f"{Path(path).name}: row {bad[0]} has no method; map a method column or "
-                         "pass --method.", line=bad[0])
+        raise InputError(
+            f"{Path(path).name}: row {bad[0]} has no method; map a method column or pass --method.", line=bad[0]
+        )
     return _Prepared(fmt, table, data, notes, tool.requests if tool else [])
 
 
-def import_file(path: Path, *, source: str | None = None, column_map: Mapping[str, str] | None = None,
-                overrides: Mapping | None = None, directory: Path | None = None) -> ImportResult:
+def import_file(
+    path: Path,
+    *,
+    source: str | None = None,
+    column_map: Mapping[str, str] | None = None,
+    overrides: Mapping | None = None,
+    directory: Path | None = None,
+) -> ImportResult:
     """Import one file into the home's results (and its per-request rows, if any, into the home's
     requests; ``directory`` takes the results only); returns its path, row count, format and notes.
     Operators only (access.require)."""
@@ -453,22 +373,24 @@ def upload_columns(name: str, data: bytes) -> list[str] | None:
     return None
 
 
-def preview_upload(name: str, data: bytes, column_map: Mapping[str, str], overrides: Mapping | None = None,
-                   rows: int = 5) -> tuple[pd.DataFrame, tuple[str, ...], int]:
+def preview_upload(
+    name: str, data: bytes, column_map: Mapping[str, str], overrides: Mapping | None = None, rows: int = 5
+) -> tuple[pd.DataFrame, tuple[str, ...], int]:
     """The first ``rows`` canonical rows an import with ``column_map`` would write (the mapped and
     given fields only), its notes and its row count; writes nothing."""
+
     def prepare(path):
         return _prepare(path, None, column_map, overrides)
 
     found = _as_upload(name, data, prepare)
     table, notes = found.table, found.notes
-    shown = [c for c in MAP_FIELDS if c in column_map or (overrides or {}).get(c) is not None
-             or c in ("method", "k")]
+    shown = [c for c in MAP_FIELDS if c in column_map or (overrides or {}).get(c) is not None or c in ("method", "k")]
     return table.select(shown).slice(0, rows).to_pandas(), notes, table.num_rows
 
 
 def guess_map(columns: list[str]) -> dict[str, str]:
     """A first column map: each field to the column named like it (case and ``_``/space/``-`` ignored)."""
+
     def plain(text: str) -> str:
         return "".join(ch for ch in text.lower() if ch.isalnum())
 

@@ -37,6 +37,16 @@ import pyarrow as pa
 from specscope import settings
 from specscope.errors import StoreError
 from specscope.results import connection, folds, hygiene, shared
+from specscope.results.store_sql import (
+    CHECK_BITS,
+    OK,
+    PAIRED,
+    THROUGHPUT_N,
+    THROUGHPUT_VAR,
+    aggregate,
+    cell_aggregates,
+    select_list,
+)
 from specscope.schema import (
     BASELINE_KEYS,
     BASELINE_METHOD,
@@ -53,8 +63,24 @@ __all__ = ["Store", "Filters", "FILTER_COLUMNS", "DERIVED_COLUMNS"]
 
 Filters = Mapping[str, Sequence[Any]]  # {column: [values]}: rows whose column holds one of the values
 
-FILTER_COLUMNS = ("source", "label", "run_id", "model", "draft_model", "method", "dataset", "response_format",
-                  "hardware", "host", "vllm_version", "weights", "acceptance", "k", "concurrency", "status")
+FILTER_COLUMNS = (
+    "source",
+    "label",
+    "run_id",
+    "model",
+    "draft_model",
+    "method",
+    "dataset",
+    "response_format",
+    "hardware",
+    "host",
+    "vllm_version",
+    "weights",
+    "acceptance",
+    "k",
+    "concurrency",
+    "status",
+)
 DERIVED_COLUMNS = {
     "repeats": "ok measurements folded into the cell (1 for a single run)",
     "output_throughput_lo": "95% t-interval of the mean throughput, low (null without repeats)",
@@ -64,97 +90,13 @@ DERIVED_COLUMNS = {
     "baseline_repeats": "repeats of that baseline",
     "speedup": "output_throughput / baseline_throughput (exactly 1 for a baseline)",
     "speedup_lo": "95% interval of the speedup, low: paired over rounds shared with the run's own baseline, "
-                  "else Fieller (null without repeats on both sides; never below 0: a Fieller lower end is "
-                  "clipped to 0)",
+    "else Fieller (null without repeats on both sides; never below 0: a Fieller lower end is "
+    "clipped to 0)",
     "speedup_hi": "95% interval of the speedup, high",
     "speedup_interval": "how the speedup interval was made: paired (per-round ratios against the same round "
-                        "of the run's own baseline), fieller (two samples, unpaired), none (a single run), "
-                        "unbounded (baseline too noisy) or baseline (the reference itself)",
+    "of the run's own baseline), fieller (two samples, unpaired), none (a single run), "
+    "unbounded (baseline too noisy) or baseline (the reference itself)",
 }
-
-
-def _duck_type(field: pa.Field) -> str:
-    return {
-        pa.string(): "VARCHAR", pa.int32(): "INTEGER", pa.int64(): "BIGINT",
-        pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN",
-    }.get(field.type, "DOUBLE[]" if pa.types.is_list(field.type) else "TIMESTAMPTZ")
-
-
-def _select_list(schema: pa.Schema, present: set[str]) -> str:
-    parts = []
-    for field in schema:
-        if field.name in present:
-            parts.append(f'CAST("{field.name}" AS {_duck_type(field)}) AS "{field.name}"')
-        else:
-            parts.append(f'CAST(NULL AS {_duck_type(field)}) AS "{field.name}"')
-    return ", ".join(parts)
-
-
-def _aggregate(field: pa.Field) -> str:
-    """How a column folds over a cell's repeats: keys are equal, figures averaged, lists united.
-
-    (``per_position_acceptance`` is averaged position by position apart.)
-    """
-    name = f'"{field.name}"'
-    if field.name in CELL_KEYS:
-        return f"any_value({name}) AS {name}"
-    if field.name == "max_itl_ms":  # the longest stall of any repeat
-        return f"max({name}) AS {name}"
-    if field.name == "compiles":  # every repeat's
-        return f"sum({name}) AS {name}"
-    if pa.types.is_integer(field.type):
-        return f"CAST(round(avg({name})) AS {_duck_type(field)}) AS {name}"
-    if pa.types.is_floating(field.type):
-        return f"avg({name}) AS {name}"
-    if pa.types.is_timestamp(field.type):
-        return f"min({name}) AS {name}"
-    if pa.types.is_boolean(field.type):
-        return f"bool_or({name}) AS {name}"
-    if pa.types.is_string(field.type):
-        # e.g. comma-separated check ids: the union over repeats ('' when none flagged any), in one order
-        return (f"coalesce(string_agg(DISTINCT nullif({name}, ''), ',' ORDER BY nullif({name}, '')), "
-                f"any_value({name})) AS {name}")
-    return f"list_distinct(flatten(list({name}))) AS {name}"  # other lists: the union over repeats
-
-
-_CELL_NEEDS = ("run_id", "method", "created_at", "output_throughput")  # the folds need these
-
-
-# A row's hygiene check ids as bits (CHECKS order), set once at load: a point's checks are the bit_or of its rows'
-_IDS = "',' || regexp_replace(coalesce(hygiene, ''), '[,;\\s]+', ',', 'g') || ','"  # ',waves,drift,'
-_CHECK_BITS = " + ".join(f"if(contains({_IDS}, ',{check_id},'), {1 << i}, 0)"
-                         for i, check_id in enumerate(hygiene.CHECKS))
-_OK = "coalesce(status, 'ok') = 'ok'"  # the rows that count: a failed measurement is no sample
-# A group's count and variance of throughputs: over its repeats, or for a single row the spread over its
-# requests that an import recorded (output_throughput_n, _var), when it did.
-_ONE = "count(output_throughput) = 1 AND any_value(output_throughput_n) >= 2"
-_N = f"CASE WHEN {_ONE} THEN any_value(output_throughput_n) ELSE count(output_throughput) END"
-_VAR = f"CASE WHEN {_ONE} THEN any_value(output_throughput_var) ELSE var_samp(output_throughput) END"
-# Per cell, its rounds paired with the same rounds of its own run's baseline (``folds.PAIR_STATS``: their count and
-# the variance of their log ratios), once per snapshot: a row pairs with its run's baseline round of the same index
-# when it was measured in that round (from the baseline's round on, not after its next began: a later step's cells
-# numbered 1..N alike, as the deploy loop's verify cells are, or a cell's repeats run back to back, were not
-# measured with it; rows of one time cannot tell).
-_PAIRED = f"""CREATE OR REPLACE TABLE _paired AS
-    WITH starts AS (
-        SELECT _run, _baseline_key, repeat, avg(output_throughput) AS _round_base, min(created_at) AS _round_at
-        FROM _results WHERE {_OK} AND method = '{BASELINE_METHOD}' AND repeat IS NOT NULL AND output_throughput > 0
-             AND _run IS NOT NULL GROUP BY ALL),
-    rounds AS (
-        SELECT *, lead(_round_at) OVER (PARTITION BY _run, _baseline_key ORDER BY repeat) AS _round_until FROM starts)
-    SELECT r._cell, count(*) AS _pair_m, var_samp(ln(r.output_throughput / b._round_base)) AS _pair_var
-    FROM _results r JOIN rounds b USING (_run, _baseline_key, repeat)
-    WHERE {_OK.replace("status", "r.status")} AND r.method <> '{BASELINE_METHOD}' AND r.output_throughput > 0
-          AND r.created_at >= b._round_at AND (b._round_until IS NULL OR r.created_at <= b._round_until)
-    GROUP BY r._cell"""
-
-
-def _cell_aggregates(wanted: Sequence[str], filters: Filters | None, empty: frozenset[str]) -> str:
-    """The folds of the ``wanted`` columns (and those the folds and ``filters`` need); a column no
-    row fills (``empty``) is null without folding."""
-    names = {*wanted, *_CELL_NEEDS, *(filters or {})} - {"repeat", "per_position_acceptance"}
-    return ", ".join(f'CAST(NULL AS {_duck_type(f)}) AS "{f.name}"' if f.name in empty else _aggregate(f)
-                     for f in RESULT_SCHEMA if f.name in names)
 
 
 _Signature = tuple[tuple[str, int, int], ...]  # (path, mtime in ns, size) of each file
@@ -188,17 +130,18 @@ class Store:
     snapshot. Only a reload (a file added, removed or changed) takes the lock.
     """
 
-    def __init__(self, result_dirs: Sequence[Path] | None = None,
-                 request_dirs: Sequence[Path] | None = None):
+    def __init__(self, result_dirs: Sequence[Path] | None = None, request_dirs: Sequence[Path] | None = None):
         # The default store also reads the local mirror of a shared store (SPECSCOPE_STORE).
         self._shared = result_dirs is None and shared.location() is not None
         mirror = shared.mirror_dirs() if self._shared else {}
-        self._result_dirs = list(result_dirs) if result_dirs is not None else [
-            settings.bundled_data_dir() / "results", settings.results_dir(),
-            *([mirror["results"]] if mirror else [])]
-        self._request_dirs = list(request_dirs) if request_dirs is not None else [
-            settings.bundled_data_dir() / "requests", settings.requests_dir(),
-            *([mirror["requests"]] if mirror else [])]
+
+        def default(kind: str, home: Path) -> list[Path]:  # bundled, the home's, the shared store's mirror
+            return [settings.bundled_data_dir() / kind, home, *([mirror[kind]] if mirror else [])]
+
+        self._result_dirs = list(result_dirs) if result_dirs is not None else default("results", settings.results_dir())
+        self._request_dirs = (
+            list(request_dirs) if request_dirs is not None else default("requests", settings.requests_dir())
+        )
         self._lock = threading.Lock()
         self._snapshot: _Snapshot | None = None
 
@@ -213,34 +156,42 @@ class Store:
         run_id), ``_cell`` (a hash
         of CELL_KEYS; a row without a repeat index is a cell of its own) and ``_point`` (a hash of
         POINT_KEYS, whose values the table ``_points`` holds once), so the folds and the speedup
-        join compare one integer per row; ``_paired`` holds each cell's paired rounds (``_PAIRED``).
+        join compare one integer per row; ``_paired`` holds each cell's paired rounds (``store_sql.PAIRED``).
         """
         key = ""
         if name == "results":
             single = "CASE WHEN repeat IS NULL THEN row_number() OVER () END"
-            key = (f", hash({', '.join(BASELINE_KEYS)}) AS _baseline_key"
-                   ", if(run_id IS NULL, NULL, hash(run_id)) AS _run"
-                   f", hash({', '.join(CELL_KEYS)}, {single}) AS _cell, hash({', '.join(POINT_KEYS)}) AS _point"
-                   f", CAST({_CHECK_BITS} AS UBIGINT) AS _checks")
+            key = (
+                f", hash({', '.join(BASELINE_KEYS)}) AS _baseline_key"
+                ", if(run_id IS NULL, NULL, hash(run_id)) AS _run"
+                f", hash({', '.join(CELL_KEYS)}, {single}) AS _cell, hash({', '.join(POINT_KEYS)}) AS _point"
+                f", CAST({CHECK_BITS} AS UBIGINT) AS _checks"
+            )
         columns = ", ".join(f'"{f.name}"' for f in schema)
         present, source, params = set(), "WHERE false", []
         try:
             if files:
                 params = [[str(p) for p in files]]
                 source = "FROM read_parquet(?, union_by_name=true)"
-                present = {row[0] for row in con.execute(
-                    f"SELECT column_name FROM (DESCRIBE SELECT * {source})", params).fetchall()}
-            con.execute(f"CREATE OR REPLACE TABLE _{name} AS SELECT *{key} FROM "
-                        f"(SELECT {_select_list(schema, present)} {source})", params)
+                present = {
+                    row[0]
+                    for row in con.execute(f"SELECT column_name FROM (DESCRIBE SELECT * {source})", params).fetchall()
+                }
+            con.execute(
+                f"CREATE OR REPLACE TABLE _{name} AS SELECT *{key} FROM "
+                f"(SELECT {select_list(schema, present)} {source})",
+                params,
+            )
         except duckdb.Error as exc:
             folder = files[0].parent if files else "the results folder"
-            raise StoreError(f"A results file could not be read ({exc}); move the damaged file out of "
-                             f"{folder} and reload.") from exc
+            raise StoreError(
+                f"A results file could not be read ({exc}); move the damaged file out of {folder} and reload."
+            ) from exc
         con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT {columns} FROM _{name}")
         if name == "results":
             keys = ", ".join(f"any_value({c}) AS {c}" for c in POINT_KEYS)
             con.execute(f"CREATE OR REPLACE TABLE _points AS SELECT _point, {keys} FROM _results GROUP BY _point")
-            con.execute(_PAIRED)
+            con.execute(PAIRED)
 
     def _current(self) -> _Snapshot:
         """The snapshot of the files as they are now, loading a new one if any changed."""
@@ -260,8 +211,9 @@ class Store:
             self._load(con, "results", [Path(p) for p, *_ in signature[0]], RESULT_SCHEMA)
             self._load(con, "requests", [Path(p) for p, *_ in signature[1]], REQUEST_SCHEMA)
             version = hashlib.blake2b(repr(signature).encode(), digest_size=8).hexdigest()
-            counts = con.execute("SELECT " + ", ".join(f'count("{c}")' for c in RESULT_COLUMNS)
-                                 + " FROM _results").fetchone()
+            counts = con.execute(
+                "SELECT " + ", ".join(f'count("{c}")' for c in RESULT_COLUMNS) + " FROM _results"
+            ).fetchone()
             assert counts is not None  # an aggregate without GROUP BY returns one row
             empty = frozenset(c for c, n in zip(RESULT_COLUMNS, counts) if n == 0)
             self._snapshot = _Snapshot(signature, version, con, empty)
@@ -307,9 +259,9 @@ class Store:
         newest run's ``base`` per BASELINE_KEYS)."""
         return f"""
             WITH pool AS (
-                SELECT _run, _baseline_key, {_N} AS _base_n, count(output_throughput) AS _base_rows,
-                       avg(output_throughput) AS _base_mean, {_VAR} AS _base_var
-                FROM _results WHERE {_OK} AND method = '{BASELINE_METHOD}' GROUP BY _run, _baseline_key),
+                SELECT _run, _baseline_key, {THROUGHPUT_N} AS _base_n, count(output_throughput) AS _base_rows,
+                       avg(output_throughput) AS _base_mean, {THROUGHPUT_VAR} AS _base_var
+                FROM _results WHERE {OK} AND method = '{BASELINE_METHOD}' GROUP BY _run, _baseline_key),
             base AS (
                 SELECT b.*, pool._base_n, pool._base_rows, pool._base_mean, pool._base_var FROM (
                     SELECT _run, _baseline_key, any_value(run_id) AS run_id, avg(mean) AS baseline_throughput,
@@ -317,7 +269,7 @@ class Store:
                     FROM (SELECT any_value(_run) AS _run, any_value(run_id) AS run_id,
                                  any_value(_baseline_key) AS _baseline_key,
                                  avg(output_throughput) AS mean, min(created_at) AS created_at
-                          FROM _results WHERE {_OK} AND method = '{BASELINE_METHOD}' GROUP BY _cell)
+                          FROM _results WHERE {OK} AND method = '{BASELINE_METHOD}' GROUP BY _cell)
                     GROUP BY _run, _baseline_key) b
                 LEFT JOIN pool ON pool._baseline_key = b._baseline_key AND pool._run IS NOT DISTINCT FROM b._run),
             latest AS (
@@ -333,8 +285,9 @@ class Store:
     _JOIN_BASELINES = """LEFT JOIN base own ON own._baseline_key = r._baseline_key AND own._run = r._run
             LEFT JOIN latest ON latest._baseline_key = r._baseline_key"""
 
-    def _cells_sql(self, filters: Filters | None, wanted: Sequence[str],
-                   empty: frozenset[str] = frozenset()) -> tuple[str, list[Any]]:
+    def _cells_sql(
+        self, filters: Filters | None, wanted: Sequence[str], empty: frozenset[str] = frozenset()
+    ) -> tuple[str, list[Any]]:
         """SQL for ok cells (repeats folded) with their baseline: the baseline's run and mean, and
         the sufficient statistics of the speedup (``folds.STATS``: the cell's count and variance of its
         throughputs, the count, mean and variance of the baseline's pooled throughputs, and its rounds
@@ -349,16 +302,17 @@ class Store:
                     SELECT _cell, position, avg(rate) AS rate FROM (
                         SELECT _cell, unnest(per_position_acceptance) AS rate,
                                generate_subscripts(per_position_acceptance, 1) AS position
-                        FROM _results WHERE {_OK} AND len(per_position_acceptance) > 0) GROUP BY ALL)
+                        FROM _results WHERE {OK} AND len(per_position_acceptance) > 0) GROUP BY ALL)
                 GROUP BY _cell)"""
             joined = ", p.per_position_acceptance"
         sql = f"""{self._baselines_sql()}{positions},
             cells AS (
                 SELECT c.*, _pair_m, _pair_var{joined} FROM (
                     SELECT _cell, any_value(_baseline_key) AS _baseline_key, any_value(_run) AS _run,
-                           {_cell_aggregates(wanted, filters, empty)},
-                           count(*) AS repeats, {_N} AS _n, {_VAR} AS _var, count(output_throughput) AS _rows
-                    FROM _results WHERE {_OK} GROUP BY _cell) c
+                           {cell_aggregates(wanted, filters, empty)},
+                           count(*) AS repeats, {THROUGHPUT_N} AS _n, {THROUGHPUT_VAR} AS _var,
+                           count(output_throughput) AS _rows
+                    FROM _results WHERE {OK} GROUP BY _cell) c
                    LEFT JOIN _paired USING (_cell) {"LEFT JOIN positions p USING (_cell)" if joined else ""})
             SELECT {select}, r.repeats, r._n, r._var, r._pair_m, r._pair_var,
                    CASE WHEN r.method = '{BASELINE_METHOD}' THEN r.run_id
@@ -372,8 +326,9 @@ class Store:
             WHERE {where}"""
         return sql, params
 
-    def speedup(self, filters: Filters | None = None, *, best: bool = False,
-                columns: Sequence[str] | None = None) -> pd.DataFrame:
+    def speedup(
+        self, filters: Filters | None = None, *, best: bool = False, columns: Sequence[str] | None = None
+    ) -> pd.DataFrame:
         """One row per cell (repeats folded) with its speedup, baseline run and 95% intervals.
 
         Failed cells are left out. A cell divides by the baseline its own run measured under
@@ -383,9 +338,23 @@ class Store:
         ``tied_ks`` the K it cannot be told apart from (``folds.best_with_ties``). ``columns`` limits the
         canonical columns returned (group keys and k always come back). Columns added: see ``DERIVED_COLUMNS``.
         """
-        wanted = list(RESULT_COLUMNS) if columns is None else list(
-            dict.fromkeys([*BEST_KEYS, "k", "k_schedule", "run_id", "output_throughput",
-                           *(("hygiene", "valid_share") if best else ()), *columns]))  # best: by the checks
+        wanted = (
+            list(RESULT_COLUMNS)
+            if columns is None
+            else list(
+                dict.fromkeys(
+                    [
+                        *BEST_KEYS,
+                        "k",
+                        "k_schedule",
+                        "run_id",
+                        "output_throughput",
+                        *(("hygiene", "valid_share") if best else ()),
+                        *columns,
+                    ]
+                )
+            )
+        )  # best: by the checks
         unknown = [c for c in wanted if c not in RESULT_COLUMNS]
         if unknown:
             raise StoreError(f"Unknown result columns: {', '.join(unknown)}.")
@@ -398,8 +367,9 @@ class Store:
         frame = folds.with_intervals(self._query(snapshot, f"SELECT * FROM ({sql}) ORDER BY {order}", params))
         return folds.best_with_ties(frame) if best else frame.reset_index(drop=True)
 
-    def speedup_points(self, filters: Filters | None, columns: Sequence[str] = (), *,
-                       fixed_k: bool = False) -> pd.DataFrame:
+    def speedup_points(
+        self, filters: Filters | None, columns: Sequence[str] = (), *, fixed_k: bool = False
+    ) -> pd.DataFrame:
         """One point per POINT_KEYS (setup, K schedule, concurrency, K) over the speculative cells with
         a speedup, folded in SQL on integer keys: a point measured by one cell keeps that cell's
         speedup and interval (paired or Fieller). One measured by several cells (runs) combines each run's
@@ -416,19 +386,23 @@ class Store:
         rows = {c: v for c, v in (filters or {}).items() if c in CELL_KEYS}  # equal over a cell's rows
         where, params = self.where(rows)
         cell_where, cell_params = self.where({c: v for c, v in (filters or {}).items() if c not in rows})
-        column_means = "".join(", bit_or(_checks) AS _checks" if c == "hygiene" else f', avg("{c}") AS "{c}"'
-                               for c in columns if c != "output_throughput")
+        column_means = "".join(
+            ", bit_or(_checks) AS _checks" if c == "hygiene" else f', avg("{c}") AS "{c}"'
+            for c in columns
+            if c != "output_throughput"
+        )
         stats_sql = ", ".join(f"any_value({c}) AS {c}" for c in folds.STATS)
         sql = f"""{self._baselines_sql()},
             cells AS (
                 SELECT r.*, _pair_m, _pair_var FROM (
                     SELECT _cell, any_value(_baseline_key) AS _baseline_key, any_value(_run) AS _run,
                            any_value(run_id) AS _run_id,
-                           any_value(_point) AS _point, count(*) AS repeats, {_N} AS _n,
-                           avg(output_throughput) AS output_throughput, {_VAR} AS _var
-                           {column_means}{"".join(f", {_aggregate(RESULT_SCHEMA.field(c))}"
-                                           for c in (filters or {}) if c not in rows)}
-                    FROM _results r WHERE {_OK} AND method IS DISTINCT FROM '{BASELINE_METHOD}' AND {where}
+                           any_value(_point) AS _point, count(*) AS repeats, {THROUGHPUT_N} AS _n,
+                           avg(output_throughput) AS output_throughput, {THROUGHPUT_VAR} AS _var
+                           {column_means}{
+            "".join(f", {aggregate(RESULT_SCHEMA.field(c))}" for c in (filters or {}) if c not in rows)
+        }
+                    FROM _results r WHERE {OK} AND method IS DISTINCT FROM '{BASELINE_METHOD}' AND {where}
                           {"AND k_schedule IS NULL" if fixed_k else ""}
                     GROUP BY _cell) r LEFT JOIN _paired USING (_cell) WHERE {cell_where}),
             speedups AS (
@@ -444,8 +418,10 @@ class Store:
             JOIN combined c USING (_point) JOIN _points k USING (_point)"""
         frame = folds.points(self.query(sql, [*params, *cell_params]).drop(columns="_point"))
         if "_checks" in frame:  # the union of the checks its cells fail, as the ids' text
-            texts = {bits: ",".join(c for i, c in enumerate(hygiene.CHECKS) if int(bits) >> i & 1)
-                     for bits in set(frame["_checks"].dropna())}
+            texts = {
+                bits: ",".join(c for i, c in enumerate(hygiene.CHECKS) if int(bits) >> i & 1)
+                for bits in set(frame["_checks"].dropna())
+            }
             frame = frame.assign(hygiene=frame["_checks"].map(texts).fillna("")).drop(columns="_checks")
         return frame
 
@@ -460,16 +436,17 @@ class Store:
                 FROM (SELECT _point, list(acceptance_length) AS rates, min(acceptance_length) AS low,
                              max(acceptance_length) AS high
                       FROM _results r WHERE {where} AND acceptance_length IS NOT NULL
-                           AND method <> '{BASELINE_METHOD}' AND {_OK}
+                           AND method <> '{BASELINE_METHOD}' AND {OK}
                       GROUP BY _point) JOIN _points USING (_point)
-                GROUP BY ALL ORDER BY {keys}, k""", params)
+                GROUP BY ALL ORDER BY {keys}, k""",
+            params,
+        )
 
     def facets(self) -> dict[str, list[Any]]:
         """Distinct values of each filter column, for filter widgets."""
         out = {}
         for column in FILTER_COLUMNS:
-            frame = self.query(f'SELECT DISTINCT "{column}" AS v FROM results '
-                               f'WHERE "{column}" IS NOT NULL ORDER BY 1')
+            frame = self.query(f'SELECT DISTINCT "{column}" AS v FROM results WHERE "{column}" IS NOT NULL ORDER BY 1')
             out[column] = frame["v"].tolist()
         return out
 

@@ -5,14 +5,13 @@ import math
 import numpy as np
 import pytest
 
+from specscope.distributions import t_quantile, t_quantiles
 from specscope.stats import (
     combined_log_ratios,
     combined_ratios,
     mean_interval,
     ratio_interval,
     ratio_prediction_interval,
-    t_quantile,
-    t_quantiles,
 )
 
 T2 = 4.302652729911275  # t(0.975, df=2), closed form below

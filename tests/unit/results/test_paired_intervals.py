@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from specscope import stats
+from specscope import distributions, stats
 from specscope.analysis import explore, intervals
 from specscope.cli import build_parser
 from specscope.results import hygiene, store, writing
@@ -40,7 +40,7 @@ def test_the_paired_interval_is_the_t_interval_of_the_per_round_log_ratios_about
     _drifted_run(tmp_path)
     cell = _cells(tmp_path).loc[4]
     logs = np.log(np.array(CELLS[4]) / np.array(BASE))
-    half = stats.t_quantile(0.975, 2) * np.std(logs, ddof=1) / math.sqrt(3)
+    half = distributions.t_quantile(0.975, 2) * np.std(logs, ddof=1) / math.sqrt(3)
     speedup = np.mean(CELLS[4]) / np.mean(BASE)  # the ratio of the means every view quotes, inside the interval
     assert cell["speedup"] == pytest.approx(speedup)
     assert (cell["speedup_lo"], cell["speedup_hi"]) == (pytest.approx(speedup * math.exp(-half)),
@@ -106,8 +106,8 @@ def test_paired_intervals_need_two_rounds_and_never_reach_zero():
 def test_f_survival_matches_published_critical_values():
     # F(0.95; 1, 10) = 4.965, F(0.95; 2, 6) = 5.143, F(0.95; 2, 28) = 3.340
     for f, d1, d2 in ((4.965, 1, 10), (5.143, 2, 6), (3.340, 2, 28)):
-        assert stats.f_survival(f, d1, d2) == pytest.approx(0.05, abs=5e-4)
-    assert stats.f_survival(0.0, 2, 6) == 1.0 and stats.f_survival(math.inf, 2, 6) == 0.0
+        assert distributions.f_survival(f, d1, d2) == pytest.approx(0.05, abs=5e-4)
+    assert distributions.f_survival(0.0, 2, 6) == 1.0 and distributions.f_survival(math.inf, 2, 6) == 0.0
 
 
 def _rounds(factors, noise=0.0, cells=4, seed=0):
@@ -138,7 +138,7 @@ def test_drift_leaves_a_cell_in_the_headline():
 def test_sweeps_default_to_three_repeats_and_two_say_what_they_buy():
     args = build_parser().parse_args(["bench", "--preset", "p", "--prompts", "x.jsonl"])
     assert args.repeats == intervals.DEFAULT_REPEATS == 3
-    factor = (stats.t_quantile(0.975, 1) / math.sqrt(2)) / (stats.t_quantile(0.975, 2) / math.sqrt(3))
+    factor = (distributions.t_quantile(0.975, 1) / math.sqrt(2)) / (distributions.t_quantile(0.975, 2) / math.sqrt(3))
     assert intervals.width_factor(2) == pytest.approx(factor) and 3.6 < factor < 3.7
     assert intervals.repeats_note(2) == ("With 2 repeats an interval rests on 1 degree of freedom (t = 12.7): "
                                          "about 3.6x as wide as with 3, for one round less.")

@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from specscope import stats
+from specscope import distributions, stats
 from specscope.cli import main as cli_main
 from specscope.errors import StoreError
 from specscope.results import store, writing
@@ -144,7 +144,7 @@ def test_repeats_fold_into_a_mean_with_intervals(tmp_path):
     assert spec["output_throughput"] == pytest.approx(np.mean(ngram))
     assert spec["speedup"] == pytest.approx(np.mean(ngram) / np.mean(base))
     logs = np.log(np.array(ngram) / np.array(base))
-    step = stats.t_quantile(0.975, 2) * np.std(logs, ddof=1) / np.sqrt(3)
+    step = distributions.t_quantile(0.975, 2) * np.std(logs, ddof=1) / np.sqrt(3)
     assert spec["speedup_lo"] == pytest.approx(spec["speedup"] * np.exp(-step))
     assert spec["speedup_hi"] == pytest.approx(spec["speedup"] * np.exp(step))
     assert spec["speedup_interval"] == "paired" and spec["baseline_repeats"] == 3

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers.paths import CAPTURES
-from specscope import stats
+from specscope import distributions
 from specscope.analysis import explore, intervals
 from specscope.cli import main
 from specscope.errors import InputError
@@ -76,7 +76,7 @@ def test_the_interval_is_the_t_interval_of_the_linearised_requests():
         seconds = np.array([r["request_latency"] for r in done], float)
         own = bench["metrics"]["output_tokens_per_second"]["successful"]["mean"]
         ratio = tokens.sum() / seconds.sum()
-        half = stats.t_quantile(0.975, len(done) - 1) * own * np.std(tokens - ratio * seconds, ddof=1) / (
+        half = distributions.t_quantile(0.975, len(done) - 1) * own * np.std(tokens - ratio * seconds, ddof=1) / (
             ratio * seconds.mean() * np.sqrt(len(done)))
         [row] = frame[frame["concurrency"] == bench["config"]["strategy"]["streams"]].to_dict("records")
         assert row["output_throughput"] == pytest.approx(own)
