@@ -30,7 +30,7 @@ from specscope.analysis import intervals
 from specscope.client import stream
 from specscope.client.stream import FORMAT_FLAGS
 from specscope.live import LiveSession, PaneView
-from specscope.live.steps import Provenance
+from specscope.live.labels import Provenance
 from ui.common import plain
 from ui.tokens import tokens_html
 

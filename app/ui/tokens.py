@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 from collections.abc import Collection, Mapping, Sequence
 
-from specscope.live.steps import ACCEPTED, BONUS, CORRECTION, TARGET, Step, Token
+from specscope.live.labels import ACCEPTED, BONUS, CORRECTION, TARGET, Step, Token
 
 __all__ = ["STYLE", "legend_html", "tokens_html", "KIND_LABELS"]
 

@@ -1,7 +1,8 @@
 """Live: 2-6 servers on one prompt, side by side, every token marked as accepted draft, target token
-or rejected draft (``steps``, ``ngram``); the servers (``spec``), who shares cores or a GPU
-(``contention``), a pane's stream (``pane``) and figures (``figures``), whether its server reused
-earlier work (``freshness``), the session with its recordings (``session``) and a recording read back
+or rejected draft (``steps``, ``ngram``; the labelled tokens and steps: ``labels``); the servers (``spec``),
+who shares cores or a GPU (``contention``), a pane's stream (``pane``) and figures (``figures``), whether its
+server reused earlier work (``freshness``), the session with its recordings (``session``), how its panes
+stream (``streaming``) and what they show against the baseline (``comparison``), and a recording read back
 (``recording``)."""
 
 from specscope.live.contention import default_mode, shared_cores, shared_gpus, sharing

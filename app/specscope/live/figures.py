@@ -14,7 +14,7 @@ from typing import Any
 from specscope import stats
 from specscope.client import metrics
 from specscope.client.stream import Chunk, GenerationRequest
-from specscope.live.steps import Provenance
+from specscope.live.labels import Provenance
 
 __all__ = ["PaneMetrics", "Repeats", "RunHistory", "MIN_REPEATS", "pane_metrics", "decode_and_ttft",
            "answer_problem", "compare_lossless", "special_tokens", "with_counters"]

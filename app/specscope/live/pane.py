@@ -27,9 +27,10 @@ from specscope.launch.registry import read_states
 from specscope.live import freshness, token_names
 from specscope.live.figures import PaneMetrics, Repeats, pane_metrics, with_counters
 from specscope.live.freshness import Freshness
+from specscope.live.labels import Provenance
 from specscope.live.ngram import NgramConfig
 from specscope.live.spec import PaneSpec, host_port
-from specscope.live.steps import Provenance, StepTracker
+from specscope.live.steps import StepTracker
 
 __all__ = ["PaneView", "Pane"]
 

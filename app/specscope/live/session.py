@@ -15,7 +15,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -27,9 +27,11 @@ from specscope.client.stream import GenerationRequest
 from specscope.errors import ConfigError
 from specscope.launch.registry import read_states
 from specscope.live import freshness
-from specscope.live.figures import RunHistory, answer_problem, compare_lossless, decode_and_ttft, special_tokens
+from specscope.live.comparison import compare, pane_view
+from specscope.live.figures import RunHistory
 from specscope.live.pane import Pane, PaneView
 from specscope.live.spec import MAX_PANES, MODES, PaneSpec, host_port, resolve_method
+from specscope.live.streaming import stream
 
 __all__ = ["LiveSession", "REPLAY_LEAD_S", "RECORDING_VERSION", "recordings_dir"]
 
@@ -57,8 +59,8 @@ class LiveSession:
     _threads: list[threading.Thread] = field(default_factory=list)
     _settled: threading.Event = field(default_factory=threading.Event)  # the run is over and in the history
     _changed: threading.Condition = field(default_factory=threading.Condition)
-    _arrivals: int = 0       # chunks received (and panes finished) so far
-    _shown: int = 0          # _arrivals at the last views()
+    _arrivals: int = 0  # chunks received (and panes finished) so far
+    _shown: int = 0  # _arrivals at the last views()
     _shown_until: float | None = None  # replay time of the last views()
 
     def __post_init__(self) -> None:
@@ -95,12 +97,24 @@ class LiveSession:
     @property
     def setup_key(self) -> str:
         """What makes two runs repeats of one another: the request, the servers and the mode."""
-        return json.dumps({"request": asdict(self.panes[0].request), "mode": self.timing,
-                           "panes": [asdict(p.spec) for p in self.panes]}, sort_keys=True)
+        return json.dumps(
+            {
+                "request": asdict(self.panes[0].request),
+                "mode": self.timing,
+                "panes": [asdict(p.spec) for p in self.panes],
+            },
+            sort_keys=True,
+        )
 
     @classmethod
-    def create(cls, specs: list[PaneSpec], request: GenerationRequest, mode: str,
-               shared: Iterable[str] = (), history: RunHistory | None = None) -> LiveSession:
+    def create(
+        cls,
+        specs: list[PaneSpec],
+        request: GenerationRequest,
+        mode: str,
+        shared: Iterable[str] = (),
+        history: RunHistory | None = None,
+    ) -> LiveSession:
         """A session of 2-6 panes on one request, the baseline's first; ConfigError on a bad mode,
         count or label. ``shared``: the labels ``sharing`` found. Operators only: an 'auto'
         method asks the URL."""
@@ -128,36 +142,17 @@ class LiveSession:
 
     def _run(self, transports: dict[str, httpx.BaseTransport]) -> None:
         try:
-            self._stream(transports)
+            stream(self.panes, self.mode, transports)
             if self.history is not None and not any(p.error for p in self.panes):
                 views = self._views(None)
-                self.history.record(self.setup_key, {v.spec.label: v.metrics for v in views},
-                                    cached=[v.spec.label for v in views if v.freshness and v.freshness.repeated])
+                self.history.record(
+                    self.setup_key,
+                    {v.spec.label: v.metrics for v in views},
+                    cached=[v.spec.label for v in views if v.freshness and v.freshness.repeated],
+                )
         finally:
             self._settled.set()
             self._arrived()  # a page waiting for a change draws the final panes, their repeats included
-
-    def _stream(self, transports: dict[str, httpx.BaseTransport]) -> None:
-        def each(work: Callable[[Pane], None]) -> list[threading.Thread]:
-            threads = [threading.Thread(target=work, args=(p,), daemon=True, name="specscope-live")
-                       for p in self.panes]
-            for thread in threads:
-                thread.start()
-            return threads
-
-        for thread in each(lambda p: p.prepare(transports.get(p.spec.label))):
-            thread.join()
-        if self.mode == "race":
-            streams = each(lambda p: p.run(transports.get(p.spec.label)))
-        else:
-            def in_turn() -> None:
-                for pane in self.panes:
-                    pane.run(transports.get(pane.spec.label))
-
-            streams = [threading.Thread(target=in_turn, daemon=True, name="specscope-live")]
-            streams[0].start()
-        for thread in streams:
-            thread.join()
 
     def wait(self, timeout: float | None = None) -> None:
         """Wait for the panes to finish streaming."""
@@ -208,45 +203,13 @@ class LiveSession:
         return self._views(until)
 
     def _views(self, until: float | None) -> list[PaneView]:
-        views = []
-        for pane in self.panes:
-            chunks = pane.snapshot(until)
-            provenance, figures = pane.view_chunks(chunks)
-            complete = pane.done and (until is None or until >= self.replay_length_s)
-            texts = pane.named(provenance)
-            invalid = answer_problem(pane.request, chunks) if complete and not pane.error else None
-            views.append(PaneView(spec=pane.spec, provenance=provenance, metrics=figures, token_texts=texts,
-                                  error=pane.error if complete or until is None else None,
-                                  done=complete, t0=pane.started_at if until is None else self.replay_started_wall,
-                                  special=special_tokens(chunks), warming=pane.warming, cold=pane.cold,
-                                  freshness=pane.freshness, invalid_reason=invalid or None,
-                                  valid=None if invalid is None else not invalid))
-        self._compare(views)
+        length = 0.0 if until is None else self.replay_length_s  # a replay's panes are complete at its end
+        views = [pane_view(pane, until, length, self.replay_started_wall) for pane in self.panes]
+        compare(views, greedy=self.panes[0].request.temperature == 0)
         if self.history is not None:
             for view in views:
                 view.repeats = self.history.repeats(self.setup_key, view.spec.label) if view.done else None
         return views
-
-    def _compare(self, views: list[PaneView]) -> None:
-        baseline = next((v for v in views if not v.spec.speculative), views[0])
-        greedy = self.panes[0].request.temperature == 0
-        base_ids = [t.id for t in baseline.provenance.tokens]
-        base_rate = baseline.metrics.tokens_per_s
-        for view in views:
-            if view is baseline:
-                if base_rate and not baseline.spec.speculative:  # the baseline is 1.000x by definition
-                    view.metrics = replace(view.metrics, speedup=1.0)
-                continue
-            rate = view.metrics.tokens_per_s
-            if rate and base_rate:
-                view.metrics = replace(view.metrics, speedup=rate / base_rate,
-                                       **decode_and_ttft(baseline.metrics, view.metrics))
-            if view.spec.synthetic:
-                view.lossless_note = ("not applicable: drafts are accepted synthetically, at set rates whatever "
-                                      "they say, so the output differs from the target's by design")
-            elif greedy and not baseline.error and not view.error:
-                view.lossless, view.divergence = compare_lossless(
-                    base_ids, [t.id for t in view.provenance.tokens], baseline.done and view.done)
 
     def repeated(self) -> list[Pane]:
         """The panes whose server reused cached work (their figures read better than a new prompt's)."""
@@ -256,8 +219,9 @@ class LiveSession:
         """The servers SpecScope launched (so can restart) under the repeated panes that draft from
         cached answers (suffix): a variant of the prompt does not make those fresh, a restart does."""
         states = [s for s in read_states() if not s.attached and procfs.alive(s.pid, s.pgid)]
-        urls = {host_port(p.spec.url) for p in self.repeated()
-                if p.freshness is not None and p.freshness.cached_answer}  # a repeated pane has its freshness
+        urls = {
+            host_port(p.spec.url) for p in self.repeated() if p.freshness is not None and p.freshness.cached_answer
+        }  # a repeated pane has its freshness
         return [s.name for s in states if host_port(s.url) in urls]
 
     def fresh_request(self) -> GenerationRequest:
@@ -267,8 +231,13 @@ class LiveSession:
 
     def recording(self) -> dict[str, Any]:
         """The session as a JSON-ready recording."""
-        return {"specscope_recording": RECORDING_VERSION, "mode": self.timing, "created_at": self.created_at,
-                "shared_cores": list(self.shared), "panes": [p.to_dict() for p in self.panes]}
+        return {
+            "specscope_recording": RECORDING_VERSION,
+            "mode": self.timing,
+            "created_at": self.created_at,
+            "shared_cores": list(self.shared),
+            "panes": [p.to_dict() for p in self.panes],
+        }
 
     def save(self, directory: Path | None = None, name: str | None = None) -> Path:
         """Write the recording atomically; returns its path."""
@@ -285,4 +254,3 @@ def recordings_dir() -> Path:
     path = settings.runs_dir() / "recordings"
     path.mkdir(parents=True, exist_ok=True)
     return path
-

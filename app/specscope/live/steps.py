@@ -1,4 +1,4 @@
-"""Chunks -> engine steps -> the provenance of every token. Pure: no I/O.
+"""Chunks -> engine steps -> the provenance of every token (``labels``). Pure: no I/O.
 
 An engine step drafts some tokens, accepts a prefix of them and adds one token of the
 target's own: a *bonus* when every draft was accepted, a *correction* otherwise; a step
@@ -20,67 +20,14 @@ without speculative decoding, where every token is the target's):
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from specscope.client.stream import Chunk
 from specscope.live.alignment import align_server_steps
+from specscope.live.labels import ACCEPTED, BONUS, CORRECTION, TARGET, Provenance, Step, Token
 from specscope.live.ngram import NgramConfig, NgramReplay, NgramStep
 
-__all__ = ["ACCEPTED", "BONUS", "CORRECTION", "TARGET", "Token", "Step", "Provenance",
-           "StepTracker", "label_steps"]
-
-ACCEPTED, BONUS, CORRECTION, TARGET = "accepted", "bonus", "correction", "target"
-
-
-@dataclass(frozen=True)
-class Token:
-    """One output token with its text, step and provenance kind."""
-
-    id: int
-    text: str
-    logprob: float | None
-    step: int
-    kind: str
-    arrival_s: float
-
-
-@dataclass(frozen=True)
-class Step:
-    """One engine step: ``output[start:start + size]``.
-
-    ``drafted`` is None when unknown (chunk estimate). ``rejected_ids`` holds the rejected
-    draft tokens when the ngram rebuild knows them. ``truncated``: the output ended inside
-    the step (max_tokens or a stop), so it has no target token.
-    """
-
-    index: int
-    start: int
-    size: int
-    drafted: int | None
-    accepted: int
-    arrival_s: float
-    rejected_ids: tuple[int, ...] = ()
-    truncated: bool = False
-
-    @property
-    def rejected(self) -> int | None:
-        """How many drafted tokens the target rejected (None when unknown)."""
-        return None if self.drafted is None else self.drafted - self.accepted
-
-
-@dataclass
-class Provenance:
-    """Steps and per-token labels of one stream, with where the labels came from."""
-
-    steps: list[Step]
-    tokens: list[Token]
-    source: str
-    estimated: bool
-    notes: list[str] = field(default_factory=list)
-    server_accepted: list[int] | None = None
-    server_drafted: list[int] | None = None
-    ambiguous: int = 0  # places where a step that drafted nothing could go more than one way
+__all__ = ["StepTracker", "label_steps"]
 
 
 def _kinds(step: Step) -> list[str]:
@@ -95,9 +42,16 @@ def _kinds(step: Step) -> list[str]:
 def _with_server_count(step: Step, accepted: int) -> Step:
     """A last step cut short: the server accepted more drafts than it could send."""
     extra = accepted - step.accepted
-    return Step(index=step.index, start=step.start, size=step.size, drafted=step.drafted,
-                accepted=accepted, arrival_s=step.arrival_s, rejected_ids=step.rejected_ids[extra:],
-                truncated=True)
+    return Step(
+        index=step.index,
+        start=step.start,
+        size=step.size,
+        drafted=step.drafted,
+        accepted=accepted,
+        arrival_s=step.arrival_s,
+        rejected_ids=step.rejected_ids[extra:],
+        truncated=True,
+    )
 
 
 class StepTracker:
@@ -157,8 +111,10 @@ class StepTracker:
         notes: list[str] = []
         ambiguous = 0
         if not self.speculative:
-            steps = [Step(index=i, start=i, size=1, drafted=0, accepted=0, arrival_s=self.arrivals[i])
-                     for i in range(len(self.ids))]
+            steps = [
+                Step(index=i, start=i, size=1, drafted=0, accepted=0, arrival_s=self.arrivals[i])
+                for i in range(len(self.ids))
+            ]
             return Provenance(steps=steps, tokens=self._tokens(steps), source="baseline", estimated=False)
         rebuilt = self._rebuilt_steps(notes)
         server = self.spec_decoding or {}
@@ -176,25 +132,43 @@ class StepTracker:
         else:
             steps, source, estimated = self._from_chunks(), "chunks", True
             if self.usage is not None:
-                notes.append("Labels are estimated from chunk sizes. " + (self.hint or (
-                    "A vLLM that reports per-request counts gives exact ones.")))
-        return Provenance(steps=steps, tokens=self._tokens(steps), source=source, estimated=estimated,
-                          notes=notes, server_accepted=server_accepted, server_drafted=server_drafted,
-                          ambiguous=ambiguous)
+                notes.append(
+                    "Labels are estimated from chunk sizes. "
+                    + (self.hint or ("A vLLM that reports per-request counts gives exact ones."))
+                )
+        return Provenance(
+            steps=steps,
+            tokens=self._tokens(steps),
+            source=source,
+            estimated=estimated,
+            notes=notes,
+            server_accepted=server_accepted,
+            server_drafted=server_drafted,
+            ambiguous=ambiguous,
+        )
 
     def _rebuilt_steps(self, notes: list[str]) -> list[Step] | None:
         if self._replay is None:
             return None
         if self._replay_broken:
-            notes.append("The ngram rebuild disagrees with the chunk boundaries: the server's ngram "
-                         "settings differ from the ones given.")
+            notes.append(
+                "The ngram rebuild disagrees with the chunk boundaries: the server's ngram "
+                "settings differ from the ones given."
+            )
             return None
         return [self._step(i, s) for i, s in enumerate(self._replay.steps)]
 
     def _step(self, index: int, rebuilt: NgramStep) -> Step:
-        return Step(index=index, start=rebuilt.start, size=rebuilt.emitted, drafted=len(rebuilt.draft),
-                    accepted=rebuilt.accepted, arrival_s=self.arrivals[rebuilt.start],
-                    rejected_ids=rebuilt.rejected, truncated=rebuilt.truncated)
+        return Step(
+            index=index,
+            start=rebuilt.start,
+            size=rebuilt.emitted,
+            drafted=len(rebuilt.draft),
+            accepted=rebuilt.accepted,
+            arrival_s=self.arrivals[rebuilt.start],
+            rejected_ids=rebuilt.rejected,
+            truncated=rebuilt.truncated,
+        )
 
     def _from_chunks(self) -> list[Step]:
         steps: list[Step] = []
@@ -203,20 +177,30 @@ class StepTracker:
             end = start
             while end < len(self.ids) and self.chunk_of[end] == self.chunk_of[start]:
                 end += 1
-            steps.append(Step(index=len(steps), start=start, size=end - start, drafted=None,
-                              accepted=end - start - 1, arrival_s=self.arrivals[start]))
+            steps.append(
+                Step(
+                    index=len(steps),
+                    start=start,
+                    size=end - start,
+                    drafted=None,
+                    accepted=end - start - 1,
+                    arrival_s=self.arrivals[start],
+                )
+            )
             start = end
         return steps
 
-    def _from_server(self, accepted: list[int], drafted: list[int], rebuilt: list[Step] | None,
-                     notes: list[str]) -> tuple[list[Step], str, int]:
+    def _from_server(
+        self, accepted: list[int], drafted: list[int], rebuilt: list[Step] | None, notes: list[str]
+    ) -> tuple[list[Step], str, int]:
         """Steps from the server's counts, their source, and how many placements were ambiguous."""
         if rebuilt is not None:
             spec = [s for s in rebuilt if s.drafted]
-            same = (len(spec) == len(accepted)
-                    and all(s.drafted == d for s, d in zip(spec, drafted))
-                    and all(s.accepted == a or (s.truncated and s.accepted <= a)
-                            for s, a in zip(spec, accepted)))
+            same = (
+                len(spec) == len(accepted)
+                and all(s.drafted == d for s, d in zip(spec, drafted))
+                and all(s.accepted == a or (s.truncated and s.accepted <= a) for s, a in zip(spec, accepted))
+            )
             if same:
                 if spec and spec[-1].truncated:
                     rebuilt = rebuilt[:-1] + [_with_server_count(rebuilt[-1], accepted[-1])]
@@ -231,12 +215,21 @@ class StepTracker:
         steps = [Step(index=0, start=0, size=1, drafted=0, accepted=0, arrival_s=self.arrivals[0])]
         for start, size, j in placed:
             if j < 0:
-                steps.append(Step(index=len(steps), start=start, size=1, drafted=0, accepted=0,
-                                  arrival_s=self.arrivals[start]))
+                steps.append(
+                    Step(index=len(steps), start=start, size=1, drafted=0, accepted=0, arrival_s=self.arrivals[start])
+                )
             else:
-                steps.append(Step(index=len(steps), start=start, size=size, drafted=drafted[j],
-                                  accepted=accepted[j], arrival_s=self.arrivals[start],
-                                  truncated=size <= accepted[j]))
+                steps.append(
+                    Step(
+                        index=len(steps),
+                        start=start,
+                        size=size,
+                        drafted=drafted[j],
+                        accepted=accepted[j],
+                        arrival_s=self.arrivals[start],
+                        truncated=size <= accepted[j],
+                    )
+                )
         if ambiguous:
             what = "1 step that drafted nothing" if ambiguous == 1 else f"{ambiguous} steps that drafted nothing"
             notes.append(f"{what} could sit in more than one place; the placement is estimated.")
@@ -247,13 +240,20 @@ class StepTracker:
         for step in steps:
             for offset, kind in enumerate(_kinds(step)):
                 i = step.start + offset
-                tokens.append(Token(id=self.ids[i], text=self.texts[i], logprob=self.logprobs[i],
-                                    step=step.index, kind=kind, arrival_s=self.arrivals[i]))
+                tokens.append(
+                    Token(
+                        id=self.ids[i],
+                        text=self.texts[i],
+                        logprob=self.logprobs[i],
+                        step=step.index,
+                        kind=kind,
+                        arrival_s=self.arrivals[i],
+                    )
+                )
         return tokens
 
 
-def label_steps(chunks: Iterable[Chunk], ngram: NgramConfig | None = None,
-                speculative: bool = True) -> Provenance:
+def label_steps(chunks: Iterable[Chunk], ngram: NgramConfig | None = None, speculative: bool = True) -> Provenance:
     """The provenance of a finished (or partial) stream."""
     tracker = StepTracker(ngram, speculative)
     for chunk in chunks:

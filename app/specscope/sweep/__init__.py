@@ -47,18 +47,21 @@ record the vLLM and torch of the interpreter that served them.
                      concurrencies=(1, 4), prompts=Path("data/prompts/code-editing.jsonl"))
     result = execute(resolve(spec), Here(), LaunchOptions(), progress=print)
 
-The rooms: ``spec`` (what a sweep is), ``plan`` (its cells, and the spec resolved once into a
-``SweepPlan``), ``launchers`` (how a server of one (method, K) is started or found, and the
-``LaunchOptions`` every executor takes), ``pool`` (which servers are up when), ``measure`` (one cell),
+The rooms: ``spec`` (what a sweep is), ``synthetic`` (drafts accepted synthetically), ``plan`` (its cells,
+and the spec resolved once into a ``SweepPlan``), ``server`` (a sweep's server and the ``Launcher`` protocol),
+``launchers`` (how a server of one (method, K) is started or found), ``options`` (the ``LaunchOptions`` every
+executor takes), ``pool`` (which servers are up when), ``measure`` (one cell),
 ``record`` (checkpoints, Parquet, and the ``Recorder`` every finished cell goes to), ``lock`` (one sweep
-at a time here, one process at a time on a run), ``run`` (the loop here), ``on_ray`` (the Ray executor),
+at a time here, one process at a time on a run), ``run`` (the loop here), ``lane`` (one lane's cells in
+order on its servers), ``on_ray`` (the Ray executor),
 ``execute`` (the one door: here or on Ray, under the lock), ``progress`` and ``job`` (a sweep on a
 background thread).
 """
 
 from specscope.sweep.execute import Here, OnRay, Where, claim, execute
 from specscope.sweep.job import SweepJob
-from specscope.sweep.launchers import Launcher, PresetLauncher, RunningServer, ServersLauncher
+from specscope.sweep.lane import Advise
+from specscope.sweep.launchers import PresetLauncher, ServersLauncher
 from specscope.sweep.on_ray import configured_address as ray_address
 from specscope.sweep.options import LaunchOptions, launcher_for
 from specscope.sweep.plan import SweepPlan, as_plan, describe, plan_cells, resolve
@@ -72,22 +75,19 @@ from specscope.sweep.record import (
     save_cell,
     write_run,
 )
-from specscope.sweep.run import Advise, run_sweep
+from specscope.sweep.run import run_sweep
+from specscope.sweep.server import Launcher, RunningServer
 from specscope.sweep.spec import (
-                                       STRUCTURED,
-                                       SYNTHETIC,
-                                       Cell,
-                                       SweepSpec,
-                                       Synthetic,
-                                       method_ks,
-                                       parse_ints,
-                                       parse_lengths,
-                                       requests_of,
-                                       servers_spec,
-                                       structured_default,
-                                       synthetic_config,
-                                       synthetic_length_for,
+    STRUCTURED,
+    Cell,
+    SweepSpec,
+    method_ks,
+    parse_ints,
+    requests_of,
+    servers_spec,
+    structured_default,
 )
+from specscope.sweep.synthetic import SYNTHETIC, Synthetic, parse_lengths, synthetic_config, synthetic_length_for
 
 __all__ = ["SweepSpec", "SweepPlan", "Cell", "Launcher", "LaunchOptions", "RunningServer", "PresetLauncher",
            "ServersLauncher", "SweepResult", "SweepJob", "FinishedCell", "Recorder", "Advise", "Here", "OnRay", "Where",

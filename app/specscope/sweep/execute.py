@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from specscope import access
 from specscope.client.progress import Progress
 from specscope.sweep import lock, on_ray
+from specscope.sweep.lane import Advise
 from specscope.sweep.options import LaunchOptions, launcher_for
 from specscope.sweep.plan import SweepPlan
 from specscope.sweep.record import SweepResult
-from specscope.sweep.run import Advise, Stop, run_sweep
+from specscope.sweep.run import Stop, run_sweep
 
 __all__ = ["Here", "OnRay", "Where", "Claim", "claim", "execute"]
 

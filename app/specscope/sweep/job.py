@@ -7,10 +7,10 @@ import threading
 from specscope.client.progress import ProgressEvent
 from specscope.errors import SpecScopeError
 from specscope.sweep.execute import Claim, Here, Where, claim, execute
+from specscope.sweep.lane import Advise
 from specscope.sweep.options import LaunchOptions
 from specscope.sweep.plan import SweepPlan
 from specscope.sweep.record import SweepResult
-from specscope.sweep.run import Advise
 
 __all__ = ["SweepJob"]
 

@@ -1,136 +1,41 @@
-"""How a sweep gets its servers: a ``Launcher`` starts and stops the server of one (method, K).
+"""The sweep's two Launchers (``sweep.server``), each starting and stopping the server of one (method, K).
 ``PresetLauncher`` starts a preset's servers through ``specscope.launch`` (or reuses a running one
 configured exactly alike); ``ServersLauncher`` measures servers that already run."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any
 
 from specscope import launch
-from specscope.client import metrics, probe
-from specscope.engine import catalog, models, provenance
+from specscope.client import probe
 from specscope.engine.k_schedule import KSchedule
 from specscope.engine.presets import get_preset
 from specscope.errors import ServerUnreachable, SpecScopeError
 from specscope.launch import gpus, kept
-from specscope.results import hygiene
 from specscope.sweep.room import cpu_room, gpu_need, starts_fitting
-from specscope.sweep.spec import Synthetic
+from specscope.sweep.server import RunningServer, _from_state, _group_pids, _name, _state
+from specscope.sweep.synthetic import Synthetic
 
-__all__ = ["RunningServer", "Launcher", "ManyLauncher", "PresetLauncher", "ServersLauncher"]
-
-
-@dataclass
-class RunningServer:
-    """A server a Launcher started: its URL and what the result rows should say about it."""
-
-    url: str
-    model: str | None = None
-    draft_model: str | None = None
-    method_params: str | None = None
-    tp: int | None = None
-    handle: object = None
-    max_num_seqs: int | None = None
-    cores: frozenset[int] = frozenset()  # CPU cores the server is bound to (vllm-cpu)
-    reused: bool = False   # it ran before the sweep, and keeps running after it
-    prior_requests: int = 0  # requests it had answered before the sweep's first cell on it
-    hardware: str | None = None  # where it runs, when that is not this machine
-    weights: str | None = None   # real | dummy (--load-format dummy); None: not known (attached)
-    vllm_version: str | None = None   # of the interpreter it runs on, when launched
-    torch_version: str | None = None
-    per_request: bool = True     # its vLLM reports acceptance per request (else the sweep reads /metrics)
-    placed: str | None = None    # the hardware of the GPUs it was placed on (1xH100-80GB), when placed
-    asleep: bool = False         # a kept server found asleep (it is woken before its cells)
-    log_path: str | None = None  # its log, when launched (a cell reads what it compiled there)
-
-
-def _prior_requests(url: str) -> int:
-    try:
-        return int(metrics.scrape(url).requests_finished)
-    except SpecScopeError:
-        return 0
-
-
-def _state(server: RunningServer) -> launch.ServerState:
-    """The launch state behind a server of PresetLauncher or ServersLauncher: both hand out only servers made
-    by ``_from_state``, whose handle is that state (the handle's type is each launcher's own)."""
-    return cast(launch.ServerState, server.handle)
-
-
-def _name(server: RunningServer) -> str:
-    """The registered name of a launched server ("" for one without)."""
-    return getattr(server.handle, "name", "")
-
-
-def _group_pids(server: RunningServer) -> list[int]:
-    pgid = getattr(server.handle, "pgid", None)
-    return launch.group_pids(pgid) if pgid else []
-
-
-def _from_state(state: launch.ServerState, reused: bool) -> RunningServer:
-    config = state.speculative_config
-    # rows name the drafter (models.model_name), never the folder it was served from
-    return RunningServer(url=state.url, model=state.model or None, draft_model=models.model_name(config.get("model")),
-                         method_params=json.dumps(models.named_config(config)) if config else None, tp=state.tp,
-                         handle=state, max_num_seqs=hygiene.max_num_seqs_of(state.argv),
-                         cores=frozenset(hygiene.cores_of(state.env)) if state.engine == "vllm-cpu"
-                         else frozenset(), reused=reused,
-                         prior_requests=_prior_requests(state.url) if reused else 0,
-                         hardware=f"attached server at {state.url}" if state.attached else None,
-                         weights=None if state.attached else provenance.weights_kind(state.argv),
-                         vllm_version=state.vllm_version or None, torch_version=state.torch_version or None,
-                         per_request=state.attached or any(flag in state.argv for flag in (
-                             catalog.PER_REQUEST_METRICS_FLAG, catalog.PER_REQUEST_STATS_FLAG)),
-                         placed=gpus.label(state.env["CUDA_VISIBLE_DEVICES"])
-                         if "CUDA_VISIBLE_DEVICES" in state.env else None,
-                         asleep=reused and kept.awake(state) is False,
-                         log_path=None if state.attached else state.log_path or None)
-
-
-class Launcher(Protocol):
-    """Starts and stops the server of one (method, K); ``death`` explains a server that died."""
-
-    def start(self, method: str, k: int) -> RunningServer:
-        """Start the server of one (method, K)."""
-
-    def stop(self, server: RunningServer) -> None:
-        """Stop a server ``start`` returned."""
-
-    def death(self, server: RunningServer) -> str | None:
-        """None while the server lives; else one sentence on how it ended."""
-
-    def pids(self, server: RunningServer) -> list[int]:
-        """The server's process ids (empty when not known)."""
-
-    def check(self, method: str, k: int) -> None:
-        """ConfigError when the (method, K) server cannot be started here at all."""
-
-    # Optional attributes: ``max_servers``, how many of its servers may be awake at once (None: any);
-    # ``sleeps``, whether its servers fall asleep and wake (``specscope.client.sleepmode``); ``starts_at_once``
-    # with ``start_many``, how many it starts together; ``lanes()``, launchers that run side by side
-    # (one per GPU slot of a node).
-
-
-class ManyLauncher(Launcher, Protocol):
-    """A Launcher that starts ``starts_at_once`` servers together."""
-
-    starts_at_once: int
-
-    def start_many(self, wanted: list[tuple[str, int, dict[str, Any]]]) -> list[RunningServer | SpecScopeError]:
-        """Start several (method, K, options) servers at once: per server what ``start`` returns, or the error
-        that ended its start."""
+__all__ = ["PresetLauncher", "ServersLauncher"]
 
 
 class PresetLauncher:
     """A Launcher on ``specscope.launch``: servers of one preset, one method and K at a time."""
 
-    def __init__(self, preset: str, start_timeout: float = 600.0, reuse: bool = True,
-                 die_with_parent: bool = False, synthetic: Synthetic = Synthetic(), sleep_mode: bool | None = None,
-                 devices: str | None = None, starts_at_once: int | None = None, keep: bool = False):
+    def __init__(
+        self,
+        preset: str,
+        start_timeout: float = 600.0,
+        reuse: bool = True,
+        die_with_parent: bool = False,
+        synthetic: Synthetic = Synthetic(),
+        sleep_mode: bool | None = None,
+        devices: str | None = None,
+        starts_at_once: int | None = None,
+        keep: bool = False,
+    ):
         self.preset = preset
         found = get_preset(preset)
         gpu = found.engine != "vllm-cpu"
@@ -155,9 +60,15 @@ class PresetLauncher:
             self.max_servers = self.starts_at_once
 
     def _options(self) -> dict[str, Any]:
-        return {"start_timeout": self.start_timeout, "reuse": self.reuse, "die_with_parent": self.die_with_parent,
-                "synthetic": self.synthetic, "keep": self.keep,
-                "sleep_mode": self.sleeps, "starts_at_once": self.starts_at_once}
+        return {
+            "start_timeout": self.start_timeout,
+            "reuse": self.reuse,
+            "die_with_parent": self.die_with_parent,
+            "synthetic": self.synthetic,
+            "keep": self.keep,
+            "sleep_mode": self.sleeps,
+            "starts_at_once": self.starts_at_once,
+        }
 
     def lanes(self) -> list[PresetLauncher]:
         """One launcher per GPU slot of this node (tensor-parallel size GPUs each), whose servers run
@@ -171,13 +82,21 @@ class PresetLauncher:
             return [self]
         return [PresetLauncher(self.preset, devices=slot, **self._options()) for slot in slots]
 
-    def _plan(self, method: str, k: int, name: str | None = None,
-              k_schedule: KSchedule | None = None, vllm: str | None = None) -> launch.LaunchPlan:
+    def _plan(
+        self, method: str, k: int, name: str | None = None, k_schedule: KSchedule | None = None, vllm: str | None = None
+    ) -> launch.LaunchPlan:
         extra = self.synthetic.keys(k)
         placement = {"gpus": self.devices, "sleep_mode": True} if self.sleeps else {"gpus": self.devices}
-        return launch.plan_for(self.preset, method, k or None, name=name, k_schedule=k_schedule, spec_extra=extra,
-                               **({"vllm_choice": vllm} if vllm else {}),
-                               **{key: value for key, value in placement.items() if value})
+        return launch.plan_for(
+            self.preset,
+            method,
+            k or None,
+            name=name,
+            k_schedule=k_schedule,
+            spec_extra=extra,
+            **({"vllm_choice": vllm} if vllm else {}),
+            **{key: value for key, value in placement.items() if value},
+        )
 
     def check(self, method: str, k: int, k_schedule: KSchedule | None = None, vllm: str | None = None) -> None:
         """Plan the server without starting it: ConfigError on a missing model, vLLM or package."""
@@ -193,17 +112,23 @@ class PresetLauncher:
         name = launch.unused_name(plan.state.name)
         return plan if name == plan.state.name else self._plan(method, k, name=name, **options)
 
-    def start(self, method: str, k: int, k_schedule: KSchedule | None = None,
-              vllm: str | None = None) -> RunningServer:
+    def start(self, method: str, k: int, k_schedule: KSchedule | None = None, vllm: str | None = None) -> RunningServer:
         """Reuse a running server configured exactly like this (method, K, schedule, vLLM), else start
         one under a free name; K=0 means the baseline takes no K."""
         options: dict[str, Any] = {"k_schedule": k_schedule, "vllm": vllm}
         plan = self._plan(method, k, **options)
         if (running := self._running_alike(plan)) is None:
             self._make_room()
-            running = _from_state(launch.start(self._free_named(plan, method, k, options), timeout=self.start_timeout,
-                                               die_with_parent=self.die_with_parent, warm=False,
-                                               keep_for=self._keep_for()), reused=False)
+            running = _from_state(
+                launch.start(
+                    self._free_named(plan, method, k, options),
+                    timeout=self.start_timeout,
+                    die_with_parent=self.die_with_parent,
+                    warm=False,
+                    keep_for=self._keep_for(),
+                ),
+                reused=False,
+            )
         return self._hold(running)
 
     def _hold(self, server: RunningServer) -> RunningServer:
@@ -233,9 +158,17 @@ class PresetLauncher:
             self._make_room([server for server in found if server is not None], starting=len(fresh))
         # planned lazily: each name (and core) is chosen once the one before is registered
         plans = (self._free_named(self._plan(method, k, **options), method, k, options) for method, k, options in fresh)
-        started = iter(launch.start_together(plans, timeout=self.start_timeout, warm=False,
-                                             die_with_parent=self.die_with_parent, keep_for=self._keep_for())
-                       if fresh else [])
+        started = iter(
+            launch.start_together(
+                plans,
+                timeout=self.start_timeout,
+                warm=False,
+                die_with_parent=self.die_with_parent,
+                keep_for=self._keep_for(),
+            )
+            if fresh
+            else []
+        )
         out: list[RunningServer | SpecScopeError] = []
         for server in found:
             if server is None:
@@ -280,8 +213,9 @@ class ServersLauncher:
         """The known server of this (method, K), if it answers /health."""
         state = launch.find(self.names[(method, k)])
         if not probe.healthy(state.url):
-            raise ServerUnreachable(f"The server {state.name} does not answer at {state.url}/health; "
-                                    "check that it runs.")
+            raise ServerUnreachable(
+                f"The server {state.name} does not answer at {state.url}/health; check that it runs."
+            )
         return _from_state(state, reused=True)
 
     def pids(self, server: RunningServer) -> list[int]:
@@ -297,4 +231,3 @@ class ServersLauncher:
         if state.attached:
             return None if probe.healthy(state.url) else f"The server {state.name} stopped answering at {state.url}."
         return launch.death(state)
-

@@ -23,7 +23,7 @@ from specscope.engine import provenance, vllms
 from specscope.errors import SpecScopeError
 from specscope.schema import ResultRow
 from specscope.sweep import lock
-from specscope.sweep.launchers import Launcher, RunningServer
+from specscope.sweep.server import Launcher, RunningServer
 from specscope.sweep.spec import Cell, SweepSpec, requests_of
 
 __all__ = ["labels", "failed_row", "run_cell", "cell_prompts", "cell_requests"]

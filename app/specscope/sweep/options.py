@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specscope.errors import ConfigError
-from specscope.sweep.launchers import Launcher, PresetLauncher, ServersLauncher
+from specscope.sweep.launchers import PresetLauncher, ServersLauncher
+from specscope.sweep.server import Launcher
 from specscope.sweep.spec import SweepSpec
 
 __all__ = ["LaunchOptions", "launcher_for"]

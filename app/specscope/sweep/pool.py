@@ -18,7 +18,7 @@ from specscope.client import serverlog, sleepmode
 from specscope.engine.k_schedule import KSchedule, parse
 from specscope.errors import ServerError, SpecScopeError
 from specscope.schema import BASELINE_METHOD
-from specscope.sweep.launchers import Launcher, ManyLauncher, RunningServer
+from specscope.sweep.server import Launcher, ManyLauncher, RunningServer
 from specscope.sweep.spec import Cell
 
 __all__ = ["Group", "Pending", "evict", "schedule_arg", "vllm_arg", "ServerPool", "WakeFailed"]

@@ -1,5 +1,4 @@
-"""What a sweep is: its spec (methods x K x concurrency on a preset or on known servers), its
-cells, and the keys of a server that accepts drafts synthetically."""
+"""What a sweep is: its spec (methods x K x concurrency on a preset or on known servers) and its cells."""
 
 from __future__ import annotations
 
@@ -14,13 +13,21 @@ from typing import Any
 from specscope import launch, prompts
 from specscope.client.load_spec import DEFAULT_OUTPUT_LEN
 from specscope.engine import k_schedule
-from specscope.engine.provenance import SYNTHETIC
 from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
+from specscope.sweep.synthetic import Synthetic, synthetic_length_for
 
-__all__ = ["SYNTHETIC", "STRUCTURED", "Cell", "Synthetic", "SweepSpec", "parse_ints", "structured_default",
-           "method_ks", "schedule_k", "requests_of", "synthetic_length_for", "parse_lengths", "synthetic_config",
-           "servers_spec"]
+__all__ = [
+    "STRUCTURED",
+    "Cell",
+    "SweepSpec",
+    "parse_ints",
+    "structured_default",
+    "method_ks",
+    "schedule_k",
+    "requests_of",
+    "servers_spec",
+]
 
 STRUCTURED = ("free", "constrained", "both")
 
@@ -49,37 +56,12 @@ class Cell:
         prompts' response formats; a schedule's cells name it, ``ngram-schedule-1-2k4_3-8k2-c1``, so a run can
         hold several)."""
         kind = f"schedule-{self.k_schedule.replace(':', 'k').replace(',', '_')}" if self.k_schedule else f"k{self.k}"
-        base = (f"{self.method}-{kind}-c{self.concurrency}" + ("-constrained" if self.constrained else "")
-                + (f"-vllm{_slug(self.vllm)}" if self.vllm else ""))
+        base = (
+            f"{self.method}-{kind}-c{self.concurrency}"
+            + ("-constrained" if self.constrained else "")
+            + (f"-vllm{_slug(self.vllm)}" if self.vllm else "")
+        )
         return base if self.repeat is None else f"{base}-r{self.repeat}"
-
-
-@dataclass(frozen=True)
-class Synthetic:
-    """How a speculative server accepts drafts: by its target (nothing set), or synthetically (vLLM's
-    synthetic rejection sampler) at ``alpha``^i, at a mean acceptance length per K (``lengths``: (K, AL),
-    K 0 for every K), or at per-position ``rates`` (an AL(K) curve's, ``priors.Curve.rates``: a server at any
-    K takes the first K of them, so a K schedule's smaller K accept at the curve's AL too)."""
-
-    alpha: float | None = None
-    lengths: tuple[tuple[int, float], ...] = ()
-    rates: tuple[float, ...] = ()
-
-    def __bool__(self) -> bool:
-        return self.alpha is not None or bool(self.lengths) or bool(self.rates)
-
-    def keys(self, k: int) -> dict[str, Any] | None:
-        """The speculative_config keys of a server drafting up to K; None where the target accepts drafts
-        (and for the baseline)."""
-        length = synthetic_length_for(self.lengths, k)
-        if not k or not (self.alpha is not None or length is not None or self.rates):
-            return None
-        if self.alpha is not None:
-            return synthetic_config(self.alpha, k)
-        if self.rates:
-            return {"rejection_sample_method": SYNTHETIC,
-                    "synthetic_acceptance_rates": [round(r, 6) for r in (list(self.rates) + [0.0] * k)[:k]]}
-        return {"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_length": length}
 
 
 @dataclass(frozen=True)
@@ -121,10 +103,11 @@ class SweepSpec:
             raise ConfigError("Give at least one method, e.g. none,ngram.")
         groups = [(method, k) for _, method, k in self.servers]
         if len(set(groups)) < len(groups):
-            raise ConfigError("Two of the chosen servers run the same method and K; measure them in "
-                              "separate sweeps.")
-        if not self.servers and (any(k < 1 for m, k in method_ks(self) if m != BASELINE_METHOD) or (
-                not self.ks and any(":" not in m for m in set(self.methods) - {BASELINE_METHOD}))):
+            raise ConfigError("Two of the chosen servers run the same method and K; measure them in separate sweeps.")
+        if not self.servers and (
+            any(k < 1 for m, k in method_ks(self) if m != BASELINE_METHOD)
+            or (not self.ks and any(":" not in m for m in set(self.methods) - {BASELINE_METHOD}))
+        ):
             raise ConfigError("K values must be whole numbers of at least 1, e.g. 1,2,4.")
         if not self.concurrencies or any(c < 1 for c in self.concurrencies):
             raise ConfigError("Concurrency values must be whole numbers of at least 1, e.g. 1,4,16.")
@@ -133,8 +116,10 @@ class SweepSpec:
         if self.per_concurrency is not None and self.per_concurrency < 1:
             raise ConfigError("The requests per concurrency slot must be at least 1.")
         if self.vllm and self.servers:
-            raise ConfigError("Running servers keep the vLLM they started on; name vLLM versions with a preset, "
-                              "not with running servers.")
+            raise ConfigError(
+                "Running servers keep the vLLM they started on; name vLLM versions with a preset, "
+                "not with running servers."
+            )
         if self.output_len is not None and self.output_len < 1:
             raise ConfigError("The output length must be at least 1 token.")
         if self.k_schedule is not None:
@@ -142,22 +127,28 @@ class SweepSpec:
         if self.synthetic_acceptance is not None and not 0.0 <= self.synthetic_acceptance <= 1.0:
             raise ConfigError("The synthetic acceptance rate must lie between 0 and 1, e.g. 0.8.")
         if (self.synthetic_acceptance is not None or self.synthetic_length) and self.servers:
-            raise ConfigError("Synthetic acceptance is set when a server starts; sweep it with a preset, "
-                              "not with running servers.")
+            raise ConfigError(
+                "Synthetic acceptance is set when a server starts; sweep it with a preset, not with running servers."
+            )
         if sum(map(bool, (self.synthetic_acceptance is not None, self.synthetic_length, self.synthetic_rates))) > 1:
             raise ConfigError("Give one synthetic acceptance: a rate, a mean acceptance length, or a curve.")
         if self.synthetic_rates and self.servers:
-            raise ConfigError("Synthetic acceptance is set when a server starts; sweep it with a preset, "
-                              "not with running servers.")
+            raise ConfigError(
+                "Synthetic acceptance is set when a server starts; sweep it with a preset, not with running servers."
+            )
         rates = self.synthetic_rates
         if any(not 0.0 <= r <= 1.0 for r in rates) or any(b > a for a, b in zip(rates, rates[1:])):
-            raise ConfigError("Synthetic per-position acceptance rates must lie in [0, 1] and never rise with the "
-                              "position (vLLM refuses others).")
+            raise ConfigError(
+                "Synthetic per-position acceptance rates must lie in [0, 1] and never rise with the "
+                "position (vLLM refuses others)."
+            )
         for method, k in method_ks(self) if self.synthetic_length else ():
             length = synthetic_length_for(self.synthetic_length, k)
             if method != BASELINE_METHOD and length is not None and not 1.0 <= length <= k + 1:
-                raise ConfigError(f"A synthetic acceptance length at K={k} must lie between 1 and {k + 1} "
-                                  f"(K drafts plus the target's token), not {length:g}.")
+                raise ConfigError(
+                    f"A synthetic acceptance length at K={k} must lie between 1 and {k + 1} "
+                    f"(K drafts plus the target's token), not {length:g}."
+                )
 
     @property
     def synthetic(self) -> Synthetic:
@@ -169,10 +160,18 @@ class SweepSpec:
         if self.run_id:
             return self.run_id
         key = {k: v for k, v in asdict(self).items() if k not in ("run_id", "label")}
-        for name, default in (("repeats", 1), ("baseline_alongside", False), ("servers", ()),
-                              ("k_schedule", None), ("synthetic_acceptance", None), ("synthetic_length", ()),
-                              ("per_concurrency", None), ("structured", "free"), ("vllm", ()),
-                              ("synthetic_rates", ())):
+        for name, default in (
+            ("repeats", 1),
+            ("baseline_alongside", False),
+            ("servers", ()),
+            ("k_schedule", None),
+            ("synthetic_acceptance", None),
+            ("synthetic_length", ()),
+            ("per_concurrency", None),
+            ("structured", "free"),
+            ("vllm", ()),
+            ("synthetic_rates", ()),
+        ):
             if key[name] == default:
                 del key[name]  # sweeps without them keep the run ids they always had
         # the host too: two machines running the same sweep into one shared store never share a run id
@@ -217,8 +216,9 @@ def method_ks(spec: SweepSpec) -> list[tuple[str, int]]:
         try:
             ks = tuple(int(k) for k in text.split("/")) if own else spec.ks
         except ValueError:
-            raise ConfigError(f"{entry!r}: write a method's own K values as method:K, e.g. suffix:4 or "
-                              "ngram:2/4.") from None
+            raise ConfigError(
+                f"{entry!r}: write a method's own K values as method:K, e.g. suffix:4 or ngram:2/4."
+            ) from None
         groups += [(method, 0)] if method == BASELINE_METHOD else [(method, k) for k in dict.fromkeys(ks)]
     return list(dict.fromkeys(groups))
 
@@ -236,38 +236,14 @@ def requests_of(spec: SweepSpec, concurrency: int) -> int | None:
     return max(spec.num_prompts or 0, spec.per_concurrency * concurrency)
 
 
-def synthetic_length_for(lengths: tuple[tuple[int, float], ...], k: int) -> float | None:
-    """The mean acceptance length set for K (an entry for K, else the one for every K, K 0); None: none set."""
-    by_k = dict(lengths)
-    return by_k.get(k, by_k.get(0))
-
-
-def parse_lengths(text: str) -> tuple[tuple[int, float], ...]:
-    """``2.8`` (every K) or ``4=2.9,6=3.4`` (per K) -> ((K, length), ...); ConfigError on anything else."""
-    pairs = []
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        k, _, length = part.rpartition("=")
-        try:
-            pairs.append((int(k) if k else 0, float(length)))
-        except ValueError:
-            raise ConfigError(f"Cannot read the synthetic acceptance length '{part}'; give a mean length such "
-                              "as 2.8, or one per K such as 4=2.9,6=3.4.") from None
-    return tuple(pairs)
-
-
-def synthetic_config(alpha: float, k: int) -> dict[str, Any]:
-    """speculative_config keys that accept draft position i with probability alpha^i (vLLM's
-    synthetic rejection sampler): a step's cost measured apart from the drafter's quality."""
-    return {"rejection_sample_method": SYNTHETIC,
-            "synthetic_acceptance_rates": [round(alpha ** i, 6) for i in range(1, k + 1)]}
-
-
 def servers_spec(names: list[str] | tuple[str, ...], **fields: Any) -> SweepSpec:
     """A sweep over concurrency of known servers (by name), each measured at its own method and K."""
     if not names:
         raise ConfigError("Pick at least one server to measure.")
-    chosen = tuple((state.name, state.method or BASELINE_METHOD, state.k or 0)
-                   for state in (launch.find(name) for name in names))
+    chosen = tuple(
+        (state.name, state.method or BASELINE_METHOD, state.k or 0) for state in (launch.find(name) for name in names)
+    )
     fields.setdefault("label", ", ".join(names))
-    return SweepSpec(preset=fields.pop("preset", "servers"), methods=tuple(m for _, m, _ in chosen), ks=(),
-                     servers=chosen, **fields)
+    return SweepSpec(
+        preset=fields.pop("preset", "servers"), methods=tuple(m for _, m, _ in chosen), ks=(), servers=chosen, **fields
+    )

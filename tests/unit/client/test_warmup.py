@@ -7,7 +7,7 @@ from helpers import local_http
 from helpers.paths import CAPTURES, DATA
 from specscope import sweep
 from specscope.client import warmup
-from specscope.sweep.run import ramp_width
+from specscope.sweep.lane import ramp_width
 
 PROMPTS = DATA / "prompts" / "open-chat.jsonl"
 

@@ -13,7 +13,7 @@ from helpers.paths import CAPTURES
 from specscope import live
 from specscope.client.stream import Chunk, GenerationRequest
 from specscope.errors import ConfigError, InputError
-from specscope.live import steps
+from specscope.live import labels
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
 MODEL = {"data": [{"id": "/work/dev-models/SmolLM2-135M-Instruct", "max_model_len": 2048}]}
@@ -236,7 +236,7 @@ def test_a_recording_of_gpu_servers_replays_with_its_provenance():
     base, eagle = loaded.views(now=float("inf"))
     assert not base.spec.speculative and eagle.spec.speculative
     assert base.metrics.tokens == eagle.metrics.tokens == 96
-    accepted = sum(1 for t in eagle.provenance.tokens if t.kind == steps.ACCEPTED)
+    accepted = sum(1 for t in eagle.provenance.tokens if t.kind == labels.ACCEPTED)
     assert accepted >= 40 and eagle.provenance.estimated  # vLLM 0.24.0 reports no per-request acceptance
     assert 1.5 < eagle.metrics.speedup < 2.5 and eagle.metrics.tpot_ms < base.metrics.tpot_ms
     assert eagle.lossless is False  # synthetic acceptance keeps drafts the target would not have made

@@ -5,8 +5,9 @@ from __future__ import annotations
 from helpers.paths import CAPTURES
 from specscope.client.stream import parse_event
 from specscope.live.alignment import align_server_steps
+from specscope.live.labels import ACCEPTED, BONUS, CORRECTION, TARGET
 from specscope.live.ngram import NgramConfig, rebuild_steps
-from specscope.live.steps import ACCEPTED, BONUS, CORRECTION, TARGET, StepTracker, label_steps
+from specscope.live.steps import StepTracker, label_steps
 
 NGRAM = NgramConfig(k=4, prompt_lookup_min=2, prompt_lookup_max=4, max_model_len=2048)
 NGRAM_CAPTURES = ["ngram_completion.sse", "ngram_chat.sse", "ngram_chat_500.sse"]

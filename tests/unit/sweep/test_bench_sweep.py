@@ -278,7 +278,8 @@ def test_bad_schedules_are_config_errors(overrides):
 
 def test_auto_schedule_without_measured_cells_says_what_to_do(specscope_home):
     with pytest.raises(ConfigError, match="give the schedule itself"):
-        sweep.run.advised_cell(sweep.Cell("ngram", 0, 1, None, "auto"), "sweep-empty", "open-chat", deploy.from_results)
+        sweep.lane.advised_cell(sweep.Cell("ngram", 0, 1, None, "auto"), "sweep-empty", "open-chat",
+                                deploy.from_results)
 
 
 def test_a_run_keeps_each_schedule_apart():

@@ -8,8 +8,9 @@ import re
 from helpers.html_tags import parsed
 from helpers.paths import CAPTURES
 from specscope.client.stream import parse_event
+from specscope.live.labels import Step, Token
 from specscope.live.ngram import NgramConfig
-from specscope.live.steps import Step, Token, label_steps
+from specscope.live.steps import label_steps
 from ui.tokens import STYLE, legend_html, tokens_html
 
 
