@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from specscope.advice import advisor, calibrate, deploy, fitting, theory
+from specscope.advice import advisor, calibrate, deploy, fitting, speedup_curves, theory
 from specscope.errors import SpecScopeError
 from specscope.schema import BASELINE_METHOD
 from ui import anatomy, cache, theory_charts
@@ -54,7 +54,7 @@ def _model() -> None:
     k = mid.slider("Speculative tokens K", 1, K_MAX, 4, 1, key="theory_k")
     cost = right.slider("Draft cost c", 0.0, 1.0, 0.05, 0.005, key="theory_c", format="%.3f")
 
-    curves = fitting.model_curves(alpha, cost, K_MAX)
+    curves = speedup_curves.model_curves(alpha, cost, K_MAX)
     best_k = theory.optimal_k(dict(zip(curves["k"][1:], curves["speedup"][1:])))
     cols = st.columns(3)
     cols[0].metric("Tokens per step at K", f"{theory.tokens_per_step(alpha, k):.3f}")
@@ -166,7 +166,7 @@ with st.expander("The formulas behind this advice"):
 st.button("Load this fit into the sliders", key="theory_load_fit", on_click=_load_fit_into_sliders,
           args=(fit.alpha, answer.evidence.d1))
 
-fit_lines, points = cache.built("theory_fit_curves", lambda: fitting.fit_curves(
+fit_lines, points = cache.built("theory_fit_curves", lambda: speedup_curves.fit_curves(
     fit, float(conc), max(k_top, K_MAX // 2)), fit.rows, conc)
 left, right = st.columns(2)
 left.vega_lite_chart(spec=cache.vega_lite("theory_fit_tokens", lambda: theory_charts.tokens_per_step_figure(
@@ -176,7 +176,7 @@ right.vega_lite_chart(spec=cache.vega_lite("theory_fit_speedup", lambda: theory_
     fit_lines, points, marker_k=answer.k, title=f"Fitted at concurrency {conc}: speedup vs K"),
                                fit.rows, conc), width="stretch", key="theory_fig_fit_speedup")
 st.vega_lite_chart(spec=cache.vega_lite("theory_concurrency", lambda: theory_charts.speedup_vs_concurrency_figure(
-    *fitting.concurrency_curves(fit, candidates), answer.crossover), fit.rows),
+    *speedup_curves.concurrency_curves(fit, candidates), answer.crossover), fit.rows),
                 width="stretch", key="theory_fig_concurrency")
 
 st.subheader("K by batch size")

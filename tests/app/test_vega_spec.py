@@ -21,7 +21,7 @@ def _both(kind: str) -> None:
     import pandas as pd
     import streamlit as st
 
-    from specscope.advice import fitting
+    from specscope.advice import speedup_curves
     from ui import k_charts, theory_charts
     from ui.chart_style import vega_spec
 
@@ -31,7 +31,7 @@ def _both(kind: str) -> None:
                               "speedup_hi": [1.3, None, 1.0, None]})
         chart = k_charts.speedup_vs_k(frame, ["m · ngram"])[0][1]
     elif kind == "theory":
-        curves = fitting.model_curves(0.8, 0.05, 8).assign(curve="α=0.80, c=0.050")
+        curves = speedup_curves.model_curves(0.8, 0.05, 8).assign(curve="α=0.80, c=0.050")
         points = pd.DataFrame({"k": [1, 2, 3], "speedup": [1.2, 1.3, 1.1], "speedup_lo": [1.1, None, 1.0],
                                "speedup_hi": [1.3, None, 1.2], "train": [True, True, False]})
         chart = theory_charts.speedup_vs_k_figure(curves, points, marker_k=4, title="Model: speedup vs K")
@@ -71,10 +71,10 @@ def test_the_theory_specs_are_valid_vega_lite():
     import numpy as np
     import pandas as pd
 
-    from specscope.advice import fitting
+    from specscope.advice import speedup_curves
     from ui import theory_charts
 
-    curves = fitting.model_curves(0.8, 0.05, 8).assign(curve="α=0.80, c=0.050")
+    curves = speedup_curves.model_curves(0.8, 0.05, 8).assign(curve="α=0.80, c=0.050")
     points = pd.DataFrame({"k": [1, 2], "al": [1.7, np.nan], "speedup": [1.2, 1.3], "speedup_lo": [1.1, np.nan],
                            "speedup_hi": [1.3, np.nan], "train": [True, False]})
     best = pd.DataFrame({"concurrency": [1.0, 2.0, 4.0], "k": [3, 2, 1], "speedup": [1.5, 1.2, 0.9]})

@@ -28,7 +28,8 @@ import pandas as pd
 
 from specscope import ties
 from specscope.advice import reasons
-from specscope.advice.fitting import EXTRAPOLATE, MIN_HELD_OUT, FamilyFit, predicted_crossover
+from specscope.advice.fitting import EXTRAPOLATE, MIN_HELD_OUT, FamilyFit
+from specscope.advice.speedup_curves import predicted_crossover
 from specscope.analysis import intervals
 from specscope.errors import InputError
 

@@ -38,15 +38,31 @@ from specscope.errors import InputError
 from specscope.results import hygiene, identity
 from specscope.schema import BASELINE_METHOD, FAMILY_KEYS
 
-__all__ = ["FamilyFit", "with_parts", "fit_alpha", "fit_rates", "fit_cost", "fit_family", "fit_families",
-           "families", "family_positions", "family_rows", "family_label", "family_labels", "missing", "unfitted",
-           "measured_crossover", "predicted_crossover", "with_acceptance_length", "model_curves", "fit_curves",
-           "concurrency_curves", "POOR_FIT", "MIN_HELD_OUT", "EXTRAPOLATE"]
+__all__ = [
+    "FamilyFit",
+    "with_parts",
+    "fit_alpha",
+    "fit_rates",
+    "fit_cost",
+    "fit_family",
+    "fit_families",
+    "families",
+    "family_positions",
+    "family_rows",
+    "family_label",
+    "family_labels",
+    "missing",
+    "unfitted",
+    "with_acceptance_length",
+    "POOR_FIT",
+    "MIN_HELD_OUT",
+    "EXTRAPOLATE",
+]
 
 EXTRAPOLATE = 4  # how far past the largest measured concurrency a crossover is extrapolated
 AL_ROUNDING = 0.01  # acceptance lengths published with two decimals
-POOR_FIT = 0.10     # above this median error at a concurrency, the advice follows the measurements
-MIN_HELD_OUT = 3    # held-out predictions a fit needs before its error is reported as validated
+POOR_FIT = 0.10  # above this median error at a concurrency, the advice follows the measurements
+MIN_HELD_OUT = 3  # held-out predictions a fit needs before its error is reported as validated
 
 
 def with_acceptance_length(rows: pd.DataFrame) -> pd.DataFrame:
@@ -70,8 +86,8 @@ class FamilyFit:
     decay: float
     rates_rmse: float
     cost: theory.CostCurve
-    groups: pd.DataFrame          # per concurrency: d0, d1, train_ks, baseline_step_ms, rmse
-    rows: pd.DataFrame            # all SD rows of the family, with column `train`
+    groups: pd.DataFrame  # per concurrency: d0, d1, train_ks, baseline_step_ms, rmse
+    rows: pd.DataFrame  # all SD rows of the family, with column `train`
     train_smallest: int | None
     measured_rates: list[float] = field(default_factory=list)
     acceptance: priors.Curve | None = None  # a named AL(K) curve in place of the fitted acceptance
@@ -84,7 +100,7 @@ class FamilyFit:
             return self.acceptance.at(k)
         rates = theory.geometric_rates(self.first, self.decay, k)
         known = self.measured_rates[:k]
-        return theory.acceptance_length(known + rates[len(known):])
+        return theory.acceptance_length(known + rates[len(known) :])
 
     def with_acceptance(self, curve: priors.Curve | None) -> FamilyFit:
         """This fit's measured step cost with ``curve``'s acceptance (None: the family's own)."""
@@ -95,8 +111,9 @@ class FamilyFit:
         if self.acceptance is not None:
             return f"the acceptance curve {self.acceptance.name} ({self.acceptance.source})"
         if self.measured_rates:
-            return (f"per-position rates measured up to position {len(self.measured_rates)}, fitted geometric "
-                    "rates past it")
+            return (
+                f"per-position rates measured up to position {len(self.measured_rates)}, fitted geometric rates past it"
+            )
         return "geometric per-position rates fitted to the measured acceptance lengths"
 
     def predict(self, k: int, concurrency: float) -> float:
@@ -133,11 +150,24 @@ class FamilyFit:
             except InputError:
                 continue
             # only the refit's prediction is read: its acceptance and cost, with this fit's named curve if any
-            predicted = replace(self, alpha=refit.alpha, first=refit.first, decay=refit.decay, cost=refit.cost,
-                                measured_rates=refit.measured).predict(int(points.k[i]), float(points.concurrency[i]))
+            predicted = replace(
+                self,
+                alpha=refit.alpha,
+                first=refit.first,
+                decay=refit.decay,
+                cost=refit.cost,
+                measured_rates=refit.measured,
+            ).predict(int(points.k[i]), float(points.concurrency[i]))
             speedup = float(points.speedup[i])
-            found.append({"concurrency": self.rows["concurrency"].iat[i], "k": int(points.k[i]), "speedup": speedup,
-                          "predicted": predicted, "rel_err": predicted / speedup - 1.0})
+            found.append(
+                {
+                    "concurrency": self.rows["concurrency"].iat[i],
+                    "k": int(points.k[i]),
+                    "speedup": speedup,
+                    "predicted": predicted,
+                    "rel_err": predicted / speedup - 1.0,
+                }
+            )
         return pd.DataFrame(found, columns=["concurrency", "k", "speedup", "predicted", "rel_err"])
 
     def held_out_error(self, concurrency: float | None = None) -> float | None:
@@ -190,8 +220,10 @@ def _distorted(rows: pd.DataFrame) -> np.ndarray:
 def _all_distorted(flagged: pd.DataFrame) -> str:
     """Why a family whose every usable cell is flagged cannot be fitted, and what to measure again."""
     ids = list(dict.fromkeys(i for found in hygiene.cell_checks(flagged) for i in hygiene.distorting(found)))
-    return (f"every measured cell fails a check that distorts its figure ({hygiene.titles(ids)}), so none can "
-            f"be trusted to advise from; measure them again: {hygiene.CHECKS[ids[0]].explanation}")
+    return (
+        f"every measured cell fails a check that distorts its figure ({hygiene.titles(ids)}), so none can "
+        f"be trusted to advise from; measure them again: {hygiene.CHECKS[ids[0]].explanation}"
+    )
 
 
 def missing(rows: pd.DataFrame, usable: pd.DataFrame | None = None) -> str | None:
@@ -204,14 +236,21 @@ def missing(rows: pd.DataFrame, usable: pd.DataFrame | None = None) -> str | Non
     if not usable.empty and _distorted(usable).all():
         return _all_distorted(usable)
     if usable.empty:
-        lacks = [what for column, what in (("k", "K (speculative tokens)"),
-                                           ("concurrency", "a concurrency (rate-limited runs, or not published)"),
-                                           ("speedup", "a speedup (no baseline row with the same setup)"))
-                 if sd[column].isna().all()]
+        lacks = [
+            what
+            for column, what in (
+                ("k", "K (speculative tokens)"),
+                ("concurrency", "a concurrency (rate-limited runs, or not published)"),
+                ("speedup", "a speedup (no baseline row with the same setup)"),
+            )
+            if sd[column].isna().all()
+        ]
         return "no row states " + (" or ".join(lacks) if lacks else "a speedup, K and concurrency together")
     if usable["al"].isna().all():
-        return ("no acceptance rate or length is given, so the tokens each step gains cannot be told "
-                "apart from what drafting costs")
+        return (
+            "no acceptance rate or length is given, so the tokens each step gains cannot be told "
+            "apart from what drafting costs"
+        )
     return None
 
 
@@ -245,8 +284,10 @@ def family_positions(frame: pd.DataFrame, engine_only: bool = False) -> list[tup
         keep &= frame["k_schedule"].isna()
     at = np.flatnonzero(keep.to_numpy(dtype=bool, na_value=False))
     known = identity.keyed(frame[[k for k in FAMILY_KEYS if k in frame]].iloc[at].reset_index(drop=True), FAMILY_KEYS)
-    return [({k: (v if v != "" else None) for k, v in zip(FAMILY_KEYS, values)}, at[g.index.to_numpy()])
-            for values, g in known.groupby(list(FAMILY_KEYS), sort=True)]  # g.index: places in ``at``
+    return [
+        ({k: (v if v != "" else None) for k, v in zip(FAMILY_KEYS, values)}, at[g.index.to_numpy()])
+        for values, g in known.groupby(list(FAMILY_KEYS), sort=True)
+    ]  # g.index: places in ``at``
 
 
 def family_rows(frame: pd.DataFrame, keys: Mapping) -> pd.DataFrame:
@@ -273,8 +314,20 @@ def fit_family(rows: pd.DataFrame, train_smallest: int | None = None) -> FamilyF
     found = fit_points(Points.of(rows), train_smallest)
     rows["train"] = found.train
     keys = {k: _scalar(rows[k].iloc[0]) if k in rows else None for k in FAMILY_KEYS}
-    return FamilyFit(keys, found.alpha, found.alpha_rmse, found.first, found.decay, found.rates_rmse, found.cost,
-                     pd.DataFrame(found.groups), rows, train_smallest, found.measured, left_out=left_out)
+    return FamilyFit(
+        keys,
+        found.alpha,
+        found.alpha_rmse,
+        found.first,
+        found.decay,
+        found.rates_rmse,
+        found.cost,
+        pd.DataFrame(found.groups),
+        rows,
+        train_smallest,
+        found.measured,
+        left_out=left_out,
+    )
 
 
 def _scalar(value):
@@ -283,10 +336,14 @@ def _scalar(value):
     return value.item() if hasattr(value, "item") else value
 
 
-def fit_families(frame: pd.DataFrame, train_smallest: int | None = None,
-                 fit: Callable[[np.ndarray, int | None], FamilyFit] | None = None,
-                 engine_only: bool = False, parts: pd.DataFrame | None = None,
-                 positions: list[tuple[dict, np.ndarray]] | None = None) -> list[FamilyFit]:
+def fit_families(
+    frame: pd.DataFrame,
+    train_smallest: int | None = None,
+    fit: Callable[[np.ndarray, int | None], FamilyFit] | None = None,
+    engine_only: bool = False,
+    parts: pd.DataFrame | None = None,
+    positions: list[tuple[dict, np.ndarray]] | None = None,
+) -> list[FamilyFit]:
     """One fit per family in ``frame`` (rows of ``Store.speedup``); unfittable families are left out.
 
     ``fit(positions, train_smallest)`` fits the family whose rows lie at ``positions`` of ``frame`` (default
@@ -305,13 +362,18 @@ def fit_families(frame: pd.DataFrame, train_smallest: int | None = None,
         except InputError as exc:
             skipped.append(str(exc))
     if not fits:
-        raise InputError(skipped[0] if skipped else "Only step-cost calibration rows match; run or import "
-                         "results of a real drafter to fit.")
+        raise InputError(
+            skipped[0]
+            if skipped
+            else "Only step-cost calibration rows match; run or import results of a real drafter to fit."
+        )
     if parts is None:
         parts = anatomy.table(frame) if anatomy_cells.NEEDED <= set(frame.columns) else pd.DataFrame()
     slopes = anatomy.all_cost_slopes(parts) if any(_one_k(f.groups) for f in fits) else {}
-    return [with_parts(f, slopes.get(tuple(f.keys.get(k) or "" for k in anatomy.SLOPE_KEYS), {}))
-            if _one_k(f.groups) else f for f in fits]
+    return [
+        with_parts(f, slopes.get(tuple(f.keys.get(k) or "" for k in anatomy.SLOPE_KEYS), {})) if _one_k(f.groups) else f
+        for f in fits
+    ]
 
 
 def _one_k(groups: pd.DataFrame) -> list:
@@ -334,83 +396,3 @@ def with_parts(fit: FamilyFit, slopes: Mapping[float, float]) -> FamilyFit:
         groups.loc[i, ["d0", "d1", "cost_from"]] = [measured - d1 * k, d1, "measured parts"]
     cost = theory.CostCurve(tuple(float(c) for c in groups["concurrency"]), tuple(groups["d0"]), tuple(groups["d1"]))
     return replace(fit, cost=cost, groups=groups)
-
-
-def _best(fit: FamilyFit, ks: Sequence[int], conc: float) -> tuple[int, float, dict[int, float]]:
-    by_k = {int(k): fit.predict(int(k), conc) for k in ks}
-    k = theory.optimal_k(by_k)
-    return k, by_k[k], by_k
-
-
-def predicted_crossover(fit: FamilyFit, ks: Sequence[int], points: int = 240,
-                        upto: float | None = None) -> float | None:
-    """Lowest concurrency where the best-K predicted speedup drops below 1.
-
-    Scans the measured concurrency range, or up to ``upto`` (an extrapolation past it).
-    """
-    lo, hi = fit.cost.concurrencies[0], max(fit.cost.concurrencies[-1], upto or 0)
-    grid = np.exp2(np.linspace(math.log2(lo), math.log2(hi), points))
-    best = np.array([_best(fit, ks, c)[1] for c in grid])
-    return _first_below_one(grid, best)
-
-
-def _first_below_one(conc: np.ndarray, best: np.ndarray) -> float | None:
-    below = np.nonzero(best < 1.0)[0]
-    if len(below) == 0:
-        return None
-    i = int(below[0])
-    if i == 0:
-        return float(conc[0])
-    x0, x1 = math.log2(conc[i - 1]), math.log2(conc[i])
-    t = (best[i - 1] - 1.0) / (best[i - 1] - best[i])
-    return float(2 ** (x0 + t * (x1 - x0)))
-
-
-def measured_crossover(rows: pd.DataFrame) -> float | None:
-    """Concurrency where the best measured speedup crosses 1 (log2-interpolated), if it does."""
-    best = rows.groupby("concurrency")["speedup"].max().sort_index()
-    return _first_below_one(best.index.to_numpy(float), best.to_numpy(float))
-
-
-def model_curves(alpha: float, c: float, k_max: int) -> pd.DataFrame:
-    """The plain model for sliders: K, tokens per step (i.i.d. alpha) and Leviathan speedup."""
-    ks = range(0, k_max + 1)
-    return pd.DataFrame({"k": list(ks),
-                         "tokens_per_step": [theory.tokens_per_step(alpha, k) for k in ks],
-                         "speedup": [theory.leviathan_speedup(alpha, k, c) for k in ks]})
-
-
-def fit_curves(fit: FamilyFit, concurrency: float, k_max: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Fitted curves against K at one concurrency, and the measured points there.
-
-    Curves: ``k, curve, tokens_per_step, speedup`` for the fitted rates and the i.i.d. alpha
-    (same cost); points: ``k, al, speedup, speedup_lo, speedup_hi, predicted, train``.
-    """
-    d0, d1 = fit.cost.at(concurrency)
-    records = []
-    for k in range(1, k_max + 1):
-        al_rates, al_iid = fit.al(k), theory.tokens_per_step(fit.alpha, k)
-        records.append({"k": k, "curve": "fitted per-position rates", "tokens_per_step": al_rates,
-                        "speedup": theory.speedup(al_rates, k, d0, d1)})
-        records.append({"k": k, "curve": f"i.i.d. alpha={fit.alpha:.3f}", "tokens_per_step": al_iid,
-                        "speedup": theory.speedup(al_iid, k, d0, d1)})
-    here = fit.rows[fit.rows["concurrency"] == concurrency]
-    points = pd.DataFrame({"k": here["k"].astype(int), "al": here["al"], "speedup": here["speedup"],
-                           "speedup_lo": here.get("speedup_lo"), "speedup_hi": here.get("speedup_hi"),
-                           "predicted": [fit.predict(int(k), concurrency) for k in here["k"]],
-                           "train": here["train"]})
-    return pd.DataFrame(records), points.reset_index(drop=True)
-
-
-def concurrency_curves(fit: FamilyFit, ks: Sequence[int], points: int = 120) -> tuple[pd.DataFrame,
-                                                                                      pd.DataFrame]:
-    """Best-K predicted speedup over the fitted concurrency range, and the best measured per concurrency."""
-    lo, hi = fit.cost.concurrencies[0], fit.cost.concurrencies[-1]
-    grid = np.exp2(np.linspace(math.log2(lo), math.log2(hi), points))
-    best = [_best(fit, ks, c)[:2] for c in grid]
-    curve = pd.DataFrame({"concurrency": grid, "k": [b[0] for b in best],
-                          "speedup": [b[1] for b in best]})
-    rows = fit.rows.sort_values("speedup", ascending=False).drop_duplicates("concurrency")
-    measured = rows[["concurrency", "k", "speedup"]].sort_values("concurrency").reset_index(drop=True)
-    return curve, measured
-

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from helpers.paths import APP
-from specscope.advice import advisor, fitting, theory
+from specscope.advice import advisor, fitting, speedup_curves, theory
 from specscope.cli import main as cli_main
 from specscope.errors import InputError
 from specscope.results import importers, writing
@@ -55,8 +55,8 @@ def test_measured_crossover_interpolates_in_log2():
 
     rows = pd.DataFrame({"concurrency": [64, 64, 128, 128], "speedup": [1.2, 1.1, 0.8, 0.7]})
     # best 1.2 at 64, 0.8 at 128: crosses halfway in log2 -> 64 * 2^0.5
-    assert fitting.measured_crossover(rows) == pytest.approx(64 * 2 ** 0.5)
-    assert fitting.measured_crossover(rows[rows.concurrency == 64]) is None
+    assert speedup_curves.measured_crossover(rows) == pytest.approx(64 * 2 ** 0.5)
+    assert speedup_curves.measured_crossover(rows[rows.concurrency == 64]) is None
 
 
 def test_held_out_k_never_enter_the_fit(ruiz_frame):
@@ -76,8 +76,8 @@ def test_held_out_k_never_enter_the_fit(ruiz_frame):
 def test_must_show_advisor_on_ruiz(ruiz_frame):
     within, groups, errors, crossovers = 0, 0, [], 0
     for fit in fitting.fit_families(ruiz_frame, train_smallest=3):
-        measured_crossover = fitting.measured_crossover(fit.rows)
-        predicted = fitting.predicted_crossover(fit, sorted(fit.rows["k"].unique()))
+        measured_crossover = speedup_curves.measured_crossover(fit.rows)
+        predicted = speedup_curves.predicted_crossover(fit, sorted(fit.rows["k"].unique()))
         if measured_crossover is None:
             assert predicted is None
         else:
@@ -176,8 +176,8 @@ def test_concurrency_figure_marks_crossover_in_data_units(ruiz_frame, monkeypatc
 
     fit = next(f for f in fitting.fit_families(ruiz_frame) if f.keys["draft_model"] == "Qwen/Qwen3-1.7B")
     ks = range(1, 7)
-    curve, measured = fitting.concurrency_curves(fit, ks)
-    crossover = fitting.predicted_crossover(fit, ks)
+    curve, measured = speedup_curves.concurrency_curves(fit, ks)
+    crossover = speedup_curves.predicted_crossover(fit, ks)
     spec = theory_charts.speedup_vs_concurrency_figure(curve, measured, crossover)
     rule = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "rule"
                 and layer["encoding"].get("x", {}).get("field") == "concurrency")
