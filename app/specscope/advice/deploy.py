@@ -3,7 +3,7 @@
 ``answer`` is the one place it is computed; the Theory page, ``specscope advise`` (and ``--schedule``),
 the Explorer, ``serve --k-schedule auto``, a sweep's ``auto`` schedule cells and ``specscope deploy`` show it:
 
-- at each concurrency asked for (the measured ones by default), the K ``advisor.choose`` picks: the
+- at each concurrency asked for (the measured ones by default), the K ``k_choice.choose`` picks: the
   fastest measured K, a tie within noise going to the smaller K; a K nobody measured only where the fit
   predicts it beyond its own error; K=0 where nothing pays;
 - over batch sizes 1..``max_batch``, those choices as a K schedule of ranges, each saying whether its K
@@ -28,8 +28,8 @@ import pandas as pd
 
 from specscope import formats, ties
 from specscope.advice import fitting
-from specscope.advice.advisor import Choice, choose, measured_at, pooled_tie
 from specscope.advice.fitting import FamilyFit
+from specscope.advice.k_choice import Choice, choose, measured_at, pooled_tie
 from specscope.analysis import explore, intervals, verdict
 from specscope.engine import vllms
 from specscope.engine.k_schedule import SCHEDULE_KEY, KSchedule, from_best, parse
@@ -314,9 +314,9 @@ def _span(concs: Sequence[int]) -> str:
 
 
 def _fixed_k(choices: Sequence[Choice], ks: Sequence[int], margin: float) -> int:
-    """The single K to deploy over the concurrencies, by ``advisor.choose``'s rule on the mean figure: among
+    """The single K to deploy over the concurrencies, by ``k_choice.choose``'s rule on the mean figure: among
     the K measured at every one of them, the best mean, or the smallest K whose mean ties it within noise
-    (``advisor.pooled_tie``: the concurrencies' intervals pooled, so a gain at every load adds up; points
+    (``k_choice.pooled_tie``: the concurrencies' intervals pooled, so a gain at every load adds up; points
     without a standard error to pool tie where the best beats them beyond noise nowhere); a K not measured
     everywhere only where its mean beats that by more than the fit's error; 0 where no K pays."""
     means = {k: sum(c.by_k[k] for c in choices) / len(choices) for k in ks}
@@ -335,7 +335,7 @@ def _fixed_k(choices: Sequence[Choice], ks: Sequence[int], margin: float) -> int
 
 def _beats(choices: Sequence[Choice], a: int, b: int, margin: float) -> str | None:
     """Why K=``a`` beats K=``b`` over the concurrencies (both measured at each of them), in words; None where
-    they tie by the one rule pooled over the concurrencies (``advisor.pooled_tie``, so a gain at every load adds
+    they tie by the one rule pooled over the concurrencies (``k_choice.pooled_tie``, so a gain at every load adds
     up). Single runs have no interval: their points are compared, and the words say so."""
     mine, theirs = [c.measured_by[a] for c in choices], [c.measured_by[b] for c in choices]
     pooled = pooled_tie(mine, theirs)

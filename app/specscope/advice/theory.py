@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,7 +78,7 @@ def speedup(al: float, k: float, d0: float, d1: float) -> float:
     return al / step_cost(k, d0, d1)
 
 
-def optimal_k(speedups: dict[int, float]) -> int:
+def optimal_k(speedups: Mapping[int, float]) -> int:
     """The K with the highest speedup; ties go to the smaller K (less wasted drafting)."""
     return min(speedups, key=lambda k: (-speedups[k], k))
 

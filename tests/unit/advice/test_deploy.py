@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from helpers.paths import DATA, SHARED_DATA
-from specscope.advice import advisor, deploy, fitting, theory
+from specscope.advice import deploy, fitting, k_choice, theory
 from specscope.engine.k_schedule import SCHEDULE_KEY
 from specscope.results import importers
 from specscope.results.store import Store
@@ -97,10 +97,10 @@ def test_a_poor_fit_cannot_outvote_a_measurement():
 def test_an_unmeasured_k_wins_only_beyond_the_fits_error():
     fit = _fit({(1, 2): (1.5, 1.45, 1.55), (1, 4): (1.62, 1.57, 1.67), (4, 2): (1.4, 1.35, 1.45),
                 (4, 4): (1.47, 1.46, 1.48)})
-    near = advisor.choose(fit, 1, ks=[1, 2, 3, 4])
+    near = k_choice.choose(fit, 1, ks=[1, 2, 3, 4])
     assert near.source == "measured" and near.k == 4  # K=3 is predicted, but not beyond the fit's error
     cheap = dataclasses.replace(fit, cost=theory.CostCurve((1.0, 4.0), (0.5, 0.5), (0.0, 0.0)))  # drafts free
-    far = advisor.choose(cheap, 1, ks=[1, 2, 3, 4, 5])
+    far = k_choice.choose(cheap, 1, ks=[1, 2, 3, 4, 5])
     assert far.k == 5 and far.source == "predicted" and "measure it before deploying it" in far.sentence()
 
 
@@ -160,7 +160,7 @@ def test_the_schedule_keeps_each_measured_choice(ruiz_fits):
         top = int(fit.rows["concurrency"].max())
         points = deploy.schedule_points(fit, sorted(int(k) for k in fit.rows["k"].unique()), top, {}, True)
         for conc in fit.rows["concurrency"].unique():
-            choice = advisor.choose(fit, float(conc), sorted(int(k) for k in fit.rows["k"].unique()))
+            choice = k_choice.choose(fit, float(conc), sorted(int(k) for k in fit.rows["k"].unique()))
             assert points[int(conc) - 1].k == choice.k, (fitting.family_label(fit.keys), conc)
             if choice.source == "measured" and choice.k:
                 measured = fit.rows[fit.rows["concurrency"] == conc].groupby("k")["speedup"].mean()
