@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from specscope.advice import advisor, deploy, fitting
+from specscope.advice import advisor, deploy, deploy_answer, fitting
 from specscope.analysis import explore
 from specscope.cli import layout
 from specscope.engine import vllms
@@ -23,7 +23,7 @@ def _say(text: str, indent: str = "    ") -> None:
     print(layout.wrap(indent + text))
 
 
-def _answers(args: argparse.Namespace) -> tuple[list[deploy.Answer], list[fitting.FamilyFit], object]:
+def _answers(args: argparse.Namespace) -> tuple[list[deploy_answer.Answer], list[fitting.FamilyFit], object]:
     filters = {key: values for key in _FILTERS if (values := getattr(args, key))}
     frame = explore.cells_with_points(Store(), filters)
     if frame.empty:
@@ -63,7 +63,7 @@ def _advise(args: argparse.Namespace) -> int:
     return 0
 
 
-def _schedules(found: list[deploy.Answer], args: argparse.Namespace) -> int:
+def _schedules(found: list[deploy_answer.Answer], args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([answer.as_dict() for answer in found], indent=1, default=str))
         return 0

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import pandas as pd
 
-from specscope.advice import deploy, fitting, priors
+from specscope.advice import deploy, deploy_answer, fitting, priors
 from specscope.analysis import intervals
 from specscope.engine import presets, provenance
 from specscope.engine.k_schedule import parse, runner_env
@@ -26,7 +26,7 @@ __all__ = ["Outcome", "outcome_of"]
 class Outcome:
     """What the loop found: the answer from the verified rows, the plan it verified, and what it cost."""
 
-    answer: deploy.Answer
+    answer: deploy_answer.Answer
     plan: Plan
     run_id: str
     rows: list[dict]  # per concurrency: deployed, predicted, error, best fixed K, ratios
@@ -127,7 +127,7 @@ def _figure(fit: fitting.FamilyFit, frame, k: int | None, concurrency: int, k_sc
     return float(rows["speedup"].mean()), rows["speedup_lo"].min(), rows["speedup_hi"].max()
 
 
-def _rows(found: deploy.Answer, fit: fitting.FamilyFit, frame, plan: Plan, probes: Sequence[int]) -> list[dict]:
+def _rows(found: deploy_answer.Answer, fit: fitting.FamilyFit, frame, plan: Plan, probes: Sequence[int]) -> list[dict]:
     out = []
     for choice in found.choices:
         c = int(choice.concurrency)
