@@ -141,8 +141,9 @@ def restamp_own(results_dir: Path = DATA_DIR / "results") -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=DATA_DIR / "results",
-                        help="folder for the Parquet files (default: data/results)")
+    parser.add_argument(
+        "--out", type=Path, default=DATA_DIR / "results", help="folder for the Parquet files (default: data/results)"
+    )
     args = parser.parse_args(argv)
     for path in build(args.out) + restamp_own(args.out):
         print(path)

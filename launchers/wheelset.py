@@ -33,21 +33,49 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
-PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_18_x86_64", "manylinux_2_17_x86_64",
-             "manylinux2014_x86_64", "manylinux_2_31_x86_64", "manylinux_2_34_x86_64", "any")
+PLATFORMS = (
+    "manylinux_2_28_x86_64",
+    "manylinux_2_27_x86_64",
+    "manylinux_2_18_x86_64",
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+    "manylinux_2_31_x86_64",
+    "manylinux_2_34_x86_64",
+    "any",
+)
 TORCH_STACK = ("torch", "torchvision", "torchaudio")
 # imported by vLLM only when a kernel, a backend or a modality asks for it: the shapes SpecScope serves need none
-SKIP = ("flashinfer-python", "flashinfer-cubin", "tilelang", "nvidia-cutlass-dsl", "quack-kernels", "tokenspeed-mla",
-        "humming-kernels", "pynvvideocodec", "torchcodec", "torchaudio", "instanttensor", "fastsafetensors")
+SKIP = (
+    "flashinfer-python",
+    "flashinfer-cubin",
+    "tilelang",
+    "nvidia-cutlass-dsl",
+    "quack-kernels",
+    "tokenspeed-mla",
+    "humming-kernels",
+    "pynvvideocodec",
+    "torchcodec",
+    "torchaudio",
+    "instanttensor",
+    "fastsafetensors",
+)
 TORCH_NEEDS = ("triton", "nvidia-nccl-cu13", "nvidia-nccl-cu12")
 PART_BYTES = 56_000_000  # a part and the checkout travel together under a 64 MiB limit
 
 
 def environment(python: str) -> dict[str, str]:
     """Marker values of a Linux x86_64 CPython ``python`` (e.g. 3.12)."""
-    return {"python_version": python, "python_full_version": f"{python}.0", "platform_system": "Linux",
-            "platform_machine": "x86_64", "sys_platform": "linux", "os_name": "posix",
-            "implementation_name": "cpython", "platform_python_implementation": "CPython", "extra": ""}
+    return {
+        "python_version": python,
+        "python_full_version": f"{python}.0",
+        "platform_system": "Linux",
+        "platform_machine": "x86_64",
+        "sys_platform": "linux",
+        "os_name": "posix",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+        "extra": "",
+    }
 
 
 def requirements(wheel: Path, env: dict[str, str], extras: set[str] = frozenset()) -> list[Requirement]:
@@ -68,6 +96,7 @@ def requirements(wheel: Path, env: dict[str, str], extras: set[str] = frozenset(
 def project_requirements() -> list[Requirement]:
     """SpecScope's own dependencies (pyproject.toml), which ``install.sh --wheels`` installs from the set."""
     import tomllib
+
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
     return [Requirement(r) for r in data["project"]["dependencies"]]
 
@@ -75,7 +104,7 @@ def project_requirements() -> list[Requirement]:
 def have(freeze: Path | None) -> dict[str, Version]:
     """``name==version`` lines of a ``pip freeze``, by canonical name."""
     found = {}
-    for line in (freeze.read_text().splitlines() if freeze else []):
+    for line in freeze.read_text().splitlines() if freeze else []:
         if "==" in line and not line.startswith("#"):
             name, version = line.split("==", 1)
             found[canonicalize_name(name.strip())] = Version(version.strip())
@@ -88,9 +117,26 @@ def download(specs: list[str], into: Path, python: str) -> None:
         return
     into.mkdir(parents=True, exist_ok=True)
     platforms = [a for p in PLATFORMS for a in ("--platform", p)]
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                    "--python-version", python, "--implementation", "cp", *platforms, "-d", str(into), *specs],
-                   check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            python,
+            "--implementation",
+            "cp",
+            *platforms,
+            "-d",
+            str(into),
+            *specs,
+        ],
+        check=True,
+    )
 
 
 def wheels(folder: Path) -> dict[str, Path]:
@@ -98,8 +144,9 @@ def wheels(folder: Path) -> dict[str, Path]:
     return {canonicalize_name(parse_wheel_filename(p.name)[0]): p for p in folder.glob("*.whl")}
 
 
-def walk(roots: list[Requirement], machine: dict[str, Version], into: Path, python: str, skip: set[str],
-         provided: set[str]) -> tuple[list[str], list[str]]:
+def walk(
+    roots: list[Requirement], machine: dict[str, Version], into: Path, python: str, skip: set[str], provided: set[str]
+) -> tuple[list[str], list[str]]:
     """Download what ``roots`` need that ``machine`` lacks, level by level; returns the names left to the
     machine (it has a version that fits) and those skipped."""
     env = environment(python)
@@ -134,7 +181,7 @@ def pack(folder: Path, out: Path, part_bytes: int) -> list[Path]:
     parts = []
     for index, start in enumerate(range(0, len(data), part_bytes)):
         part = out / f"wheelset.tar.part{index:02d}"
-        part.write_bytes(data[start:start + part_bytes])
+        part.write_bytes(data[start : start + part_bytes])
         parts.append(part)
     return parts
 
@@ -159,8 +206,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="a new folder for the set and its parts")
     parser.add_argument("--python", default="3.12", help="the GPU machine's Python (default 3.12)")
     parser.add_argument("--skip", default=",".join(SKIP), help="packages left out (comma-separated)")
-    parser.add_argument("--torch-needs", default=",".join(TORCH_NEEDS),
-                        help="torch's own requirements carried even where the machine has another version")
+    parser.add_argument(
+        "--torch-needs",
+        default=",".join(TORCH_NEEDS),
+        help="torch's own requirements carried even where the machine has another version",
+    )
     parser.add_argument("--part-mb", type=float, default=PART_BYTES / 1e6, help="largest part, in MB")
     args = parser.parse_args(argv)
     folder, env = args.out / "wheels", environment(args.python)
@@ -178,25 +228,30 @@ def main(argv: list[str] | None = None) -> int:
     carried = [r for r in requirements(torch, env) if canonicalize_name(r.name) in needs]
     download([f"{r.name}{r.specifier}" for r in carried], folder, args.python)
     stack_names = {"vllm", *stack, *(canonicalize_name(r.name) for r in carried)}
-    torch_left = sorted(f"{r.name}{r.specifier}" for r in requirements(torch, env)
-                        if canonicalize_name(r.name) not in needs)
+    torch_left = sorted(
+        f"{r.name}{r.specifier}" for r in requirements(torch, env) if canonicalize_name(r.name) not in needs
+    )
     others = [r for r in vllm_reqs if canonicalize_name(r.name) not in stack]
     kept, skipped = walk(others, machine, folder, args.python, skip, stack_names)
     specscope = folder.parent / "specscope"  # SpecScope's needs, installed after vLLM by install.sh --wheels
-    kept_too, _ = walk(project_requirements(), {**machine, **_versions(folder)}, specscope, args.python, skip,
-                       set())
+    kept_too, _ = walk(project_requirements(), {**machine, **_versions(folder)}, specscope, args.python, skip, set())
     for wheel in specscope.glob("*.whl"):
         shutil.move(str(wheel), folder / wheel.name)
     specscope.rmdir()
     names = sorted(p.name for p in folder.glob("*.whl"))
     stack_files = " ".join(f'"$here/wheels/{n}"' for n in names)
     (args.out / "install.sh").write_text(INSTALL.format(stack=stack_files, vllm=args.vllm))
-    manifest = {"vllm": args.vllm, "python": args.python,
-                "wheels": {n: {"bytes": (folder / n).stat().st_size,
-                               "sha256": hashlib.sha256((folder / n).read_bytes()).hexdigest()} for n in names},
-                "left_to_the_machine": sorted((set(kept) | set(kept_too)) - set(_versions(folder))),
-                "skipped": skipped,
-                "torch_requires_not_carried": torch_left}
+    manifest = {
+        "vllm": args.vllm,
+        "python": args.python,
+        "wheels": {
+            n: {"bytes": (folder / n).stat().st_size, "sha256": hashlib.sha256((folder / n).read_bytes()).hexdigest()}
+            for n in names
+        },
+        "left_to_the_machine": sorted((set(kept) | set(kept_too)) - set(_versions(folder))),
+        "skipped": skipped,
+        "torch_requires_not_carried": torch_left,
+    }
     (args.out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     staging = args.out / "staging"
     staging.mkdir()
@@ -207,8 +262,10 @@ def main(argv: list[str] | None = None) -> int:
     shutil.move(str(staging / "wheels"), folder)
     shutil.rmtree(staging)
     total = sum(p.stat().st_size for p in parts)
-    print(f"wheelset vllm={args.vllm} wheels={len(names)} bytes={total} parts={len(parts)} "
-          f"skipped={','.join(skipped) or 'none'} torch_requires_not_carried={len(torch_left)}")
+    print(
+        f"wheelset vllm={args.vllm} wheels={len(names)} bytes={total} parts={len(parts)} "
+        f"skipped={','.join(skipped) or 'none'} torch_requires_not_carried={len(torch_left)}"
+    )
     return 0
 
 

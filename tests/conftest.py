@@ -108,11 +108,18 @@ def demo_servers(tmp_path_factory):
     try:
         with pytest.MonkeyPatch.context() as patch:  # the registry of that home, while they start
             patch.setenv("SPECSCOPE_HOME", str(home))
-            states = [launch.start(launch.plan_for("cpu-smollm2", method, cpu_cores=core), wait=False)
-                      for method, core, _ in DEMO_SERVERS]
+            states = [
+                launch.start(launch.plan_for("cpu-smollm2", method, cpu_cores=core), wait=False)
+                for method, core, _ in DEMO_SERVERS
+            ]
             with ThreadPoolExecutor(len(states)) as pool:  # start side by side, as `specscope demo` does
-                ready = list(pool.map(lambda state, warm: launch.ready(state, timeout=400, warm=warm),
-                                      states, [warm for _, _, warm in DEMO_SERVERS]))
+                ready = list(
+                    pool.map(
+                        lambda state, warm: launch.ready(state, timeout=400, warm=warm),
+                        states,
+                        [warm for _, _, warm in DEMO_SERVERS],
+                    )
+                )
         yield SimpleNamespace(home=home, servers={method: state for (method, _, _), state in zip(DEMO_SERVERS, ready)})
     finally:
         DEMO.stop()
@@ -162,8 +169,9 @@ def pytest_collection_modifyitems(config, items):
     config.hook.pytest_deselected(items=[item for item in items if item not in kept])
     if STREAM == "vllm":  # whole modules, so a module's fixtures start once
         alone = {item.module for item in kept if holds_the_room_alone(item)}
-        items[:] = sorted(kept, key=lambda item: (item.module not in alone, item.module not in demo,
-                                                  _stops_demo(item), _few(item)))
+        items[:] = sorted(
+            kept, key=lambda item: (item.module not in alone, item.module not in demo, _stops_demo(item), _few(item))
+        )
     else:
         items[:] = sorted(kept, key=_few)
 

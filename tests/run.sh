@@ -15,6 +15,8 @@ bash launchers/install.sh --test
 # Lint and type-check first (settings in pyproject.toml): a finding fails the run before any test starts.
 TIMEFORMAT="ruff took %1R s"
 time .venv/bin/ruff check app tests data launchers
+TIMEFORMAT="ruff format took %1R s"  # the one layout: `.venv/bin/ruff format app tests data launchers` writes it
+time .venv/bin/ruff format --check app tests data launchers
 TIMEFORMAT="mypy took %1R s"  # its cache outside the checkout: a fresh clone of the same code checks in seconds
 time .venv/bin/mypy --cache-dir "${XDG_CACHE_HOME:-$HOME/.cache}/specscope/mypy"
 export SPECSCOPE_MODELS="${SPECSCOPE_MODELS:-${XDG_CACHE_HOME:-$HOME/.cache}/specscope/models}"

@@ -42,10 +42,31 @@ from urllib.parse import urlsplit
 from specscope import settings
 from specscope.errors import ConfigError, NotAllowed
 
-__all__ = ["Actor", "TOKEN_FILE", "token_path", "token", "rotate", "matches", "digest", "install", "current",
-           "require", "acting_as", "local_user", "lan_address", "PUBLIC_URL_ENV", "public_url", "PASS_COOKIE",
-           "issue_pass", "pass_valid",
-           "revoke", "offer", "claim", "is_loopback", "is_this_machine"]
+__all__ = [
+    "Actor",
+    "TOKEN_FILE",
+    "token_path",
+    "token",
+    "rotate",
+    "matches",
+    "digest",
+    "install",
+    "current",
+    "require",
+    "acting_as",
+    "local_user",
+    "lan_address",
+    "PUBLIC_URL_ENV",
+    "public_url",
+    "PASS_COOKIE",
+    "issue_pass",
+    "pass_valid",
+    "revoke",
+    "offer",
+    "claim",
+    "is_loopback",
+    "is_this_machine",
+]
 
 TOKEN_FILE = "operator-token"
 PUBLIC_URL_ENV = "SPECSCOPE_PUBLIC_URL"  # the address to hand out, where this machine cannot tell it
@@ -53,10 +74,10 @@ _log = logging.getLogger(__name__)
 _acting: contextvars.ContextVar[Actor | None] = contextvars.ContextVar("specscope_actor", default=None)
 _resolver: Callable[[], Actor | None] | None = None
 PASS_COOKIE = "specscope_operator"
-OFFER_S = 120.0   # how long an offered pass waits for its browser to claim it
+OFFER_S = 120.0  # how long an offered pass waits for its browser to claim it
 _passes_lock = threading.Lock()
-_revoked: set[str] = set()                      # markers of passes given back (this process)
-_offers: dict[str, tuple[str, float]] = {}      # nonce -> (pass, monotonic deadline)
+_revoked: set[str] = set()  # markers of passes given back (this process)
+_offers: dict[str, tuple[str, float]] = {}  # nonce -> (pass, monotonic deadline)
 
 
 @dataclass(frozen=True)
@@ -155,8 +176,10 @@ def require(action: str) -> Actor:
     """The acting operator; NotAllowed, naming ``action``, when a viewer acts."""
     actor = current()
     if not actor.operator:
-        raise NotAllowed(f"Viewers cannot {action}; open the dashboard with the operator token "
-                         "(the sidebar's 'Operator token', or ?token=... in the address) to do it.")
+        raise NotAllowed(
+            f"Viewers cannot {action}; open the dashboard with the operator token "
+            "(the sidebar's 'Operator token', or ?token=... in the address) to do it."
+        )
     return actor
 
 
@@ -207,8 +230,10 @@ def public_url(port: int, bound: str | None = None, setting: str | None = None) 
     except ValueError:
         parts = parts._replace(netloc="")
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-        raise ConfigError(f"{PUBLIC_URL_ENV}={given!r} is not an address viewers can open; give one such as "
-                          f"http://demo-host:8501 (scheme, host, optional port and path).")
+        raise ConfigError(
+            f"{PUBLIC_URL_ENV}={given!r} is not an address viewers can open; give one such as "
+            f"http://demo-host:8501 (scheme, host, optional port and path)."
+        )
     return given.rstrip("/")
 
 

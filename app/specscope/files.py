@@ -1,8 +1,8 @@
 """Writing files so a reader never sees half of one: write next to the target, then rename over it.
 
-    write_atomic(path, text_or_bytes)
-    with atomic_target(path) as tmp:      # for writers that take a path (Parquet, downloads)
-        pq.write_table(table, tmp)
+write_atomic(path, text_or_bytes)
+with atomic_target(path) as tmp:      # for writers that take a path (Parquet, downloads)
+    pq.write_table(table, tmp)
 """
 
 from __future__ import annotations

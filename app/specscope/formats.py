@@ -47,8 +47,9 @@ class ResponseFormat:
     def request_fields(self) -> dict:
         """The fields of an OpenAI-compatible request that ask vLLM for this format."""
         if self.kind == "json_schema":
-            return {"response_format": {"type": "json_schema",
-                                        "json_schema": {"name": self.name, "schema": self.value}}}
+            return {
+                "response_format": {"type": "json_schema", "json_schema": {"name": self.name, "schema": self.value}}
+            }
         return {"structured_outputs": {self.kind: self.value}}
 
     def as_record(self) -> dict:
@@ -74,8 +75,9 @@ class ResponseFormat:
             document = json.loads(text)
         except ValueError as exc:
             return f"is not JSON ({str(exc)[:60]})"
-        error = jsonschema.exceptions.best_match(jsonschema.validators.validator_for(value)(value)
-                                                 .iter_errors(document))
+        error = jsonschema.exceptions.best_match(
+            jsonschema.validators.validator_for(value)(value).iter_errors(document)
+        )
         if error is None:
             return None
         where = "/".join(str(p) for p in error.absolute_path) or "the top level"
@@ -90,8 +92,9 @@ def parse(value) -> ResponseFormat:
         try:
             value = json.loads(value)
         except ValueError:
-            raise ValueError("is not JSON; write an object such as "
-                             '{"type": "choice", "choice": ["yes", "no"]}') from None
+            raise ValueError(
+                'is not JSON; write an object such as {"type": "choice", "choice": ["yes", "no"]}'
+            ) from None
     kind = value.get("type") if isinstance(value, dict) else None
     if kind not in KINDS:
         raise ValueError(f"must be an object whose type is one of {', '.join(KINDS)}, not {kind!r:.40}")
@@ -122,9 +125,13 @@ def _json_schema(spec) -> ResponseFormat:
     meta = jsonschema.validators.validator_for(schema)
     errors = sorted(meta(meta.META_SCHEMA).iter_errors(schema), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:  # every one of them, each where it is: a fix-one-upload-again loop finds the next only then
-        raise SchemaProblems([f"holds a JSON schema that is not valid at "
-                              f"{'/'.join(str(p) for p in e.absolute_path) or 'its top level'}: {e.message[:80]}"
-                              for e in errors])
+        raise SchemaProblems(
+            [
+                f"holds a JSON schema that is not valid at "
+                f"{'/'.join(str(p) for p in e.absolute_path) or 'its top level'}: {e.message[:80]}"
+                for e in errors
+            ]
+        )
     return ResponseFormat("json_schema", json.dumps(schema), name)  # key order kept: it orders the answer
 
 

@@ -17,9 +17,24 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CHILDREN", "proc_stat", "alive", "pid_exists", "group_pids", "group_rss_bytes", "env_by_group",
-           "memory_available_bytes", "listening_argv", "listening_ports", "cpu_binding",
-           "CpuSample", "parse_proc_stat", "process_ticks", "sample_cpu", "foreign_cpu"]
+__all__ = [
+    "CHILDREN",
+    "proc_stat",
+    "alive",
+    "pid_exists",
+    "group_pids",
+    "group_rss_bytes",
+    "env_by_group",
+    "memory_available_bytes",
+    "listening_argv",
+    "listening_ports",
+    "cpu_binding",
+    "CpuSample",
+    "parse_proc_stat",
+    "process_ticks",
+    "sample_cpu",
+    "foreign_cpu",
+]
 
 CHILDREN: dict[int, subprocess.Popen[bytes]] = {}  # servers this process started, so exits get reaped
 
@@ -30,7 +45,7 @@ def proc_stat(pid: int) -> list[str] | None:
         raw = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return raw[raw.rindex(")") + 2:].split()
+    return raw[raw.rindex(")") + 2 :].split()
 
 
 def cpu_binding(spec: str | None) -> frozenset[int] | None:
@@ -104,7 +119,7 @@ def env_by_group(name: str) -> dict[int, str]:
             env = (entry / "environ").read_bytes()
         except OSError:
             continue
-        value = next((item[len(key):] for item in env.split(b"\0") if item.startswith(key)), None)
+        value = next((item[len(key) :] for item in env.split(b"\0") if item.startswith(key)), None)
         stat = proc_stat(int(entry.name)) if value is not None else None
         if value is not None and stat is not None and stat[0] not in ("Z", "X"):
             found[int(stat[2])] = value.decode(errors="replace")
@@ -202,7 +217,7 @@ def parse_proc_stat(text: str) -> dict[int, tuple[int, int]]:
 
 def process_ticks(stat_text: str) -> int:
     """utime + stime jiffies (all threads) from one /proc/<pid>/stat line."""
-    fields = stat_text[stat_text.rindex(")") + 2:].split()
+    fields = stat_text[stat_text.rindex(")") + 2 :].split()
     return int(fields[11]) + int(fields[12])
 
 

@@ -12,10 +12,28 @@ from typing import Annotated, Any, TypedDict, cast, get_type_hints
 
 import pyarrow as pa
 
-__all__ = ["ResultRow", "latency_columns", "result_row", "RESULT_SCHEMA", "REQUEST_SCHEMA", "RESULT_COLUMNS",
-           "REQUEST_COLUMNS", "LATENCY_METRICS", "BASELINE_METHOD", "OWN_SOURCE", "CALIBRATION_SOURCE",
-           "PROVENANCE_KEYS", "BASELINE_KEYS", "BEST_KEYS", "SETUP_KEYS", "POINT_KEYS", "CELL_KEYS", "FAMILY_KEYS",
-           "FRONT_KEYS", "VERSION_KEYS"]
+__all__ = [
+    "ResultRow",
+    "latency_columns",
+    "result_row",
+    "RESULT_SCHEMA",
+    "REQUEST_SCHEMA",
+    "RESULT_COLUMNS",
+    "REQUEST_COLUMNS",
+    "LATENCY_METRICS",
+    "BASELINE_METHOD",
+    "OWN_SOURCE",
+    "CALIBRATION_SOURCE",
+    "PROVENANCE_KEYS",
+    "BASELINE_KEYS",
+    "BEST_KEYS",
+    "SETUP_KEYS",
+    "POINT_KEYS",
+    "CELL_KEYS",
+    "FAMILY_KEYS",
+    "FRONT_KEYS",
+    "VERSION_KEYS",
+]
 
 BASELINE_METHOD = "none"
 OWN_SOURCE = "specscope"  # rows SpecScope measured itself
@@ -25,23 +43,96 @@ LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
 # The keys that group result rows, for each table or question built over them.
 # Provenance: rows that differ in these never share a baseline, a setup or a best K.
 PROVENANCE_KEYS = ("vllm_version", "torch_version", "weights")
-BASELINE_KEYS = ("source", "model", "dataset", "response_format", "hardware", "host", *PROVENANCE_KEYS, "output_len",
-                 "temperature", "concurrency", "request_rate")
-BEST_KEYS = ("source", "model", "draft_model", "method", "dataset", "response_format", "hardware", "host",
-             *PROVENANCE_KEYS, "acceptance", "temperature", "concurrency", "request_rate")
-SETUP_KEYS = ("source", "model", "draft_model", "method", "dataset", "response_format", "hardware", "host",
-              *PROVENANCE_KEYS, "acceptance")
+BASELINE_KEYS = (
+    "source",
+    "model",
+    "dataset",
+    "response_format",
+    "hardware",
+    "host",
+    *PROVENANCE_KEYS,
+    "output_len",
+    "temperature",
+    "concurrency",
+    "request_rate",
+)
+BEST_KEYS = (
+    "source",
+    "model",
+    "draft_model",
+    "method",
+    "dataset",
+    "response_format",
+    "hardware",
+    "host",
+    *PROVENANCE_KEYS,
+    "acceptance",
+    "temperature",
+    "concurrency",
+    "request_rate",
+)
+SETUP_KEYS = (
+    "source",
+    "model",
+    "draft_model",
+    "method",
+    "dataset",
+    "response_format",
+    "hardware",
+    "host",
+    *PROVENANCE_KEYS,
+    "acceptance",
+)
 POINT_KEYS = (*SETUP_KEYS, "k_schedule", "concurrency", "request_rate", "k")  # a figure point: its runs fold into it
-CELL_KEYS = ("run_id", "source", "label", "model", "draft_model", "method", "k", "k_schedule",
-             "method_params", "tp",
-             "hardware", "host", *PROVENANCE_KEYS, "acceptance", "dataset", "response_format", "temperature",
-             "output_len", "concurrency", "request_rate")
+CELL_KEYS = (
+    "run_id",
+    "source",
+    "label",
+    "model",
+    "draft_model",
+    "method",
+    "k",
+    "k_schedule",
+    "method_params",
+    "tp",
+    "hardware",
+    "host",
+    *PROVENANCE_KEYS,
+    "acceptance",
+    "dataset",
+    "response_format",
+    "temperature",
+    "output_len",
+    "concurrency",
+    "request_rate",
+)
 # a family the advisor fits: one curve over K and concurrency
-FAMILY_KEYS = ("source", "model", "draft_model", "method", "dataset", "response_format", "hardware", "vllm_version",
-               "weights", "acceptance")
+FAMILY_KEYS = (
+    "source",
+    "model",
+    "draft_model",
+    "method",
+    "dataset",
+    "response_format",
+    "hardware",
+    "vllm_version",
+    "weights",
+    "acceptance",
+)
 # a limits group: the cells one speed-latency front compares
-FRONT_KEYS = ("source", "model", "dataset", "response_format", "hardware", "host", "vllm_version", "torch_version",
-              "weights", "temperature", "output_len")
+FRONT_KEYS = (
+    "source",
+    "model",
+    "dataset",
+    "response_format",
+    "hardware",
+    "host",
+    "vllm_version",
+    "torch_version",
+    "weights",
+    "temperature",
+    "output_len",
+)
 # the versions a setup is compared across
 VERSION_KEYS = ("vllm_version", "torch_version")
 
@@ -72,8 +163,8 @@ class ResultRow(TypedDict, total=False):
     host: Text
     vllm_version: Text
     torch_version: Text  # with its CUDA build, e.g. 2.11.0+cu130
-    weights: Text        # real | dummy (--load-format dummy: engine cost only)
-    acceptance: Text     # real | synthetic (drafts accepted at set rates); null: baseline
+    weights: Text  # real | dummy (--load-format dummy: engine cost only)
+    acceptance: Text  # real | synthetic (drafts accepted at set rates); null: baseline
     dataset: Text
     response_format: Text  # none | json_schema | regex | choice (comma-joined); null: old rows
     num_prompts: Int
@@ -119,15 +210,16 @@ class ResultRow(TypedDict, total=False):
     lossless_mismatches: Int
     hygiene: Text  # comma-separated check ids
     valid_share: Float  # constrained answers that follow their format; null when free
-    max_itl_ms: Float   # the longest gap between streamed chunks of any request
+    max_itl_ms: Float  # the longest gap between streamed chunks of any request
     compiles: Int  # what the server's log says it compiled while the cell was measured
     # an imported cell's throughput spread from its requests (specscope.results.tool_exports.spread)
     output_throughput_n: Int
     output_throughput_var: Float
 
 
-RESULT_SCHEMA = pa.schema([pa.field(name, hint.__metadata__[0])
-                           for name, hint in get_type_hints(ResultRow, include_extras=True).items()])
+RESULT_SCHEMA = pa.schema(
+    [pa.field(name, hint.__metadata__[0]) for name, hint in get_type_hints(ResultRow, include_extras=True).items()]
+)
 RESULT_COLUMNS = tuple(RESULT_SCHEMA.names)
 LATENCY_STATS = ("mean", "median", "p99")
 
@@ -145,35 +237,37 @@ def latency_columns(value: Callable[[str, str], float | None], metrics: tuple[st
     """The latency columns of a row (``mean_ttft_ms``, ``p99_itl_ms``, ...) from ``value(stat, metric)``."""
     return cast(ResultRow, {f"{stat}_{metric}_ms": value(stat, metric) for metric in metrics for stat in LATENCY_STATS})
 
-REQUEST_SCHEMA = pa.schema([
-    pa.field("run_id", pa.string()),
-    pa.field("cell_id", pa.string()),
-    pa.field("prompt_id", pa.string()),
-    pa.field("category", pa.string()),  # the prompt's category in its set; null when it has none
-    pa.field("method", pa.string()),
-    pa.field("k", pa.int32()),
-    pa.field("concurrency", pa.int64()),
-    pa.field("success", pa.bool_()),
-    pa.field("error", pa.string()),
-    pa.field("prompt_tokens", pa.int64()),
-    pa.field("output_tokens", pa.int64()),
-    pa.field("ttft_ms", pa.float64()),
-    pa.field("tpot_ms", pa.float64()),
-    pa.field("mean_itl_ms", pa.float64()),
-    pa.field("e2el_ms", pa.float64()),
-    pa.field("num_drafts", pa.int64()),
-    pa.field("draft_tokens", pa.int64()),
-    pa.field("accepted_tokens", pa.int64()),
-    pa.field("acceptance_rate", pa.float64()),
-    pa.field("acceptance_length", pa.float64()),
-    pa.field("spec_decode_format", pa.string()),
-    pa.field("response_format", pa.string()),
-    pa.field("valid", pa.bool_()),
-    pa.field("invalid_reason", pa.string()),
-    pa.field("max_itl_ms", pa.float64()),
-    # vLLM's per-step counts of the request's steps that drafted (detailed per-request metrics), in order
-    pa.field("per_step_accepted", pa.list_(pa.int32())),
-    pa.field("per_step_drafted", pa.list_(pa.int32())),
-])
-REQUEST_COLUMNS = tuple(REQUEST_SCHEMA.names)
 
+REQUEST_SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string()),
+        pa.field("cell_id", pa.string()),
+        pa.field("prompt_id", pa.string()),
+        pa.field("category", pa.string()),  # the prompt's category in its set; null when it has none
+        pa.field("method", pa.string()),
+        pa.field("k", pa.int32()),
+        pa.field("concurrency", pa.int64()),
+        pa.field("success", pa.bool_()),
+        pa.field("error", pa.string()),
+        pa.field("prompt_tokens", pa.int64()),
+        pa.field("output_tokens", pa.int64()),
+        pa.field("ttft_ms", pa.float64()),
+        pa.field("tpot_ms", pa.float64()),
+        pa.field("mean_itl_ms", pa.float64()),
+        pa.field("e2el_ms", pa.float64()),
+        pa.field("num_drafts", pa.int64()),
+        pa.field("draft_tokens", pa.int64()),
+        pa.field("accepted_tokens", pa.int64()),
+        pa.field("acceptance_rate", pa.float64()),
+        pa.field("acceptance_length", pa.float64()),
+        pa.field("spec_decode_format", pa.string()),
+        pa.field("response_format", pa.string()),
+        pa.field("valid", pa.bool_()),
+        pa.field("invalid_reason", pa.string()),
+        pa.field("max_itl_ms", pa.float64()),
+        # vLLM's per-step counts of the request's steps that drafted (detailed per-request metrics), in order
+        pa.field("per_step_accepted", pa.list_(pa.int32())),
+        pa.field("per_step_drafted", pa.list_(pa.int32())),
+    ]
+)
+REQUEST_COLUMNS = tuple(REQUEST_SCHEMA.names)

@@ -8,8 +8,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["home", "results_dir", "requests_dir", "servers_dir", "models_dir", "prompts_dir",
-           "runs_dir", "cache_dir", "duckdb_memory_limit", "bundled_data_dir", "repo_root", "home_at", "measuring_lock"]
+__all__ = [
+    "home",
+    "results_dir",
+    "requests_dir",
+    "servers_dir",
+    "models_dir",
+    "prompts_dir",
+    "runs_dir",
+    "cache_dir",
+    "duckdb_memory_limit",
+    "bundled_data_dir",
+    "repo_root",
+    "home_at",
+    "measuring_lock",
+]
 
 
 def repo_root() -> Path:

@@ -28,8 +28,20 @@ import numpy as np
 
 from specscope import distributions, stats
 
-__all__ = ["Figure", "FASTER", "SLOWER", "TIE", "NO_INTERVAL", "outcome", "outcomes", "pooled", "repeats_to_tell",
-           "telling", "words", "LEVEL"]
+__all__ = [
+    "Figure",
+    "FASTER",
+    "SLOWER",
+    "TIE",
+    "NO_INTERVAL",
+    "outcome",
+    "outcomes",
+    "pooled",
+    "repeats_to_tell",
+    "telling",
+    "words",
+    "LEVEL",
+]
 
 LEVEL = 0.95
 FASTER, SLOWER, TIE, NO_INTERVAL = "faster", "slower", "tie", "no interval"
@@ -51,8 +63,12 @@ class Figure:
         """A result row's figure: ``speedup``, ``speedup_lo``/``_hi`` and its repeats (dof = repeats - 1)."""
         repeats = stats.finite(row.get("repeats"))
         value = stats.finite(row.get(prefix))
-        return cls(value if value is not None else math.nan, stats.finite(row.get(f"{prefix}_lo")),
-                   stats.finite(row.get(f"{prefix}_hi")), repeats - 1 if repeats and repeats > 1 else None)
+        return cls(
+            value if value is not None else math.nan,
+            stats.finite(row.get(f"{prefix}_lo")),
+            stats.finite(row.get(f"{prefix}_hi")),
+            repeats - 1 if repeats and repeats > 1 else None,
+        )
 
     @property
     def bounded(self) -> bool:
@@ -113,8 +129,9 @@ def outcome(a: Figure, b: Figure | None = None) -> str:
 def _log_se_many(value, lo, hi, dof, towards) -> np.ndarray:
     """``Figure.log_se`` over arrays (NaN bounds give NaN)."""
     end = np.where(towards < value, lo, hi)
-    t = np.where(np.isnan(dof) | (dof <= 0), _Z,
-                 distributions.t_quantiles(0.5 + LEVEL / 2, np.where(dof > 0, dof, 1.0)))
+    t = np.where(
+        np.isnan(dof) | (dof <= 0), _Z, distributions.t_quantiles(0.5 + LEVEL / 2, np.where(dof > 0, dof, 1.0))
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.abs(np.log(value) - np.log(end)) / t
     return np.where(end == value, 0.0, np.where((end <= 0) | (value <= 0), np.inf, se))
@@ -159,9 +176,11 @@ def repeats_to_tell(a: Figure, b: Figure | None, repeats: int, cap: int = 100) -
 def words(result: str, against: str = "the baseline") -> str:
     """``faster than the baseline beyond noise``, ``tied with K = 2 within noise``, ``not told apart from ...
     (a single run has no interval)``."""
-    return {FASTER: f"faster than {against} beyond noise", SLOWER: f"slower than {against} beyond noise",
-            TIE: f"tied with {against} within noise"}.get(
-        result, f"not told apart from {against} (a single run has no interval)")
+    return {
+        FASTER: f"faster than {against} beyond noise",
+        SLOWER: f"slower than {against} beyond noise",
+        TIE: f"tied with {against} within noise",
+    }.get(result, f"not told apart from {against} (a single run has no interval)")
 
 
 def telling(needed: Sequence[int | None], cap: int = 100) -> str:

@@ -112,8 +112,11 @@ def _leave() -> None:
 
 def _post(path: str, body: str = "") -> None:
     """A same-origin POST from the page (its response sets or clears the pass cookie)."""
-    st.html(f"<script>fetch({json.dumps(path)}, {{method: 'POST', credentials: 'same-origin', "
-            f"body: {json.dumps(body)}}});</script>", unsafe_allow_javascript=True)
+    st.html(
+        f"<script>fetch({json.dumps(path)}, {{method: 'POST', credentials: 'same-origin', "
+        f"body: {json.dumps(body)}}});</script>",
+        unsafe_allow_javascript=True,
+    )
 
 
 def sign_in() -> None:
@@ -130,9 +133,11 @@ def sign_in() -> None:
             st.caption("**Operator**: you can start, stop and attach servers, run sweeps and import results.")
             st.button("Leave operator mode", key="access_leave", on_click=_leave)
             return
-        st.caption("**Viewer**: you see the Explorer, the Theory, recordings and the servers' state. "
-                   "Operators (with the token printed where the dashboard was started) start and stop "
-                   "servers, run sweeps and import.")
+        st.caption(
+            "**Viewer**: you see the Explorer, the Theory, recordings and the servers' state. "
+            "Operators (with the token printed where the dashboard was started) start and stop "
+            "servers, run sweeps and import."
+        )
         with st.form("access_sign_in", border=False):
             st.text_input("Operator token", type="password", key=TOKEN_FIELD, autocomplete="off")
             st.form_submit_button("Become operator", on_click=_prove_field)
@@ -152,10 +157,13 @@ def announce(port: int | None = None) -> None:
     except ConfigError as exc:
         print(f"\n  {exc} Using this machine's address instead.", file=sys.stderr, flush=True)
         base = access.public_url(port, address, setting="")
-    print(f"\n  SpecScope is shared: hand out {base} (viewers: Explorer, Theory, recordings, servers' state).\n"
-          f"  Operators open {base}/?token={access.token()}\n"
-          f"  The token is kept in {access.token_path()} (owner-only); `specscope token --rotate` replaces it.\n",
-          file=sys.stderr, flush=True)
+    print(
+        f"\n  SpecScope is shared: hand out {base} (viewers: Explorer, Theory, recordings, servers' state).\n"
+        f"  Operators open {base}/?token={access.token()}\n"
+        f"  The token is kept in {access.token_path()} (owner-only); `specscope token --rotate` replaces it.\n",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _same_origin(request: Request) -> bool:
@@ -171,8 +179,7 @@ async def _claim_pass(request: Request) -> Response:
     if value is None:
         return Response(status_code=404)
     response = Response(status_code=204)
-    response.set_cookie(access.PASS_COOKIE, value, max_age=PASS_MAX_AGE_S, path="/", httponly=True,
-                        samesite="strict")
+    response.set_cookie(access.PASS_COOKIE, value, max_age=PASS_MAX_AGE_S, path="/", httponly=True, samesite="strict")
     return response
 
 

@@ -24,9 +24,13 @@ def from_prompt(prompt: Prompt) -> str | None:
     if answer_format is None:  # Live offers this only for a prompt that has one
         return None
     kind = answer_format.kind.replace("_", " ")
-    keep = st.checkbox(f"Constrain the answers to the prompt's {kind}", True, key="live_keep_format",
-                       help="Each server is asked for an answer that follows the prompt's response format; "
-                            "each pane says whether its finished answer does.")
+    keep = st.checkbox(
+        f"Constrain the answers to the prompt's {kind}",
+        True,
+        key="live_keep_format",
+        help="Each server is asked for an answer that follows the prompt's response format; "
+        "each pane says whether its finished answer does.",
+    )
     if keep:
         with st.expander("The response format"):
             st.code(json.dumps(answer_format.as_record(), indent=1), language="json")
@@ -35,10 +39,14 @@ def from_prompt(prompt: Prompt) -> str | None:
 
 def editor() -> str | None:
     """A typed response format (JSON schema, regex or choice list), checked; None when empty or wrong."""
-    typed = st.text_input("Response format (optional)", key="live_format_text", placeholder=EXAMPLE,
-                          help='A JSON schema {"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}}, '
-                               'a regex {"type": "regex", "regex": "..."} or a choice list; each pane says whether '
-                               "its answer follows it.")
+    typed = st.text_input(
+        "Response format (optional)",
+        key="live_format_text",
+        placeholder=EXAMPLE,
+        help='A JSON schema {"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}}, '
+        'a regex {"type": "regex", "regex": "..."} or a choice list; each pane says whether '
+        "its answer follows it.",
+    )
     if not typed.strip():
         return None
     try:

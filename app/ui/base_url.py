@@ -21,15 +21,22 @@ __all__ = ["BackendBaseUrl", "script"]
 def script(base_path: str) -> bytes:
     """The ``<script>`` that sets the backend's base URL: this origin plus ``base_path``."""
     path = "/" + base_path.strip("/")
-    return (f"<script>window.__streamlit=Object.assign(window.__streamlit||{{}},"
-            f"{{BACKEND_BASE_URL:new URL({json.dumps(path)},window.location.origin).href}})</script>").encode()
+    return (
+        f"<script>window.__streamlit=Object.assign(window.__streamlit||{{}},"
+        f"{{BACKEND_BASE_URL:new URL({json.dumps(path)},window.location.origin).href}})</script>"
+    ).encode()
 
 
 def _page(scope) -> bool:
     """A GET for a page (not Streamlit's own routes or a file with an extension): its answer is index.html."""
     path = scope.get("path", "")
-    return (scope["type"] == "http" and scope.get("method") == "GET" and "/_stcore/" not in path
-            and "/static/" not in path and "." not in path.rsplit("/", 1)[-1])
+    return (
+        scope["type"] == "http"
+        and scope.get("method") == "GET"
+        and "/_stcore/" not in path
+        and "/static/" not in path
+        and "." not in path.rsplit("/", 1)[-1]
+    )
 
 
 class BackendBaseUrl:
@@ -56,10 +63,12 @@ class BackendBaseUrl:
                 body.extend(message.get("body", b""))
                 if message.get("more_body"):
                     return
-                page = bytes(body).replace(b"<script", script(st.get_option("server.baseUrlPath") or "")
-                                           + b"<script", 1)
-                kept = [(k, v) for k, v in held["start"].get("headers", [])
-                        if k.lower() not in (b"content-length", b"etag")]
+                page = bytes(body).replace(
+                    b"<script", script(st.get_option("server.baseUrlPath") or "") + b"<script", 1
+                )
+                kept = [
+                    (k, v) for k, v in held["start"].get("headers", []) if k.lower() not in (b"content-length", b"etag")
+                ]
                 await send({**held["start"], "headers": [*kept, (b"content-length", str(len(page)).encode())]})
                 await send({"type": "http.response.body", "body": page})
                 return

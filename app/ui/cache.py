@@ -35,8 +35,19 @@ from specscope.results.store import Store
 from ui.chart_style import vega_spec
 from ui.common import store
 
-__all__ = ["version", "facets", "frame", "table", "speedup_rows", "built", "vega_lite", "fits", "unfitted",
-           "calibrations", "digest"]
+__all__ = [
+    "version",
+    "facets",
+    "frame",
+    "table",
+    "speedup_rows",
+    "built",
+    "vega_lite",
+    "fits",
+    "unfitted",
+    "calibrations",
+    "digest",
+]
 
 T = TypeVar("T")
 Filters = Mapping[str, Sequence] | None
@@ -130,12 +141,18 @@ def _row_digests(frame: pd.DataFrame) -> dict[Any, bytes]:
     numbers = [np.ascontiguousarray(values) for values in columns if values.dtype != object]
     kinds = b"".join(values.dtype.str.encode() for values in numbers)  # so equal bytes of other types differ
     # each row's numbers as one run of bytes, taken in one pass per column rather than cell by cell
-    block = np.hstack([values.view(np.uint8).reshape(len(frame), -1) for values in numbers]) if numbers and len(frame) \
+    block = (
+        np.hstack([values.view(np.uint8).reshape(len(frame), -1) for values in numbers])
+        if numbers and len(frame)
         else np.zeros((len(frame), 0), np.uint8)
+    )
     cells = [[_cell(v) for v in values] for values in columns if values.dtype == object]
-    rows = {label: hashlib.blake2b(b"\x1f".join([kinds + block[i].tobytes(), *(column[i] for column in cells)]),
-                                   digest_size=12).digest()
-            for i, label in enumerate(frame.index)}
+    rows = {
+        label: hashlib.blake2b(
+            b"\x1f".join([kinds + block[i].tobytes(), *(column[i] for column in cells)]), digest_size=12
+        ).digest()
+        for i, label in enumerate(frame.index)
+    }
     key = id(frame)
     _ROWS[key] = (weakref.ref(frame, lambda _: _ROWS.pop(key, None)), rows)
     return rows
@@ -202,8 +219,10 @@ def _parts(frame: pd.DataFrame) -> pd.DataFrame:
     their rows: a new run redoes its own setups only (and takes only their rows out of ``frame``)."""
     if not anatomy_cells.NEEDED <= set(frame.columns):
         return pd.DataFrame()
-    parts = [_setup_parts(labels_digest(frame, labels), functools.partial(frame.loc.__getitem__, labels))
-             for labels in anatomy.setups(frame)]
+    parts = [
+        _setup_parts(labels_digest(frame, labels), functools.partial(frame.loc.__getitem__, labels))
+        for labels in anatomy.setups(frame)
+    ]
     return pd.concat([p for p in parts if not p.empty] or [pd.DataFrame()], ignore_index=True)
 
 
@@ -215,8 +234,11 @@ def _missing(key: str, _rows: Callable[[], pd.DataFrame]) -> str | None:
 def unfitted(frame: pd.DataFrame) -> list[tuple[dict, str]]:
     """``fitting.unfitted(frame)`` once per content of ``frame`` (a rerun looks it up), each family's answer
     kept on a digest of its rows (a new run asks again only of the families it changed, and takes only their rows)."""
-    return _built("unfitted", digest(frame), lambda: [
-        (keys, problem) for keys, at in _positions(frame) if (problem := _missing(*_family(frame, at)))])
+    return _built(
+        "unfitted",
+        digest(frame),
+        lambda: [(keys, problem) for keys, at in _positions(frame) if (problem := _missing(*_family(frame, at)))],
+    )
 
 
 def _positions(frame: pd.DataFrame) -> list[tuple[dict, np.ndarray]]:
@@ -228,8 +250,7 @@ def calibrations(frame: pd.DataFrame) -> list[calibrate.Calibration]:
     """``calibrate.calibrations(frame)`` kept on a digest of the rows it reads (``calibrate.calibrated``): a new
     run of a real drafter leaves them as they are, so it does not calibrate again."""
     at = np.flatnonzero(calibrate.calibrated(frame).to_numpy(dtype=bool, na_value=False))
-    return _built("calibrations", labels_digest(frame, frame.index[at]),
-                  lambda: calibrate.calibrations(frame.iloc[at]))
+    return _built("calibrations", labels_digest(frame, frame.index[at]), lambda: calibrate.calibrations(frame.iloc[at]))
 
 
 def _family(frame: pd.DataFrame, at: np.ndarray) -> tuple[str, Callable[[], pd.DataFrame]]:
@@ -247,6 +268,7 @@ def _fits(content: str, train_smallest: int | None, _store: Store) -> list[fitti
         if isinstance(found, str):
             raise InputError(found)
         return found
+
     return fitting.fit_families(frame, train_smallest, fit=fit, parts=_parts(frame), positions=_positions(frame))
 
 

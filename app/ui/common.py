@@ -64,10 +64,12 @@ def plain(text) -> str:
 def figure_download(fig, name: str, key: str) -> None:
     """A button that downloads ``fig`` (plotly or Altair) as a standalone interactive HTML file, built
     on click; either loads its renderer from a CDN."""
-    html = (lambda: fig.to_html(include_plotlyjs="cdn", full_html=True)) if hasattr(fig, "to_plotly_json") \
-        else fig.to_html
-    st.download_button("Download figure (HTML)", html,
-                       file_name=f"{slug(name)}.html", mime="text/html", key=key, on_click="ignore")
+    html = (
+        (lambda: fig.to_html(include_plotlyjs="cdn", full_html=True)) if hasattr(fig, "to_plotly_json") else fig.to_html
+    )
+    st.download_button(
+        "Download figure (HTML)", html, file_name=f"{slug(name)}.html", mime="text/html", key=key, on_click="ignore"
+    )
 
 
 def fragment(func: Callable) -> Callable:
@@ -79,4 +81,5 @@ def fragment(func: Callable) -> Callable:
     @functools.wraps(func)
     def run(*args, **kwargs):
         return (fragmented if get_script_run_ctx(suppress_warning=True) else func)(*args, **kwargs)
+
     return run

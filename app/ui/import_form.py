@@ -16,18 +16,26 @@ from ui.common import show_error
 __all__ = ["import_upload", "uploader_label", "TYPES", "TOOL_GIVEN"]
 
 NOT_MAPPED = "(not in the file)"
-HELP = {"model": "the target model", "method": "ngram, suffix, eagle3, ...; the baseline may read none, "
-        "nosd, baseline, no-spec or be empty", "concurrency": "requests in flight",
-        "output_throughput": "output tokens per second", "k": "speculative tokens per step"}
+HELP = {
+    "model": "the target model",
+    "method": "ngram, suffix, eagle3, ...; the baseline may read none, nosd, baseline, no-spec or be empty",
+    "concurrency": "requests in flight",
+    "output_throughput": "output tokens per second",
+    "k": "speculative tokens per step",
+}
 # Fields a file may lack but the user can state once for every row.
 GIVEN = ("model", "hardware", "dataset", "draft_model")
 # What a benchmark tool's export may lack besides the method and K.
 TOOL_GIVEN = ("hardware", "draft_model", "model", "concurrency")
 _NO_CONCURRENCY = tool_exports.unstated("concurrency")  # the tools' files that never state it: "an AIPerf CSV"
-TOOL_HELP = {"hardware": "what the server ran on, e.g. cpu, 1xH100", "draft_model": "the draft model or EAGLE "
-             "head, for draft_model and eagle methods", "model": "only when the file does not name it",
-             "concurrency": f"only for {_NO_CONCURRENCY}, which does not state it" if _NO_CONCURRENCY
-             else "only when the file does not state it"}
+TOOL_HELP = {
+    "hardware": "what the server ran on, e.g. cpu, 1xH100",
+    "draft_model": "the draft model or EAGLE head, for draft_model and eagle methods",
+    "model": "only when the file does not name it",
+    "concurrency": f"only for {_NO_CONCURRENCY}, which does not state it"
+    if _NO_CONCURRENCY
+    else "only when the file does not state it",
+}
 TYPES = [suffix.lstrip(".") for suffix in importers.UPLOAD_SUFFIXES]  # the uploader's file types
 
 
@@ -50,15 +58,21 @@ def _run_import(name: str, data: bytes, **kwargs) -> None:
 def _field_picker(field: str, columns: list[str], guess: dict[str, str], key: str) -> str | None:
     options = [NOT_MAPPED, *columns]
     required = field in importers.REQUIRED_FIELDS
-    chosen = st.selectbox(f"{field}{' (required)' if required else ''}", options,
-                          index=options.index(guess[field]) if field in guess else 0,
-                          help=HELP.get(field), key=f"{key}_{field}")
+    chosen = st.selectbox(
+        f"{field}{' (required)' if required else ''}",
+        options,
+        index=options.index(guess[field]) if field in guess else 0,
+        help=HELP.get(field),
+        key=f"{key}_{field}",
+    )
     return None if chosen == NOT_MAPPED else chosen
 
 
 def _column_map(name: str, data: bytes, columns: list[str], source: str | None) -> None:
-    st.info(f"{name} is not a format SpecScope knows. Pick the column that holds each field (or give "
-            "one value for every row), check the preview, then import.")
+    st.info(
+        f"{name} is not a format SpecScope knows. Pick the column that holds each field (or give "
+        "one value for every row), check the preview, then import."
+    )
     key = f"explorer_map_{zlib.crc32(data)}"
     guess = importers.guess_map(columns)
     column_map, given = {}, {}
@@ -70,8 +84,11 @@ def _column_map(name: str, data: bytes, columns: list[str], source: str | None) 
             column_map[field] = _field_picker(field, columns, guess, key)
     for field in GIVEN:
         if column_map.get(field) is None:
-            given[field] = st.text_input(f"{field} for every row", key=f"{key}_given_{field}",
-                                         help=f"the file has no {field} column: one value for all its rows")
+            given[field] = st.text_input(
+                f"{field} for every row",
+                key=f"{key}_given_{field}",
+                help=f"the file has no {field} column: one value for all its rows",
+            )
     mapped = {f: c for f, c in column_map.items() if c}
     given = {f: v.strip() for f, v in given.items() if v and v.strip()}
     try:
@@ -89,18 +106,28 @@ def _column_map(name: str, data: bytes, columns: list[str], source: str | None) 
 
 def _tool_setup(name: str, data: bytes, tool: str, source: str | None) -> None:
     """A benchmark tool's export: the user gives what the file does not say, once for all its rows."""
-    st.info(f"{name} is a {tool_exports.MARKS[tool]} export. It does not say which speculative "
-            "decoding the server ran: give it for the whole file (a value the file states wins; one that "
-            "contradicts it is refused).")
+    st.info(
+        f"{name} is a {tool_exports.MARKS[tool]} export. It does not say which speculative "
+        "decoding the server ran: give it for the whole file (a value the file states wins; one that "
+        "contradicts it is refused)."
+    )
     key = f"explorer_tool_{zlib.crc32(data)}"
-    method = st.text_input("method (required)", key=f"{key}_method", help="none for the baseline; ngram, "
-                           "suffix, eagle3, draft_model, ...")
-    k = st.number_input("K (draft tokens per step)", min_value=0, value=None, step=1, key=f"{key}_k",
-                        help="the server's num_speculative_tokens; leave empty for the baseline")
+    method = st.text_input(
+        "method (required)", key=f"{key}_method", help="none for the baseline; ngram, suffix, eagle3, draft_model, ..."
+    )
+    k = st.number_input(
+        "K (draft tokens per step)",
+        min_value=0,
+        value=None,
+        step=1,
+        key=f"{key}_k",
+        help="the server's num_speculative_tokens; leave empty for the baseline",
+    )
     given: dict[str, str | int | None] = {"method": method.strip() or None, "k": None if k is None else int(k)}
     for field in TOOL_GIVEN:
-        value = st.text_input(f"{field.replace('_', ' ')} for every row", key=f"{key}_{field}",
-                              help=TOOL_HELP.get(field))
+        value = st.text_input(
+            f"{field.replace('_', ' ')} for every row", key=f"{key}_{field}", help=TOOL_HELP.get(field)
+        )
         given[field] = value.strip() or None
     concurrency = given["concurrency"]
     if isinstance(concurrency, str) and concurrency.isdigit():

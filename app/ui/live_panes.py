@@ -70,8 +70,10 @@ METRIC_HELP = {
     "decode": "decode speedup: the baseline pane's TPOT over this pane's (time to first token left out)",
 }
 METRIC_NAMES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL"}
-COLD_HELP = ("Its server had answered no request before this one, so the figures include its cold start "
-             "(lazy initialisation, first-use compilation): TTFT and speed read worse than they will next time.")
+COLD_HELP = (
+    "Its server had answered no request before this one, so the figures include its cold start "
+    "(lazy initialisation, first-use compilation): TTFT and speed read worse than they will next time."
+)
 
 
 def sent_label(prompt: str, chars: int = 90) -> str:
@@ -79,8 +81,10 @@ def sent_label(prompt: str, chars: int = 90) -> str:
     first screen stays the panes'. Markdown-escaped."""
     words = " ".join(prompt.split())
     start = words if len(words) <= chars else words[:chars].rsplit(" ", 1)[0] + " …"
-    return (f"Prompt sent: a variant of the one under Servers, prompt and settings (new first tokens, so no prefix "
-            f"cache holds it): {plain(start)} ({len(prompt):,} characters)")
+    return (
+        f"Prompt sent: a variant of the one under Servers, prompt and settings (new first tokens, so no prefix "
+        f"cache holds it): {plain(start)} ({len(prompt):,} characters)"
+    )
 
 
 def _duration(ms: float | None) -> str:
@@ -92,19 +96,25 @@ def _duration(ms: float | None) -> str:
 
 def _speedup(value: str, timing: str, contention: bool, final: bool, ttft: str = "") -> str:
     """The end-to-end speedup cell; ``ttft``, when set, says why time to first token decides it."""
-    title = (f"end to end: tok/s against the baseline pane, time to first token included, measured in "
-             f"{'fair replay' if timing == 'fair' else 'a race'}")
+    title = (
+        f"end to end: tok/s against the baseline pane, time to first token included, measured in "
+        f"{'fair replay' if timing == 'fair' else 'a race'}"
+    )
     warn = ""
     if contention:
-        title += ("; these servers share CPU cores or a GPU, so a race speedup measures how they slow each other "
-                  "down, not what speculation gains: use fair replay")
+        title += (
+            "; these servers share CPU cores or a GPU, so a race speedup measures how they slow each other "
+            "down, not what speculation gains: use fair replay"
+        )
         warn = '<br><small class="ss-warn">contention</small>'
     if ttft:
         title += "; " + ttft
         warn += '<br><small class="ss-warn" data-note="ttft">TTFT decides</small>'
     name = f"{timing} speedup" if final else "speedup so far"
-    return (f'<div data-metric="speedup" data-timing="{timing}" title="{html.escape(title, quote=True)}">'
-            f"<small>{name}</small><br><b>{html.escape(value)}</b>{warn}</div>")
+    return (
+        f'<div data-metric="speedup" data-timing="{timing}" title="{html.escape(title, quote=True)}">'
+        f"<small>{name}</small><br><b>{html.escape(value)}</b>{warn}</div>"
+    )
 
 
 def _times(value: float | None) -> str:
@@ -122,18 +132,24 @@ def _notes(view: PaneView) -> str:
         span, decode = repeats.interval(), repeats.interval(decode=True)
         if span is None:
             more = live.MIN_REPEATS - repeats.count
-            text = (f"{repeats.count} run of this prompt on these servers; {more} more "
-                    f"give{'s' if more == 1 else ''} an interval")
+            text = (
+                f"{repeats.count} run of this prompt on these servers; {more} more "
+                f"give{'s' if more == 1 else ''} an interval"
+            )
             if repeats.count > 1:
                 text = text.replace(" run ", " runs ")
         else:
-            text = (f"over {repeats.count} runs of this prompt: end to end "
-                    f"{intervals.text(*span, unit='×', digits=2)}"
-                    + (f" · decode {intervals.text(*decode, unit='×', digits=2)}" if decode else "")
-                    + (f" · {repeats.cached} of them drew on cached work (badged)" if repeats.cached else ""))
-        notes.append(f'<div class="ss-below" data-note="repeats" title="geometric mean and 95% interval over '
-                     f'the finished runs of the same prompt, servers and settings in this session">'
-                     f"<small>{html.escape(text)}</small></div>")
+            text = (
+                f"over {repeats.count} runs of this prompt: end to end "
+                f"{intervals.text(*span, unit='×', digits=2)}"
+                + (f" · decode {intervals.text(*decode, unit='×', digits=2)}" if decode else "")
+                + (f" · {repeats.cached} of them drew on cached work (badged)" if repeats.cached else "")
+            )
+        notes.append(
+            f'<div class="ss-below" data-note="repeats" title="geometric mean and 95% interval over '
+            f'the finished runs of the same prompt, servers and settings in this session">'
+            f"<small>{html.escape(text)}</small></div>"
+        )
     return "".join(notes)
 
 
@@ -141,23 +157,45 @@ def _metrics(view: PaneView, timing: str, contention: bool) -> tuple[str, str]:
     """The metric grid (greyed while provisional), and the per-position acceptance line (below the tokens)."""
     m = view.metrics
     fmt = lambda v, spec, unit="": "–" if v is None else f"{v:{spec}}{unit}"  # noqa: E731
-    cells = [("tokens", str(m.tokens)), ("ttft", _duration(m.ttft_ms)), ("tpot", _duration(m.tpot_ms)),
-             ("itl", _duration(m.itl_ms)), ("tok/s", fmt(m.tokens_per_s, ".1f")),
-             ("AL", fmt(m.acceptance_length, ".2f")), ("acceptance", fmt(m.acceptance_rate, ".0%"))]
-    grid = "".join(f'<div data-metric="{name}" title="{METRIC_HELP[name]}"><small>{METRIC_NAMES.get(name, name)}'
-                   f"</small><br><b>{html.escape(value)}</b></div>" for name, value in cells)
-    ttft = (f"time to first token decides the end-to-end figure (first token after {_duration(m.ttft_ms)}); "
-            f"decoding alone runs at {_times(m.decode_speedup)} the baseline's speed"
-            if view.done and m.ttft_decides and m.decode_speedup is not None else "")
-    grid += _speedup(_times(m.speedup), timing,  # the baseline is 1.00x however it was raced
-                     contention and m.speedup is not None and view.spec.speculative, view.done, ttft)
+    cells = [
+        ("tokens", str(m.tokens)),
+        ("ttft", _duration(m.ttft_ms)),
+        ("tpot", _duration(m.tpot_ms)),
+        ("itl", _duration(m.itl_ms)),
+        ("tok/s", fmt(m.tokens_per_s, ".1f")),
+        ("AL", fmt(m.acceptance_length, ".2f")),
+        ("acceptance", fmt(m.acceptance_rate, ".0%")),
+    ]
+    grid = "".join(
+        f'<div data-metric="{name}" title="{METRIC_HELP[name]}"><small>{METRIC_NAMES.get(name, name)}'
+        f"</small><br><b>{html.escape(value)}</b></div>"
+        for name, value in cells
+    )
+    ttft = (
+        f"time to first token decides the end-to-end figure (first token after {_duration(m.ttft_ms)}); "
+        f"decoding alone runs at {_times(m.decode_speedup)} the baseline's speed"
+        if view.done and m.ttft_decides and m.decode_speedup is not None
+        else ""
+    )
+    grid += _speedup(
+        _times(m.speedup),
+        timing,  # the baseline is 1.00x however it was raced
+        contention and m.speedup is not None and view.spec.speculative,
+        view.done,
+        ttft,
+    )
     if view.spec.speculative:
-        grid += (f'<div data-metric="decode" title="{METRIC_HELP["decode"]}"><small>decode</small><br>'
-                 f"<b>{_times(m.decode_speedup)}</b></div>")
+        grid += (
+            f'<div data-metric="decode" title="{METRIC_HELP["decode"]}"><small>decode</small><br>'
+            f"<b>{_times(m.decode_speedup)}</b></div>"
+        )
     positions = " · ".join(f"{i + 1}: {rate:.0%}" for i, rate in enumerate(m.per_position))
-    per_position = (f'<div class="ss-below" data-metric="per-position" title="share of drafting steps whose n-th '
-                    f'draft token was accepted"><small>accepted by draft position: {positions}</small></div>'
-                    if positions else "")
+    per_position = (
+        f'<div class="ss-below" data-metric="per-position" title="share of drafting steps whose n-th '
+        f'draft token was accepted"><small>accepted by draft position: {positions}</small></div>'
+        if positions
+        else ""
+    )
     final = "" if view.done else ' ss-provisional" data-provisional="1'
     return f'<div class="ss-metrics{final}">{grid}</div>', per_position
 
@@ -174,58 +212,92 @@ def describe_source(provenance: Provenance, spec_format: str | None = None) -> t
     if not provenance.tokens:
         return "Waiting for the first tokens.", "No token has arrived yet."
     if source == "ngram":
-        return ("Colours are exact: SpecScope re-ran the ngram drafter on the same text.",
-                "vLLM's ngram proposer rebuilt from the token ids; it also names the rejected drafts. " + notes)
+        return (
+            "Colours are exact: SpecScope re-ran the ngram drafter on the same text.",
+            "vLLM's ngram proposer rebuilt from the token ids; it also names the rejected drafts. " + notes,
+        )
     if source == "chunks":
-        plain = ("Colours are a guess from how tokens arrived together; the server did not report its steps."
-                 if notes else "Colours so far are a guess from how tokens arrived together; the server's own "
-                               "counts come at the end, if it sends them.")
-        return (plain,
-                "One chunk = one engine step, accepted drafts = chunk size - 1; the server can merge steps "
-                "under load. " + (notes or "The server's own per-step counts come at the end of the stream, "
-                                           "where its vLLM reports them."))
+        plain = (
+            "Colours are a guess from how tokens arrived together; the server did not report its steps."
+            if notes
+            else "Colours so far are a guess from how tokens arrived together; the server's own "
+            "counts come at the end, if it sends them."
+        )
+        return (
+            plain,
+            "One chunk = one engine step, accepted drafts = chunk size - 1; the server can merge steps "
+            "under load. "
+            + (notes or "The server's own per-step counts come at the end of the stream, where its vLLM reports them."),
+        )
     where = f" ({spec_format}, from {FORMAT_FLAGS[spec_format]})" if spec_format in FORMAT_FLAGS else ""
     detail = f"The server's own count of drafted and accepted tokens at each step{where}. {notes}"
     if provenance.ambiguous > 0:
-        return (f"Colours come from the server's counts, which fit the text in more than one way at "
-                f"{_plural(provenance.ambiguous, 'place')}: the colours there are a best guess.", detail.strip())
+        return (
+            f"Colours come from the server's counts, which fit the text in more than one way at "
+            f"{_plural(provenance.ambiguous, 'place')}: the colours there are a best guess.",
+            detail.strip(),
+        )
     return "Colours are exact: the server reported what it accepted at every step.", detail.strip()
 
 
-def pane_html(view: PaneView, *, show_rejected: bool, spec_format: str | None = None,
-              timing: str = "race", contention: bool = False) -> str:
+def pane_html(
+    view: PaneView,
+    *,
+    show_rejected: bool,
+    spec_format: str | None = None,
+    timing: str = "race",
+    contention: bool = False,
+) -> str:
     """One pane: header, lossless badge, metrics, its tokens, then per-position acceptance and
     where its colours come from.
     ``timing`` is the mode the speedup was measured in; ``contention`` marks a race on shared cores or a GPU."""
     spec = view.spec
     badge = ""
     if view.lossless is True:
-        badge = ('<span data-lossless="pass" title="lossless: identical to the baseline\'s output, token for '
-                 'token">✓ lossless</span>')
+        badge = (
+            '<span data-lossless="pass" title="lossless: identical to the baseline\'s output, token for '
+            'token">✓ lossless</span>'
+        )
     elif view.lossless is False:
-        badge = (f'<span data-lossless="fail" title="not lossless: the output differs from the baseline\'s">'
-                 f"✗ differs at token {view.divergence}</span>")
+        badge = (
+            f'<span data-lossless="fail" title="not lossless: the output differs from the baseline\'s">'
+            f"✗ differs at token {view.divergence}</span>"
+        )
     elif view.lossless_note:
-        badge = (f'<span data-lossless="n/a" title="lossless check {html.escape(view.lossless_note, quote=True)}">'
-                 "lossless: n/a</span>")
+        badge = (
+            f'<span data-lossless="n/a" title="lossless check {html.escape(view.lossless_note, quote=True)}">'
+            "lossless: n/a</span>"
+        )
     if view.valid is True:
         badge += ' <span data-valid="pass" title="the answer follows the prompt\'s response format">✓ valid</span>'
     elif view.valid is False:
-        badge += (f' <span data-valid="fail" title="{html.escape(view.invalid_reason or "", quote=True)}">'
-                  f"✗ invalid: {html.escape(view.invalid_reason or '')}</span>")
+        badge += (
+            f' <span data-valid="fail" title="{html.escape(view.invalid_reason or "", quote=True)}">'
+            f"✗ invalid: {html.escape(view.invalid_reason or '')}</span>"
+        )
     phase = "done" if view.done else "warming up (not measured)…" if view.warming else "streaming…"
     plain, detail = describe_source(view.provenance, spec_format)
-    source = (f'<div class="ss-source ss-below" data-source="{view.provenance.source}" '
-              f'title="{html.escape(detail, quote=True)}"><small>{html.escape(plain)}</small></div>')
+    source = (
+        f'<div class="ss-source ss-below" data-source="{view.provenance.source}" '
+        f'title="{html.escape(detail, quote=True)}"><small>{html.escape(plain)}</small></div>'
+    )
     error = f'<div class="ss-error" data-error="1">⚠️ {html.escape(view.error)}</div>' if view.error else ""
     t0 = "" if view.t0 is None else f' data-t0="{view.t0:.6f}"'
     grid, per_position = _metrics(view, timing, contention)
-    tokens = tokens_html(view.provenance.tokens, view.provenance.steps, show_rejected=show_rejected,
-                         token_texts=view.token_texts, divergence=view.divergence, special=view.special)
-    return (f'<div data-pane="{html.escape(spec.label, quote=True)}"{t0}>'
-            f'<div class="ss-title"><b>{_breakable(spec.label)}</b> '
-            f"<small>{html.escape(spec.method)} · {phase} · {MODE_WORDS[timing]}</small> {badge}</div>"
-            f"{_badges(view)}{grid}{_notes(view)}{error}{tokens}{per_position}{source}</div>")
+    tokens = tokens_html(
+        view.provenance.tokens,
+        view.provenance.steps,
+        show_rejected=show_rejected,
+        token_texts=view.token_texts,
+        divergence=view.divergence,
+        special=view.special,
+    )
+    return (
+        f'<div data-pane="{html.escape(spec.label, quote=True)}"{t0}>'
+        f'<div class="ss-title"><b>{_breakable(spec.label)}</b> '
+        f"<small>{html.escape(spec.method)} · {phase} · {MODE_WORDS[timing]}</small> {badge}</div>"
+        f"{_badges(view)}{grid}{_notes(view)}{error}{tokens}{per_position}{source}</div>"
+    )
 
 
 def _breakable(label: str) -> str:
@@ -238,21 +310,32 @@ def _badges(view: PaneView) -> str:
     badges = []
     if view.freshness is not None and view.freshness.badge:
         kind = "answer" if view.freshness.cached_answer else "prefix"
-        badges.append(f'<span class="ss-badge ss-warn-badge" data-fresh="{kind}" '
-                      f'title="{html.escape(view.freshness.explanation, quote=True)}">⚠ {view.freshness.badge}</span>')
+        badges.append(
+            f'<span class="ss-badge ss-warn-badge" data-fresh="{kind}" '
+            f'title="{html.escape(view.freshness.explanation, quote=True)}">⚠ {view.freshness.badge}</span>'
+        )
     if view.cold:
-        badges.append('<span class="ss-badge ss-warn-badge" data-cold="1" '
-                      f'title="{html.escape(COLD_HELP, quote=True)}">'
-                      "⚠ includes a cold start</span>")
+        badges.append(
+            '<span class="ss-badge ss-warn-badge" data-cold="1" '
+            f'title="{html.escape(COLD_HELP, quote=True)}">'
+            "⚠ includes a cold start</span>"
+        )
     return f"<div>{''.join(badges)}</div>" if badges else ""
 
 
 def session_pane_html(session: LiveSession, show_rejected: bool) -> Callable[[PaneView], str]:
     """``pane_html`` with the session's mode, contention and each server's per-request format."""
+
     def draw(view: PaneView) -> str:
         pane = next(p for p in session.panes if p.spec.label == view.spec.label)
-        return pane_html(view, show_rejected=show_rejected, timing=session.timing, contention=session.contention,
-                         spec_format=stream.spec_format(pane.snapshot()))
+        return pane_html(
+            view,
+            show_rejected=show_rejected,
+            timing=session.timing,
+            contention=session.contention,
+            spec_format=stream.spec_format(pane.snapshot()),
+        )
+
     return draw
 
 

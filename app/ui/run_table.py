@@ -63,25 +63,34 @@ def display_table(cells: pd.DataFrame) -> pd.DataFrame:
     concurrency (a K schedule: its text, "fixed" for the fixed-K cells; response format, vLLM, torch, weights,
     acceptance, hardware), so no two lines read alike;
     status and error only where a cell failed."""
-    shown = identity.varying(cells, ("response_format", "vllm_version", "torch_version", "weights", "acceptance",
-                                     "hardware"))
+    shown = identity.varying(
+        cells, ("response_format", "vllm_version", "torch_version", "weights", "acceptance", "hardware")
+    )
     scheduled = "k_schedule" in cells and cells["k_schedule"].notna().any()
     rows = []
     for row in cells.to_dict("records"):
-        rows.append({
-            "method": row["method"], "K": int(row["k"]),
-            **({"K schedule": "–" if row["method"] == BASELINE_METHOD else _schedule(row.get("k_schedule"))}
-               if scheduled else {}),
-            "concurrency": int(row["concurrency"]),
-            **{identity.COLUMN_NAMES[key]: _identity(row, key) for key in shown},
-            "status": row.get("status") or "ok",
-            "repeats": int(row["repeats"]) if _number(row.get("repeats")) is not None else 0,
-            "tok/s [95%]": _throughput(row), "speedup [95%]": _speedup(row),
-            "acceptance": _number(row.get("acceptance_rate")),
-            "TTFT ms": _number(row.get("mean_ttft_ms")), "TPOT ms": _number(row.get("mean_tpot_ms")),
-            "checks": _badges(row) if (row.get("status") or "ok") == "ok" else "–",
-            "error": row.get("error") or "",
-        })
+        rows.append(
+            {
+                "method": row["method"],
+                "K": int(row["k"]),
+                **(
+                    {"K schedule": "–" if row["method"] == BASELINE_METHOD else _schedule(row.get("k_schedule"))}
+                    if scheduled
+                    else {}
+                ),
+                "concurrency": int(row["concurrency"]),
+                **{identity.COLUMN_NAMES[key]: _identity(row, key) for key in shown},
+                "status": row.get("status") or "ok",
+                "repeats": int(row["repeats"]) if _number(row.get("repeats")) is not None else 0,
+                "tok/s [95%]": _throughput(row),
+                "speedup [95%]": _speedup(row),
+                "acceptance": _number(row.get("acceptance_rate")),
+                "TTFT ms": _number(row.get("mean_ttft_ms")),
+                "TPOT ms": _number(row.get("mean_tpot_ms")),
+                "checks": _badges(row) if (row.get("status") or "ok") == "ok" else "–",
+                "error": row.get("error") or "",
+            }
+        )
     table = pd.DataFrame(rows)
     if not table.empty and (table["status"] == "ok").all():  # status and error only where a cell failed
         table = table.drop(columns=["status", "error"])
@@ -108,9 +117,18 @@ def cells_text(run) -> str:
 def preview(prompt_set) -> pd.DataFrame:
     """A prompt set's preview: id, line, turns, category, the response format's kind ("–": free) and the
     prompt; an output-tokens column only where a prompt sets its own (the sweep's length otherwise)."""
-    rows = [{"id": p.prompt_id, "line": p.line, "turns": len(p.messages), "category": p.category or "–",
-             "format": p.response_format.kind if p.response_format is not None else "–", "prompt": p.text[:300],
-             "output tokens": p.output_tokens} for p in prompt_set.prompts]
+    rows = [
+        {
+            "id": p.prompt_id,
+            "line": p.line,
+            "turns": len(p.messages),
+            "category": p.category or "–",
+            "format": p.response_format.kind if p.response_format is not None else "–",
+            "prompt": p.text[:300],
+            "output tokens": p.output_tokens,
+        }
+        for p in prompt_set.prompts
+    ]
     frame = pd.DataFrame(rows)
     if frame.empty or frame["output tokens"].isna().all():
         return frame.drop(columns="output tokens", errors="ignore")

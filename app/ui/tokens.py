@@ -52,14 +52,18 @@ def _special(kind: str, text: str, last: bool, extra: str = "") -> str:
     """A special token: no text of its own (the chat template hides it), a mark with the text on hover."""
     mark, role = ("end", "marks the end of the answer") if last else ("special", "is a control token")
     title = f"{text}: a special token that {role}; the chat template hides it, it is not part of the text"
-    return (f'<span class="ss-tok ss-special{extra}" data-kind="{kind}" data-special="1" data-mark="{mark}" '
-            f'title="{html.escape(title, quote=True)}"></span>')
+    return (
+        f'<span class="ss-tok ss-special{extra}" data-kind="{kind}" data-special="1" data-mark="{mark}" '
+        f'title="{html.escape(title, quote=True)}"></span>'
+    )
 
 
 def _span(kind: str, text: str, title: str, extra: str = "") -> str:
     classes = f"ss-tok ss-{kind}{extra}"
-    return (f'<span class="{classes}" data-kind="{kind}" title="{html.escape(title, quote=True)}">'
-            f"{html.escape(text, quote=True)}</span>")
+    return (
+        f'<span class="{classes}" data-kind="{kind}" title="{html.escape(title, quote=True)}">'
+        f"{html.escape(text, quote=True)}</span>"
+    )
 
 
 def _rejected(text: str, title: str) -> str:
@@ -71,16 +75,28 @@ def _rejected(text: str, title: str) -> str:
 
 def legend_html() -> str:
     samples = "".join(_span(kind, label, label) for kind, label in KIND_LABELS.items())
-    glyphs = (_span(REJECTED, "✕", UNKNOWN_REJECTED) + " rejected, text not sent " +
-              _span(REJECTED, "␣ ↵", WHITESPACE_REJECTED) + " rejected space / line break ")
-    special = ('<abbr class="ss-special" data-mark="end" title="a special token such as &lt;|im_end|&gt;; '
-               'the chat template hides it"></abbr> special token (not part of the text)')
+    glyphs = (
+        _span(REJECTED, "✕", UNKNOWN_REJECTED)
+        + " rejected, text not sent "
+        + _span(REJECTED, "␣ ↵", WHITESPACE_REJECTED)
+        + " rejected space / line break "
+    )
+    special = (
+        '<abbr class="ss-special" data-mark="end" title="a special token such as &lt;|im_end|&gt;; '
+        'the chat template hides it"></abbr> special token (not part of the text)'
+    )
     return f'<div class="ss-legend">{samples}{glyphs}{special}</div>'
 
 
-def tokens_html(tokens: Sequence[Token], steps: Sequence[Step], *, show_rejected: bool = True,
-                token_texts: Mapping[int, str] | None = None, divergence: int | None = None,
-                special: Collection[int] = ()) -> str:
+def tokens_html(
+    tokens: Sequence[Token],
+    steps: Sequence[Step],
+    *,
+    show_rejected: bool = True,
+    token_texts: Mapping[int, str] | None = None,
+    divergence: int | None = None,
+    special: Collection[int] = (),
+) -> str:
     """One pane: tokens in order, each step's rejected drafts after its last token.
 
     ``token_texts`` names rejected token ids (their text is never streamed; one not named yet is a ✕, never
@@ -110,7 +126,12 @@ def tokens_html(tokens: Sequence[Token], steps: Sequence[Step], *, show_rejected
                 else:  # named by its server once the answer ends
                     parts.append(_span(REJECTED, "✕", f"step {step.index} · rejected draft: {UNNAMED_REJECTED}"))
         elif step is not None and step.rejected:
-            parts.append(_span(REJECTED, "✕" * step.rejected,
-                               f"step {step.index} · {step.rejected} rejected drafts: {UNKNOWN_REJECTED}"))
+            parts.append(
+                _span(
+                    REJECTED,
+                    "✕" * step.rejected,
+                    f"step {step.index} · {step.rejected} rejected drafts: {UNKNOWN_REJECTED}",
+                )
+            )
     parts.append("</div>")
     return "".join(parts)

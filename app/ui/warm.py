@@ -41,8 +41,11 @@ WAIT_S = 30.0
 # how often the results are checked for a new run (a listing and a stat of each file, ~1 ms): soon enough that
 # the landing pages are computed while a viewer who opens one as the run lands still loads the page's scripts
 RECHECK_S = 0.2
-_BARE_WARNINGS = ("streamlit.runtime.scriptrunner_utils.script_run_context",
-                  "streamlit.runtime.caching.cache_data_api", "streamlit.runtime.state.session_state_proxy")
+_BARE_WARNINGS = (
+    "streamlit.runtime.scriptrunner_utils.script_run_context",
+    "streamlit.runtime.caching.cache_data_api",
+    "streamlit.runtime.state.session_state_proxy",
+)
 
 
 def warm(pages: tuple[str, ...] = LANDING, why: str = "before the first viewer") -> dict[str, float | str]:
@@ -107,8 +110,10 @@ def freeze_heap() -> None:
 
 def summary(done: dict[str, float | str]) -> str:
     """``Explorer 1.2 s, Theory 0.8 s`` (a page that failed: its error) for the start's one line."""
-    return ", ".join(f"{Path(page).stem.capitalize()} " + (f"{took:.1f} s" if isinstance(took, float) else
-                                                            f"failed ({took})") for page, took in done.items())
+    return ", ".join(
+        f"{Path(page).stem.capitalize()} " + (f"{took:.1f} s" if isinstance(took, float) else f"failed ({took})")
+        for page, took in done.items()
+    )
 
 
 @asynccontextmanager
@@ -131,6 +136,7 @@ async def lifespan(app):
             stop.wait(RECHECK_S)
         warmed.set()
         follow(stop, seen)
+
     threading.Thread(target=warm_then_follow, name="specscope-warm", daemon=True).start()
     await asyncio.to_thread(warmed.wait, WAIT_S)
     try:

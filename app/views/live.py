@@ -23,17 +23,21 @@ from ui.live_panes import PANE_STYLE, sent_label, session_pane_html, stream_pane
 from ui.per_prompt import prefill_live
 from ui.tokens import STYLE, legend_html
 
-SERVER_HELP = ("One server a line: label URL [method] [speculative config JSON]. "
-               "'none' marks the baseline; with an ngram config the rejected tokens are rebuilt exactly.")
+SERVER_HELP = (
+    "One server a line: label URL [method] [speculative config JSON]. "
+    "'none' marks the baseline; with an ngram config the rejected tokens are rebuilt exactly."
+)
 MODE_CHOSEN = "live_mode_chosen"
 
 st.title("Live")
-st.caption("Each token coloured by where it came from: accepted draft (underlined), the target's own "
-           "token (bonus in bold, correction plain), rejected drafts (struck through). TTFT: time to first "
-           "token · TPOT: time per output token after the first · ITL: mean gap between arrivals · AL: "
-           "acceptance length, tokens per step (1 = no gain) · speedup: tok/s over the baseline pane's · decode: "
-           "its TPOT ratio. Grey: so far. Hover "
-           "a figure for more. Servers are warmed up before their first run; nothing of the warm-up is shown.")
+st.caption(
+    "Each token coloured by where it came from: accepted draft (underlined), the target's own "
+    "token (bonus in bold, correction plain), rejected drafts (struck through). TTFT: time to first "
+    "token · TPOT: time per output token after the first · ITL: mean gap between arrivals · AL: "
+    "acceptance length, tokens per step (1 = no gain) · speedup: tok/s over the baseline pane's · decode: "
+    "its TPOT ratio. Grey: so far. Hover "
+    "a figure for more. Servers are warmed up before their first run; nothing of the warm-up is shown."
+)
 start, save, replay_again, skip, _ = st.columns([0.8, 1.4, 0.9, 1.1, 2.9])
 start_clicked = is_operator() and start.button("Start", type="primary", key="live_start")  # viewers: recordings
 messages = st.container()
@@ -61,12 +65,21 @@ with settings:
     if "live_launched" not in st.session_state or kept == st.session_state.get(state.LIVE_DEFAULT_SERVERS):
         kept = st.session_state[state.LIVE_DEFAULT_SERVERS] = live.default_servers(launched.values())
     st.session_state["live_launched"] = kept
-    picked = st.multiselect("Started or attached servers", list(launched), key="live_launched",
-                            help="Start servers on the Servers page or with `specscope serve`.")
-    servers_text = st.text_area("More servers by URL", key="live_servers", height=100, help=SERVER_HELP,
-                                placeholder="baseline http://127.0.0.1:8001 none\n"
-                                            'ngram http://127.0.0.1:8002 '
-                                            '{"method": "ngram", "num_speculative_tokens": 4}')
+    picked = st.multiselect(
+        "Started or attached servers",
+        list(launched),
+        key="live_launched",
+        help="Start servers on the Servers page or with `specscope serve`.",
+    )
+    servers_text = st.text_area(
+        "More servers by URL",
+        key="live_servers",
+        height=100,
+        help=SERVER_HELP,
+        placeholder="baseline http://127.0.0.1:8001 none\n"
+        "ngram http://127.0.0.1:8002 "
+        '{"method": "ngram", "num_speculative_tokens": 4}',
+    )
 
     source = st.radio("Prompt", ["Typed", "Sample", "From a prompt set"], horizontal=True, key="live_prompt_source")
     sets = library.stored_sets() + library.bundled_sets()
@@ -81,8 +94,9 @@ with settings:
         path = st.selectbox("Prompt set", chosen, format_func=lambda p: p.name, key="live_prompt_set")
         try:
             items = prompts.load(path).prompts
-            item = st.selectbox("Prompt", items, format_func=lambda p: f"{p.prompt_id}: {p.text[:70]}",
-                                key="live_prompt_item")
+            item = st.selectbox(
+                "Prompt", items, format_func=lambda p: f"{p.prompt_id}: {p.text[:70]}", key="live_prompt_item"
+            )
             prompt_text = item.text if item else ""
             if item is not None and item.response_format is not None:
                 answer_format = answer_format_ui.from_prompt(item)
@@ -110,16 +124,23 @@ with settings:
     st.session_state.setdefault("live_max_tokens", 128)  # a slow prompt's link sets it (``prefill_live``)
     max_tokens = cols[1].number_input("Max tokens", 1, 4096, step=16, key="live_max_tokens")
     chat = cols[2].toggle("Chat endpoint", value=True, key="live_chat")
-    mode = cols[3].radio("Mode", live.MODES, key="live_mode", horizontal=True,
-                         format_func={"race": "Race", "fair": "Fair replay"}.get,
-                         on_change=lambda: st.session_state.update({MODE_CHOSEN: True}),
-                         help="Race runs every server at once; fair replay runs them one after another, "
-                              "then plays them back side by side on their recorded timestamps.")
+    mode = cols[3].radio(
+        "Mode",
+        live.MODES,
+        key="live_mode",
+        horizontal=True,
+        format_func={"race": "Race", "fair": "Fair replay"}.get,
+        on_change=lambda: st.session_state.update({MODE_CHOSEN: True}),
+        help="Race runs every server at once; fair replay runs them one after another, "
+        "then plays them back side by side on their recorded timestamps.",
+    )
     show_rejected = cols[4].toggle("Show rejected", value=True, key="live_show_rejected")
     if shared:
         where = "; ".join(f"{label} on {what}" for label, what in shared.items())
-        st.caption(f"These servers share hardware ({plain(where)}). Racing them measures how they slow each other "
-                   "down, not what speculation gains, so fair replay is the default.")
+        st.caption(
+            f"These servers share hardware ({plain(where)}). Racing them measures how they slow each other "
+            "down, not what speculation gains, so fair replay is the default."
+        )
 
 
 def _start(specs: list[live.PaneSpec], request: GenerationRequest) -> None:
@@ -133,9 +154,16 @@ if start_clicked:
     try:
         if not prompt_text.strip():
             raise ConfigError("Type or pick a prompt first (under Servers, prompt and settings).")
-        _start(_specs(), GenerationRequest(prompt=prompt_text, max_tokens=int(max_tokens),
-                                           temperature=float(temperature), chat=chat,
-                                           response_format=answer_format))
+        _start(
+            _specs(),
+            GenerationRequest(
+                prompt=prompt_text,
+                max_tokens=int(max_tokens),
+                temperature=float(temperature),
+                chat=chat,
+                response_format=answer_format,
+            ),
+        )
     except SpecScopeError as exc:
         with messages:
             show_error(exc)
@@ -159,8 +187,11 @@ def _offer_fresh(session: live.LiveSession) -> None:
     restart = session.restartable()
     with board:
         seen = [(p.spec.label, p.freshness) for p in repeated if p.freshness is not None]  # all of them
-        text, offer_variant = freshness.advice([label for label, f in seen if f.cached_answer],
-                                               [label for label, f in seen if not f.cached_answer], restart)
+        text, offer_variant = freshness.advice(
+            [label for label, f in seen if f.cached_answer],
+            [label for label, f in seen if not f.cached_answer],
+            restart,
+        )
         st.warning(text)
         left, right, _ = st.columns([1, 2.4, 1.6])
         specs = [p.spec for p in session.panes]
@@ -187,8 +218,10 @@ if session is not None:
         _finished_controls(session)
     with board:
         if session.contention:
-            st.warning("These servers raced on shared CPU cores: the speedups measure how they slow each "
-                       "other down, not what speculation gains. Start again in Fair replay for the real speedup.")
+            st.warning(
+                "These servers raced on shared CPU cores: the speedups measure how they slow each "
+                "other down, not what speculation gains. Start again in Fair replay for the real speedup."
+            )
         sent = session.panes[0].request.prompt
         if st.session_state.get(state.LIVE_SENT) == sent:  # a variant of the prompt: one line on what was sent
             with st.expander(sent_label(sent)):

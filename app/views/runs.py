@@ -36,16 +36,25 @@ def prompt_set_section() -> tuple[prompts.PromptSet, Path]:
     # drop zone's own "per file" line, the server's limit, is hidden so the two never disagree.
     upload = st.file_uploader(
         f"Upload a prompt set (JSONL with prompt/messages, CSV, TXT, ShareGPT JSON; at most "
-        f"{prompts.MAX_BYTES // 2**20} MB and {prompts.MAX_PROMPTS:,} prompts)", key="runs_upload")
+        f"{prompts.MAX_BYTES // 2**20} MB and {prompts.MAX_PROMPTS:,} prompts)",
+        key="runs_upload",
+    )
     st.html("<style>.st-key-runs_upload [data-testid='stFileUploaderDropzoneInstructions']{display:none}</style>")
     if upload is not None:
         found = prompts.problems(upload.getvalue(), upload.name)
         if found:
-            st.error(f"{upload.name} has {len(found)} problem{'s' if len(found) > 1 else ''}; fix them and "
-                     "upload it again." if len(found) > 1 else str(found[0]), icon="⚠️")
+            st.error(
+                f"{upload.name} has {len(found)} problem{'s' if len(found) > 1 else ''}; fix them and upload it again."
+                if len(found) > 1
+                else str(found[0]),
+                icon="⚠️",
+            )
             if len(found) > 1:  # a table, so a long problem wraps instead of being cut
-                st.table(pd.DataFrame([{"line": e.line, "field": e.field or "", "problem": str(e)}
-                                       for e in found[:200]]).set_index("line"))
+                st.table(
+                    pd.DataFrame(
+                        [{"line": e.line, "field": e.field or "", "problem": str(e)} for e in found[:200]]
+                    ).set_index("line")
+                )
         else:
             try:
                 saved_set, saved_path = library.save(upload.getvalue(), upload.name)
@@ -109,16 +118,25 @@ def _per_set_defaults(prompt_set: prompts.PromptSet) -> None:
 def _load_fields(cols) -> dict:
     """The form fields every sweep has: concurrency, requests, output length, repeats."""
     conc_text = cols[0].text_input("Concurrency values", "1,4", key="runs_conc")
-    num_prompts = cols[1].number_input("Requests per cell (0 = the whole set)", 0, 100_000,
-                                       key="runs_num_prompts")
+    num_prompts = cols[1].number_input("Requests per cell (0 = the whole set)", 0, 100_000, key="runs_num_prompts")
     output_len = cols[2].number_input("Output tokens per request", 1, 8192, 64, key="runs_output_len")
     cols = st.columns(3)
-    repeats = cols[0].number_input("Repeats per cell (interleaved)", 1, 20, key="runs_repeats",
-                                   help="Each cell is measured this many times in rounds (every cell once, then "
-                                        "again), so throughput and speedup get a 95% interval; a speedup's is "
-                                        f"paired with the same round's baseline. {intervals.repeats_note(2)}")
-    return {"conc_text": conc_text, "num_prompts": int(num_prompts) or None, "output_len": int(output_len),
-            "repeats": int(repeats), "cols": cols}
+    repeats = cols[0].number_input(
+        "Repeats per cell (interleaved)",
+        1,
+        20,
+        key="runs_repeats",
+        help="Each cell is measured this many times in rounds (every cell once, then "
+        "again), so throughput and speedup get a 95% interval; a speedup's is "
+        f"paired with the same round's baseline. {intervals.repeats_note(2)}",
+    )
+    return {
+        "conc_text": conc_text,
+        "num_prompts": int(num_prompts) or None,
+        "output_len": int(output_len),
+        "repeats": int(repeats),
+        "cols": cols,
+    }
 
 
 def _keep_offered(key: str, offered: list[str], default: list[str]) -> None:
@@ -129,55 +147,99 @@ def _keep_offered(key: str, offered: list[str], default: list[str]) -> None:
         st.session_state[key] = [m for m in chosen or [] if m in offered] or [m for m in default if m in offered]
 
 
-def _planned(mode: str, all_presets: dict, running: list, on_ray: bool, prompt_set: prompts.PromptSet,
-             prompt_path: Path) -> sweep.SweepPlan | None:
+def _planned(
+    mode: str, all_presets: dict, running: list, on_ray: bool, prompt_set: prompts.PromptSet, prompt_path: Path
+) -> sweep.SweepPlan | None:
     """The sweep's fields, and one sentence of what Start runs with them: its plan, or None (what is wrong is
     shown). No form: each field's change (Enter commits a text field's) redraws the sentence, only Start starts."""
     cols = st.columns(3)
     if mode == PRESET_MODE:
-        preset_name = cols[0].selectbox("Preset", sorted(all_presets), key="runs_preset",
-                                        index=sorted(all_presets).index("cpu-smollm2")
-                                        if "cpu-smollm2" in all_presets else 0)
+        preset_name = cols[0].selectbox(
+            "Preset",
+            sorted(all_presets),
+            key="runs_preset",
+            index=sorted(all_presets).index("cpu-smollm2") if "cpu-smollm2" in all_presets else 0,
+        )
         offered = sorted(all_presets[preset_name].methods)
         _keep_offered("runs_methods", offered, ["none", "ngram"])
-        methods = cols[1].multiselect("Methods", offered, key="runs_methods",
-                                      help=f"The methods the {preset_name} preset defines.")
+        methods = cols[1].multiselect(
+            "Methods", offered, key="runs_methods", help=f"The methods the {preset_name} preset defines."
+        )
         ks_text = cols[2].text_input("K values", "1,2,4", key="runs_ks")
     else:
         names = st.multiselect(
-            "Servers (healthy ones; K is each server's own)", [s.name for s in running], key="runs_servers",
-            format_func=lambda n: next(f"{n} ({s.method}{f' K={s.k}' if s.k else ''})"
-                                       for s in running if s.name == n))
+            "Servers (healthy ones; K is each server's own)",
+            [s.name for s in running],
+            key="runs_servers",
+            format_func=lambda n: next(f"{n} ({s.method}{f' K={s.k}' if s.k else ''})" for s in running if s.name == n),
+        )
     load = _load_fields(st.columns(3))
-    alongside = mode == PRESET_MODE and not on_ray and load["cols"][1].checkbox(
-        "Baseline alongside (two servers at once)", True, key="runs_alongside",
-        help="Repeats run in rounds (every cell once, then again), the baseline in each round. On a GPU, "
-             "where one server runs at a time, this keeps the baseline's server up beside it.")
+    alongside = (
+        mode == PRESET_MODE
+        and not on_ray
+        and load["cols"][1].checkbox(
+            "Baseline alongside (two servers at once)",
+            True,
+            key="runs_alongside",
+            help="Repeats run in rounds (every cell once, then again), the baseline in each round. On a GPU, "
+            "where one server runs at a time, this keeps the baseline's server up beside it.",
+        )
+    )
     schedule_text = ""
     if mode == PRESET_MODE:
         schedule_text = load["cols"][2].text_input(
-            "K schedule (optional)", "", key="runs_k_schedule", placeholder="1-2:4,3-8:2,9-256:1 or auto",
+            "K schedule (optional)",
+            "",
+            key="runs_k_schedule",
+            placeholder="1-2:4,3-8:2,9-256:1 or auto",
             help="Also measures each method on one server drafting K by batch size (K = its maximum); "
-                 "auto advises it from this run's fixed-K cells once they are done.")
+            "auto advises it from this run's fixed-K cells once they are done.",
+        )
     structured = st.radio(
-        "Response formats", sweep.STRUCTURED, horizontal=True, key="runs_structured",
+        "Response formats",
+        sweep.STRUCTURED,
+        horizontal=True,
+        key="runs_structured",
         disabled=not prompt_set.has_formats,
         help="The set's prompts carry response formats (JSON schema, regex or choice): run each cell free, "
-             "constrained to them, or both side by side." if prompt_set.has_formats else
-             "The set's prompts carry no response format, so every cell runs free.")
+        "constrained to them, or both side by side."
+        if prompt_set.has_formats
+        else "The set's prompts carry no response format, so every cell runs free.",
+    )
     if prompt_set.has_formats:
-        st.caption(" ".join(filter(None, [prompt_set.split_note(), (
-            "Constrained requests ask for the output tokens above, as free ones do, and stop where their "
-            "format closes; an answer cut before it closes is counted invalid.")])))
+        st.caption(
+            " ".join(
+                filter(
+                    None,
+                    [
+                        prompt_set.split_note(),
+                        (
+                            "Constrained requests ask for the output tokens above, as free ones do, and stop where "
+                            "their format closes; an answer cut before it closes is counted invalid."
+                        ),
+                    ],
+                )
+            )
+        )
     if mode == PRESET_MODE or names:
         try:
-            fields = dict(concurrencies=sweep.parse_ints(load["conc_text"]), prompts=prompt_path.resolve(),
-                          num_prompts=load["num_prompts"], output_len=load["output_len"],
-                          repeats=load["repeats"], structured=structured if prompt_set.has_formats else "free")
+            fields = dict(
+                concurrencies=sweep.parse_ints(load["conc_text"]),
+                prompts=prompt_path.resolve(),
+                num_prompts=load["num_prompts"],
+                output_len=load["output_len"],
+                repeats=load["repeats"],
+                structured=structured if prompt_set.has_formats else "free",
+            )
             if mode == PRESET_MODE:
-                spec = sweep.SweepSpec(preset=preset_name, methods=tuple(methods), ks=sweep.parse_ints(ks_text),
-                                       baseline_alongside=bool(alongside),
-                                       k_schedule=schedule_text.strip() or None, **fields)
+                spec = sweep.SweepSpec(
+                    preset=preset_name,
+                    methods=tuple(methods),
+                    ks=sweep.parse_ints(ks_text),
+                    baseline_alongside=bool(alongside),
+                    k_schedule=schedule_text.strip() or None,
+                    **fields,
+                )
             else:
                 spec = sweep.servers_spec(names, **fields)
             plan = sweep.resolve(spec, prompt_set)
@@ -199,21 +261,30 @@ def sweep_section(prompt_set: prompts.PromptSet, prompt_path: Path) -> None:
     ray_address = sweep.ray_address() if mode == PRESET_MODE else None
     where = HERE
     if ray_address:
-        where = st.radio("Run on", [HERE, f"Ray cluster at {ray_address}"], horizontal=True, key="runs_where",
-                         help="On the cluster each (method, K) server group is one Ray task on a node that "
-                              "fits it; as many groups run at once as the cluster fits.")
+        where = st.radio(
+            "Run on",
+            [HERE, f"Ray cluster at {ray_address}"],
+            horizontal=True,
+            key="runs_where",
+            help="On the cluster each (method, K) server group is one Ray task on a node that "
+            "fits it; as many groups run at once as the cluster fits.",
+        )
     on_ray = where != HERE
     with st.container(key="runs_sweep"):
         plan = _planned(mode, all_presets, running, on_ray, prompt_set, prompt_path)
         submitted = st.button("Start sweep", type="primary", key="runs_start", disabled=plan is None)
     if on_ray:
-        st.caption("Each (method, K) group runs as one task on a cluster node that fits its server, with a "
-                   "server of its own; finished cells come back here at once, so a stopped or failed sweep "
-                   "resumes where it stopped.")
+        st.caption(
+            "Each (method, K) group runs as one task on a cluster node that fits its server, with a "
+            "server of its own; finished cells come back here at once, so a stopped or failed sweep "
+            "resumes where it stopped."
+        )
     elif mode == PRESET_MODE:
-        st.caption("A server already running with exactly a cell's configuration is measured as it is and "
-                   "left running (the hygiene checks note its earlier requests); otherwise the sweep starts "
-                   "its own under a free name and stops it at the end.")
+        st.caption(
+            "A server already running with exactly a cell's configuration is measured as it is and "
+            "left running (the hygiene checks note its earlier requests); otherwise the sweep starts "
+            "its own under a free name and stops it at the end."
+        )
     elif not running:
         st.info("No healthy server is known: start one on the Servers page or attach one by URL there.")
 
@@ -243,8 +314,13 @@ def _hygiene(cells: pd.DataFrame) -> None:
     counts = run_table.hygiene_counts(cells)
     failed_checks = {check_id: n for check_id, n in counts.items() if n}
     if failed_checks:
-        st.warning("Hygiene: " + " · ".join(f"⚠ {hygiene.CHECKS[c].title} ({n} cell{'s' if n > 1 else ''})"
-                                            for c, n in failed_checks.items()), icon=":material/science:")
+        st.warning(
+            "Hygiene: "
+            + " · ".join(
+                f"⚠ {hygiene.CHECKS[c].title} ({n} cell{'s' if n > 1 else ''})" for c, n in failed_checks.items()
+            ),
+            icon=":material/science:",
+        )
     else:
         st.success("Hygiene: every check passed.", icon=":material/science:")
     with st.expander("What the hygiene checks mean"):
@@ -271,26 +347,38 @@ def results_section() -> None:
         st.session_state[state.RUNS_VIEW] = current  # show the sweep just started once its first cell lands
         st.session_state[state.RUNS_FOLLOWED] = current
     by_id = runs.set_index("run_id")
-    run_id = st.selectbox("Run", run_ids, key=state.RUNS_VIEW,
-                          format_func=lambda r: f"{r} ({by_id.loc[r, 'dataset']}, "
-                                                f"{run_table.cells_text(by_id.loc[r])})")
+    run_id = st.selectbox(
+        "Run",
+        run_ids,
+        key=state.RUNS_VIEW,
+        format_func=lambda r: f"{r} ({by_id.loc[r, 'dataset']}, {run_table.cells_text(by_id.loc[r])})",
+    )
     try:
         cells = run_results.cell_table(db, run_id)
         prompt_rows = run_results.per_prompt(db, run_id)
     except SpecScopeError as exc:
         show_error(exc)
         st.stop()
-    st.page_link("views/explorer.py", label="Open this run in the Explorer", icon=":material/insights:",
-                 query_params={"run_id": run_id})
+    st.page_link(
+        "views/explorer.py",
+        label="Open this run in the Explorer",
+        icon=":material/insights:",
+        query_params={"run_id": run_id},
+    )
     _hygiene(cells)
-    st.caption(f"Run `{run_id}` only. Throughput: mean over repeats [95% t-interval]. Speedup: mean throughput / "
-               f"mean baseline throughput of this run [95% interval: {intervals.SPEEDUP_INTERVALS}]. A cell measured "
-               "once has no interval. "
-               "TTFT and TPOT: means over the cell's requests. Checks: the hygiene checks a cell fails (above). "
-               "Where other runs measured the same setup, the Explorer reads their mean (mean of N runs) and "
-               "lists each run's figure.")
-    st.table(run_table.display_table(cells).style.format(
-        {"acceptance": "{:.3f}", "TTFT ms": "{:.1f}", "TPOT ms": "{:.1f}"}, na_rep="–"))
+    st.caption(
+        f"Run `{run_id}` only. Throughput: mean over repeats [95% t-interval]. Speedup: mean throughput / "
+        f"mean baseline throughput of this run [95% interval: {intervals.SPEEDUP_INTERVALS}]. A cell measured "
+        "once has no interval. "
+        "TTFT and TPOT: means over the cell's requests. Checks: the hygiene checks a cell fails (above). "
+        "Where other runs measured the same setup, the Explorer reads their mean (mean of N runs) and "
+        "lists each run's figure."
+    )
+    st.table(
+        run_table.display_table(cells).style.format(
+            {"acceptance": "{:.3f}", "TTFT ms": "{:.1f}", "TPOT ms": "{:.1f}"}, na_rep="–"
+        )
+    )
     if prompt_rows.empty:  # bundled or copied without its requests file: one sentence, not three empty parts
         st.info(run_charts.NO_REQUESTS)
         return
@@ -302,13 +390,17 @@ def results_section() -> None:
 
 
 st.title("Prompt sets & runs")
-st.caption("Which method, with which K, helps on your prompts at your load? Each finished cell is "
-           "saved: starting the same sweep again resumes where it stopped.")
+st.caption(
+    "Which method, with which K, helps on your prompts at your load? Each finished cell is "
+    "saved: starting the same sweep again resumes where it stopped."
+)
 if is_operator():
     chosen_set, chosen_path = prompt_set_section()
     sweep_section(chosen_set, chosen_path)
 else:
-    st.info("You are a viewer: the results of every sweep are below. Operators (the sidebar's Operator "
-            "token) upload prompt sets and start sweeps, one at a time on this machine.")
+    st.info(
+        "You are a viewer: the results of every sweep are below. Operators (the sidebar's Operator "
+        "token) upload prompt sets and start sweeps, one at a time on this machine."
+    )
     _progress()
 results_section()

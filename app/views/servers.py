@@ -15,8 +15,10 @@ from ui.common import plain, show_error
 LOG_LINES = 40
 
 st.title("Servers")
-st.caption("Servers run in their own process groups and outlive this page: the CLI "
-           "(`specscope ps`, `specscope stop`) sees the same list.")
+st.caption(
+    "Servers run in their own process groups and outlive this page: the CLI "
+    "(`specscope ps`, `specscope stop`) sees the same list."
+)
 
 
 def _progress_bar(label: str):
@@ -42,9 +44,12 @@ if operator:
     with start_col:
         st.subheader("Start from a preset")
         if all_presets:
-            name = st.selectbox("Preset", list(all_presets), key="servers_preset",
-                                format_func=lambda n: f"{n}: {all_presets[n].description}"
-                                if all_presets[n].description else n)
+            name = st.selectbox(
+                "Preset",
+                list(all_presets),
+                key="servers_preset",
+                format_func=lambda n: f"{n}: {all_presets[n].description}" if all_presets[n].description else n,
+            )
             preset = all_presets[name]
             method = st.selectbox("Method", list(preset.methods), key="servers_method")
             entry = preset.method(method)
@@ -52,8 +57,9 @@ if operator:
             k = None
             if default_k is not None:
                 low, high = catalog.method_class(entry.kind).k_range
-                k = int(st.number_input("K (draft tokens per step)", low, high, default_k,
-                                        key=f"servers_k_{name}_{method}"))
+                k = int(
+                    st.number_input("K (draft tokens per step)", low, high, default_k, key=f"servers_k_{name}_{method}")
+                )
             port = int(st.number_input("Port (0 = a free one)", 0, 65535, 0, key="servers_port"))
             if st.button("Start", key="servers_start", type="primary"):
                 try:
@@ -88,22 +94,34 @@ if operator:
                 except SpecScopeError as exc:
                     show_error(exc)
 else:
-    st.info("You are a viewer: you see the servers' state below. Starting, attaching and stopping "
-            "servers is for operators (the sidebar's Operator token).")
+    st.info(
+        "You are a viewer: you see the servers' state below. Starting, attaching and stopping "
+        "servers is for operators (the sidebar's Operator token)."
+    )
 
 REFRESH_SECONDS = 5
 TABLE_COLUMNS = {  # short headers, so the counters fit a laptop's width; each says in its help what it counts
     "url": st.column_config.TextColumn("url", width="medium"),
     "acceptance rate": st.column_config.TextColumn(
-        "acceptance", help="acceptance rate: accepted / drafted tokens since the server started, warm-up requests "
-                           "included"),
+        "acceptance",
+        help="acceptance rate: accepted / drafted tokens since the server started, warm-up requests included",
+    ),
     "mean acceptance length": st.column_config.TextColumn(
-        "AL", help="mean acceptance length: 1 + accepted / drafts since the server started, warm-up requests included"),
+        "AL", help="mean acceptance length: 1 + accepted / drafts since the server started, warm-up requests included"
+    ),
     "requests answered": st.column_config.TextColumn("requests", help="requests answered since the server started"),
     "running now": st.column_config.TextColumn("running", help="requests running now"),
 }
-NUMBER_FORMATS = {"acceptance rate": "{:.3f}", "mean acceptance length": "{:.2f}", "K": "{:.0f}", "drafts": "{:.0f}",
-                  "requests answered": "{:.0f}", "running now": "{:.0f}", "pid": "{:.0f}", "RSS MiB": "{:.0f}"}
+NUMBER_FORMATS = {
+    "acceptance rate": "{:.3f}",
+    "mean acceptance length": "{:.2f}",
+    "K": "{:.0f}",
+    "drafts": "{:.0f}",
+    "requests answered": "{:.0f}",
+    "running now": "{:.0f}",
+    "pid": "{:.0f}",
+    "RSS MiB": "{:.0f}",
+}
 
 
 def _shown(rows: list[dict]) -> pd.DataFrame:
@@ -111,23 +129,38 @@ def _shown(rows: list[dict]) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     for column in frame.columns:
         spec = NUMBER_FORMATS.get(column, "{}")
-        frame[column] = ["–" if v is None or (not isinstance(v, str) and pd.isna(v)) else spec.format(v)
-                         for v in frame[column]]
+        frame[column] = [
+            "–" if v is None or (not isinstance(v, str) and pd.isna(v)) else spec.format(v) for v in frame[column]
+        ]
     return frame
+
+
 CONFIRM = "servers_confirm_stop"  # name of the server whose Stop waits for a confirmation
 
 
 def _row(s: launch.ServerStatus) -> dict:
     counters = metrics.server_columns(s.state.url) if s.status == "healthy" else {}
     # what a viewer watches first (method, K, its acceptance and load) before what identifies the process
-    return {"name": s.state.name, "status": s.status, "method": s.state.method, "K": s.state.k,
-            "acceptance rate": counters.get("acceptance rate"),
-            "mean acceptance length": counters.get("acceptance length"),
-            "drafts": counters.get("drafts"), "requests answered": counters.get("requests"),
-            "running now": counters.get("running"), "url": s.state.url, "preset": s.state.preset,
-            "K schedule": k_schedule.of_config(s.state.speculative_config), "pid": s.state.pid, "model": s.state.model,
-            "RSS MiB": round(s.rss_bytes / 2**20) if s.rss_bytes else None,
-            "vLLM": s.state.vllm_version, "started": s.state.started_at[:19], "started by": s.state.started_by}
+    return {
+        "name": s.state.name,
+        "status": s.status,
+        "method": s.state.method,
+        "K": s.state.k,
+        "acceptance rate": counters.get("acceptance rate"),
+        "mean acceptance length": counters.get("acceptance length"),
+        "drafts": counters.get("drafts"),
+        "requests answered": counters.get("requests"),
+        "running now": counters.get("running"),
+        "url": s.state.url,
+        "preset": s.state.preset,
+        "K schedule": k_schedule.of_config(s.state.speculative_config),
+        "pid": s.state.pid,
+        "model": s.state.model,
+        "RSS MiB": round(s.rss_bytes / 2**20) if s.rss_bytes else None,
+        "vLLM": s.state.vllm_version,
+        "started": s.state.started_at[:19],
+        "started by": s.state.started_by,
+    }
 
 
 @st.cache_data(ttl=REFRESH_SECONDS - 1, show_spinner=False)
@@ -161,8 +194,11 @@ def _stop_controls(s: launch.ServerStatus, running_now: int | None) -> None:
             st.rerun()
         return
     busy = f"It is answering {running_now} request(s) right now. " if running_now else ""
-    st.warning(f"Stop {name}? {busy}Other people and the Live page may be using it, and "
-               "stopping ends their requests; starting it again takes a minute or more.", icon="⚠️")
+    st.warning(
+        f"Stop {name}? {busy}Other people and the Live page may be using it, and "
+        "stopping ends their requests; starting it again takes a minute or more.",
+        icon="⚠️",
+    )
     yes, no = st.columns(2)
     if yes.button(f"Yes, stop {name}", key=f"servers_stop_yes_{name}", type="primary"):
         _stop(name)
@@ -178,9 +214,11 @@ def known_servers() -> None:
     if not servers:
         st.info("No servers yet. Start one above, attach one, or run `specscope demo`.")
         return
-    st.caption(f"Acceptance rate = accepted / drafted tokens, mean acceptance length = 1 + accepted / "
-               f"drafts, both over every request since the server started, its warm-up requests included "
-               f"(from its /metrics); refreshed every {REFRESH_SECONDS} s.")
+    st.caption(
+        f"Acceptance rate = accepted / drafted tokens, mean acceptance length = 1 + accepted / "
+        f"drafts, both over every request since the server started, its warm-up requests included "
+        f"(from its /metrics); refreshed every {REFRESH_SECONDS} s."
+    )
     # "–" where a figure does not apply (no K, not speculating, attached: no pid), never "None": the grid
     # draws a missing value as "None" whatever a Styler says, so the cells are text
     st.dataframe(_shown(rows), hide_index=True, key="servers_table", column_config=TABLE_COLUMNS)
@@ -208,8 +246,11 @@ def failed_starts() -> None:
     st.subheader("Failed to start")
     for f in failed:
         what = f"{f.method}{f' K={f.k}' if f.k else ''}{f', preset {f.preset}' if f.preset else ''}"
-        st.error(f"**{plain(f.name)}** ({plain(what)}) {plain(f.how)} at {f.failed_at[:19].replace('T', ' ')} UTC: "
-                 f"{plain(f.cause)}", icon="⚠️")  # the cause comes from the server's log: shown literally
+        st.error(
+            f"**{plain(f.name)}** ({plain(what)}) {plain(f.how)} at {f.failed_at[:19].replace('T', ' ')} UTC: "
+            f"{plain(f.cause)}",
+            icon="⚠️",
+        )  # the cause comes from the server's log: shown literally
         if is_operator():
             left, right = st.columns([4, 1])
             with left.expander(f"Log of {f.name}"):
@@ -224,8 +265,9 @@ st.subheader("Known servers")
 bar = st.columns([1, 1, 4])
 if bar[0].button("Refresh", key="servers_refresh") and operator:  # a viewer's refresh reads the shared table
     _table.clear()
-if operator and bar[1].button("Clean stale", key="servers_clean",
-                              help="forget launched servers whose process has gone"):
+if operator and bar[1].button(
+    "Clean stale", key="servers_clean", help="forget launched servers whose process has gone"
+):
     gone = launch.cleanup_stale()
     _table.clear()
     st.info(f"Removed {', '.join(gone)}." if gone else "Nothing stale.")

@@ -27,21 +27,65 @@ T0 = dt.datetime(2026, 11, 26, tzinfo=dt.UTC)
 
 def _write_runs() -> None:
     """98 decode tokens a request pair; ngram drafts on 40 of its 50 steps, draft_model on all 49."""
+
     def row(method, k, tpot, tput, model="SmolLM2-135M-Instruct", **extra):
-        return {"created_at": T0, "source": "specscope", "model": model, "method": method, "k": k,
-                "dataset": "copy", "hardware": "cpu-2core", "host": "h", "vllm_version": "0.32.0",
-                "torch_version": "2.13.0+cpu", "weights": "real", "acceptance": None if k == 0 else "real",
-                "temperature": 0.0, "output_len": 48, "concurrency": 1, "mean_tpot_ms": tpot,
-                "output_throughput": tput, "total_output_tokens": 100, "completed": 2, "status": "ok", **extra}
+        return {
+            "created_at": T0,
+            "source": "specscope",
+            "model": model,
+            "method": method,
+            "k": k,
+            "dataset": "copy",
+            "hardware": "cpu-2core",
+            "host": "h",
+            "vllm_version": "0.32.0",
+            "torch_version": "2.13.0+cpu",
+            "weights": "real",
+            "acceptance": None if k == 0 else "real",
+            "temperature": 0.0,
+            "output_len": 48,
+            "concurrency": 1,
+            "mean_tpot_ms": tpot,
+            "output_throughput": tput,
+            "total_output_tokens": 100,
+            "completed": 2,
+            "status": "ok",
+            **extra,
+        }
+
     runs = {"anatomy": [], "anatomy-drafter": []}
     for n in range(3):
         wobble = 1 + 0.02 * n
         runs["anatomy"] += [
             row("none", 0, 70.0 * wobble, 14.0 / wobble),
-            *(row("ngram", k, 55.0 * wobble, 17.0 / wobble, accepted_tokens=48, num_drafts=40, draft_tokens=40 * k,
-                  acceptance_length=2.2) for k in (2, 4)),
-            *(row("draft_model", k, (60.0 + 25 * k) * wobble, 9.0 / wobble, draft_model="/m/draft-24L",
-                  accepted_tokens=49, num_drafts=49, draft_tokens=49 * k, acceptance_length=2.0) for k in (2, 4))]
+            *(
+                row(
+                    "ngram",
+                    k,
+                    55.0 * wobble,
+                    17.0 / wobble,
+                    accepted_tokens=48,
+                    num_drafts=40,
+                    draft_tokens=40 * k,
+                    acceptance_length=2.2,
+                )
+                for k in (2, 4)
+            ),
+            *(
+                row(
+                    "draft_model",
+                    k,
+                    (60.0 + 25 * k) * wobble,
+                    9.0 / wobble,
+                    draft_model="/m/draft-24L",
+                    accepted_tokens=49,
+                    num_drafts=49,
+                    draft_tokens=49 * k,
+                    acceptance_length=2.0,
+                )
+                for k in (2, 4)
+            ),
+        ]
         runs["anatomy-drafter"].append(row("none", 0, 40.0 * wobble, 24.0 / wobble, model="draft-24L"))
     for run, rows in runs.items():
         for i, r in enumerate(rows):

@@ -24,9 +24,14 @@ pytestmark = pytest.mark.app
 
 FLAGS = "suffix_cache,few_requests"
 # (method, K, response format) -> (speedup, the checks its cells fail)
-CELLS = {("ngram", 2, "none"): (1.30, ""), ("ngram", 4, "none"): (1.408, ""),
-         ("suffix", 2, "none"): (1.61, ""), ("suffix", 4, "none"): (3.465, FLAGS),
-         ("suffix", 2, "json_schema"): (2.10, FLAGS), ("suffix", 4, "json_schema"): (2.90, FLAGS)}
+CELLS = {
+    ("ngram", 2, "none"): (1.30, ""),
+    ("ngram", 4, "none"): (1.408, ""),
+    ("suffix", 2, "none"): (1.61, ""),
+    ("suffix", 4, "none"): (3.465, FLAGS),
+    ("suffix", 2, "json_schema"): (2.10, FLAGS),
+    ("suffix", 4, "json_schema"): (2.90, FLAGS),
+}
 SPREAD = (0.98, 1.0, 1.02)  # three interleaved rounds around each mean
 
 
@@ -38,16 +43,34 @@ def _write_sweep() -> None:
         for (method, k, _), (speedup, flags) in cells:
             for conc in (1, 4):
                 for repeat, factor in enumerate(SPREAD, start=1):
-                    rows.append({
-                        "created_at": t0, "run_id": "sweep", "source": "specscope", "model": "SmolLM2-135M-Instruct",
-                        "method": method, "k": k, "hardware": "cpu-2core", "host": "box", "vllm_version": "0.32.0",
-                        "weights": "real", "acceptance": "real" if k else None, "dataset": "uploaded",
-                        "response_format": fmt, "temperature": 0.0, "output_len": 32, "concurrency": conc,
-                        "repeat": repeat, "status": "ok", "hygiene": flags,
-                        "output_throughput": 40.0 * conc ** 0.5 * speedup * (factor if k else 1.0),
-                        "acceptance_length": {0: None, 2: 2.4, 4: 3.6}[k] if method == "suffix" else
-                        {0: None, 2: 1.8, 4: 2.3}[k],
-                        "acceptance_rate": None if not k else 0.5})
+                    rows.append(
+                        {
+                            "created_at": t0,
+                            "run_id": "sweep",
+                            "source": "specscope",
+                            "model": "SmolLM2-135M-Instruct",
+                            "method": method,
+                            "k": k,
+                            "hardware": "cpu-2core",
+                            "host": "box",
+                            "vllm_version": "0.32.0",
+                            "weights": "real",
+                            "acceptance": "real" if k else None,
+                            "dataset": "uploaded",
+                            "response_format": fmt,
+                            "temperature": 0.0,
+                            "output_len": 32,
+                            "concurrency": conc,
+                            "repeat": repeat,
+                            "status": "ok",
+                            "hygiene": flags,
+                            "output_throughput": 40.0 * conc**0.5 * speedup * (factor if k else 1.0),
+                            "acceptance_length": {0: None, 2: 2.4, 4: 3.6}[k]
+                            if method == "suffix"
+                            else {0: None, 2: 1.8, 4: 2.3}[k],
+                            "acceptance_rate": None if not k else 0.5,
+                        }
+                    )
     writing.write_results(rows, run_id="sweep", directory=settings.results_dir())
 
 
@@ -75,8 +98,10 @@ def test_the_headline_landing_figure_and_best_k_table_fall_back_to_the_clean_k(s
     table = explore_text.best_k_table(best, vs_k)
     free = table[table["setup"] == landing]
     assert list(free["K (draft tokens)"]) == ["2", "2"] and set(free["checks"]) == {"✓"}
-    assert all(text.startswith("K=4 3.465× [") and text.endswith("left out (⚠ suffix cache · few requests)")
-               for text in free["a higher figure left out"])
+    assert all(
+        text.startswith("K=4 3.465× [") and text.endswith("left out (⚠ suffix cache · few requests)")
+        for text in free["a higher figure left out"]
+    )
     constrained = table[table["setup"].str.contains("constrained")]
     assert set(constrained["checks"]) == {"⚠ suffix cache · few requests"}  # no clean K: its best, flagged
 
@@ -86,8 +111,12 @@ def test_speedup_best_and_its_json_carry_each_rows_checks_and_the_figure_left_ou
     rows = json.loads(capsys.readouterr().out)
     free = [r for r in rows if r["response_format"] == "none"]
     assert {r["k"] for r in free} == {2} and all(r["checks"] == [] for r in free)
-    assert all(r["flagged_k"] == 4 and r["flagged_speedup"] == pytest.approx(3.465, rel=1e-3)
-               and r["flagged_checks"] == ["suffix_cache", "few_requests"] for r in free)
+    assert all(
+        r["flagged_k"] == 4
+        and r["flagged_speedup"] == pytest.approx(3.465, rel=1e-3)
+        and r["flagged_checks"] == ["suffix_cache", "few_requests"]
+        for r in free
+    )
     assert all(r["checks"] == ["suffix_cache", "few_requests"] for r in rows if r["response_format"] != "none")
     assert cli_main(["speedup", "--best", "--method", "suffix"]) == 0
     out = " ".join(capsys.readouterr().out.split())  # the table wraps its cells
@@ -107,8 +136,11 @@ def test_advise_and_the_deploy_answer_use_the_clean_k_and_name_what_they_left_ou
     assert cli_main(["advise", "--method", "suffix"]) == 0
     out = capsys.readouterr().out
     assert "Deploy suffix with K = 2" in out and "3.465×" in out
-    assert "not fitted:" in out and "every measured cell fails a check that distorts its figure (Suffix cache " \
-        "carried over)" in " ".join(out.split())
+    assert (
+        "not fitted:" in out
+        and "every measured cell fails a check that distorts its figure (Suffix cache carried over)"
+        in " ".join(out.split())
+    )
 
 
 def test_the_theory_page_answers_the_clean_k_and_shows_the_flagged_one(sweep):
@@ -129,21 +161,43 @@ def _noisy(page_env) -> None:
     nothing measured shows a gain)."""
     t0 = dt.datetime(2026, 12, 7, tzinfo=dt.UTC)
     rows = []
-    for conc, base, by_k in ((1, (20.0, 30.0), {2: (21.0, 33.0), 4: (30.0, 28.5)}),
-                             (4, (60.0, 90.0), {2: (66.0, 92.0), 4: (87.0, 88.0)})):
+    for conc, base, by_k in (
+        (1, (20.0, 30.0), {2: (21.0, 33.0), 4: (30.0, 28.5)}),
+        (4, (60.0, 90.0), {2: (66.0, 92.0), 4: (87.0, 88.0)}),
+    ):
         for k, values in [(0, base), *by_k.items()]:
             for repeat, value in enumerate(values, start=1):
-                rows.append({"created_at": t0, "run_id": "noisy", "source": "specscope", "model": "m",
-                             "method": "ngram" if k else "none", "k": k, "hardware": "cpu-2core", "host": "box",
-                             "vllm_version": "0.32.0", "weights": "real", "acceptance": "real" if k else None,
-                             "dataset": "uploaded", "temperature": 0.0, "output_len": 32, "concurrency": conc,
-                             "repeat": repeat, "status": "ok", "hygiene": "", "output_throughput": value,
-                             "acceptance_length": {0: None, 2: 1.8, 4: 2.3}[k], "acceptance_rate": None})
+                rows.append(
+                    {
+                        "created_at": t0,
+                        "run_id": "noisy",
+                        "source": "specscope",
+                        "model": "m",
+                        "method": "ngram" if k else "none",
+                        "k": k,
+                        "hardware": "cpu-2core",
+                        "host": "box",
+                        "vllm_version": "0.32.0",
+                        "weights": "real",
+                        "acceptance": "real" if k else None,
+                        "dataset": "uploaded",
+                        "temperature": 0.0,
+                        "output_len": 32,
+                        "concurrency": conc,
+                        "repeat": repeat,
+                        "status": "ok",
+                        "hygiene": "",
+                        "output_throughput": value,
+                        "acceptance_length": {0: None, 2: 1.8, 4: 2.3}[k],
+                        "acceptance_rate": None,
+                    }
+                )
     writing.write_results(rows, run_id="noisy", directory=settings.results_dir())
 
 
-def test_a_k_that_ties_the_baseline_is_no_green_deploy_and_every_view_calls_ties_alike(page_env, no_bundled_results,
-                                                                                       capsys):
+def test_a_k_that_ties_the_baseline_is_no_green_deploy_and_every_view_calls_ties_alike(
+    page_env, no_bundled_results, capsys
+):
     """The issue's Theory box read a green "Deploy ngram with K = 4" above "K = 4 ties the baseline", and the
     Best-K table called K=4 "tied with K 2" where the advisor said "faster beyond noise". One rule now: the
     box is no success, says nothing measured shows a gain and what would tell, and the table's ties are the

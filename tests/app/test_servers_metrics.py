@@ -22,9 +22,18 @@ PAGE = VIEWS / "servers.py"
 def live_server(page_env, metrics_url):
     """A launched server's state file whose process group is a real (sleeping) process."""
     proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
-    state = launch.ServerState(name="cpu-smollm2-ngram-k4", preset="cpu-smollm2", method="ngram", kind="ngram",
-                               k=4, url=metrics_url, pid=proc.pid, pgid=proc.pid, log_path="/nonexistent.log",
-                               started_at="2026-11-22T06:00:00+00:00")
+    state = launch.ServerState(
+        name="cpu-smollm2-ngram-k4",
+        preset="cpu-smollm2",
+        method="ngram",
+        kind="ngram",
+        k=4,
+        url=metrics_url,
+        pid=proc.pid,
+        pgid=proc.pid,
+        log_path="/nonexistent.log",
+        started_at="2026-11-22T06:00:00+00:00",
+    )
     registry.write_state(state)
     yield state, proc
     if proc.poll() is None:

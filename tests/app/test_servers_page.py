@@ -29,10 +29,20 @@ def _dead_server(name: str, log_text: str) -> launch.ServerState:
     """The state file of a server whose process has ended, as launch.start leaves it after a crash."""
     log = settings.servers_dir() / f"{name}.log"
     log.write_text(log_text)
-    state = launch.ServerState(name=name, preset="cpu-smollm2", method="ngram", kind="ngram", k=4,
-                               url="http://127.0.0.1:9", port=9, pid=2**22 + 7, pgid=2**22 + 7,
-                               argv=["python", "-m", "vllm.entrypoints.openai.api_server"],
-                               log_path=str(log), started_at="2026-01-01T00:00:00+00:00")
+    state = launch.ServerState(
+        name=name,
+        preset="cpu-smollm2",
+        method="ngram",
+        kind="ngram",
+        k=4,
+        url="http://127.0.0.1:9",
+        port=9,
+        pid=2**22 + 7,
+        pgid=2**22 + 7,
+        argv=["python", "-m", "vllm.entrypoints.openai.api_server"],
+        log_path=str(log),
+        started_at="2026-01-01T00:00:00+00:00",
+    )
     (settings.servers_dir() / f"{name}.json").write_text(state.model_dump_json())
     return state
 
@@ -75,8 +85,9 @@ def test_start_on_a_busy_port_shows_one_sentence(page_env):
         at.selectbox(key="servers_method").set_value("none")
         at.number_input(key="servers_port").set_value(port)
         at = _run(at.button(key="servers_start").click())
-    assert [e.value for e in at.error] == [f"Port {port} is already in use; pick another with --port or "
-                                           "leave it out to get a free one."]
+    assert [e.value for e in at.error] == [
+        f"Port {port} is already in use; pick another with --port or leave it out to get a free one."
+    ]
 
 
 def test_attach_to_nothing_is_an_error(page_env):

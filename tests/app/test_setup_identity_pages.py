@@ -12,7 +12,6 @@ from helpers.paths import DASHBOARD
 pytestmark = pytest.mark.app
 
 
-
 def _runs_table(at: AppTest, run_id: str):
     at.selectbox(key="runs_view").set_value(run_id).run()
     assert not at.exception, at.exception

@@ -39,12 +39,16 @@ def test_every_group_choice_is_distinct_and_shows_its_own_group(page_env):
         assert not at.exception
         model, method, dataset, _ = option.split(" · ", 3)
         version = option.rsplit(" · vLLM ", 1)[1].split(" ")[0] if " · vLLM " in option else "0.32.0"
-        rows = frame[(frame["method"] == method) & (frame["dataset"] == dataset) & (frame["concurrency"] == 1)
-                     & (frame["vllm_version"] == version)]
+        rows = frame[
+            (frame["method"] == method)
+            & (frame["dataset"] == dataset)
+            & (frame["concurrency"] == 1)
+            & (frame["vllm_version"] == version)
+        ]
         expected = sorted(round(v, 4) for v in rows["speedup"])
         assert _measured_markers(at, "Fitted at concurrency 1: speedup vs K") == expected, option
         shown.add(at.success[0].value if at.success else at.warning[0].value)
-    assert len(shown) == 3          # three groups, three different answers
+    assert len(shown) == 3  # three groups, three different answers
 
 
 def _pick(at: AppTest, method: str, dataset: str) -> AppTest:
@@ -68,8 +72,10 @@ def test_suffix_code_editing_advice_agrees_with_its_measurements(page_env):
     assert advice.startswith("**At concurrency 1:** Use K = 2 (K = 4 measured alike within noise")
     assert f"measured {by_k[2]:.3f}×" in advice
     assert (at.success or at.warning)[0].value.startswith("Deploy suffix with K = 2")
-    assert any("Leave-one-out, the fit misses each measured speedup it was not fitted to by a median" in c.value
-               for c in at.caption)
+    assert any(
+        "Leave-one-out, the fit misses each measured speedup it was not fitted to by a median" in c.value
+        for c in at.caption
+    )
 
 
 def test_published_results_without_a_fit_say_what_is_missing(page_env):

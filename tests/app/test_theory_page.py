@@ -28,14 +28,14 @@ def _metric(at: AppTest, label: str) -> str:
 
 def test_sliders_drive_the_model(page_env):
     at = _run()
-    assert _metric(at, "Tokens per step at K") == "3.362"          # alpha 0.8, K 4
-    assert _metric(at, "Speedup at K") == f"{3.3616 / 1.2:.3f}×"    # c 0.05
+    assert _metric(at, "Tokens per step at K") == "3.362"  # alpha 0.8, K 4
+    assert _metric(at, "Speedup at K") == f"{3.3616 / 1.2:.3f}×"  # c 0.05
     before = [r["speedup"] for r in rows(titled(at, "Model: speedup vs K"), "line")]
     at.slider(key="theory_alpha").set_value(0.6).run()
     assert not at.exception
-    assert _metric(at, "Tokens per step at K") == f"{(1 - 0.6 ** 5) / 0.4:.3f}"
+    assert _metric(at, "Tokens per step at K") == f"{(1 - 0.6**5) / 0.4:.3f}"
     after = [r["speedup"] for r in rows(titled(at, "Model: speedup vs K"), "line")]
-    assert after != before and after[4] == pytest.approx((1 - 0.6 ** 5) / 0.4 / 1.2)
+    assert after != before and after[4] == pytest.approx((1 - 0.6**5) / 0.4 / 1.2)
     assert any("No speculative results yet" in info.value for info in at.info)
 
 
@@ -66,7 +66,8 @@ def test_advisor_answer_over_imported_results(page_env, ruiz_parquet):
     assert sources[0].startswith("measured at 1")  # each batch size's own K, shown beside the fixed K deployed
     assert sources[-1].endswith("extrapolated past the measured concurrencies (1-64)")  # it reaches batch 256
     at.selectbox(key="theory_group").set_value(
-        next(o for o in at.selectbox(key="theory_group").options if "Qwen3-1.7B" in o)).run()
+        next(o for o in at.selectbox(key="theory_group").options if "Qwen3-1.7B" in o)
+    ).run()
     at.selectbox(key="theory_conc").set_value(256).run()
     assert any(m.value.startswith("**At concurrency 256:** Do not speculate") for m in at.markdown)
 
@@ -106,11 +107,15 @@ def test_measured_step_cost_predicts_for_any_alpha_and_for_the_prompt_set(page_e
     at.run()
     at.slider(key="theory_whatif_alpha").set_value(0.5).run()
     assert not at.exception
-    line = [r for r in rows(titled(at, "Predicted on the measured step cost, α=0.50"), "line")
-            if r["concurrency"] == "concurrency 1"]
+    line = [
+        r
+        for r in rows(titled(at, "Predicted on the measured step cost, α=0.50"), "line")
+        if r["concurrency"] == "concurrency 1"
+    ]
     d0, d1 = calibration_rows.D0[1], calibration_rows.D1[1]
     assert [r["speedup"] for r in sorted(line, key=lambda r: r["k"])][:2] == pytest.approx(
-        [theory.tokens_per_step(0.5, k) / (d0 + d1 * k) for k in (1, 2)])
+        [theory.tokens_per_step(0.5, k) / (d0 + d1 * k) for k in (1, 2)]
+    )
     checked = next(d.value for d in at.dataframe if "rel_err" in d.value.columns).set_index(["concurrency", "k"])
     assert checked.loc[(2, 3), "measured"] == pytest.approx(calibration_rows.HELD_OUT / calibration_rows.BASE[2])
     assert any("Predicted, not measured" in c.value for c in at.caption)

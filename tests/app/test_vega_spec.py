@@ -26,14 +26,28 @@ def _both(kind: str) -> None:
     from ui.chart_style import vega_spec
 
     if kind == "speedup_vs_k":
-        frame = pd.DataFrame({"setup": ["m · ngram"] * 4, "k": [1, 2, 1, 2], "concurrency": [1, 1, 4, 4],
-                              "speedup": [1.2, 1.4, 0.9, None], "speedup_lo": [1.1, None, 0.8, None],
-                              "speedup_hi": [1.3, None, 1.0, None]})
+        frame = pd.DataFrame(
+            {
+                "setup": ["m · ngram"] * 4,
+                "k": [1, 2, 1, 2],
+                "concurrency": [1, 1, 4, 4],
+                "speedup": [1.2, 1.4, 0.9, None],
+                "speedup_lo": [1.1, None, 0.8, None],
+                "speedup_hi": [1.3, None, 1.0, None],
+            }
+        )
         chart = k_charts.speedup_vs_k(frame, ["m · ngram"])[0][1]
     elif kind == "theory":
         curves = speedup_curves.model_curves(0.8, 0.05, 8).assign(curve="α=0.80, c=0.050")
-        points = pd.DataFrame({"k": [1, 2, 3], "speedup": [1.2, 1.3, 1.1], "speedup_lo": [1.1, None, 1.0],
-                               "speedup_hi": [1.3, None, 1.2], "train": [True, True, False]})
+        points = pd.DataFrame(
+            {
+                "k": [1, 2, 3],
+                "speedup": [1.2, 1.3, 1.1],
+                "speedup_lo": [1.1, None, 1.0],
+                "speedup_hi": [1.3, None, 1.2],
+                "train": [True, True, False],
+            }
+        )
         chart = theory_charts.speedup_vs_k_figure(curves, points, marker_k=4, title="Model: speedup vs K")
     else:
         chart = alt.Chart(pd.DataFrame({"x": ["a", "b"], "y": [1.0, float("nan")]})).mark_bar().encode(x="x", y="y")
@@ -75,15 +89,32 @@ def test_the_theory_specs_are_valid_vega_lite():
     from ui import theory_charts
 
     curves = speedup_curves.model_curves(0.8, 0.05, 8).assign(curve="α=0.80, c=0.050")
-    points = pd.DataFrame({"k": [1, 2], "al": [1.7, np.nan], "speedup": [1.2, 1.3], "speedup_lo": [1.1, np.nan],
-                           "speedup_hi": [1.3, np.nan], "train": [True, False]})
+    points = pd.DataFrame(
+        {
+            "k": [1, 2],
+            "al": [1.7, np.nan],
+            "speedup": [1.2, 1.3],
+            "speedup_lo": [1.1, np.nan],
+            "speedup_hi": [1.3, np.nan],
+            "train": [True, False],
+        }
+    )
     best = pd.DataFrame({"concurrency": [1.0, 2.0, 4.0], "k": [3, 2, 1], "speedup": [1.5, 1.2, 0.9]})
-    what = pd.DataFrame({"k": [1, 2], "speedup": [1.2, 1.1], "cost": [1.1, 1.3], "concurrency": [1.0, 1.0],
-                         "measured_cost": [True, False]})
-    specs = [theory_charts.tokens_per_step_figure(curves, points, marker_k=2, title="t"),
-             theory_charts.speedup_vs_k_figure(curves, points, marker_k=2, title="s"),
-             theory_charts.speedup_vs_concurrency_figure(best, best, 3.0),
-             theory_charts.measured_cost_figure(what, "w")]
+    what = pd.DataFrame(
+        {
+            "k": [1, 2],
+            "speedup": [1.2, 1.1],
+            "cost": [1.1, 1.3],
+            "concurrency": [1.0, 1.0],
+            "measured_cost": [True, False],
+        }
+    )
+    specs = [
+        theory_charts.tokens_per_step_figure(curves, points, marker_k=2, title="t"),
+        theory_charts.speedup_vs_k_figure(curves, points, marker_k=2, title="s"),
+        theory_charts.speedup_vs_concurrency_figure(best, best, 3.0),
+        theory_charts.measured_cost_figure(what, "w"),
+    ]
     for spec in specs:
         alt.LayerChart.from_dict(spec, validate=True)
         used = {layer["data"]["name"] for layer in spec["layer"]}
@@ -106,5 +137,7 @@ def test_a_prediction_at_one_concurrency_is_drawn_and_shows_through_the_measured
     assert predicted["mark"]["type"] == "line" and predicted["mark"]["point"]["filled"] is True
     assert measured["mark"]["type"] == "point" and measured["mark"]["filled"] is False
     shapes = predicted["encoding"]["shape"]["scale"]
-    assert dict(zip(shapes["domain"], shapes["range"])) == {"predicted (best K)": "diamond",
-                                                            "measured (best K)": "circle"}
+    assert dict(zip(shapes["domain"], shapes["range"])) == {
+        "predicted (best K)": "diamond",
+        "measured (best K)": "circle",
+    }

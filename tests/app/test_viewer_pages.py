@@ -23,8 +23,9 @@ OPERATOR_ONLY = {"Start", "Attach", "Clean stale", "Prepare models", "Forget", "
 def shared(page_env, monkeypatch):
     monkeypatch.setenv("SPECSCOPE_SHARE", "1")
     with access.acting_as(access.local_user()):
-        launch.registry.write_state(launch.ServerState(name="team-box", url="http://127.0.0.1:9", attached=True,
-                                                       started_by="CLI user alice"))
+        launch.registry.write_state(
+            launch.ServerState(name="team-box", url="http://127.0.0.1:9", attached=True, started_by="CLI user alice")
+        )
     return page_env
 
 

@@ -53,8 +53,9 @@ def test_a_page_that_fails_while_warming_is_reported_not_raised(page_env, tmp_pa
     (tmp_path / "views" / "broken.py").write_text("raise ValueError('no store here')\n")
     monkeypatch.setattr(warm, "APP_DIR", tmp_path)
     assert warm.warm(("views/broken.py",)) == {"views/broken.py": "ValueError: no store here"}
-    assert capsys.readouterr().err == ("SpecScope computed its landing pages before the first viewer: Broken failed "
-                                       "(ValueError: no store here).\n")  # a sentence, not a dict
+    assert capsys.readouterr().err == (
+        "SpecScope computed its landing pages before the first viewer: Broken failed (ValueError: no store here).\n"
+    )  # a sentence, not a dict
     assert warm.summary({"views/explorer.py": 1.234, "views/theory.py": 0.8}) == "Explorer 1.2 s, Theory 0.8 s"
 
 

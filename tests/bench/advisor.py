@@ -45,23 +45,28 @@ def _frame(paths: list[Path]):
 
 
 def _name(keys: dict) -> str:
-    return f"{keys['model'][-30:]:<30} {keys['method']:<11} {(keys['draft_model'] or '-')[-30:]:<30} " \
-           f"{(keys['hardware'] or '-')[:12]:<12}"
+    return (
+        f"{keys['model'][-30:]:<30} {keys['method']:<11} {(keys['draft_model'] or '-')[-30:]:<30} "
+        f"{(keys['hardware'] or '-')[:12]:<12}"
+    )
 
 
 def main(paths: list[Path]) -> int:
     frame = _frame(paths)
     fits = fitting.fit_families(frame, train_smallest=3)
     errors, within, groups = [], 0, 0
-    print(f"{'model':<30} {'method':<11} {'draft':<30} {'hardware':<12} {'conc':>4} {'K*':>3} {'S(K*)':>6} "
-          f"{'Kbest':>5} {'Sbest':>6} {'ok':>3} {'from':<9} held-out K: rel err %")
+    print(
+        f"{'model':<30} {'method':<11} {'draft':<30} {'hardware':<12} {'conc':>4} {'K*':>3} {'S(K*)':>6} "
+        f"{'Kbest':>5} {'Sbest':>6} {'ok':>3} {'from':<9} held-out K: rel err %"
+    )
     for fit in fits:
         measured_ks = fit.rows.groupby("concurrency")["k"].nunique()
         asked = [float(c) for c, n in measured_ks.items() if n >= HELD_FROM]
         if not asked:
             continue
-        found = deploy.answer(fit, concurrencies=asked, ks=sorted(int(k) for k in fit.rows["k"].unique()),
-                              max_batch=int(max(asked)))
+        found = deploy.answer(
+            fit, concurrencies=asked, ks=sorted(int(k) for k in fit.rows["k"].unique()), max_batch=int(max(asked))
+        )
         for choice in found.choices:
             g = fit.rows[fit.rows["concurrency"] == choice.concurrency]
             measured = g.groupby("k")["speedup"].mean().to_dict()
@@ -73,16 +78,22 @@ def main(paths: list[Path]) -> int:
             held = g[~g["train"]]
             errs = [(int(r.k), fit.predict(int(r.k), choice.concurrency) / r.speedup - 1.0) for r in held.itertuples()]
             errors += [abs(e) for _, e in errs]
-            print(f"{_name(fit.keys)} {choice.concurrency:>4.0f} {choice.k:>3} {got:>6.3f} {best_k:>5} "
-                  f"{measured[best_k]:>6.3f} {'yes' if ok else 'NO':>3} {choice.source:<9} "
-                  + " ".join(f"K{k}:{e * 100:+.1f}" for k, e in errs))
-    in_sample = [abs(fit.predict(int(r.k), float(r.concurrency)) / r.speedup - 1.0)
-                 for fit in fitting.fit_families(frame) for r in fit.rows.itertuples()]
-    print(f"\nscatter floor: the same model fitted on every K (in-sample) leaves "
-          f"median_err={np.median(in_sample):.4f} over {len(in_sample)} SD cells")
+            print(
+                f"{_name(fit.keys)} {choice.concurrency:>4.0f} {choice.k:>3} {got:>6.3f} {best_k:>5} "
+                f"{measured[best_k]:>6.3f} {'yes' if ok else 'NO':>3} {choice.source:<9} "
+                + " ".join(f"K{k}:{e * 100:+.1f}" for k, e in errs)
+            )
+    in_sample = [
+        abs(fit.predict(int(r.k), float(r.concurrency)) / r.speedup - 1.0)
+        for fit in fitting.fit_families(frame)
+        for r in fit.rows.itertuples()
+    ]
+    print(
+        f"\nscatter floor: the same model fitted on every K (in-sample) leaves "
+        f"median_err={np.median(in_sample):.4f} over {len(in_sample)} SD cells"
+    )
     median = float(np.median(errors)) if errors else float("nan")
-    print(f"advisor groups={groups} within_3pct={within} share={within / max(groups, 1):.3f} "
-          f"median_err={median:.4f}")
+    print(f"advisor groups={groups} within_3pct={within} share={within / max(groups, 1):.3f} median_err={median:.4f}")
     print_schedules(fits)
     return 0
 

@@ -58,22 +58,37 @@ def main() -> int:
     common = dict(prompts=PROMPTS, num_prompts=args.num_prompts, output_len=args.output_len)
     started = time.monotonic()
     alpha = calibration_sweep.synthetic_alpha()
-    print("calibrating with " + (f"drafts accepted synthetically at {alpha}^i" if alpha is not None else
-                                 "the drafter's own acceptance (this vLLM has no synthetic sampler)"), flush=True)
-    measure(calibration_sweep.sweep_spec(PRESET, METHOD, (1, 2, 4), (1, 4), alpha=alpha, run_id="calibration",
-                                         **common))
-    accept = measure(sweep.SweepSpec(preset=PRESET, methods=("none", METHOD), ks=(4,), concurrencies=(1,),
-                                     run_id="acceptance", **common))
-    held = measure(sweep.SweepSpec(preset=PRESET, methods=("none", METHOD), ks=(3,), concurrencies=(2, 3),
-                                   run_id="held-out", **common))
+    print(
+        "calibrating with "
+        + (
+            f"drafts accepted synthetically at {alpha}^i"
+            if alpha is not None
+            else "the drafter's own acceptance (this vLLM has no synthetic sampler)"
+        ),
+        flush=True,
+    )
+    measure(
+        calibration_sweep.sweep_spec(PRESET, METHOD, (1, 2, 4), (1, 4), alpha=alpha, run_id="calibration", **common)
+    )
+    accept = measure(
+        sweep.SweepSpec(
+            preset=PRESET, methods=("none", METHOD), ks=(4,), concurrencies=(1,), run_id="acceptance", **common
+        )
+    )
+    held = measure(
+        sweep.SweepSpec(
+            preset=PRESET, methods=("none", METHOD), ks=(3,), concurrencies=(2, 3), run_id="held-out", **common
+        )
+    )
     frame = Store().speedup()
     (calibration,) = calibrate.calibrations(frame)
     fit = fitting.fit_family(frame[frame["run_id"] == accept])
     held_rows = frame[(frame["run_id"] == held) & (frame["method"] == METHOD)]
     print(f"measured in {time.monotonic() - started:.0f} s on {calibration.label}")
     for group in calibration.groups.itertuples():
-        print(f"step cost at concurrency {group.concurrency:g}: "
-              f"D(K) = {group.d0:.3f} + {group.d1:.3f}·K (K {group.ks})")
+        print(
+            f"step cost at concurrency {group.concurrency:g}: D(K) = {group.d0:.3f} + {group.d1:.3f}·K (K {group.ks})"
+        )
     print("acceptance by position (K=4, concurrency 1): " + ", ".join(f"{r:.3f}" for r in fit.measured_rates))
     predicting = calibrate.with_measured_cost(fit, calibration)
     errors, predicted, measured = [], [], []
@@ -83,11 +98,15 @@ def main() -> int:
         errors.append(guess / row.speedup - 1.0)
         predicted.append(f"{guess:.3f}")
         measured.append(f"{row.speedup:.3f}")
-        print(f"K={k} concurrency {conc:g}: predicted {guess:.3f}x (tokens per step {fit.al(k):.3f}, step cost "
-              f"{calibration.cost(k, conc):.3f}), measured {row.speedup:.3f}x ({row.output_throughput:.1f} vs "
-              f"{row.baseline_throughput:.1f} tok/s), error {errors[-1]:+.1%}")
-    print(f"calibration cells={len(errors)} max_abs_err={max(abs(e) for e in errors):.3f} "
-          f"predicted={','.join(predicted)} measured={','.join(measured)}")
+        print(
+            f"K={k} concurrency {conc:g}: predicted {guess:.3f}x (tokens per step {fit.al(k):.3f}, step cost "
+            f"{calibration.cost(k, conc):.3f}), measured {row.speedup:.3f}x ({row.output_throughput:.1f} vs "
+            f"{row.baseline_throughput:.1f} tok/s), error {errors[-1]:+.1%}"
+        )
+    print(
+        f"calibration cells={len(errors)} max_abs_err={max(abs(e) for e in errors):.3f} "
+        f"predicted={','.join(predicted)} measured={','.join(measured)}"
+    )
     return 0
 
 

@@ -90,9 +90,13 @@ def overlap(groups: list[dict], same_node: bool = False) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kill-after", type=int, default=5,
-                        help="finished cells before a node is killed (5: during the second pair of groups, "
-                             "after the first pair ran side by side on both nodes)")
+    parser.add_argument(
+        "--kill-after",
+        type=int,
+        default=5,
+        help="finished cells before a node is killed (5: during the second pair of groups, "
+        "after the first pair ran side by side on both nodes)",
+    )
     args = parser.parse_args()
     import ray
 
@@ -101,11 +105,22 @@ def main() -> None:
         tmp = Path(tmp)
         s3 = SeaweedS3(tmp / "weed", BUCKET)
         s3.start()
-        os.environ.update(s3.env(), SPECSCOPE_MODELS=str(settings.models_dir()),
-                          SPECSCOPE_HOME=str(tmp / "home-a"), SPECSCOPE_STORE=STORE)
+        os.environ.update(
+            s3.env(),
+            SPECSCOPE_MODELS=str(settings.models_dir()),
+            SPECSCOPE_HOME=str(tmp / "home-a"),
+            SPECSCOPE_STORE=STORE,
+        )
         ray_cluster, nodes = loopback_cluster()
-        spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram", "suffix:4"), ks=(2, 4),
-                               concurrencies=(1, 2), prompts=PROMPTS, num_prompts=4, output_len=32)
+        spec = sweep.SweepSpec(
+            preset="cpu-smollm2",
+            methods=("none", "ngram", "suffix:4"),
+            ks=(2, 4),
+            concurrencies=(1, 2),
+            prompts=PROMPTS,
+            num_prompts=4,
+            output_len=32,
+        )
         planned = [c.cell_id for c in sweep.plan_cells(spec)]
         killed: dict = {}
 
@@ -118,8 +133,10 @@ def main() -> None:
                     if any(spec_config + end in argv for end in ",}") if k else "--speculative-config" not in argv:
                         killed.update(at=time.time(), group=f"{method} K={k}", server=pid)
                         ray_cluster.remove_node(node, allow_graceful=False)
-                        print(f"killed the node serving {method} K={k} (vLLM server {pid}) after its first cell",
-                              flush=True)
+                        print(
+                            f"killed the node serving {method} K={k} (vLLM server {pid}) after its first cell",
+                            flush=True,
+                        )
                         return
             killed.pop("due", None)  # that group's server is gone already: wait for another group
 
@@ -150,17 +167,23 @@ def main() -> None:
         finally:
             s3.stop()
     for group in sorted(result.groups, key=lambda g: g["start"]):
-        print(f"group {group['method']} K={group['k']}: node {group['node'][:8]} "
-              f"{group['start'] - started:6.1f} s .. {group['end'] - started:6.1f} s, cells {group['cells']}")
-    print(f"sweep {took:.0f} s; failed {result.failed or 'none'}; measured twice {result.measured_twice or 'none'}; "
-          f"rerun measured {len(again.ran)} and found {len(again.skipped)} finished; "
-          f"vLLM servers left behind {left or 'none'}; "
-          f"two groups at once on one 1-CPU node for {overlap(result.groups, same_node=True):.1f} s")
+        print(
+            f"group {group['method']} K={group['k']}: node {group['node'][:8]} "
+            f"{group['start'] - started:6.1f} s .. {group['end'] - started:6.1f} s, cells {group['cells']}"
+        )
+    print(
+        f"sweep {took:.0f} s; failed {result.failed or 'none'}; measured twice {result.measured_twice or 'none'}; "
+        f"rerun measured {len(again.ran)} and found {len(again.skipped)} finished; "
+        f"vLLM servers left behind {left or 'none'}; "
+        f"two groups at once on one 1-CPU node for {overlap(result.groups, same_node=True):.1f} s"
+    )
     stored = {f"{r.method}-k{int(r.k)}-c{int(r.concurrency)}" for r in rows.itertuples()}
     lost = len(set(planned) - stored)
-    print(f"cluster groups={len({c.group for c in sweep.plan_cells(spec)})} "
-          f"nodes_used={len({g['node'] for g in result.groups})} overlap_s={overlap(result.groups):.1f} "
-          f"rows={len(rows)} lost={lost}")
+    print(
+        f"cluster groups={len({c.group for c in sweep.plan_cells(spec)})} "
+        f"nodes_used={len({g['node'] for g in result.groups})} overlap_s={overlap(result.groups):.1f} "
+        f"rows={len(rows)} lost={lost}"
+    )
 
 
 if __name__ == "__main__":

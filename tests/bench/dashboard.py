@@ -74,8 +74,15 @@ from helpers.streamlit_server import MAIN, StreamlitServer  # shared with the br
 from specscope.results import writing
 
 CHROMIUM = os.environ.get("SPECSCOPE_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 RECORDING = CAPTURES / "live_4panes.json"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 TIMEOUT_MS = 240_000  # per wait; --timeout changes it
@@ -105,9 +112,16 @@ TAB_DRAWN_JS = """(label) => {
     return !!(panel && panel.querySelector(".js-plotly-plot .main-svg, [data-testid='stVegaLiteChart'] svg, "
         + "[data-testid='stVegaLiteChart'] canvas, [data-testid='stDataFrame'] canvas, [data-testid='stTable'] table"));
 }"""
-EXPLORER_TABS = ["Best K per setup", "Speedup by method", "Speedup vs concurrency", "Acceptance length vs K",
-                 "Throughput vs concurrency", "Tail latency vs concurrency", "Per-position acceptance",
-                 "Speedup vs K"]
+EXPLORER_TABS = [
+    "Best K per setup",
+    "Speedup by method",
+    "Speedup vs concurrency",
+    "Acceptance length vs K",
+    "Throughput vs concurrency",
+    "Tail latency vs concurrency",
+    "Per-position acceptance",
+    "Speedup vs K",
+]
 
 # Stamps every change of each pane's token count (rejected drafts are not tokens).
 OBSERVE_PANES_JS = """() => {
@@ -131,18 +145,21 @@ OBSERVE_PANES_JS = """() => {
 
 # The floors under landing_s: a title and one small chart, nothing computed; the Explorer's first
 # figure is Vega-Lite, the figures in its other tabs (and the Theory page's) plotly.
-FLOOR_PAGES = {"vega-lite": """import altair as alt
+FLOOR_PAGES = {
+    "vega-lite": """import altair as alt
 import pandas as pd
 import streamlit as st
 
 st.title("Explorer")
 st.altair_chart(alt.Chart(pd.DataFrame({"k": [1, 2, 3], "s": [1.0, 1.4, 1.2]})).mark_line().encode(x="k", y="s"))
-""", "plotly": """import plotly.graph_objects as go
+""",
+    "plotly": """import plotly.graph_objects as go
 import streamlit as st
 
 st.title("Explorer")
 st.plotly_chart(go.Figure(go.Scatter(x=[1, 2, 3], y=[1.0, 1.4, 1.2])))
-"""}
+""",
+}
 
 
 class Server(StreamlitServer):
@@ -235,8 +252,10 @@ async def landings(browser, servers: dict[str, Server], rounds: int) -> dict[str
     for _ in range(rounds):
         for name, server in servers.items():
             times[name].append(await land(browser, server.url))
-    print("landings s: " + "; ".join(f"{name} {[round(t, 2) for t in values]}" for name, values in times.items()),
-          flush=True)
+    print(
+        "landings s: " + "; ".join(f"{name} {[round(t, 2) for t in values]}" for name, values in times.items()),
+        flush=True,
+    )
     return times
 
 
@@ -247,8 +266,9 @@ def ratio_95(numerator: list[float], denominator: list[float], resamples: int = 
     ratios = []
     for _ in range(resamples):
         picked = [rng.choice(rounds) for _ in rounds]
-        ratios.append(statistics.median(numerator[i] for i in picked)
-                      / statistics.median(denominator[i] for i in picked))
+        ratios.append(
+            statistics.median(numerator[i] for i in picked) / statistics.median(denominator[i] for i in picked)
+        )
     ratios.sort()
     return ratios[int(0.025 * resamples)], ratios[int(0.975 * resamples) - 1]
 
@@ -284,8 +304,15 @@ async def round_of(browser, n: int) -> dict:
         finally:
             server.stop()
     explorer, theory = [t[0] for t in times], [t[1] for t in times]
-    return {"n": n, "explorer": explorer, "theory": theory, "cpu_s": cpu, "wall_s": wall,
-            "again": again, "again_cpu_s": again_cpu}
+    return {
+        "n": n,
+        "explorer": explorer,
+        "theory": theory,
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "again": again,
+        "again_cpu_s": again_cpu,
+    }
 
 
 def latencies(log: list[dict], recording: dict) -> list[float]:
@@ -311,8 +338,9 @@ def latencies(log: list[dict], recording: dict) -> list[float]:
 
 def sped_up(recording: dict, speed: float) -> dict:
     """The recording with every arrival time divided by ``speed``."""
-    panes = [{**p, "chunks": [{**c, "arrival_s": c["arrival_s"] / speed} for c in p["chunks"]]}
-             for p in recording["panes"]]
+    panes = [
+        {**p, "chunks": [{**c, "arrival_s": c["arrival_s"] / speed} for c in p["chunks"]]} for p in recording["panes"]
+    ]
     return {**recording, "panes": panes}
 
 
@@ -328,8 +356,7 @@ async def live_latency(browser, speed: float) -> list[float]:
         page = await context.new_page()
         try:
             await page.goto(f"{server.url}/live", timeout=TIMEOUT_MS, wait_until="commit")
-            await page.wait_for_function(IDLE_JS, arg=["Live", False],
-                                         timeout=TIMEOUT_MS)
+            await page.wait_for_function(IDLE_JS, arg=["Live", False], timeout=TIMEOUT_MS)
             await page.get_by_text("Recordings", exact=True).click()
             await page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(upload))
             load = page.get_by_role("button", name="Load", exact=True)
@@ -340,7 +367,9 @@ async def live_latency(browser, speed: float) -> list[float]:
                 """labels => labels.every(l => {
                     const el = document.querySelector(`[data-pane='${l}']`);
                     return el && el.textContent.includes('· done ·'); })""",
-                arg=labels, timeout=TIMEOUT_MS)
+                arg=labels,
+                timeout=TIMEOUT_MS,
+            )
             log = await page.evaluate("() => window.__paneLog")
         finally:
             await context.close()
@@ -381,12 +410,17 @@ async def theory_alone(repeats: int) -> None:
                 after, before = await theory_after_run(browser)
                 times.append(after)
                 befores.append(before)
-                print(f"Theory, first render after a new run: {after:.2f} s (just before it: {before:.2f} s); "
-                      f"loadavg {loadavg()}", flush=True)
+                print(
+                    f"Theory, first render after a new run: {after:.2f} s (just before it: {before:.2f} s); "
+                    f"loadavg {loadavg()}",
+                    flush=True,
+                )
         finally:
             await browser.close()
-    print(f"dashboard theory_after_run_s={statistics.median(times):.3f} max_s={max(times):.3f} "
-          f"before_run_s={statistics.median(befores):.3f} runs={repeats}")
+    print(
+        f"dashboard theory_after_run_s={statistics.median(times):.3f} max_s={max(times):.3f} "
+        f"before_run_s={statistics.median(befores):.3f} runs={repeats}"
+    )
 
 
 def bounds(interval: tuple[float, float]) -> str:
@@ -405,25 +439,38 @@ async def main(sessions: list[int], speeds: list[float], rows: int, landing_roun
         browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             rounds, ten_floor = {}, None
-            plotly_least, plotly_ten = (await floor(browser, engine="plotly"))[0], \
-                (await floor(browser, 10, "plotly"))[0]
-            print(f"floor with one plotly chart instead: {plotly_least:.2f} s; 10 at once, median {plotly_ten:.2f} s",
-                  flush=True)
+            plotly_least, plotly_ten = (
+                (await floor(browser, engine="plotly"))[0],
+                (await floor(browser, 10, "plotly"))[0],
+            )
+            print(
+                f"floor with one plotly chart instead: {plotly_least:.2f} s; 10 at once, median {plotly_ten:.2f} s",
+                flush=True,
+            )
             for n in sessions:
                 if n > 1:
                     least_n, cpu_least = await floor(browser, n)
                     ten_floor = (least_n, cpu_least) if n == 10 else ten_floor
-                    print(f"floor N={n}: the one-chart page opened by {n} viewers at once, median {least_n:.2f} s, "
-                          f"server cpu {cpu_least:.3f} s per viewer; loadavg {loadavg()}", flush=True)
+                    print(
+                        f"floor N={n}: the one-chart page opened by {n} viewers at once, median {least_n:.2f} s, "
+                        f"server cpu {cpu_least:.3f} s per viewer; loadavg {loadavg()}",
+                        flush=True,
+                    )
                 result = await round_of(browser, n)
                 rounds[n] = result
-                print(f"N={n}: explorer s {summary(result['explorer'])}; theory s {summary(result['theory'])}; "
-                      f"server cpu {result['cpu_s']:.2f} s ({result['cpu_s'] / n:.3f} s per session, "
-                      f"Explorer + Theory); wall {result['wall_s']:.2f} s; loadavg {loadavg()}", flush=True)
-                print(f"  then one more viewer: explorer {result['again'][0]:.2f} s, "
-                      f"theory {result['again'][1]:.2f} s, "
-                      f"server cpu {result['again_cpu_s']:.2f} s; the Explorer again in that browser (scripts "
-                      f"cached) {result['again'][2]:.2f} s", flush=True)
+                print(
+                    f"N={n}: explorer s {summary(result['explorer'])}; theory s {summary(result['theory'])}; "
+                    f"server cpu {result['cpu_s']:.2f} s ({result['cpu_s'] / n:.3f} s per session, "
+                    f"Explorer + Theory); wall {result['wall_s']:.2f} s; loadavg {loadavg()}",
+                    flush=True,
+                )
+                print(
+                    f"  then one more viewer: explorer {result['again'][0]:.2f} s, "
+                    f"theory {result['again'][1]:.2f} s, "
+                    f"server cpu {result['again_cpu_s']:.2f} s; the Explorer again in that browser (scripts "
+                    f"cached) {result['again'][2]:.2f} s",
+                    flush=True,
+                )
             with tempfile.TemporaryDirectory(prefix="specscope-bench-") as tmp:
                 homes = {name: Path(tmp) / name for name in ("floor", "explorer", "explorer_1m")}
                 for home in homes.values():
@@ -436,19 +483,24 @@ async def main(sessions: list[int], speeds: list[float], rows: int, landing_roun
                     warmed(homes["explorer"])
                     t1m = time.perf_counter()
                     servers["explorer_1m"] = Server(homes["explorer_1m"])
-                    print(f"{rows} rows written in {wrote:.1f} s; that server served after "
-                          f"{time.perf_counter() - t1m:.1f} s and {warmed(homes['explorer_1m'])}; loadavg {loadavg()}",
-                          flush=True)
+                    print(
+                        f"{rows} rows written in {wrote:.1f} s; that server served after "
+                        f"{time.perf_counter() - t1m:.1f} s and {warmed(homes['explorer_1m'])}; loadavg {loadavg()}",
+                        flush=True,
+                    )
                     landed = await landings(browser, servers, landing_rounds)
                     switches = await tab_switches(browser, servers["explorer"].url)
                 finally:
                     for server in servers.values():
                         server.stop()
                 landing = {name: statistics.median(values) for name, values in landed.items()}
-                print(f"landing (median of {landing_rounds}): floor {landing['floor']:.2f} s, "
-                      f"Explorer {landing['explorer']:.2f} s, "
-                      f"Explorer with {rows} rows {landing['explorer_1m']:.2f} s "
-                      f"({time.perf_counter() - started:.0f} s in all); loadavg {loadavg()}", flush=True)
+                print(
+                    f"landing (median of {landing_rounds}): floor {landing['floor']:.2f} s, "
+                    f"Explorer {landing['explorer']:.2f} s, "
+                    f"Explorer with {rows} rows {landing['explorer_1m']:.2f} s "
+                    f"({time.perf_counter() - started:.0f} s in all); loadavg {loadavg()}",
+                    flush=True,
+                )
                 print("tab switch s: " + "; ".join(f"{label} {t:.2f}" for label, t in switches.items()), flush=True)
             after_run, _ = await theory_after_run(browser)
             print(f"Theory, first render after a new run: {after_run:.2f} s; loadavg {loadavg()}", flush=True)
@@ -456,9 +508,11 @@ async def main(sessions: list[int], speeds: list[float], rows: int, landing_roun
             for speed in speeds:
                 lat = sorted(await live_latency(browser, speed))
                 p95 = lat[min(len(lat) - 1, round(0.95 * (len(lat) - 1)))]
-                print(f"live x{speed:g}: {len(lat)} chunks over 4 panes; token arrival -> DOM ms median "
-                      f"{statistics.median(lat):.1f} p95 {p95:.1f} max {lat[-1]:.1f}; loadavg {loadavg()}",
-                      flush=True)
+                print(
+                    f"live x{speed:g}: {len(lat)} chunks over 4 panes; token arrival -> DOM ms median "
+                    f"{statistics.median(lat):.1f} p95 {p95:.1f} max {lat[-1]:.1f}; loadavg {loadavg()}",
+                    flush=True,
+                )
         finally:
             await browser.close()
     one, ten = rounds.get(1), rounds.get(10)
@@ -467,18 +521,20 @@ async def main(sessions: list[int], speeds: list[float], rows: int, landing_roun
         return "n/a" if v is None else f"{v:.3f}"
 
     ten_median = ten and statistics.median(ten["explorer"])
-    print(f"dashboard cpu_per_view_s={fmt(ten and ten['cpu_s'] / 10)} cpu_floor_s={fmt(ten_floor and ten_floor[1])} "
-          f"landing_s={landing['explorer']:.3f} floor_s={landing['floor']:.3f} "
-          f"landing_ratio={landing['explorer'] / landing['floor']:.2f} "
-          f"landing_ratio_95={bounds(ratio_95(landed['explorer'], landed['floor']))} "
-          f"ten_median_s={fmt(ten_median)} ten_floor_s={fmt(ten_floor and ten_floor[0])} "
-          f"ten_ratio={fmt(ten_median and ten_floor and ten_median / ten_floor[0])} "
-          f"landing_1m_s={landing['explorer_1m']:.3f} "
-          f"landing_1m_ratio={landing['explorer_1m'] / landing['explorer']:.2f} "
-          f"landing_1m_ratio_95={bounds(ratio_95(landed['explorer_1m'], landed['explorer']))} "
-          f"tab_switch_s={statistics.median(switches.values()):.3f} tab_switch_max_s={max(switches.values()):.3f} "
-          f"live_p95_ms={'n/a' if p95 is None else f'{p95:.1f}'} landing_cached_s={fmt(one and one['again'][2])} "
-          f"theory_after_run_s={after_run:.3f}")
+    print(
+        f"dashboard cpu_per_view_s={fmt(ten and ten['cpu_s'] / 10)} cpu_floor_s={fmt(ten_floor and ten_floor[1])} "
+        f"landing_s={landing['explorer']:.3f} floor_s={landing['floor']:.3f} "
+        f"landing_ratio={landing['explorer'] / landing['floor']:.2f} "
+        f"landing_ratio_95={bounds(ratio_95(landed['explorer'], landed['floor']))} "
+        f"ten_median_s={fmt(ten_median)} ten_floor_s={fmt(ten_floor and ten_floor[0])} "
+        f"ten_ratio={fmt(ten_median and ten_floor and ten_median / ten_floor[0])} "
+        f"landing_1m_s={landing['explorer_1m']:.3f} "
+        f"landing_1m_ratio={landing['explorer_1m'] / landing['explorer']:.2f} "
+        f"landing_1m_ratio_95={bounds(ratio_95(landed['explorer_1m'], landed['explorer']))} "
+        f"tab_switch_s={statistics.median(switches.values()):.3f} tab_switch_max_s={max(switches.values()):.3f} "
+        f"live_p95_ms={'n/a' if p95 is None else f'{p95:.1f}'} landing_cached_s={fmt(one and one['again'][2])} "
+        f"theory_after_run_s={after_run:.3f}"
+    )
 
 
 def warmed(home: Path, timeout: float = 180) -> str:
@@ -505,8 +561,9 @@ if __name__ == "__main__":
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the large store (landing_1m_s)")
     parser.add_argument("--landings", type=int, default=9, help="rounds of the landing alone (floor, Explorer, 1M)")
     parser.add_argument("--timeout", type=float, default=240, help="seconds any one page may take")
-    parser.add_argument("--theory-after-run", type=int, metavar="N", help="only Theory's first render after a new "
-                        "run, N times")
+    parser.add_argument(
+        "--theory-after-run", type=int, metavar="N", help="only Theory's first render after a new run, N times"
+    )
     args = parser.parse_args()
     TIMEOUT_MS = args.timeout * 1000
     if args.theory_after_run:

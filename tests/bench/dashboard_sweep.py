@@ -108,10 +108,13 @@ def _drive(url: str, args: argparse.Namespace, timeout_s: float) -> float:
         page.goto(f"{url}/runs")
         page.wait_for_selector(IDLE, timeout=300_000)
         page.get_by_label("K values", exact=True).wait_for(timeout=300_000)  # the form, drawn
-        for label, value in (("K values", args.k), ("Concurrency values", args.concurrency),
-                             ("Requests per cell (0 = the whole set)", str(args.requests)),
-                             ("Output tokens per request", str(args.tokens)),
-                             ("Repeats per cell (interleaved)", str(args.repeats))):
+        for label, value in (
+            ("K values", args.k),
+            ("Concurrency values", args.concurrency),
+            ("Requests per cell (0 = the whole set)", str(args.requests)),
+            ("Output tokens per request", str(args.tokens)),
+            ("Repeats per cell (interleaved)", str(args.repeats)),
+        ):
             field = page.get_by_label(label, exact=True).locator("visible=true").first
             field.fill(value)
             field.press("Tab")
@@ -160,11 +163,15 @@ def main() -> None:
     hit = [(a, b) for a, b in spans if any(a < end and b > start for start, end, _ in cells)]
     cpu = sum(_cpu_in(stamped.cpu, start, end) for start, end, _ in cells)
     foreign = [row.get("foreign_cpu") for _, _, row in cells if row.get("foreign_cpu") is not None]
-    print(f"app {app}: {len(cells)} cells measured in {sweep_s:.0f} s; {len(spans)} computations for new results, "
-          f"{len(hit)} of them inside a measured cell ({sum(b - a for a, b in hit):.1f} s logged)")
-    print(f"dashboard_sweep cells={len(cells)} sweep_s={sweep_s:.0f} recomputes={len(spans)} "
-          f"recomputes_in_cells={len(hit)} recompute_s_in_cells={sum(b - a for a, b in hit):.1f} "
-          f"dashboard_cpu_in_cells_s={cpu:.1f} foreign_cpu_max={max(foreign, default=float('nan')):.3f}")
+    print(
+        f"app {app}: {len(cells)} cells measured in {sweep_s:.0f} s; {len(spans)} computations for new results, "
+        f"{len(hit)} of them inside a measured cell ({sum(b - a for a, b in hit):.1f} s logged)"
+    )
+    print(
+        f"dashboard_sweep cells={len(cells)} sweep_s={sweep_s:.0f} recomputes={len(spans)} "
+        f"recomputes_in_cells={len(hit)} recompute_s_in_cells={sum(b - a for a, b in hit):.1f} "
+        f"dashboard_cpu_in_cells_s={cpu:.1f} foreign_cpu_max={max(foreign, default=float('nan')):.3f}"
+    )
 
 
 if __name__ == "__main__":

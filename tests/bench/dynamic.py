@@ -66,8 +66,14 @@ def fixed(spec: dict) -> None:
 def scheduled(spec: dict, advised: k_schedule.KSchedule) -> None:
     """The round's cells of one server started with the advised schedule."""
     with_schedule = sweep.SweepSpec(**spec, k_schedule=advised.text())
-    measured(sweep.run_sweep(with_schedule, sweep.PresetLauncher(PRESET), progress=progress, only=[
-        cell.cell_id for cell in sweep.plan_cells(with_schedule) if cell.k_schedule or not cell.k]))
+    measured(
+        sweep.run_sweep(
+            with_schedule,
+            sweep.PresetLauncher(PRESET),
+            progress=progress,
+            only=[cell.cell_id for cell in sweep.plan_cells(with_schedule) if cell.k_schedule or not cell.k],
+        )
+    )
 
 
 def main() -> int:
@@ -76,15 +82,24 @@ def main() -> int:
     parser.add_argument("--concurrency", default="1,2,4,8,16")
     parser.add_argument("--num-prompts", type=int, default=16)
     parser.add_argument("--output-len", type=int, default=64)
-    parser.add_argument("--repeats", type=int, default=1, help="each server measures every concurrency this "
-                                                               "many times, interleaved")
-    parser.add_argument("--rounds", type=int, default=2, help="the whole comparison this many times, the "
-                                                              "schedule first in even rounds")
-    parser.add_argument("--schedule", help="measure this schedule instead of advising one: an earlier "
-                                           "invocation's, to add concurrencies to its runs (same SPECSCOPE_HOME)")
-    parser.add_argument("--max-num-seqs", type=int, default=None,
-                        help="the largest batch the servers run (default: the preset's, 8), for concurrency "
-                             "beyond it; set in a copy of the preset in the bench's home")
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="each server measures every concurrency this many times, interleaved"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="the whole comparison this many times, the schedule first in even rounds"
+    )
+    parser.add_argument(
+        "--schedule",
+        help="measure this schedule instead of advising one: an earlier "
+        "invocation's, to add concurrencies to its runs (same SPECSCOPE_HOME)",
+    )
+    parser.add_argument(
+        "--max-num-seqs",
+        type=int,
+        default=None,
+        help="the largest batch the servers run (default: the preset's, 8), for concurrency "
+        "beyond it; set in a copy of the preset in the bench's home",
+    )
     args = parser.parse_args()
     ks, concs = sweep.parse_ints(args.k), sweep.parse_ints(args.concurrency)
     os.environ.setdefault("SPECSCOPE_MODELS", str(settings.models_dir()))  # the prepared model, before the new home
@@ -93,24 +108,36 @@ def main() -> int:
         bundled = presets.get_preset(PRESET).path.read_text()
         (settings.home() / "presets").mkdir(parents=True, exist_ok=True)
         (settings.home() / "presets" / f"{PRESET}.toml").write_text(
-            re.sub(r"(?m)^max_num_seqs = \d+", f"max_num_seqs = {args.max_num_seqs}", bundled))
+            re.sub(r"(?m)^max_num_seqs = \d+", f"max_num_seqs = {args.max_num_seqs}", bundled)
+        )
     max_batch = int(presets.get_preset(PRESET).engine_args.get("max_num_seqs", 256))
     print(f"servers run batches of up to {max_batch}; home {settings.home()}", flush=True)
     models.prepare()
     started = time.monotonic()
     advised, run_ids = k_schedule.parse(args.schedule) if args.schedule else None, []
     for round_ in range(1, args.rounds + 1):
-        spec = dict(preset=PRESET, methods=("none", "ngram"), ks=ks, concurrencies=concs, prompts=PROMPTS,
-                    num_prompts=args.num_prompts, output_len=args.output_len, repeats=args.repeats,
-                    run_id=f"dynamic-r{round_}")
+        spec = dict(
+            preset=PRESET,
+            methods=("none", "ngram"),
+            ks=ks,
+            concurrencies=concs,
+            prompts=PROMPTS,
+            num_prompts=args.num_prompts,
+            output_len=args.output_len,
+            repeats=args.repeats,
+            run_id=f"dynamic-r{round_}",
+        )
         run_ids.append(spec["run_id"])
         if advised is None:
             fixed(spec)
             rows = Store().speedup({"run_id": [spec["run_id"]], "method": ["ngram"]})
             fit = fitting.fit_family(rows[rows["k_schedule"].isna()])
             advised, _ = deploy.advise_schedule(fit, max_batch=max_batch)
-            print(f"advised from the fixed-K cells: {advised.text()} (fit error {fit.train_error():.1%}, "
-                  f"{time.monotonic() - started:.0f} s so far)", flush=True)
+            print(
+                f"advised from the fixed-K cells: {advised.text()} (fit error {fit.train_error():.1%}, "
+                f"{time.monotonic() - started:.0f} s so far)",
+                flush=True,
+            )
             scheduled(spec, advised)
         elif round_ % 2 == 0:
             scheduled(spec, advised)
@@ -144,8 +171,11 @@ def report(rows, curves, advised: k_schedule.KSchedule, concs: tuple[int, ...], 
     fixed_rows, sched_rows = sd[sd["k_schedule"].isna()], sd[sd["k_schedule"] == advised.text()]
     curves = curves[curves["method"] == "ngram"]
     ks = sorted(int(k) for k in fixed_rows["k"].unique())
-    print(f"{'conc':>4} " + " ".join(f"{'K=' + str(k):>17}" for k in ks) +
-          f" {'schedule':>21} {'ratio':>6}   (speedups [95% interval])")
+    print(
+        f"{'conc':>4} "
+        + " ".join(f"{'K=' + str(k):>17}" for k in ks)
+        + f" {'schedule':>21} {'ratio':>6}   (speedups [95% interval])"
+    )
     ratios = []
     for conc in concs:
         here = fixed_rows[fixed_rows["concurrency"] == conc]
@@ -158,11 +188,15 @@ def report(rows, curves, advised: k_schedule.KSchedule, concs: tuple[int, ...], 
         print(f"{conc:>4} {cells} {scheduled_text:>21} {ratios[-1]:>6.3f}")
     single = fixed_rows.groupby("k")["speedup"].mean()
     mean_schedule = float(sched_rows["speedup"].mean())
-    print(f"mean speedup over concurrency: schedule {mean_schedule:.3f}, best single K={int(single.idxmax())} "
-          f"{single.max():.3f}; the best K at each concurrency, as measured: "
-          f"{fixed_rows.groupby(['concurrency', 'k'])['speedup'].mean().groupby('concurrency').max().mean():.3f}")
-    print(f"dynamic schedule={advised.text()} min_ratio={min(ratios):.3f} "
-          f"mean_gain_vs_best_single_k={mean_schedule / single.max():.3f}")
+    print(
+        f"mean speedup over concurrency: schedule {mean_schedule:.3f}, best single K={int(single.idxmax())} "
+        f"{single.max():.3f}; the best K at each concurrency, as measured: "
+        f"{fixed_rows.groupby(['concurrency', 'k'])['speedup'].mean().groupby('concurrency').max().mean():.3f}"
+    )
+    print(
+        f"dynamic schedule={advised.text()} min_ratio={min(ratios):.3f} "
+        f"mean_gain_vs_best_single_k={mean_schedule / single.max():.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -42,27 +42,38 @@ def grid(models: int) -> dict[str, np.ndarray]:
     """Every (model, concurrency, method, K) cell, a concurrency's baseline before its methods."""
     cells = [(f"org/model-{m}", c, method, k) for m in range(models) for c in CONCS for method, k in CHOICES]
     model, conc, method, k = zip(*cells)
-    return {"model": np.array(model), "concurrency": np.array(conc), "method": np.array(method),
-            "k": np.array(k, dtype=np.int32)}
+    return {
+        "model": np.array(model),
+        "concurrency": np.array(conc),
+        "method": np.array(method),
+        "k": np.array(k, dtype=np.int32),
+    }
 
 
-def rows(cells: dict[str, np.ndarray], cell: np.ndarray, run: np.ndarray, repeat: np.ndarray,
-         rng: np.random.Generator) -> pa.Table:
+def rows(
+    cells: dict[str, np.ndarray], cell: np.ndarray, run: np.ndarray, repeat: np.ndarray, rng: np.random.Generator
+) -> pa.Table:
     n = len(cell)
     method, k, conc = cells["method"][cell], cells["k"][cell], cells["concurrency"][cell]
-    base = 50.0 * conc ** 0.8
+    base = 50.0 * conc**0.8
     gain = np.where(method == "none", 1.0, (1 + 0.25 * np.sqrt(k)) / (1 + 0.002 * conc * k))
     created = np.datetime64("2026-01-01T00:00", "us") + run.astype("timedelta64[m]")
     columns = {
         "run_id": pa.array([f"bench-{r:03d}" for r in range(RUNS)]).take(pa.array(run)),
         "created_at": pa.array(created).cast(pa.timestamp("us", tz="UTC")),
-        "source": pa.array(["synthetic"] * n), "model": pa.array(cells["model"][cell]),
+        "source": pa.array(["synthetic"] * n),
+        "model": pa.array(cells["model"][cell]),
         "draft_model": pa.array(np.where(method == "draft_model", "org/draft", None)),
-        "method": pa.array(method), "dataset": pa.array(["chat"] * n), "hardware": pa.array(["gpu"] * n),
-        "k": pa.array(k), "concurrency": pa.array(conc), "repeat": pa.array(repeat.astype(np.int32)),
-        "output_len": pa.array(np.full(n, 200)), "temperature": pa.array(np.zeros(n)),
+        "method": pa.array(method),
+        "dataset": pa.array(["chat"] * n),
+        "hardware": pa.array(["gpu"] * n),
+        "k": pa.array(k),
+        "concurrency": pa.array(conc),
+        "repeat": pa.array(repeat.astype(np.int32)),
+        "output_len": pa.array(np.full(n, 200)),
+        "temperature": pa.array(np.zeros(n)),
         "output_throughput": pa.array(base * gain * rng.normal(1.0, 0.03, n)),
-        "acceptance_length": pa.array(np.where(method == "none", np.nan, 1 + 0.6 * k ** 0.7)),
+        "acceptance_length": pa.array(np.where(method == "none", np.nan, 1 + 0.6 * k**0.7)),
         "status": pa.array(["ok"] * n),
     }
     return writing.to_table(pa.table(columns), RESULT_SCHEMA)
@@ -82,8 +93,13 @@ def many_runs(n: int, seed: int = 1) -> pa.Table:
     per_run = max(2, n // (RUNS * RUN_REPEATS))
     runs = max(1, min(RUNS, n // (RUN_REPEATS * per_run)))
     index = np.arange(runs * per_run * RUN_REPEATS)
-    return rows(cells, (index // RUN_REPEATS) % per_run, index // (RUN_REPEATS * per_run), index % RUN_REPEATS,
-                np.random.default_rng(seed))
+    return rows(
+        cells,
+        (index // RUN_REPEATS) % per_run,
+        index // (RUN_REPEATS * per_run),
+        index % RUN_REPEATS,
+        np.random.default_rng(seed),
+    )
 
 
 def main() -> None:
@@ -91,8 +107,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the large stores")
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
-    shapes = {"1k": (one_run, 1_000), "1m": (one_run, args.rows),
-              "1k_runs": (many_runs, 1_000), "1m_runs": (many_runs, args.rows)}
+    shapes = {
+        "1k": (one_run, 1_000),
+        "1m": (one_run, args.rows),
+        "1k_runs": (many_runs, 1_000),
+        "1m_runs": (many_runs, args.rows),
+    }
     with tempfile.TemporaryDirectory() as tmp:
         stores = {}
         for label, (make, n) in shapes.items():
@@ -114,12 +134,16 @@ def main() -> None:
                 times[label].append(time.perf_counter() - t0)
         for label, db in stores.items():
             frame = explore.speedup_vs_k(db)
-            print(f"{label}: {len(frame)} figure points from {int(frame['repeats'].sum())} repeats, "
-                  f"median {statistics.median(times[label]):.4f} s, times {[round(t, 4) for t in times[label]]}")
+            print(
+                f"{label}: {len(frame)} figure points from {int(frame['repeats'].sum())} repeats, "
+                f"median {statistics.median(times[label]):.4f} s, times {[round(t, 4) for t in times[label]]}"
+            )
     median = {label: statistics.median(values) for label, values in times.items()}
-    peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2  # kB on Linux
-    print(f"explorer t_1k_s={median['1k']:.4f} t_1m_s={median['1m']:.4f} ratio={median['1m'] / median['1k']:.2f} "
-          f"t_1m_runs_s={median['1m_runs']:.4f} peak_gb={peak_gb:.2f}")
+    peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # kB on Linux
+    print(
+        f"explorer t_1k_s={median['1k']:.4f} t_1m_s={median['1m']:.4f} ratio={median['1m'] / median['1k']:.2f} "
+        f"t_1m_runs_s={median['1m_runs']:.4f} peak_gb={peak_gb:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -37,16 +37,51 @@ HELPER = Path(__file__).with_name("vllm_bench.py")
 
 def vllm_bench(args, model: str, result_dir: Path, round_no: int) -> dict:
     name = f"round{round_no}.json"
-    argv = [sys.executable, str(HELPER), "bench", "serve", "--base-url", args.base_url,
-            "--model", model, "--tokenizer", args.tokenizer, "--backend", "openai-chat",
-            "--endpoint", "/v1/chat/completions", "--dataset-name", "custom",
-            "--dataset-path", str(args.prompts), "--skip-chat-template", "--disable-shuffle",
-            "--num-prompts", str(args.num_prompts), "--custom-output-len", str(args.output_len),
-            "--ignore-eos", "--temperature", "0", "--max-concurrency", str(args.concurrency),
-            "--request-rate", "inf", "--disable-tqdm", "--save-result", "--result-dir", str(result_dir),
-            "--result-filename", name, "--metadata", "method=ngram", f"k={args.k}",
-            f"dataset={args.prompts.stem}", f"output_len={args.output_len}",
-            f"hardware={provenance.hardware_label()}"]
+    argv = [
+        sys.executable,
+        str(HELPER),
+        "bench",
+        "serve",
+        "--base-url",
+        args.base_url,
+        "--model",
+        model,
+        "--tokenizer",
+        args.tokenizer,
+        "--backend",
+        "openai-chat",
+        "--endpoint",
+        "/v1/chat/completions",
+        "--dataset-name",
+        "custom",
+        "--dataset-path",
+        str(args.prompts),
+        "--skip-chat-template",
+        "--disable-shuffle",
+        "--num-prompts",
+        str(args.num_prompts),
+        "--custom-output-len",
+        str(args.output_len),
+        "--ignore-eos",
+        "--temperature",
+        "0",
+        "--max-concurrency",
+        str(args.concurrency),
+        "--request-rate",
+        "inf",
+        "--disable-tqdm",
+        "--save-result",
+        "--result-dir",
+        str(result_dir),
+        "--result-filename",
+        name,
+        "--metadata",
+        "method=ngram",
+        f"k={args.k}",
+        f"dataset={args.prompts.stem}",
+        f"output_len={args.output_len}",
+        f"hardware={provenance.hardware_label()}",
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     if done.returncode != 0:
         raise SystemExit(f"vllm bench serve failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
@@ -54,8 +89,13 @@ def vllm_bench(args, model: str, result_dir: Path, round_no: int) -> dict:
 
 
 def specscope_run(args, model: str, prompt_set) -> dict:
-    spec = LoadSpec(base_url=args.base_url, model=model, num_prompts=args.num_prompts,
-                    max_concurrency=args.concurrency, output_len=args.output_len)
+    spec = LoadSpec(
+        base_url=args.base_url,
+        model=model,
+        num_prompts=args.num_prompts,
+        max_concurrency=args.concurrency,
+        output_len=args.output_len,
+    )
     return run_sync(run_load(spec, prompt_set)).row()
 
 
@@ -96,22 +136,30 @@ def main() -> None:
                 a = specscope_run(args, model, prompt_set)
                 b = vllm_bench(args, model, Path(tmp), round_no)
                 pairs.append((a, b))
-                print(f"round {round_no}: specscope {a['output_throughput']:.2f} tok/s tpot "
-                      f"{a['mean_tpot_ms']:.2f} ms ttft {a['mean_ttft_ms']:.1f} ms acc "
-                      f"{a['acceptance_rate']:.4f} in {a['total_input_tokens']} | vllm bench "
-                      f"{b['output_throughput']:.2f} tok/s tpot {b['mean_tpot_ms']:.2f} ms ttft "
-                      f"{b['mean_ttft_ms']:.1f} ms acc {b['spec_decode_acceptance_rate'] / 100:.4f} "
-                      f"in {b['total_input_tokens']}", flush=True)
+                print(
+                    f"round {round_no}: specscope {a['output_throughput']:.2f} tok/s tpot "
+                    f"{a['mean_tpot_ms']:.2f} ms ttft {a['mean_ttft_ms']:.1f} ms acc "
+                    f"{a['acceptance_rate']:.4f} in {a['total_input_tokens']} | vllm bench "
+                    f"{b['output_throughput']:.2f} tok/s tpot {b['mean_tpot_ms']:.2f} ms ttft "
+                    f"{b['mean_ttft_ms']:.1f} ms acc {b['spec_decode_acceptance_rate'] / 100:.4f} "
+                    f"in {b['total_input_tokens']}",
+                    flush=True,
+                )
     finally:
         if server is not None:
             from specscope import launch
+
             launch.stop(server)
-    ratio = {key: statistics.median(a[f"{key}"] / b[key] for a, b in pairs)
-             for key in ("output_throughput", "mean_tpot_ms", "mean_ttft_ms")}
+    ratio = {
+        key: statistics.median(a[f"{key}"] / b[key] for a, b in pairs)
+        for key in ("output_throughput", "mean_tpot_ms", "mean_ttft_ms")
+    }
     acc_a = statistics.median(a["acceptance_rate"] for a, _ in pairs)
     acc_b = statistics.median(b["spec_decode_acceptance_rate"] / 100 for _, b in pairs)
-    print(f"fidelity throughput_ratio={ratio['output_throughput']:.3f} tpot_ratio={ratio['mean_tpot_ms']:.3f} "
-          f"ttft_ratio={ratio['mean_ttft_ms']:.3f} acceptance_specscope={acc_a:.3f} acceptance_vllm={acc_b:.3f}")
+    print(
+        f"fidelity throughput_ratio={ratio['output_throughput']:.3f} tpot_ratio={ratio['mean_tpot_ms']:.3f} "
+        f"ttft_ratio={ratio['mean_ttft_ms']:.3f} acceptance_specscope={acc_a:.3f} acceptance_vllm={acc_b:.3f}"
+    )
 
 
 if __name__ == "__main__":

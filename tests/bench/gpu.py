@@ -40,9 +40,11 @@ RUIZ = SHARED_DATA / "tomasruizt_vllm-scripts_full-bench-data_d94d714.parquet"
 TRACES = SHARED_DATA / "specdecode-bench_simulator_2fdccbd"
 ENGINE_RUN, RUIZ_RUN = "gpu-llama31-8b-eagle3-synthetic", "gpu-qwen3-32b-ruiz-replay"
 # preset method -> (Ruiz's draft_model, K, Ruiz's mean acceptance length at that K over concurrency)
-RUIZ_METHODS = {"eagle3": ("RedHatAI/Qwen3-32B-speculator.eagle3", 3, 2.18),
-                "draft_model": ("Qwen/Qwen3-1.7B", 4, 2.85),
-                "draft_4b": ("Qwen/Qwen3-4B", 3, 2.81)}
+RUIZ_METHODS = {
+    "eagle3": ("RedHatAI/Qwen3-32B-speculator.eagle3", 3, 2.18),
+    "draft_model": ("Qwen/Qwen3-1.7B", 4, 2.85),
+    "draft_4b": ("Qwen/Qwen3-4B", 3, 2.81),
+}
 PHASES = {"ruiz-eagle3": ("none", "eagle3"), "ruiz-draft": ("draft_model",), "ruiz-4b": ("draft_4b",)}
 
 
@@ -51,27 +53,53 @@ progress = ProgressBar(sys.stdout, stamped=True)
 
 def run(spec: sweep.SweepSpec) -> None:
     result = sweep.run_sweep(spec, sweep.launcher_for(spec), progress=progress)
-    print(f"run {result.run_id}: {len(result.ran)} ran, {len(result.skipped)} finished earlier, "
-          f"{len(result.failed)} failed")
+    print(
+        f"run {result.run_id}: {len(result.ran)} ran, {len(result.skipped)} finished earlier, "
+        f"{len(result.failed)} failed"
+    )
     for cell_id, reason in result.failed.items():
         print(f"  {cell_id}: {reason}")
 
 
 def engine_phase() -> None:
-    run(sweep.SweepSpec(preset="shape-llama31-8b", methods=("none", "eagle3"), ks=(2, 4), concurrencies=(1, 16),
-                        prompts=PROMPTS, num_prompts=8, per_concurrency=4, output_len=128, warmups=2,
-                        synthetic_length=((2, 2.0), (4, 3.0)), run_id=ENGINE_RUN,
-                        label="Llama-3.1-8B shape, EAGLE-3 head, synthetic acceptance"))
+    run(
+        sweep.SweepSpec(
+            preset="shape-llama31-8b",
+            methods=("none", "eagle3"),
+            ks=(2, 4),
+            concurrencies=(1, 16),
+            prompts=PROMPTS,
+            num_prompts=8,
+            per_concurrency=4,
+            output_len=128,
+            warmups=2,
+            synthetic_length=((2, 2.0), (4, 3.0)),
+            run_id=ENGINE_RUN,
+            label="Llama-3.1-8B shape, EAGLE-3 head, synthetic acceptance",
+        )
+    )
 
 
 def ruiz_phase(methods: tuple[str, ...]) -> None:
     lengths = tuple((RUIZ_METHODS[m][1], RUIZ_METHODS[m][2]) for m in methods if m in RUIZ_METHODS)
     for method in methods:
         ks = (RUIZ_METHODS[method][1],) if method in RUIZ_METHODS else ()
-        run(sweep.SweepSpec(preset="shape-qwen3-32b", methods=(method if not ks else f"{method}:{ks[0]}",),
-                            ks=(), concurrencies=(1, 16, 64), prompts=PROMPTS, num_prompts=8, per_concurrency=4,
-                            output_len=128, warmups=2, synthetic_length=lengths if ks else (), run_id=RUIZ_RUN,
-                            label="Qwen3-32B shape, Ruiz (2026) acceptance replayed synthetically"))
+        run(
+            sweep.SweepSpec(
+                preset="shape-qwen3-32b",
+                methods=(method if not ks else f"{method}:{ks[0]}",),
+                ks=(),
+                concurrencies=(1, 16, 64),
+                prompts=PROMPTS,
+                num_prompts=8,
+                per_concurrency=4,
+                output_len=128,
+                warmups=2,
+                synthetic_length=lengths if ks else (),
+                run_id=RUIZ_RUN,
+                label="Qwen3-32B shape, Ruiz (2026) acceptance replayed synthetically",
+            )
+        )
 
 
 def _ruiz_speedups(path: Path) -> pd.DataFrame:
@@ -80,8 +108,9 @@ def _ruiz_speedups(path: Path) -> pd.DataFrame:
     base = qwen[qwen["sd_method"] == "None"].set_index("concurrency")["output_token_throughput"]
     sd = qwen[qwen["sd_method"] != "None"].copy()
     sd["ruiz_speedup"] = sd["output_token_throughput"] / sd["concurrency"].map(base)
-    return sd.rename(columns={"num_spec_toks": "k"})[["draft_model", "k", "concurrency", "ruiz_speedup",
-                                                     "acceptance_length"]]
+    return sd.rename(columns={"num_spec_toks": "k"})[
+        ["draft_model", "k", "concurrency", "ruiz_speedup", "acceptance_length"]
+    ]
 
 
 def trace_length(path: Path, k: int, key: str = "acc_eagle") -> float:
@@ -104,15 +133,17 @@ def predicted_from_traces(traces: Path, d0: float, slope: float) -> None:
         return
     print("SpecDecode-Bench Llama-3.1-8B EAGLE traces (H100), speedup predicted at c=1 as AL(K) / D(K):")
     for path in sorted(traces.glob("combined_*.jsonl")):
-        cells = [f"K={k}: AL {trace_length(path, k):.2f} -> {trace_length(path, k) / (d0 + slope * k):.2f}x"
-                 for k in (2, 4)]
+        cells = [
+            f"K={k}: AL {trace_length(path, k):.2f} -> {trace_length(path, k) / (d0 + slope * k):.2f}x" for k in (2, 4)
+        ]
         print(f"  {path.stem.removeprefix('combined_'):14s} " + ", ".join(cells))
 
 
 def report(results: Path, ruiz_path: Path, traces: Path = TRACES) -> int:
     store = Store(result_dirs=[results], request_dirs=[])
-    cells = store.speedup({"run_id": [ENGINE_RUN, RUIZ_RUN]},
-                          columns=["acceptance_length", "vllm_version", "weights", "acceptance"])
+    cells = store.speedup(
+        {"run_id": [ENGINE_RUN, RUIZ_RUN]}, columns=["acceptance_length", "vllm_version", "weights", "acceptance"]
+    )
     if cells.empty:
         print(f"gpu: no GPU results in {results}; run the phases on a GPU machine first")
         return 1
@@ -128,21 +159,43 @@ def report(results: Path, ruiz_path: Path, traces: Path = TRACES) -> int:
     slope = (d[4] - d[2]) / 2
     replay = cells[(cells["run_id"] == RUIZ_RUN) & (cells["method"] != "none")].copy()
     replay["draft"] = replay["method"].map(lambda m: RUIZ_METHODS.get(m, (None,))[0])
-    compared = replay.merge(_ruiz_speedups(ruiz_path), left_on=["draft", "k", "concurrency"],
-                            right_on=["draft_model", "k", "concurrency"], suffixes=("", "_ruiz"))
+    compared = replay.merge(
+        _ruiz_speedups(ruiz_path),
+        left_on=["draft", "k", "concurrency"],
+        right_on=["draft_model", "k", "concurrency"],
+        suffixes=("", "_ruiz"),
+    )
     compared["error"] = compared["speedup"] / compared["ruiz_speedup"] - 1
     print("Qwen3-32B shape on this GPU vs Ruiz (2026), same drafter shape, K and acceptance length:")
-    print(compared[["method", "k", "concurrency", "acceptance_length", "acceptance_length_ruiz", "speedup",
-                    "speedup_lo", "speedup_hi", "ruiz_speedup", "error"]].round(3).to_string(index=False))
+    print(
+        compared[
+            [
+                "method",
+                "k",
+                "concurrency",
+                "acceptance_length",
+                "acceptance_length_ruiz",
+                "speedup",
+                "speedup_lo",
+                "speedup_hi",
+                "ruiz_speedup",
+                "error",
+            ]
+        ]
+        .round(3)
+        .to_string(index=False)
+    )
     predicted_from_traces(traces, d[2] - 2 * slope, slope)
     errors = compared["error"].abs().tolist()
     vllm = ",".join(sorted(set(cells["vllm_version"].dropna())))
     device = ",".join(sorted(set(cells["hardware"].dropna())))
-    print(f"gpu device={device} vllm={vllm} base_c1_tps={value('none', 0, 1, 'output_throughput'):.1f} "
-          f"base_c16_tps={value('none', 0, 16, 'output_throughput'):.1f} "
-          f"eagle3_k4_c1_synth_al3_x={value('eagle3', 4, 1, 'speedup'):.3f} "
-          f"dk_c1={d[2] - 2 * slope:.3f}+{slope:.3f}K ruiz_cells={len(compared)} "
-          f"ruiz_median_abs_err={statistics.median(errors) if errors else float('nan'):.3f}")
+    print(
+        f"gpu device={device} vllm={vllm} base_c1_tps={value('none', 0, 1, 'output_throughput'):.1f} "
+        f"base_c16_tps={value('none', 0, 16, 'output_throughput'):.1f} "
+        f"eagle3_k4_c1_synth_al3_x={value('eagle3', 4, 1, 'speedup'):.3f} "
+        f"dk_c1={d[2] - 2 * slope:.3f}+{slope:.3f}K ruiz_cells={len(compared)} "
+        f"ruiz_median_abs_err={statistics.median(errors) if errors else float('nan'):.3f}"
+    )
     return 0
 
 

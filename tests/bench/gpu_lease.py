@@ -60,9 +60,20 @@ progress = ProgressBar(sys.stdout, stamped=True)
 
 
 def lease_spec(way: str, repeats: int) -> sweep.SweepSpec:
-    return sweep.SweepSpec(preset=PRESET, methods=METHODS, ks=(4,), concurrencies=(1, 16), prompts=PROMPTS,
-                           num_prompts=8, per_concurrency=4, output_len=128, warmups=1, repeats=repeats,
-                           synthetic_length=((0, 3.0),), run_id=f"gpu-lease-{way}-r{repeats}")
+    return sweep.SweepSpec(
+        preset=PRESET,
+        methods=METHODS,
+        ks=(4,),
+        concurrencies=(1, 16),
+        prompts=PROMPTS,
+        num_prompts=8,
+        per_concurrency=4,
+        output_len=128,
+        warmups=1,
+        repeats=repeats,
+        synthetic_length=((0, 3.0),),
+        run_id=f"gpu-lease-{way}-r{repeats}",
+    )
 
 
 def _record(home: Path, entry: dict) -> None:
@@ -93,14 +104,27 @@ def sweep_phase(way: str, home: Path, budget: float, repeats: int) -> None:
     result = sweep.run_sweep(plan, launcher, progress=tracked, stop=out_of_time)
     wall = time.monotonic() - began
     lanes = len(launcher.lanes())
-    print(f"{way}: {len(result.ran)} ran, {len(result.skipped)} finished earlier, {len(result.failed)} failed "
-          f"in {wall:.0f} s; "
-          f"{sweep.run.time_split(result.seconds, lanes)}")
+    print(
+        f"{way}: {len(result.ran)} ran, {len(result.skipped)} finished earlier, {len(result.failed)} failed "
+        f"in {wall:.0f} s; "
+        f"{sweep.run.time_split(result.seconds, lanes)}"
+    )
     for cell_id, reason in result.failed.items():
         print(f"  {cell_id}: {reason}")
-    _record(home, {"way": way, "wall_s": wall, "ran": len(result.ran), "failed": len(result.failed),
-                   "seconds": result.seconds, "lanes": lanes, "gpus": len(gpus.visible()),
-                   "repeats": repeats, "hardware": provenance.hardware_label()})
+    _record(
+        home,
+        {
+            "way": way,
+            "wall_s": wall,
+            "ran": len(result.ran),
+            "failed": len(result.failed),
+            "seconds": result.seconds,
+            "lanes": lanes,
+            "gpus": len(gpus.visible()),
+            "repeats": repeats,
+            "hardware": provenance.hardware_label(),
+        },
+    )
 
 
 def _measure(url: str, prompt_set: prompts.PromptSet) -> dict:
@@ -122,8 +146,9 @@ def woken_phase(home: Path, rounds: int = 3) -> None:
             warmup.warm_up(server.url, concurrency=1, output_len=128, live=False)
         figures: dict[str, list[dict]] = {"fresh": [], "woken": []}
         for _ in range(rounds):
-            figures["fresh"].append({"base": _measure(base.url, prompt_set),
-                                     "method": _measure(method.url, prompt_set)})
+            figures["fresh"].append(
+                {"base": _measure(base.url, prompt_set), "method": _measure(method.url, prompt_set)}
+            )
         for _ in range(rounds):
             times = {}
             for server in started:
@@ -133,8 +158,13 @@ def woken_phase(home: Path, rounds: int = 3) -> None:
                 sleepmode.wake_up(server.url)
                 times[server.url] = (asleep - began, time.monotonic() - asleep)
                 warmup.warm_up(server.url, concurrency=1, output_len=128, live=False)
-            figures["woken"].append({"base": _measure(base.url, prompt_set), "method": _measure(method.url, prompt_set),
-                                     "sleep_wake_s": list(times.values())})
+            figures["woken"].append(
+                {
+                    "base": _measure(base.url, prompt_set),
+                    "method": _measure(method.url, prompt_set),
+                    "sleep_wake_s": list(times.values()),
+                }
+            )
     finally:
         for server in started:
             launcher.stop(server)
@@ -145,17 +175,22 @@ def woken_phase(home: Path, rounds: int = 3) -> None:
 def _woken_report(figures: dict) -> None:
     for kind in ("fresh", "woken"):
         rows = figures[kind]
-        speed = stats.ratio_interval([r["method"]["output_throughput"] for r in rows],
-                                     [r["base"]["output_throughput"] for r in rows])
+        speed = stats.ratio_interval(
+            [r["method"]["output_throughput"] for r in rows], [r["base"]["output_throughput"] for r in rows]
+        )
         tpot = stats.mean_interval([r["method"]["median_tpot_ms"] for r in rows])
         base_tpot = stats.mean_interval([r["base"]["median_tpot_ms"] for r in rows])
-        print(f"woken {kind}: EAGLE-3 K=4 c=1 speedup {speed.estimate:.3f}x [{speed.low:.3f}, {speed.high:.3f}]; "
-              f"TPOT {tpot.estimate:.2f} ms [{tpot.low:.2f}, {tpot.high:.2f}], baseline TPOT "
-              f"{base_tpot.estimate:.2f} ms [{base_tpot.low:.2f}, {base_tpot.high:.2f}] ({len(rows)} rounds)")
+        print(
+            f"woken {kind}: EAGLE-3 K=4 c=1 speedup {speed.estimate:.3f}x [{speed.low:.3f}, {speed.high:.3f}]; "
+            f"TPOT {tpot.estimate:.2f} ms [{tpot.low:.2f}, {tpot.high:.2f}], baseline TPOT "
+            f"{base_tpot.estimate:.2f} ms [{base_tpot.low:.2f}, {base_tpot.high:.2f}] ({len(rows)} rounds)"
+        )
     cycles = [pair for r in figures["woken"] for pair in r["sleep_wake_s"]]
     if cycles:
-        print(f"woken: fell asleep in {min(c[0] for c in cycles):.2f}-{max(c[0] for c in cycles):.2f} s, woke in "
-              f"{min(c[1] for c in cycles):.2f}-{max(c[1] for c in cycles):.2f} s (level 1)")
+        print(
+            f"woken: fell asleep in {min(c[0] for c in cycles):.2f}-{max(c[0] for c in cycles):.2f} s, woke in "
+            f"{min(c[1] for c in cycles):.2f}-{max(c[1] for c in cycles):.2f} s (level 1)"
+        )
 
 
 def report(home: Path, repeats: int) -> None:
@@ -168,11 +203,18 @@ def report(home: Path, repeats: int) -> None:
             for e in runs:
                 for key, value in e["seconds"].items():
                     seconds[key] = seconds.get(key, 0.0) + value
-            ways[way] = {"wall": sum(e["wall_s"] for e in runs), "cells": sum(e["ran"] for e in runs),
-                         "seconds": seconds, "gpus": runs[-1]["gpus"], "lanes": runs[-1]["lanes"],
-                         "hardware": runs[-1]["hardware"]}
-            print(f"{way}: {ways[way]['cells']} cells in {ways[way]['wall']:.0f} s over {len(runs)} command(s) on "
-                  f"{ways[way]['hardware']}; {sweep.run.time_split(seconds, ways[way]['lanes'])}")
+            ways[way] = {
+                "wall": sum(e["wall_s"] for e in runs),
+                "cells": sum(e["ran"] for e in runs),
+                "seconds": seconds,
+                "gpus": runs[-1]["gpus"],
+                "lanes": runs[-1]["lanes"],
+                "hardware": runs[-1]["hardware"],
+            }
+            print(
+                f"{way}: {ways[way]['cells']} cells in {ways[way]['wall']:.0f} s over {len(runs)} command(s) on "
+                f"{ways[way]['hardware']}; {sweep.run.time_split(seconds, ways[way]['lanes'])}"
+            )
     for e in entries:
         if e["way"] == "woken":
             _woken_report(e["figures"])
@@ -184,17 +226,23 @@ def report(home: Path, repeats: int) -> None:
     if "old" in ways and "new" in ways:
         old, new = ways["old"], ways["new"]
         start, measure = new["seconds"].get("start", 0.0), new["seconds"].get("measure", 0.0)
-        print(f"gpu_lease gpus={new['lanes']} cells={new['cells']} repeats={repeats} old_wall_s={old['wall']:.0f} "
-              f"new_wall_s={new['wall']:.0f} ratio={new['wall'] / old['wall']:.3f} start_s={start:.0f} "
-              f"measure_s={measure:.0f} share={measure / new['wall']:.3f}")
+        print(
+            f"gpu_lease gpus={new['lanes']} cells={new['cells']} repeats={repeats} old_wall_s={old['wall']:.0f} "
+            f"new_wall_s={new['wall']:.0f} ratio={new['wall'] / old['wall']:.3f} start_s={start:.0f} "
+            f"measure_s={measure:.0f} share={measure / new['wall']:.3f}"
+        )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--phase", choices=("old", "new", "second", "woken", "report"), required=True)
     parser.add_argument("--home", type=Path, default=Path(os.environ.get("SPECSCOPE_LEASE", "/tmp/specscope-lease")))
-    parser.add_argument("--repeats", type=int, default=2,
-                        help="measurements of every cell, in interleaved rounds (default %(default)s: an interval)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=2,
+        help="measurements of every cell, in interleaved rounds (default %(default)s: an interval)",
+    )
     parser.add_argument("--budget", type=float, default=560.0, help="seconds this command may measure for")
     args = parser.parse_args()
     args.home.mkdir(parents=True, exist_ok=True)

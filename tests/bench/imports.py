@@ -30,8 +30,13 @@ from unit.test_architecture import APP, import_graph  # noqa: E402
 def one_pass(module: str) -> tuple[list[str], float]:
     """The modules ``import module`` loads in a fresh interpreter, and the sum of their own times (ms)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(APP), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"], env=env,
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", f"import {module}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     names, own_us = [], 0
     for line in done.stderr.splitlines():
         if not line.startswith("import time:") or "self [us]" in line:
@@ -44,10 +49,12 @@ def one_pass(module: str) -> tuple[list[str], float]:
 
 def longest_chain(graph: dict[str, set[str]], start: str) -> list[str]:
     """The longest path of imports from ``start`` (the graph has no circle: the architecture test sees to it)."""
+
     @functools.cache
     def down(node: str) -> tuple[str, ...]:
         below = [down(nxt) for nxt in sorted(graph[node])]
         return (node, *max(below, key=len, default=()))
+
     return list(down(start))
 
 
@@ -65,10 +72,12 @@ def main() -> None:
     print("longest chain under app/: " + " -> ".join(anywhere))
     ray = any(n == "ray" or n.startswith("ray.") for n in names)
     sweep = any(n == "specscope.sweep" or n.startswith("specscope.sweep.") for n in names)
-    print(f"imports module={args.module} modules={len(names)} "
-          f"specscope_modules={sum(n.startswith('specscope') for n in names)} ray={'yes' if ray else 'no'} "
-          f"sweep={'yes' if sweep else 'no'} median_ms={statistics.median(t for _, t in passes):.0f} "
-          f"chain={len(chain)} longest_chain={len(anywhere)}")
+    print(
+        f"imports module={args.module} modules={len(names)} "
+        f"specscope_modules={sum(n.startswith('specscope') for n in names)} ray={'yes' if ray else 'no'} "
+        f"sweep={'yes' if sweep else 'no'} median_ms={statistics.median(t for _, t in passes):.0f} "
+        f"chain={len(chain)} longest_chain={len(anywhere)}"
+    )
 
 
 if __name__ == "__main__":

@@ -42,20 +42,22 @@ specs = cache.built("bench_specs", lambda: [vega_spec(chart) for _, chart in
 """
 PARTS = {
     "floor": "",
-    "4 metric tiles": "cols = st.columns(4)\n" + "\n".join(
-        f"cols[{i}].metric('Result rows', 1234, help='rows')" for i in range(4)),
+    "4 metric tiles": "cols = st.columns(4)\n"
+    + "\n".join(f"cols[{i}].metric('Result rows', 1234, help='rows')" for i in range(4)),
     "1 markdown headline": f"st.markdown('**1,234** result rows · best speedup **2.318×** [2.2, 2.4] · {TEXT}')",
     "10 captions": "\n".join(f"st.caption('{TEXT} {i}')" for i in range(10)),
     "10 closed expanders": "\n".join(
-        f"st.expander('Each setup, its verdict and config {i}', key='e{i}', on_change='rerun')" for i in range(10)),
+        f"st.expander('Each setup, its verdict and config {i}', key='e{i}', on_change='rerun')" for i in range(10)
+    ),
     "8 tabs": "st.tabs(['Speedup vs K'] + [f'Figure {i}' for i in range(7)], key='tabs', on_change='rerun')",
     "3 download buttons": "\n".join(
-        f"st.download_button('Download {i}', b'x', 'x.csv', key='d{i}', on_click='ignore')" for i in range(3)),
+        f"st.download_button('Download {i}', b'x', 'x.csv', key='d{i}', on_click='ignore')" for i in range(3)
+    ),
     "sidebar nav of 5 pages": "def _page():\n    pass\nst.navigation([st.Page(_page, title=f'Page {i}', "
-                              "icon=':material/insights:', url_path=f'p{i}') for i in range(5)]).run()",
+    "icon=':material/insights:', url_path=f'p{i}') for i in range(5)]).run()",
     "1 speedup-vs-K chart": K_CHARTS + "st.vega_lite_chart(spec=specs[0], width='stretch', key='k0')",
     "2 speedup-vs-K charts": K_CHARTS + "cols = st.columns(2)\nfor i, spec in enumerate(specs):\n"
-                             "    cols[i].vega_lite_chart(spec=spec, width='stretch', key=f'k{i}')",
+    "    cols[i].vega_lite_chart(spec=spec, width='stretch', key=f'k{i}')",
 }
 
 
@@ -68,8 +70,9 @@ async def land(browser, url: str) -> tuple[float, float]:
     try:
         t0 = time.perf_counter()
         await page.goto(url, timeout=dashboard.TIMEOUT_MS, wait_until="commit")
-        await page.wait_for_function(dashboard.IDLE_JS, arg=["Explorer", True], timeout=dashboard.TIMEOUT_MS,
-                                     polling=20)
+        await page.wait_for_function(
+            dashboard.IDLE_JS, arg=["Explorer", True], timeout=dashboard.TIMEOUT_MS, polling=20
+        )
         wall = time.perf_counter() - t0
         metrics = {m["name"]: m["value"] for m in (await cdp.send("Performance.getMetrics"))["metrics"]}
         return wall, metrics["TaskDuration"]
@@ -102,17 +105,25 @@ async def main(rounds: int, parts: list[str]) -> None:
     wall = {part: statistics.median(t for t, _ in values) for part, values in times.items()}
     task = {part: statistics.median(t for _, t in values) for part, values in times.items()}
     for part in parts:
-        print(f"{part:24s} landing {wall[part]:.3f} s ({wall[part] / wall['floor']:.3f}x the floor), "
-              f"renderer tasks {task[part] * 1000:.0f} ms ({(task[part] - task['floor']) * 1000:+.0f} ms)")
-    print("landing_parts " + " ".join(f"{part.replace(' ', '_')}={wall[part] / wall['floor']:.3f}/"
-                                      f"{(task[part] - task['floor']) * 1000:+.0f}ms" for part in parts[1:]))
+        print(
+            f"{part:24s} landing {wall[part]:.3f} s ({wall[part] / wall['floor']:.3f}x the floor), "
+            f"renderer tasks {task[part] * 1000:.0f} ms ({(task[part] - task['floor']) * 1000:+.0f} ms)"
+        )
+    print(
+        "landing_parts "
+        + " ".join(
+            f"{part.replace(' ', '_')}={wall[part] / wall['floor']:.3f}/{(task[part] - task['floor']) * 1000:+.0f}ms"
+            for part in parts[1:]
+        )
+    )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=8)
-    parser.add_argument("parts", nargs="*", metavar="PART",
-                        help=f"parts to measure (all by default): {', '.join(PARTS)}")
+    parser.add_argument(
+        "parts", nargs="*", metavar="PART", help=f"parts to measure (all by default): {', '.join(PARTS)}"
+    )
     args = parser.parse_args()
     if unknown := [part for part in args.parts if part not in PARTS]:
         parser.error(f"no part named {', '.join(unknown)}; the parts: {', '.join(PARTS)}")

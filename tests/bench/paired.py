@@ -75,8 +75,9 @@ class Neighbour:
     def on(self) -> None:
         if self.loops:
             return
-        cores = sorted({c for s in launch.list_servers() if s.status == "healthy"
-                        for c in hygiene.cores_of(s.state.env)}) or sorted(os.sched_getaffinity(0))
+        cores = sorted(
+            {c for s in launch.list_servers() if s.status == "healthy" for c in hygiene.cores_of(s.state.env)}
+        ) or sorted(os.sched_getaffinity(0))
         self.loops = [subprocess.Popen([sys.executable, "-c", BUSY, str(core)]) for core in cores]
 
     def off(self) -> None:
@@ -87,9 +88,17 @@ class Neighbour:
 
 
 def sweep_spec(args, index: int) -> sweep.SweepSpec:
-    return sweep.SweepSpec(preset=args.preset, methods=(BASELINE_METHOD, "ngram"), ks=args.k,
-                           concurrencies=args.concurrency, prompts=args.prompts, num_prompts=args.num_prompts,
-                           output_len=args.output_len, repeats=ROUNDS, run_id=f"paired-{args.tag}-{index}")
+    return sweep.SweepSpec(
+        preset=args.preset,
+        methods=(BASELINE_METHOD, "ngram"),
+        ks=args.k,
+        concurrencies=args.concurrency,
+        prompts=args.prompts,
+        num_prompts=args.num_prompts,
+        output_len=args.output_len,
+        repeats=ROUNDS,
+        run_id=f"paired-{args.tag}-{index}",
+    )
 
 
 def run(args, index: int) -> None:
@@ -101,9 +110,11 @@ def run(args, index: int) -> None:
         result = sweep.run_sweep(spec, sweep.PresetLauncher(args.preset, keep=True), progress=neighbour)
     finally:
         neighbour.off()
-    print(f"sweep {spec.run_id} (round {neighbour.loaded_round} loaded): {len(result.ran)} ran, "
-          f"{len(result.skipped)} finished earlier, {len(result.failed)} failed in {time.monotonic() - started:.0f} s",
-          flush=True)
+    print(
+        f"sweep {spec.run_id} (round {neighbour.loaded_round} loaded): {len(result.ran)} ran, "
+        f"{len(result.skipped)} finished earlier, {len(result.failed)} failed in {time.monotonic() - started:.0f} s",
+        flush=True,
+    )
     for cell_id, reason in result.failed.items():
         print(f"  {cell_id}: {reason}", flush=True)
 
@@ -122,10 +133,15 @@ def report(args) -> None:
     db = store.Store(result_dirs=[settings.results_dir()], request_dirs=[])
     runs = [f"paired-{args.tag}-{i}" for i in range(1, args.sweeps + 1)]
     cells = db.speedup({"run_id": runs, "method": ["ngram"]})
-    rows = db.query("SELECT run_id, method, k, concurrency, repeat, output_throughput, hygiene FROM results "
-                    "WHERE run_id IN (SELECT unnest(?)) AND coalesce(status, 'ok') = 'ok'", [runs])
-    samples = {key: group.sort_values("repeat")["output_throughput"].tolist()
-               for key, group in rows.groupby(["run_id", "method", "k", "concurrency"])}
+    rows = db.query(
+        "SELECT run_id, method, k, concurrency, repeat, output_throughput, hygiene FROM results "
+        "WHERE run_id IN (SELECT unnest(?)) AND coalesce(status, 'ok') = 'ok'",
+        [runs],
+    )
+    samples = {
+        key: group.sort_values("repeat")["output_throughput"].tolist()
+        for key, group in rows.groupby(["run_id", "method", "k", "concurrency"])
+    }
     drifted = {run for run, text in zip(rows["run_id"], rows["hygiene"]) if "drift" in hygiene.flagged_ids(text)}
     ratios, drift_ratios, steady_ratios, hits, fieller_hits, n = [], [], [], 0, 0, 0
     print("cell              sweep  speedup  paired [95%]       Fieller [95%]      reference  paired holds it")
@@ -149,21 +165,30 @@ def report(args) -> None:
         hits += held
         fieller_hits += fieller.covers(reference)
         band = f"[{fieller.low:.3f}, {fieller.high:.3f}]" if fieller.bounded else fieller.method
-        print(f"ngram-k{k}-c{c}".ljust(17), str(record["sweep"]).rjust(5),
-              f"{record['speedup']:8.3f}  [{record['speedup_lo']:.3f}, {record['speedup_hi']:.3f}]".ljust(35),
-              band.ljust(18), f"{reference:9.3f}  {'yes' if held else 'NO'}", flush=True)
+        print(
+            f"ngram-k{k}-c{c}".ljust(17),
+            str(record["sweep"]).rjust(5),
+            f"{record['speedup']:8.3f}  [{record['speedup_lo']:.3f}, {record['speedup_hi']:.3f}]".ljust(35),
+            band.ljust(18),
+            f"{reference:9.3f}  {'yes' if held else 'NO'}",
+            flush=True,
+        )
     if not n:
         sys.exit("paired: no cell has a paired interval and another sweep to compare with yet")
     low, high = wilson(hits, n)
     print(f"sweeps flagged 'drift' (rounds drifted together): {len(drifted)} of {rows['run_id'].nunique()}")
-    print(f"Fieller's coverage of the same references: {fieller_hits / n:.3f} "
-          f"[{wilson(fieller_hits, n)[0]:.3f}, {wilson(fieller_hits, n)[1]:.3f}]")
+    print(
+        f"Fieller's coverage of the same references: {fieller_hits / n:.3f} "
+        f"[{wilson(fieller_hits, n)[0]:.3f}, {wilson(fieller_hits, n)[1]:.3f}]"
+    )
     print(f"half-width ratio (Fieller / paired): quartiles {[round(q, 2) for q in statistics.quantiles(ratios, n=4)]}")
     for label, part in (("flagged 'drift'", drift_ratios), ("not flagged", steady_ratios)):
         if part:
             print(f"  median over the cells of sweeps {label}: {statistics.median(part):.2f} ({len(part)} cells)")
-    print(f"paired cells={n} sweeps={cells['run_id'].nunique()} halfwidth_ratio_median={statistics.median(ratios):.2f} "
-          f"coverage={hits / n:.3f} [{low:.3f}, {high:.3f}]")
+    print(
+        f"paired cells={n} sweeps={cells['run_id'].nunique()} halfwidth_ratio_median={statistics.median(ratios):.2f} "
+        f"coverage={hits / n:.3f} [{low:.3f}, {high:.3f}]"
+    )
 
 
 def main() -> None:

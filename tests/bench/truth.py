@@ -46,13 +46,24 @@ def run(args, index: int) -> str:
     """Run (or resume) sweep number ``index``; returns its run id."""
     run_id = f"truth-{args.tag}-{index}"
     spec = sweep.SweepSpec(
-        preset=args.preset, methods=(BASELINE_METHOD, *args.methods), ks=args.k,
-        concurrencies=args.concurrency, prompts=args.prompts, num_prompts=args.num_prompts,
-        output_len=args.output_len, repeats=args.repeats, baseline_alongside=True, run_id=run_id)
+        preset=args.preset,
+        methods=(BASELINE_METHOD, *args.methods),
+        ks=args.k,
+        concurrencies=args.concurrency,
+        prompts=args.prompts,
+        num_prompts=args.num_prompts,
+        output_len=args.output_len,
+        repeats=args.repeats,
+        baseline_alongside=True,
+        run_id=run_id,
+    )
     started = time.monotonic()
     result = sweep.run_sweep(spec, sweep.PresetLauncher(args.preset), progress=ProgressBar())
-    print(f"run {run_id}: {len(result.ran)} ran, {len(result.skipped)} finished earlier, {len(result.failed)} failed "
-          f"in {time.monotonic() - started:.0f} s", flush=True)
+    print(
+        f"run {run_id}: {len(result.ran)} ran, {len(result.skipped)} finished earlier, {len(result.failed)} failed "
+        f"in {time.monotonic() - started:.0f} s",
+        flush=True,
+    )
     for cell_id, reason in result.failed.items():
         print(f"  {cell_id}: {reason}", flush=True)
     return run_id
@@ -88,8 +99,9 @@ def main() -> None:
     parser.add_argument("--methods", type=lambda t: tuple(m for m in t.split(",") if m), default=("ngram", "suffix"))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tag", default="cpu", help="names the two runs, so a rerun resumes them")
-    parser.add_argument("--report", action="store_true",
-                        help="measure nothing: report on the cells both runs have finished so far")
+    parser.add_argument(
+        "--report", action="store_true", help="measure nothing: report on the cells both runs have finished so far"
+    )
     args = parser.parse_args()
     args.prompts = args.prompts.resolve()
 
@@ -116,8 +128,12 @@ def main() -> None:
             band = f"[{interval.low:.3f}, {interval.high:.3f}]"
         else:
             band = "no interval"
-        print(f"{method}-k{k}-c{c}".ljust(20), f"{interval.estimate:12.3f}  {band:18}  {rerun:12.3f}  "
-              f"{'yes' if hit else 'NO'}  (n={len(tps1)}/{len(base1)} vs {len(tps2)}/{len(base2)})", flush=True)
+        print(
+            f"{method}-k{k}-c{c}".ljust(20),
+            f"{interval.estimate:12.3f}  {band:18}  {rerun:12.3f}  "
+            f"{'yes' if hit else 'NO'}  (n={len(tps1)}/{len(base1)} vs {len(tps2)}/{len(base2)})",
+            flush=True,
+        )
     rows = store.Store().query("SELECT hygiene FROM results WHERE run_id IN (?, ?)", [first, second])
     flagged = Counter(check for text in rows["hygiene"] for check in hygiene.flagged_ids(text))
     print("hygiene flags over both runs: " + (", ".join(f"{k}={v}" for k, v in flagged.items()) or "none"))

@@ -69,10 +69,12 @@ def main() -> None:
             launch.registry.write_state(launch.ServerState(name=f"box-{i}", url=url, attached=True))
         per_session = measure(args.sessions, args.rounds, shared=False)
         shared = measure(args.sessions, args.rounds, shared=True)
-    print(f"viewers sessions={args.sessions} servers={args.servers} rounds={args.rounds} "
-          f"shared_requests={shared[0]} per_session_requests={per_session[0]} "
-          f"ratio={per_session[0] / max(shared[0], 1):.1f} shared_cpu_s={shared[1]:.2f} "
-          f"per_session_cpu_s={per_session[1]:.2f}")
+    print(
+        f"viewers sessions={args.sessions} servers={args.servers} rounds={args.rounds} "
+        f"shared_requests={shared[0]} per_session_requests={per_session[0]} "
+        f"ratio={per_session[0] / max(shared[0], 1):.1f} shared_cpu_s={shared[1]:.2f} "
+        f"per_session_cpu_s={per_session[1]:.2f}"
+    )
 
 
 if __name__ == "__main__":

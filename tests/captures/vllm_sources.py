@@ -24,8 +24,10 @@ MARKERS = {
     "bench_forward": ("benchmarks/forward/main.py", "def add_cli_args"),
     "v1_runner_removed": ("platforms/interface.py", "Model Runner V1 has been removed"),
     "suffix_needs_arctic_inference": ("config/speculative.py", "has_arctic_inference()"),
-    "parallel_drafting_only_dflash_dspark": ("config/speculative.py",
-                                             "parallel_drafting is only supported by the dflash and dspark"),
+    "parallel_drafting_only_dflash_dspark": (
+        "config/speculative.py",
+        "parallel_drafting is only supported by the dflash and dspark",
+    ),
 }
 FILES = ("config/speculative.py", *(path for path, _ in MARKERS.values()))
 
@@ -39,11 +41,15 @@ def read(wheel: Path) -> tuple[str, dict]:
                 archive.extract(f"vllm/{relative}", folder)
         root = Path(folder) / "vllm"
         keys = vllms.installed_keys(root)
-        found = {name: (root / path).is_file() and text in (root / path).read_text()
-                 for name, (path, text) in MARKERS.items()}
-        return version, {"methods": sorted(vllms.installed_methods(root) or ()),
-                         "keys": {k: list(v) if v else None for k, v in sorted((keys or {}).items())},
-                         "markers": found}
+        found = {
+            name: (root / path).is_file() and text in (root / path).read_text()
+            for name, (path, text) in MARKERS.items()
+        }
+        return version, {
+            "methods": sorted(vllms.installed_methods(root) or ()),
+            "keys": {k: list(v) if v else None for k, v in sorted((keys or {}).items())},
+            "markers": found,
+        }
 
 
 if __name__ == "__main__":

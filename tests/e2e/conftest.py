@@ -17,8 +17,16 @@ import pytest
 from helpers.streamlit_server import MAIN, StreamlitServer
 
 CHROMIUM = os.environ.get("SPECSCOPE_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 pytestmark = pytest.mark.e2e
 
@@ -35,8 +43,9 @@ def streamlit_factory(tmp_path, request):
     """Start a streamlit server with a given home and env; each is stopped after the test."""
     servers: list[StreamlitServer] = []
 
-    def start(home: Path | None = None, env: dict | None = None, entry: Path | None = None,
-              address: str | None = "127.0.0.1") -> StreamlitServer:
+    def start(
+        home: Path | None = None, env: dict | None = None, entry: Path | None = None, address: str | None = "127.0.0.1"
+    ) -> StreamlitServer:
         """``address`` None: the one the project's .streamlit/config.toml names."""
         home = home or tmp_path / "home"
         home.mkdir(parents=True, exist_ok=True)
@@ -85,8 +94,7 @@ def page(browser):
 
 
 def _wait_idle(page, timeout: float = 60_000) -> None:
-    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']",
-                           timeout=timeout)
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
 
 
 @pytest.fixture

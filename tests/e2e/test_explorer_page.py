@@ -20,8 +20,12 @@ VEGA_CHART = "[data-testid='stVegaLiteChart'] svg"
 
 def _speedup_vs_k_points(page) -> list[tuple[float, float]]:
     """(K, speedup) of every point the speedup-vs-K charts draw."""
-    return [(float(m["K (speculative tokens)"]), float(m["speedup ×"]))
-            for chart in page.evaluate(MARKS_JS, "point") for m in chart["marks"] if "speedup ×" in m]
+    return [
+        (float(m["K (speculative tokens)"]), float(m["speedup ×"]))
+        for chart in page.evaluate(MARKS_JS, "point")
+        for m in chart["marks"]
+        if "speedup ×" in m
+    ]
 
 
 def test_import_ruiz_and_find_headline_point(streamlit_server, page, wait_idle, ruiz_parquet):
@@ -90,8 +94,10 @@ TABS = {f.tab: f.title for f in figures.registered()}
 
 def test_explorer_draws_every_figure_without_console_errors_at_demo_sizes(streamlit_server, page, wait_idle):
     errors = []
-    page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" and not _streamlit_404(m)
-            else None)
+    page.on(
+        "console",
+        lambda m: errors.append(f"console: {m.text}") if m.type == "error" and not _streamlit_404(m) else None,
+    )
     page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
     for width, height in ((1600, 1000), (1280, 800)):
         page.set_viewport_size({"width": width, "height": height})
@@ -136,16 +142,22 @@ def test_explorer_draws_a_schedule_curve(streamlit_server, page, wait_idle, spec
     from specscope.results.writing import write_results
 
     quiet = {"foreign_cpu": 0.0}
-    rows = [{**r, **quiet, "hygiene": r["hygiene"].replace("foreign_cpu", "").strip(",") or None}
-            for r in pq.read_table(REPEATED_RUN).to_pylist()]
+    rows = [
+        {**r, **quiet, "hygiene": r["hygiene"].replace("foreign_cpu", "").strip(",") or None}
+        for r in pq.read_table(REPEATED_RUN).to_pylist()
+    ]
     scheduled = [{**r, "k_schedule": "1-4:4", "run_id": "schedule-e2e"} for r in rows if r["k"] == 4]
-    write_results([{**r, "run_id": "schedule-e2e"} for r in rows] + scheduled,
-                  run_id="schedule-e2e", directory=specscope_home / "results")
+    write_results(
+        [{**r, "run_id": "schedule-e2e"} for r in rows] + scheduled,
+        run_id="schedule-e2e",
+        directory=specscope_home / "results",
+    )
     page.goto(f"{streamlit_server.url}/?run_id=schedule-e2e")
     wait_idle(page, timeout=180_000)
     page.get_by_text("What to deploy", exact=True).first.wait_for(timeout=120_000)
-    assert page.get_by_text("1 setup measured a K schedule beside fixed K: "
-                            "a fixed K is the one to deploy.").count() == 1
+    assert (
+        page.get_by_text("1 setup measured a K schedule beside fixed K: a fixed K is the one to deploy.").count() == 1
+    )
     page.get_by_text("Each setup's answer: the speculative_config to deploy").click()  # drawn once opened
     page.wait_for_function(f"() => ({SCHEDULE_JS})().length > 0", timeout=60_000)
     traces = {t["name"]: t for t in page.evaluate(SCHEDULE_JS)}
@@ -185,12 +197,12 @@ def test_the_setups_chosen_for_speedup_vs_k_outlive_a_visit_to_another_tab(strea
     page.keyboard.press("Enter")
     page.keyboard.press("Escape")
     wait_idle(page)
-    page.wait_for_function(f"() => document.querySelectorAll(\"{VEGA_CHART}\").length === 2", timeout=30_000)
+    page.wait_for_function(f'() => document.querySelectorAll("{VEGA_CHART}").length === 2', timeout=30_000)
     page.get_by_role("tab", name="Best K per setup").click()
     wait_idle(page)
     page.get_by_role("tab", name="Speedup vs K").click()
     wait_idle(page)
-    page.wait_for_function(f"() => document.querySelectorAll(\"{VEGA_CHART}\").length === 2", timeout=30_000)
+    page.wait_for_function(f'() => document.querySelectorAll("{VEGA_CHART}").length === 2', timeout=30_000)
     titles = [c["title"] for c in page.evaluate(MARKS_JS, "point")]  # a long name is drawn on two lines
     assert any("eagle3" in t for t in titles) and any("cpu-2core" in t for t in titles), titles
     assert page.locator("[data-testid='stExpander'] summary").filter(has_text="Setups: 2 of").count() == 1

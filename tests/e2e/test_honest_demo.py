@@ -26,8 +26,7 @@ from helpers.paths import APP, PROMPTS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
-FIRST, SECOND = (json.loads(line)["prompt"] for line in
-                 (PROMPTS / "code-editing.jsonl").read_text().splitlines()[:2])
+FIRST, SECOND = (json.loads(line)["prompt"] for line in (PROMPTS / "code-editing.jsonl").read_text().splitlines()[:2])
 NOISE_MS = 500  # a loaded 2-core host (browser, Streamlit, both servers) moves a 300 ms TTFT this much
 # every pane done, and a new session's: its start time differs from the one the pane showed before
 DONE_JS = """([labels, before]) => labels.every(l => {
@@ -57,13 +56,13 @@ def _run(page, wait_idle, labels: list[str], prompt: str) -> dict[str, str]:
     return {label: page.locator(f"[data-pane='{label}']").inner_text() for label in labels}
 
 
-
 def _ttft(page, label: str) -> float:
     return _ms(page.locator(f"[data-pane='{label}'] [data-metric='ttft'] b").inner_text())
 
 
-def test_first_run_is_warm_repeats_are_badged_and_explorer_opens(demo_servers, streamlit_factory, page, wait_idle,
-                                                                 capsys):
+def test_first_run_is_warm_repeats_are_badged_and_explorer_opens(
+    demo_servers, streamlit_factory, page, wait_idle, capsys
+):
     none, suffix = (demo_servers.servers[method].name for method in ("none", "suffix"))
     app = streamlit_factory(home=demo_servers.home, env={"PYTHONPATH": str(APP)})
     page.set_viewport_size({"width": 1280, "height": 800})
@@ -89,8 +88,10 @@ def test_first_run_is_warm_repeats_are_badged_and_explorer_opens(demo_servers, s
         assert first_ttft[label] <= 2 * second_ttft[label] + NOISE_MS, (label, first_ttft, second_ttft)
     assert "repeated answer" not in second[suffix], second
     with capsys.disabled():
-        print("\nTTFT ms, first run after start -> second run: "
-              + ", ".join(f"{label} {first_ttft[label]:.0f} -> {second_ttft[label]:.0f}" for label in (none, suffix)))
+        print(
+            "\nTTFT ms, first run after start -> second run: "
+            + ", ".join(f"{label} {first_ttft[label]:.0f} -> {second_ttft[label]:.0f}" for label in (none, suffix))
+        )
 
     replayed = _run(page, wait_idle, [none, suffix], SECOND)
     assert "repeated answer: cached drafts" in replayed[suffix], replayed[suffix]
@@ -103,8 +104,12 @@ def test_first_run_is_warm_repeats_are_badged_and_explorer_opens(demo_servers, s
     prefix_hit = "prefix cache hit" in replayed[none]
     assert page.get_by_role("button", name="Run a prompt variant").count() == int(prefix_hit)
     if not prefix_hit:
-        assert page.locator("[data-testid='stAlertContentWarning']").filter(
-            has_text="For a fair comparison, restart the suffix servers.").count() == 1
+        assert (
+            page.locator("[data-testid='stAlertContentWarning']")
+            .filter(has_text="For a fair comparison, restart the suffix servers.")
+            .count()
+            == 1
+        )
 
     page.goto(f"{app.url}/explorer")
     wait_idle(page)

@@ -28,8 +28,11 @@ FIGURES_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(el =
 
 
 def _figures(page, wanted: str) -> dict[str, dict]:
-    page.wait_for_function(f"() => [...document.querySelectorAll('.js-plotly-plot')].filter(el => "
-                           f"(el._fullLayout.title.text || '').includes('{wanted}')).length === 2", timeout=60_000)
+    page.wait_for_function(
+        f"() => [...document.querySelectorAll('.js-plotly-plot')].filter(el => "
+        f"(el._fullLayout.title.text || '').includes('{wanted}')).length === 2",
+        timeout=60_000,
+    )
     return {f["title"]: f for f in page.evaluate(FIGURES_JS) if wanted in f["title"]}
 
 
@@ -40,8 +43,9 @@ def _shot(page, name: str) -> None:
 
 
 @pytest.mark.parametrize("size", list(SIZES))
-def test_two_prompts_a_category_draw_no_interval_and_no_tie(streamlit_factory, specscope_home, browser,
-                                                            wait_idle, size):
+def test_two_prompts_a_category_draw_no_interval_and_no_tie(
+    streamlit_factory, specscope_home, browser, wait_idle, size
+):
     few_prompts_store.write_two_per_category(specscope_home)
     server = streamlit_factory(home=specscope_home)
     context = browser.new_context(viewport=SIZES[size])
@@ -53,8 +57,9 @@ def test_two_prompts_a_category_draw_no_interval_and_no_tie(streamlit_factory, s
         heading.scroll_into_view_if_needed()
         page.locator("[data-testid='stExpander'] summary").filter(has_text=FOLDED).click()
         wait_idle(page, 120_000)
-        run = page.locator("[data-testid='stSelectbox']").filter(has=page.locator("label").filter(
-            has_text=re.compile("^Run$")))
+        run = page.locator("[data-testid='stSelectbox']").filter(
+            has=page.locator("label").filter(has_text=re.compile("^Run$"))
+        )
         run.click()  # the section opens on the newest run: pick the one of two prompts a category
         page.get_by_role("option").filter(has_text=few_prompts_store.RUN).click()
         wait_idle(page, 120_000)

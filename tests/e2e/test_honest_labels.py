@@ -29,15 +29,34 @@ pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 OUTPUT_LEN = 16
-PERSON = {"type": "json_schema", "json_schema": {"name": "person", "schema": {
-    "type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
-                                     "city": {"type": "string"}, "job": {"type": "string"}},
-    "required": ["name", "age", "city", "job"], "additionalProperties": False}}}
+PERSON = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "person",
+        "schema": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "age": {"type": "integer"},
+                "city": {"type": "string"},
+                "job": {"type": "string"},
+            },
+            "required": ["name", "age", "city", "job"],
+            "additionalProperties": False,
+        },
+    },
+}
 PROMPTS = [
-    {"id": "ann", "prompt": "Extract the person as JSON: Ann Lee, 31, a nurse, lives in Oslo.",
-     "response_format": PERSON},
-    {"id": "bo", "prompt": "Extract the person as JSON: Bo Chen, 45, a baker, lives in Lima.",
-     "response_format": PERSON},
+    {
+        "id": "ann",
+        "prompt": "Extract the person as JSON: Ann Lee, 31, a nurse, lives in Oslo.",
+        "response_format": PERSON,
+    },
+    {
+        "id": "bo",
+        "prompt": "Extract the person as JSON: Bo Chen, 45, a baker, lives in Lima.",
+        "response_format": PERSON,
+    },
     {"id": "free", "prompt": "Repeat this line: the quick brown fox jumps over the lazy dog."},
 ]
 SIZES = {"1600": {"width": 1600, "height": 1000}, "1280": {"width": 1280, "height": 800}}
@@ -82,7 +101,9 @@ def _sweep_mixed_set(page, url: str, wait_idle, tmp_path: Path) -> tuple[str, st
         "() => [...document.querySelectorAll(\"[data-testid='stTable'] tr\")].filter("
         "r => /none|ngram/.test(r.innerText) && /\\d\\.\\d/.test(r.innerText)).length >= 4"  # measured cells
         " && [...document.querySelectorAll('a')].some(a => a.href.includes('run_id=sweep-cpu-smollm2-'))"
-        " && !document.querySelector(\"[data-stale='true'] [data-testid='stTable']\")", timeout=900_000)
+        " && !document.querySelector(\"[data-stale='true'] [data-testid='stTable']\")",
+        timeout=900_000,
+    )
     link = page.locator("a[href*='run_id=sweep-cpu-smollm2-']").first.get_attribute("href")
     return link.split("run_id=")[1].split("&")[0], form
 
@@ -100,8 +121,9 @@ def test_a_mixed_set_swept_free_and_constrained_reads_true(runs_app, demo_server
     check(pids == {s.name: s.pid for s in demo_servers.servers.values()}, f"the sweep's servers: {pids}")
 
     # 1. the Runs table tells free and constrained cells apart
-    lines = [" ".join(row.inner_text().split()) for row in
-             page.locator("[data-testid='stTable']").first.locator("tr").all()]
+    lines = [
+        " ".join(row.inner_text().split()) for row in page.locator("[data-testid='stTable']").first.locator("tr").all()
+    ]
     cells = [line for line in lines[1:] if re.match(r"(none|ngram) ", line) and re.search(r"\d\.\d", line)]
     check("failed" not in " ".join(lines), f"a cell failed: {lines}")
     check("response format" in lines[0], f"the Runs table has no response-format column: {lines[0]!r}")
@@ -113,36 +135,53 @@ def test_a_mixed_set_swept_free_and_constrained_reads_true(runs_app, demo_server
         _shot(page, f"runs-mixed-{size}")
 
     db = Store()
-    requests = db.query("SELECT cell_id, prompt_id, output_tokens, ttft_ms, response_format "
-                        "FROM requests WHERE run_id = ? AND success", [run_id])
+    requests = db.query(
+        "SELECT cell_id, prompt_id, output_tokens, ttft_ms, response_format FROM requests WHERE run_id = ? AND success",
+        [run_id],
+    )
     constrained = requests[requests["cell_id"].str.contains("-constrained")]
     free = requests[~requests["cell_id"].str.contains("-constrained")]
     # 2a. a constrained cell holds only the prompts that carry a format; its baseline the same prompts
-    check(set(constrained["prompt_id"]) == {"ann", "bo"},
-          f"constrained cells ran {sorted(set(constrained['prompt_id']))}, not only the 2 prompts with a format")
+    check(
+        set(constrained["prompt_id"]) == {"ann", "bo"},
+        f"constrained cells ran {sorted(set(constrained['prompt_id']))}, not only the 2 prompts with a format",
+    )
     check(set(free["prompt_id"]) == {"ann", "bo", "free"}, f"free cells ran {sorted(set(free['prompt_id']))}")
     rows = per_prompt.per_prompt(db, {"run_id": [run_id]})
     bound = rows[rows["variant"].str.contains("constrained")]
-    check(set(bound["prompt_id"]) == {"ann", "bo"},
-          f"the constrained per-prompt speedups (and slower list) hold {sorted(set(bound['prompt_id']))}")
-    cell_rows = db.query("SELECT method, response_format, num_prompts, output_len FROM results WHERE run_id = ?",
-                         [run_id])
-    check(set(cell_rows.loc[cell_rows["response_format"] == "json_schema", "num_prompts"]) == {2},
-          f"constrained cells' requests: {cell_rows.to_dict('records')}")
-    check("Only 2 of the 3 prompts carry a response format" in form,
-          f"the form does not say how the set splits: {form!r}")
+    check(
+        set(bound["prompt_id"]) == {"ann", "bo"},
+        f"the constrained per-prompt speedups (and slower list) hold {sorted(set(bound['prompt_id']))}",
+    )
+    cell_rows = db.query(
+        "SELECT method, response_format, num_prompts, output_len FROM results WHERE run_id = ?", [run_id]
+    )
+    check(
+        set(cell_rows.loc[cell_rows["response_format"] == "json_schema", "num_prompts"]) == {2},
+        f"constrained cells' requests: {cell_rows.to_dict('records')}",
+    )
+    check(
+        "Only 2 of the 3 prompts carry a response format" in form, f"the form does not say how the set splits: {form!r}"
+    )
     # 2b. every request was allowed the output length asked, constrained ones too, and the form says so
     longer = requests[requests["output_tokens"] > OUTPUT_LEN]
-    check(longer.empty, f"{len(longer)} requests answered more than the {OUTPUT_LEN} tokens asked: "
-                        f"{longer[['cell_id', 'prompt_id', 'output_tokens']].to_dict('records')}")
+    check(
+        longer.empty,
+        f"{len(longer)} requests answered more than the {OUTPUT_LEN} tokens asked: "
+        f"{longer[['cell_id', 'prompt_id', 'output_tokens']].to_dict('records')}",
+    )
     check((cell_rows["output_len"] == OUTPUT_LEN).all(), f"rows' output_len: {set(cell_rows['output_len'])}")
-    check("Constrained requests ask for the output tokens above" in form, "the form does not say what a "
-          "constrained request is allowed")
+    check(
+        "Constrained requests ask for the output tokens above" in form,
+        "the form does not say what a constrained request is allowed",
+    )
     # 2c. the warm-up compiled the grammar: the constrained baseline's first measured request (ann; one
     # schema for both prompts, sent in order at concurrency 1) does not pay for it where the second does not
     base = constrained[constrained["cell_id"].str.startswith("none-")].set_index("prompt_id")["ttft_ms"]
-    check(base["ann"] < 2.0 * base["bo"] + 150.0, f"the first constrained request paid for the grammar: TTFT "
-                                                   f"{base.round(1).to_dict()} ms")
+    check(
+        base["ann"] < 2.0 * base["bo"] + 150.0,
+        f"the first constrained request paid for the grammar: TTFT {base.round(1).to_dict()} ms",
+    )
 
     page.set_viewport_size(SIZES["1600"])
     page.goto(f"{runs_app}/?run_id={run_id}")

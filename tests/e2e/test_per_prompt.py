@@ -28,8 +28,7 @@ def _shot(page, name: str) -> None:
 
 
 @pytest.mark.parametrize("size", list(SIZES))
-def test_the_explorer_draws_the_section_and_opens_a_slow_prompt_in_live(streamlit_server, browser, wait_idle,
-                                                                          size):
+def test_the_explorer_draws_the_section_and_opens_a_slow_prompt_in_live(streamlit_server, browser, wait_idle, size):
     rows = per_prompt.per_prompt(Store())
     shown = rows[rows["run_id"] == per_prompt.runs(rows)[0]]  # the run the section opens on: the newest
     slowest = per_prompt.slower_rows(rows[rows["run_id"] == "specscope-cpu-code-editing"]).iloc[0]
@@ -60,8 +59,9 @@ def test_the_explorer_draws_the_section_and_opens_a_slow_prompt_in_live(streamli
         page.wait_for_timeout(500)
         _shot(page, f"explorer-per-prompt-length-{size}")
 
-        run = page.locator("[data-testid='stSelectbox']").filter(has=page.locator("label").filter(
-            has_text=re.compile("^Run$")))
+        run = page.locator("[data-testid='stSelectbox']").filter(
+            has=page.locator("label").filter(has_text=re.compile("^Run$"))
+        )
         run.click()
         page.keyboard.type("specscope-cpu-code-editing")  # the list shows a few runs at a time: filter it
         page.get_by_role("option").filter(has_text="specscope-cpu-code-editing").click()
@@ -70,8 +70,9 @@ def test_the_explorer_draws_the_section_and_opens_a_slow_prompt_in_live(streamli
         page.wait_for_timeout(500)
         _shot(page, f"explorer-per-prompt-slower-{size}")
         page.get_by_role("link", name="Open in Live").click()
-        page.wait_for_function("() => (document.querySelector('h1')?.innerText || '').startsWith('Live')",
-                               timeout=120_000)  # the new page, not the Explorer still idle before it goes
+        page.wait_for_function(
+            "() => (document.querySelector('h1')?.innerText || '').startsWith('Live')", timeout=120_000
+        )  # the new page, not the Explorer still idle before it goes
         wait_idle(page, 120_000)
         assert page.locator("h1").first.inner_text().startswith("Live")
         note = page.locator("[data-testid='stAlertContentInfo']").filter(has_text="is filled in")

@@ -16,8 +16,7 @@ def runs_app(streamlit_factory, specscope_home, metrics_url):
     from specscope import launch
     from specscope.launch import registry
 
-    registry.write_state(launch.ServerState(name="gpu-node", url=metrics_url,
-                                            attached=True, method="speculative", k=3))
+    registry.write_state(launch.ServerState(name="gpu-node", url=metrics_url, attached=True, method="speculative", k=3))
     server = streamlit_factory(home=specscope_home)
     yield f"{server.url}/runs"
 

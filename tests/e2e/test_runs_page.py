@@ -35,8 +35,10 @@ def test_upload_check_and_one_cell_sweep(runs_app, page, tmp_path, wait_idle):
     bad = tmp_path / "broken.jsonl"
     bad.write_text('{"prompt": "fine"}\n{"prompt": 42}\n')
     good = tmp_path / "my-prompts.jsonl"
-    good.write_text('{"id": "a", "prompt": "Repeat this line: the quick brown fox."}\n'
-                    '{"id": "b", "prompt": "Count from one to five."}\n')
+    good.write_text(
+        '{"id": "a", "prompt": "Repeat this line: the quick brown fox."}\n'
+        '{"id": "b", "prompt": "Count from one to five."}\n'
+    )
 
     page.goto(runs_app)
     page.wait_for_selector(IDLE, timeout=60_000)
@@ -70,7 +72,9 @@ def test_upload_check_and_one_cell_sweep(runs_app, page, tmp_path, wait_idle):
         " && [...document.querySelectorAll(\"[data-testid='stTable'] tr\")].some("
         "r => /^none\\s+0\\s+1\\s+2\\s/.test(r.innerText.trim()) && /\\d\\.\\d/.test(r.innerText))"
         # an element left from the previous script run is marked stale until it is replaced
-        " && !document.querySelector(\"[data-stale='true'] [data-testid='stTable']\")", timeout=300_000)
+        " && !document.querySelector(\"[data-stale='true'] [data-testid='stTable']\")",
+        timeout=300_000,
+    )
     row = table.locator("tr").filter(has_text="none").first.inner_text()
     # method, K, concurrency, repeats, then mean tok/s [its 95% interval]; no status column when every cell is ok
     assert row.split()[:4] == ["none", "0", "1", "2"], row

@@ -28,12 +28,24 @@ def servers_app(streamlit_factory, specscope_home, metrics_url):
     from specscope.launch import registry
 
     proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
-    registry.write_state(launch.ServerState(
-        name=NAME, preset="cpu-smollm2", method="ngram", kind="ngram", k=4, pid=proc.pid, pgid=proc.pid,
-        url=metrics_url, started_at="2026-11-22T06:00:00+00:00"))
+    registry.write_state(
+        launch.ServerState(
+            name=NAME,
+            preset="cpu-smollm2",
+            method="ngram",
+            kind="ngram",
+            k=4,
+            pid=proc.pid,
+            pgid=proc.pid,
+            url=metrics_url,
+            started_at="2026-11-22T06:00:00+00:00",
+        )
+    )
     log = CAPTURES / "server_log_kv_memory.log"
-    failures.record(launch.ServerState(name="cpu-smollm2-suffix", preset="cpu-smollm2", method="suffix", url="",
-                                       log_path=str(log)), serverlog.explain_file(log))
+    failures.record(
+        launch.ServerState(name="cpu-smollm2-suffix", preset="cpu-smollm2", method="suffix", url="", log_path=str(log)),
+        serverlog.explain_file(log),
+    )
     server = streamlit_factory(home=specscope_home)
     yield f"{server.url}/servers", proc
     if proc.poll() is None:
@@ -62,8 +74,11 @@ def test_servers_show_acceptance_and_stop_asks_first(servers_app, page, wait_idl
     assert float(row["AL"]) == pytest.approx(1 + 56 / 20)  # 20 drafts: the mean acceptance length
     assert float(row["drafts"]) == 20
     failed = page.locator("[data-testid='stAlertContentError']").filter(has_text="cpu-smollm2-suffix")
-    assert "failed to start" in failed.inner_text() and "Available memory on node 0 (9.56/23.59 GiB)" in \
-        failed.inner_text() and "Engine core initialization failed" not in failed.inner_text()
+    assert (
+        "failed to start" in failed.inner_text()
+        and "Available memory on node 0 (9.56/23.59 GiB)" in failed.inner_text()
+        and "Engine core initialization failed" not in failed.inner_text()
+    )
 
     page.get_by_text(f"{NAME} · healthy").click()
     page.get_by_role("button", name="Stop", exact=True).click()

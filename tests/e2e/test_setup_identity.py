@@ -24,8 +24,9 @@ STRUCTURED_RUN = "specscope-cpu-structured"
 
 def _show_run(page, wait_idle, run_id: str) -> list[str]:
     """Pick ``run_id`` in the Runs page's Run box; the lines of its cell table (header first)."""
-    box = page.locator("[data-testid='stSelectbox']").filter(has=page.locator("label").filter(
-        has_text=re.compile("^Run$")))
+    box = page.locator("[data-testid='stSelectbox']").filter(
+        has=page.locator("label").filter(has_text=re.compile("^Run$"))
+    )
     box.locator("input").click()
     page.keyboard.type(run_id)
     page.keyboard.press("Enter")
@@ -55,8 +56,12 @@ def test_runs_table_tells_versions_and_formats_apart(streamlit_server, page, wai
 def _k_points(page) -> list[dict]:
     """Every point the speedup-vs-K charts draw, with the title of its chart (not the triangles where a bar
     was cut at the chart's edge)."""
-    return [{**mark, "chart": chart["title"]} for chart in page.evaluate(MARKS_JS, "point")
-            for mark in chart["marks"] if "speedup ×" in mark and "cut_shape" not in mark]
+    return [
+        {**mark, "chart": chart["title"]}
+        for chart in page.evaluate(MARKS_JS, "point")
+        for mark in chart["marks"]
+        if "speedup ×" in mark and "cut_shape" not in mark
+    ]
 
 
 def test_speedup_vs_k_keeps_vllm_versions_apart_and_opens_a_folded_point(streamlit_server, page, wait_idle):
@@ -66,8 +71,9 @@ def test_speedup_vs_k_keeps_vllm_versions_apart_and_opens_a_folded_point(streaml
     page.wait_for_timeout(3000)  # the other charts of the first setups drawn
 
     def ours():
-        return [p for p in _k_points(page)
-                if all(part in p["chart"] for part in ("ngram", "code-editing", "cpu-2core"))]
+        return [
+            p for p in _k_points(page) if all(part in p["chart"] for part in ("ngram", "code-editing", "cpu-2core"))
+        ]
 
     if not ours():  # not among the setups drawn first: choose it
         page.locator("[data-testid='stExpander'] summary").filter(has_text="Setups:").click()
@@ -78,8 +84,8 @@ def test_speedup_vs_k_keeps_vllm_versions_apart_and_opens_a_folded_point(streaml
         page.keyboard.press("Escape")
         wait_idle(page, 120_000)
         page.wait_for_function(
-            f"() => ({MARKS_JS})('point').some(c => c.title.includes('ngram · code-editing cpu-2core'))",
-            timeout=60_000)
+            f"() => ({MARKS_JS})('point').some(c => c.title.includes('ngram · code-editing cpu-2core'))", timeout=60_000
+        )
     points = ours()
     seen = [(p["chart"], p["K (speculative tokens)"], p["concurrency"]) for p in points]
     assert len(seen) == len(set(seen)), seen  # one point per chart, K and concurrency: no two versions on a line

@@ -17,7 +17,8 @@ RUN = CAPTURES / "cpu-repeats-code-editing.parquet"  # a real CPU sweep
 
 
 def test_the_explorer_shows_a_run_another_home_put_in_the_shared_store(
-        shared_store, s3_server, streamlit_factory, tmp_path, monkeypatch, page, wait_idle):
+    shared_store, s3_server, streamlit_factory, tmp_path, monkeypatch, page, wait_idle
+):
     writer = tmp_path / "writer"
     monkeypatch.setenv("SPECSCOPE_HOME", str(writer))
     (writer / "results").mkdir(parents=True)

@@ -17,11 +17,20 @@ MODEL = "org/shared-session-model"
 
 
 def _rows(model: str) -> list[dict]:
-    base = {"source": "shared-test", "model": model, "dataset": "chat", "hardware": "CPU", "output_len": 64,
-            "temperature": 0.0, "status": "ok"}
-    return [{**base, "method": "none", "k": 0, "concurrency": 1, "output_throughput": 40.0},
-            {**base, "method": "ngram", "k": 2, "concurrency": 1, "output_throughput": 60.0},
-            {**base, "method": "ngram", "k": 4, "concurrency": 1, "output_throughput": 70.0}]
+    base = {
+        "source": "shared-test",
+        "model": model,
+        "dataset": "chat",
+        "hardware": "CPU",
+        "output_len": 64,
+        "temperature": 0.0,
+        "status": "ok",
+    }
+    return [
+        {**base, "method": "none", "k": 0, "concurrency": 1, "output_throughput": 40.0},
+        {**base, "method": "ngram", "k": 2, "concurrency": 1, "output_throughput": 60.0},
+        {**base, "method": "ngram", "k": 4, "concurrency": 1, "output_throughput": 70.0},
+    ]
 
 
 HEADLINE = "[data-testid='stMarkdown']"  # the Explorer's headline sentence: "... · 123 result rows"
@@ -56,8 +65,9 @@ TRACES_MENTION_JS = """text => Array.from(document.querySelectorAll('.js-plotly-
     el => JSON.stringify((el.data || []).map(t => [t.name, t.x])).includes(text))"""
 
 
-def test_new_runs_imports_and_deletions_reach_every_open_session(streamlit_server, browser, specscope_home,
-                                                                  wait_idle, tmp_path):
+def test_new_runs_imports_and_deletions_reach_every_open_session(
+    streamlit_server, browser, specscope_home, wait_idle, tmp_path
+):
     sessions = [browser.new_context(viewport={"width": 1500, "height": 1000}).new_page() for _ in range(2)]
     try:
         for page in sessions:
@@ -68,8 +78,7 @@ def test_new_runs_imports_and_deletions_reach_every_open_session(streamlit_serve
         assert _result_rows(sessions[1]) == bundled > 0
 
         # A sweep finishing elsewhere writes a new run into the home: both sessions see it on rerun.
-        path = writing.write_results(_rows(MODEL), run_id="shared-run-1",
-                                   directory=specscope_home / "results")
+        path = writing.write_results(_rows(MODEL), run_id="shared-run-1", directory=specscope_home / "results")
         for page in sessions:
             _rerun(page, wait_idle, bundled + 3)
 

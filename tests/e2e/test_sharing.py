@@ -26,8 +26,16 @@ pytestmark = [pytest.mark.e2e, pytest.mark.integration]  # operators start real 
 SHOTS = Path("/tmp/shots-issue-28")
 STREAM = "**/_stcore/stream"
 SERVER = "cpu-smollm2-none"
-OPERATOR_BUTTONS = ["Start", "Attach", "Stop", "Clean stale", "Prepare models", "Start sweep",
-                    "Download and import Ruiz 2026", "Import"]
+OPERATOR_BUTTONS = [
+    "Start",
+    "Attach",
+    "Stop",
+    "Clean stale",
+    "Prepare models",
+    "Start sweep",
+    "Download and import Ruiz 2026",
+    "Import",
+]
 
 
 def _other_address() -> str:
@@ -160,9 +168,11 @@ def test_viewers_see_operators_start_and_stop(shared_app, specscope_home, browse
     operator.get_by_role("button", name="Start", exact=True).click()
     operator.get_by_text(f"{SERVER} is healthy").wait_for(timeout=400_000)
     assert _state_files(specscope_home) == [SERVER]
-    start_click = next(m for m in operator_wire.reruns()
-                       if any(w.id.endswith("-servers_start") and w.trigger_value
-                              for w in m.rerun_script.widget_states.widgets))
+    start_click = next(
+        m
+        for m in operator_wire.reruns()
+        if any(w.id.endswith("-servers_start") and w.trigger_value for w in m.rerun_script.widget_states.widgets)
+    )
     page_hash = start_click.rerun_script.page_script_hash
     start_id = next(w.id for w in start_click.rerun_script.widget_states.widgets if w.id.endswith("-servers_start"))
     assert _button_id("servers_start", page_hash) == start_id  # the ids forged below are the real ones

@@ -12,12 +12,17 @@ from helpers.vega_charts import MARKS_JS
 
 pytestmark = pytest.mark.e2e
 
+
 def _model_curve(page) -> list[float]:
     """The model's speedup at K = 1, 2, ... as the chart draws it (a dot per K on the line)."""
+
     def curve():
         chart = next((c for c in page.evaluate(MARKS_JS, "point") if c["title"] == "Model: speedup vs K"), None)
-        return [float(m["speedup ×"]) for m in sorted(chart["marks"], key=lambda m: float(m["K (speculative tokens)"]))
-                ] if chart else []
+        return (
+            [float(m["speedup ×"]) for m in sorted(chart["marks"], key=lambda m: float(m["K (speculative tokens)"]))]
+            if chart
+            else []
+        )
 
     deadline = time.monotonic() + 30
     while not (points := curve()):
@@ -31,20 +36,24 @@ def test_moving_alpha_slider_redraws_curve(streamlit_server, page, wait_idle):
     wait_idle(page)
     _open_expander(page, "Illustration: the model with values you pick")  # open already where nothing is fitted
     before = _model_curve(page)
-    assert before[4] == pytest.approx((1 - 0.8 ** 5) / 0.2 / 1.2)     # alpha 0.8, K 4, c 0.05
+    assert before[4] == pytest.approx((1 - 0.8**5) / 0.2 / 1.2)  # alpha 0.8, K 4, c 0.05
 
     slider = page.locator("input[type=range][aria-label='Acceptance rate α']")
     assert slider.input_value() == "0.8"
     slider.focus()
     for _ in range(20):
         slider.press("ArrowLeft")
-    page.wait_for_function("() => document.querySelector(\"input[type=range][aria-label='Acceptance "
-                           "rate α']\").value === '0.6'", timeout=10_000)
+    page.wait_for_function(
+        "() => document.querySelector(\"input[type=range][aria-label='Acceptance rate α']\").value === '0.6'",
+        timeout=10_000,
+    )
     wait_idle(page)
     page.wait_for_function(
         "() => Array.from(document.querySelectorAll('[data-testid=stMetricValue]'))"
-        ".some(el => el.textContent.trim() === '2.306')", timeout=30_000)
-    expected = (1 - 0.6 ** 5) / 0.4 / 1.2
+        ".some(el => el.textContent.trim() === '2.306')",
+        timeout=30_000,
+    )
+    expected = (1 - 0.6**5) / 0.4 / 1.2
     deadline = time.monotonic() + 30  # the metric can land a redraw before the chart on a loaded machine
     while (after := _model_curve(page))[4] != pytest.approx(expected) and time.monotonic() < deadline:
         page.wait_for_timeout(200)
@@ -63,8 +72,11 @@ CHARTS_DRAWN_JS = """() => {
 
 
 def _own_errors(messages: list) -> list[str]:
-    return [f"{text} @ {url}" for kind, text, url in messages
-            if kind == "error" and not ("404" in text and any(p in url for p in HEALTH_404))]
+    return [
+        f"{text} @ {url}"
+        for kind, text, url in messages
+        if kind == "error" and not ("404" in text and any(p in url for p in HEALTH_404))
+    ]
 
 
 @pytest.mark.parametrize("width,height", [(1600, 1000), (1280, 800)])

@@ -22,8 +22,10 @@ from helpers.live_page import choose_servers  # noqa: E402
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 METHODS = ("none", "ngram")  # the demo's baseline and ngram, by the names their state files give
-PROMPT = ("Rename the variable `tmp` to `total` everywhere in this function and return the full function.\n\n"
-          "def add_prices(items):\n    tmp = 0\n    for item in items:\n        tmp += item.price\n    return tmp\n")
+PROMPT = (
+    "Rename the variable `tmp` to `total` everywhere in this function and return the full function.\n\n"
+    "def add_prices(items):\n    tmp = 0\n    for item in items:\n        tmp += item.price\n    return tmp\n"
+)
 
 
 def wait_idle(page, timeout: float = 120_000) -> None:
@@ -51,7 +53,10 @@ def main(shots: Path) -> int:
             """labels => labels.every(l => {
                 const el = document.querySelector(`[data-pane='${l}']`);
                 return el && el.textContent.includes('· done ·');
-            })""", arg=servers, timeout=300_000)
+            })""",
+            arg=servers,
+            timeout=300_000,
+        )
         wait_idle(page)
         page.screenshot(path=str(shots / "live-1600x1000.png"))
         page.set_viewport_size({"width": 1280, "height": 800})

@@ -31,6 +31,7 @@ def write_two_per_category(home: Path) -> list[str]:
         by_category.setdefault(category, set()).add(prompt)
     kept = sorted(p for prompts in by_category.values() for p in sorted(prompts)[:2])
     writing.write_results(results, run_id=RUN, directory=home / "results")
-    writing.write_requests(requests.filter(pc.is_in(requests.column("prompt_id"), pa.array(kept))), run_id=RUN,
-                         directory=home / "requests")
+    writing.write_requests(
+        requests.filter(pc.is_in(requests.column("prompt_id"), pa.array(kept))), run_id=RUN, directory=home / "requests"
+    )
     return kept

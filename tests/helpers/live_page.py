@@ -61,10 +61,12 @@ def _choose(page, wait_idle, names, deadline: float) -> None:
         again(lambda: box.get_by_role("button", name=re.compile("^Remove ")).first.click(timeout=5_000))
         wait_idle(page)
     for name in names:
+
         def pick(name=name) -> None:
             if name not in chosen_servers(page, timeout_ms=1_000):
                 box.locator("input").click(timeout=5_000)
                 page.get_by_role("option", name=name).click(timeout=5_000)
+
         again(pick)
         wait_idle(page)
     page.keyboard.press("Escape")
@@ -72,5 +74,8 @@ def _choose(page, wait_idle, names, deadline: float) -> None:
 
 def pane_answer(page, label: str) -> str:
     """The pane's output text, rejected drafts left out."""
-    return "".join(t.inner_text() for t in page.locator(f"[data-pane='{label}'] .ss-pane .ss-tok").all()
-                   if t.get_attribute("data-kind") != "rejected")
+    return "".join(
+        t.inner_text()
+        for t in page.locator(f"[data-pane='{label}'] .ss-pane .ss-tok").all()
+        if t.get_attribute("data-kind") != "rejected"
+    )

@@ -46,8 +46,12 @@ class SeaweedS3:
         self.endpoint = f"http://127.0.0.1:{self.ports['s3']}"
 
     def env(self) -> dict[str, str]:
-        return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET,
-                "AWS_REGION": "us-east-1"}
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": KEY,
+            "AWS_SECRET_ACCESS_KEY": SECRET,
+            "AWS_REGION": "us-east-1",
+        }
 
     def start(self, timeout: float = 60) -> None:
         """Serve; a first start whose port another process took meanwhile tries fresh ports, twice more."""
@@ -61,16 +65,26 @@ class SeaweedS3:
 
     def _start(self, timeout: float) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        args = [weed_binary(), "mini", f"-dir={self.folder}", f"-bucket={self.bucket}", "-admin.ui=false",
-                "-ip=127.0.0.1", "-ip.bind=127.0.0.1", *(f"-{name}.port={port}" for name, port in self.ports.items())]
+        args = [
+            weed_binary(),
+            "mini",
+            f"-dir={self.folder}",
+            f"-bucket={self.bucket}",
+            "-admin.ui=false",
+            "-ip=127.0.0.1",
+            "-ip.bind=127.0.0.1",
+            *(f"-{name}.port={port}" for name, port in self.ports.items()),
+        ]
         self.log = open(self.folder / "weed.log", "ab")
-        self.proc = subprocess.Popen(args, env={**os.environ, **self.env()}, stdout=self.log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            args, env={**os.environ, **self.env()}, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"weed mini exited with {self.proc.returncode}: "
-                                   f"{(self.folder / 'weed.log').read_text()[-2000:]}")
+                raise RuntimeError(
+                    f"weed mini exited with {self.proc.returncode}: {(self.folder / 'weed.log').read_text()[-2000:]}"
+                )
             if self._bucket_ready():
                 self.served = True
                 return
@@ -82,9 +96,16 @@ class SeaweedS3:
         """The S3 port answers and lists the bucket (weed makes it a moment after the port opens)."""
         from pyarrow import fs
 
-        s3 = fs.S3FileSystem(endpoint_override=self.endpoint.split("//")[1], scheme="http", access_key=KEY,
-                             secret_key=SECRET, region="us-east-1", connect_timeout=1, request_timeout=2,
-                             retry_strategy=fs.AwsStandardS3RetryStrategy(max_attempts=1))
+        s3 = fs.S3FileSystem(
+            endpoint_override=self.endpoint.split("//")[1],
+            scheme="http",
+            access_key=KEY,
+            secret_key=SECRET,
+            region="us-east-1",
+            connect_timeout=1,
+            request_timeout=2,
+            retry_strategy=fs.AwsStandardS3RetryStrategy(max_attempts=1),
+        )
         try:
             return s3.get_file_info(self.bucket).type == fs.FileType.Directory
         except OSError:

@@ -88,8 +88,12 @@ def main(out: Path, timeout_s: float) -> None:
         server = Server(Path(home))
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            for name, shoot, viewport in (("live", live, SIZE), ("live-1280", live, LAPTOP),
-                                          ("explorer", explorer, SIZE), ("theory", theory, SIZE)):
+            for name, shoot, viewport in (
+                ("live", live, SIZE),
+                ("live-1280", live, LAPTOP),
+                ("explorer", explorer, SIZE),
+                ("theory", theory, SIZE),
+            ):
                 context = browser.new_context(viewport=viewport)
                 page = context.new_page()
                 try:

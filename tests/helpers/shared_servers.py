@@ -44,6 +44,6 @@ class SharedServers:
         if not self.homes:
             return
         items = item.session.items
-        later = items[items.index(item) + 1:] if item in items else []
+        later = items[items.index(item) + 1 :] if item in items else []
         if not any(self.fixture in getattr(other, "fixturenames", ()) for other in later):
             self.stop()

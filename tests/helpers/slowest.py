@@ -21,10 +21,12 @@ def main() -> None:
         for suite in ET.parse(path).getroot().iter("testsuite"):
             for key in totals:
                 totals[key] += int(suite.get(key, 0))
-            cases += [(float(case.get("time", 0)), f"{case.get('classname')}::{case.get('name')}")
-                      for case in suite.iter("testcase")]
+            cases += [
+                (float(case.get("time", 0)), f"{case.get('classname')}::{case.get('name')}")
+                for case in suite.iter("testcase")
+            ]
     print(f"slowest {args.top} tests (setup, call and teardown together):")
-    for seconds, name in sorted(cases, reverse=True)[:args.top]:
+    for seconds, name in sorted(cases, reverse=True)[: args.top]:
         print(f"{seconds:8.1f}s  {name}")
     print("tests: {tests}, failures: {failures}, errors: {errors}, skipped: {skipped}".format(**totals))
     if args.waits:

@@ -38,8 +38,7 @@ class StreamlitServer:
     """``streamlit run script`` on a free port with ``SPECSCOPE_HOME=home`` and ``env`` over this process's
     environment. ``address`` None: the one the project's .streamlit/config.toml names."""
 
-    def __init__(self, home: Path, script: Path = MAIN, env: dict | None = None,
-                 address: str | None = "127.0.0.1"):
+    def __init__(self, home: Path, script: Path = MAIN, env: dict | None = None, address: str | None = "127.0.0.1"):
         self.home = Path(home)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -47,10 +46,28 @@ class StreamlitServer:
         full_env = {**os.environ, "SPECSCOPE_HOME": str(self.home), **(env or {})}
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - held while the server runs, closed by stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
-             "--server.port", str(self.port), *(["--server.address", address] if address else []),
-             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-            cwd=REPO, env=full_env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                str(script),
+                "--server.headless",
+                "true",
+                "--server.port",
+                str(self.port),
+                *(["--server.address", address] if address else []),
+                "--browser.gatherUsageStats",
+                "false",
+                "--server.fileWatcherType",
+                "none",
+            ],
+            cwd=REPO,
+            env=full_env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def log(self, chars: int = 4000) -> str:
         """The last ``chars`` characters of the server's output."""
@@ -90,4 +107,3 @@ class StreamlitServer:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(10)
         self._log.close()
-

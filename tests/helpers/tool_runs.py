@@ -16,8 +16,10 @@ import os
 import subprocess
 from pathlib import Path
 
-TOOLS = Path(os.environ.get("SPECSCOPE_TOOLS")
-             or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "specscope" / "tools")
+TOOLS = Path(
+    os.environ.get("SPECSCOPE_TOOLS")
+    or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "specscope" / "tools"
+)
 GUIDELLM, AIPERF = TOOLS / "guidellm" / "bin" / "guidellm", TOOLS / "aiperf" / "bin" / "aiperf"
 OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
@@ -31,13 +33,29 @@ def start_guidellm(url: str, tokenizer: str, out: Path) -> subprocess.Popen:
     """Start guidellm's concurrent benchmark (2 streams, 12 requests) writing ``out/benchmarks.json``."""
     out.mkdir(parents=True, exist_ok=True)
     return subprocess.Popen(
-        [str(GUIDELLM), "run", "--backend", f"kind=openai_http,target={url}",
-         "--profile", "kind=concurrent,streams=2", "--constraint", "kind=max_requests,count=12",
-         "--data", "kind=synthetic_text,prompt_tokens=32,output_tokens=16",
-         "--tokenizer", f"kind=huggingface_auto,model={tokenizer}",
-         "--output", "kind=json,path=benchmarks.json", "--disable-progress"],
-        cwd=out, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        [
+            str(GUIDELLM),
+            "run",
+            "--backend",
+            f"kind=openai_http,target={url}",
+            "--profile",
+            "kind=concurrent,streams=2",
+            "--constraint",
+            "kind=max_requests,count=12",
+            "--data",
+            "kind=synthetic_text,prompt_tokens=32,output_tokens=16",
+            "--tokenizer",
+            f"kind=huggingface_auto,model={tokenizer}",
+            "--output",
+            "kind=json,path=benchmarks.json",
+            "--disable-progress",
+        ],
+        cwd=out,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
 
 
 def start_aiperf(url: str, model: str, tokenizer: str, out: Path) -> subprocess.Popen:
@@ -46,11 +64,45 @@ def start_aiperf(url: str, model: str, tokenizer: str, out: Path) -> subprocess.
     out.mkdir(parents=True, exist_ok=True)
     env = {key: value for key, value in os.environ.items() if key not in OFFLINE}
     return subprocess.Popen(
-        [str(AIPERF), "profile", "--model", model, "--url", url, "--endpoint-type", "chat", "--streaming",
-         "--tokenizer", tokenizer, "--concurrency", "2", "--request-count", "12", "--isl", "32",
-         "--isl-stddev", "0", "--osl", "16", "--osl-stddev", "0", "--random-seed", "7",
-         "--extra-inputs", "ignore_eos:true", "--artifact-dir", "artifacts", "--ui", "none"],
-        cwd=out, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        [
+            str(AIPERF),
+            "profile",
+            "--model",
+            model,
+            "--url",
+            url,
+            "--endpoint-type",
+            "chat",
+            "--streaming",
+            "--tokenizer",
+            tokenizer,
+            "--concurrency",
+            "2",
+            "--request-count",
+            "12",
+            "--isl",
+            "32",
+            "--isl-stddev",
+            "0",
+            "--osl",
+            "16",
+            "--osl-stddev",
+            "0",
+            "--random-seed",
+            "7",
+            "--extra-inputs",
+            "ignore_eos:true",
+            "--artifact-dir",
+            "artifacts",
+            "--ui",
+            "none",
+        ],
+        cwd=out,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
 
 
 def finish(runs: list[subprocess.Popen], timeout: float = 240) -> None:

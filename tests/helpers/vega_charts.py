@@ -13,8 +13,9 @@ def charts(at) -> list[dict]:
     out = []
     for element in at.get("vega_lite_chart"):
         spec = json.loads(element.proto.spec)
-        spec["datasets"] = {d.name: pa.ipc.open_stream(d.data.data).read_all().to_pylist()
-                            for d in element.proto.datasets}
+        spec["datasets"] = {
+            d.name: pa.ipc.open_stream(d.data.data).read_all().to_pylist() for d in element.proto.datasets
+        }
         out.append(spec)
     return out
 

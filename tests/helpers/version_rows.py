@@ -17,12 +17,28 @@ def rows(version: str, baseline: list[float], methods: dict[str, list[float]], h
     out = []
     for name, samples in {"none": baseline, **methods}.items():
         for i, tput in enumerate(samples):
-            out.append({"created_at": T0, "source": "specscope", "model": "m", "method": name,
-                        "k": 0 if name == "none" else 4, "dataset": "code-editing", "hardware": "cpu-2core",
-                        "host": host, "vllm_version": version, "torch_version": "2.13.0+cpu", "weights": "real",
-                        "acceptance": None if name == "none" else "real", "temperature": 0.0, "output_len": 64,
-                        "concurrency": 1, "repeat": i + 1 if len(samples) > 1 else None,
-                        "output_throughput": tput, "status": "ok"})
+            out.append(
+                {
+                    "created_at": T0,
+                    "source": "specscope",
+                    "model": "m",
+                    "method": name,
+                    "k": 0 if name == "none" else 4,
+                    "dataset": "code-editing",
+                    "hardware": "cpu-2core",
+                    "host": host,
+                    "vllm_version": version,
+                    "torch_version": "2.13.0+cpu",
+                    "weights": "real",
+                    "acceptance": None if name == "none" else "real",
+                    "temperature": 0.0,
+                    "output_len": 64,
+                    "concurrency": 1,
+                    "repeat": i + 1 if len(samples) > 1 else None,
+                    "output_throughput": tput,
+                    "status": "ok",
+                }
+            )
     return out
 
 

@@ -39,8 +39,11 @@ def cpu_pair(demo_servers):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SPECSCOPE_HOME", str(demo_servers.home))
         status = {s.state.method: s for s in launch.list_servers()}
-        missing = [(method, core) for method, core, _ in DEMO_SERVERS
-                   if method in PAIR and (method not in status or status[method].status != "healthy")]
+        missing = [
+            (method, core)
+            for method, core, _ in DEMO_SERVERS
+            if method in PAIR and (method not in status or status[method].status != "healthy")
+        ]
         for method, _ in missing:
             if method in status:
                 launch.stop(status[method].state.name)  # killed by a test: start it afresh below

@@ -30,12 +30,34 @@ def measured(home):
 
 
 def test_the_parts_of_a_real_draft_model_step_add_up_to_it(measured, capsys):
-    status = main(["anatomy", "--measure", "--preset", "cpu-smollm2", "--methods", "draft_model", "--k", "2",
-                   "--concurrency", "1", "--prompts", str(PROMPTS), "--num-prompts", "2", "--output-len", "24",
-                   "--repeats", "2", "--run-id", "anatomy-it", "--json"])
+    status = main(
+        [
+            "anatomy",
+            "--measure",
+            "--preset",
+            "cpu-smollm2",
+            "--methods",
+            "draft_model",
+            "--k",
+            "2",
+            "--concurrency",
+            "1",
+            "--prompts",
+            str(PROMPTS),
+            "--num-prompts",
+            "2",
+            "--output-len",
+            "24",
+            "--repeats",
+            "2",
+            "--run-id",
+            "anatomy-it",
+            "--json",
+        ]
+    )
     out = capsys.readouterr().out
     assert status == 0, out
-    rows = json.loads(out[out.index("[\n"):])
+    rows = json.loads(out[out.index("[\n") :])
     step = next(r for r in rows if r["method"] == "draft_model")
     probe = next(r for r in rows if r["method"] == "ngram")
     # every part measured: verify from the ngram cell, draft from the draft model served alone

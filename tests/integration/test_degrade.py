@@ -50,7 +50,8 @@ def test_a_server_that_dies_on_an_import_error_is_reported_with_that_line(home, 
     (folder / "nonuma.toml").write_text(
         'model = "local:SmolLM2-135M-Instruct"\nengine = "vllm-cpu"\n[engine_args]\nenforce_eager = true\n'
         f'[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\nHF_HUB_OFFLINE = "1"\nLD_LIBRARY_PATH = "{libs}"\n'
-        '[methods.none]\n')
+        "[methods.none]\n"
+    )
     plan = launch.plan(presets.get_preset("nonuma"), "none")
     with pytest.raises(LaunchFailed) as info:
         launch.start(plan, timeout=300)
@@ -59,8 +60,11 @@ def test_a_server_that_dies_on_an_import_error_is_reported_with_that_line(home, 
     assert re.match(r"The nonuma-none server exited during startup with code -?\d+: ", message), message
     assert "Engine core initialization failed" not in message  # the cause, not vLLM's "see root cause above"
     # vllm-cpu loads vllm._C, or the build for the processor's vector extensions (vllm._C_AVX512, vllm._C_AVX2)
-    assert re.search(rf": Failed to import from vllm\._C(_AVX512|_AVX2)?: "
-                     rf"ImportError\('{re.escape(str(libs))}/libnuma\.so\.1: invalid ELF header'\)", message), message
+    assert re.search(
+        rf": Failed to import from vllm\._C(_AVX512|_AVX2)?: "
+        rf"ImportError\('{re.escape(str(libs))}/libnuma\.so\.1: invalid ELF header'\)",
+        message,
+    ), message
     assert launch.list_servers() == []
 
 
@@ -72,10 +76,24 @@ def _without_arctic_inference(tmp_path: Path) -> Path:
 
 
 def _start_sh(env: dict) -> subprocess.Popen:
-    return subprocess.Popen(["bash", "launchers/start.sh", "--server.address", "127.0.0.1",
-                             "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-                            cwd=REPO, env={**os.environ, "SPECSCOPE_SKIP_INSTALL": "1", **env},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return subprocess.Popen(
+        [
+            "bash",
+            "launchers/start.sh",
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=REPO,
+        env={**os.environ, "SPECSCOPE_SKIP_INSTALL": "1", **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _wait_dashboard(proc: subprocess.Popen, port: int, timeout: float) -> bool:
@@ -93,8 +111,9 @@ def _wait_dashboard(proc: subprocess.Popen, port: int, timeout: float) -> bool:
 def test_start_sh_skips_a_method_whose_package_is_missing_and_starts_the_rest(home, tmp_path):
     port = _free_port()
     hide = _without_arctic_inference(tmp_path)
-    proc = _start_sh({"PORT": str(port), "SPECSCOPE_DEMO_METHODS": "none,suffix",
-                      "PYTHONPATH": f"{hide}{os.pathsep}{REPO / 'app'}"})
+    proc = _start_sh(
+        {"PORT": str(port), "SPECSCOPE_DEMO_METHODS": "none,suffix", "PYTHONPATH": f"{hide}{os.pathsep}{REPO / 'app'}"}
+    )
     try:
         dashboard_up = _wait_dashboard(proc, port, timeout=900)
         listed = {s.state.method: s.status for s in launch.list_servers()}
@@ -105,8 +124,10 @@ def test_start_sh_skips_a_method_whose_package_is_missing_and_starts_the_rest(ho
     assert dashboard_up, output[-3000:]
     assert listed == {"none": "healthy"}, output[-3000:]
     skipped = [line for line in output.splitlines() if line.startswith("skipping suffix: ")]
-    assert skipped == ["skipping suffix: Method 'suffix' needs the arctic-inference package before vLLM 0.34.0 "
-                       "(vllm-cpu 0.32.0 here); install it with launchers/install.sh and start again."], output[-3000:]
+    assert skipped == [
+        "skipping suffix: Method 'suffix' needs the arctic-inference package before vLLM 0.34.0 "
+        "(vllm-cpu 0.32.0 here); install it with launchers/install.sh and start again."
+    ], output[-3000:]
     assert "some demo servers did not start" not in output
 
 
@@ -118,8 +139,9 @@ def test_start_sh_with_its_port_taken_says_so_and_starts_no_server(home):
         proc = _start_sh({"PORT": str(port), "PYTHONPATH": str(APP)})
         output = proc.communicate(timeout=120)[0]
     assert proc.returncode == 1
-    assert output.strip() == (f"start.sh: the dashboard cannot start because port {port} is in use; "
-                              "set PORT to a free one.")
+    assert output.strip() == (
+        f"start.sh: the dashboard cannot start because port {port} is in use; set PORT to a free one."
+    )
     assert launch.list_servers() == []
 
 
@@ -141,10 +163,13 @@ def test_a_demo_server_that_dies_of_its_first_request_is_reported_with_its_cause
     assert demo.returncode == 1 and "healthy at" not in demo.stdout, demo.stdout + demo.stderr[-3000:]
     said = [line for line in demo.stderr.splitlines() if line.startswith("specscope: ")]
     assert len(said) == 1 and said[0].endswith(f"(log: {log})."), demo.stderr[-3000:]
-    assert re.match(rf"specscope: The {name} server died of its first requests \(the warm-up\) with code -?\d+: "
-                    r"torch\._inductor\.exc\.InductorError: InvalidCxxCompiler: No working C\+\+ compiler found "
-                    r"in torch\._inductor\.config\.cpp\.cxx: \(None, '/nonexistent/g\+\+'\); torch\.compile needs "
-                    r"a C\+\+ compiler", said[0]), said[0]
+    assert re.match(
+        rf"specscope: The {name} server died of its first requests \(the warm-up\) with code -?\d+: "
+        r"torch\._inductor\.exc\.InductorError: InvalidCxxCompiler: No working C\+\+ compiler found "
+        r"in torch\._inductor\.config\.cpp\.cxx: \(None, '/nonexistent/g\+\+'\); torch\.compile needs "
+        r"a C\+\+ compiler",
+        said[0],
+    ), said[0]
     assert launch.list_servers() == []  # nothing left running or listed as running
     assert f"{name} died of its warm-up at " in _cli(["ps"], env).stdout
     health = _cli(["health", "--servers-only"], env)
@@ -153,5 +178,6 @@ def test_a_demo_server_that_dies_of_its_first_request_is_reported_with_its_cause
 
 def _cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
     code = "import sys; from specscope.cli import main; sys.exit(main(sys.argv[1:]))"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=600, env=env,
-                          cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=600, env=env, cwd=REPO
+    )

@@ -30,8 +30,14 @@ def _repo_copy(tmp_path: Path) -> Path:
 
 
 def _install(repo: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", "launchers/install.sh", *args], cwd=repo, capture_output=True, text=True,
-                          timeout=900, env={**os.environ, **env})
+    return subprocess.run(
+        ["bash", "launchers/install.sh", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, **env},
+    )
 
 
 def test_use_installed_sees_the_packages_of_a_venv_interpreter(tmp_path):
@@ -41,9 +47,16 @@ def test_use_installed_sees_the_packages_of_a_venv_interpreter(tmp_path):
     done = _install(repo, "--use-installed", PYTHON=str(OUTER), SPECSCOPE_VLLM="cpu")
     assert done.returncode == 0, done.stdout[-1500:] + done.stderr[-3000:]
     assert "using the installed vLLM" in done.stdout
-    found = subprocess.run([str(repo / ".venv" / "bin" / "python"), "-c",
-                            "import torch, vllm, specscope.cli; print(torch.__file__); print(vllm.__file__)"],
-                           capture_output=True, text=True, timeout=300)
+    found = subprocess.run(
+        [
+            str(repo / ".venv" / "bin" / "python"),
+            "-c",
+            "import torch, vllm, specscope.cli; print(torch.__file__); print(vllm.__file__)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert found.returncode == 0, found.stderr[-2000:]
     torch_file, vllm_file = found.stdout.split()
     outer_site = str(REPO / ".venv")

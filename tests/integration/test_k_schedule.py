@@ -21,8 +21,9 @@ SCHEDULE = "1:4,2-8:1"
 def scheduled(home):
     if not vllms.has_k_schedule():
         pytest.skip("the installed vLLM takes no num_speculative_tokens_per_batch_size")
-    plan = launch.plan(presets.get_preset("cpu-smollm2"), "ngram", cpu_cores="0-1",
-                       k_schedule=k_schedule.parse(SCHEDULE))
+    plan = launch.plan(
+        presets.get_preset("cpu-smollm2"), "ngram", cpu_cores="0-1", k_schedule=k_schedule.parse(SCHEDULE)
+    )
     state = launch.start(plan, timeout=400, warm=False)  # counts drafts per step, no time: nothing to warm
     yield state
     launch.stop(state)

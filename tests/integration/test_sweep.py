@@ -49,10 +49,34 @@ def _cells(run_id: str) -> dict[str, dict]:
     return {cell_id: finished.row for cell_id, finished in sweep.finished_cells(run_id).items()}
 
 
-SWEEP_ARGS = ["bench", "--preset", "cpu-smollm2", "--methods", "none,ngram", "--k", "4", "--concurrency", "1,2",
-              "--repeats", "2", "--prompts", str(PROMPTS), "--num-prompts", "4", "--output-len", "16"]
-SPEC = dict(preset="cpu-smollm2", methods=("none", "ngram"), ks=(4,), concurrencies=(1, 2), repeats=2,
-            num_prompts=4, output_len=16)
+SWEEP_ARGS = [
+    "bench",
+    "--preset",
+    "cpu-smollm2",
+    "--methods",
+    "none,ngram",
+    "--k",
+    "4",
+    "--concurrency",
+    "1,2",
+    "--repeats",
+    "2",
+    "--prompts",
+    str(PROMPTS),
+    "--num-prompts",
+    "4",
+    "--output-len",
+    "16",
+]
+SPEC = dict(
+    preset="cpu-smollm2",
+    methods=("none", "ngram"),
+    ks=(4,),
+    concurrencies=(1, 2),
+    repeats=2,
+    num_prompts=4,
+    output_len=16,
+)
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +90,7 @@ def resumed(home):
     run_id = sweep.SweepSpec(prompts=PROMPTS.resolve(), **SPEC).resolved_run_id(prompts.load(PROMPTS).sha256)
     argv = [str(Path(sys.executable).with_name("specscope")), *SWEEP_ARGS]
     env = {**os.environ, "PYTHONPATH": str(APP)}  # this checkout's SpecScope
-    first = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             start_new_session=True)
+    first = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 600
     while len(_cells(run_id)) < 3:  # the baseline's two cells and the first ngram cell of round 1
         assert first.poll() is None, first.stdout.read().decode()
@@ -97,8 +120,9 @@ def test_sweep_lands_in_explorer_and_a_killed_sweep_resumes_without_repeating(re
     assert second.returncode == 0, second.stdout + second.stderr
     assert f"{len(finished_times)} finished in an earlier run" in second.stdout
     after = _cells(run_id)
-    assert sorted(after) == sorted(c.cell_id for c in sweep.plan_cells(sweep.SweepSpec(prompts=PROMPTS.resolve(),
-                                                                                       **SPEC)))
+    assert sorted(after) == sorted(
+        c.cell_id for c in sweep.plan_cells(sweep.SweepSpec(prompts=PROMPTS.resolve(), **SPEC))
+    )
     for cell_id, created in finished_times.items():
         assert after[cell_id]["created_at"] == created, f"{cell_id} was measured again"
 
@@ -125,11 +149,14 @@ def test_a_two_repeat_sweep_measures_every_cell_once_per_round(resumed):
     run_id, _, _, _, second = resumed
     assert "left)" in second.stderr, second.stderr
     assert "0 failed" in second.stderr and "; done in " in second.stderr, second.stderr  # and its total time
-    rows = store.Store().query("SELECT method, k, concurrency, repeat, created_at, status FROM results "
-                               "WHERE run_id = ? ORDER BY created_at", [run_id])
+    rows = store.Store().query(
+        "SELECT method, k, concurrency, repeat, created_at, status FROM results WHERE run_id = ? ORDER BY created_at",
+        [run_id],
+    )
     assert len(rows) == 8 and set(rows["status"]) == {"ok"}, rows
-    order = [f"{m}-k{k}-c{c}-r{r}" for m, k, c, r in
-             rows[["method", "k", "concurrency", "repeat"]].itertuples(index=False)]
+    order = [
+        f"{m}-k{k}-c{c}-r{r}" for m, k, c, r in rows[["method", "k", "concurrency", "repeat"]].itertuples(index=False)
+    ]
     cells = ["none-k0-c1", "none-k0-c2", "ngram-k4-c1", "ngram-k4-c2"]
     assert order == [f"{cell}-r1" for cell in cells] + [f"{cell}-r2" for cell in cells], order
     assert rows["created_at"].is_monotonic_increasing and rows["created_at"].is_unique
@@ -140,8 +167,15 @@ def test_a_server_killed_mid_sweep_fails_only_its_cell(sweep_home):
     from specscope import launch, sweep
     from specscope.client.progress import ProgressEvent
 
-    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none",), ks=(), concurrencies=(1, 2, 3),
-                           prompts=PROMPTS.resolve(), num_prompts=4, output_len=16)
+    spec = sweep.SweepSpec(
+        preset="cpu-smollm2",
+        methods=("none",),
+        ks=(),
+        concurrencies=(1, 2, 3),
+        prompts=PROMPTS.resolve(),
+        num_prompts=4,
+        output_len=16,
+    )
     killed = []
 
     def kill_during_second_cell(event: ProgressEvent) -> None:
@@ -160,7 +194,8 @@ def test_a_server_killed_mid_sweep_fails_only_its_cell(sweep_home):
     assert cells["none-k0-c1"]["status"] == "ok" and cells["none-k0-c1"]["completed"] == 4
     from specscope.results import store
 
-    stored = store.Store().query("SELECT concurrency, status, error FROM results WHERE run_id = ? "
-                                 "ORDER BY concurrency", [result.run_id])
+    stored = store.Store().query(
+        "SELECT concurrency, status, error FROM results WHERE run_id = ? ORDER BY concurrency", [result.run_id]
+    )
     assert stored["status"].tolist() == ["ok", "failed", "ok"]
     assert json.dumps(stored["error"].iloc[1]).count("stopped answering") == 1

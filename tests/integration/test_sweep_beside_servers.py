@@ -26,17 +26,18 @@ def test_sweeps_reuse_or_step_beside_a_running_server_of_the_same_name(home):
 
     demo = launch.start(launch.plan_for("cpu-smollm2", "none"), timeout=600, warm=False)  # it answers one below
     assert demo.name == "cpu-smollm2-none"
-    httpx.post(f"{demo.url}/v1/completions", json={"model": demo.model, "prompt": "Hello", "max_tokens": 4},
-               timeout=120).raise_for_status()
+    httpx.post(
+        f"{demo.url}/v1/completions", json={"model": demo.model, "prompt": "Hello", "max_tokens": 4}, timeout=120
+    ).raise_for_status()
 
-    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none",), ks=(), concurrencies=(1,),
-                           prompts=PROMPTS, num_prompts=2, output_len=8)
+    spec = sweep.SweepSpec(
+        preset="cpu-smollm2", methods=("none",), ks=(), concurrencies=(1,), prompts=PROMPTS, num_prompts=2, output_len=8
+    )
     reused = sweep.run_sweep(spec, sweep.launcher_for(spec))
     assert reused.ran == ["none-k0-c1"] and not reused.failed
     row = sweep.finished_cells(reused.run_id)["none-k0-c1"].row
     assert row["prior_requests"] >= 1  # the demo's earlier request, seen by the hygiene checks
-    assert [(s.state.name, s.state.pid, s.status) for s in launch.list_servers()] == [
-        (demo.name, demo.pid, "healthy")]
+    assert [(s.state.name, s.state.pid, s.status) for s in launch.list_servers()] == [(demo.name, demo.pid, "healthy")]
 
     names_during: list[list[str]] = []
 
@@ -44,14 +45,21 @@ def test_sweeps_reuse_or_step_beside_a_running_server_of_the_same_name(home):
         if event.stage == "cell_start":
             names_during.append(sorted(s.state.name for s in launch.list_servers(check_health=False)))
 
-    fresh = sweep.SweepSpec(preset="cpu-smollm2", methods=("none",), ks=(), concurrencies=(1,),
-                            prompts=PROMPTS, num_prompts=2, output_len=8, restart_each_cell=True)
+    fresh = sweep.SweepSpec(
+        preset="cpu-smollm2",
+        methods=("none",),
+        ks=(),
+        concurrencies=(1,),
+        prompts=PROMPTS,
+        num_prompts=2,
+        output_len=8,
+        restart_each_cell=True,
+    )
     own = sweep.run_sweep(fresh, sweep.launcher_for(fresh), progress=watch)
     assert own.ran == ["none-k0-c1"] and not own.failed, own.failed
     assert names_during == [["cpu-smollm2-none", "cpu-smollm2-none-2"]]
     assert sweep.finished_cells(own.run_id)["none-k0-c1"].row["prior_requests"] == 0
-    assert [(s.state.name, s.state.pid, s.status) for s in launch.list_servers()] == [
-        (demo.name, demo.pid, "healthy")]
+    assert [(s.state.name, s.state.pid, s.status) for s in launch.list_servers()] == [(demo.name, demo.pid, "healthy")]
     launch.stop(demo.name)
 
 
@@ -62,8 +70,24 @@ def test_a_kept_server_outlives_its_sweep_serves_the_next_and_ends_itself_once_i
     from specscope.cli import main
 
     monkeypatch.setenv("SPECSCOPE_IDLE_LIMIT", "8")
-    args = ["bench", "--preset", "cpu-smollm2", "--methods", "none", "--concurrency", "1", "--prompts",
-            str(PROMPTS), "--num-prompts", "2", "--output-len", "8", "--repeats", "1", "--keep"]
+    args = [
+        "bench",
+        "--preset",
+        "cpu-smollm2",
+        "--methods",
+        "none",
+        "--concurrency",
+        "1",
+        "--prompts",
+        str(PROMPTS),
+        "--num-prompts",
+        "2",
+        "--output-len",
+        "8",
+        "--repeats",
+        "1",
+        "--keep",
+    ]
     assert main(args) == 0
     [kept] = [s for s in launch.list_servers() if s.status == "healthy"]
     assert kept.state.idle_limit_s == 8.0

@@ -41,8 +41,17 @@ def swept(home, named_python):
         pytest.skip("The CPU demo model is missing; run `specscope models prepare`")
     installed = sorted(p.parent.parent.name for p in vllms.venvs_dir().glob("*/bin/python"))
     choices = (named_python, *installed[-1:])  # the newest one install.sh --vllm put beside it, if any
-    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none",), ks=(), concurrencies=(1,), prompts=PROMPTS,
-                           num_prompts=2, output_len=8, vllm=choices, run_id="vllm-versions")
+    spec = sweep.SweepSpec(
+        preset="cpu-smollm2",
+        methods=("none",),
+        ks=(),
+        concurrencies=(1,),
+        prompts=PROMPTS,
+        num_prompts=2,
+        output_len=8,
+        vllm=choices,
+        run_id="vllm-versions",
+    )
     states: dict[str, str] = {}  # the state files of the servers measuring, read while they run
 
     def progress(event) -> None:
@@ -51,8 +60,10 @@ def swept(home, named_python):
 
     result = sweep.run_sweep(spec, sweep.launcher_for(spec), progress=progress)
     assert not result.failed, result.failed
-    rows = store.Store().query("SELECT vllm_version, torch_version, status FROM results WHERE run_id = ? "
-                               "ORDER BY created_at", ["vllm-versions"])
+    rows = store.Store().query(
+        "SELECT vllm_version, torch_version, status FROM results WHERE run_id = ? ORDER BY created_at",
+        ["vllm-versions"],
+    )
     return choices, rows, states
 
 

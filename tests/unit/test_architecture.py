@@ -48,17 +48,21 @@ def import_graph(root: Path) -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1]
-                                    + ([node.module] if node.module else []))
-                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in paths else base
-                           for alias in node.names]
+                    base = ".".join(
+                        package.split(".")[: len(package.split(".")) - node.level + 1]
+                        + ([node.module] if node.module else [])
+                    )
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in paths else base for alias in node.names]
             for target in (t for t in targets if t in paths and t != name):
                 graph[name].add(target)
                 # importing pkg.sub runs pkg/__init__.py first: an edge to every package above the target,
                 # but the importer's own (its package is already being imported when it runs)
                 parts = target.split(".")
-                graph[name].update(parent for parent in (".".join(parts[:i]) for i in range(1, len(parts)))
-                                   if parent in paths and parent != name and not name.startswith(parent + "."))
+                graph[name].update(
+                    parent
+                    for parent in (".".join(parts[:i]) for i in range(1, len(parts)))
+                    if parent in paths and parent != name and not name.startswith(parent + ".")
+                )
     return graph
 
 
@@ -104,11 +108,42 @@ def test_no_import_cycle_under_app():
 
 
 # The library's floors, lowest first: a module imports only from its own floor or a lower one.
-FLOORS = ("ground", "prompts", "engine", "client", "results", "analysis", "launch", "sweep", "advice", "loop", "live",
-          "cli", "ui", "views", "dashboard", "main")
-GROUND = {"specscope", *(f"specscope.{name}" for name in
-                         ("schema", "settings", "errors", "formats", "files", "stats", "distributions", "ties",
-                          "procfs", "access"))}
+FLOORS = (
+    "ground",
+    "prompts",
+    "engine",
+    "client",
+    "results",
+    "analysis",
+    "launch",
+    "sweep",
+    "advice",
+    "loop",
+    "live",
+    "cli",
+    "ui",
+    "views",
+    "dashboard",
+    "main",
+)
+GROUND = {
+    "specscope",
+    *(
+        f"specscope.{name}"
+        for name in (
+            "schema",
+            "settings",
+            "errors",
+            "formats",
+            "files",
+            "stats",
+            "distributions",
+            "ties",
+            "procfs",
+            "access",
+        )
+    ),
+}
 
 
 def floor(module: str) -> str:
@@ -121,8 +156,12 @@ def floor(module: str) -> str:
 def test_every_import_goes_to_the_same_floor_or_below():
     graph = import_graph(APP)
     assert {floor(m) for m in graph} <= set(FLOORS), {floor(m) for m in graph} - set(FLOORS)  # a new module: place it
-    up = sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
-                if FLOORS.index(floor(b)) > FLOORS.index(floor(a)))
+    up = sorted(
+        f"{a} -> {b}"
+        for a, targets in graph.items()
+        for b in targets
+        if FLOORS.index(floor(b)) > FLOORS.index(floor(a))
+    )
     assert up == [], up
 
 
@@ -131,20 +170,28 @@ def test_advice_reads_results_and_runs_no_sweep():
     loads no sweep machinery (no Ray executor, no server pool)."""
     graph = import_graph(APP)
     assert any(m.startswith("specscope.sweep") for m in graph["specscope.loop.deploy_run"])  # the loop runs them
-    into_sweep = sorted(f"{a} -> {b}" for a, targets in graph.items() if floor(a) == "advice"
-                        for b in targets if floor(b) == "sweep")
+    into_sweep = sorted(
+        f"{a} -> {b}" for a, targets in graph.items() if floor(a) == "advice" for b in targets if floor(b) == "sweep"
+    )
     assert into_sweep == [], into_sweep
 
 
 def test_an_import_up_a_floor_is_found(tmp_path):
-    for name, body in {"engine/__init__.py": "", "engine/catalog.py": "from specscope.client import probe\n",
-                       "client/__init__.py": "", "client/probe.py": "", "__init__.py": ""}.items():
+    for name, body in {
+        "engine/__init__.py": "",
+        "engine/catalog.py": "from specscope.client import probe\n",
+        "client/__init__.py": "",
+        "client/probe.py": "",
+        "__init__.py": "",
+    }.items():
         (tmp_path / "specscope" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "specscope" / name).write_text(body)
     graph = import_graph(tmp_path)
     up = {(a, b) for a, targets in graph.items() for b in targets if FLOORS.index(floor(b)) > FLOORS.index(floor(a))}
-    assert up == {("specscope.engine.catalog", "specscope.client.probe"),
-                  ("specscope.engine.catalog", "specscope.client")}  # the module, and the package init run first
+    assert up == {
+        ("specscope.engine.catalog", "specscope.client.probe"),
+        ("specscope.engine.catalog", "specscope.client"),
+    }  # the module, and the package init run first
 
 
 def test_a_cycle_through_a_package_init_is_found(tmp_path):
@@ -192,12 +239,10 @@ def statements(path: Path) -> list[tuple[str, int]]:
             if words and not _boilerplate(texts):
                 out.append((" ".join(words), start))
             words, texts, start = [], [], None
-        elif tok.type not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT,
-                              tokenize.ENCODING):
+        elif tok.type not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING):
             start = tok.start[0] if start is None else start
             words.append(_shape(tok, texts[-1] if texts else ""))
-            texts.append("S" if tok.type == tokenize.STRING else "0" if tok.type == tokenize.NUMBER
-                         else tok.string)
+            texts.append("S" if tok.type == tokenize.STRING else "0" if tok.type == tokenize.NUMBER else tok.string)
     return out
 
 
@@ -221,7 +266,7 @@ def repeated_runs(root: Path, run: int = RUN) -> list[list[tuple[str, int]]]:
     for path in _sources(root):
         found = statements(path)
         for i in range(len(found) - run + 1):
-            key = tuple(text for text, _ in found[i:i + run])
+            key = tuple(text for text, _ in found[i : i + run])
             seen[key].append((path.relative_to(root).as_posix(), found[i][1]))
     return [places for places in seen.values() if len(places) > 1]
 
@@ -231,14 +276,20 @@ def test_no_run_of_six_statements_appears_twice_in_app():
 
 
 def test_a_copied_run_with_other_names_and_messages_is_found(tmp_path):
-    body = ("def {name}(url):\n    base = url.strip()\n    try:\n        r = get(base, timeout=5)\n"
-            "    except Error as exc:\n        raise Unreachable('{msg}') from exc\n    return r.json()\n")
+    body = (
+        "def {name}(url):\n    base = url.strip()\n    try:\n        r = get(base, timeout=5)\n"
+        "    except Error as exc:\n        raise Unreachable('{msg}') from exc\n    return r.json()\n"
+    )
     (tmp_path / "one.py").write_text(body.format(name="first", msg="nothing at the URL"))
-    (tmp_path / "two.py").write_text("import os\n\n\n" + body.format(name="second", msg="no server")
-                                     .replace("base", "root").replace("get(", "fetch("))
+    (tmp_path / "two.py").write_text(
+        "import os\n\n\n"
+        + body.format(name="second", msg="no server").replace("base", "root").replace("get(", "fetch(")
+    )
     (tmp_path / "three.py").write_text(body.format(name="third", msg="x").replace("timeout=5", "timeout=5, v=1"))
-    assert [sorted(places) for places in repeated_runs(tmp_path)] == [[("one.py", 1), ("two.py", 4)],
-                                                                    [("one.py", 2), ("two.py", 5)]]
+    assert [sorted(places) for places in repeated_runs(tmp_path)] == [
+        [("one.py", 1), ("two.py", 4)],
+        [("one.py", 2), ("two.py", 5)],
+    ]
 
 
 def _public(tree: ast.Module) -> set[str]:
@@ -259,9 +310,13 @@ def test_public_library_functions_have_a_docstring(path):
         if not ast.get_docstring(node):
             missing.append(node.name)
         if isinstance(node, ast.ClassDef):
-            missing += [f"{node.name}.{m.name}" for m in node.body
-                        if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
-                        and not m.name.startswith("_") and not ast.get_docstring(m)]
+            missing += [
+                f"{node.name}.{m.name}"
+                for m in node.body
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and not m.name.startswith("_")
+                and not ast.get_docstring(m)
+            ]
     assert missing == [], f"{path.name}: give these a one-line docstring"
 
 

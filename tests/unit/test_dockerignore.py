@@ -19,11 +19,25 @@ from helpers.paths import REPO
 
 NESTED = "app/specscope/deep"  # where an unanchored .gitignore pattern must be matched too
 # what no image may carry, beyond .gitignore: models, venvs, homes, tokens
-MUST_STAY_OUT = [".venv-vllm/0.30.0/bin/python", "tools/venv/bin/python", "sub/.venv/bin/python",
-                 ".specscope/operator-token", "operator-token", "data/home-alice/operator-token",
-                 "home-ci/servers/cpu-smollm2-none.json", "models/SmolLM2/model.safetensors", "data/draft.gguf",
-                 "data/x/pytorch_model.bin", "data/x/weights.pt", "data/x/weights.pth", "data/x/model.onnx",
-                 "data/x/model.ckpt", "app/models/SmolLM2/config.json", ".cache/specscope/models/x.json", ".git/HEAD"]
+MUST_STAY_OUT = [
+    ".venv-vllm/0.30.0/bin/python",
+    "tools/venv/bin/python",
+    "sub/.venv/bin/python",
+    ".specscope/operator-token",
+    "operator-token",
+    "data/home-alice/operator-token",
+    "home-ci/servers/cpu-smollm2-none.json",
+    "models/SmolLM2/model.safetensors",
+    "data/draft.gguf",
+    "data/x/pytorch_model.bin",
+    "data/x/weights.pt",
+    "data/x/weights.pth",
+    "data/x/model.onnx",
+    "data/x/model.ckpt",
+    "app/models/SmolLM2/config.json",
+    ".cache/specscope/models/x.json",
+    ".git/HEAD",
+]
 
 
 def _patterns(text: str) -> list[tuple[bool, re.Pattern[str]]]:
@@ -38,7 +52,7 @@ def _patterns(text: str) -> list[tuple[bool, re.Pattern[str]]]:
         regex, i = "^", 0
         while i < len(pattern):
             if pattern.startswith("**", i):
-                i += 2 + (pattern[i + 2:i + 3] == "/")
+                i += 2 + (pattern[i + 2 : i + 3] == "/")
                 regex += ".*" if i >= len(pattern) else "(.*/)?"
                 continue
             char = pattern[i]
@@ -70,8 +84,9 @@ def _samples(pattern: str) -> list[str]:
 
 
 def _gitignored(paths: list[str]) -> set[str]:
-    result = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=REPO, capture_output=True,
-                            text=True, check=False)
+    result = subprocess.run(
+        ["git", "check-ignore", "--no-index", *paths], cwd=REPO, capture_output=True, text=True, check=False
+    )
     return set(result.stdout.split())
 
 
@@ -81,8 +96,11 @@ def docker_patterns():
 
 
 def test_what_git_ignores_stays_out_of_the_image(docker_patterns):
-    lines = [line.strip() for line in (REPO / ".gitignore").read_text().splitlines()
-             if line.strip() and not line.startswith(("#", "!"))]
+    lines = [
+        line.strip()
+        for line in (REPO / ".gitignore").read_text().splitlines()
+        if line.strip() and not line.startswith(("#", "!"))
+    ]
     samples = [path for line in lines for path in _samples(line)]
     assert _gitignored(samples) == set(samples)  # the samples are what git ignores
     assert [path for path in samples if not _excluded(path, docker_patterns)] == []
@@ -106,4 +124,3 @@ def test_the_matcher_follows_dockers_rules():
     assert _excluded("tempa", rules) and not _excluded("tempab", rules)
     assert _excluded("build/lib/x.py", rules) and not _excluded("app/build/x.py", rules)
     assert _excluded("docs/a.md", rules) and not _excluded("docs/sub/a.md", rules)
-

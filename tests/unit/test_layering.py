@@ -10,8 +10,9 @@ from helpers.paths import APP, VIEWS
 
 PAGE_FILES = sorted((VIEWS).glob("*.py"))
 LIBRARY_FILES = sorted((APP / "specscope").rglob("*.py"))
-FORBIDDEN_IN_PAGES = re.compile(r"^\s*(import|from)\s+(requests|httpx|subprocess|duckdb|asyncio|aiohttp|socket)\b",
-                                re.M)
+FORBIDDEN_IN_PAGES = re.compile(
+    r"^\s*(import|from)\s+(requests|httpx|subprocess|duckdb|asyncio|aiohttp|socket)\b", re.M
+)
 
 
 @pytest.mark.parametrize("path", PAGE_FILES, ids=lambda p: p.name)
@@ -26,8 +27,9 @@ def test_library_never_imports_streamlit(path):
     assert not re.search(r"^\s*(import|from)\s+streamlit\b", path.read_text(), re.M)
 
 
-@pytest.mark.parametrize("path", [p for p in LIBRARY_FILES if p.name != "__init__.py"],
-                         ids=lambda p: p.relative_to(APP).as_posix())
+@pytest.mark.parametrize(
+    "path", [p for p in LIBRARY_FILES if p.name != "__init__.py"], ids=lambda p: p.relative_to(APP).as_posix()
+)
 def test_library_modules_say_what_they_own(path):
     text = path.read_text()
     assert text.lstrip().startswith('"""'), f"{path.name} has no module docstring"

@@ -24,5 +24,6 @@ def test_a_wait_for_the_room_is_recorded_and_summed_per_stream(tmp_path, monkeyp
     server_room.leave(False)
     assert len((tmp_path / "servers.lock.waits").read_text().splitlines()) == 1
     assert slowest.waits(tmp_path / "servers.lock.waits").startswith(
-        f"waited for the server room: vllm {float(seconds):.0f} s (1 wait, longest")
+        f"waited for the server room: vllm {float(seconds):.0f} s (1 wait, longest"
+    )
     assert slowest.waits(tmp_path / "none") == "waited for the server room: never a second or more"

@@ -28,9 +28,18 @@ def _wheel(folder: Path, name: str, version: str, requires: list[str]) -> Path:
 
 
 def test_requirements_follow_the_gpu_machines_markers_and_the_extras_asked_for(tmp_path):
-    wheel = _wheel(tmp_path, "vllm", "0.32.0", [
-        "numba==0.65.0", 'xgrammar==0.2.8; platform_machine == "x86_64"', 'pywin32; sys_platform == "win32"',
-        'six>=1.16.0; python_version > "3.11"', 'ray; extra == "cluster"'])
+    wheel = _wheel(
+        tmp_path,
+        "vllm",
+        "0.32.0",
+        [
+            "numba==0.65.0",
+            'xgrammar==0.2.8; platform_machine == "x86_64"',
+            'pywin32; sys_platform == "win32"',
+            'six>=1.16.0; python_version > "3.11"',
+            'ray; extra == "cluster"',
+        ],
+    )
     env = wheelset.environment("3.12")
     assert [r.name for r in wheelset.requirements(wheel, env)] == ["numba", "xgrammar", "six"]
     assert [r.name for r in wheelset.requirements(wheel, env, {"cluster"})][-1] == "ray"
@@ -56,8 +65,9 @@ def test_the_walk_fetches_only_what_the_machine_lacks_and_leaves_out_skipped_ker
 
     monkeypatch.setattr(wheelset, "download", download)
     machine = wheelset.have(_freeze(tmp_path, "numba==0.68.0\ndill==0.4.1\nastor==0.8.1\n"))
-    roots = [wheelset.Requirement(r) for r in ("numba==0.65.0", "depyf==0.20.0", "flashinfer-python==0.7.0",
-                                              "torch==2.13.0")]
+    roots = [
+        wheelset.Requirement(r) for r in ("numba==0.65.0", "depyf==0.20.0", "flashinfer-python==0.7.0", "torch==2.13.0")
+    ]
     kept, skipped = wheelset.walk(roots, machine, tmp_path / "set", "3.12", {"flashinfer-python"}, {"torch"})
     assert fetched == [["depyf==0.20.0", "numba==0.65.0"], ["llvmlite<0.48,>=0.47"]]  # level by level
     assert sorted(p.name.split("-")[0] for p in (tmp_path / "set").glob("*.whl")) == ["depyf", "llvmlite", "numba"]

@@ -30,8 +30,17 @@ from specscope.errors import InputError
 from specscope.results import identity, writing
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 
-__all__ = ["CALIBRATION_SOURCE", "Calibration", "calibrated", "fit_cells", "calibrations", "find", "with_measured_cost",
-           "what_if", "compare"]
+__all__ = [
+    "CALIBRATION_SOURCE",
+    "Calibration",
+    "calibrated",
+    "fit_cells",
+    "calibrations",
+    "find",
+    "with_measured_cost",
+    "what_if",
+    "compare",
+]
 
 KEYS = ("model", "draft_model", "method", "hardware", "host")
 
@@ -41,7 +50,7 @@ class Calibration:
     """Measured step cost of one (model, draft, method, hardware, host): per-cell costs and their fit."""
 
     keys: dict
-    cells: pd.DataFrame   # concurrency, k, al, speedup, cost (= al / speedup)
+    cells: pd.DataFrame  # concurrency, k, al, speedup, cost (= al / speedup)
     groups: pd.DataFrame  # per concurrency: d0, d1, ks
     curve: theory.CostCurve
     synthetic: bool = True  # drafts accepted synthetically (else at the drafter's own acceptance)
@@ -86,8 +95,9 @@ def fit_cells(cells: pd.DataFrame) -> tuple[pd.DataFrame, theory.CostCurve]:
     groups = []
     for conc, c in cells.groupby("concurrency"):
         d0, d1 = fitting.fit_cost(c["k"].to_numpy(), c["cost"].to_numpy())
-        groups.append({"concurrency": float(conc), "d0": d0, "d1": d1,
-                       "ks": ", ".join(str(int(k)) for k in sorted(c["k"]))})
+        groups.append(
+            {"concurrency": float(conc), "d0": d0, "d1": d1, "ks": ", ".join(str(int(k)) for k in sorted(c["k"]))}
+        )
     table = pd.DataFrame(groups)
     return table, theory.CostCurve(tuple(table["concurrency"]), tuple(table["d0"]), tuple(table["d1"]))
 
@@ -100,8 +110,11 @@ def calibrations(frame: pd.DataFrame) -> list[Calibration]:
     rows = rows[(rows["k"] > 0) & (rows["speedup"] > 0)]
     out = []
     for values, g in identity.keyed(rows, KEYS).groupby(list(KEYS), sort=True):
-        cells = (g.assign(cost=g["al"] / g["speedup"])
-                 .groupby(["concurrency", "k"], as_index=False)[["al", "speedup", "cost"]].mean())
+        cells = (
+            g.assign(cost=g["al"] / g["speedup"])
+            .groupby(["concurrency", "k"], as_index=False)[["al", "speedup", "cost"]]
+            .mean()
+        )
         table, curve = fit_cells(cells)
         keys = {k: (v if v != "" else None) for k, v in zip(KEYS, values)}
         synthetic = bool(g["method_params"].map(provenance.is_synthetic).all())
@@ -124,8 +137,9 @@ def with_measured_cost(fit: fitting.FamilyFit, calibration: Calibration) -> fitt
     return dataclasses.replace(fit, cost=calibration.curve)
 
 
-def what_if(calibration: Calibration, alpha: float, ks: Sequence[int],
-            concurrencies: Sequence[float] | None = None) -> pd.DataFrame:
+def what_if(
+    calibration: Calibration, alpha: float, ks: Sequence[int], concurrencies: Sequence[float] | None = None
+) -> pd.DataFrame:
     """Predicted speedup of a drafter with i.i.d. acceptance ``alpha`` on the measured step cost:
     one row per (concurrency, K) with ``tokens_per_step``, ``cost``, ``speedup`` and ``measured_cost``
     (whether that K and concurrency were calibrated, or interpolated)."""
@@ -137,9 +151,16 @@ def what_if(calibration: Calibration, alpha: float, ks: Sequence[int],
         for k in ks:
             al = theory.tokens_per_step(alpha, k)
             cost = calibration.cost(k, conc)
-            rows.append({"concurrency": float(conc), "k": int(k), "tokens_per_step": al, "cost": cost,
-                         "speedup": al / cost,  # cost >= 0.5: CostCurve keeps d0 there
-                         "measured_cost": calibration.measured(k, conc)})
+            rows.append(
+                {
+                    "concurrency": float(conc),
+                    "k": int(k),
+                    "tokens_per_step": al,
+                    "cost": cost,
+                    "speedup": al / cost,  # cost >= 0.5: CostCurve keeps d0 there
+                    "measured_cost": calibration.measured(k, conc),
+                }
+            )
     return pd.DataFrame(rows)
 
 

@@ -39,7 +39,7 @@ def fit_rates(ks: Sequence[int], al: Sequence[float]) -> tuple[float, float, flo
     ks_arr, gain = np.asarray(ks, int), np.asarray(al, float) - 1.0
     powers = _DECAYS[:, None] ** np.arange(int(ks_arr.max()))[None, :]
     basis = np.cumsum(powers, axis=1)[:, ks_arr - 1]
-    first = np.clip((basis @ gain) / (basis ** 2).sum(axis=1), 0.0, 1.0)
+    first = np.clip((basis @ gain) / (basis**2).sum(axis=1), 0.0, 1.0)
     sse = ((first[:, None] * basis - gain) ** 2).sum(axis=1)
     best = int(np.argmin(sse))
     return float(first[best]), float(_DECAYS[best]), float(math.sqrt(sse[best] / len(ks_arr)))
@@ -88,18 +88,28 @@ class Points:
     @classmethod
     def of(cls, rows: pd.DataFrame) -> Points:
         """The points of a family's usable rows (a column that is missing reads NaN)."""
+
         def floats(name: str) -> np.ndarray:
             return rows[name].to_numpy(dtype=float, na_value=np.nan) if name in rows else np.full(len(rows), np.nan)
-        rates = rows["per_position_acceptance"].to_numpy(dtype=object) if "per_position_acceptance" in rows else \
-            np.full(len(rows), None, dtype=object)
-        return cls(floats("k"), floats("concurrency"), floats("al"), floats("speedup"), floats("baseline_throughput"),
-                   rates)
+
+        rates = (
+            rows["per_position_acceptance"].to_numpy(dtype=object)
+            if "per_position_acceptance" in rows
+            else np.full(len(rows), None, dtype=object)
+        )
+        return cls(
+            floats("k"), floats("concurrency"), floats("al"), floats("speedup"), floats("baseline_throughput"), rates
+        )
 
     def without(self, i: int) -> Points:
         """All the points but the ``i``-th (a leave-one-out refit's)."""
         keep = np.arange(len(self.k)) != i
-        return Points(*(getattr(self, name)[keep] for name in ("k", "concurrency", "al", "speedup",
-                                                                 "baseline_throughput", "rates")))
+        return Points(
+            *(
+                getattr(self, name)[keep]
+                for name in ("k", "concurrency", "al", "speedup", "baseline_throughput", "rates")
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -119,8 +129,11 @@ class Estimate:
     @property
     def cost(self) -> theory.CostCurve:
         """The step cost per concurrency as a curve over concurrency."""
-        return theory.CostCurve(tuple(float(g["concurrency"]) for g in self.groups),
-                                tuple(g["d0"] for g in self.groups), tuple(g["d1"] for g in self.groups))
+        return theory.CostCurve(
+            tuple(float(g["concurrency"]) for g in self.groups),
+            tuple(g["d0"] for g in self.groups),
+            tuple(g["d1"] for g in self.groups),
+        )
 
 
 def _mean(values: np.ndarray) -> float:
@@ -139,8 +152,13 @@ def fit_points(points: Points, train_smallest: int | None) -> Estimate:
     on = train & ~np.isnan(points.al)
     if not on.any():
         raise InputError("The rows chosen for the fit carry no acceptance rate or length; fit on all measured K.")
-    k, conc, al, speedup, base = (points.k[on], points.concurrency[on], points.al[on], points.speedup[on],
-                                  points.baseline_throughput[on])
+    k, conc, al, speedup, base = (
+        points.k[on],
+        points.concurrency[on],
+        points.al[on],
+        points.speedup[on],
+        points.baseline_throughput[on],
+    )
     pooled = {int(x): _mean(al[k == x]) for x in np.unique(k)}
     measured = [] if train_smallest else _rates_column(points.rates[on])
     ks, als = list(pooled), list(pooled.values())
@@ -156,6 +174,13 @@ def fit_points(points: Points, train_smallest: int | None) -> Estimate:
     for c in np.unique(conc):
         here = conc == c
         d0, d1 = fit_cost(k[here], al[here] / speedup[here])
-        groups.append({"concurrency": int(c), "d0": d0, "d1": d1, "train_ks": [int(x) for x in np.unique(k[here])],
-                       "baseline_step_ms": float(1000.0 * c / _mean(base[here]))})
+        groups.append(
+            {
+                "concurrency": int(c),
+                "d0": d0,
+                "d1": d1,
+                "train_ks": [int(x) for x in np.unique(k[here])],
+                "baseline_step_ms": float(1000.0 * c / _mean(base[here])),
+            }
+        )
     return Estimate(train, alpha, alpha_rmse, first, decay, rates_rmse, groups, measured)

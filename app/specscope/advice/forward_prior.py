@@ -47,8 +47,10 @@ from specscope.errors import ConfigError, InputError
 
 __all__ = ["ORIGIN", "ForwardPrior", "read", "save", "stored", "folder"]
 
-ORIGIN = ("a prior from vllm bench forward: forward passes only, on exact batches (no sampling, rejection sampling "
-          "or the CPU's part of a step)")
+ORIGIN = (
+    "a prior from vllm bench forward: forward passes only, on exact batches (no sampling, rejection sampling "
+    "or the CPU's part of a step)"
+)
 CONTEXT_APART = 0.10  # a step and its plain step whose mean contexts differ more than this are noted
 CASE_KEYS = {"case", "requests", "median_us", "ranks"}
 GIVEN = ("model", "hardware", "method", "draft_model", "vllm_version")
@@ -58,10 +60,10 @@ GIVEN = ("model", "hardware", "method", "draft_model", "vllm_version")
 class _Case:
     """One timed case that is a decode or verify step of equal requests."""
 
-    scope: str          # target_only | target_and_drafter
+    scope: str  # target_only | target_and_drafter
     batch: int
-    drafts: int         # D: draft tokens verified per request (0: a decode)
-    context: float      # mean KV length of its requests
+    drafts: int  # D: draft tokens verified per request (0: a decode)
+    context: float  # mean KV length of its requests
     median_us: float
     spread_pct: float | None
     drafter: str | None
@@ -86,8 +88,9 @@ class ForwardPrior:
         al = cells["k"] + 1.0
         out = cells[["concurrency", "k", "cost"]].assign(al=al, speedup=al / cells["cost"])
         keys = {k: self.keys.get(k) for k in (*calibrate.KEYS, "vllm_version")}
-        return calibrate.Calibration(keys, out[["concurrency", "k", "al", "speedup", "cost"]], table, curve,
-                                     origin=ORIGIN)
+        return calibrate.Calibration(
+            keys, out[["concurrency", "k", "al", "speedup", "cost"]], table, curve, origin=ORIGIN
+        )
 
 
 def _cases(name: str, data: bytes) -> list[dict]:
@@ -96,8 +99,10 @@ def _cases(name: str, data: bytes) -> list[dict]:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"{name} is not valid JSON ({exc}).") from exc
     if not isinstance(obj, list) or not obj or not all(isinstance(c, dict) and CASE_KEYS <= set(c) for c in obj):
-        raise InputError(f"{name} is not `vllm bench forward --output-json` output (a list of cases, each with "
-                         "case, requests, median_us and ranks); run vllm bench forward with --output-json FILE.")
+        raise InputError(
+            f"{name} is not `vllm bench forward --output-json` output (a list of cases, each with "
+            "case, requests, median_us and ranks); run vllm bench forward with --output-json FILE."
+        )
     return obj
 
 
@@ -106,8 +111,9 @@ def _case(name: str, raw: dict) -> _Case | str:
     label = f"{name}, case {raw['case']!r}"
     requests = raw["requests"]
     drafts = {int(r.get("num_draft_tokens", 0)) for r in requests}
-    decode = all(r["kv_len"] > r["query_len"] == 1 + int(r.get("num_draft_tokens", 0)) and not r.get("chunked")
-                 for r in requests)
+    decode = all(
+        r["kv_len"] > r["query_len"] == 1 + int(r.get("num_draft_tokens", 0)) and not r.get("chunked") for r in requests
+    )
     if not requests or not decode or len(drafts) != 1:
         return f"{label}: not a decode or verify step of equal requests (a prefill, a chunk or a mixed batch)"
     rank = raw["ranks"][0] if raw["ranks"] else {}
@@ -115,32 +121,49 @@ def _case(name: str, raw: dict) -> _Case | str:
         return f"{label}: its forward gave values that are not finite"
     drafter = rank.get("drafter") or {}
     spread = (rank.get("latency_us") or {}).get("sample_spread_pct")
-    return _Case(scope=rank.get("timing_scope", "target_only"), batch=len(requests), drafts=drafts.pop(),
-                 context=float(np.mean([r["kv_len"] for r in requests])), median_us=float(raw["median_us"]),
-                 spread_pct=None if spread is None else float(spread), drafter=drafter.get("method"),
-                 drafter_k=drafter.get("num_draft_tokens"))
+    return _Case(
+        scope=rank.get("timing_scope", "target_only"),
+        batch=len(requests),
+        drafts=drafts.pop(),
+        context=float(np.mean([r["kv_len"] for r in requests])),
+        median_us=float(raw["median_us"]),
+        spread_pct=None if spread is None else float(spread),
+        drafter=drafter.get("method"),
+        drafter_k=drafter.get("num_draft_tokens"),
+    )
 
 
 def _method(cases: list[_Case], given: Mapping) -> str:
     timed = {c.drafter for c in cases if c.scope == "target_and_drafter" and c.drafter}
     if len(timed) > 1:
-        raise InputError(f"The files time drafters of several methods ({', '.join(sorted(timed))}); import one "
-                         "method's files at a time.")
+        raise InputError(
+            f"The files time drafters of several methods ({', '.join(sorted(timed))}); import one "
+            "method's files at a time."
+        )
     stated, wanted = (timed.pop() if timed else None), given.get("method")
     if stated and wanted and stated != wanted:
-        raise InputError(f"The files time the drafter of {stated}, but --method gives {wanted}; leave --method out "
-                         "(the files' method is used) or import that method's files.")
+        raise InputError(
+            f"The files time the drafter of {stated}, but --method gives {wanted}; leave --method out "
+            "(the files' method is used) or import that method's files."
+        )
     method = stated or wanted
     if not method:
-        raise InputError("The cases time the target alone (--exclude-drafter) and do not say the method; give "
-                         "--method, e.g. ngram, whose drafter passes no model.")
+        raise InputError(
+            "The cases time the target alone (--exclude-drafter) and do not say the method; give "
+            "--method, e.g. ngram, whose drafter passes no model."
+        )
     method_class(method)  # an unknown method is refused here
     if not stated and method not in MATCH_DRAFTERS:
-        timed_too = "vllm bench forward times no draft model's passes" if method not in FORWARD_TIMED else \
-            f"a step of {method} also runs its drafter: run vllm bench forward with its --speculative-config, " \
+        timed_too = (
+            "vllm bench forward times no draft model's passes"
+            if method not in FORWARD_TIMED
+            else f"a step of {method} also runs its drafter: run vllm bench forward with its --speculative-config, "
             "without --exclude-drafter"
-        raise InputError(f"The cases time the target alone, which is a whole step only for a drafter that passes "
-                         f"no model (ngram, suffix); {timed_too}.")
+        )
+        raise InputError(
+            f"The cases time the target alone, which is a whole step only for a drafter that passes "
+            f"no model (ngram, suffix); {timed_too}."
+        )
     return method
 
 
@@ -150,13 +173,21 @@ def _mean(found: list[_Case]) -> _Case | None:
         return None
     spreads = [c.spread_pct for c in found if c.spread_pct is not None]
     first = found[0]
-    return _Case(first.scope, first.batch, first.drafts, float(np.mean([c.context for c in found])),
-                 float(np.mean([c.median_us for c in found])), max(spreads) if spreads else None, first.drafter,
-                 first.drafter_k)
+    return _Case(
+        first.scope,
+        first.batch,
+        first.drafts,
+        float(np.mean([c.context for c in found])),
+        float(np.mean([c.median_us for c in found])),
+        max(spreads) if spreads else None,
+        first.drafter,
+        first.drafter_k,
+    )
 
 
-def _cell(batch: int, k: int, plain: _Case, verify: _Case | None, step: _Case | None, match: bool,
-          notes: list[str]) -> dict:
+def _cell(
+    batch: int, k: int, plain: _Case, verify: _Case | None, step: _Case | None, match: bool, notes: list[str]
+) -> dict:
     """One (batch, K) in forward time and in plain steps; a drafter passing no model drafts in no forward pass, so
     its step is its verify."""
     whole = verify if match else step
@@ -164,18 +195,27 @@ def _cell(batch: int, k: int, plain: _Case, verify: _Case | None, step: _Case | 
     assert part is not None  # a cell is made for a K that was timed
     apart = abs(part.context / plain.context - 1.0)
     if apart > CONTEXT_APART:
-        notes.append(f"batch {batch}, K={k}: its mean context ({part.context:.0f} tokens) is {apart:.0%} from the "
-                     f"plain step's ({plain.context:.0f}); vllm bench forward --kv-len-jitter 0 keeps them equal")
+        notes.append(
+            f"batch {batch}, K={k}: its mean context ({part.context:.0f} tokens) is {apart:.0%} from the "
+            f"plain step's ({plain.context:.0f}); vllm bench forward --kv-len-jitter 0 keeps them equal"
+        )
     if match:
         draft = 0.0
     else:
         draft = (step.median_us - verify.median_us) / plain.median_us if step and verify else np.nan
     spreads = [c.spread_pct for c in (plain, verify, step) if c is not None and c.spread_pct is not None]
-    return {"concurrency": float(batch), "k": k, "context": round(part.context, 1), "plain_us": plain.median_us,
-            "verify_us": verify.median_us if verify else None, "step_us": whole.median_us if whole else None,
-            "cost": whole.median_us / plain.median_us if whole else np.nan,
-            "verify": verify.median_us / plain.median_us if verify else np.nan, "draft": draft,
-            "spread_pct": max(spreads) if spreads else None}
+    return {
+        "concurrency": float(batch),
+        "k": k,
+        "context": round(part.context, 1),
+        "plain_us": plain.median_us,
+        "verify_us": verify.median_us if verify else None,
+        "step_us": whole.median_us if whole else None,
+        "cost": whole.median_us / plain.median_us if whole else np.nan,
+        "verify": verify.median_us / plain.median_us if verify else np.nan,
+        "draft": draft,
+        "spread_pct": max(spreads) if spreads else None,
+    }
 
 
 def _cells(cases: list[_Case], method: str, notes: list[str]) -> pd.DataFrame:
@@ -183,13 +223,17 @@ def _cells(cases: list[_Case], method: str, notes: list[str]) -> pd.DataFrame:
     by_shape: dict[tuple, list[_Case]] = {}
     for case in cases:
         if case.scope == "target_and_drafter" and case.drafts == 0:
-            notes.append(f"batch {case.batch}: a decode timed with its drafter is no plain step (time the plain "
-                         "step with --exclude-drafter); left out")
+            notes.append(
+                f"batch {case.batch}: a decode timed with its drafter is no plain step (time the plain "
+                "step with --exclude-drafter); left out"
+            )
             continue
         if case.scope == "target_and_drafter" and case.drafter_k != case.drafts:
-            notes.append(f"batch {case.batch}, K={case.drafts}: the drafter drafted {case.drafter_k} tokens while "
-                         f"the target verified {case.drafts} (time a K step on a server of num_speculative_tokens "
-                         "K); left out")
+            notes.append(
+                f"batch {case.batch}, K={case.drafts}: the drafter drafted {case.drafter_k} tokens while "
+                f"the target verified {case.drafts} (time a K step on a server of num_speculative_tokens "
+                "K); left out"
+            )
             continue
         by_shape.setdefault((case.scope, case.batch, case.drafts), []).append(case)
     rows = []
@@ -198,14 +242,35 @@ def _cells(cases: list[_Case], method: str, notes: list[str]) -> pd.DataFrame:
         ks = sorted({d for _, b, d in by_shape if b == batch and d > 0})
         if plain is None:
             if ks:
-                notes.append(f"batch {batch}: no plain decode timed without the drafter, so its steps have no "
-                             "plain step to be divided by; left out")
+                notes.append(
+                    f"batch {batch}: no plain decode timed without the drafter, so its steps have no "
+                    "plain step to be divided by; left out"
+                )
             continue
         for k in ks:
-            rows.append(_cell(batch, k, plain, _mean(by_shape.get(("target_only", batch, k), [])),
-                              _mean(by_shape.get(("target_and_drafter", batch, k), [])), match, notes))
-    columns = ["concurrency", "k", "context", "plain_us", "verify_us", "step_us", "cost", "verify", "draft",
-               "spread_pct"]
+            rows.append(
+                _cell(
+                    batch,
+                    k,
+                    plain,
+                    _mean(by_shape.get(("target_only", batch, k), [])),
+                    _mean(by_shape.get(("target_and_drafter", batch, k), [])),
+                    match,
+                    notes,
+                )
+            )
+    columns = [
+        "concurrency",
+        "k",
+        "context",
+        "plain_us",
+        "verify_us",
+        "step_us",
+        "cost",
+        "verify",
+        "draft",
+        "spread_pct",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -229,8 +294,10 @@ def read(paths: Sequence[Path], given: Mapping) -> ForwardPrior:
     cells = _cells(cases, method, notes)
     if cells["cost"].notna().sum() == 0:
         verify = "timed without it too" if method in MATCH_DRAFTERS else "timed with a drafter of K drafts"
-        raise InputError(f"The cases price no {method} step: each needs a plain decode timed without the drafter "
-                         f"and, at the same batch size, a verify of K drafts {verify}.")
+        raise InputError(
+            f"The cases price no {method} step: each needs a plain decode timed without the drafter "
+            f"and, at the same batch size, a verify of K drafts {verify}."
+        )
     keys: dict = {field: (str(given[field]).strip() if given.get(field) else None) for field in GIVEN}
     keys.update(method=method, host=None, files=[Path(p).name for p in paths])
     return ForwardPrior(keys, cells, tuple(notes))
@@ -264,6 +331,8 @@ def stored() -> list[ForwardPrior]:
             cells = pd.DataFrame(raw["cells"]).astype({"cost": float, "verify": float, "draft": float})
             out.append(ForwardPrior(raw["keys"], cells, tuple(raw.get("notes", ()))))
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(f"{path} is not a step-cost prior SpecScope wrote ({exc}); delete it or import the "
-                              "vllm bench forward files again.") from exc
+            raise ConfigError(
+                f"{path} is not a step-cost prior SpecScope wrote ({exc}); delete it or import the "
+                "vllm bench forward files again."
+            ) from exc
     return out

@@ -27,14 +27,20 @@ from specscope.errors import ConfigError
 
 __all__ = ["Curve", "PRIORS", "named", "from_rates", "monotone_rates"]
 
-_INFERENCEX = ("InferenceX golden acceptance lengths (SemiAnalysisAI/InferenceX, golden_al_distribution/, commit "
-               "843c625, Apache-2.0): SPEED-Bench coding, top_p 0.95, 4096-token outputs, on B300 with vLLM")
-_RUIZ = ("Ruiz (2026), 'Up to 3.55x Faster: Contributing Speculative Decoding with Draft Models to vLLM V1' "
-         "(tomasruizt/vllm-scripts results/full-bench-data.parquet, commit d94d714): InstructCoder, "
-         "temperature 0, H100, median AL over concurrencies 1-256")
-_SPECDECODE = ("SpecDecode-Bench (Liu et al., arXiv 2601.11580; SpecDecode-Bench/simulator data/llama3.1-8B, commit "
-               "2fdccbd): per-request oracle accepted lengths of Llama-3.1-8B-Instruct on H100, replayed as "
-               "steps of at most K+1 tokens (tokens per step over every step)")
+_INFERENCEX = (
+    "InferenceX golden acceptance lengths (SemiAnalysisAI/InferenceX, golden_al_distribution/, commit "
+    "843c625, Apache-2.0): SPEED-Bench coding, top_p 0.95, 4096-token outputs, on B300 with vLLM"
+)
+_RUIZ = (
+    "Ruiz (2026), 'Up to 3.55x Faster: Contributing Speculative Decoding with Draft Models to vLLM V1' "
+    "(tomasruizt/vllm-scripts results/full-bench-data.parquet, commit d94d714): InstructCoder, "
+    "temperature 0, H100, median AL over concurrencies 1-256"
+)
+_SPECDECODE = (
+    "SpecDecode-Bench (Liu et al., arXiv 2601.11580; SpecDecode-Bench/simulator data/llama3.1-8B, commit "
+    "2fdccbd): per-request oracle accepted lengths of Llama-3.1-8B-Instruct on H100, replayed as "
+    "steps of at most K+1 tokens (tokens per step over every step)"
+)
 
 
 def monotone_rates(increments: Sequence[float]) -> list[float]:
@@ -94,40 +100,62 @@ def from_rates(name: str, source: str, rates: Sequence[float]) -> Curve:
 # name: (source, AL at K = 1, 2, ...). Figures transcribed from the sources, two decimals as published
 # (SpecDecode-Bench's three, computed from its traces by tests/bench/priors.py).
 _TABLE: dict[str, tuple[str, tuple[float, ...]]] = {
-    "eagle3-kimi-k2.5": (_INFERENCEX + ", kimi-k2.5-nvfp4 EAGLE-3, thinking on",
-                         (1.83, 2.43, 2.88, 3.24, 3.46, 3.62, 3.71, 3.77)),
-    "eagle3-kimi-k2.5-no-thinking": (_INFERENCEX + ", kimi-k2.5-nvfp4 EAGLE-3, thinking off",
-                                     (1.80, 2.33, 2.75, 3.06, 3.25, 3.43, 3.46, 3.51)),
-    "eagle3-minimax-m3": (_INFERENCEX + ", minimax-m3 EAGLE-3, thinking on",
-                          (1.78, 2.38, 2.83, 3.11, 3.35, 3.45, 3.53, 3.74)),
-    "eagle3-minimax-m3-gqa": (_INFERENCEX + ", minimax-m3 EAGLE-3 (GQA head), thinking on",
-                              (1.79, 2.39, 2.78, 3.02, 3.21, 3.30, 3.52, 3.51)),
-    "mtp-deepseek-v4": (_INFERENCEX + ", deepseek-v4-pro MTP, thinking on",
-                        (1.79, 2.27, 2.49, 2.54, 2.55, 2.55, 2.54, 2.58)),
-    "mtp-glm-5.2": (_INFERENCEX + ", glm-5.2-fp8 MTP, thinking on",
-                    (1.84, 2.50, 2.99, 3.33, 3.61, 3.78, 3.91, 4.06)),
-    "mtp-qwen3.5": (_INFERENCEX + ", qwen3.5-397b-a17b-nvfp4 MTP, thinking on",
-                    (1.93, 2.73, 3.39, 3.97, 4.41, 4.80, 5.04, 5.21)),
-    "dspark-kimi-k3": (_INFERENCEX + ", kimi-k3 DSpark, thinking on",
-                       (1.84, 2.45, 2.87, 3.22, 3.44, 3.54, 3.78, 3.88)),
-    "dspark-deepseek-v4": (_INFERENCEX + ", deepseek-v4-pro-0813 DSpark, thinking on",
-                           (1.84, 2.51, 3.01, 3.36, 3.61, 3.77, 3.73, 3.47)),
-    "draft-qwen3-1.7b-for-32b": (_RUIZ + ", Qwen3-32B with a Qwen3-1.7B draft",
-                                 (1.72, 2.23, 2.58, 2.85, 3.04, 3.15)),
-    "draft-qwen3-4b-for-32b": (_RUIZ + ", Qwen3-32B with a Qwen3-4B draft",
-                               (1.77, 2.34, 2.81, 3.13, 3.39, 3.61)),
-    "eagle3-qwen3-32b": (_RUIZ + ", Qwen3-32B with RedHatAI's EAGLE-3 speculator",
-                         (1.64, 2.00, 2.17, 2.26, 2.30, 2.32)),
-    "eagle-llama3.1-8b-instructcoder": (_SPECDECODE + ", EAGLE, InstructCoder",
-                                        (1.668, 2.06, 2.292, 2.446, 2.546, 2.618, 2.672, 2.705)),
-    "eagle-llama3.1-8b-sharegpt": (_SPECDECODE + ", EAGLE, ShareGPT",
-                                   (1.633, 1.958, 2.129, 2.237, 2.31, 2.357, 2.387, 2.411)),
-    "eagle-llama3.1-8b-gsm8k": (_SPECDECODE + ", EAGLE, GSM8K",
-                                (1.694, 2.126, 2.392, 2.557, 2.663, 2.73, 2.769, 2.783)),
-    "eagle-llama3.1-8b-cnn": (_SPECDECODE + ", EAGLE, CNN/DailyMail",
-                              (1.674, 2.085, 2.324, 2.484, 2.583, 2.649, 2.703, 2.73)),
-    "ngram-llama3.1-8b-instructcoder": (_SPECDECODE + ", n-gram, InstructCoder",
-                                        (1.509, 1.823, 2.028, 2.188, 2.289, 2.37, 2.447, 2.499)),
+    "eagle3-kimi-k2.5": (
+        _INFERENCEX + ", kimi-k2.5-nvfp4 EAGLE-3, thinking on",
+        (1.83, 2.43, 2.88, 3.24, 3.46, 3.62, 3.71, 3.77),
+    ),
+    "eagle3-kimi-k2.5-no-thinking": (
+        _INFERENCEX + ", kimi-k2.5-nvfp4 EAGLE-3, thinking off",
+        (1.80, 2.33, 2.75, 3.06, 3.25, 3.43, 3.46, 3.51),
+    ),
+    "eagle3-minimax-m3": (
+        _INFERENCEX + ", minimax-m3 EAGLE-3, thinking on",
+        (1.78, 2.38, 2.83, 3.11, 3.35, 3.45, 3.53, 3.74),
+    ),
+    "eagle3-minimax-m3-gqa": (
+        _INFERENCEX + ", minimax-m3 EAGLE-3 (GQA head), thinking on",
+        (1.79, 2.39, 2.78, 3.02, 3.21, 3.30, 3.52, 3.51),
+    ),
+    "mtp-deepseek-v4": (
+        _INFERENCEX + ", deepseek-v4-pro MTP, thinking on",
+        (1.79, 2.27, 2.49, 2.54, 2.55, 2.55, 2.54, 2.58),
+    ),
+    "mtp-glm-5.2": (_INFERENCEX + ", glm-5.2-fp8 MTP, thinking on", (1.84, 2.50, 2.99, 3.33, 3.61, 3.78, 3.91, 4.06)),
+    "mtp-qwen3.5": (
+        _INFERENCEX + ", qwen3.5-397b-a17b-nvfp4 MTP, thinking on",
+        (1.93, 2.73, 3.39, 3.97, 4.41, 4.80, 5.04, 5.21),
+    ),
+    "dspark-kimi-k3": (_INFERENCEX + ", kimi-k3 DSpark, thinking on", (1.84, 2.45, 2.87, 3.22, 3.44, 3.54, 3.78, 3.88)),
+    "dspark-deepseek-v4": (
+        _INFERENCEX + ", deepseek-v4-pro-0813 DSpark, thinking on",
+        (1.84, 2.51, 3.01, 3.36, 3.61, 3.77, 3.73, 3.47),
+    ),
+    "draft-qwen3-1.7b-for-32b": (_RUIZ + ", Qwen3-32B with a Qwen3-1.7B draft", (1.72, 2.23, 2.58, 2.85, 3.04, 3.15)),
+    "draft-qwen3-4b-for-32b": (_RUIZ + ", Qwen3-32B with a Qwen3-4B draft", (1.77, 2.34, 2.81, 3.13, 3.39, 3.61)),
+    "eagle3-qwen3-32b": (
+        _RUIZ + ", Qwen3-32B with RedHatAI's EAGLE-3 speculator",
+        (1.64, 2.00, 2.17, 2.26, 2.30, 2.32),
+    ),
+    "eagle-llama3.1-8b-instructcoder": (
+        _SPECDECODE + ", EAGLE, InstructCoder",
+        (1.668, 2.06, 2.292, 2.446, 2.546, 2.618, 2.672, 2.705),
+    ),
+    "eagle-llama3.1-8b-sharegpt": (
+        _SPECDECODE + ", EAGLE, ShareGPT",
+        (1.633, 1.958, 2.129, 2.237, 2.31, 2.357, 2.387, 2.411),
+    ),
+    "eagle-llama3.1-8b-gsm8k": (
+        _SPECDECODE + ", EAGLE, GSM8K",
+        (1.694, 2.126, 2.392, 2.557, 2.663, 2.73, 2.769, 2.783),
+    ),
+    "eagle-llama3.1-8b-cnn": (
+        _SPECDECODE + ", EAGLE, CNN/DailyMail",
+        (1.674, 2.085, 2.324, 2.484, 2.583, 2.649, 2.703, 2.73),
+    ),
+    "ngram-llama3.1-8b-instructcoder": (
+        _SPECDECODE + ", n-gram, InstructCoder",
+        (1.509, 1.823, 2.028, 2.188, 2.289, 2.37, 2.447, 2.499),
+    ),
 }
 
 PRIORS: dict[str, Curve] = {name: Curve(name, source, al) for name, (source, al) in _TABLE.items()}

@@ -24,8 +24,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["tokens_per_step", "acceptance_length", "geometric_rates", "tokens_per_step_rates",
-           "leviathan_speedup", "step_cost", "speedup", "optimal_k", "CostCurve"]
+__all__ = [
+    "tokens_per_step",
+    "acceptance_length",
+    "geometric_rates",
+    "tokens_per_step_rates",
+    "leviathan_speedup",
+    "step_cost",
+    "speedup",
+    "optimal_k",
+    "CostCurve",
+]
 
 
 def tokens_per_step(alpha: float, k: int) -> float:

@@ -24,11 +24,32 @@ from specscope.results.identity import setup_label
 from specscope.results.store import Store
 from specscope.schema import BASELINE_METHOD, OWN_SOURCE, SETUP_KEYS
 
-__all__ = ["best_point", "flagged_above", "distorted", "setup_label", "unmatched_setups", "headline", "speedup_vs_k",
-           "point_runs", "with_point_means", "cells_with_points", "k_sweep_setups", "default_setups",
-           "headline_setup", "landing_setups", "best_k", "acceptance_vs_k", "by_concurrency",
-           "curves_vs_concurrency", "crossovers", "bundled_sources", "per_position", "filtered_rows", "to_csv_bytes",
-           "to_parquet_bytes"]
+__all__ = [
+    "best_point",
+    "flagged_above",
+    "distorted",
+    "setup_label",
+    "unmatched_setups",
+    "headline",
+    "speedup_vs_k",
+    "point_runs",
+    "with_point_means",
+    "cells_with_points",
+    "k_sweep_setups",
+    "default_setups",
+    "headline_setup",
+    "landing_setups",
+    "best_k",
+    "acceptance_vs_k",
+    "by_concurrency",
+    "curves_vs_concurrency",
+    "crossovers",
+    "bundled_sources",
+    "per_position",
+    "filtered_rows",
+    "to_csv_bytes",
+    "to_parquet_bytes",
+]
 
 _KEYS = ", ".join(SETUP_KEYS)  # the setup columns in SQL
 OWN_FROM = "SpecScope's own measurements"  # what ``bundled_sources`` says SpecScope's own files come from
@@ -66,8 +87,12 @@ def curves_vs_concurrency(store: Store, filters: Filters = None) -> pd.DataFrame
     points = points[points["setup"].isin(points.loc[points["k_schedule"].notna(), "setup"])]
     if points.empty:
         return pd.DataFrame(columns=[*keys, *_POINT, "setup"])
-    points = points.assign(scheduled=points["k_schedule"].notna(), curve=[
-        f"schedule {s}" if isinstance(s, str) else f"K={int(k)}" for k, s in zip(points["k"], points["k_schedule"])])
+    points = points.assign(
+        scheduled=points["k_schedule"].notna(),
+        curve=[
+            f"schedule {s}" if isinstance(s, str) else f"K={int(k)}" for k, s in zip(points["k"], points["k_schedule"])
+        ],
+    )
     return _with_labels(points.sort_values(keys, kind="stable").reset_index(drop=True)[[*keys, *_POINT]])
 
 
@@ -76,8 +101,7 @@ def point_runs(store: Store, filters: Filters = None) -> pd.DataFrame:
     one row per (setup, concurrency, K, run) with that run's speedup [95% interval], repeats and the run
     whose baseline it divides by, so a "mean of 2 runs" can be opened into its runs."""
     keys = [*SETUP_KEYS, "concurrency", "k"]
-    columns = [*keys, "run_id", "speedup", "speedup_lo", "speedup_hi", "speedup_interval", "repeats",
-               "baseline_run_id"]
+    columns = [*keys, "run_id", "speedup", "speedup_lo", "speedup_hi", "speedup_interval", "repeats", "baseline_run_id"]
     cells = store.speedup(filters, columns=["output_throughput"])
     cells = cells[(cells["method"] != BASELINE_METHOD) & cells["k_schedule"].isna() & cells["speedup"].notna()]
     if cells.empty:
@@ -98,8 +122,11 @@ def k_sweep_setups(vs_k: pd.DataFrame) -> list[str]:
     if vs_k.empty:
         return []
     clean = vs_k["speedup"].where(~distorted(vs_k))
-    summary = vs_k.assign(_clean=clean).groupby("setup", sort=False).agg(
-        ks=("k", "nunique"), top=("_clean", "max"), flagged_top=("speedup", "max"))
+    summary = (
+        vs_k.assign(_clean=clean)
+        .groupby("setup", sort=False)
+        .agg(ks=("k", "nunique"), top=("_clean", "max"), flagged_top=("speedup", "max"))
+    )
     summary = summary[summary["ks"] >= 2].sort_values(["top", "flagged_top"], ascending=False, na_position="last")
     return summary.index.tolist()
 
@@ -115,7 +142,8 @@ def default_setups(vs_k: pd.DataFrame, count: int = 1) -> list[str]:
     engine = provenance.engine_only(setups)
     ranked = [setup for setup in ranked if not engine[setup]] + [setup for setup in ranked if engine[setup]]
     family = setups[[key for key in SETUP_KEYS if key not in ("vllm_version", "torch_version")]].apply(
-        lambda row: repr(tuple(row)), axis=1)
+        lambda row: repr(tuple(row)), axis=1
+    )
     first: dict[str, str] = {}  # family -> its best setup
     for setup in ranked:
         first.setdefault(family[setup], setup)
@@ -169,9 +197,14 @@ def with_point_means(best: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
     several did, their mean ``point_speedup`` [``point_speedup_lo``, ``point_speedup_hi``]; so a best K
     taken from one of several runs says so. A K schedule's rows get none."""
     keys = [*SETUP_KEYS, "concurrency", "k"]
-    folded = points[[*keys, "runs", "speedup", "speedup_lo", "speedup_hi"]].rename(columns={
-        "runs": "point_runs", "speedup": "point_speedup", "speedup_lo": "point_speedup_lo",
-        "speedup_hi": "point_speedup_hi"})
+    folded = points[[*keys, "runs", "speedup", "speedup_lo", "speedup_hi"]].rename(
+        columns={
+            "runs": "point_runs",
+            "speedup": "point_speedup",
+            "speedup_lo": "point_speedup_lo",
+            "speedup_hi": "point_speedup_hi",
+        }
+    )
     out = best.merge(folded, on=keys, how="left")
     fixed = out["k_schedule"].isna() if "k_schedule" in out else True
     out["point_runs"] = out["point_runs"].where(fixed).astype("Int64")
@@ -200,8 +233,11 @@ def headline(best: pd.DataFrame) -> dict[str, int]:
     slower than their baseline (best K below 1×) at one or more measured operating points."""
     spec = best[(best["method"] != BASELINE_METHOD) & best["speedup"].notna()]
     slower = spec[spec["speedup"] < 1.0]["setup"].nunique()
-    return {"setups": int(spec["setup"].nunique()), "slower": int(slower),
-            "baselines": int(best[best["method"] == BASELINE_METHOD]["setup"].nunique())}
+    return {
+        "setups": int(spec["setup"].nunique()),
+        "slower": int(slower),
+        "baselines": int(best[best["method"] == BASELINE_METHOD]["setup"].nunique()),
+    }
 
 
 def _drafters(best: pd.DataFrame) -> pd.DataFrame:
@@ -232,10 +268,14 @@ def flagged_above(best: pd.DataFrame, top: pd.Series | None) -> pd.Series | None
     above = spec[spec["_flagged"]]
     if "flagged_speedup" in spec:  # a group's flagged K above its clean best, as a row of its own
         moved = spec[spec["flagged_speedup"].notna()]
-        moved = moved.assign(k=[k if not isinstance(k, str) else np.nan for k in moved["flagged_k"]],
-                             speedup=moved["flagged_speedup"], speedup_lo=moved["flagged_speedup_lo"],
-                             speedup_hi=moved["flagged_speedup_hi"], checks=moved["flagged_checks"],
-                             hygiene=[",".join(c) for c in moved["flagged_checks"]])
+        moved = moved.assign(
+            k=[k if not isinstance(k, str) else np.nan for k in moved["flagged_k"]],
+            speedup=moved["flagged_speedup"],
+            speedup_lo=moved["flagged_speedup_lo"],
+            speedup_hi=moved["flagged_speedup_hi"],
+            checks=moved["flagged_checks"],
+            hygiene=[",".join(c) for c in moved["flagged_checks"]],
+        )
         above = pd.concat([above, moved])
     above = above[above["speedup"] > floor]
     return None if above.empty else above.loc[above["speedup"].idxmax()].drop("_flagged")
@@ -270,8 +310,7 @@ def crossovers(best: pd.DataFrame) -> pd.DataFrame:
         x0, x1 = math.log2(conc[i - 1]), math.log2(conc[i])
         y0, y1 = speed[i - 1], speed[i]
         at = 2 ** (x0 + (1.0 - y0) * (x1 - x0) / (y1 - y0))
-        rows.append({"setup": setup, "crossover_concurrency": at, "measured_below": conc[i],
-                     "speedup_there": speed[i]})
+        rows.append({"setup": setup, "crossover_concurrency": at, "measured_below": conc[i], "speedup_there": speed[i]})
     return pd.DataFrame(rows, columns=["setup", "crossover_concurrency", "measured_below", "speedup_there"])
 
 
@@ -290,20 +329,27 @@ def bundled_sources(store: Store) -> pd.DataFrame:
                    string_agg(DISTINCT vllm_version, ', ' ORDER BY vllm_version) AS vllm,
                    string_agg(DISTINCT dataset, ', ' ORDER BY dataset) AS datasets, count(*) AS rows
             FROM results WHERE run_id IN ({", ".join("?" * len(run_ids))}) GROUP BY run_id ORDER BY run_id""",
-        run_ids)
+        run_ids,
+    )
     titles = {}
     path = folder / "sources" / "articles.csv"
     if path.exists():
         with open(path, newline="", encoding="utf-8") as fh:
             titles = {row["source"]: row["title"] for row in csv.DictReader(fh)}
-    return pd.DataFrame({
-        "source": frame["run_id"],
-        "from": [f"article: {titles[s]}" if s in titles else
-                 OWN_FROM if s == OWN_SOURCE else s
-                 for s in frame["source"]],
-        "models": frame["models"], "hardware": frame["hardware"],
-        "vLLM": frame["vllm"].fillna("not stated"), "datasets": frame["datasets"].fillna("not stated"),
-        "rows": frame["rows"]}, columns=columns)
+    return pd.DataFrame(
+        {
+            "source": frame["run_id"],
+            "from": [
+                f"article: {titles[s]}" if s in titles else OWN_FROM if s == OWN_SOURCE else s for s in frame["source"]
+            ],
+            "models": frame["models"],
+            "hardware": frame["hardware"],
+            "vLLM": frame["vllm"].fillna("not stated"),
+            "datasets": frame["datasets"].fillna("not stated"),
+            "rows": frame["rows"],
+        },
+        columns=columns,
+    )
 
 
 def per_position(store: Store, filters: Filters = None) -> pd.DataFrame:
@@ -315,7 +361,9 @@ def per_position(store: Store, filters: Filters = None) -> pd.DataFrame:
                    unnest(per_position_acceptance) AS rate
             FROM results r WHERE {where} AND len(per_position_acceptance) > 0
                  AND coalesce(status, 'ok') = 'ok'
-            ORDER BY {_KEYS}, k, concurrency, position""", params)
+            ORDER BY {_KEYS}, k, concurrency, position""",
+        params,
+    )
     return _with_labels(frame)
 
 

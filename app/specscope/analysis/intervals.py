@@ -40,9 +40,27 @@ from specscope import distributions, stats
 from specscope.results import identity, tool_exports
 from specscope.schema import BASELINE_METHOD
 
-__all__ = ["text", "bounds", "value_text", "times", "too_few", "WORDS", "ONE_RUN", "TOO_NOISY", "NO_BASELINE",
-           "MIN_GROUP", "TOO_FEW", "OVER_REQUESTS", "TIMES", "PAIRED", "SPEEDUP_INTERVALS", "DEFAULT_REPEATS",
-           "width_factor", "repeats_note", "drawn"]
+__all__ = [
+    "text",
+    "bounds",
+    "value_text",
+    "times",
+    "too_few",
+    "WORDS",
+    "ONE_RUN",
+    "TOO_NOISY",
+    "NO_BASELINE",
+    "MIN_GROUP",
+    "TOO_FEW",
+    "OVER_REQUESTS",
+    "TIMES",
+    "PAIRED",
+    "SPEEDUP_INTERVALS",
+    "DEFAULT_REPEATS",
+    "width_factor",
+    "repeats_note",
+    "drawn",
+]
 
 TIMES = "×"  # the one suffix of a speedup, on every page, hover, table and CLI line
 
@@ -55,16 +73,20 @@ TOO_FEW = "too few prompts"  # a group's verdict without an interval
 OVER_REQUESTS = "over one run's requests"  # an imported run's interval: how requests differ, not reruns
 PAIRED = "paired"  # ``speedup_interval`` of a speedup whose rounds pair with its own run's baseline's
 # how a speedup's interval is made, for a page's caption
-SPEEDUP_INTERVALS = ("paired over the rounds a cell shares with its run's baseline (each round's ratio, so a "
-                     "slowdown the round shares cancels), Fieller where rounds cannot pair")
+SPEEDUP_INTERVALS = (
+    "paired over the rounds a cell shares with its run's baseline (each round's ratio, so a "
+    "slowdown the round shares cancels), Fieller where rounds cannot pair"
+)
 DEFAULT_REPEATS = 3  # rounds a sweep measures by default: 2 degrees of freedom for a paired interval
 
 
 def width_factor(repeats: int, than: int = DEFAULT_REPEATS) -> float:
     """How many times as wide a 95% interval over ``repeats`` is as one over ``than`` of the same spread:
     t(0.975, n - 1) / sqrt(n), the one over the other."""
+
     def half(n: int) -> float:
         return distributions.t_quantile(0.975, n - 1) / math.sqrt(n)
+
     return half(repeats) / half(than)
 
 
@@ -75,12 +97,13 @@ def repeats_note(repeats: int) -> str:
     if repeats <= 1:
         return "With 1 repeat no cell gets an interval: its figures stand alone."
     t = distributions.t_quantile(0.975, repeats - 1)
-    return (f"With {repeats} repeats an interval rests on {repeats - 1} degree of freedom (t = {t:.1f}): about "
-            f"{width_factor(repeats):.1f}x as wide as with {DEFAULT_REPEATS}, for one round less.")
+    return (
+        f"With {repeats} repeats an interval rests on {repeats - 1} degree of freedom (t = {t:.1f}): about "
+        f"{width_factor(repeats):.1f}x as wide as with {DEFAULT_REPEATS}, for one round less."
+    )
 
 
-def drawn(values, lows, highs, reference: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                                          np.ndarray]:
+def drawn(values, lows, highs, reference: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Interval bars as a chart draws them: within the points (and ``reference``, e.g. the no-gain line
     at 1) and a margin as wide as their range, at least half the largest of them, never below 0. Returns
     the drawn lows and highs (NaN where a point has none) and where each was cut at that edge."""
@@ -127,8 +150,9 @@ def text(value, low=None, high=None, *, unit: str = "", digits: int = 3, why_non
     return f"{shown} {interval}"
 
 
-def value_text(row: Mapping, value: str = "speedup", unit: str = TIMES, short: bool = False,
-             digits: int | None = None) -> str:
+def value_text(
+    row: Mapping, value: str = "speedup", unit: str = TIMES, short: bool = False, digits: int | None = None
+) -> str:
     """``text`` of a result row's ``value`` and its ``<value>_lo``/``_hi`` bounds, saying why a
     speedup has none (the baseline itself, no matching baseline, a noisy baseline, one run), and
     ``(mean of 2 runs)`` where the row folds several runs (its ``runs``). ``short``: '1 run' instead of
@@ -139,10 +163,8 @@ def value_text(row: Mapping, value: str = "speedup", unit: str = TIMES, short: b
         return NO_BASELINE if speedup else "–"
     if speedup and row.get("method") == BASELINE_METHOD:
         return text(row.get(value), unit=unit, digits=digits, why_none="baseline")
-    why = TOO_NOISY if speedup and row.get("speedup_interval") == "unbounded" else \
-        "1 run" if short else ONE_RUN
-    shown = text(row.get(value), row.get(f"{value}_lo"), row.get(f"{value}_hi"), unit=unit, digits=digits,
-                 why_none=why)
+    why = TOO_NOISY if speedup and row.get("speedup_interval") == "unbounded" else "1 run" if short else ONE_RUN
+    shown = text(row.get(value), row.get(f"{value}_lo"), row.get(f"{value}_hi"), unit=unit, digits=digits, why_none=why)
     folded = identity.folded_text(row.get("runs"))
     imported = row.get("source") in tool_exports.MARKS and (stats.finite(row.get("repeats")) or 1) <= 1
     if not folded and imported and bounds(row.get(f"{value}_lo"), row.get(f"{value}_hi")):

@@ -30,8 +30,16 @@ from specscope.engine import provenance, roofline
 from specscope.results.store import Store
 from specscope.schema import BASELINE_KEYS, BASELINE_METHOD, FRONT_KEYS
 
-__all__ = ["oracle_cells", "oracle_requests", "with_oracle", "cells", "side_effects", "pareto", "gpus_of",
-           "SIDE_EFFECT_COLUMNS"]
+__all__ = [
+    "oracle_cells",
+    "oracle_requests",
+    "with_oracle",
+    "cells",
+    "side_effects",
+    "pareto",
+    "gpus_of",
+    "SIDE_EFFECT_COLUMNS",
+]
 
 Filters = Mapping[str, Sequence] | None
 _REQUEST_CELL = ("run_id", "method", "k", "concurrency", "variant", "cell")  # cell: its id, repeat left out
@@ -41,7 +49,8 @@ _SUCCESS = "q.success AND q.e2el_ms > q.ttft_ms AND q.output_tokens > 1"
 def _spec_requests(store: Store, filters: Filters) -> pd.DataFrame:
     """Successful speculative requests with per-step counts, of the cells ``filters`` choose."""
     where, params = store.where(filters)
-    return store.query(f"""
+    return store.query(
+        f"""
         SELECT q.run_id, q.method, q.k, q.concurrency, {VARIANT_SQL} AS variant,
                regexp_replace(q.cell_id, '-r[0-9]+$', '') AS cell, q.prompt_id, q.output_tokens,
                q.ttft_ms, q.e2el_ms, q.tpot_ms, q.per_step_accepted, q.per_step_drafted
@@ -49,7 +58,9 @@ def _spec_requests(store: Store, filters: Filters) -> pd.DataFrame:
         WHERE {_SUCCESS} AND q.method <> '{BASELINE_METHOD}' AND len(q.per_step_drafted) > 0
               AND EXISTS (SELECT 1 FROM results r WHERE r.run_id = q.run_id AND r.method = q.method
                           AND r.k IS NOT DISTINCT FROM q.k AND r.concurrency IS NOT DISTINCT FROM q.concurrency
-                          AND coalesce(r.status, 'ok') = 'ok' AND {where})""", params)
+                          AND coalesce(r.status, 'ok') = 'ok' AND {where})""",
+        params,
+    )
 
 
 def _baseline_tpot(store: Store) -> pd.DataFrame:
@@ -73,10 +84,17 @@ def oracle_cells(store: Store, filters: Filters = None) -> pd.DataFrame:
     for key, group in requests.groupby(list(_REQUEST_CELL), dropna=False, sort=True):
         found = oracle.cell_gain(group, float(group["baseline_tpot_ms"].iloc[0]))
         if found is not None:
-            rows.append({**dict(zip(_REQUEST_CELL, key)), "oracle_gain": found["gain"],
-                         "oracle_requests": found["requests"], "step_ratio": found["step_ratio"],
-                         "per_token_cost": found["per_token_cost"], "wasted_per_step": found["wasted_per_step"],
-                         "tokens_per_step": found["tokens_per_step"]})
+            rows.append(
+                {
+                    **dict(zip(_REQUEST_CELL, key)),
+                    "oracle_gain": found["gain"],
+                    "oracle_requests": found["requests"],
+                    "step_ratio": found["step_ratio"],
+                    "per_token_cost": found["per_token_cost"],
+                    "wasted_per_step": found["wasted_per_step"],
+                    "tokens_per_step": found["tokens_per_step"],
+                }
+            )
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -85,8 +103,11 @@ def oracle_requests(store: Store, cell: Mapping) -> pd.DataFrame:
     requests = _spec_requests(store, {"run_id": [cell["run_id"]]})
     chosen = requests[requests["cell"] == cell["cell"]]
     base = _baseline_tpot(store)
-    base = base[(base["run_id"] == cell["run_id"]) & (base["concurrency"] == cell["concurrency"])
-                & (base["variant"] == cell["variant"])]
+    base = base[
+        (base["run_id"] == cell["run_id"])
+        & (base["concurrency"] == cell["concurrency"])
+        & (base["variant"] == cell["variant"])
+    ]
     if chosen.empty or base.empty:
         return oracle.request_gains(chosen.iloc[:0], 1.0, 0.0)
     return oracle.request_gains(chosen, float(base["baseline_tpot_ms"].iloc[0]), float(cell["per_token_cost"]))
@@ -116,8 +137,9 @@ def with_oracle(rows: pd.DataFrame, found: pd.DataFrame) -> pd.DataFrame:
         key = (row["run_id"], row["method"], row["k"], row["concurrency"])
         if key not in keyed.groups:
             continue
-        match = [r for r in keyed.get_group(key).to_dict("records")
-                 if _variant_fits(row, str(r["variant"]), str(r["cell"]))]
+        match = [
+            r for r in keyed.get_group(key).to_dict("records") if _variant_fits(row, str(r["variant"]), str(r["cell"]))
+        ]
         if len(match) == 1:
             out.loc[i, extra] = [match[0][c] for c in extra]
     return out.assign(oracle_speedup=out["speedup"].astype(float) * out["oracle_gain"].astype(float))
@@ -130,15 +152,23 @@ def cells(store: Store, filters: Filters = None) -> pd.DataFrame:
     return with_oracle(roofline.with_ceilings(spec), oracle_cells(store, filters))
 
 
-SIDE_EFFECT_COLUMNS = ("ttft_mean_ratio", "ttft_p99_ratio", "baseline_prefix_cache_hit_rate", "wasted_tokens",
-                       "wasted_per_output_token", "tpot_mean_ratio")
+SIDE_EFFECT_COLUMNS = (
+    "ttft_mean_ratio",
+    "ttft_p99_ratio",
+    "baseline_prefix_cache_hit_rate",
+    "wasted_tokens",
+    "wasted_per_output_token",
+    "tpot_mean_ratio",
+)
 
 
 def _baseline_rows(rows: pd.DataFrame) -> dict:
     """Baseline cells by (run, BASELINE_KEYS), nulls as None."""
     base = rows[rows["method"] == BASELINE_METHOD]
-    return {tuple(None if pd.isna(v) else v for v in (r["run_id"], *(r[k] for k in BASELINE_KEYS))): r
-            for r in base.to_dict("records")}
+    return {
+        tuple(None if pd.isna(v) else v for v in (r["run_id"], *(r[k] for k in BASELINE_KEYS))): r
+        for r in base.to_dict("records")
+    }
 
 
 def side_effects(rows: pd.DataFrame) -> pd.DataFrame:
@@ -155,8 +185,11 @@ def side_effects(rows: pd.DataFrame) -> pd.DataFrame:
             mine, theirs = row.get(column, np.nan), base.get(column, np.nan)
             return float(mine) / float(theirs) if pd.notna(mine) and pd.notna(theirs) and theirs else np.nan
 
-        wasted = row["draft_tokens"] - row["accepted_tokens"] if pd.notna(row.get("draft_tokens")) and \
-            pd.notna(row.get("accepted_tokens")) else np.nan
+        wasted = (
+            row["draft_tokens"] - row["accepted_tokens"]
+            if pd.notna(row.get("draft_tokens")) and pd.notna(row.get("accepted_tokens"))
+            else np.nan
+        )
         out["ttft_mean_ratio"].append(ratio("mean_ttft_ms"))
         out["ttft_p99_ratio"].append(ratio("p99_ttft_ms"))
         out["tpot_mean_ratio"].append(ratio("mean_tpot_ms"))
@@ -164,8 +197,9 @@ def side_effects(rows: pd.DataFrame) -> pd.DataFrame:
         out["wasted_tokens"].append(wasted)
         total = row.get("total_output_tokens")
         out["wasted_per_output_token"].append(wasted / total if pd.notna(total) and total else np.nan)
-    return spec.assign(**{c: pd.array(v, dtype="Float64") if c != "baseline_prefix_cache_hit_rate" else v
-                          for c, v in out.items()})
+    return spec.assign(
+        **{c: pd.array(v, dtype="Float64") if c != "baseline_prefix_cache_hit_rate" else v for c, v in out.items()}
+    )
 
 
 def gpus_of(hardware, tp=None) -> int:
@@ -177,8 +211,14 @@ def _group_names(keys: list[tuple], columns: list[str]) -> list[str]:
     """A name per FRONT_KEYS group: model · dataset · hardware, then the keys that tell apart the groups
     sharing those three (e.g. ``vllm version 0.26.0``)."""
     values = [dict(zip(columns, key)) for key in keys]
-    base = [" · ".join(str(v) for v in (str(value.get("model")).split("/")[-1], value.get("dataset"),
-                                        value.get("hardware")) if v is not None and not pd.isna(v)) for value in values]
+    base = [
+        " · ".join(
+            str(v)
+            for v in (str(value.get("model")).split("/")[-1], value.get("dataset"), value.get("hardware"))
+            if v is not None and not pd.isna(v)
+        )
+        for value in values
+    ]
     names = []
     for name, value in zip(base, values):
         twins = [other for b, other in zip(base, values) if b == name]
@@ -193,8 +233,11 @@ def pareto(rows: pd.DataFrame) -> pd.DataFrame:
     (that group's name)."""
     frame = rows.dropna(subset=["output_throughput", "concurrency"]).reset_index(drop=True)
     gpus = [gpus_of(h, t) for h, t in zip(frame["hardware"], frame.get("tp", [None] * len(frame)))]
-    frame = frame.assign(gpus=gpus, tokens_per_user=frame["output_throughput"] / frame["concurrency"],
-                         tokens_per_gpu=frame["output_throughput"] / np.asarray(gpus, dtype=float))
+    frame = frame.assign(
+        gpus=gpus,
+        tokens_per_user=frame["output_throughput"] / frame["concurrency"],
+        tokens_per_gpu=frame["output_throughput"] / np.asarray(gpus, dtype=float),
+    )
     front, group_of = np.zeros(len(frame), dtype=bool), np.zeros(len(frame), dtype=int)
     columns = [k for k in FRONT_KEYS if k in frame]
     groups = list(frame.groupby(columns, dropna=False, sort=False))

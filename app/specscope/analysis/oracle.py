@@ -38,8 +38,19 @@ import pandas as pd
 
 from specscope.errors import InputError
 
-__all__ = ["StepCost", "SIMULATOR_H100_8B", "Steps", "steps_of", "per_token_cost", "cell_gain", "request_gains",
-           "trace_speedup", "read_trace", "trace_summary", "ORACLE_COLUMNS"]
+__all__ = [
+    "StepCost",
+    "SIMULATOR_H100_8B",
+    "Steps",
+    "steps_of",
+    "per_token_cost",
+    "cell_gain",
+    "request_gains",
+    "trace_speedup",
+    "read_trace",
+    "trace_summary",
+    "ORACLE_COLUMNS",
+]
 
 
 @dataclass(frozen=True)
@@ -108,8 +119,10 @@ def _decode_ms(row) -> float:
 def cell_gain(requests: pd.DataFrame, baseline_tpot_ms: float) -> dict | None:
     """A cell's oracle: ``gain`` (D / D_oracle), ``step_ratio`` (D), ``per_token_cost`` (c), ``tokens_per_step``,
     ``wasted_per_step`` and ``requests`` (those with per-step counts); None when none has them."""
-    every = [(steps_of(r["per_step_accepted"], r["per_step_drafted"], r["output_tokens"]), _decode_ms(r))
-             for r in requests.to_dict("records")]
+    every = [
+        (steps_of(r["per_step_accepted"], r["per_step_drafted"], r["output_tokens"]), _decode_ms(r))
+        for r in requests.to_dict("records")
+    ]
     found = [(s, ms) for s, ms in every if s is not None and s.count]
     if not found or not baseline_tpot_ms or not np.isfinite(baseline_tpot_ms):
         return None
@@ -117,9 +130,14 @@ def cell_gain(requests: pd.DataFrame, baseline_tpot_ms: float) -> dict | None:
     ratio = sum(ms for _, ms in found) / steps / baseline_tpot_ms
     cost = per_token_cost(ratio, sum(float(s.drafted.sum()) for s, _ in found) / steps)
     wasted = sum(s.wasted for s, _ in found) / steps
-    return {"gain": ratio / max(ratio - cost * wasted, 1e-9), "step_ratio": ratio, "per_token_cost": cost,
-            "tokens_per_step": sum(s.tokens for s, _ in found) / steps, "wasted_per_step": wasted,
-            "requests": len(found)}
+    return {
+        "gain": ratio / max(ratio - cost * wasted, 1e-9),
+        "step_ratio": ratio,
+        "per_token_cost": cost,
+        "tokens_per_step": sum(s.tokens for s, _ in found) / steps,
+        "wasted_per_step": wasted,
+        "requests": len(found),
+    }
 
 
 def request_gains(requests: pd.DataFrame, baseline_tpot_ms: float, cost: float) -> pd.DataFrame:
@@ -133,10 +151,19 @@ def request_gains(requests: pd.DataFrame, baseline_tpot_ms: float, cost: float) 
         ratio = _decode_ms(r) / s.count / baseline_tpot_ms
         gain = ratio / max(ratio - cost * s.wasted / s.count, 1e-9)
         speedup = baseline_tpot_ms / float(r["tpot_ms"])
-        rows.append({"prompt_id": r["prompt_id"], "decode_speedup": speedup, "oracle_speedup": speedup * gain,
-                     "tokens_per_step": s.tokens / s.count, "wasted": s.wasted, "steps": s.count})
-    return pd.DataFrame(rows, columns=["prompt_id", "decode_speedup", "oracle_speedup", "tokens_per_step",
-                                       "wasted", "steps"])
+        rows.append(
+            {
+                "prompt_id": r["prompt_id"],
+                "decode_speedup": speedup,
+                "oracle_speedup": speedup * gain,
+                "tokens_per_step": s.tokens / s.count,
+                "wasted": s.wasted,
+                "steps": s.count,
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["prompt_id", "decode_speedup", "oracle_speedup", "tokens_per_step", "wasted", "steps"]
+    )
 
 
 def trace_speedup(acc_len: Sequence[int], k: int, cost: StepCost, fixed: bool = False) -> float:
@@ -172,14 +199,20 @@ def read_trace(path: Path, method: str = "ngram") -> list[list[int]]:
     return out
 
 
-def trace_summary(traces: Iterable[Sequence[int]], ks: Sequence[int], k_max: int,
-                  cost: StepCost = SIMULATOR_H100_8B) -> dict:
+def trace_summary(
+    traces: Iterable[Sequence[int]], ks: Sequence[int], k_max: int, cost: StepCost = SIMULATOR_H100_8B
+) -> dict:
     """Mean speedup over the traced requests: the oracle within ``k_max`` and each fixed K of ``ks``."""
     traces = list(traces)
     fixed = {k: float(np.mean([trace_speedup(t, k, cost, fixed=True) for t in traces])) for k in ks}
     best = max(fixed, key=fixed.__getitem__)
-    return {"requests": len(traces), "oracle": float(np.mean([trace_speedup(t, k_max, cost) for t in traces])),
-            "fixed": fixed, "best_k": best, "best_fixed": fixed[best]}
+    return {
+        "requests": len(traces),
+        "oracle": float(np.mean([trace_speedup(t, k_max, cost) for t in traces])),
+        "fixed": fixed,
+        "best_k": best,
+        "best_fixed": fixed[best],
+    }
 
 
 ORACLE_COLUMNS = ("oracle_gain", "oracle_requests", "step_ratio", "per_token_cost", "wasted_per_step")

@@ -71,10 +71,20 @@ def curve(requests: pd.DataFrame, width: int | None = None) -> tuple[pd.DataFram
         means = np.array([m for m, _ in rows[b]])
         steps = np.array([n for _, n in rows[b]])
         al = 1.0 + float(means.mean())
-        low, high = stats.bounded_mean_intervals(len(means), al, means.var(ddof=1)
-                                                 if len(means) > 1 else np.nan, lower=1.0)
-        out.append({"start": b * width, "end": (b + 1) * width, "acceptance_length": al, "al_lo": float(low[0]),
-                    "al_hi": float(high[0]), "steps": int(steps.sum()), "requests": len(means)})
+        low, high = stats.bounded_mean_intervals(
+            len(means), al, means.var(ddof=1) if len(means) > 1 else np.nan, lower=1.0
+        )
+        out.append(
+            {
+                "start": b * width,
+                "end": (b + 1) * width,
+                "acceptance_length": al,
+                "al_lo": float(low[0]),
+                "al_hi": float(high[0]),
+                "steps": int(steps.sum()),
+                "requests": len(means),
+            }
+        )
     return pd.DataFrame(out, columns=list(CURVE_COLUMNS)), placed_all
 
 
@@ -82,7 +92,8 @@ def curves(store: Store, filters: Filters = None) -> pd.DataFrame:
     """Every speculative cell with per-step counts: its bins, with the cell's run, method, K, concurrency,
     variant, model, hardware and dataset, ``placed`` and ``decay`` (last bin's AL over the first's)."""
     where, params = store.where(filters)
-    requests = store.query(f"""
+    requests = store.query(
+        f"""
         SELECT q.run_id, q.method, q.k, q.concurrency, {VARIANT_SQL} AS variant,
                regexp_replace(q.cell_id, '-r[0-9]+$', '') AS cell, q.output_tokens, q.per_step_accepted,
                any_value(r.model) OVER (PARTITION BY q.run_id) AS model,
@@ -92,7 +103,9 @@ def curves(store: Store, filters: Filters = None) -> pd.DataFrame:
                               FROM results r WHERE coalesce(r.status, 'ok') = 'ok' AND {where}) r
              ON r.run_id = q.run_id AND r.method = q.method AND r.k IS NOT DISTINCT FROM q.k
                 AND r.concurrency IS NOT DISTINCT FROM q.concurrency
-        WHERE q.success AND q.method <> '{BASELINE_METHOD}' AND len(q.per_step_accepted) > 0""", params)
+        WHERE q.success AND q.method <> '{BASELINE_METHOD}' AND len(q.per_step_accepted) > 0""",
+        params,
+    )
     keys = ["run_id", "model", "hardware", "dataset", "method", "k", "concurrency", "variant", "cell"]
     frames = []
     for key, group in requests.groupby(keys, dropna=False, sort=True):

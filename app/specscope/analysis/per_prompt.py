@@ -37,9 +37,25 @@ from specscope.results import identity
 from specscope.results.store import Filters, Store
 from specscope.schema import BASELINE_METHOD
 
-__all__ = ["PAIR_KEYS", "VARIANT_SQL", "variant_label", "REQUEST_CELL_KEYS", "DIMENSIONS", "LENGTH_EDGES",
-           "UNCATEGORISED", "per_prompt", "by", "runs", "group", "slower", "slower_rows", "length_bucket",
-           "report_by_category", "report_by_prompt_length", "report_slower"]
+__all__ = [
+    "PAIR_KEYS",
+    "VARIANT_SQL",
+    "variant_label",
+    "REQUEST_CELL_KEYS",
+    "DIMENSIONS",
+    "LENGTH_EDGES",
+    "UNCATEGORISED",
+    "per_prompt",
+    "by",
+    "runs",
+    "group",
+    "slower",
+    "slower_rows",
+    "length_bucket",
+    "report_by_category",
+    "report_by_prompt_length",
+    "report_slower",
+]
 
 LEVEL = 0.95
 # a request pairs with the baseline's of its prompt here; variant: the cell id after its concurrency, the
@@ -92,7 +108,8 @@ def per_prompt(db: Store, filters: Filters | None = None) -> pd.DataFrame:
     output tokens its requests asked for) and ``finished_at`` (its newest row's time)."""
     where, params = Store.where(filters)
     pair = " AND ".join(f"b.{k} IS NOT DISTINCT FROM m.{k}" for k in PAIR_KEYS)
-    frame = db.query(f"""
+    frame = db.query(
+        f"""
         WITH m AS ({_sides_sql(where)}),
              b AS ({_sides_sql("")}),
              runs AS (SELECT run_id, any_value(dataset) AS dataset, any_value(model) AS model,
@@ -107,24 +124,43 @@ def per_prompt(db: Store, filters: Filters | None = None) -> pd.DataFrame:
         LEFT JOIN runs ON runs.run_id = m.run_id
         WHERE m.method <> '{BASELINE_METHOD}'
         ORDER BY {", ".join(f"m.{k}" for k in REQUEST_CELL_KEYS)}, m.prompt_id""",
-        [*params]).drop(columns="n")
-    low, high, how = stats.ratio_intervals(frame["rate"], frame["requests"], frame["var"], frame["baseline_rate"],
-                                           frame["baseline_requests"], frame["baseline_var"], LEVEL, lower=0.0)
+        [*params],
+    ).drop(columns="n")
+    low, high, how = stats.ratio_intervals(
+        frame["rate"],
+        frame["requests"],
+        frame["var"],
+        frame["baseline_rate"],
+        frame["baseline_requests"],
+        frame["baseline_var"],
+        LEVEL,
+        lower=0.0,
+    )
     known = library.bundled_categories()
-    categories = [c if isinstance(c, str) and c else known.get((d, p), UNCATEGORISED)
-                  for c, d, p in zip(frame["category"], frame["dataset"], frame["prompt_id"])]
+    categories = [
+        c if isinstance(c, str) and c else known.get((d, p), UNCATEGORISED)
+        for c, d, p in zip(frame["category"], frame["dataset"], frame["prompt_id"])
+    ]
     buckets = [length_bucket(t) for t in frame["prompt_tokens"]]
     return frame.assign(
-        speedup=frame["rate"] / frame["baseline_rate"], speedup_lo=low, speedup_hi=high,
-        speedup_interval=how, category=categories, length_order=[o for o, _ in buckets],
-        length_bucket=[label for _, label in buckets]).drop(columns=["var", "baseline_var"])
+        speedup=frame["rate"] / frame["baseline_rate"],
+        speedup_lo=low,
+        speedup_hi=high,
+        speedup_interval=how,
+        category=categories,
+        length_order=[o for o, _ in buckets],
+        length_bucket=[label for _, label in buckets],
+    ).drop(columns=["var", "baseline_var"])
 
 
 def runs(rows: pd.DataFrame) -> list[str]:
     """The run ids of ``per_prompt`` rows, the newest first (its last cell's time), then by id."""
     finished = rows.groupby("run_id")["finished_at"].max()
-    return finished.reset_index().sort_values(["finished_at", "run_id"], ascending=[False, True],
-                                              kind="stable")["run_id"].tolist()
+    return (
+        finished.reset_index()
+        .sort_values(["finished_at", "run_id"], ascending=[False, True], kind="stable")["run_id"]
+        .tolist()
+    )
 
 
 def _verdict(speedup: float, low: float, high: float) -> str:
@@ -163,39 +199,86 @@ def group(rows: pd.DataFrame, dimension: str) -> pd.DataFrame:
     column = _column(dimension)
     names = ["dataset", "model", "label", *REQUEST_CELL_KEYS]
     if rows.empty:
-        return pd.DataFrame(columns=[*names, "group", "prompts", "speedup", "speedup_lo", "speedup_hi",
-                                     "verdict", "slower_prompts", "acceptance_length", "acceptance_length_lo",
-                                     "acceptance_length_hi", "acceptance_rate", "acceptance_rate_lo",
-                                     "acceptance_rate_hi"])
-    rows = rows.assign(group=rows[column], _log=np.log(rows["speedup"]), _slower=rows["speedup"] < 1.0,
-                       _order=rows["length_order"] if column == "length_bucket" else 0)
-    folded = rows.groupby([*names, "_order", "group"], dropna=False, sort=True).agg(
-        prompts=("prompt_id", "count"), _mean_log=("_log", "mean"), _var_log=("_log", "var"),
-        slower_prompts=("_slower", "sum"),
-        acceptance_length=("acceptance_length", "mean"), _al_n=("acceptance_length", "count"),
-        _al_var=("acceptance_length", "var"), acceptance_rate=("acceptance_rate", "mean"),
-        _ar_n=("acceptance_rate", "count"), _ar_var=("acceptance_rate", "var")).reset_index()
+        return pd.DataFrame(
+            columns=[
+                *names,
+                "group",
+                "prompts",
+                "speedup",
+                "speedup_lo",
+                "speedup_hi",
+                "verdict",
+                "slower_prompts",
+                "acceptance_length",
+                "acceptance_length_lo",
+                "acceptance_length_hi",
+                "acceptance_rate",
+                "acceptance_rate_lo",
+                "acceptance_rate_hi",
+            ]
+        )
+    rows = rows.assign(
+        group=rows[column],
+        _log=np.log(rows["speedup"]),
+        _slower=rows["speedup"] < 1.0,
+        _order=rows["length_order"] if column == "length_bucket" else 0,
+    )
+    folded = (
+        rows.groupby([*names, "_order", "group"], dropna=False, sort=True)
+        .agg(
+            prompts=("prompt_id", "count"),
+            _mean_log=("_log", "mean"),
+            _var_log=("_log", "var"),
+            slower_prompts=("_slower", "sum"),
+            acceptance_length=("acceptance_length", "mean"),
+            _al_n=("acceptance_length", "count"),
+            _al_var=("acceptance_length", "var"),
+            acceptance_rate=("acceptance_rate", "mean"),
+            _ar_n=("acceptance_rate", "count"),
+            _ar_var=("acceptance_rate", "var"),
+        )
+        .reset_index()
+    )
     low, high = stats.mean_intervals(_enough(folded["prompts"]), folded["_mean_log"], folded["_var_log"], LEVEL)
-    al_low, al_high = stats.bounded_mean_intervals(_enough(folded["_al_n"]), folded["acceptance_length"],
-                                                   folded["_al_var"], LEVEL, lower=1.0)
-    ar_low, ar_high = stats.bounded_mean_intervals(_enough(folded["_ar_n"]), folded["acceptance_rate"],
-                                                   folded["_ar_var"], LEVEL, lower=0.0, upper=1.0)
-    folded = folded.assign(speedup=np.exp(folded["_mean_log"]), speedup_lo=np.exp(low), speedup_hi=np.exp(high),
-                           acceptance_length_lo=al_low, acceptance_length_hi=al_high,
-                           acceptance_rate_lo=ar_low, acceptance_rate_hi=ar_high)
-    folded["verdict"] = [_verdict(v, lo, hi)
-                         for v, lo, hi in zip(folded["speedup"], folded["speedup_lo"], folded["speedup_hi"])]
-    baselines = (folded.groupby(["dataset", "model", "label", *PAIR_KEYS, "_order", "group"], dropna=False)
-                 ["prompts"].max().reset_index()
-                 .assign(cell=lambda f: [f"{BASELINE_METHOD}-k0-c{c}{v}"
-                                         for c, v in zip(f["concurrency"], f["variant"])],
-                         method=BASELINE_METHOD, k=0, speedup=1.0, speedup_lo=1.0, speedup_hi=1.0,
-                         verdict="baseline", slower_prompts=0))
+    al_low, al_high = stats.bounded_mean_intervals(
+        _enough(folded["_al_n"]), folded["acceptance_length"], folded["_al_var"], LEVEL, lower=1.0
+    )
+    ar_low, ar_high = stats.bounded_mean_intervals(
+        _enough(folded["_ar_n"]), folded["acceptance_rate"], folded["_ar_var"], LEVEL, lower=0.0, upper=1.0
+    )
+    folded = folded.assign(
+        speedup=np.exp(folded["_mean_log"]),
+        speedup_lo=np.exp(low),
+        speedup_hi=np.exp(high),
+        acceptance_length_lo=al_low,
+        acceptance_length_hi=al_high,
+        acceptance_rate_lo=ar_low,
+        acceptance_rate_hi=ar_high,
+    )
+    folded["verdict"] = [
+        _verdict(v, lo, hi) for v, lo, hi in zip(folded["speedup"], folded["speedup_lo"], folded["speedup_hi"])
+    ]
+    baselines = (
+        folded.groupby(["dataset", "model", "label", *PAIR_KEYS, "_order", "group"], dropna=False)["prompts"]
+        .max()
+        .reset_index()
+        .assign(
+            cell=lambda f: [f"{BASELINE_METHOD}-k0-c{c}{v}" for c, v in zip(f["concurrency"], f["variant"])],
+            method=BASELINE_METHOD,
+            k=0,
+            speedup=1.0,
+            speedup_lo=1.0,
+            speedup_hi=1.0,
+            verdict="baseline",
+            slower_prompts=0,
+        )
+    )
     out = pd.concat([baselines, folded], ignore_index=True)
     out["_sd"] = out["method"] != BASELINE_METHOD
     out = out.sort_values(["run_id", "concurrency", "_sd", "method", "k", "cell", "_order", "group"])
-    return out[[*names, "group", *(c for c in out.columns if c not in (*names, "group") and not c.startswith("_"))]
-               ].reset_index(drop=True)
+    return out[
+        [*names, "group", *(c for c in out.columns if c not in (*names, "group") and not c.startswith("_"))]
+    ].reset_index(drop=True)
 
 
 def slower(db: Store, filters: Filters | None = None) -> pd.DataFrame:
@@ -213,8 +296,12 @@ def slower_rows(rows: pd.DataFrame) -> pd.DataFrame:
 
 def _json(frame: pd.DataFrame, columns: tuple[str, ...]) -> str:
     """The frame's ``columns`` as a JSON array (null for a missing number)."""
-    return frame[list(columns)].astype(object).where(frame[list(columns)].notna(), None).to_json(
-        orient="records", indent=1, force_ascii=False)
+    return (
+        frame[list(columns)]
+        .astype(object)
+        .where(frame[list(columns)].notna(), None)
+        .to_json(orient="records", indent=1, force_ascii=False)
+    )
 
 
 def _cell(row) -> str:
@@ -232,12 +319,48 @@ def variant_label(row) -> str:
     return "".join(f" {part}" for part in (constrained, vllm and identity.vllm_text(vllm.group(1))) if part)
 
 
-_GROUP_JSON = ("run_id", "dataset", "model", "cell", "method", "k", "concurrency", "group", "prompts", "speedup",
-               "speedup_lo", "speedup_hi", "verdict", "slower_prompts", "acceptance_length", "acceptance_length_lo",
-               "acceptance_length_hi", "acceptance_rate", "acceptance_rate_lo", "acceptance_rate_hi")
-_SLOWER_JSON = ("run_id", "dataset", "cell", "method", "k", "concurrency", "prompt_id", "category",
-                "prompt_tokens", "length_bucket", "speedup", "speedup_lo", "speedup_hi", "within_noise",
-                "requests", "baseline_requests", "acceptance_rate", "acceptance_length")
+_GROUP_JSON = (
+    "run_id",
+    "dataset",
+    "model",
+    "cell",
+    "method",
+    "k",
+    "concurrency",
+    "group",
+    "prompts",
+    "speedup",
+    "speedup_lo",
+    "speedup_hi",
+    "verdict",
+    "slower_prompts",
+    "acceptance_length",
+    "acceptance_length_lo",
+    "acceptance_length_hi",
+    "acceptance_rate",
+    "acceptance_rate_lo",
+    "acceptance_rate_hi",
+)
+_SLOWER_JSON = (
+    "run_id",
+    "dataset",
+    "cell",
+    "method",
+    "k",
+    "concurrency",
+    "prompt_id",
+    "category",
+    "prompt_tokens",
+    "length_bucket",
+    "speedup",
+    "speedup_lo",
+    "speedup_hi",
+    "within_noise",
+    "requests",
+    "baseline_requests",
+    "acceptance_rate",
+    "acceptance_length",
+)
 
 
 def _report(db: Store, dimension: str, filters: dict | None, as_json: bool) -> str | list:
@@ -246,24 +369,42 @@ def _report(db: Store, dimension: str, filters: dict | None, as_json: bool) -> s
         return _json(frame, _GROUP_JSON)
     if frame.empty:
         return ["no per-prompt rows match: a run needs per-request rows of a baseline (none) and a method cell"]
-    lines = [f"Per-prompt speedup by {dimension.replace('_', ' ')}: geometric mean over prompts of (request "
-             "tok/s / the same prompt's in the run's baseline) [95% t-interval]; a baseline reads 1.000x."]
-    table = pd.DataFrame({
-        "run": frame["run_id"], "dataset": frame["dataset"], "cell": [_cell(r) for _, r in frame.iterrows()],
-        "concurrency": frame["concurrency"], dimension: frame["group"], "prompts": frame["prompts"],
-        "speedup": [_speedup_text(r) for _, r in frame.iterrows()],
-        "verdict": frame["verdict"], "slower prompts": frame["slower_prompts"],
-        "acceptance length": [intervals.text(r["acceptance_length"], r["acceptance_length_lo"],
-                                             r["acceptance_length_hi"], digits=2, why_none=_why_none(r))
-                              for _, r in frame.iterrows()]})
+    lines = [
+        f"Per-prompt speedup by {dimension.replace('_', ' ')}: geometric mean over prompts of (request "
+        "tok/s / the same prompt's in the run's baseline) [95% t-interval]; a baseline reads 1.000x."
+    ]
+    table = pd.DataFrame(
+        {
+            "run": frame["run_id"],
+            "dataset": frame["dataset"],
+            "cell": [_cell(r) for _, r in frame.iterrows()],
+            "concurrency": frame["concurrency"],
+            dimension: frame["group"],
+            "prompts": frame["prompts"],
+            "speedup": [_speedup_text(r) for _, r in frame.iterrows()],
+            "verdict": frame["verdict"],
+            "slower prompts": frame["slower_prompts"],
+            "acceptance length": [
+                intervals.text(
+                    r["acceptance_length"],
+                    r["acceptance_length_lo"],
+                    r["acceptance_length_hi"],
+                    digits=2,
+                    why_none=_why_none(r),
+                )
+                for _, r in frame.iterrows()
+            ],
+        }
+    )
     return [*lines, table]
 
 
 def _speedup_text(row) -> str:
     if row["method"] == BASELINE_METHOD:
         return intervals.text(1.0, unit=intervals.TIMES, why_none="baseline")
-    return intervals.text(row["speedup"], row["speedup_lo"], row["speedup_hi"], unit=intervals.TIMES,
-                          why_none=_why_none(row))
+    return intervals.text(
+        row["speedup"], row["speedup_lo"], row["speedup_hi"], unit=intervals.TIMES, why_none=_why_none(row)
+    )
 
 
 def _why_none(row) -> str:
@@ -291,12 +432,24 @@ def report_slower(db: Store, filters: dict | None = None, as_json: bool = False)
         return _json(frame, _SLOWER_JSON)
     if frame.empty:
         return ["no prompt ran slower than its baseline"]
-    table = pd.DataFrame({
-        "run": frame["run_id"], "cell": [_cell(r) for _, r in frame.iterrows()],
-        "concurrency": frame["concurrency"], "prompt": frame["prompt_id"], "category": frame["category"],
-        "prompt tokens": frame["prompt_tokens"],
-        "speedup": [intervals.text(r["speedup"], r["speedup_lo"], r["speedup_hi"], unit=intervals.TIMES)
-                    + (" tie (within noise)" if r["within_noise"] else "") for _, r in frame.iterrows()],
-        "acceptance length": frame["acceptance_length"].round(2)})
-    return ["Prompts slower than their run's baseline (request tok/s over the same prompt's baseline "
-            "requests [95% Fieller interval]):", table]
+    table = pd.DataFrame(
+        {
+            "run": frame["run_id"],
+            "cell": [_cell(r) for _, r in frame.iterrows()],
+            "concurrency": frame["concurrency"],
+            "prompt": frame["prompt_id"],
+            "category": frame["category"],
+            "prompt tokens": frame["prompt_tokens"],
+            "speedup": [
+                intervals.text(r["speedup"], r["speedup_lo"], r["speedup_hi"], unit=intervals.TIMES)
+                + (" tie (within noise)" if r["within_noise"] else "")
+                for _, r in frame.iterrows()
+            ],
+            "acceptance length": frame["acceptance_length"].round(2),
+        }
+    )
+    return [
+        "Prompts slower than their run's baseline (request tok/s over the same prompt's baseline "
+        "requests [95% Fieller interval]):",
+        table,
+    ]

@@ -36,8 +36,9 @@ def compare_speedups(mine, other) -> tuple[str, bool]:
     found = ties.outcome(ties.Figure.of(mine), ties.Figure.of(other))
     if found != ties.NO_INTERVAL:
         return found, True
-    return ("faster" if mine["speedup"] > other["speedup"] else
-            "slower" if mine["speedup"] < other["speedup"] else "tie"), False
+    return (
+        "faster" if mine["speedup"] > other["speedup"] else "slower" if mine["speedup"] < other["speedup"] else "tie"
+    ), False
 
 
 @dataclass(frozen=True)
@@ -105,25 +106,41 @@ class Verdict:
     def sentence(self, deployed_k: int | None = None) -> str:
         """The verdict and its evidence in one sentence; ``deployed_k``: the fixed K an answer deploys instead of
         the schedule where it is not the K the schedule was measured against."""
+
         def where(picked: list[Comparison]) -> str:
             return ", ".join(f"{c.concurrency} ({c.ratio:.3f}×)" for c in picked)
 
         faster, slower = self._at("faster"), self._at("slower")
-        noise = ("single run: points compared, no interval" if not self.intervals else
-                 "beyond the 95% intervals" if faster or slower else "within the 95% intervals")
+        noise = (
+            "single run: points compared, no interval"
+            if not self.intervals
+            else "beyond the 95% intervals"
+            if faster or slower
+            else "within the 95% intervals"
+        )
         concs = [c.concurrency for c in self.comparisons]
-        means = (f"mean speedup over concurrency {concs[0]}–{concs[-1]}: schedule {self.schedule_mean:.3f}×, "
-                 f"K={self.fixed_k} {self.fixed_mean:.3f}×")
+        means = (
+            f"mean speedup over concurrency {concs[0]}–{concs[-1]}: schedule {self.schedule_mean:.3f}×, "
+            f"K={self.fixed_k} {self.fixed_mean:.3f}×"
+        )
         envelope = min(self.comparisons, key=lambda c: c.envelope_ratio)
-        follows = (f"; against the best fixed K at each concurrency the schedule keeps at least "
-                   f"{envelope.envelope_ratio:.3f} (K={envelope.best_k} at {envelope.concurrency})")
-        sides = [f"{word} at concurrency {where(picked)}" for word, picked in (("faster", faster), ("slower", slower))
-                 if picked]
+        follows = (
+            f"; against the best fixed K at each concurrency the schedule keeps at least "
+            f"{envelope.envelope_ratio:.3f} (K={envelope.best_k} at {envelope.concurrency})"
+        )
+        sides = [
+            f"{word} at concurrency {where(picked)}"
+            for word, picked in (("faster", faster), ("slower", slower))
+            if picked
+        ]
         if len(sides) == 1:
             sides.append("slower nowhere" if faster else "faster nowhere")
         against = f"against K={self.fixed_k} it was {' and '.join(sides)} ({noise})"
-        named = (f"the schedule {self.k_schedule}" if self.deploy_schedule else
-                 f"K={deployed_k or self.fixed_k} rather than the schedule {self.k_schedule}")
+        named = (
+            f"the schedule {self.k_schedule}"
+            if self.deploy_schedule
+            else f"K={deployed_k or self.fixed_k} rather than the schedule {self.k_schedule}"
+        )
         if not self.intervals and faster:  # a single run's points: said, not acted on
             head = f"Deploy {named}, the simpler server: a single run cannot tell them apart; "
         elif faster and slower:
@@ -141,8 +158,10 @@ class Verdict:
         top = self.comparisons[-1].concurrency
         if not self.deploy_schedule:
             return ""
-        return (f" Measured up to concurrency {top} only: at batch sizes above {top} the schedule's K is an "
-                "extrapolation, not compared.")
+        return (
+            f" Measured up to concurrency {top} only: at batch sizes above {top} the schedule's K is an "
+            "extrapolation, not compared."
+        )
 
 
 def verdicts(curves: pd.DataFrame) -> list[Verdict]:
@@ -178,8 +197,23 @@ def verdict_of(setup: str, method: str, text: str, mine: pd.DataFrame, fixed: pd
         here, point = shared[shared["concurrency"] == conc], mine[mine["concurrency"] == conc].iloc[0]
         chosen, best = here[here["k"] == k].iloc[0], here.loc[here["speedup"].idxmax()]
         outcome, decided = compare_speedups(point, chosen)
-        comparisons.append(Comparison(int(conc), float(chosen["speedup"]), float(point["speedup"]), outcome,
-                                      decided, int(best["k"]), float(best["speedup"])))
-    return Verdict(setup=setup, method=method, k_schedule=text, comparisons=tuple(comparisons), fixed_k=k,
-                   fixed_mean=float(by_k.max()),
-                   schedule_mean=float(mine[mine["concurrency"].isin(concs)]["speedup"].mean()))
+        comparisons.append(
+            Comparison(
+                int(conc),
+                float(chosen["speedup"]),
+                float(point["speedup"]),
+                outcome,
+                decided,
+                int(best["k"]),
+                float(best["speedup"]),
+            )
+        )
+    return Verdict(
+        setup=setup,
+        method=method,
+        k_schedule=text,
+        comparisons=tuple(comparisons),
+        fixed_k=k,
+        fixed_mean=float(by_k.max()),
+        schedule_mean=float(mine[mine["concurrency"].isin(concs)]["speedup"].mean()),
+    )

@@ -25,15 +25,50 @@ from specscope.engine.catalog import version_tuple
 from specscope.results.store import Store
 from specscope.schema import SETUP_KEYS, VERSION_KEYS
 
-__all__ = ["SAME_SETUP", "per_version", "changes", "verdict", "table", "speedup_by", "JSON_FIELDS",
-           "CHANGED", "TIE", "UNKNOWN"]
+__all__ = [
+    "SAME_SETUP",
+    "per_version",
+    "changes",
+    "verdict",
+    "table",
+    "speedup_by",
+    "JSON_FIELDS",
+    "CHANGED",
+    "TIE",
+    "UNKNOWN",
+]
 
 SAME_SETUP = tuple(key for key in SETUP_KEYS if key not in VERSION_KEYS)  # equal across the versions compared
 CHANGED, TIE, UNKNOWN = "changed", "tie", "no interval"
-JSON_FIELDS = ("setup", *SAME_SETUP, "concurrency", "k", *VERSION_KEYS, "speedup", "speedup_lo", "speedup_hi",
-               "repeats", "runs", "run_ids", "verdict", "direction")
-_COLUMNS = [*SAME_SETUP, "concurrency", "k", *VERSION_KEYS, "speedup", "speedup_lo", "speedup_hi",
-            "output_throughput", "acceptance_length", "repeats", "runs", "run_ids"]
+JSON_FIELDS = (
+    "setup",
+    *SAME_SETUP,
+    "concurrency",
+    "k",
+    *VERSION_KEYS,
+    "speedup",
+    "speedup_lo",
+    "speedup_hi",
+    "repeats",
+    "runs",
+    "run_ids",
+    "verdict",
+    "direction",
+)
+_COLUMNS = [
+    *SAME_SETUP,
+    "concurrency",
+    "k",
+    *VERSION_KEYS,
+    "speedup",
+    "speedup_lo",
+    "speedup_hi",
+    "output_throughput",
+    "acceptance_length",
+    "repeats",
+    "runs",
+    "run_ids",
+]
 
 
 def _version_order(version) -> tuple:
@@ -58,8 +93,10 @@ def per_version(store: Store, filters: Mapping[str, Sequence] | None = None) -> 
     labels = [explore.setup_label(row) for row in points[list(SAME_SETUP)].to_dict("records")]
     # a vLLM version measured with two torches (or one not stated) names its torch
     twice = points.groupby([*group, "vllm_version"], dropna=False)["vllm_version"].transform("size") > 1
-    named = [f"{v} (torch {t if isinstance(t, str) else '?'})" if dup else v
-             for v, t, dup in zip(points["vllm_version"], points["torch_version"], twice)]
+    named = [
+        f"{v} (torch {t if isinstance(t, str) else '?'})" if dup else v
+        for v, t, dup in zip(points["vllm_version"], points["torch_version"], twice)
+    ]
     return points[_COLUMNS].assign(setup=labels, version=named).reset_index(drop=True)
 
 
@@ -88,17 +125,36 @@ def changes(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per setup, concurrency and K and each version next to the one before it (``frame`` from
     ``per_version``): both speedups with intervals, the ratio, and the ``verdict`` (``direction``
     ``faster``/``slower`` where it changed)."""
-    columns = ["setup", "concurrency", "k", "from_version", "to_version", "from_speedup", "to_speedup",
-               "ratio", "verdict", "direction"]
+    columns = [
+        "setup",
+        "concurrency",
+        "k",
+        "from_version",
+        "to_version",
+        "from_speedup",
+        "to_speedup",
+        "ratio",
+        "verdict",
+        "direction",
+    ]
     rows = []
     for i, j in _pairs(frame):
         before, after = frame.loc[i].to_dict(), frame.loc[j].to_dict()
         result, direction = _compare(before, after)
-        rows.append({"setup": after["setup"], "concurrency": after["concurrency"], "k": after["k"],
-                     "from_version": before["version"], "to_version": after["version"],
-                     "from_speedup": intervals.value_text(before), "to_speedup": intervals.value_text(after),
-                     "ratio": after["speedup"] / before["speedup"] if before["speedup"] else np.nan,
-                     "verdict": result, "direction": direction})
+        rows.append(
+            {
+                "setup": after["setup"],
+                "concurrency": after["concurrency"],
+                "k": after["k"],
+                "from_version": before["version"],
+                "to_version": after["version"],
+                "from_speedup": intervals.value_text(before),
+                "to_speedup": intervals.value_text(after),
+                "ratio": after["speedup"] / before["speedup"] if before["speedup"] else np.nan,
+                "verdict": result,
+                "direction": direction,
+            }
+        )
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -106,8 +162,9 @@ def table(store: Store, filters: Mapping[str, Sequence] | None = None) -> pd.Dat
     """``specscope speedup --by vllm_version``: each setup's speedup per version with its interval and,
     from the second version on, whether it changed against the version before it (``verdict``)."""
     frame = per_version(store, filters)
-    out = frame.assign(speedup_text=[intervals.value_text(row) for row in frame.to_dict("records")],
-                       verdict="", direction="")
+    out = frame.assign(
+        speedup_text=[intervals.value_text(row) for row in frame.to_dict("records")], verdict="", direction=""
+    )
     for i, j in _pairs(frame):
         out.loc[j, ["verdict", "direction"]] = _compare(frame.loc[i], frame.loc[j])
     return out
@@ -121,13 +178,19 @@ def speedup_by(store: Store, filters: Mapping[str, Sequence] | None = None, as_j
         return json.dumps(json.loads(frame[list(JSON_FIELDS)].to_json(orient="records")), indent=1)
     if frame.empty:
         return ["no setup has speedups on two or more vLLM versions for these filters"]
-    shown = frame[["setup", "concurrency", "k", "version"]].rename(columns={"version": "vllm"}).assign(
-        speedup=frame["speedup_text"], change=(frame["verdict"] + " " + frame["direction"]).str.strip())
+    shown = (
+        frame[["setup", "concurrency", "k", "version"]]
+        .rename(columns={"version": "vllm"})
+        .assign(speedup=frame["speedup_text"], change=(frame["verdict"] + " " + frame["direction"]).str.strip())
+    )
     folded = frame[frame["runs"] > 1]
     if folded.empty:
         return [shown]
     keys = [*SAME_SETUP, "concurrency", "k", *VERSION_KEYS]
     runs = explore.point_runs(store, filters).merge(folded[[*keys, "version"]], on=keys)
-    lines = [f"  vLLM {r['version']}, K={r['k']:.0f}, concurrency {r['concurrency']:.0f}: run {r['run_id']} "
-             f"{intervals.value_text(r)}" for r in runs.to_dict("records")]
+    lines = [
+        f"  vLLM {r['version']}, K={r['k']:.0f}, concurrency {r['concurrency']:.0f}: run {r['run_id']} "
+        f"{intervals.value_text(r)}"
+        for r in runs.to_dict("records")
+    ]
     return [shown, "Each run of a figure that is a mean of several runs:", *lines]

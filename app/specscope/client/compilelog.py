@@ -22,8 +22,10 @@ from specscope.client.serverlog import offset
 __all__ = ["RECOMPILE_LOGS", "compiled", "offset", "since"]
 
 RECOMPILE_LOGS = {"TORCH_LOGS": "recompiles"}  # the environment that makes torch log each recompile
-_EVENT = re.compile(r"Triton kernel JIT compilation during inference: (\S+?)\.?(?:\s|$)"
-                    r"|\[__recompiles\] Recompiling function (\S+)")
+_EVENT = re.compile(
+    r"Triton kernel JIT compilation during inference: (\S+?)\.?(?:\s|$)"
+    r"|\[__recompiles\] Recompiling function (\S+)"
+)
 _MAX_BYTES = 4_000_000  # a cell's share of a log; a chattier log is read from its end
 
 

@@ -45,8 +45,9 @@ from specscope.prompts import Prompt, PromptSet
 __all__ = ["ServerInfo", "run_load", "run_sync", "server_info", "warmup_prompts"]
 
 # Warm-ups send this, never a prompt of the set, so no cache carries a measured prompt over.
-_WARMUP_PROMPT = Prompt(prompt_id="warmup", line=0,
-                        messages=(("user", "Count from one to twenty in words, separated by commas."),))
+_WARMUP_PROMPT = Prompt(
+    prompt_id="warmup", line=0, messages=(("user", "Count from one to twenty in words, separated by commas."),)
+)
 
 
 @dataclass(frozen=True)
@@ -70,8 +71,12 @@ def _format_of(spec: LoadSpec, prompt: Prompt) -> formats.ResponseFormat | None:
 
 def _payload(spec: LoadSpec, model: str, prompt: Prompt) -> tuple[str, dict]:
     max_tokens = spec.output_len or prompt.output_tokens or DEFAULT_OUTPUT_LEN
-    common = {"model": model, "stream": True, "stream_options": {"include_usage": True},
-              "temperature": spec.temperature}
+    common = {
+        "model": model,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "temperature": spec.temperature,
+    }
     response_format = _format_of(spec, prompt)
     if response_format is not None:  # the answer ends where its format closes, or at max_tokens (invalid)
         common.update(response_format.request_fields())
@@ -79,9 +84,16 @@ def _payload(spec: LoadSpec, model: str, prompt: Prompt) -> tuple[str, dict]:
         common["ignore_eos"] = True
     if spec.endpoint == "chat":
         return f"{spec.root}/v1/chat/completions", {
-            **common, "messages": prompt.chat_messages(), "max_completion_tokens": max_tokens}
+            **common,
+            "messages": prompt.chat_messages(),
+            "max_completion_tokens": max_tokens,
+        }
     return f"{spec.root}/v1/completions", {
-        **common, "prompt": prompt.text, "max_tokens": max_tokens, "repetition_penalty": 1.0}
+        **common,
+        "prompt": prompt.text,
+        "max_tokens": max_tokens,
+        "repetition_penalty": 1.0,
+    }
 
 
 def _short(exc: BaseException) -> str:
@@ -89,11 +101,11 @@ def _short(exc: BaseException) -> str:
     return f"{exc.__class__.__name__}: {text[0][:200]}" if text else exc.__class__.__name__
 
 
-async def _one_request(client: httpx.AsyncClient, spec: LoadSpec, model: str,
-                       prompt: Prompt) -> RequestResult:
+async def _one_request(client: httpx.AsyncClient, spec: LoadSpec, model: str, prompt: Prompt) -> RequestResult:
     url, payload = _payload(spec, model, prompt)
-    result = RequestResult(prompt_id=prompt.prompt_id, category=prompt.category,
-                           response_format=_format_of(spec, prompt))
+    result = RequestResult(
+        prompt_id=prompt.prompt_id, category=prompt.category, response_format=_format_of(spec, prompt)
+    )
     start = time.perf_counter()
     result.start_time = last = start
     first = True
@@ -167,13 +179,22 @@ def warmup_prompts(spec: LoadSpec, chosen: Sequence[Prompt]) -> list[Prompt]:
     if spec.warmups <= 0:
         return []
     kinds = list(dict.fromkeys(_format_of(spec, p) for p in chosen)) if spec.structured else [None]
-    return [replace(_WARMUP_PROMPT, prompt_id=f"warmup-{i}", response_format=kinds[i % len(kinds)])
-            for i in range(max(spec.warmups, len(kinds)))]
+    return [
+        replace(_WARMUP_PROMPT, prompt_id=f"warmup-{i}", response_format=kinds[i % len(kinds)])
+        for i in range(max(spec.warmups, len(kinds)))
+    ]
 
 
-async def run_load(spec: LoadSpec, prompt_set: PromptSet, progress: Progress | None = None,
-                   *, cell: str = "", cells_done: int = 0, cells_total: int = 0,
-                   measuring: Callable[[], object] | None = None) -> CellResult:
+async def run_load(
+    spec: LoadSpec,
+    prompt_set: PromptSet,
+    progress: Progress | None = None,
+    *,
+    cell: str = "",
+    cells_done: int = 0,
+    cells_total: int = 0,
+    measuring: Callable[[], object] | None = None,
+) -> CellResult:
     """Run one cell and return its requests, wall time and SD counter delta; ``measuring`` is called once
     its warm-ups are answered, right before the measured requests."""
     if not prompt_set.prompts:
@@ -181,8 +202,7 @@ async def run_load(spec: LoadSpec, prompt_set: PromptSet, progress: Progress | N
     count = spec.num_prompts or len(prompt_set.prompts)
     chosen = [prompt_set.prompts[i % len(prompt_set.prompts)] for i in range(count)]
     model = spec.model or (await asyncio.to_thread(server_info, spec.root)).model
-    limits = httpx.Limits(max_connections=spec.max_concurrency + 4,
-                          max_keepalive_connections=spec.max_concurrency + 4)
+    limits = httpx.Limits(max_connections=spec.max_concurrency + 4, max_keepalive_connections=spec.max_concurrency + 4)
     timeout = httpx.Timeout(spec.timeout_s, connect=10.0)
     done = 0
 
@@ -224,8 +244,7 @@ async def run_load(spec: LoadSpec, prompt_set: PromptSet, progress: Progress | N
             sd_delta = None
     alive = after is not None or await asyncio.to_thread(probe.healthy, spec.root, 5.0)
     hit_rate = metrics.prefix_cache_hit_rate(before, after) if before and after else None
-    return CellResult(spec, list(results), duration, sd_delta, server_alive=alive,
-                      prefix_cache_hit_rate=hit_rate)
+    return CellResult(spec, list(results), duration, sd_delta, server_alive=alive, prefix_cache_hit_rate=hit_rate)
 
 
 def run_sync(coroutine: Coroutine):

@@ -18,20 +18,20 @@ DEFAULT_OUTPUT_LEN = 128
 class LoadSpec:
     """How to load one server (``vllm bench serve`` flags in brackets)."""
 
-    base_url: str                          # [--base-url]
-    model: str | None = None               # [--model] served name; None = the server's first model
-    num_prompts: int | None = None         # [--num-prompts] None = every prompt of the set once
-    max_concurrency: int = 1               # [--max-concurrency]
-    request_rate: float = math.inf         # [--request-rate]
-    burstiness: float = 1.0                # [--burstiness]
+    base_url: str  # [--base-url]
+    model: str | None = None  # [--model] served name; None = the server's first model
+    num_prompts: int | None = None  # [--num-prompts] None = every prompt of the set once
+    max_concurrency: int = 1  # [--max-concurrency]
+    request_rate: float = math.inf  # [--request-rate]
+    burstiness: float = 1.0  # [--burstiness]
     output_len: int | None = DEFAULT_OUTPUT_LEN  # [--custom-output-len]; None = each prompt's output_tokens
-    temperature: float = 0.0               # [--temperature]
-    ignore_eos: bool = True                # [--ignore-eos]
+    temperature: float = 0.0  # [--temperature]
+    ignore_eos: bool = True  # [--ignore-eos]
     endpoint: Literal["chat", "completions"] = "chat"
-    warmups: int = 0                       # [--num-warmups] sent before the counters are read
-    seed: int = 0                          # [--seed]
+    warmups: int = 0  # [--num-warmups] sent before the counters are read
+    seed: int = 0  # [--seed]
     timeout_s: float = 1800.0
-    structured: bool = False               # send each prompt's response format (a constrained cell)
+    structured: bool = False  # send each prompt's response format (a constrained cell)
 
     def __post_init__(self):
         if self.max_concurrency < 1:

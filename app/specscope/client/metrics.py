@@ -28,8 +28,16 @@ from specscope.client import probe
 from specscope.errors import ServerError, ServerUnreachable
 from specscope.schema import ResultRow
 
-__all__ = ["MetricsSnapshot", "SpecDecodeDelta", "parse", "scrape", "delta", "prefix_cache_hit_rate",
-           "since_start", "server_columns"]
+__all__ = [
+    "MetricsSnapshot",
+    "SpecDecodeDelta",
+    "parse",
+    "scrape",
+    "delta",
+    "prefix_cache_hit_rate",
+    "since_start",
+    "server_columns",
+]
 
 _DRAFTS = "vllm:spec_decode_num_drafts"
 _DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
@@ -55,10 +63,10 @@ class MetricsSnapshot:
     generation_tokens: float = 0.0
     prompt_tokens: float = 0.0
     prefix_cache_queries: float = 0.0  # prompt tokens looked up in the prefix cache
-    prefix_cache_hits: float = 0.0     # of those, tokens found cached
-    requests_finished: float = 0.0     # requests the server has answered since it started
-    requests_running: float = 0.0      # requests in flight now (a gauge)
-    started_at: float | None = None    # epoch second of the server's first counter (its start)
+    prefix_cache_hits: float = 0.0  # of those, tokens found cached
+    requests_finished: float = 0.0  # requests the server has answered since it started
+    requests_running: float = 0.0  # requests in flight now (a gauge)
+    started_at: float | None = None  # epoch second of the server's first counter (its start)
 
 
 @dataclass(frozen=True)
@@ -81,8 +89,7 @@ class SpecDecodeDelta:
             "accepted_tokens": self.accepted_tokens,
             "acceptance_rate": self.acceptance_rate,
             "acceptance_length": self.acceptance_length,
-            "per_position_acceptance": list(self.per_position_rates)
-            if self.per_position_rates is not None else None,
+            "per_position_acceptance": list(self.per_position_rates) if self.per_position_rates is not None else None,
         }
 
 
@@ -112,8 +119,16 @@ def parse(text: str, model_name: str | None = None) -> MetricsSnapshot:
             if name == _PER_POS:
                 position = int(sample.labels["position"])
                 per_position[position] = per_position.get(position, 0.0) + sample.value
-            elif name in (_DRAFTS, _DRAFT_TOKENS, _ACCEPTED, _GENERATED, _PROMPT, _PREFIX_QUERIES,
-                          _PREFIX_HITS, _FINISHED):
+            elif name in (
+                _DRAFTS,
+                _DRAFT_TOKENS,
+                _ACCEPTED,
+                _GENERATED,
+                _PROMPT,
+                _PREFIX_QUERIES,
+                _PREFIX_HITS,
+                _FINISHED,
+            ):
                 totals[name] = totals.get(name, 0.0) + sample.value
     positions = tuple(per_position.get(i, 0.0) for i in range(max(per_position, default=-1) + 1))
     return MetricsSnapshot(
@@ -132,19 +147,20 @@ def parse(text: str, model_name: str | None = None) -> MetricsSnapshot:
     )
 
 
-def scrape(url: str, *, model_name: str | None = None, timeout: float = 5.0,
-           client: httpx.Client | None = None) -> MetricsSnapshot:
+def scrape(
+    url: str, *, model_name: str | None = None, timeout: float = 5.0, client: httpx.Client | None = None
+) -> MetricsSnapshot:
     """GET ``<url>/metrics`` (``url`` is the server's base URL, with or without ``/v1``)."""
     base = probe.base_url(url)
     try:
         response = probe.read(f"{base}/metrics", timeout, client=client)
         response.raise_for_status()
     except httpx.HTTPStatusError as exc:
-        raise ServerError(f"{base}/metrics answered HTTP {exc.response.status_code}; "
-                          "is this a vLLM server?") from exc
+        raise ServerError(f"{base}/metrics answered HTTP {exc.response.status_code}; is this a vLLM server?") from exc
     except httpx.HTTPError as exc:
-        raise ServerUnreachable(f"Could not read {base}/metrics ({exc.__class__.__name__}); "
-                                "check that the server is running.") from exc
+        raise ServerUnreachable(
+            f"Could not read {base}/metrics ({exc.__class__.__name__}); check that the server is running."
+        ) from exc
     return parse(response.text, model_name=model_name)
 
 
@@ -163,8 +179,10 @@ def delta(before: MetricsSnapshot, after: MetricsSnapshot) -> SpecDecodeDelta:
     accepted = after.num_accepted_tokens - before.num_accepted_tokens
     generated = after.generation_tokens - before.generation_tokens
     if min(drafts, draft_tokens, accepted, generated) < 0:
-        raise ServerError("The server's counters went backwards between the two snapshots; "
-                          "it probably restarted, so measure the run again.")
+        raise ServerError(
+            "The server's counters went backwards between the two snapshots; "
+            "it probably restarted, so measure the run again."
+        )
     width = max(len(before.accepted_per_position), len(after.accepted_per_position))
     padded_before = before.accepted_per_position + (0.0,) * (width - len(before.accepted_per_position))
     padded_after = after.accepted_per_position + (0.0,) * (width - len(after.accepted_per_position))
@@ -201,7 +219,10 @@ def server_columns(url: str, timeout: float = 2.0) -> dict:
         return empty
     totals = since_start(snapshot)
     spec = snapshot.spec_decode
-    return {"acceptance rate": totals.acceptance_rate if spec else None,
-            "acceptance length": totals.acceptance_length if spec else None,
-            "drafts": totals.num_drafts if spec else None,
-            "requests": int(snapshot.requests_finished), "running": int(snapshot.requests_running)}
+    return {
+        "acceptance rate": totals.acceptance_rate if spec else None,
+        "acceptance length": totals.acceptance_length if spec else None,
+        "drafts": totals.num_drafts if spec else None,
+        "requests": int(snapshot.requests_finished),
+        "running": int(snapshot.requests_running),
+    }

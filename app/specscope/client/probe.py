@@ -18,8 +18,7 @@ import httpx
 
 from specscope.errors import ConfigError, ServerError, ServerUnreachable
 
-__all__ = ["MAX_ANSWER_BYTES", "AnswerTooLarge", "base_url", "check_http", "read", "healthy", "models",
-           "vllm_version"]
+__all__ = ["MAX_ANSWER_BYTES", "AnswerTooLarge", "base_url", "check_http", "read", "healthy", "models", "vllm_version"]
 
 MAX_ANSWER_BYTES = 2 * 2**20  # a vLLM server's /metrics is a few hundred KiB at most
 
@@ -39,27 +38,33 @@ def check_http(url: str) -> str:
     scheme = base.split("://", 1)[0].lower() if "://" in base else ""
     if scheme not in ("http", "https") or not httpx.URL(base).host:
         shown = f"a {scheme}:// address" if scheme else "not a URL"
-        raise ConfigError(f"That is {shown}; SpecScope talks to servers over http(s) only: give one "
-                          "like http://host:8000.")
+        raise ConfigError(
+            f"That is {shown}; SpecScope talks to servers over http(s) only: give one like http://host:8000."
+        )
     return base
 
 
-def read(url: str, timeout: float, *, client: httpx.Client | None = None,
-         limit: int = MAX_ANSWER_BYTES) -> httpx.Response:
+def read(
+    url: str, timeout: float, *, client: httpx.Client | None = None, limit: int = MAX_ANSWER_BYTES
+) -> httpx.Response:
     """GET ``url`` (no redirects followed), reading at most ``limit`` bytes within ``timeout`` seconds
     in all; AnswerTooLarge past the limit, httpx.TimeoutException past the time."""
     deadline = time.monotonic() + timeout
     asker = client if client is not None else httpx
     with asker.stream("GET", url, timeout=timeout, follow_redirects=False) as response:
         if int(response.headers.get("content-length") or 0) > limit:
-            raise AnswerTooLarge(f"{url} answered with more than {limit // 2**20} MiB; SpecScope reads "
-                                 "no more than that from a server: is this a vLLM server?")
+            raise AnswerTooLarge(
+                f"{url} answered with more than {limit // 2**20} MiB; SpecScope reads "
+                "no more than that from a server: is this a vLLM server?"
+            )
         body = bytearray()
         for chunk in response.iter_bytes():
             body += chunk
             if len(body) > limit:
-                raise AnswerTooLarge(f"{url} answered with more than {limit // 2**20} MiB; SpecScope "
-                                     "reads no more than that from a server: is this a vLLM server?")
+                raise AnswerTooLarge(
+                    f"{url} answered with more than {limit // 2**20} MiB; SpecScope "
+                    "reads no more than that from a server: is this a vLLM server?"
+                )
             if time.monotonic() > deadline:
                 raise httpx.ReadTimeout(f"no whole answer within {timeout:g} s")
     kept = {k: v for k, v in response.headers.items() if k.lower() == "content-type"}
@@ -86,8 +91,9 @@ def models(url: str, timeout: float = 10.0, *, client: httpx.Client | None = Non
     except AnswerTooLarge:
         raise
     except httpx.HTTPError as exc:
-        raise ServerUnreachable(f"Nothing answers at {root} ({exc.__class__.__name__}); "
-                                "check that the server is running.") from exc
+        raise ServerUnreachable(
+            f"Nothing answers at {root} ({exc.__class__.__name__}); check that the server is running."
+        ) from exc
     try:
         response.raise_for_status()
         data = response.json()["data"]

@@ -25,31 +25,43 @@ from pathlib import Path
 
 __all__ = ["root_cause", "last_error", "explain", "explain_file", "offset", "text_since", "cause_since"]
 
-_PREFIX = re.compile(r"^(?:\([^)]*pid=\d+\)\s+)?(?:(DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+"
-                     r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s*)?")
-_EXCEPTIONS = (r"ImportError|ModuleNotFoundError|OSError|FileNotFoundError|PermissionError|"
-               r"MemoryError|OutOfMemoryError")
-_RAISED = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):\s")   # a traceback's last line: ValueError: ...
+_PREFIX = re.compile(
+    r"^(?:\([^)]*pid=\d+\)\s+)?(?:(DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+"
+    r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s*)?"
+)
+_EXCEPTIONS = (
+    r"ImportError|ModuleNotFoundError|OSError|FileNotFoundError|PermissionError|"
+    r"MemoryError|OutOfMemoryError"
+)
+_RAISED = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):\s")  # a traceback's last line: ValueError: ...
 # wrappers that only point at a cause logged before them, never a cause themselves
-_WRAPPER = re.compile(r"Engine core initialization failed|Worker failed with error|See root cause above|"
-                      r"See stack trace \(above\)|"
-                      r"please check the stack trace above", re.IGNORECASE)
-_REPR = re.compile(rf"\b(?:{_EXCEPTIONS})\(['\"]")                     # repr(exc) inside a message
-_MEMORY_OR_CUDA = re.compile(r"out of memory|Cannot allocate memory|\bCUDA error\b|"
-                             r"no CUDA-capable device|CUDA driver", re.IGNORECASE)
+_WRAPPER = re.compile(
+    r"Engine core initialization failed|Worker failed with error|See root cause above|"
+    r"See stack trace \(above\)|"
+    r"please check the stack trace above",
+    re.IGNORECASE,
+)
+_REPR = re.compile(rf"\b(?:{_EXCEPTIONS})\(['\"]")  # repr(exc) inside a message
+_MEMORY_OR_CUDA = re.compile(
+    r"out of memory|Cannot allocate memory|\bCUDA error\b|"
+    r"no CUDA-capable device|CUDA driver",
+    re.IGNORECASE,
+)
 _LIMIT = 300
 _REMEDIES = (  # a cause -> what to do about it
-    (re.compile(r"InvalidCxxCompiler|No working C\+\+ compiler"),
-     "torch.compile needs a C++ compiler and this machine has none: install g++ (the Docker image: build it with "
-     "--build-arg EXTRA_PACKAGES=g++), or run eagerly (the preset's enforce_eager = true and "
-     "TORCH_COMPILE_DISABLE = \"1\" in its [env])"),
+    (
+        re.compile(r"InvalidCxxCompiler|No working C\+\+ compiler"),
+        "torch.compile needs a C++ compiler and this machine has none: install g++ (the Docker image: build it with "
+        "--build-arg EXTRA_PACKAGES=g++), or run eagerly (the preset's enforce_eager = true and "
+        'TORCH_COMPILE_DISABLE = "1" in its [env])',
+    ),
 )
 
 
 def _split(line: str) -> tuple[str | None, str]:
     match = _PREFIX.match(line)
     assert match is not None  # every part of _PREFIX is optional: it matches any line
-    return match.group(1), line[match.end():].strip()
+    return match.group(1), line[match.end() :].strip()
 
 
 def _is_cause(level: str | None, message: str) -> bool:

@@ -30,11 +30,13 @@ def _post(url: str, path: str, params: dict | None = None) -> None:
     try:
         response = httpx.post(f"{root}{path}", params=params, timeout=TIMEOUT_S)
     except httpx.HTTPError as exc:
-        raise ServerUnreachable(f"Nothing answered {path} at {root} ({exc.__class__.__name__}); "
-                                "check that the server runs.") from exc
+        raise ServerUnreachable(
+            f"Nothing answered {path} at {root} ({exc.__class__.__name__}); check that the server runs."
+        ) from exc
     if response.status_code == 404:
-        raise ServerError(f"{root} has no {path}: start it with {SLEEP_FLAG} and {DEV_MODE_ENV}=1 "
-                          "(SpecScope's sweeps do on a GPU).")
+        raise ServerError(
+            f"{root} has no {path}: start it with {SLEEP_FLAG} and {DEV_MODE_ENV}=1 (SpecScope's sweeps do on a GPU)."
+        )
     if response.status_code != 200:
         raise ServerError(f"{root}{path} answered HTTP {response.status_code}.")
 

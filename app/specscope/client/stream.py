@@ -30,13 +30,22 @@ from specscope import formats
 from specscope.client import probe, sse
 from specscope.errors import ServerUnreachable, StreamError
 
-__all__ = ["GenerationRequest", "Chunk", "StreamClient", "request_body", "parse_event",
-           "spec_decode_stats", "spec_format", "METRICS_FORMAT", "STATS_FORMAT", "FORMAT_FLAGS"]
+__all__ = [
+    "GenerationRequest",
+    "Chunk",
+    "StreamClient",
+    "request_body",
+    "parse_event",
+    "spec_decode_stats",
+    "spec_format",
+    "METRICS_FORMAT",
+    "STATS_FORMAT",
+    "FORMAT_FLAGS",
+]
 
-METRICS_FORMAT = "metrics.speculative_decoding"   # --per-request-spec-decode-metrics
-STATS_FORMAT = "speculative_decoding_stats"        # --per-request-spec-decode-stats
-FORMAT_FLAGS = {METRICS_FORMAT: "--per-request-spec-decode-metrics",
-                STATS_FORMAT: "--per-request-spec-decode-stats"}
+METRICS_FORMAT = "metrics.speculative_decoding"  # --per-request-spec-decode-metrics
+STATS_FORMAT = "speculative_decoding_stats"  # --per-request-spec-decode-stats
+FORMAT_FLAGS = {METRICS_FORMAT: "--per-request-spec-decode-metrics", STATS_FORMAT: "--per-request-spec-decode-stats"}
 
 _TIMEOUT = httpx.Timeout(connect=5.0, read=300.0, write=30.0, pool=5.0)
 
@@ -118,8 +127,9 @@ def _dense_histogram(histogram, num_spec_tokens) -> list[int] | None:
     try:
         counts = {int(key): int(value) for key, value in histogram.items()}
     except (TypeError, ValueError) as exc:
-        raise StreamError(f"The server's acceptance histogram has a key that is not a count: "
-                          f"{histogram!r:.80}.") from exc
+        raise StreamError(
+            f"The server's acceptance histogram has a key that is not a count: {histogram!r:.80}."
+        ) from exc
     size = max([*counts, (num_spec_tokens or 0)], default=0) + 1
     return [counts.get(j, 0) for j in range(size)]
 
@@ -137,15 +147,22 @@ def spec_decode_stats(event: dict) -> dict | None:
     fmt = METRICS_FORMAT
     if found is None:
         fmt = STATS_FORMAT
-        found = next((c.get(STATS_FORMAT) for c in event.get("choices") or []
-                      if isinstance(c, dict) and c.get(STATS_FORMAT) is not None), None)
+        found = next(
+            (
+                c.get(STATS_FORMAT)
+                for c in event.get("choices") or []
+                if isinstance(c, dict) and c.get(STATS_FORMAT) is not None
+            ),
+            None,
+        )
     if found is None:
         return None
     if not isinstance(found, dict):
         raise StreamError(f"The server's per-request SD figures are not an object: {found!r:.80}.")
     figures = dict(found)
-    figures["acceptance_histogram"] = _dense_histogram(figures.get("acceptance_histogram"),
-                                                       figures.get("num_spec_tokens"))
+    figures["acceptance_histogram"] = _dense_histogram(
+        figures.get("acceptance_histogram"), figures.get("num_spec_tokens")
+    )
     figures["format"] = fmt
     return figures
 
@@ -180,17 +197,25 @@ def parse_event(data: bytes, arrival_s: float) -> Chunk | None:
         prompt_ids = choice.get("prompt_token_ids")
     if len(texts) != len(token_ids):
         texts, values = (), ()
-    return Chunk(arrival_s=arrival_s, token_ids=token_ids, texts=texts, logprobs=values,
-                 text=text, finish_reason=choice.get("finish_reason"),
-                 prompt_token_ids=tuple(prompt_ids) if prompt_ids is not None else None,
-                 usage=event.get("usage"), spec_decoding=spec)
+    return Chunk(
+        arrival_s=arrival_s,
+        token_ids=token_ids,
+        texts=texts,
+        logprobs=values,
+        text=text,
+        finish_reason=choice.get("finish_reason"),
+        prompt_token_ids=tuple(prompt_ids) if prompt_ids is not None else None,
+        usage=event.get("usage"),
+        spec_decoding=spec,
+    )
 
 
 class StreamClient:
     """Talks to one server at ``base_url`` (e.g. ``http://127.0.0.1:8000``)."""
 
-    def __init__(self, base_url: str, *, transport: httpx.BaseTransport | None = None,
-                 timeout: httpx.Timeout = _TIMEOUT):
+    def __init__(
+        self, base_url: str, *, transport: httpx.BaseTransport | None = None, timeout: httpx.Timeout = _TIMEOUT
+    ):
         self.base_url = probe.base_url(base_url)
         self._http = httpx.Client(base_url=self.base_url, transport=transport, timeout=timeout)
 
@@ -230,8 +255,10 @@ class StreamClient:
             with self._http.stream("POST", request.path, json=body) as response:
                 if response.status_code >= 400:
                     response.read()
-                    raise StreamError(f"{self.base_url} refused the request (HTTP {response.status_code}): "
-                                      f"{sse.error_sentence(_json_or_text(response))}")
+                    raise StreamError(
+                        f"{self.base_url} refused the request (HTTP {response.status_code}): "
+                        f"{sse.error_sentence(_json_or_text(response))}"
+                    )
                 buffer = b""
                 for raw in response.iter_bytes():
                     now = time.perf_counter() - start
@@ -246,14 +273,18 @@ class StreamClient:
                                     return
                                 received += len(chunk.token_ids)
                                 yield chunk
-            raise StreamError(f"The stream from {self.base_url} ended after {received} tokens without "
-                              "finishing; the server may have stopped.")
+            raise StreamError(
+                f"The stream from {self.base_url} ended after {received} tokens without "
+                "finishing; the server may have stopped."
+            )
         except httpx.ConnectError as exc:
-            raise ServerUnreachable(f"Nothing answers at {self.base_url}: {exc}. "
-                                    "Start or attach the server first.") from exc
+            raise ServerUnreachable(
+                f"Nothing answers at {self.base_url}: {exc}. Start or attach the server first."
+            ) from exc
         except httpx.HTTPError as exc:
-            raise StreamError(f"The stream from {self.base_url} broke after {received} tokens: "
-                              f"{exc or type(exc).__name__}.") from exc
+            raise StreamError(
+                f"The stream from {self.base_url} broke after {received} tokens: {exc or type(exc).__name__}."
+            ) from exc
 
 
 def _json_or_text(response: httpx.Response):

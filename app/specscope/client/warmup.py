@@ -37,8 +37,10 @@ from specscope.prompts import Prompt, PromptSet
 
 __all__ = ["WarmUp", "warm_up", "ramp", "is_cold", "filler"]
 
-_FILLER = ("The museum opens at nine and closes at five. Tickets are sold at the front desk. "
-           "The garden behind the library has three benches and an old oak tree. ")
+_FILLER = (
+    "The museum opens at nine and closes at five. Tickets are sold at the front desk. "
+    "The garden behind the library has three benches and an old oak tree. "
+)
 
 
 @dataclass(frozen=True)
@@ -52,23 +54,40 @@ class WarmUp:
 
 def filler(index: int, chars: int) -> str:
     """Warm-up prompt ``index``: neutral sentences about ``chars`` long, different per index."""
-    body = (f"Note {index}. " + _FILLER * (chars // len(_FILLER) + 1))[:max(chars, 40)]
+    body = (f"Note {index}. " + _FILLER * (chars // len(_FILLER) + 1))[: max(chars, 40)]
     return body.rsplit(" ", 1)[0] + ". Summarise this note in one line."
 
 
-def warm_up(url: str, *, concurrency: int = 1, output_len: int = DEFAULT_OUTPUT_LEN,
-            prompt_chars: int = 200, chat: bool = True, temperature: float = 0.0, rounds: int = 1,
-            live: bool = True, formats: Iterable[ResponseFormat | None] = ()) -> WarmUp:
+def warm_up(
+    url: str,
+    *,
+    concurrency: int = 1,
+    output_len: int = DEFAULT_OUTPUT_LEN,
+    prompt_chars: int = 200,
+    chat: bool = True,
+    temperature: float = 0.0,
+    rounds: int = 1,
+    live: bool = True,
+    formats: Iterable[ResponseFormat | None] = (),
+) -> WarmUp:
     """Send ``rounds`` x ``concurrency`` filler requests, ``concurrency`` at a time, of the shape a
     measurement will use (prompt length, output length, endpoint), then one filler request per
     distinct response format of ``formats`` (constrained to it, as a measured request will be), then
     with ``live`` one as a Live pane streams it; nothing is recorded."""
     count = max(1, concurrency) * max(1, rounds)
-    fillers = tuple(Prompt(prompt_id=f"warmup-{i}", line=0, messages=(("user", filler(i, prompt_chars)),))
-                    for i in range(count))
+    fillers = tuple(
+        Prompt(prompt_id=f"warmup-{i}", line=0, messages=(("user", filler(i, prompt_chars)),)) for i in range(count)
+    )
     kinds = [f for f in dict.fromkeys(formats) if f is not None]
-    constrained = tuple(Prompt(prompt_id=f"warmup-format-{i}", line=0, response_format=f,
-                               messages=(("user", filler(count + i, prompt_chars)),)) for i, f in enumerate(kinds))
+    constrained = tuple(
+        Prompt(
+            prompt_id=f"warmup-format-{i}",
+            line=0,
+            response_format=f,
+            messages=(("user", filler(count + i, prompt_chars)),),
+        )
+        for i, f in enumerate(kinds)
+    )
     load = _at_once(url, count, output_len, temperature, chat, concurrency=max(1, concurrency))
     began = time.monotonic()
     answered = _answered(load, fillers)
@@ -77,13 +96,24 @@ def warm_up(url: str, *, concurrency: int = 1, output_len: int = DEFAULT_OUTPUT_
         answered += _answered(replace(load, num_prompts=len(constrained), structured=True), constrained)
     if live:
         count += 1
-        answered += _stream_as_live(url, GenerationRequest(prompt=filler(count, prompt_chars), max_tokens=output_len,
-                                                           temperature=temperature, chat=chat))
+        answered += _stream_as_live(
+            url,
+            GenerationRequest(
+                prompt=filler(count, prompt_chars), max_tokens=output_len, temperature=temperature, chat=chat
+            ),
+        )
     return WarmUp(answered, count - answered, time.monotonic() - began)
 
 
-def ramp(url: str, *, width: int = 3, output_len: int = DEFAULT_OUTPUT_LEN, prompt_chars: int = 200,
-         temperature: float = 0.0, chat: bool = True) -> WarmUp:
+def ramp(
+    url: str,
+    *,
+    width: int = 3,
+    output_len: int = DEFAULT_OUTPUT_LEN,
+    prompt_chars: int = 200,
+    temperature: float = 0.0,
+    chat: bool = True,
+) -> WarmUp:
     """Batches of 2, then 3 (up to ``width``) filler requests sent at once, each request shorter than the one
     before: every batch starts after a batch of one, holds, then shrinks a request at a time back to one, so
     each kind of batch change a measurement above concurrency 1 brings happens here first. A speculative
@@ -94,20 +124,34 @@ def ramp(url: str, *, width: int = 3, output_len: int = DEFAULT_OUTPUT_LEN, prom
     EAGLE-3 K=3)."""
     began, sent, answered = time.monotonic(), 0, 0
     for size in range(2, max(2, width) + 1):
-        fillers = tuple(Prompt(prompt_id=f"warmup-ramp-{size}-{i}", line=0,
-                               messages=(("user", filler(sent + i, prompt_chars)),),
-                               output_tokens=max(8, output_len * (size - i) // size)) for i in range(size))
+        fillers = tuple(
+            Prompt(
+                prompt_id=f"warmup-ramp-{size}-{i}",
+                line=0,
+                messages=(("user", filler(sent + i, prompt_chars)),),
+                output_tokens=max(8, output_len * (size - i) // size),
+            )
+            for i in range(size)
+        )
         load = _at_once(url, size, None, temperature, chat)  # each prompt's own output_tokens
         sent, answered = sent + size, answered + _answered(load, fillers)
     return WarmUp(answered, sent - answered, time.monotonic() - began)
 
 
-def _at_once(url: str, count: int, output_len: int | None, temperature: float, chat: bool,
-             concurrency: int | None = None) -> LoadSpec:
+def _at_once(
+    url: str, count: int, output_len: int | None, temperature: float, chat: bool, concurrency: int | None = None
+) -> LoadSpec:
     """``count`` filler requests sent at once, ``concurrency`` (default: all) at a time."""
-    return LoadSpec(base_url=url, num_prompts=count, max_concurrency=concurrency or count,
-                    request_rate=math.inf, output_len=output_len, temperature=temperature,
-                    endpoint="chat" if chat else "completions", timeout_s=600.0)
+    return LoadSpec(
+        base_url=url,
+        num_prompts=count,
+        max_concurrency=concurrency or count,
+        request_rate=math.inf,
+        output_len=output_len,
+        temperature=temperature,
+        endpoint="chat" if chat else "completions",
+        timeout_s=600.0,
+    )
 
 
 def _answered(load: LoadSpec, fillers: tuple[Prompt, ...]) -> int:

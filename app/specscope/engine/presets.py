@@ -44,15 +44,22 @@ class MethodEntry(BaseModel):
     k: int | None = None
     params: dict = Field(default_factory=dict)
 
-    def speculative_config(self, k: int | None = None, *, vllm_version: str | None = None,
-                           accepted: frozenset[str] | None = None, extra: dict | None = None) -> dict:
+    def speculative_config(
+        self,
+        k: int | None = None,
+        *,
+        vllm_version: str | None = None,
+        accepted: frozenset[str] | None = None,
+        extra: dict | None = None,
+    ) -> dict:
         """The speculative_config dict, with ``local:`` model names resolved to prepared paths;
         ``extra`` keys (e.g. synthetic acceptance) join the preset's."""
         params = {**self.params, **(extra or {})}
         if isinstance(params.get("model"), str):
             params["model"] = models.resolve(params["model"])
-        return catalog.build(self.kind, self.k if k is None else k, params,
-                             vllm_version=vllm_version, accepted=accepted)
+        return catalog.build(
+            self.kind, self.k if k is None else k, params, vllm_version=vllm_version, accepted=accepted
+        )
 
 
 class Preset(BaseModel):
@@ -76,8 +83,9 @@ class Preset(BaseModel):
         try:
             return self.methods[name]
         except KeyError:
-            raise ConfigError(f"Preset '{self.name}' has no method '{name}'; "
-                              f"choose one of: {', '.join(self.methods)}.") from None
+            raise ConfigError(
+                f"Preset '{self.name}' has no method '{name}'; choose one of: {', '.join(self.methods)}."
+            ) from None
 
     @property
     def served_model(self) -> str:

@@ -23,9 +23,24 @@ from pathlib import Path
 
 from specscope.schema import BASELINE_METHOD, CALIBRATION_SOURCE
 
-__all__ = ["gpu_label", "gpu_count", "on_gpu", "nvidia_smi", "hardware_label", "torch_version", "torch_label",
-           "weights_kind", "acceptance_kind", "synthetic_rows", "is_synthetic", "engine_only", "marks",
-           "NVIDIA_SMI_QUERY", "SYNTHETIC", "DUMMY"]
+__all__ = [
+    "gpu_label",
+    "gpu_count",
+    "on_gpu",
+    "nvidia_smi",
+    "hardware_label",
+    "torch_version",
+    "torch_label",
+    "weights_kind",
+    "acceptance_kind",
+    "synthetic_rows",
+    "is_synthetic",
+    "engine_only",
+    "marks",
+    "NVIDIA_SMI_QUERY",
+    "SYNTHETIC",
+    "DUMMY",
+]
 
 NVIDIA_SMI_QUERY = ("--query-gpu=name,memory.total", "--format=csv,noheader,nounits")
 # the ``acceptance`` and ``weights`` that measure the engine only; SYNTHETIC is also the rejection_sample_method
@@ -87,15 +102,14 @@ def visible_cards(smi_csv: str) -> str:
         return "\n".join(lines)
     ids = [d.strip() for d in chosen.split(",") if d.strip()]
     if not all(d.isdigit() for d in ids):  # UUIDs: as many cards as named
-        return "\n".join(lines[:len(ids)])
+        return "\n".join(lines[: len(ids)])
     return "\n".join(lines[int(d)] for d in ids if int(d) < len(lines))
 
 
 def hardware_label() -> str:
     """A short name for this machine (``$SPECSCOPE_HARDWARE`` wins): the GPUs it may use (those
     ``CUDA_VISIBLE_DEVICES`` names, else all), else ``cpu-<N>core``."""
-    return (os.environ.get("SPECSCOPE_HARDWARE") or gpu_label(visible_cards(nvidia_smi()))
-            or f"cpu-{os.cpu_count()}core")
+    return os.environ.get("SPECSCOPE_HARDWARE") or gpu_label(visible_cards(nvidia_smi())) or f"cpu-{os.cpu_count()}core"
 
 
 @cache

@@ -53,8 +53,22 @@ from specscope.engine import shapes
 from specscope.errors import ConfigError
 from specscope.schema import BASELINE_METHOD
 
-__all__ = ["Hardware", "HARDWARE", "ModelShape", "Ceiling", "Limit", "shape_from_config", "model_shape",
-           "hardware_of", "ceiling", "limit_of", "with_ceilings", "above", "CEILING_COLUMNS", "user_table"]
+__all__ = [
+    "Hardware",
+    "HARDWARE",
+    "ModelShape",
+    "Ceiling",
+    "Limit",
+    "shape_from_config",
+    "model_shape",
+    "hardware_of",
+    "ceiling",
+    "limit_of",
+    "with_ceilings",
+    "above",
+    "CEILING_COLUMNS",
+    "user_table",
+]
 
 _SOURCE = {  # public datasheets
     "H100": "https://www.nvidia.com/en-us/data-center/h100/ (H100 datasheet: SXM, PCIe, NVL)",
@@ -65,7 +79,7 @@ _SOURCE = {  # public datasheets
     "MI300X": "https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html",
     "Xeon": "https://www.intel.com/content/www/us/en/products/sku/231746/ (8 channels DDR5-4800)",
     "EPYC": "https://www.amd.com/en/products/processors/server/epyc/4th-generation-9004-and-8004-series/"
-            "amd-epyc-9654.html (12 channels DDR5-4800)",
+    "amd-epyc-9654.html (12 channels DDR5-4800)",
 }
 
 
@@ -79,19 +93,22 @@ class Hardware:
     source: str
 
 
-HARDWARE: dict[str, Hardware] = {h.name: h for h in (
-    Hardware("H100 SXM", 3350, 989, _SOURCE["H100"]),
-    Hardware("H100 PCIe", 2000, 756, _SOURCE["H100"]),
-    Hardware("H100 NVL", 3900, 835, _SOURCE["H100"]),
-    Hardware("H200", 4800, 989, _SOURCE["H200"]),
-    Hardware("A100 80GB", 2039, 312, _SOURCE["A100"]),
-    Hardware("A100 40GB", 1555, 312, _SOURCE["A100"]),
-    Hardware("L40S", 864, 362, _SOURCE["L40S"]),
-    Hardware("B200", 8000, 2250, _SOURCE["B200"]),
-    Hardware("MI300X", 5300, 1307, _SOURCE["MI300X"]),
-    Hardware("Xeon Platinum 8480+", 307.2, None, _SOURCE["Xeon"]),
-    Hardware("EPYC 9654", 460.8, None, _SOURCE["EPYC"]),
-)}
+HARDWARE: dict[str, Hardware] = {
+    h.name: h
+    for h in (
+        Hardware("H100 SXM", 3350, 989, _SOURCE["H100"]),
+        Hardware("H100 PCIe", 2000, 756, _SOURCE["H100"]),
+        Hardware("H100 NVL", 3900, 835, _SOURCE["H100"]),
+        Hardware("H200", 4800, 989, _SOURCE["H200"]),
+        Hardware("A100 80GB", 2039, 312, _SOURCE["A100"]),
+        Hardware("A100 40GB", 1555, 312, _SOURCE["A100"]),
+        Hardware("L40S", 864, 362, _SOURCE["L40S"]),
+        Hardware("B200", 8000, 2250, _SOURCE["B200"]),
+        Hardware("MI300X", 5300, 1307, _SOURCE["MI300X"]),
+        Hardware("Xeon Platinum 8480+", 307.2, None, _SOURCE["Xeon"]),
+        Hardware("EPYC 9654", 460.8, None, _SOURCE["EPYC"]),
+    )
+}
 
 # A label's name (after ``<count>x``, spaces and case ignored) -> the table row; an unnamed variant is
 # the fastest of its family and memory, so the ceiling stays an upper bound.
@@ -110,8 +127,17 @@ _LABELS: tuple[tuple[str, str, str], ...] = (
     (r"(XEON)?(PLATINUM)?8480", "Xeon Platinum 8480+", ""),
     (r"(EPYC)?9654", "EPYC 9654", ""),
 )
-_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4, "float8": 1, "fp8": 1,
-                "float8_e4m3fn": 1, "int8": 1}
+_DTYPE_BYTES = {
+    "bfloat16": 2,
+    "float16": 2,
+    "half": 2,
+    "float32": 4,
+    "float": 4,
+    "float8": 1,
+    "fp8": 1,
+    "float8_e4m3fn": 1,
+    "int8": 1,
+}
 _MOE_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
 
 
@@ -120,7 +146,7 @@ class ModelShape:
     """What a decode step reads and computes per token, from a model's config."""
 
     name: str
-    params: int            # every weight
+    params: int  # every weight
     embedding_params: int  # of an untied input-embedding table (read row by row); 0 when tied
     dtype_bytes: int
     kv_bytes_per_token: int
@@ -135,12 +161,17 @@ def shape_from_config(config: Mapping, name: str = "") -> ModelShape:
     """A dense decoder's shape from its Hugging Face ``config.json`` (gated MLP, as Llama, Qwen, Mistral).
     ConfigError for a mixture of experts or a config missing a size."""
     if any(config.get(key) for key in _MOE_KEYS):
-        raise ConfigError(f"{name or 'The model'} is a mixture of experts: its roofline needs the active "
-                          "experts per token, which SpecScope does not model.")
+        raise ConfigError(
+            f"{name or 'The model'} is a mixture of experts: its roofline needs the active "
+            "experts per token, which SpecScope does not model."
+        )
     try:
         hidden, layers = int(config["hidden_size"]), int(config["num_hidden_layers"])
-        heads, inter, vocab = int(config["num_attention_heads"]), int(config["intermediate_size"]), \
-            int(config["vocab_size"])
+        heads, inter, vocab = (
+            int(config["num_attention_heads"]),
+            int(config["intermediate_size"]),
+            int(config["vocab_size"]),
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{name or 'The model'}'s config lacks {exc}: no roofline without its sizes.") from exc
     kv_heads = int(config.get("num_key_value_heads") or heads)
@@ -155,8 +186,9 @@ def shape_from_config(config: Mapping, name: str = "") -> ModelShape:
     dtype = str(config.get("dtype") or config.get("torch_dtype") or "bfloat16").removeprefix("torch.")
     size = _DTYPE_BYTES.get(dtype.lower())
     if size is None:
-        raise ConfigError(f"{name or 'The model'}'s dtype {dtype!r} is not one SpecScope sizes "
-                          f"({', '.join(_DTYPE_BYTES)}).")
+        raise ConfigError(
+            f"{name or 'The model'}'s dtype {dtype!r} is not one SpecScope sizes ({', '.join(_DTYPE_BYTES)})."
+        )
     return ModelShape(name, params, 0 if tied else embedding, size, 2 * layers * kv_heads * head_dim * size)
 
 
@@ -218,14 +250,15 @@ def hardware_of(label: str | None, table: Mapping | None = None) -> tuple[int, H
     if not label or not isinstance(label, str):
         return "hardware not stated"
     table = user_table() if table is None else table
-    own = (table.get("hardware") or {})
+    own = table.get("hardware") or {}
     match = re.match(r"^(\d+)\s*x\s*(.+)$", label.strip(), re.I)
     count, name = (int(match.group(1)), match.group(2)) if match else (1, label.strip())
     for given in (label, name):
         if given in own:
             row = own[given]
-            found = Hardware(given, float(row["bandwidth_gb_s"]), row.get("bf16_tflops"),
-                             row.get("source", "limits.toml"))
+            found = Hardware(
+                given, float(row["bandwidth_gb_s"]), row.get("bf16_tflops"), row.get("source", "limits.toml")
+            )
             return count if given == name else 1, found, ""
     plain = re.sub(r"[\s_]", "", name.upper()).removeprefix("NVIDIA")
     for pattern, row, note in _LABELS:
@@ -241,12 +274,13 @@ class Ceiling:
     step_ms: float
     tokens_per_s: float
     tpot_ms: float
-    bound: str                   # memory | compute
-    strict_tokens_per_s: float   # without the untied input-embedding table: what nothing can pass
+    bound: str  # memory | compute
+    strict_tokens_per_s: float  # without the untied input-embedding table: what nothing can pass
 
 
-def ceiling(shape: ModelShape, hardware: Hardware, count: int = 1, concurrency: int = 1, k: int = 0,
-            context: float = 0.0) -> Ceiling:
+def ceiling(
+    shape: ModelShape, hardware: Hardware, count: int = 1, concurrency: int = 1, k: int = 0, context: float = 0.0
+) -> Ceiling:
     """The ceiling of ``concurrency`` sequences of ``context`` tokens each, verifying K drafts a step."""
     tokens = concurrency * (k + 1)
     bandwidth = hardware.bandwidth_gb_s * 1e9 * count
@@ -267,14 +301,15 @@ class Limit:
     """A cell's ceiling with what it assumed, or ``why`` there is none."""
 
     ceiling: Ceiling | None
-    why: str = ""   # no ceiling: the reason; with one: the assumptions worth saying (a variant taken)
+    why: str = ""  # no ceiling: the reason; with one: the assumptions worth saying (a variant taken)
 
 
 def _context(row: Mapping) -> float:
     """Mean tokens in context over the decode: the mean prompt plus half the output (0 if unknown)."""
     prompt = _number(row.get("total_input_tokens")) / max(_number(row.get("completed")), 1)
-    output = _number(row.get("output_len")) or (_number(row.get("total_output_tokens")) /
-                                                max(_number(row.get("completed")), 1))
+    output = _number(row.get("output_len")) or (
+        _number(row.get("total_output_tokens")) / max(_number(row.get("completed")), 1)
+    )
     return prompt + output / 2
 
 
@@ -303,8 +338,15 @@ def limit_of(row: Mapping, table: Mapping | None = None) -> Limit:
     return Limit(found, note)
 
 
-CEILING_COLUMNS = ("ceiling_tok_s", "ceiling_strict_tok_s", "ceiling_tpot_ms", "ceiling_bound", "ceiling_share",
-                   "ceiling_note", "k_ceiling")
+CEILING_COLUMNS = (
+    "ceiling_tok_s",
+    "ceiling_strict_tok_s",
+    "ceiling_tpot_ms",
+    "ceiling_bound",
+    "ceiling_share",
+    "ceiling_note",
+    "k_ceiling",
+)
 
 
 def with_ceilings(frame: pd.DataFrame, table: Mapping | None = None) -> pd.DataFrame:
@@ -319,7 +361,8 @@ def with_ceilings(frame: pd.DataFrame, table: Mapping | None = None) -> pd.DataF
         ceiling_strict_tok_s=[c.strict_tokens_per_s if c else None for c in found],
         ceiling_tpot_ms=[c.tpot_ms if c else None for c in found],
         ceiling_bound=[c.bound if c else None for c in found],
-        ceiling_note=[lim.why for lim in limits])
+        ceiling_note=[lim.why for lim in limits],
+    )
     out["ceiling_tok_s"] = out["ceiling_tok_s"].astype(float)
     out["ceiling_share"] = out["output_throughput"].astype(float) / out["ceiling_tok_s"]
     k = out["k"].astype(float) if "k" in out else pd.Series(math.nan, index=out.index)

@@ -28,48 +28,148 @@ __all__ = ["SHAPES", "PREFIX", "build", "build_all"]
 PREFIX = "shape-"
 TOKENIZER_FILES = ("tokenizer_config.json", "chat_template.jinja")
 
-_LLAMA: dict[str, Any] = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
-          "attention_bias": False, "mlp_bias": False, "rms_norm_eps": 1e-05, "vocab_size": 128256,
-          "bos_token_id": 1, "eos_token_id": 2, "dtype": "bfloat16", "max_position_embeddings": 131072,
-          "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
-                              "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                              "original_max_position_embeddings": 8192}}
-_QWEN3 = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_act": "silu",
-          "attention_bias": False, "rms_norm_eps": 1e-06, "vocab_size": 151936, "head_dim": 128,
-          "bos_token_id": 1, "eos_token_id": 2, "dtype": "bfloat16", "max_position_embeddings": 40960,
-          "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0}}
+_LLAMA: dict[str, Any] = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_act": "silu",
+    "attention_bias": False,
+    "mlp_bias": False,
+    "rms_norm_eps": 1e-05,
+    "vocab_size": 128256,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "dtype": "bfloat16",
+    "max_position_embeddings": 131072,
+    "rope_parameters": {
+        "rope_type": "llama3",
+        "rope_theta": 500000.0,
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+    },
+}
+_QWEN3 = {
+    "architectures": ["Qwen3ForCausalLM"],
+    "model_type": "qwen3",
+    "hidden_act": "silu",
+    "attention_bias": False,
+    "rms_norm_eps": 1e-06,
+    "vocab_size": 151936,
+    "head_dim": 128,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "dtype": "bfloat16",
+    "max_position_embeddings": 40960,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0},
+}
 # A one-layer EAGLE-3 head on the target's width: 3 target layers in, a 32k draft vocabulary out.
-_EAGLE3 = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_act": "silu",
-           "num_hidden_layers": 1, "rms_norm_eps": 1e-06, "draft_vocab_size": 32000,
-           "bos_token_id": 1, "eos_token_id": 2, "dtype": "bfloat16", "tie_word_embeddings": False}
+_EAGLE3 = {
+    "architectures": ["LlamaForCausalLMEagle3"],
+    "model_type": "llama",
+    "hidden_act": "silu",
+    "num_hidden_layers": 1,
+    "rms_norm_eps": 1e-06,
+    "draft_vocab_size": 32000,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "dtype": "bfloat16",
+    "tie_word_embeddings": False,
+}
 
 # Public config.json values of each architecture (hidden sizes, layers, heads, vocabulary).
 SHAPES: dict[str, dict] = {
-    "Llama-3.1-8B": {**_LLAMA, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
-                     "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
-                     "tie_word_embeddings": False},
-    "Llama-3.2-1B": {**_LLAMA, "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
-                     "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64,
-                     "tie_word_embeddings": True,
-                     "rope_parameters": {**_LLAMA["rope_parameters"], "factor": 32.0}},
-    "Llama-3.1-8B-eagle3": {**_EAGLE3, "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
-                            "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 128256,
-                            "max_position_embeddings": 131072, "rope_parameters": _LLAMA["rope_parameters"]},
-    "Llama-3.3-70B": {**_LLAMA, "hidden_size": 8192, "intermediate_size": 28672, "num_hidden_layers": 80,
-                      "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 128,
-                      "tie_word_embeddings": False},
-    "Llama-3.3-70B-eagle3": {**_EAGLE3, "hidden_size": 8192, "intermediate_size": 28672, "num_attention_heads": 64,
-                             "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 128256,
-                             "max_position_embeddings": 131072, "rope_parameters": _LLAMA["rope_parameters"]},
-    "Qwen3-32B": {**_QWEN3, "hidden_size": 5120, "intermediate_size": 25600, "num_hidden_layers": 64,
-                  "num_attention_heads": 64, "num_key_value_heads": 8, "tie_word_embeddings": False},
-    "Qwen3-4B": {**_QWEN3, "hidden_size": 2560, "intermediate_size": 9728, "num_hidden_layers": 36,
-                 "num_attention_heads": 32, "num_key_value_heads": 8, "tie_word_embeddings": True},
-    "Qwen3-1.7B": {**_QWEN3, "hidden_size": 2048, "intermediate_size": 6144, "num_hidden_layers": 28,
-                   "num_attention_heads": 16, "num_key_value_heads": 8, "tie_word_embeddings": True},
-    "Qwen3-32B-eagle3": {**_EAGLE3, "hidden_size": 5120, "intermediate_size": 25600, "num_attention_heads": 64,
-                         "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
-                         "max_position_embeddings": 40960, "rope_parameters": _QWEN3["rope_parameters"]},
+    "Llama-3.1-8B": {
+        **_LLAMA,
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "tie_word_embeddings": False,
+    },
+    "Llama-3.2-1B": {
+        **_LLAMA,
+        "hidden_size": 2048,
+        "intermediate_size": 8192,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 64,
+        "tie_word_embeddings": True,
+        "rope_parameters": {**_LLAMA["rope_parameters"], "factor": 32.0},
+    },
+    "Llama-3.1-8B-eagle3": {
+        **_EAGLE3,
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "vocab_size": 128256,
+        "max_position_embeddings": 131072,
+        "rope_parameters": _LLAMA["rope_parameters"],
+    },
+    "Llama-3.3-70B": {
+        **_LLAMA,
+        "hidden_size": 8192,
+        "intermediate_size": 28672,
+        "num_hidden_layers": 80,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "tie_word_embeddings": False,
+    },
+    "Llama-3.3-70B-eagle3": {
+        **_EAGLE3,
+        "hidden_size": 8192,
+        "intermediate_size": 28672,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "vocab_size": 128256,
+        "max_position_embeddings": 131072,
+        "rope_parameters": _LLAMA["rope_parameters"],
+    },
+    "Qwen3-32B": {
+        **_QWEN3,
+        "hidden_size": 5120,
+        "intermediate_size": 25600,
+        "num_hidden_layers": 64,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "tie_word_embeddings": False,
+    },
+    "Qwen3-4B": {
+        **_QWEN3,
+        "hidden_size": 2560,
+        "intermediate_size": 9728,
+        "num_hidden_layers": 36,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "tie_word_embeddings": True,
+    },
+    "Qwen3-1.7B": {
+        **_QWEN3,
+        "hidden_size": 2048,
+        "intermediate_size": 6144,
+        "num_hidden_layers": 28,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 8,
+        "tie_word_embeddings": True,
+    },
+    "Qwen3-32B-eagle3": {
+        **_EAGLE3,
+        "hidden_size": 5120,
+        "intermediate_size": 25600,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "vocab_size": 151936,
+        "max_position_embeddings": 40960,
+        "rope_parameters": _QWEN3["rope_parameters"],
+    },
 }
 
 
@@ -80,8 +180,9 @@ def _padded_tokenizer(source: Path, out: Path, vocab_size: int) -> None:
     ids = {*vocab.values(), *(t["id"] for t in tokenizer.get("added_tokens", []))}
     size = max(ids) + 1
     if len(ids) != size or size > vocab_size:
-        raise ConfigError(f"The tokenizer in {source} cannot be padded to {vocab_size} ids; "
-                          "run `specscope models prepare` again.")
+        raise ConfigError(
+            f"The tokenizer in {source} cannot be padded to {vocab_size} ids; run `specscope models prepare` again."
+        )
     vocab.update({f"<|shape_pad_{i}|>": i for i in range(size, vocab_size)})
     (out / "tokenizer.json").write_text(json.dumps(tokenizer, ensure_ascii=False))
 
@@ -92,8 +193,10 @@ def build(name: str, tokenizer_dir: Path, directory: Path | None = None) -> Path
         raise ConfigError(f"No model shape '{name}'; choose one of: {', '.join(SHAPES)}.")
     tokenizer_dir = Path(tokenizer_dir)
     if not (tokenizer_dir / "tokenizer.json").is_file():
-        raise ConfigError(f"No tokenizer.json in {tokenizer_dir}; run `specscope models prepare` first "
-                          "(the shapes borrow the demo model's tokenizer and chat template).")
+        raise ConfigError(
+            f"No tokenizer.json in {tokenizer_dir}; run `specscope models prepare` first "
+            "(the shapes borrow the demo model's tokenizer and chat template)."
+        )
     config = SHAPES[name]
 
     def make(out: Path) -> None:

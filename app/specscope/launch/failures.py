@@ -40,8 +40,10 @@ class FailedStart(BaseModel):
 
 def said(failed: FailedStart) -> str:
     """One sentence for a failure: ``NAME failed to start at 2026-01-02 10:11:12 UTC: CAUSE (log: PATH)``."""
-    return (f"{failed.name} {failed.how} at {failed.failed_at[:19].replace('T', ' ')} UTC: {failed.cause}"
-            f"{f' (log: {failed.log_path})' if failed.log_path else ''}")
+    return (
+        f"{failed.name} {failed.how} at {failed.failed_at[:19].replace('T', ' ')} UTC: {failed.cause}"
+        f"{f' (log: {failed.log_path})' if failed.log_path else ''}"
+    )
 
 
 def _path(name: str) -> Path:
@@ -50,8 +52,16 @@ def _path(name: str) -> Path:
 
 def record(state: ServerState, cause: str, *, how: str = "failed to start") -> FailedStart:
     """Remember that the server of ``state`` failed to start (or died of its warm-up: ``how``), and why."""
-    failed = FailedStart(name=state.name, preset=state.preset, method=state.method, k=state.k, cause=cause,
-                         log_path=state.log_path, failed_at=datetime.now(UTC).isoformat(), how=how)
+    failed = FailedStart(
+        name=state.name,
+        preset=state.preset,
+        method=state.method,
+        k=state.k,
+        cause=cause,
+        log_path=state.log_path,
+        failed_at=datetime.now(UTC).isoformat(),
+        how=how,
+    )
     _path(state.name).parent.mkdir(parents=True, exist_ok=True)
     files.write_atomic(_path(state.name), failed.model_dump_json(indent=1))
     return failed

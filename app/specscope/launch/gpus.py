@@ -35,7 +35,7 @@ def slots(devices: list[str], tp: int = 1) -> list[str]:
     """``devices`` split into whole slots of ``tp`` GPUs each (a remainder stays unused)."""
     if tp < 1:
         raise ValueError("tensor parallelism is at least 1")
-    return [",".join(devices[i:i + tp]) for i in range(0, len(devices) - tp + 1, tp)]
+    return [",".join(devices[i : i + tp]) for i in range(0, len(devices) - tp + 1, tp)]
 
 
 def label(slot: str) -> str | None:
@@ -43,7 +43,7 @@ def label(slot: str) -> str | None:
     None when it lists none."""
     cards = _cards()
     ids = [d.strip() for d in slot.split(",") if d.strip()]
-    chosen = [cards[int(d)] for d in ids if d.isdigit() and int(d) < len(cards)] or cards[:len(ids)]
+    chosen = [cards[int(d)] for d in ids if d.isdigit() and int(d) < len(cards)] or cards[: len(ids)]
     return provenance.gpu_label("\n".join(chosen))
 
 
@@ -66,8 +66,12 @@ def free_bytes(slot: str) -> int | None:
     if smi is None:
         return None
     try:
-        done = subprocess.run([smi, "--query-gpu=memory.free", "--format=csv,noheader,nounits"],
-                              capture_output=True, text=True, timeout=20)
+        done = subprocess.run(
+            [smi, "--query-gpu=memory.free", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     free = [line.strip() for line in done.stdout.splitlines() if line.strip().isdigit()]

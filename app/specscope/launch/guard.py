@@ -100,8 +100,14 @@ def _served(url: str) -> tuple[float, float] | None:
     return snapshot.requests_finished, snapshot.requests_running
 
 
-def watch_idle(url: str, pgid: int, limit_s: float, state_file: str | None = None, every: float = 15.0,
-               served: Callable[[str], tuple[float, float] | None] = _served) -> None:
+def watch_idle(
+    url: str,
+    pgid: int,
+    limit_s: float,
+    state_file: str | None = None,
+    every: float = 15.0,
+    served: Callable[[str], tuple[float, float] | None] = _served,
+) -> None:
     """End group ``pgid`` once its server has answered no request and run none for ``limit_s`` seconds
     (asleep counts as unused; the time before it first answers, its start, does not), then remove its state
     file; return early once the group is empty."""
@@ -119,8 +125,14 @@ def watch_idle(url: str, pgid: int, limit_s: float, state_file: str | None = Non
 
 
 def _detach(args: list[str], env: dict[str, str] | None) -> None:
-    subprocess.run([sys.executable, "-m", "specscope.launch.guard", "--spawn", *args], env=env, check=False,
-                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "specscope.launch.guard", "--spawn", *args],
+        env=env,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def detach(owner: int, pgid: int, env: dict[str, str] | None = None) -> None:
@@ -135,9 +147,13 @@ def detach_idle(url: str, pgid: int, limit_s: float, state_file: str, env: dict[
 
 if __name__ == "__main__":
     if sys.argv[1] == "--spawn":
-        subprocess.Popen([sys.executable, "-m", "specscope.launch.guard", *sys.argv[2:]],
-                         start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
+        subprocess.Popen(
+            [sys.executable, "-m", "specscope.launch.guard", *sys.argv[2:]],
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     elif sys.argv[1] == "--idle":
         limit = float(sys.argv[2])
         watch_idle(sys.argv[3], int(sys.argv[4]), limit, sys.argv[5], every=min(15.0, max(0.5, limit / 4)))

@@ -58,13 +58,20 @@ def gpu_memory_mib(state: ServerState) -> int | None:
     if state.pgid is None:
         return None
     try:
-        done = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-                              capture_output=True, text=True, timeout=10)
+        done = subprocess.run(
+            ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     pids = set(procfs.group_pids(state.pgid))
-    held = [int(used) for pid, used in (line.split(",") for line in done.stdout.splitlines() if "," in line)
-            if pid.strip().isdigit() and int(pid) in pids and used.strip().isdigit()]
+    held = [
+        int(used)
+        for pid, used in (line.split(",") for line in done.stdout.splitlines() if "," in line)
+        if pid.strip().isdigit() and int(pid) in pids and used.strip().isdigit()
+    ]
     return sum(held) or None
 
 
@@ -86,8 +93,9 @@ def make_room(using: Collection[str] = ()) -> list[str]:
     return slept
 
 
-def free_memory(need_bytes: int, free_bytes: Callable[[], int | None], using: Collection[str] = (),
-                settle_s: float = 10.0) -> list[str]:
+def free_memory(
+    need_bytes: int, free_bytes: Callable[[], int | None], using: Collection[str] = (), settle_s: float = 10.0
+) -> list[str]:
     """Stop kept servers (not those in ``using``, nor any busy with requests) until ``free_bytes()`` reads at
     least ``need_bytes``: sleeping ones first, the oldest first. Returns the names stopped."""
     from specscope.client import metrics  # HTTP only when memory is short
@@ -96,8 +104,9 @@ def free_memory(need_bytes: int, free_bytes: Callable[[], int | None], using: Co
     free = free_bytes()
     if free is None or free >= need_bytes:
         return []
-    spare = [s for s in read_states() if s.idle_limit_s is not None and s.name not in using
-             and procfs.alive(s.pid, s.pgid)]
+    spare = [
+        s for s in read_states() if s.idle_limit_s is not None and s.name not in using and procfs.alive(s.pid, s.pgid)
+    ]
     stopped = []
     for state in sorted(spare, key=lambda s: (awake(s) is not False, s.started_at)):
         try:

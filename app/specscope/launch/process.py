@@ -25,8 +25,18 @@ from specscope.launch import failures, guard, registry
 from specscope.launch.command import LaunchPlan, pinned_cores
 from specscope.launch.registry import ServerState
 
-__all__ = ["Progress", "start", "start_together", "ready", "survived", "wait_healthy", "stop", "stop_all", "restart",
-           "death"]
+__all__ = [
+    "Progress",
+    "start",
+    "start_together",
+    "ready",
+    "survived",
+    "wait_healthy",
+    "stop",
+    "stop_all",
+    "restart",
+    "death",
+]
 
 Progress = Callable[[str, float], None]
 PR_SET_PDEATHSIG = 1
@@ -44,9 +54,16 @@ _STAGES = (  # log marker -> (stage shown to the user, fraction of startup done)
 )
 
 
-def start(launch_plan: LaunchPlan, *, wait: bool = True, timeout: float = 300.0,
-          progress: Progress | None = None, die_with_parent: bool = False, warm: bool = True,
-          keep_for: float | None = None) -> ServerState:
+def start(
+    launch_plan: LaunchPlan,
+    *,
+    wait: bool = True,
+    timeout: float = 300.0,
+    progress: Progress | None = None,
+    die_with_parent: bool = False,
+    warm: bool = True,
+    keep_for: float | None = None,
+) -> ServerState:
     """Start the planned server in its own process group and (by default) wait until healthy,
     then send it unmeasured warm-up requests (``warm``; ``specscope.client.warmup``), so the first
     figure anyone sees of it is not its cold start.
@@ -58,10 +75,15 @@ def start(launch_plan: LaunchPlan, *, wait: bool = True, timeout: float = 300.0,
     return ready(state, timeout=timeout, progress=progress, warm=warm) if wait else state
 
 
-def start_together(plans: Iterable[LaunchPlan], *, timeout: float = 300.0,
-                   progress_for: Callable[[str], Progress] | None = None, warm: bool = True,
-                   die_with_parent: bool = False,
-                   keep_for: float | None = None) -> list[tuple[ServerState, LaunchFailed | None]]:
+def start_together(
+    plans: Iterable[LaunchPlan],
+    *,
+    timeout: float = 300.0,
+    progress_for: Callable[[str], Progress] | None = None,
+    warm: bool = True,
+    die_with_parent: bool = False,
+    keep_for: float | None = None,
+) -> list[tuple[ServerState, LaunchFailed | None]]:
     """Start several servers at once and wait for all: each is spawned once the previous one is
     registered (so a plan made lazily, as ``plans`` is iterated, sees the cores already taken), then
     all wait for health and warm up side by side. A CPU server's start is mostly single-threaded
@@ -96,15 +118,23 @@ def _spawn(launch_plan: LaunchPlan, die_with_parent: bool, keep_for: float | Non
     for old in registry.read_states():
         if old.name == state.name:
             if procfs.alive(old.pid, old.pgid) or old.attached:
-                raise ConfigError(f"A server named {state.name} already runs at {old.url}; "
-                                  f"stop it first (specscope stop {state.name}).")
+                raise ConfigError(
+                    f"A server named {state.name} already runs at {old.url}; "
+                    f"stop it first (specscope stop {state.name})."
+                )
             registry.remove_state(old.name)
     env = {**os.environ, **launch_plan.extra_env}
     log = open(state.log_path, "wb")
     try:
-        proc = subprocess.Popen(state.argv, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True,
-                                preexec_fn=term_on_parent_death() if die_with_parent else None)
+        proc = subprocess.Popen(
+            state.argv,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=term_on_parent_death() if die_with_parent else None,
+        )
     except OSError as exc:
         raise LaunchFailed(f"Could not run {state.argv[0]} ({exc}); check the vLLM install.") from exc
     finally:
@@ -113,9 +143,15 @@ def _spawn(launch_plan: LaunchPlan, die_with_parent: bool, keep_for: float | Non
     _pin(proc, pinned_cores(launch_plan.extra_env))
     if die_with_parent:
         guard.detach(os.getpid(), proc.pid, env)
-    state = state.model_copy(update={"pid": proc.pid, "pgid": proc.pid, "started_by": actor.who,
-                                     "started_at": datetime.now(UTC).isoformat(),
-                                     "idle_limit_s": keep_for})
+    state = state.model_copy(
+        update={
+            "pid": proc.pid,
+            "pgid": proc.pid,
+            "started_by": actor.who,
+            "started_at": datetime.now(UTC).isoformat(),
+            "idle_limit_s": keep_for,
+        }
+    )
     registry.write_state(state)
     if keep_for is not None:
         guard.detach_idle(state.url, proc.pid, keep_for, str(registry.state_path(state.name)), env)
@@ -131,12 +167,15 @@ def _pin(proc: subprocess.Popen[bytes], cores: frozenset[int] | None) -> None:
     except OSError as exc:
         guard.end_group(proc.pid, child=proc)
         allowed = ",".join(map(str, sorted(os.sched_getaffinity(0))))
-        raise ConfigError(f"Cannot bind the server to cores {','.join(map(str, sorted(cores)))} ({exc.strerror}); "
-                          f"this machine lets SpecScope use cores {allowed}: choose among them.") from exc
+        raise ConfigError(
+            f"Cannot bind the server to cores {','.join(map(str, sorted(cores)))} ({exc.strerror}); "
+            f"this machine lets SpecScope use cores {allowed}: choose among them."
+        ) from exc
 
 
-def ready(state: ServerState, *, timeout: float = 300.0, progress: Progress | None = None,
-          warm: bool = True) -> ServerState:
+def ready(
+    state: ServerState, *, timeout: float = 300.0, progress: Progress | None = None, warm: bool = True
+) -> ServerState:
     """Wait until a spawned server is healthy, then warm it up; a server that dies of its warm-up (its
     first requests) fails as one that dies while it starts, and one interrupted while it starts (Ctrl-C,
     a stopped sweep) is stopped, so none is left behind."""
@@ -161,8 +200,7 @@ def term_on_parent_death() -> Callable[[], None]:
     return lambda: prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
-def wait_healthy(state: ServerState, *, timeout: float = 300.0,
-                 progress: Progress | None = None) -> ServerState:
+def wait_healthy(state: ServerState, *, timeout: float = 300.0, progress: Progress | None = None) -> ServerState:
     """Poll /health until it answers, reporting log stages; on death or timeout raise LaunchFailed."""
     report = progress or (lambda stage, fraction: None)
     began = time.monotonic()
@@ -179,8 +217,11 @@ def wait_healthy(state: ServerState, *, timeout: float = 300.0,
             tail = registry.log_tail(state)
             stop(state.name)
             failures.record(state, f"not healthy after {timeout:.0f} s, so it was stopped")
-            raise LaunchFailed(f"The {state.name} server was not healthy after {timeout:.0f} s and "
-                               f"was stopped (log: {state.log_path}).", log_tail=tail)
+            raise LaunchFailed(
+                f"The {state.name} server was not healthy after {timeout:.0f} s and "
+                f"was stopped (log: {state.log_path}).",
+                log_tail=tail,
+            )
         text = registry.log_tail(state, lines=400)
         for marker, stage in _stages(state):
             if marker in text and stage[1] > shown[1]:
@@ -202,10 +243,14 @@ def survived(state: ServerState, *, settle: float = WARM_UP_SETTLE_S) -> None:
     if not probe.healthy(state.url):
         tail = registry.log_tail(state)
         stop(state.name)
-        cause = failures.record(state, f"it no longer answered /health, so it was stopped; its log says "
-                                       f"{serverlog.explain_file(state.log_path)}", how="failed its warm-up").cause
-        raise LaunchFailed(f"The {state.name} server failed its warm-up: {cause} (log: {state.log_path}).",
-                           log_tail=tail)
+        cause = failures.record(
+            state,
+            f"it no longer answered /health, so it was stopped; its log says {serverlog.explain_file(state.log_path)}",
+            how="failed its warm-up",
+        ).cause
+        raise LaunchFailed(
+            f"The {state.name} server failed its warm-up: {cause} (log: {state.log_path}).", log_tail=tail
+        )
 
 
 def _ended(state: ServerState, what: str, how: str = "failed to start") -> LaunchFailed:
@@ -256,8 +301,9 @@ def restart(name: str, *, timeout: float = 300.0, progress: Progress | None = No
     empty caches (prefix cache, suffix decoding's cached answers); warmed as ``start`` warms."""
     state = registry.find(name)
     if state.attached:
-        raise ConfigError(f"{name} runs elsewhere (attached), so SpecScope cannot restart it; restart it "
-                          "where it runs.")
+        raise ConfigError(
+            f"{name} runs elsewhere (attached), so SpecScope cannot restart it; restart it where it runs."
+        )
     stop(name)
     fresh = state.model_copy(update={"pid": None, "pgid": None, "started_at": ""})
     return start(LaunchPlan(state=fresh, extra_env=dict(state.env)), timeout=timeout, progress=progress)
@@ -277,5 +323,4 @@ def death(state: ServerState) -> str | None:
     """None while a launched server's process lives; else one sentence on how it ended."""
     if state.attached or procfs.alive(state.pid, state.pgid):
         return None
-    return (f"The {state.name} server exited: {serverlog.explain_file(state.log_path)} "
-            f"(log: {state.log_path}).")
+    return f"The {state.name} server exited: {serverlog.explain_file(state.log_path)} (log: {state.log_path})."

@@ -24,9 +24,27 @@ from specscope.client import metrics, probe
 from specscope.errors import ServerError, ServerUnreachable, UnknownServer
 from specscope.schema import BASELINE_METHOD
 
-__all__ = ["ServerState", "ServerStatus", "Status", "state_path", "write_state", "remove_state",
-           "read_states", "find", "list_servers", "cleanup_stale", "attach", "forget", "log_tail", "file_tail",
-           "free_port", "port_in_use", "same_config", "find_reusable", "unused_name"]
+__all__ = [
+    "ServerState",
+    "ServerStatus",
+    "Status",
+    "state_path",
+    "write_state",
+    "remove_state",
+    "read_states",
+    "find",
+    "list_servers",
+    "cleanup_stale",
+    "attach",
+    "forget",
+    "log_tail",
+    "file_tail",
+    "free_port",
+    "port_in_use",
+    "same_config",
+    "find_reusable",
+    "unused_name",
+]
 
 Status = Literal["healthy", "starting", "exited", "unreachable"]
 ATTACH_TIMEOUT_S = 3.0  # per answer, when attaching
@@ -55,7 +73,7 @@ class ServerState(BaseModel):
     started_by: str = ""  # the operator session or CLI user that started or attached it
     engine: str = ""
     vllm_version: str = ""
-    python: str = ""         # the interpreter whose vLLM it runs ("" = not known: attached, `vllm serve`)
+    python: str = ""  # the interpreter whose vLLM it runs ("" = not known: attached, `vllm serve`)
     torch_version: str = ""  # that interpreter's torch, with its build
     speculative_config: dict[str, Any] = Field(default_factory=dict)
     tp: int = 1
@@ -90,9 +108,13 @@ def _salvage(path: Path, exc: Exception) -> ServerState:
     """What an unreadable state file still says: its name, and the process group to stop."""
     if str(path) not in _warned:
         _warned.add(str(path))
-        _log.warning("%s is not a state file this SpecScope reads (%s); it is kept, and "
-                     "`specscope stop %s` still ends its process group.", path,
-                     str(exc).splitlines()[0], path.stem)
+        _log.warning(
+            "%s is not a state file this SpecScope reads (%s); it is kept, and "
+            "`specscope stop %s` still ends its process group.",
+            path,
+            str(exc).splitlines()[0],
+            path.stem,
+        )
     try:
         raw = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -100,8 +122,7 @@ def _salvage(path: Path, exc: Exception) -> ServerState:
     raw = raw if isinstance(raw, dict) else {}
     numbers = {key: raw[key] for key in ("pid", "pgid", "port") if type(raw.get(key)) is int}
     texts = {key: raw[key] for key in ("url", "log_path") if isinstance(raw.get(key), str)}
-    return ServerState(name=path.stem, **{"url": "", **texts}, **numbers,
-                       attached=raw.get("attached") is True)
+    return ServerState(name=path.stem, **{"url": "", **texts}, **numbers, attached=raw.get("attached") is True)
 
 
 def read_states() -> list[ServerState]:
@@ -147,8 +168,12 @@ def file_tail(log_path: str | Path, lines: int = 30, *, polls: bool = True) -> s
         every = kept
         kept = [line for line in every if not _POLL.search(line)]
         if len(kept) < len(every):
-            return "\n".join([*kept[-lines:], f"({len(every) - len(kept)} lines of GET /health, /metrics and "
-                                              "/v1/models polls left out)"])
+            return "\n".join(
+                [
+                    *kept[-lines:],
+                    f"({len(every) - len(kept)} lines of GET /health, /metrics and /v1/models polls left out)",
+                ]
+            )
     return "\n".join(kept[-lines:])
 
 
@@ -198,22 +223,34 @@ def attach(url: str, name: str | None = None) -> ServerState:
     except probe.AnswerTooLarge:
         raise
     except ServerError as exc:
-        raise ServerUnreachable(f"No OpenAI-compatible server answers at {base}/v1/models "
-                                f"({exc.__cause__.__class__.__name__}); check the URL and that it runs.") from exc
+        raise ServerUnreachable(
+            f"No OpenAI-compatible server answers at {base}/v1/models "
+            f"({exc.__cause__.__class__.__name__}); check the URL and that it runs."
+        ) from exc
     version = probe.vllm_version(base, ATTACH_TIMEOUT_S) or ""
     try:
         snapshot = metrics.scrape(base, timeout=ATTACH_TIMEOUT_S)
     except ServerError:  # /metrics may be hidden behind a proxy; the server is still usable
         snapshot = None
     spec_on = bool(snapshot and snapshot.spec_decode)
-    k = (len(snapshot.accepted_per_position)
-         if snapshot is not None and spec_on and snapshot.accepted_per_position else None)
+    k = (
+        len(snapshot.accepted_per_position)
+        if snapshot is not None and spec_on and snapshot.accepted_per_position
+        else None
+    )
     host_port = base.split("://", 1)[1].replace(":", "-").replace("/", "-")
-    state = ServerState(name=name or f"attached-{host_port}", method="speculative" if spec_on else BASELINE_METHOD,
-                        kind="unknown" if spec_on else BASELINE_METHOD, k=k,
-                        model=model_ids[0] if model_ids else "", url=base, attached=True,
-                        vllm_version=version, started_at=datetime.now(UTC).isoformat(),
-                        started_by=actor.who)
+    state = ServerState(
+        name=name or f"attached-{host_port}",
+        method="speculative" if spec_on else BASELINE_METHOD,
+        kind="unknown" if spec_on else BASELINE_METHOD,
+        k=k,
+        model=model_ids[0] if model_ids else "",
+        url=base,
+        attached=True,
+        vllm_version=version,
+        started_at=datetime.now(UTC).isoformat(),
+        started_by=actor.who,
+    )
     write_state(state)
     return state
 
@@ -256,8 +293,12 @@ def _config_args(argv: list[str]) -> list[str]:
 def same_config(a: ServerState, b: ServerState) -> bool:
     """Whether two launched servers run the same preset, method, K, vLLM and engine arguments."""
     keys = ("preset", "method", "kind", "k", "model_path", "engine", "vllm_version", "speculative_config")
-    return (not a.attached and not b.attached and all(getattr(a, key) == getattr(b, key) for key in keys)
-            and _config_args(a.argv) == _config_args(b.argv))
+    return (
+        not a.attached
+        and not b.attached
+        and all(getattr(a, key) == getattr(b, key) for key in keys)
+        and _config_args(a.argv) == _config_args(b.argv)
+    )
 
 
 _REUSE_HEALTH_TIMEOUT_S = 10.0  # a busy server answers /health late; a false "no" starts a second one
@@ -267,8 +308,11 @@ def find_reusable(planned: ServerState) -> ServerState | None:
     """A healthy launched server configured exactly as ``planned`` would be (None when there is none);
     only servers of that configuration are asked for their health, patiently."""
     for state in read_states():
-        if (same_config(state, planned) and procfs.alive(state.pid, state.pgid)
-                and probe.healthy(state.url, _REUSE_HEALTH_TIMEOUT_S)):
+        if (
+            same_config(state, planned)
+            and procfs.alive(state.pid, state.pgid)
+            and probe.healthy(state.url, _REUSE_HEALTH_TIMEOUT_S)
+        ):
             return state
     return None
 

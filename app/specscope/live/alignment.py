@@ -48,8 +48,9 @@ def align_server_steps(chunk_of: Sequence[int], accepted: Sequence[int]) -> tupl
         spec_ok = False
         if j < count:
             end = min(pos + accepted[j] + 1, total)
-            spec_ok = same_chunk(pos, end) and (feasible[end][j + 1] if pos + accepted[j] + 1 <= total
-                                                else j == count - 1)
+            spec_ok = same_chunk(pos, end) and (
+                feasible[end][j + 1] if pos + accepted[j] + 1 <= total else j == count - 1
+            )
         zero_ok = feasible[pos + 1][j]
         if spec_ok and zero_ok:
             ambiguous += 1

@@ -16,8 +16,18 @@ from specscope.client import metrics
 from specscope.client.stream import Chunk, GenerationRequest
 from specscope.live.labels import Provenance
 
-__all__ = ["PaneMetrics", "Repeats", "RunHistory", "MIN_REPEATS", "pane_metrics", "decode_and_ttft",
-           "answer_problem", "compare_lossless", "special_tokens", "with_counters"]
+__all__ = [
+    "PaneMetrics",
+    "Repeats",
+    "RunHistory",
+    "MIN_REPEATS",
+    "pane_metrics",
+    "decode_and_ttft",
+    "answer_problem",
+    "compare_lossless",
+    "special_tokens",
+    "with_counters",
+]
 
 MIN_REPEATS = 3  # finished runs of one prompt on the same servers before their interval is shown
 
@@ -34,9 +44,9 @@ class PaneMetrics:
     acceptance_length: float | None = None
     acceptance_rate: float | None = None
     per_position: tuple[float, ...] = ()
-    speedup: float | None = None          # end to end: tok/s over the baseline's (TTFT included)
-    decode_speedup: float | None = None   # decode alone: the baseline's TPOT over this pane's
-    ttft_decides: bool = False            # the TTFT difference outweighs the decode difference
+    speedup: float | None = None  # end to end: tok/s over the baseline's (TTFT included)
+    decode_speedup: float | None = None  # decode alone: the baseline's TPOT over this pane's
+    ttft_decides: bool = False  # the TTFT difference outweighs the decode difference
 
 
 @dataclass(frozen=True)
@@ -87,8 +97,9 @@ class RunHistory:
             runs = list(self._runs.get(key, {}).get(label, []))
         if not runs:
             return None
-        return Repeats(tuple(e for e, _, _ in runs), tuple(d for _, d, _ in runs if d is not None),
-                       sum(c for _, _, c in runs))
+        return Repeats(
+            tuple(e for e, _, _ in runs), tuple(d for _, d, _ in runs if d is not None), sum(c for _, _, c in runs)
+        )
 
 
 def pane_metrics(chunks: list[Chunk], provenance: Provenance) -> PaneMetrics:
@@ -118,30 +129,46 @@ def pane_metrics(chunks: list[Chunk], provenance: Provenance) -> PaneMetrics:
 def decode_and_ttft(base: PaneMetrics, pane: PaneMetrics) -> dict[str, Any]:
     """The decode speedup (TPOT ratio) and whether TTFT decides the end-to-end figure: its difference,
     spread over the output tokens, outweighs the difference in decode time per token."""
-    if not (base.tpot_ms and pane.tpot_ms and base.tokens and pane.tokens
-            and base.ttft_ms is not None and pane.ttft_ms is not None):
+    if not (
+        base.tpot_ms
+        and pane.tpot_ms
+        and base.tokens
+        and pane.tokens
+        and base.ttft_ms is not None
+        and pane.ttft_ms is not None
+    ):
         return {}
     ttft_gap = abs(base.ttft_ms / base.tokens - pane.ttft_ms / pane.tokens)
-    decode_gap = abs(base.tpot_ms * (base.tokens - 1) / base.tokens
-                     - pane.tpot_ms * (pane.tokens - 1) / pane.tokens)
+    decode_gap = abs(base.tpot_ms * (base.tokens - 1) / base.tokens - pane.tpot_ms * (pane.tokens - 1) / pane.tokens)
     return {"decode_speedup": base.tpot_ms / pane.tpot_ms, "ttft_decides": ttft_gap > decode_gap}
 
 
-def with_counters(provenance: Provenance, figures: PaneMetrics,
-                  counted: metrics.SpecDecodeDelta) -> tuple[Provenance, PaneMetrics]:
+def with_counters(
+    provenance: Provenance, figures: PaneMetrics, counted: metrics.SpecDecodeDelta
+) -> tuple[Provenance, PaneMetrics]:
     """A chunk-estimated pane's figures from the server's own counters over its request (/metrics before and
     after; only this request ran on the server): acceptance length and rate, per-position rates, and each step's
     drafted count where every step drafted alike."""
     if not counted.num_drafts:
         return provenance, figures
     per_step = counted.draft_tokens / counted.num_drafts
-    steps = [replace(s, drafted=int(per_step)) if s.drafted is None and s.index and per_step.is_integer() else s
-             for s in provenance.steps]
-    note = (f"Acceptance from the server's /metrics over this request: {counted.num_drafts} drafting steps, "
-            f"{counted.draft_tokens} tokens drafted, {counted.accepted_tokens} accepted.")
-    return (replace(provenance, steps=steps, notes=[*provenance.notes, note]),
-            replace(figures, acceptance_length=counted.acceptance_length, acceptance_rate=counted.acceptance_rate,
-                    per_position=tuple(counted.per_position_rates or ())))
+    steps = [
+        replace(s, drafted=int(per_step)) if s.drafted is None and s.index and per_step.is_integer() else s
+        for s in provenance.steps
+    ]
+    note = (
+        f"Acceptance from the server's /metrics over this request: {counted.num_drafts} drafting steps, "
+        f"{counted.draft_tokens} tokens drafted, {counted.accepted_tokens} accepted."
+    )
+    return (
+        replace(provenance, steps=steps, notes=[*provenance.notes, note]),
+        replace(
+            figures,
+            acceptance_length=counted.acceptance_length,
+            acceptance_rate=counted.acceptance_rate,
+            per_position=tuple(counted.per_position_rates or ()),
+        ),
+    )
 
 
 def answer_problem(request: GenerationRequest, chunks: list[Chunk]) -> str | None:

@@ -37,17 +37,29 @@ from specscope.client.metrics import MetricsSnapshot
 from specscope.engine.catalog import ANSWER_DRAFTERS
 from specscope.results import hygiene
 
-__all__ = ["Freshness", "AnswerLog", "server_key", "variant", "base_prompt", "drafts_from_answers", "advice",
-           "answer_overlap", "CACHED_DRAFTS", "PREFIX_CACHED", "OVERLAP_RUN", "ANSWER_OVERLAP_LIMIT"]
+__all__ = [
+    "Freshness",
+    "AnswerLog",
+    "server_key",
+    "variant",
+    "base_prompt",
+    "drafts_from_answers",
+    "advice",
+    "answer_overlap",
+    "CACHED_DRAFTS",
+    "PREFIX_CACHED",
+    "OVERLAP_RUN",
+    "ANSWER_OVERLAP_LIMIT",
+]
 
 CACHED_DRAFTS = "repeated answer: cached drafts"
 PREFIX_CACHED = "prefix cache hit"
-OVERLAP_RUN = 8               # tokens in a row an earlier answer must hold for them to count as seen
-ANSWER_OVERLAP_LIMIT = 0.5    # more of the answer than this was seen before: suffix drafts from the cache
+OVERLAP_RUN = 8  # tokens in a row an earlier answer must hold for them to count as seen
+ANSWER_OVERLAP_LIMIT = 0.5  # more of the answer than this was seen before: suffix drafts from the cache
 _MARK = re.compile(r"^\(variant \d+\) ")
-_KEEP_SERVERS = 50     # server processes remembered
-_KEEP_ANSWERS = 200    # answers remembered per server process
-_KEEP_TOKENS = 4096    # tokens kept of each answer
+_KEEP_SERVERS = 50  # server processes remembered
+_KEEP_ANSWERS = 200  # answers remembered per server process
+_KEEP_TOKENS = 4096  # tokens kept of each answer
 
 
 def drafts_from_answers(method: str, speculative_config: dict[str, Any] | None) -> bool:
@@ -81,11 +93,11 @@ def answer_overlap(answer: Sequence[int], earlier: Iterable[Sequence[int]], run:
     if not answer:
         return None
     run = min(run, len(answer))
-    seen = {tuple(old[i:i + run]) for old in earlier for i in range(len(old) - run + 1)}
+    seen = {tuple(old[i : i + run]) for old in earlier for i in range(len(old) - run + 1)}
     covered = [False] * len(answer)
     for i in range(len(answer) - run + 1):
-        if tuple(answer[i:i + run]) in seen:
-            covered[i:i + run] = [True] * run
+        if tuple(answer[i : i + run]) in seen:
+            covered[i : i + run] = [True] * run
     return sum(covered) / len(answer)
 
 
@@ -93,9 +105,9 @@ def answer_overlap(answer: Sequence[int], earlier: Iterable[Sequence[int]], run:
 class Freshness:
     """What a pane's server reused for its request, and what to call it."""
 
-    drafts_from_answers: bool = False      # the method drafts from earlier answers (suffix)
-    answer_overlap: float | None = None    # share of this answer an earlier answer of its server held
-    prefix_hit_rate: float | None = None   # share of its prompt tokens that were prefix-cache hits
+    drafts_from_answers: bool = False  # the method drafts from earlier answers (suffix)
+    answer_overlap: float | None = None  # share of this answer an earlier answer of its server held
+    prefix_hit_rate: float | None = None  # share of its prompt tokens that were prefix-cache hits
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Freshness:
@@ -128,14 +140,21 @@ class Freshness:
         """What the reuse does to the pane's figures (what was measured, then what to do)."""
         parts = []
         if self.cached_answer:
-            parts.append(f"{self.answer_overlap:.0%} of this answer repeats an answer this server produced "
-                         "before: suffix decoding drafts from its cached answers, so acceptance and speedup read "
-                         "far higher than for a new answer (a reworded prompt does not help; restart the server "
-                         "for a fair comparison).")
+            parts.append(
+                f"{self.answer_overlap:.0%} of this answer repeats an answer this server produced "
+                "before: suffix decoding drafts from its cached answers, so acceptance and speedup read "
+                "far higher than for a new answer (a reworded prompt does not help; restart the server "
+                "for a fair comparison)."
+            )
         if self.prefix_hit_rate is not None:
-            parts.append(f"{self.prefix_hit_rate:.0%} of its prompt tokens came from the prefix cache"
-                         + (", so TTFT reads lower than for a new prompt; run a variant of the prompt for a fair "
-                            "comparison." if self.prefix_cached else "."))
+            parts.append(
+                f"{self.prefix_hit_rate:.0%} of its prompt tokens came from the prefix cache"
+                + (
+                    ", so TTFT reads lower than for a new prompt; run a variant of the prompt for a fair comparison."
+                    if self.prefix_cached
+                    else "."
+                )
+            )
         return " ".join(parts)
 
 
@@ -177,10 +196,22 @@ def advice(answers: Sequence[str], prefix: Sequence[str], restartable: Sequence[
     drafted from cached answers (suffix), ``prefix`` took their prompt from the prefix cache, ``restartable``
     the servers SpecScope can restart. A variant helps only where the prefix cache was hit: suffix's cache
     ignores the prompt's wording, and only a restart empties it."""
-    said = ([f"{', '.join(answers)} drafted from answers its server produced before (suffix decoding caches "
-             "answers, whatever the prompt's wording)"] if answers else []) \
-        + ([f"{', '.join(prefix)} took most of the prompt from the prefix cache"] if prefix else [])
-    fixes = (["restart the suffix servers"] if restartable else [f"restart {', '.join(answers)} where it runs"]
-             if answers else []) + (["run a variant of the prompt"] if prefix else [])
-    return (f"{'; '.join(said)}: cached work flatters the figures (hover the badges). For a fair comparison, "
-            f"{' or '.join(fixes)}."), bool(prefix)
+    said = (
+        [
+            f"{', '.join(answers)} drafted from answers its server produced before (suffix decoding caches "
+            "answers, whatever the prompt's wording)"
+        ]
+        if answers
+        else []
+    ) + ([f"{', '.join(prefix)} took most of the prompt from the prefix cache"] if prefix else [])
+    fixes = (
+        ["restart the suffix servers"]
+        if restartable
+        else [f"restart {', '.join(answers)} where it runs"]
+        if answers
+        else []
+    ) + (["run a variant of the prompt"] if prefix else [])
+    return (
+        f"{'; '.join(said)}: cached work flatters the figures (hover the badges). For a fair comparison, "
+        f"{' or '.join(fixes)}."
+    ), bool(prefix)

@@ -53,8 +53,7 @@ class NgramConfig:
         high = given_high if given_high is not None else low
         if low < 1 or low > high:
             raise ConfigError(f"prompt_lookup_min={low} must be >= 1 and <= prompt_lookup_max={high}.")
-        return cls(k=k, prompt_lookup_min=low, prompt_lookup_max=high,
-                   max_model_len=max_model_len or 2**31 - 1)
+        return cls(k=k, prompt_lookup_min=low, prompt_lookup_max=high, max_model_len=max_model_len or 2**31 - 1)
 
 
 class NgramProposer:
@@ -77,7 +76,7 @@ class NgramProposer:
             tokens.append(int(token))
             end = len(tokens)
             for n in range(low, min(high, end) + 1):
-                earliest.setdefault(tuple(tokens[end - n:end]), end - n)
+                earliest.setdefault(tuple(tokens[end - n : end]), end - n)
 
     def propose(self, k: int | None = None) -> list[int]:
         """The draft vLLM proposes for the current context (possibly empty)."""
@@ -89,10 +88,10 @@ class NgramProposer:
         if total < cfg.prompt_lookup_min or k <= 0:
             return []
         for n in range(min(cfg.prompt_lookup_max, total - 1), cfg.prompt_lookup_min - 1, -1):
-            start = self._earliest.get(tuple(tokens[total - n:]))
+            start = self._earliest.get(tuple(tokens[total - n :]))
             if start is not None and start < total - n:
                 begin = start + n
-                return tokens[begin:begin + min(k, total - begin)]
+                return tokens[begin : begin + min(k, total - begin)]
         return []
 
 
@@ -114,7 +113,7 @@ class NgramStep:
     @property
     def rejected(self) -> tuple[int, ...]:
         """The drafted tokens the target did not accept."""
-        return self.draft[self.accepted:]
+        return self.draft[self.accepted :]
 
 
 class NgramReplay:
@@ -140,20 +139,27 @@ class NgramReplay:
         while position < total:
             draft = self._proposer.propose()
             accepted = 0
-            while (accepted < len(draft) and position + accepted < total
-                   and draft[accepted] == output[position + accepted]):
+            while (
+                accepted < len(draft) and position + accepted < total and draft[accepted] == output[position + accepted]
+            ):
                 accepted += 1
             emitted = min(accepted + 1, total - position)
-            new.append(NgramStep(start=position, emitted=emitted, draft=tuple(draft), accepted=accepted,
-                                 truncated=emitted == accepted))
-            self._proposer.extend(output[position:position + emitted])
+            new.append(
+                NgramStep(
+                    start=position,
+                    emitted=emitted,
+                    draft=tuple(draft),
+                    accepted=accepted,
+                    truncated=emitted == accepted,
+                )
+            )
+            self._proposer.extend(output[position : position + emitted])
             position += emitted
         self.steps.extend(new)
         return new
 
 
-def rebuild_steps(prompt_ids: Sequence[int], output_ids: Sequence[int],
-                  config: NgramConfig) -> list[NgramStep]:
+def rebuild_steps(prompt_ids: Sequence[int], output_ids: Sequence[int], config: NgramConfig) -> list[NgramStep]:
     """Split a whole output into the engine steps vLLM's ngram proposer produced.
 
     The first step is the prefill (one token, no draft). Each later step drafts from the

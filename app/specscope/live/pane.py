@@ -105,8 +105,13 @@ class Pane:
         if transport is None and (before is None or before.requests_finished == 0):
             self.warming = True
             self._notify()
-            warmup.warm_up(self.spec.url, output_len=self.request.max_tokens, prompt_chars=len(self.request.prompt),
-                           chat=self.request.chat, temperature=self.request.temperature)
+            warmup.warm_up(
+                self.spec.url,
+                output_len=self.request.max_tokens,
+                prompt_chars=len(self.request.prompt),
+                chat=self.request.chat,
+                temperature=self.request.temperature,
+            )
             before = self._snapshot(transport)
             self.warming = False
         self.cold = before is not None and before.requests_finished == 0
@@ -143,8 +148,9 @@ class Pane:
         answer = [i for c in self.snapshot() for i in c.token_ids]
         log = freshness.AnswerLog()
         overlap = freshness.answer_overlap(answer, log.answers(key)) if self.freshness.drafts_from_answers else None
-        self.freshness = replace(self.freshness, prefix_hit_rate=metrics.prefix_cache_hit_rate(before, after),
-                                 answer_overlap=overlap)
+        self.freshness = replace(
+            self.freshness, prefix_hit_rate=metrics.prefix_cache_hit_rate(before, after), answer_overlap=overlap
+        )
         log.add(key, answer)
 
     def run(self, transport: httpx.BaseTransport | None = None) -> None:
@@ -213,11 +219,17 @@ class Pane:
 
     def to_dict(self) -> dict[str, Any]:
         """The pane as JSON-ready values, for a recording."""
-        return {"spec": asdict(self.spec), "request": asdict(self.request), "error": self.error,
-                "max_model_len": self.max_model_len, "token_texts": {str(k): v for k, v in self.token_texts.items()},
-                "cold": self.cold, "freshness": asdict(self.freshness) if self.freshness else None,
-                "counted": asdict(self.counted) if self.counted else None,
-                "chunks": [asdict(c) for c in self.snapshot()]}
+        return {
+            "spec": asdict(self.spec),
+            "request": asdict(self.request),
+            "error": self.error,
+            "max_model_len": self.max_model_len,
+            "token_texts": {str(k): v for k, v in self.token_texts.items()},
+            "cold": self.cold,
+            "freshness": asdict(self.freshness) if self.freshness else None,
+            "counted": asdict(self.counted) if self.counted else None,
+            "chunks": [asdict(c) for c in self.snapshot()],
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Pane:
@@ -231,8 +243,9 @@ class Pane:
         counted = data.get("counted")
         if counted:
             per_position = counted.get("per_position_rates")
-            pane.counted = metrics.SpecDecodeDelta(**{**counted, "per_position_rates": None if per_position is None
-                                                      else tuple(per_position)})
+            pane.counted = metrics.SpecDecodeDelta(
+                **{**counted, "per_position_rates": None if per_position is None else tuple(per_position)}
+            )
         for raw in data["chunks"]:
             raw = dict(raw)
             for key in ("token_ids", "texts", "logprobs"):

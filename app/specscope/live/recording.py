@@ -19,8 +19,9 @@ def load_recording(source: Path | str | bytes) -> LiveSession:
     try:
         data = json.loads(source if isinstance(source, bytes) else Path(source).read_bytes())
     except (OSError, ValueError) as exc:
-        raise InputError(f"The recording cannot be read ({exc}); "
-                         "choose a file saved by SpecScope's Live page.") from exc
+        raise InputError(
+            f"The recording cannot be read ({exc}); choose a file saved by SpecScope's Live page."
+        ) from exc
     if not isinstance(data, dict) or data.get("specscope_recording") != RECORDING_VERSION:
         raise InputError("This file is not a SpecScope recording (version 1); choose a file saved by the Live page.")
     try:
@@ -31,5 +32,6 @@ def load_recording(source: Path | str | bytes) -> LiveSession:
     shared = data.get("shared_cores")
     shared = tuple(s for s in shared if isinstance(s, str)) if isinstance(shared, list) else ()
     panes = sorted(panes, key=lambda p: p.spec.speculative)  # the baseline first
-    return LiveSession(panes=panes, mode="fair", created_at=data.get("created_at", time.time()),
-                       shared=shared, recorded_mode=recorded)
+    return LiveSession(
+        panes=panes, mode="fair", created_at=data.get("created_at", time.time()), shared=shared, recorded_mode=recorded
+    )

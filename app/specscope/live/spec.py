@@ -19,8 +19,17 @@ from specscope.errors import ConfigError, SpecScopeError
 from specscope.launch.registry import ServerState, read_states
 from specscope.schema import BASELINE_METHOD
 
-__all__ = ["PaneSpec", "MODES", "AUTO", "MAX_PANES", "host_port", "resolve_method", "default_servers",
-           "launched_specs", "parse_server_lines"]
+__all__ = [
+    "PaneSpec",
+    "MODES",
+    "AUTO",
+    "MAX_PANES",
+    "host_port",
+    "resolve_method",
+    "default_servers",
+    "launched_specs",
+    "parse_server_lines",
+]
 
 MODES = ("race", "fair")
 AUTO = "auto"
@@ -53,10 +62,14 @@ class PaneSpec:
         """How this server's labels could be exact, naming only what its vLLM has."""
         if self.per_request is False:
             version = f" ({self.vllm_version})" if self.vllm_version else ""
-            return (f"This server's vLLM{version} reports no per-request counts, so per-step labels stay estimates; "
-                    "its acceptance comes from /metrics.")
-        return ("A vLLM that reports per-request counts gives exact labels (--per-request-spec-decode-metrics "
-                "detailed in 0.32; --per-request-spec-decode-stats detailed in later releases).")
+            return (
+                f"This server's vLLM{version} reports no per-request counts, so per-step labels stay estimates; "
+                "its acceptance comes from /metrics."
+            )
+        return (
+            "A vLLM that reports per-request counts gives exact labels (--per-request-spec-decode-metrics "
+            "detailed in 0.32; --per-request-spec-decode-stats detailed in later releases)."
+        )
 
 
 def host_port(url: str) -> tuple[str, int | None]:
@@ -74,11 +87,18 @@ def _spec_of_state(spec: PaneSpec, state: ServerState) -> PaneSpec:
     """``spec`` with what SpecScope's registry knows of its server: method, config, vLLM, per-request counts."""
     config = spec.speculative_config or models.named_config(state.speculative_config) or None  # no local paths
     method = spec.method if spec.method != AUTO else (config or {}).get("method") or state.kind or state.method
-    per_request = None if state.attached else any(
-        flag in state.argv for flag in (catalog.PER_REQUEST_METRICS_FLAG, catalog.PER_REQUEST_STATS_FLAG))
-    return replace(spec, method=method or BASELINE_METHOD, speculative_config=config,
-                   vllm_version=spec.vllm_version or state.vllm_version or None,
-                   per_request=spec.per_request if spec.per_request is not None else per_request)
+    per_request = (
+        None
+        if state.attached
+        else any(flag in state.argv for flag in (catalog.PER_REQUEST_METRICS_FLAG, catalog.PER_REQUEST_STATS_FLAG))
+    )
+    return replace(
+        spec,
+        method=method or BASELINE_METHOD,
+        speculative_config=config,
+        vllm_version=spec.vllm_version or state.vllm_version or None,
+        per_request=spec.per_request if spec.per_request is not None else per_request,
+    )
 
 
 def default_servers(specs: Iterable[PaneSpec]) -> list[str]:
@@ -92,8 +112,11 @@ def default_servers(specs: Iterable[PaneSpec]) -> list[str]:
 
 def launched_specs() -> list[PaneSpec]:
     """The healthy servers SpecScope started or attached (state files under ``servers_dir()``)."""
-    return [_spec_of_state(PaneSpec(label=s.state.name, url=s.state.url, method=s.state.method), s.state)
-            for s in launch.list_servers() if s.status == "healthy"]
+    return [
+        _spec_of_state(PaneSpec(label=s.state.name, url=s.state.url, method=s.state.method), s.state)
+        for s in launch.list_servers()
+        if s.status == "healthy"
+    ]
 
 
 def _argv_config(argv: list[str]) -> dict[str, Any] | None:
@@ -113,8 +136,10 @@ def resolve_method(spec: PaneSpec) -> PaneSpec:
     """'auto' becomes the server's method: from SpecScope's registry, else from the command line of the local
     process serving the URL, else 'none' or 'speculative' by whether the server exports SD counters."""
     host, port = host_port(spec.url)
-    state = next((s for s in read_states() if host_port(s.url) == (host, port)
-                  and (s.attached or procfs.alive(s.pid, s.pgid))), None)
+    state = next(
+        (s for s in read_states() if host_port(s.url) == (host, port) and (s.attached or procfs.alive(s.pid, s.pgid))),
+        None,
+    )
     if state is not None:
         return _spec_of_state(spec, state)
     if spec.method != AUTO:
@@ -123,8 +148,12 @@ def resolve_method(spec: PaneSpec) -> PaneSpec:
     config = _argv_config(argv) if argv else None
     if argv and config is not None:
         flags = (catalog.PER_REQUEST_METRICS_FLAG, catalog.PER_REQUEST_STATS_FLAG)
-        return replace(spec, method=config.get("method") or BASELINE_METHOD, speculative_config=config or None,
-                       per_request=any(flag in argv for flag in flags) or None)
+        return replace(
+            spec,
+            method=config.get("method") or BASELINE_METHOD,
+            speculative_config=config or None,
+            per_request=any(flag in argv for flag in flags) or None,
+        )
     try:
         speculative = metrics.scrape(spec.url, timeout=3.0).spec_decode
     except SpecScopeError:
@@ -146,8 +175,10 @@ def parse_server_lines(text: str) -> list[PaneSpec]:
         head, brace, rest = line.partition("{")
         words = head.split()
         if len(words) < 2 or not words[1].startswith(("http://", "https://")):
-            raise ConfigError(f"Server line {number} needs 'label URL [method] [config JSON]', e.g. "
-                              "'ngram http://127.0.0.1:8000 ngram'.")
+            raise ConfigError(
+                f"Server line {number} needs 'label URL [method] [config JSON]', e.g. "
+                "'ngram http://127.0.0.1:8000 ngram'."
+            )
         config = None
         if brace:
             try:

@@ -24,21 +24,41 @@ __all__ = ["DEFAULT_ALPHA", "sweep_spec", "synthetic_alpha"]
 DEFAULT_ALPHA = 0.8
 
 
-def sweep_spec(preset: str, method: str, ks: Sequence[int], concurrencies: Sequence[int], prompts: Path,
-               alpha: float | None = DEFAULT_ALPHA, **options) -> SweepSpec:
+def sweep_spec(
+    preset: str,
+    method: str,
+    ks: Sequence[int],
+    concurrencies: Sequence[int],
+    prompts: Path,
+    alpha: float | None = DEFAULT_ALPHA,
+    **options,
+) -> SweepSpec:
     """The calibration sweep: the baseline and ``method`` at each K with drafts accepted at alpha^i
     (``alpha`` None: at the drafter's own acceptance)."""
     if method == BASELINE_METHOD:
         raise ConfigError("Calibrate a speculative method, e.g. draft_model; the baseline drafts nothing.")
     if method in MATCH_DRAFTERS:
-        raise ConfigError(f"{method} drafts only where it finds a match, so a synthetic acceptance rate does "
-                          "not set its tokens per step; calibrate a method whose drafter proposes every step "
-                          "(draft_model, eagle, eagle3, mtp).")
-    label = (f"step-cost calibration: drafts accepted at {alpha:g}^i (synthetic)" if alpha is not None
-             else "step-cost calibration: drafts accepted as the drafter earns it")
-    return SweepSpec(preset=preset, methods=(BASELINE_METHOD, method), ks=tuple(ks),
-                     concurrencies=tuple(concurrencies), prompts=prompts, source=CALIBRATION_SOURCE,
-                     label=label, synthetic_acceptance=alpha, **options)
+        raise ConfigError(
+            f"{method} drafts only where it finds a match, so a synthetic acceptance rate does "
+            "not set its tokens per step; calibrate a method whose drafter proposes every step "
+            "(draft_model, eagle, eagle3, mtp)."
+        )
+    label = (
+        f"step-cost calibration: drafts accepted at {alpha:g}^i (synthetic)"
+        if alpha is not None
+        else "step-cost calibration: drafts accepted as the drafter earns it"
+    )
+    return SweepSpec(
+        preset=preset,
+        methods=(BASELINE_METHOD, method),
+        ks=tuple(ks),
+        concurrencies=tuple(concurrencies),
+        prompts=prompts,
+        source=CALIBRATION_SOURCE,
+        label=label,
+        synthetic_acceptance=alpha,
+        **options,
+    )
 
 
 def synthetic_alpha() -> float | None:

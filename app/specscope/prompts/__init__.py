@@ -14,5 +14,15 @@ from specscope.prompts.sets import (
     set_name,
 )
 
-__all__ = ["Prompt", "PromptSet", "parse", "problems", "load", "set_name", "FORMATS", "MAX_BYTES", "MAX_PROMPTS",
-           "MAX_PROMPT_CHARS"]
+__all__ = [
+    "Prompt",
+    "PromptSet",
+    "parse",
+    "problems",
+    "load",
+    "set_name",
+    "FORMATS",
+    "MAX_BYTES",
+    "MAX_PROMPTS",
+    "MAX_PROMPT_CHARS",
+]

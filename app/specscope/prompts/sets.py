@@ -34,9 +34,18 @@ from pathlib import Path
 from specscope import formats
 from specscope.errors import InputError
 
-__all__ = ["Prompt", "PromptSet", "parse", "problems", "load",
-           "set_name", "FORMATS", "MAX_BYTES", "MAX_PROMPTS",
-           "MAX_PROMPT_CHARS"]
+__all__ = [
+    "Prompt",
+    "PromptSet",
+    "parse",
+    "problems",
+    "load",
+    "set_name",
+    "FORMATS",
+    "MAX_BYTES",
+    "MAX_PROMPTS",
+    "MAX_PROMPT_CHARS",
+]
 
 MAX_BYTES = 10 * 1024 * 1024
 MAX_PROMPTS = 10_000
@@ -99,8 +108,10 @@ class PromptSet:
         if formatted in (0, len(self)):
             return ""
         carry, those = ("carries", "that one") if formatted == 1 else ("carry", f"those {formatted}")
-        return (f"Only {formatted} of the {len(self)} prompts {carry} a response format: constrained cells (and "
-                f"their baseline) run {those}, free cells all {len(self)}.")
+        return (
+            f"Only {formatted} of the {len(self)} prompts {carry} a response format: constrained cells (and "
+            f"their baseline) run {those}, free cells all {len(self)}."
+        )
 
 
 class _Problems:
@@ -143,8 +154,7 @@ def _check_output_tokens(found: _Problems, line: int, value) -> int | None:
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_OUTPUT_TOKENS:
-        found.add(line, f"must be a whole number from 1 to {MAX_OUTPUT_TOKENS}, not {value!r:.40}",
-                  "output_tokens")
+        found.add(line, f"must be a whole number from 1 to {MAX_OUTPUT_TOKENS}, not {value!r:.40}", "output_tokens")
         return None
     return value
 
@@ -154,8 +164,12 @@ def _check_category(found: _Problems, line: int, value) -> str | None:
         return None
     text = value.strip() if isinstance(value, str) else value
     if not isinstance(text, str) or len(text) > MAX_CATEGORY_CHARS or not _CATEGORY.match(text):
-        found.add(line, f"must be a short text (letters, digits, spaces, '.', '_', '-'; at most "
-                        f"{MAX_CATEGORY_CHARS} characters), e.g. coding, not {value!r:.40}", "category")
+        found.add(
+            line,
+            f"must be a short text (letters, digits, spaces, '.', '_', '-'; at most "
+            f"{MAX_CATEGORY_CHARS} characters), e.g. coding, not {value!r:.40}",
+            "category",
+        )
         return None
     return text
 
@@ -210,17 +224,20 @@ def _from_record(found: _Problems, line: int, record) -> Prompt | None:
     else:
         found.add(line, "has neither 'prompt' nor 'messages'; give one of them", "prompt")
         return None
-    if messages is None or prompt_id is None or (
-            record.get("output_tokens") not in (None, "") and output_tokens is None) or (
-            record.get("category") not in (None, "") and category is None) or (
-            record.get("response_format") not in (None, "") and response_format is None):
+    if (
+        messages is None
+        or prompt_id is None
+        or (record.get("output_tokens") not in (None, "") and output_tokens is None)
+        or (record.get("category") not in (None, "") and category is None)
+        or (record.get("response_format") not in (None, "") and response_format is None)
+    ):
         return None
     return Prompt(prompt_id, line, messages, output_tokens, category, response_format)
 
 
 def _messages(found: _Problems, line: int, value) -> tuple[tuple[str, str], ...] | None:
     if not isinstance(value, list) or not value:
-        found.add(line, "must be a non-empty list of {\"role\", \"content\"} objects", "messages")
+        found.add(line, 'must be a non-empty list of {"role", "content"} objects', "messages")
         return None
     out = []
     for i, message in enumerate(value):
@@ -237,8 +254,11 @@ def _messages(found: _Problems, line: int, value) -> tuple[tuple[str, str], ...]
             return None
         out.append((role, content))
     if out[-1][0] != "user":
-        found.add(line, "the last message must have role 'user' (the turn the model answers)",
-                  f"messages[{len(out) - 1}].role")
+        found.add(
+            line,
+            "the last message must have role 'user' (the turn the model answers)",
+            f"messages[{len(out) - 1}].role",
+        )
         return None
     return tuple(out)
 
@@ -271,9 +291,11 @@ def _parse_csv(found: _Problems, text: str) -> list[Prompt]:
         if "prompt" not in names:
             found.add(1, f"the header names no 'prompt' column (found: {', '.join(names)[:120]})", "prompt")
             return prompts
-        columns = {name: names.index(name) for name in ("prompt", "id", "output_tokens", "category",
-                                                        "response_format")
-                   if name in names}
+        columns = {
+            name: names.index(name)
+            for name in ("prompt", "id", "output_tokens", "category", "response_format")
+            if name in names
+        }
         start = reader.line_num + 1
         for row in reader:
             line, start = start, reader.line_num + 1
@@ -328,7 +350,7 @@ def _json_elements(found: _Problems, text: str):
     def line_of(index: int) -> int:
         return text.count("\n", 0, index) + 1
 
-    if not text[position:position + 1] == "[":
+    if not text[position : position + 1] == "[":
         found.add(line_of(position), "a ShareGPT file must be a JSON list of conversations ('[' ...)")
         return
     position += 1
@@ -340,7 +362,7 @@ def _json_elements(found: _Problems, text: str):
             found.add(line_of(position), "the JSON list is not closed with ']'")
             return
         if text[position] == "]":
-            if position + 1 < len(text) and text[position + 1:].strip():
+            if position + 1 < len(text) and text[position + 1 :].strip():
                 found.add(line_of(position + 1), "there is text after the closing ']'")
             return
         if not expect_value:
@@ -353,8 +375,7 @@ def _json_elements(found: _Problems, text: str):
         try:
             element, end = decoder.raw_decode(text, position)
         except (ValueError, RecursionError) as exc:
-            found.add(line_of(getattr(exc, "pos", position) or position),
-                      f"is not valid JSON ({str(exc)[:80]})")
+            found.add(line_of(getattr(exc, "pos", position) or position), f"is not valid JSON ({str(exc)[:80]})")
             return
         yield line_of(position), element
         position, expect_value = end, False
@@ -368,10 +389,11 @@ def _parse_sharegpt(found: _Problems, text: str) -> list[Prompt]:
             continue
         turns = element.get("conversations", element.get("conversation"))
         if not isinstance(turns, list):
-            found.add(line, "must be a list of {\"from\", \"value\"} turns", "conversations")
+            found.add(line, 'must be a list of {"from", "value"} turns', "conversations")
             continue
-        human = next((i for i, t in enumerate(turns)
-                      if isinstance(t, dict) and t.get("from") in ("human", "user")), None)
+        human = next(
+            (i for i, t in enumerate(turns) if isinstance(t, dict) and t.get("from") in ("human", "user")), None
+        )
         if human is None:
             found.add(line, "has no turn from 'human'", "conversations")
             continue
@@ -387,8 +409,10 @@ _PARSERS = {"jsonl": _parse_jsonl, "csv": _parse_csv, "txt": _parse_txt, "shareg
 
 def _decode(found: _Problems, data: bytes) -> str | None:
     if len(data) > MAX_BYTES:
-        found.add(1, f"the file is {len(data) / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.0f} MB; "
-                     "split it into smaller sets")
+        found.add(
+            1,
+            f"the file is {len(data) / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.0f} MB; split it into smaller sets",
+        )
         return None
     try:
         text = data.decode("utf-8-sig")
@@ -405,8 +429,11 @@ def _run(data: bytes, filename: str) -> tuple[_Problems, list[Prompt], str]:
     found = _Problems(Path(filename).name or "upload")
     suffix = Path(filename).suffix.lower()
     if suffix not in FORMATS:
-        found.add(1, f"SpecScope reads prompt sets from {', '.join(sorted(FORMATS))} files; "
-                     f"rename or convert '{suffix or 'no extension'}'")
+        found.add(
+            1,
+            f"SpecScope reads prompt sets from {', '.join(sorted(FORMATS))} files; "
+            f"rename or convert '{suffix or 'no extension'}'",
+        )
         return found, [], ""
     fmt = FORMATS[suffix]
     text = _decode(found, data)
@@ -437,8 +464,9 @@ def parse(data: bytes, filename: str, name: str | None = None) -> PromptSet:
         first = found.items[0]
         more = len(found.items) - 1
         if more:
-            raise InputError(f"{first} ({more} more problem{'s' if more > 1 else ''} after it)",
-                             line=first.line, field=first.field)
+            raise InputError(
+                f"{first} ({more} more problem{'s' if more > 1 else ''} after it)", line=first.line, field=first.field
+            )
         raise first
     return PromptSet(name or set_name(filename), fmt, hashlib.sha256(data).hexdigest(), tuple(prompts))
 

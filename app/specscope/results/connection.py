@@ -41,8 +41,10 @@ def spill_dir() -> Path:
 def connect() -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB within ``settings.duckdb_memory_limit()``, spilling under ``spill_dir()``."""
     try:
-        return duckdb.connect(config={"memory_limit": settings.duckdb_memory_limit(),
-                                      "temp_directory": str(spill_dir())})
+        return duckdb.connect(
+            config={"memory_limit": settings.duckdb_memory_limit(), "temp_directory": str(spill_dir())}
+        )
     except duckdb.Error as exc:
-        raise StoreError(f"DuckDB refused its settings ({exc}); set SPECSCOPE_DUCKDB_MEMORY to a size "
-                         "such as 4GB.") from exc
+        raise StoreError(
+            f"DuckDB refused its settings ({exc}); set SPECSCOPE_DUCKDB_MEMORY to a size such as 4GB."
+        ) from exc

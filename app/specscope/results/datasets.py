@@ -18,12 +18,21 @@ from specscope import access, files, settings
 from specscope.errors import InputError, StoreError
 from specscope.results import importers
 
-__all__ = ["RUIZ_COMMIT", "RUIZ_URL", "RUIZ_SHA256", "RUIZ_FILENAME", "MAX_DOWNLOAD_BYTES",
-           "Progress", "downloads_dir", "fetch_verified", "fetch_ruiz", "download_ruiz"]
+__all__ = [
+    "RUIZ_COMMIT",
+    "RUIZ_URL",
+    "RUIZ_SHA256",
+    "RUIZ_FILENAME",
+    "MAX_DOWNLOAD_BYTES",
+    "Progress",
+    "downloads_dir",
+    "fetch_verified",
+    "fetch_ruiz",
+    "download_ruiz",
+]
 
 RUIZ_COMMIT = "d94d714fa4e451591f628542a57bbc7f9c2d2619"
-RUIZ_URL = ("https://raw.githubusercontent.com/tomasruizt/vllm-scripts/"
-            f"{RUIZ_COMMIT}/results/full-bench-data.parquet")
+RUIZ_URL = f"https://raw.githubusercontent.com/tomasruizt/vllm-scripts/{RUIZ_COMMIT}/results/full-bench-data.parquet"
 RUIZ_SHA256 = "9c73353909b6e085a9189e57032ffbd54ebe5d8c1b00168037e925dfd8e83855"
 RUIZ_FILENAME = "tomasruizt_vllm-scripts_full-bench-data_d94d714.parquet"
 MAX_DOWNLOAD_BYTES = 64 * 1024 * 1024
@@ -59,8 +68,10 @@ def _stream_to(url: str, part: Path, progress: Progress | None, timeout: float) 
             for chunk in response.iter_content(_CHUNK):
                 done += len(chunk)
                 if done > MAX_DOWNLOAD_BYTES:
-                    raise InputError(f"{url} sends more than {MAX_DOWNLOAD_BYTES // 2**20} MiB, "
-                                     "far more than the expected file; nothing was kept.")
+                    raise InputError(
+                        f"{url} sends more than {MAX_DOWNLOAD_BYTES // 2**20} MiB, "
+                        "far more than the expected file; nothing was kept."
+                    )
                 fh.write(chunk)
                 digest.update(chunk)
                 if progress is not None:
@@ -68,8 +79,9 @@ def _stream_to(url: str, part: Path, progress: Progress | None, timeout: float) 
     return digest.hexdigest()
 
 
-def fetch_verified(url: str, sha256: str, filename: str, progress: Progress | None = None,
-                   timeout: float = 30.0) -> Path:
+def fetch_verified(
+    url: str, sha256: str, filename: str, progress: Progress | None = None, timeout: float = 30.0
+) -> Path:
     """Download ``url`` to ``<home>/downloads/<filename>`` unless a verified copy is there.
 
     The bytes go to a hidden part file and are renamed only after their sha256 matches;
@@ -85,25 +97,25 @@ def fetch_verified(url: str, sha256: str, filename: str, progress: Progress | No
         with files.atomic_target(target) as part:
             actual = _stream_to(url, part, progress, timeout)
             if actual != sha256:
-                raise InputError(f"The file from {url} has sha256 {actual}, not the expected {sha256}; "
-                                 "nothing was kept (the download was corrupted or the file changed).")
+                raise InputError(
+                    f"The file from {url} has sha256 {actual}, not the expected {sha256}; "
+                    "nothing was kept (the download was corrupted or the file changed)."
+                )
     except requests.RequestException as exc:
-        raise InputError(f"Could not download {url} ({exc}); check the network connection "
-                         "and retry.") from exc
+        raise InputError(f"Could not download {url} ({exc}); check the network connection and retry.") from exc
     except OSError as exc:
-        raise StoreError(f"Could not save the download to {target.parent} "
-                         f"({exc.strerror or exc}); check the disk and permissions.") from exc
+        raise StoreError(
+            f"Could not save the download to {target.parent} ({exc.strerror or exc}); check the disk and permissions."
+        ) from exc
     return target
 
 
-def fetch_ruiz(progress: Progress | None = None, *, url: str = RUIZ_URL,
-               sha256: str = RUIZ_SHA256) -> Path:
+def fetch_ruiz(progress: Progress | None = None, *, url: str = RUIZ_URL, sha256: str = RUIZ_SHA256) -> Path:
     """The verified Ruiz Parquet under ``<home>/downloads/`` (downloaded when missing)."""
     return fetch_verified(url, sha256, RUIZ_FILENAME, progress)
 
 
-def download_ruiz(progress: Progress | None = None, *, url: str = RUIZ_URL,
-                  sha256: str = RUIZ_SHA256) -> Path:
+def download_ruiz(progress: Progress | None = None, *, url: str = RUIZ_URL, sha256: str = RUIZ_SHA256) -> Path:
     """Fetch and verify the Ruiz Parquet, import it, and return the results file written (operators only)."""
     access.require("import results")
     return importers.import_file(fetch_ruiz(progress, url=url, sha256=sha256)).path

@@ -16,8 +16,18 @@ from specscope import stats, ties
 from specscope.results import hygiene
 from specscope.schema import BASELINE_METHOD, BEST_KEYS
 
-__all__ = ["LEVEL", "BASE_STATS", "PAIR_STATS", "STATS", "COMBINED_SQL", "COMBINED", "speedup_intervals", "points",
-           "with_intervals", "best_with_ties"]
+__all__ = [
+    "LEVEL",
+    "BASE_STATS",
+    "PAIR_STATS",
+    "STATS",
+    "COMBINED_SQL",
+    "COMBINED",
+    "speedup_intervals",
+    "points",
+    "with_intervals",
+    "best_with_ties",
+]
 
 LEVEL = 0.95
 BASE_STATS = ["_base_n", "_base_mean", "_base_var"]  # count, mean, variance of a baseline's pooled throughputs
@@ -55,13 +65,23 @@ COMBINED = ["_c_ok", "_c_spread", "_c_w", "_c_wl", "_c_wwv", "_c_w4d", "_c_ww"] 
 def speedup_intervals(frame: pd.DataFrame, speedup) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each row's interval of its ``speedup`` from its sufficient statistics: paired where its rounds pair
     with its own run's baseline, else Fieller (cell over its baseline's pool); and how it was made."""
-    low, high, method = stats.ratio_intervals(frame["output_throughput"], frame["_n"], frame["_var"],
-                                              frame["_base_mean"], frame["_base_n"], frame["_base_var"], LEVEL,
-                                              lower=0.0)
+    low, high, method = stats.ratio_intervals(
+        frame["output_throughput"],
+        frame["_n"],
+        frame["_var"],
+        frame["_base_mean"],
+        frame["_base_n"],
+        frame["_base_var"],
+        LEVEL,
+        lower=0.0,
+    )
     paired_low, paired_high = stats.paired_ratio_intervals(speedup, frame["_pair_m"], frame["_pair_var"], LEVEL)
     paired = ~np.isnan(paired_low)
-    return (np.where(paired, paired_low, low), np.where(paired, paired_high, high),
-            np.where(paired, "paired", method).astype(object))
+    return (
+        np.where(paired, paired_low, low),
+        np.where(paired, paired_high, high),
+        np.where(paired, "paired", method).astype(object),
+    )
 
 
 def points(frame: pd.DataFrame) -> pd.DataFrame:
@@ -83,8 +103,9 @@ def points(frame: pd.DataFrame) -> pd.DataFrame:
     speedup = np.where(alone, frame["speedup"], speedup)
     over_runs = stats.mean_intervals(frame["runs"], speedup, frame["_speedup_var"], LEVEL, lower=0.0)
     low, high = np.where(alone, over_runs[0], low), np.where(alone, over_runs[1], high)
-    return frame.assign(speedup=speedup, speedup_lo=low, speedup_hi=high, output_throughput=frame["_mean_throughput"]
-                        ).drop(columns=[*STATS, *COMBINED, "_speedup_var", "_mean_throughput"])
+    return frame.assign(
+        speedup=speedup, speedup_lo=low, speedup_hi=high, output_throughput=frame["_mean_throughput"]
+    ).drop(columns=[*STATS, *COMBINED, "_speedup_var", "_mean_throughput"])
 
 
 def with_intervals(frame: pd.DataFrame) -> pd.DataFrame:
@@ -96,11 +117,14 @@ def with_intervals(frame: pd.DataFrame) -> pd.DataFrame:
     speed_low, speed_high, method = speedup_intervals(frame, speedup)
     base_rows = frame["_base_rows"].where(frame["_base_rows"] > 0).astype("Int64")  # none without samples
     out = frame.assign(
-        output_throughput_lo=low, output_throughput_hi=high,
-        speedup_lo=np.where(is_baseline, 1.0, speed_low), speedup_hi=np.where(is_baseline, 1.0, speed_high),
+        output_throughput_lo=low,
+        output_throughput_hi=high,
+        speedup_lo=np.where(is_baseline, 1.0, speed_low),
+        speedup_hi=np.where(is_baseline, 1.0, speed_high),
         speedup_interval=np.where(is_baseline, "baseline", method).astype(object),
         baseline_repeats=base_rows,
-        speedup=np.where(is_baseline, 1.0, speedup))
+        speedup=np.where(is_baseline, 1.0, speedup),
+    )
     return out.drop(columns=[*STATS, "_base_rows"])
 
 
@@ -117,34 +141,58 @@ def best_with_ties(frame: pd.DataFrame) -> pd.DataFrame:
     (the other clean choices, fixed K as numbers and schedules as ``schedule <text>``, that ``ties.outcome``
     cannot tell from it) and, where a flagged choice measured more, that choice as ``flagged_k``,
     ``flagged_speedup`` [``flagged_speedup_lo``, ``flagged_speedup_hi``] and ``flagged_checks``."""
-    extra = {"tied_ks": object, "checks": object, "flagged_k": object, "flagged_speedup": float,
-             "flagged_speedup_lo": float, "flagged_speedup_hi": float, "flagged_checks": object}
+    extra = {
+        "tied_ks": object,
+        "checks": object,
+        "flagged_k": object,
+        "flagged_speedup": float,
+        "flagged_speedup_lo": float,
+        "flagged_speedup_hi": float,
+        "flagged_checks": object,
+    }
     if frame.empty:
         return frame.assign(**{name: pd.Series(dtype=kind) for name, kind in extra.items()})
     schedules = frame["k_schedule"] if "k_schedule" in frame else [None] * len(frame)
     picks = [_choice(k, s) for k, s in zip(frame["k"], schedules)]
     checks = hygiene.cell_checks(frame)
-    frame = frame.assign(_group=frame.groupby(list(BEST_KEYS), dropna=False, sort=False).ngroup(),
-                         _choice=[str(p) for p in picks], _pick=picks, checks=checks,
-                         _distorted=[bool(hygiene.distorting(c)) for c in checks])
-    ranked = frame.sort_values(["_group", "_distorted", "speedup", "k", "_choice"],
-                               ascending=[True, True, False, True, True], na_position="last")
+    frame = frame.assign(
+        _group=frame.groupby(list(BEST_KEYS), dropna=False, sort=False).ngroup(),
+        _choice=[str(p) for p in picks],
+        _pick=picks,
+        checks=checks,
+        _distorted=[bool(hygiene.distorting(c)) for c in checks],
+    )
+    ranked = frame.sort_values(
+        ["_group", "_distorted", "speedup", "k", "_choice"],
+        ascending=[True, True, False, True, True],
+        na_position="last",
+    )
     best = ranked.drop_duplicates("_group")
-    pairs = frame.merge(best[["_group", "_choice", "speedup", "speedup_lo", "speedup_hi", "repeats"]], on="_group",
-                        suffixes=("", "_best"))
+    pairs = frame.merge(
+        best[["_group", "_choice", "speedup", "speedup_lo", "speedup_hi", "repeats"]],
+        on="_group",
+        suffixes=("", "_best"),
+    )
     figure = ["speedup", "speedup_lo", "speedup_hi"]
-    verdict = ties.outcomes([pairs[c].to_numpy(float) for c in figure] + [_dof(pairs["repeats"])],
-                            [pairs[f"{c}_best"].to_numpy(float) for c in figure] + [_dof(pairs["repeats_best"])])
+    verdict = ties.outcomes(
+        [pairs[c].to_numpy(float) for c in figure] + [_dof(pairs["repeats"])],
+        [pairs[f"{c}_best"].to_numpy(float) for c in figure] + [_dof(pairs["repeats_best"])],
+    )
     tied = pairs[(pairs["_choice"] != pairs["_choice_best"]) & (verdict == ties.TIE) & ~pairs["_distorted"]]
     found = tied.groupby("_group")["_pick"].agg(  # fixed K in order, then schedules
-        lambda ps: sorted(set(ps), key=lambda p: (isinstance(p, str), p if isinstance(p, int) else 0, str(p))))
+        lambda ps: sorted(set(ps), key=lambda p: (isinstance(p, str), p if isinstance(p, int) else 0, str(p)))
+    )
     above = pairs[pairs["_distorted"] & (pairs["speedup"] > pairs["speedup_best"])]
     above = above.sort_values("speedup", ascending=False).drop_duplicates("_group").set_index("_group")
     best = best.assign(tied_ks=[found.get(g, []) for g in best["_group"]])
     over = above.reindex(best["_group"])
-    best = best.assign(flagged_k=over["_pick"].to_numpy(), flagged_speedup=over["speedup"].to_numpy(),
-                       flagged_speedup_lo=over["speedup_lo"].to_numpy(),
-                       flagged_speedup_hi=over["speedup_hi"].to_numpy(), flagged_checks=over["checks"].to_numpy())
+    best = best.assign(
+        flagged_k=over["_pick"].to_numpy(),
+        flagged_speedup=over["speedup"].to_numpy(),
+        flagged_speedup_lo=over["speedup_lo"].to_numpy(),
+        flagged_speedup_hi=over["speedup_hi"].to_numpy(),
+        flagged_checks=over["checks"].to_numpy(),
+    )
     best = best.drop(columns=["_group", "_choice", "_pick", "_distorted"])
     return best.sort_values([*BEST_KEYS, "k"], na_position="first").reset_index(drop=True)
 

@@ -33,19 +33,38 @@ from specscope.engine import roofline
 from specscope.engine.catalog import ANSWER_DRAFTERS, MODEL_DRAFTERS
 from specscope.schema import BASELINE_METHOD, CELL_KEYS, ResultRow
 
-__all__ = ["Check", "CHECKS", "flags", "row_flags", "flagged_ids", "row_ids", "titles", "distorting", "cell_checks",
-           "badges", "cores_of", "max_num_seqs_of", "lossless_mismatches",
-           "PREFIX_CACHE_LIMIT", "WAVE_LIMIT", "FOREIGN_CPU_LIMIT", "COLLAPSE_LIMIT",
-           "round_drift", "mark_drift", "DRIFT_LIMIT", "DRIFT_LEVEL"]
+__all__ = [
+    "Check",
+    "CHECKS",
+    "flags",
+    "row_flags",
+    "flagged_ids",
+    "row_ids",
+    "titles",
+    "distorting",
+    "cell_checks",
+    "badges",
+    "cores_of",
+    "max_num_seqs_of",
+    "lossless_mismatches",
+    "PREFIX_CACHE_LIMIT",
+    "WAVE_LIMIT",
+    "FOREIGN_CPU_LIMIT",
+    "COLLAPSE_LIMIT",
+    "round_drift",
+    "mark_drift",
+    "DRIFT_LIMIT",
+    "DRIFT_LEVEL",
+]
 
-PREFIX_CACHE_LIMIT = 0.5   # more of the prompt tokens than this came from the prefix cache
-WAVE_LIMIT = 0.5           # more requests than this started together with another
-FOREIGN_CPU_LIMIT = 0.10   # other processes used more than this share of the server's cores
-COLLAPSE_LIMIT = 1.1       # a speculative cell's acceptance length below this: drafts almost never accepted
+PREFIX_CACHE_LIMIT = 0.5  # more of the prompt tokens than this came from the prefix cache
+WAVE_LIMIT = 0.5  # more requests than this started together with another
+FOREIGN_CPU_LIMIT = 0.10  # other processes used more than this share of the server's cores
+COLLAPSE_LIMIT = 1.1  # a speculative cell's acceptance length below this: drafts almost never accepted
 # A run's fastest round over its slowest, every cell alike, past this: about the median spread of a cell's own
 # rounds about the run's (0.09 on the log scale over the bundled runs), so a smaller shared drift hides in it.
 DRIFT_LIMIT = 1.10
-DRIFT_LEVEL = 0.05         # ... and the rounds differ beyond what the cells' own spread explains (F-test)
+DRIFT_LEVEL = 0.05  # ... and the rounds differ beyond what the cells' own spread explains (F-test)
 
 
 @dataclass(frozen=True)
@@ -83,108 +102,194 @@ def _greedy_draft(row: Mapping) -> bool:
 
 def _run(*rounds: tuple[float, ...]) -> list[dict]:
     """An example run: two cells' output throughputs, one value per round each."""
-    return [{"method": method, "k": 4, "concurrency": 1, "repeat": r, "output_throughput": value}
-            for method, values in zip(("ngram", "suffix"), zip(*rounds)) for r, value in enumerate(values)]
+    return [
+        {"method": method, "k": 4, "concurrency": 1, "repeat": r, "output_throughput": value}
+        for method, values in zip(("ngram", "suffix"), zip(*rounds))
+        for r, value in enumerate(values)
+    ]
 
 
-CHECKS: dict[str, Check] = {c.id: c for c in (
-    Check("warmup", "No warm-up",
-          "The measurement includes the server's first requests (lazy initialisation, cold "
-          "caches); send at least one warm-up request that is not measured.",
-          badge="no warm-up", distorts=True,
-          fails=lambda row: row.get("warmups") == 0, trips={"warmups": 0}, passes={"warmups": 1}),
-    Check("prefix_cache", "Prefix-cache hits",
-          "Most prompt tokens came from the prefix cache (prompts repeated from earlier cells or "
-          "repeats), so prefill was skipped and TTFT and throughput read better than for new "
-          "prompts; use a fresh server or start it with --no-enable-prefix-caching.",
-          badge="prefix cache", distorts=True,
-          fails=lambda row: (row.get("prefix_cache_hit_rate") or 0.0) > PREFIX_CACHE_LIMIT,
-          trips={"prefix_cache_hit_rate": 0.93}, passes={"prefix_cache_hit_rate": 0.0}),
-    Check("waves", "Synchronized waves",
-          "Requests started together in lockstep waves (equal output lengths, all sent at once), "
-          "so every batch fills and drains at the same time; a request rate or varied output "
-          "lengths give a realistic arrival pattern.",
-          badge="waves", distorts=False,
-          fails=lambda row: (row.get("wave_share") or 0.0) > WAVE_LIMIT,
-          trips={"wave_share": 1.0}, passes={"wave_share": 0.25}),
-    Check("queueing", "Concurrency above max_num_seqs",
-          "More requests were in flight than the server runs at once (--max-num-seqs), so some "
-          "waited in the server's queue and latencies include that wait.",
-          badge="queueing", distorts=False,
-          fails=lambda row: bool(row.get("max_num_seqs")) and (row.get("concurrency") or 1) > row["max_num_seqs"],
-          trips={"concurrency": 16, "max_num_seqs": 8}, passes={"concurrency": 8, "max_num_seqs": 8}),
-    Check("foreign_cpu", "Other processes on the cores",
-          "Other processes used the CPU server's cores during the cell, so it ran slower than "
-          "on a quiet machine and by an amount that changes from cell to cell.",
-          badge="other processes", distorts=True,
-          fails=lambda row: (row.get("foreign_cpu") or 0.0) > FOREIGN_CPU_LIMIT,
-          trips={"foreign_cpu": 0.4}, passes={"foreign_cpu": 0.02}),
-    Check("suffix_cache", "Suffix cache carried over",
-          "Suffix decoding caches earlier responses; this server had already answered earlier "
-          "cells' requests, so its drafts may copy from them (restart the server per cell).",
-          badge="suffix cache", distorts=True,
-          fails=lambda row: row.get("method") in ANSWER_DRAFTERS and (row.get("prior_requests") or 0) > 0,
-          trips={"method": "suffix", "prior_requests": 8}, passes={"method": "ngram", "prior_requests": 8}),
-    Check("few_requests", "Too few requests for an interval",
-          "The cell has fewer than 2 repeats (no interval) or fewer than two waves of requests "
-          "per repeat, so its spread cannot be estimated or is dominated by ramp-up.",
-          badge="few requests", distorts=False,
-          fails=lambda row: (row.get("repeats") or 0) < 2
-          or (row.get("completed") or 0) < 2 * (row.get("concurrency") or 1),
-          trips={"repeats": 3, "concurrency": 4, "completed": 6}, passes={"repeats": 3, "concurrency": 4,
-                                                                         "completed": 8}),
-    Check("lossless", "Lossless check failed",
-          "At temperature 0 speculative decoding must reproduce the baseline's text; some "
-          "outputs differ from the baseline's for the same prompt.",
-          badge="lossless", distorts=True,
-          fails=lambda row: row.get("temperature") == 0 and (row.get("lossless_mismatches") or 0) > 0,
-          trips={"temperature": 0.0, "lossless_mismatches": 3}, passes={"temperature": 0.7, "lossless_mismatches": 3}),
-    Check("above_ceiling", "Above its physical ceiling",
-          "A figure passes what the hardware allows (throughput above the roofline of its model, GPU and "
-          "concurrency, TPOT below its floor) or what a step can emit (acceptance length above K+1): a "
-          "transcription, unit or setup error, not a result to believe (specscope.engine.roofline).",
-          badge="above ceiling", distorts=True, on="figures",
-          fails=lambda row: bool(roofline.above(row)),
-          trips={"method": "eagle3", "k": 3, "acceptance_length": 4.2},
-          passes={"method": "eagle3", "k": 3, "acceptance_length": 2.6}),
-    Check("acceptance_collapse", "Acceptance collapsed",
-          "The acceptance length is near 1: the target rejects almost every draft (a mismatched, broken or "
-          "badly quantized drafter), so speculation only adds cost.",
-          badge="acceptance collapsed", distorts=False, on="figures",
-          fails=lambda row: row.get("method") not in (None, BASELINE_METHOD)
-          and _below(row.get("acceptance_length"), COLLAPSE_LIMIT),
-          trips={"method": "eagle3", "k": 3, "acceptance_length": 1.04},
-          passes={"method": "eagle3", "k": 3, "acceptance_length": 2.6}),
-    Check("greedy_draft", "Greedy drafts at temperature > 0",
-          "The drafter picks its argmax token (vLLM's default draft_sample_method 'greedy') while the requests "
-          "sample, so acceptance reads lower than a drafter sampling from its distribution would get; set "
-          "draft_sample_method 'probabilistic' to measure that.",
-          badge="greedy drafts", distorts=False, on="figures", fails=_greedy_draft,
-          trips={"method": "eagle3", "temperature": 0.7, "method_params": "{}"},
-          passes={"method": "eagle3", "temperature": 0.7,
-                  "method_params": '{"draft_sample_method": "probabilistic"}'}),
-    Check("compiled", "Compiled while measuring",
-          "The server compiled code while the cell was measured (a Triton kernel, or a torch.compile graph for "
-          "a batch change it had not met, as its log says), so the requests in flight waited for the compiler; "
-          "a warm-up that meets the same batches first, or another round, measures without it.",
-          badge="compiled", distorts=True,
-          fails=lambda row: (row.get("compiles") or 0) > 0, trips={"compiles": 2}, passes={"compiles": 0}),
-    Check("invalid_answers", "Invalid constrained answers",
-          "Some constrained answers do not follow their format (e.g. JSON cut off by the output length "
-          "before it closes), so the cell's speed counts answers no one could use; raise the output "
-          "length or simplify the format.",
-          badge="invalid answers", distorts=True, on="figures", reread=("valid_share",),
-          fails=lambda row: _below(row.get("valid_share"), 1.0), trips={"valid_share": 0.5},
-          passes={"valid_share": 1.0}),
-    Check("drift", "Rounds drifted",
-          "The run's rounds ran at different speeds for every cell alike (another process, a throttled clock), "
-          "beyond what the cells' own spread explains: each throughput interval includes that shared slowdown. "
-          "The paired speedup divides each round by the same round's baseline, which cancels it.",
-          badge="rounds drifted", distorts=False, on="run",
-          fails=lambda rows: (round_drift(rows) or 0.0) > DRIFT_LIMIT,
-          trips=_run((100.0, 50.0), (60.0, 31.0), (101.0, 49.0)), passes=_run((100.0, 50.0), (99.0, 51.0),
-                                                                              (101.0, 49.0))),
-)}
+CHECKS: dict[str, Check] = {
+    c.id: c
+    for c in (
+        Check(
+            "warmup",
+            "No warm-up",
+            "The measurement includes the server's first requests (lazy initialisation, cold "
+            "caches); send at least one warm-up request that is not measured.",
+            badge="no warm-up",
+            distorts=True,
+            fails=lambda row: row.get("warmups") == 0,
+            trips={"warmups": 0},
+            passes={"warmups": 1},
+        ),
+        Check(
+            "prefix_cache",
+            "Prefix-cache hits",
+            "Most prompt tokens came from the prefix cache (prompts repeated from earlier cells or "
+            "repeats), so prefill was skipped and TTFT and throughput read better than for new "
+            "prompts; use a fresh server or start it with --no-enable-prefix-caching.",
+            badge="prefix cache",
+            distorts=True,
+            fails=lambda row: (row.get("prefix_cache_hit_rate") or 0.0) > PREFIX_CACHE_LIMIT,
+            trips={"prefix_cache_hit_rate": 0.93},
+            passes={"prefix_cache_hit_rate": 0.0},
+        ),
+        Check(
+            "waves",
+            "Synchronized waves",
+            "Requests started together in lockstep waves (equal output lengths, all sent at once), "
+            "so every batch fills and drains at the same time; a request rate or varied output "
+            "lengths give a realistic arrival pattern.",
+            badge="waves",
+            distorts=False,
+            fails=lambda row: (row.get("wave_share") or 0.0) > WAVE_LIMIT,
+            trips={"wave_share": 1.0},
+            passes={"wave_share": 0.25},
+        ),
+        Check(
+            "queueing",
+            "Concurrency above max_num_seqs",
+            "More requests were in flight than the server runs at once (--max-num-seqs), so some "
+            "waited in the server's queue and latencies include that wait.",
+            badge="queueing",
+            distorts=False,
+            fails=lambda row: bool(row.get("max_num_seqs")) and (row.get("concurrency") or 1) > row["max_num_seqs"],
+            trips={"concurrency": 16, "max_num_seqs": 8},
+            passes={"concurrency": 8, "max_num_seqs": 8},
+        ),
+        Check(
+            "foreign_cpu",
+            "Other processes on the cores",
+            "Other processes used the CPU server's cores during the cell, so it ran slower than "
+            "on a quiet machine and by an amount that changes from cell to cell.",
+            badge="other processes",
+            distorts=True,
+            fails=lambda row: (row.get("foreign_cpu") or 0.0) > FOREIGN_CPU_LIMIT,
+            trips={"foreign_cpu": 0.4},
+            passes={"foreign_cpu": 0.02},
+        ),
+        Check(
+            "suffix_cache",
+            "Suffix cache carried over",
+            "Suffix decoding caches earlier responses; this server had already answered earlier "
+            "cells' requests, so its drafts may copy from them (restart the server per cell).",
+            badge="suffix cache",
+            distorts=True,
+            fails=lambda row: row.get("method") in ANSWER_DRAFTERS and (row.get("prior_requests") or 0) > 0,
+            trips={"method": "suffix", "prior_requests": 8},
+            passes={"method": "ngram", "prior_requests": 8},
+        ),
+        Check(
+            "few_requests",
+            "Too few requests for an interval",
+            "The cell has fewer than 2 repeats (no interval) or fewer than two waves of requests "
+            "per repeat, so its spread cannot be estimated or is dominated by ramp-up.",
+            badge="few requests",
+            distorts=False,
+            fails=lambda row: (
+                (row.get("repeats") or 0) < 2 or (row.get("completed") or 0) < 2 * (row.get("concurrency") or 1)
+            ),
+            trips={"repeats": 3, "concurrency": 4, "completed": 6},
+            passes={"repeats": 3, "concurrency": 4, "completed": 8},
+        ),
+        Check(
+            "lossless",
+            "Lossless check failed",
+            "At temperature 0 speculative decoding must reproduce the baseline's text; some "
+            "outputs differ from the baseline's for the same prompt.",
+            badge="lossless",
+            distorts=True,
+            fails=lambda row: row.get("temperature") == 0 and (row.get("lossless_mismatches") or 0) > 0,
+            trips={"temperature": 0.0, "lossless_mismatches": 3},
+            passes={"temperature": 0.7, "lossless_mismatches": 3},
+        ),
+        Check(
+            "above_ceiling",
+            "Above its physical ceiling",
+            "A figure passes what the hardware allows (throughput above the roofline of its model, GPU and "
+            "concurrency, TPOT below its floor) or what a step can emit (acceptance length above K+1): a "
+            "transcription, unit or setup error, not a result to believe (specscope.engine.roofline).",
+            badge="above ceiling",
+            distorts=True,
+            on="figures",
+            fails=lambda row: bool(roofline.above(row)),
+            trips={"method": "eagle3", "k": 3, "acceptance_length": 4.2},
+            passes={"method": "eagle3", "k": 3, "acceptance_length": 2.6},
+        ),
+        Check(
+            "acceptance_collapse",
+            "Acceptance collapsed",
+            "The acceptance length is near 1: the target rejects almost every draft (a mismatched, broken or "
+            "badly quantized drafter), so speculation only adds cost.",
+            badge="acceptance collapsed",
+            distorts=False,
+            on="figures",
+            fails=lambda row: (
+                row.get("method") not in (None, BASELINE_METHOD)
+                and _below(row.get("acceptance_length"), COLLAPSE_LIMIT)
+            ),
+            trips={"method": "eagle3", "k": 3, "acceptance_length": 1.04},
+            passes={"method": "eagle3", "k": 3, "acceptance_length": 2.6},
+        ),
+        Check(
+            "greedy_draft",
+            "Greedy drafts at temperature > 0",
+            "The drafter picks its argmax token (vLLM's default draft_sample_method 'greedy') while the requests "
+            "sample, so acceptance reads lower than a drafter sampling from its distribution would get; set "
+            "draft_sample_method 'probabilistic' to measure that.",
+            badge="greedy drafts",
+            distorts=False,
+            on="figures",
+            fails=_greedy_draft,
+            trips={"method": "eagle3", "temperature": 0.7, "method_params": "{}"},
+            passes={
+                "method": "eagle3",
+                "temperature": 0.7,
+                "method_params": '{"draft_sample_method": "probabilistic"}',
+            },
+        ),
+        Check(
+            "compiled",
+            "Compiled while measuring",
+            "The server compiled code while the cell was measured (a Triton kernel, or a torch.compile graph for "
+            "a batch change it had not met, as its log says), so the requests in flight waited for the compiler; "
+            "a warm-up that meets the same batches first, or another round, measures without it.",
+            badge="compiled",
+            distorts=True,
+            fails=lambda row: (row.get("compiles") or 0) > 0,
+            trips={"compiles": 2},
+            passes={"compiles": 0},
+        ),
+        Check(
+            "invalid_answers",
+            "Invalid constrained answers",
+            "Some constrained answers do not follow their format (e.g. JSON cut off by the output length "
+            "before it closes), so the cell's speed counts answers no one could use; raise the output "
+            "length or simplify the format.",
+            badge="invalid answers",
+            distorts=True,
+            on="figures",
+            reread=("valid_share",),
+            fails=lambda row: _below(row.get("valid_share"), 1.0),
+            trips={"valid_share": 0.5},
+            passes={"valid_share": 1.0},
+        ),
+        Check(
+            "drift",
+            "Rounds drifted",
+            "The run's rounds ran at different speeds for every cell alike (another process, a throttled clock), "
+            "beyond what the cells' own spread explains: each throughput interval includes that shared slowdown. "
+            "The paired speedup divides each round by the same round's baseline, which cancels it.",
+            badge="rounds drifted",
+            distorts=False,
+            on="run",
+            fails=lambda rows: (round_drift(rows) or 0.0) > DRIFT_LIMIT,
+            trips=_run((100.0, 50.0), (60.0, 31.0), (101.0, 49.0)),
+            passes=_run((100.0, 50.0), (99.0, 51.0), (101.0, 49.0)),
+        ),
+    )
+}
 _REREAD = [c for c in CHECKS.values() if c.reread]  # judged again on stored rows
 
 
@@ -210,8 +315,12 @@ def round_drift(rows: Iterable[Mapping]) -> float | None:
     table: dict[tuple, dict[int, float]] = {}
     for row in rows:
         value = row.get("output_throughput")
-        if (row.get("status") or "ok") == "ok" and row.get("repeat") is not None and isinstance(value, (int, float)) \
-                and value > 0:
+        if (
+            (row.get("status") or "ok") == "ok"
+            and row.get("repeat") is not None
+            and isinstance(value, (int, float))
+            and value > 0
+        ):
             table.setdefault(tuple(row.get(k) for k in CELL_KEYS), {})[int(row["repeat"])] = float(value)
     rounds = sorted({r for cell in table.values() for r in cell})
     logs = np.log([[cell[r] for r in rounds] for cell in table.values() if len(cell) == len(rounds)])
@@ -219,9 +328,9 @@ def round_drift(rows: Iterable[Mapping]) -> float | None:
         return None
     effects = logs.mean(axis=0) - logs.mean()
     residual = logs - logs.mean(axis=1, keepdims=True) - effects
-    between = len(logs) * float((effects ** 2).sum()) / (len(rounds) - 1)
+    between = len(logs) * float((effects**2).sum()) / (len(rounds) - 1)
     df_within = (len(rounds) - 1) * (len(logs) - 1)
-    within = float((residual ** 2).sum()) / df_within
+    within = float((residual**2).sum()) / df_within
     f = between / within if within > 0 else (np.inf if between > 0 else 0.0)
     if distributions.f_survival(f, len(rounds) - 1, df_within) >= DRIFT_LEVEL:
         return None

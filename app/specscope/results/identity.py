@@ -24,16 +24,43 @@ from specscope.engine import provenance
 from specscope.results import tool_exports
 from specscope.schema import BASELINE_METHOD
 
-__all__ = ["IDENTITY_KEYS", "COLUMN_NAMES", "setup_label", "unique_labels", "key_text", "varying",
-           "format_name", "folded_text", "vllm_text", "keyed"]
+__all__ = [
+    "IDENTITY_KEYS",
+    "COLUMN_NAMES",
+    "setup_label",
+    "unique_labels",
+    "key_text",
+    "varying",
+    "format_name",
+    "folded_text",
+    "vllm_text",
+    "keyed",
+]
 
 # the keys that separate rows, in the order a label names them after model, method and dataset
-IDENTITY_KEYS = ("response_format", "hardware", "host", "vllm_version", "torch_version", "weights", "acceptance",
-                 "source", "run_id")
+IDENTITY_KEYS = (
+    "response_format",
+    "hardware",
+    "host",
+    "vllm_version",
+    "torch_version",
+    "weights",
+    "acceptance",
+    "source",
+    "run_id",
+)
 # how a table heads each key when it shows it as a column
-COLUMN_NAMES = {"response_format": "response format", "hardware": "hardware", "host": "host",
-                "vllm_version": "vLLM", "torch_version": "torch", "weights": "weights", "acceptance": "acceptance",
-                "source": "source", "run_id": "run"}
+COLUMN_NAMES = {
+    "response_format": "response format",
+    "hardware": "hardware",
+    "host": "host",
+    "vllm_version": "vLLM",
+    "torch_version": "torch",
+    "weights": "weights",
+    "acceptance": "acceptance",
+    "source": "source",
+    "run_id": "run",
+}
 # keys unique_labels adds, in this order, where two labels still read alike
 _TIEBREAKERS = ("torch_version", "source", "host", "run_id")
 
@@ -59,9 +86,16 @@ def key_text(key: str, value) -> str:
     where it has no value."""
     if not _known(value):
         return ""
-    return {"vllm_version": vllm_text(value), "torch_version": f"torch {value}", "source": f"source {value}",
-            "host": f"host {value}", "run_id": f"run {value}", "response_format": format_name(value),
-            "weights": f"{value} weights", "acceptance": f"{value} acceptance"}.get(key, str(value))
+    return {
+        "vllm_version": vllm_text(value),
+        "torch_version": f"torch {value}",
+        "source": f"source {value}",
+        "host": f"host {value}",
+        "run_id": f"run {value}",
+        "response_format": format_name(value),
+        "weights": f"{value} weights",
+        "acceptance": f"{value} acceptance",
+    }.get(key, str(value))
 
 
 def setup_label(row: Mapping, omit: Sequence[str] = ()) -> str:
@@ -96,8 +130,12 @@ def unique_labels(rows: Sequence[Mapping], omit: Sequence[str] = (), label=setup
         values: dict[str, set] = {}
         for text, row in zip(labels, rows):
             values.setdefault(text, set()).add(row.get(key) if _known(row.get(key)) else None)
-        labels = [f"{text} · {key_text(key, row.get(key)) or key.replace('_', ' ') + ' not recorded'}"
-                  if len(values[text]) > 1 else text for text, row in zip(labels, rows)]
+        labels = [
+            f"{text} · {key_text(key, row.get(key)) or key.replace('_', ' ') + ' not recorded'}"
+            if len(values[text]) > 1
+            else text
+            for text, row in zip(labels, rows)
+        ]
     return labels
 
 
@@ -127,5 +165,4 @@ def folded_text(runs) -> str:
 def keyed(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     """``frame`` with a missing key (NaN or None, or no such column) in the ``keys`` columns written as "",
     so rows group and compare on them."""
-    return frame.assign(**{k: frame[k].astype(object).where(frame[k].notna(), "") if k in frame else ""
-                           for k in keys})
+    return frame.assign(**{k: frame[k].astype(object).where(frame[k].notna(), "") if k in frame else "" for k in keys})

@@ -61,9 +61,11 @@ def location() -> Location | None:
         return None
     for name, value in (("SPECSCOPE_STORE", text), ("AWS_ENDPOINT_URL", _endpoint() or "")):
         if "@" in urlparse(value).netloc or urlparse(value).query:  # never echoed: it may hold keys
-            raise ConfigError(f"{name} carries credentials or a query, which pages and logs would show; "
-                              "write it without them and put the keys in AWS_ACCESS_KEY_ID and "
-                              "AWS_SECRET_ACCESS_KEY.")
+            raise ConfigError(
+                f"{name} carries credentials or a query, which pages and logs would show; "
+                "write it without them and put the keys in AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY."
+            )
     parsed = urlparse(text)
     if parsed.scheme != "s3" or not parsed.netloc:
         raise ConfigError(f"SPECSCOPE_STORE={text!r} is not an S3 location; write it as s3://bucket/prefix.")
@@ -82,15 +84,19 @@ def _filesystem():
     from pyarrow import fs
 
     endpoint = _endpoint()
-    options = {"region": os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
-               "connect_timeout": 3, "request_timeout": 20,
-               "retry_strategy": fs.AwsStandardS3RetryStrategy(max_attempts=2)}
+    options = {
+        "region": os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
+        "connect_timeout": 3,
+        "request_timeout": 20,
+        "retry_strategy": fs.AwsStandardS3RetryStrategy(max_attempts=2),
+    }
     if endpoint:
         parsed = urlparse(endpoint)
         options.update(endpoint_override=parsed.netloc or parsed.path, scheme=parsed.scheme or "https")
     if os.environ.get("AWS_ACCESS_KEY_ID"):
-        options.update(access_key=os.environ["AWS_ACCESS_KEY_ID"],
-                       secret_key=os.environ.get("AWS_SECRET_ACCESS_KEY", ""))
+        options.update(
+            access_key=os.environ["AWS_ACCESS_KEY_ID"], secret_key=os.environ.get("AWS_SECRET_ACCESS_KEY", "")
+        )
     return fs.S3FileSystem(**options)
 
 
@@ -99,12 +105,18 @@ def _explain(exc: OSError, where: Location) -> StoreError:
     text = str(exc)
     endpoint = _endpoint() or "AWS S3"
     if "NO_SUCH_BUCKET" in text:
-        sentence = (f"The bucket {where.bucket!r} does not exist at {endpoint}; create it or correct "
-                    "SPECSCOPE_STORE.")
-    elif any(code in text for code in ("SIGNATURE_DOES_NOT_MATCH", "INVALID_ACCESS_KEY_ID", "ACCESS_DENIED",
-                                       "Access Denied", "InvalidAccessKeyId")):
-        sentence = (f"{endpoint} refused the credentials for {where}; check AWS_ACCESS_KEY_ID and "
-                    "AWS_SECRET_ACCESS_KEY.")
+        sentence = f"The bucket {where.bucket!r} does not exist at {endpoint}; create it or correct SPECSCOPE_STORE."
+    elif any(
+        code in text
+        for code in (
+            "SIGNATURE_DOES_NOT_MATCH",
+            "INVALID_ACCESS_KEY_ID",
+            "ACCESS_DENIED",
+            "Access Denied",
+            "InvalidAccessKeyId",
+        )
+    ):
+        sentence = f"{endpoint} refused the credentials for {where}; check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY."
     elif "NETWORK_CONNECTION" in text or "curlCode" in text:
         sentence = f"Nothing answers at {endpoint} for {where}; check AWS_ENDPOINT_URL and the network."
     else:
@@ -257,8 +269,10 @@ def status() -> dict:
     if where is None:
         return {"store": None}
     sync(force=True)
-    return {"store": str(where),
-            "endpoint": _endpoint() or "AWS S3",
-            "mirrored_runs": len(list(mirror_dirs()["results"].glob("*.parquet"))),
-            "outbox": [p.name for p in _waiting()],
-            "problem": problem()}
+    return {
+        "store": str(where),
+        "endpoint": _endpoint() or "AWS S3",
+        "mirrored_runs": len(list(mirror_dirs()["results"].glob("*.parquet"))),
+        "outbox": [p.name for p in _waiting()],
+        "problem": problem(),
+    }

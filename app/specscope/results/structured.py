@@ -23,8 +23,16 @@ from specscope.schema import BASELINE_METHOD, SETUP_KEYS
 
 __all__ = ["by_response_format", "side_by_side", "request_gaps", "format_label"]
 
-_COLUMNS = ("acceptance_length", "acceptance_rate", "valid_share", "max_itl_ms", "response_format",
-            "output_throughput", "completed", "failed")
+_COLUMNS = (
+    "acceptance_length",
+    "acceptance_rate",
+    "valid_share",
+    "max_itl_ms",
+    "response_format",
+    "output_throughput",
+    "completed",
+    "failed",
+)
 _PAIR_KEYS = ("run_id", *(k for k in SETUP_KEYS if k != "response_format"), "k", "k_schedule", "concurrency")
 
 
@@ -37,8 +45,12 @@ def by_response_format(store: Store, filters: Mapping[str, Sequence] | None = No
     (the label without the format) and ``format`` (``free`` / ``constrained (json_schema)``)."""
     frame = store.speedup(filters, columns=_COLUMNS)
     frame = frame[frame["response_format"].notna()]
-    both = frame.assign(_c=frame["response_format"].map(formats.is_constrained)).groupby(
-        list(_PAIR_KEYS), dropna=False)["_c"].transform("nunique") == 2
+    both = (
+        frame.assign(_c=frame["response_format"].map(formats.is_constrained))
+        .groupby(list(_PAIR_KEYS), dropna=False)["_c"]
+        .transform("nunique")
+        == 2
+    )
     frame = frame[both].copy()
     if frame.empty:
         return frame.assign(setup=pd.Series(dtype=object), format=pd.Series(dtype=object))
@@ -58,12 +70,22 @@ def side_by_side(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.empty:
         return pd.DataFrame()
     keys = [c for c in (*_PAIR_KEYS, "setup") if c in frame.columns]
-    figures = ["speedup", "speedup_lo", "speedup_hi", "speedup_interval", "acceptance_length", "max_itl_ms",
-               "response_format"]
+    figures = [
+        "speedup",
+        "speedup_lo",
+        "speedup_hi",
+        "speedup_interval",
+        "acceptance_length",
+        "max_itl_ms",
+        "response_format",
+    ]
     constrained = frame["response_format"].map(formats.is_constrained)
     free = frame[~constrained][keys + figures].add_prefix("free_").rename(columns={f"free_{k}": k for k in keys})
-    bound = frame[constrained][keys + figures + ["valid_share"]].add_prefix("constrained_").rename(
-        columns={f"constrained_{k}": k for k in keys} | {"constrained_valid_share": "valid_share"})
+    bound = (
+        frame[constrained][keys + figures + ["valid_share"]]
+        .add_prefix("constrained_")
+        .rename(columns={f"constrained_{k}": k for k in keys} | {"constrained_valid_share": "valid_share"})
+    )
     return free.merge(bound, on=keys, how="inner").reset_index(drop=True)
 
 
@@ -72,10 +94,13 @@ def request_gaps(store: Store, filters: Mapping[str, Sequence] | None = None) ->
     method, K, concurrency, format, longest inter-token gap, output tokens, and whether its answer
     is valid (with the reason when not). Failed requests are left out."""
     where, params = store.where(filters)
-    return store.query(f"""
+    return store.query(
+        f"""
         SELECT q.run_id, q.cell_id, q.method, q.k, q.concurrency, q.response_format, q.prompt_id,
                q.max_itl_ms, q.mean_itl_ms, q.output_tokens, q.valid, q.invalid_reason
         FROM requests q
         WHERE q.success AND q.response_format IS NOT NULL AND q.max_itl_ms IS NOT NULL
           AND q.run_id IN (SELECT DISTINCT r.run_id FROM results r WHERE {where})
-        ORDER BY q.method, q.k, q.concurrency, q.response_format, q.prompt_id, q.cell_id""", params)
+        ORDER BY q.method, q.k, q.concurrency, q.response_format, q.prompt_id, q.cell_id""",
+        params,
+    )

@@ -52,8 +52,7 @@ def to_table(rows: Iterable[Mapping] | pa.Table | pd.DataFrame, schema: pa.Schem
         return pa.table(columns, schema=schema)
     records = [dict(r) for r in rows]
     try:
-        return pa.Table.from_pylist([{f.name: r.get(f.name) for f in schema} for r in records],
-                                    schema=schema)
+        return pa.Table.from_pylist([{f.name: r.get(f.name) for f in schema} for r in records], schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise StoreError(f"A result row has a value of the wrong type ({exc}); nothing was written.") from exc
 
@@ -63,8 +62,9 @@ def _atomic_write(table: pa.Table, path: Path) -> Path:
         with files.atomic_target(path) as tmp:
             pq.write_table(table, tmp)
     except OSError as exc:
-        raise StoreError(f"Could not write {path} ({exc.strerror or exc}); check the disk and "
-                         "permissions of the SpecScope home.") from exc
+        raise StoreError(
+            f"Could not write {path} ({exc.strerror or exc}); check the disk and permissions of the SpecScope home."
+        ) from exc
     return path
 
 
@@ -74,22 +74,29 @@ def _check_run_id(run_id: str) -> str:
     return run_id
 
 
-def write_results(rows: Sequence[ResultRow] | pa.Table, run_id: str | None = None,
-                  directory: Path | None = None) -> Path:
+def write_results(
+    rows: Sequence[ResultRow] | pa.Table, run_id: str | None = None, directory: Path | None = None
+) -> Path:
     """Write canonical rows as one Parquet file ``<run_id>.parquet``; fills run_id and created_at."""
     table = to_table(rows, RESULT_SCHEMA)
     if table.num_rows == 0:
         raise StoreError("There are no result rows to write.")
     run_id = _check_run_id(run_id or _single(table, "run_id") or new_run_id())
     now = dt.datetime.now(dt.UTC)
-    table = table.set_column(table.schema.get_field_index("run_id"), "run_id",
-                             pa.array([run_id] * table.num_rows, pa.string()))
+    table = table.set_column(
+        table.schema.get_field_index("run_id"), "run_id", pa.array([run_id] * table.num_rows, pa.string())
+    )
     created = table.column("created_at").to_pylist()
-    table = table.set_column(table.schema.get_field_index("created_at"), "created_at",
-                             pa.array([c or now for c in created], RESULT_SCHEMA.field("created_at").type))
+    table = table.set_column(
+        table.schema.get_field_index("created_at"),
+        "created_at",
+        pa.array([c or now for c in created], RESULT_SCHEMA.field("created_at").type),
+    )
     # Own runs always record their host (the sweep measures on this machine unless it set one).
-    hosts = [h or (host_of() if src == OWN_SOURCE else None) for h, src in
-             zip(table.column("host").to_pylist(), table.column("source").to_pylist())]
+    hosts = [
+        h or (host_of() if src == OWN_SOURCE else None)
+        for h, src in zip(table.column("host").to_pylist(), table.column("source").to_pylist())
+    ]
     table = table.set_column(table.schema.get_field_index("host"), "host", pa.array(hosts, pa.string()))
     return _atomic_write(table, (directory or settings.results_dir()) / f"{run_id}.parquet")
 

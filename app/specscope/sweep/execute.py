@@ -58,9 +58,15 @@ def claim(plan: SweepPlan, where: Where) -> Claim:
     return Claim(actor, lock.take(plan.run_id) if isinstance(where, Here) else None)
 
 
-def execute(plan: SweepPlan, where: Where = Here(), options: LaunchOptions = LaunchOptions(),
-            progress: Progress | None = None, stop: Stop = None, advise: Advise | None = None,
-            claimed: Claim | None = None) -> SweepResult:
+def execute(
+    plan: SweepPlan,
+    where: Where = Here(),
+    options: LaunchOptions = LaunchOptions(),
+    progress: Progress | None = None,
+    stop: Stop = None,
+    advise: Advise | None = None,
+    claimed: Claim | None = None,
+) -> SweepResult:
     """Run (or resume) ``plan`` ``where`` it says, its servers launched as ``options`` say; ``advise`` makes
     an ``auto`` K schedule concrete (sweeps here only). ``claimed``: the claim taken beforehand (else taken
     now); released when the sweep ends. Servers started act as the claim's operator."""

@@ -19,8 +19,13 @@ class SweepJob:
     """A sweep through ``execute`` on a background thread, for the Runs page: ``start`` claims it at once
     (a viewer or a busy machine is refused there), then poll ``event``, ``done``, ``error``."""
 
-    def __init__(self, plan: SweepPlan, where: Where = Here(), options: LaunchOptions = LaunchOptions(),
-                 advise: Advise | None = None):
+    def __init__(
+        self,
+        plan: SweepPlan,
+        where: Where = Here(),
+        options: LaunchOptions = LaunchOptions(),
+        advise: Advise | None = None,
+    ):
         self.plan, self.spec, self.where, self.options, self.advise = plan, plan.spec, where, options, advise
         self.event: ProgressEvent | None = None
         self.result: SweepResult | None = None
@@ -37,8 +42,9 @@ class SweepJob:
 
     def _run(self) -> None:
         try:
-            self.result = execute(self.plan, self.where, self.options, self._on_event, self._stop, self.advise,
-                                  claimed=self._claim)
+            self.result = execute(
+                self.plan, self.where, self.options, self._on_event, self._stop, self.advise, claimed=self._claim
+            )
         except SpecScopeError as exc:
             self.error = str(exc)
         except Exception as exc:  # noqa: BLE001 - a background thread must report, not vanish

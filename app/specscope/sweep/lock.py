@@ -77,11 +77,12 @@ def take(run_id: str) -> MachineLock:
     except BlockingIOError:
         os.close(fd)
         other = holder() or {}
-        raise Busy(f"Another sweep runs on this machine ({other.get('run_id', 'unknown run')}, started by "
-                   f"{other.get('who', 'someone')} at {str(other.get('since', '?'))[:19]} UTC); one sweep runs "
-                   "at a time: wait for it to finish, or stop it on the Prompt sets & runs page.") from None
-    record = {"run_id": run_id, "who": actor.who, "pid": os.getpid(),
-              "since": datetime.now(UTC).isoformat()}
+        raise Busy(
+            f"Another sweep runs on this machine ({other.get('run_id', 'unknown run')}, started by "
+            f"{other.get('who', 'someone')} at {str(other.get('since', '?'))[:19]} UTC); one sweep runs "
+            "at a time: wait for it to finish, or stop it on the Prompt sets & runs page."
+        ) from None
+    record = {"run_id": run_id, "who": actor.who, "pid": os.getpid(), "since": datetime.now(UTC).isoformat()}
     os.ftruncate(fd, 0)
     os.pwrite(fd, json.dumps(record).encode(), 0)
     return MachineLock(fd)
@@ -108,8 +109,7 @@ def run(run_id: str) -> Iterator[None]:
     except (OSError, ValueError):  # no lock, or a torn one
         pid = None
     if pid is not None and pid != os.getpid() and procfs.pid_exists(pid):
-        raise ConfigError(f"Sweep {run_id} is already running (process {pid}); wait for it "
-                          "or stop that process.")
+        raise ConfigError(f"Sweep {run_id} is already running (process {pid}); wait for it or stop that process.")
     path.write_text(str(os.getpid()))
     try:
         yield

@@ -44,25 +44,33 @@ def cell_requests(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell) ->
         return count
     return max(1, math.ceil(count * sent / len(prompt_set)))
 
-def labels(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: RunningServer,
-            info: ServerInfo | None) -> ResultRow:
+
+def labels(
+    spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: RunningServer, info: ServerInfo | None
+) -> ResultRow:
     """What a cell's row says about what was measured: the run, model, method, K, hardware, vLLM, torch."""
     return {
-        "run_id": None, "created_at": dt.datetime.now(dt.UTC).isoformat(),
-        "source": spec.source, "label": spec.label or f"{spec.preset} on {prompt_set.name}",
-        "model": server.model or (info.model if info else None), "draft_model": server.draft_model,
-        "method": cell.method, "k": cell.k, "k_schedule": cell.k_schedule, "repeat": cell.repeat,
+        "run_id": None,
+        "created_at": dt.datetime.now(dt.UTC).isoformat(),
+        "source": spec.source,
+        "label": spec.label or f"{spec.preset} on {prompt_set.name}",
+        "model": server.model or (info.model if info else None),
+        "draft_model": server.draft_model,
+        "method": cell.method,
+        "k": cell.k,
+        "k_schedule": cell.k_schedule,
+        "repeat": cell.repeat,
         "method_params": server.method_params,
         "tp": server.tp,
         "hardware": spec.hardware or server.hardware or server.placed or provenance.hardware_label(),
         "vllm_version": (info.vllm_version if info else None) or server.vllm_version or _installed_version(),
         "torch_version": None if server.hardware else server.torch_version or provenance.torch_version(),
         "weights": server.weights,
-        "acceptance": provenance.acceptance_kind(cell.method, provenance.is_synthetic(server.method_params) or (
-            spec.synthetic.keys(cell.k) is not None)),
+        "acceptance": provenance.acceptance_kind(
+            cell.method, provenance.is_synthetic(server.method_params) or (spec.synthetic.keys(cell.k) is not None)
+        ),
         "dataset": prompt_set.name,
-        "response_format": formats.kinds_label(p.response_format for p in prompt_set.prompts
-                                               if cell.constrained),
+        "response_format": formats.kinds_label(p.response_format for p in prompt_set.prompts if cell.constrained),
     }
 
 
@@ -71,32 +79,64 @@ def _installed_version() -> str | None:
     return installed[1] if installed else None
 
 
-def failed_row(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: RunningServer | None,
-               info: ServerInfo | None, reason: str) -> ResultRow:
+def failed_row(
+    spec: SweepSpec,
+    prompt_set: prompts.PromptSet,
+    cell: Cell,
+    server: RunningServer | None,
+    info: ServerInfo | None,
+    reason: str,
+) -> ResultRow:
     """The row of a cell that could not be measured, with the reason."""
-    return {**labels(spec, prompt_set, cell, server or RunningServer(url=""), info),
-            "concurrency": cell.concurrency, "output_len": spec.output_len, "temperature": spec.temperature,
-            "request_rate": spec.request_rate,
-            "num_prompts": cell_requests(spec, prompt_set, cell) or len(cell_prompts(prompt_set, cell)),
-            "status": "failed", "error": reason}
+    return {
+        **labels(spec, prompt_set, cell, server or RunningServer(url=""), info),
+        "concurrency": cell.concurrency,
+        "output_len": spec.output_len,
+        "temperature": spec.temperature,
+        "request_rate": spec.request_rate,
+        "num_prompts": cell_requests(spec, prompt_set, cell) or len(cell_prompts(prompt_set, cell)),
+        "status": "failed",
+        "error": reason,
+    }
 
 
-def run_cell(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server: RunningServer,
-              launcher: Launcher, emit: Progress, done: int, total: int,
-              prior_requests: int) -> tuple[ResultRow, list[dict[str, Any]], dict[str, str]]:
+def run_cell(
+    spec: SweepSpec,
+    prompt_set: prompts.PromptSet,
+    cell: Cell,
+    server: RunningServer,
+    launcher: Launcher,
+    emit: Progress,
+    done: int,
+    total: int,
+    prior_requests: int,
+) -> tuple[ResultRow, list[dict[str, Any]], dict[str, str]]:
     """Measure one cell on its server: its row, its request rows and each prompt's output hash."""
     info = None
     try:
         info = server_info(server.url)
-        load = LoadSpec(base_url=server.url, model=info.model, num_prompts=cell_requests(spec, prompt_set, cell),
-                        max_concurrency=cell.concurrency, request_rate=spec.request_rate,
-                        output_len=spec.output_len, temperature=spec.temperature, warmups=spec.warmups,
-                        structured=cell.constrained)
+        load = LoadSpec(
+            base_url=server.url,
+            model=info.model,
+            num_prompts=cell_requests(spec, prompt_set, cell),
+            max_concurrency=cell.concurrency,
+            request_rate=spec.request_rate,
+            output_len=spec.output_len,
+            temperature=spec.temperature,
+            warmups=spec.warmups,
+            structured=cell.constrained,
+        )
         emit(ProgressEvent("cell_start", cell.cell_id, done, total))
         marks: list[int | None] = []  # where the server's log stood when the measured requests began
-        load_run = run_load(load, cell_prompts(prompt_set, cell), emit, cell=cell.cell_id, cells_done=done,
-                            cells_total=total,
-                            measuring=lambda: marks.append(compilelog.offset(server.log_path)))
+        load_run = run_load(
+            load,
+            cell_prompts(prompt_set, cell),
+            emit,
+            cell=cell.cell_id,
+            cells_done=done,
+            cells_total=total,
+            measuring=lambda: marks.append(compilelog.offset(server.log_path)),
+        )
         with lock.measuring():  # the dashboard here computes nothing for new results meanwhile
             outcome, foreign = run_sync(_with_foreign_cpu(load_run, server, launcher))
         compiles = compilelog.since(server.log_path, marks[0] if marks else None)
@@ -104,10 +144,14 @@ def run_cell(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server:
         death = launcher.death(server)
         row = failed_row(spec, prompt_set, cell, server, info, f"{exc} {death or ''}".strip())
         return row, [], {}
-    row = {**outcome.row(), **labels(spec, prompt_set, cell, server, info),
-           "max_num_seqs": server.max_num_seqs, "prior_requests": prior_requests,
-           "foreign_cpu": foreign,
-           "compiles": None if compiles is None else len(compiles)}
+    row = {
+        **outcome.row(),
+        **labels(spec, prompt_set, cell, server, info),
+        "max_num_seqs": server.max_num_seqs,
+        "prior_requests": prior_requests,
+        "foreign_cpu": foreign,
+        "compiles": None if compiles is None else len(compiles),
+    }
     if row["status"] != "ok":
         death = launcher.death(server)
         row["error"] = f"{row['error']} {death}" if death else row["error"]
@@ -115,8 +159,9 @@ def run_cell(spec: SweepSpec, prompt_set: prompts.PromptSet, cell: Cell, server:
     return row, outcome.request_rows(cell_id=cell.cell_id, method=cell.method, k=cell.k), outputs
 
 
-async def _with_foreign_cpu(load_run: Coroutine[Any, Any, CellResult], server: RunningServer,
-                            launcher: Launcher) -> tuple[CellResult, float | None]:
+async def _with_foreign_cpu(
+    load_run: Coroutine[Any, Any, CellResult], server: RunningServer, launcher: Launcher
+) -> tuple[CellResult, float | None]:
     """The cell's load, and the share of its server's cores other work used meanwhile (``procfs.foreign_cpu``;
     None for a server bound to no cores in particular). Its own work is the server's processes and the load
     generator's threads: this one, which runs the load's event loop, and that loop's helper threads. Everything
@@ -125,8 +170,10 @@ async def _with_foreign_cpu(load_run: Coroutine[Any, Any, CellResult], server: R
     asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(thread_name_prefix=helpers))
 
     def sample() -> procfs.CpuSample | None:
-        threads = [threading.get_native_id(), *(t.native_id for t in threading.enumerate()
-                                                 if t.name.startswith(helpers) and t.native_id is not None)]
+        threads = [
+            threading.get_native_id(),
+            *(t.native_id for t in threading.enumerate() if t.name.startswith(helpers) and t.native_id is not None),
+        ]
         return procfs.sample_cpu(launcher.pids(server), server.cores, threads) if server.cores else None
 
     before = sample()

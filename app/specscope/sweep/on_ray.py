@@ -45,8 +45,10 @@ def _ray() -> ModuleType:
     try:
         import ray
     except ImportError:
-        raise ConfigError("Ray is not installed; install the cluster extra (pip install 'specscope[cluster]') "
-                          "or run the sweep without --ray.") from None
+        raise ConfigError(
+            "Ray is not installed; install the cluster extra (pip install 'specscope[cluster]') "
+            "or run the sweep without --ray."
+        ) from None
     return ray
 
 
@@ -70,17 +72,22 @@ def connect(address: str | None) -> None:
         return
     where = address or configured_address() or "auto"
     if where != "auto" and not _answers(where):
-        raise ConfigError(f"No Ray cluster answers at {where}; start one with `ray start --head` or give its "
-                          "address to --ray.")
+        raise ConfigError(
+            f"No Ray cluster answers at {where}; start one with `ray start --head` or give its address to --ray."
+        )
     try:
         ray.init(address=where, log_to_driver=False, logging_level="ERROR")
     except (ray.exceptions.AuthenticationError, SystemExit) as exc:  # Ray exits when the GCS refuses it
-        raise ConfigError(f"The Ray cluster at {where} did not let this machine in; a cluster with token "
-                          "authentication needs RAY_AUTH_MODE=token and its token here (RAY_AUTH_TOKEN_PATH or "
-                          "RAY_AUTH_TOKEN).") from exc
+        raise ConfigError(
+            f"The Ray cluster at {where} did not let this machine in; a cluster with token "
+            "authentication needs RAY_AUTH_MODE=token and its token here (RAY_AUTH_TOKEN_PATH or "
+            "RAY_AUTH_TOKEN)."
+        ) from exc
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise ConfigError(f"No Ray cluster answers at {where} ({str(exc).splitlines()[0][:160]}); start one "
-                          "with `ray start --head` or give its address to --ray.") from exc
+        raise ConfigError(
+            f"No Ray cluster answers at {where} ({str(exc).splitlines()[0][:160]}); start one "
+            "with `ray start --head` or give its address to --ray."
+        ) from exc
 
 
 def _answers(address: str, timeout: float = 3.0) -> bool:
@@ -101,8 +108,10 @@ def _check_fits(resources: dict[str, float]) -> None:
     for name, amount in resources.items():
         most = max((node.get(name, 0) for node in nodes), default=0)
         if most < amount:
-            raise ConfigError(f"No node of the Ray cluster has {amount:g} {name} for one server of this preset "
-                              f"(the most any node has is {most:g}); add such a node or pick another preset.")
+            raise ConfigError(
+                f"No node of the Ray cluster has {amount:g} {name} for one server of this preset "
+                f"(the most any node has is {most:g}); add such a node or pick another preset."
+            )
 
 
 def _ledger_class() -> Any:  # a Ray actor class
@@ -170,27 +179,46 @@ def _run_group(plan: SweepPlan, options: LaunchOptions, cell_ids: list[str], led
         launcher = launcher_for(plan.spec, options, fresh=True)
         run_sweep(plan, launcher, emit, stop=lambda: _answer(ledger.stopped.remote()), only=todo)
     _answer(ledger.finished.remote())  # the ledger has every cell this task sent before it returns
-    return {"node": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
-            "cells": sorted(todo), "start": started, "end": time.time(),
-            "launch": {**dataclasses.asdict(options), "starts_at_once": getattr(launcher, "starts_at_once", None),
-                       "sleeps": bool(getattr(launcher, "sleeps", False))}}
+    return {
+        "node": ray.get_runtime_context().get_node_id(),
+        "host": socket.gethostname(),
+        "cells": sorted(todo),
+        "start": started,
+        "end": time.time(),
+        "launch": {
+            **dataclasses.asdict(options),
+            "starts_at_once": getattr(launcher, "starts_at_once", None),
+            "sleeps": bool(getattr(launcher, "sleeps", False)),
+        },
+    }
 
 
-def run_on_ray(plan: SweepPlan, address: str | None = None, options: LaunchOptions = LaunchOptions(),
-               progress: Progress | None = None, stop: Stop = None) -> SweepResult:
+def run_on_ray(
+    plan: SweepPlan,
+    address: str | None = None,
+    options: LaunchOptions = LaunchOptions(),
+    progress: Progress | None = None,
+    stop: Stop = None,
+) -> SweepResult:
     """Run (or resume) a sweep's plan with one Ray task per server group, each launching its servers as
     ``options`` say; returns what ran, had finished earlier and failed, and (in ``groups``) the node and time span of
     each group. ``stop``: every group ends after its current cell."""
     spec = plan.spec
     if spec.servers or spec.baseline_alongside:
-        raise ConfigError("A Ray sweep starts its own servers one group per task; leave out --servers and "
-                          "--baseline-alongside, or run the sweep without --ray.")
+        raise ConfigError(
+            "A Ray sweep starts its own servers one group per task; leave out --servers and "
+            "--baseline-alongside, or run the sweep without --ray."
+        )
     if spec.k_schedule == "auto":
-        raise ConfigError("A Ray sweep runs its groups at once, so no schedule can be advised from its fixed K "
-                          "first; give the schedule as text (e.g. 1-2:4,3-8:2) or run without --ray.")
+        raise ConfigError(
+            "A Ray sweep runs its groups at once, so no schedule can be advised from its fixed K "
+            "first; give the schedule as text (e.g. 1-2:4,3-8:2) or run without --ray."
+        )
     if options.keep:
-        raise ConfigError("A Ray sweep's servers end with their task on each node, so none can be kept; leave out "
-                          "--keep, or run the sweep without --ray.")
+        raise ConfigError(
+            "A Ray sweep's servers end with their task on each node, so none can be kept; leave out "
+            "--keep, or run the sweep without --ray."
+        )
     ray = _ray()
     resources = needs(spec.preset)
     connect(address)
@@ -211,16 +239,18 @@ def run_on_ray(plan: SweepPlan, address: str | None = None, options: LaunchOptio
         # on the head node: a lost worker node must not take the finished cells' ledger with it
         ledger = _ledger_class().options(resources={HEAD_NODE: 0.001}).remote(sorted(ok))
         task = ray.remote(_run_group).options(
-            num_cpus=resources.get("CPU", 0), num_gpus=resources.get("GPU", 0), max_retries=NODE_LOST_RETRIES,
-            retry_exceptions=False)
+            num_cpus=resources.get("CPU", 0),
+            num_gpus=resources.get("GPU", 0),
+            max_retries=NODE_LOST_RETRIES,
+            retry_exceptions=False,
+        )
         pending = {task.remote(plan, options, ids, ledger): key for key, ids in groups.items()}
 
         def drain() -> None:
             new_cells, events, result.measured_twice = ray.get(ledger.take.remote())
             for event in events:
                 if event["stage"] not in ("cell_done", "cell_failed"):
-                    recorder.emit(ProgressEvent(**{**event, "cells_done": recorder.done,
-                                                   "cells_total": len(cells)}))
+                    recorder.emit(ProgressEvent(**{**event, "cells_done": recorder.done, "cells_total": len(cells)}))
             for cell_id, finished in new_cells:
                 recorder.record(cell_id, finished)
 
@@ -240,8 +270,13 @@ def run_on_ray(plan: SweepPlan, address: str | None = None, options: LaunchOptio
                 result.upload_problem = shared.publish(run_id)
     result.stopped = recorder.done < recorder.total and stopped()
     counts = f"{len(result.ran)} ran, {len(result.skipped)} finished earlier, {len(result.failed)} failed"
-    recorder.event("sweep_done", message=f"stopped after {recorder.done} of {recorder.total} cells ({counts}); start "
-                                         "the same sweep again to resume" if result.stopped else counts)
+    recorder.event(
+        "sweep_done",
+        message=f"stopped after {recorder.done} of {recorder.total} cells ({counts}); start "
+        "the same sweep again to resume"
+        if result.stopped
+        else counts,
+    )
     return result
 
 

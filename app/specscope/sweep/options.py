@@ -36,9 +36,14 @@ def launcher_for(spec: SweepSpec, options: LaunchOptions = LaunchOptions(), fres
     (``options.keep``, by default on a GPU whose servers sleep): those end themselves once unused."""
     if spec.servers:
         return ServersLauncher(spec.servers)
-    launcher = PresetLauncher(spec.preset, reuse=not (spec.restart_each_cell or fresh), die_with_parent=True,
-                              synthetic=spec.synthetic, sleep_mode=options.sleep_mode,
-                              starts_at_once=options.starts_at_once)
+    launcher = PresetLauncher(
+        spec.preset,
+        reuse=not (spec.restart_each_cell or fresh),
+        die_with_parent=True,
+        synthetic=spec.synthetic,
+        sleep_mode=options.sleep_mode,
+        starts_at_once=options.starts_at_once,
+    )
     keep = launcher.sleeps if options.keep is None else options.keep
     if keep and not (fresh or spec.restart_each_cell):  # a Ray task's servers end with it, as fresh ones do
         launcher.keep, launcher.die_with_parent = True, False

@@ -28,8 +28,10 @@ def resolve(spec: SweepSpec, prompt_set: prompts.PromptSet | None = None) -> Swe
     set carries no response format."""
     prompt_set = prompt_set if prompt_set is not None else prompts.load(spec.prompts)
     if spec.structured != "free" and not prompt_set.has_formats:
-        raise ConfigError(f"No prompt of {prompt_set.name} carries a response_format, so nothing can be "
-                          "constrained; add formats to the set or run it free.")
+        raise ConfigError(
+            f"No prompt of {prompt_set.name} carries a response_format, so nothing can be "
+            "constrained; add formats to the set or run it free."
+        )
     return SweepPlan(spec, prompt_set, spec.resolved_run_id(prompt_set.sha256), tuple(plan_cells(spec)))
 
 
@@ -49,11 +51,19 @@ def plan_cells(spec: SweepSpec) -> list[Cell]:
     cells: list[Cell] = []
     for r in repeats:
         for v in spec.vllm or (None,):  # one vLLM's servers after the other's, round by round
-            cells += [Cell(method, k, c, r, constrained=f, vllm=v)
-                      for method, k in groups for c in concurrencies for f in kinds]
+            cells += [
+                Cell(method, k, c, r, constrained=f, vllm=v)
+                for method, k in groups
+                for c in concurrencies
+                for f in kinds
+            ]
             # after the fixed K, so `auto` can be advised from them
-            cells += [Cell(m, schedule_k(spec.k_schedule or ""), c, r, spec.k_schedule, constrained=f, vllm=v)
-                      for m in scheduled for c in concurrencies for f in kinds]
+            cells += [
+                Cell(m, schedule_k(spec.k_schedule or ""), c, r, spec.k_schedule, constrained=f, vllm=v)
+                for m in scheduled
+                for c in concurrencies
+                for f in kinds
+            ]
     return cells
 
 
@@ -74,8 +84,10 @@ def _servers(cells: tuple[Cell, ...]) -> str:
         which = "" if method == BASELINE_METHOD and not k_schedule else k_schedule or str(k)
         which += f" on vLLM {vllm}" if vllm else ""
         per_method.setdefault((method, bool(k_schedule)), []).append(which)
-    return "; ".join(f"{method}" + ("" if not any(ks) else f" schedule {', '.join(ks)}" if scheduled
-                                    else f" K={', '.join(ks)}") for (method, scheduled), ks in per_method.items())
+    return "; ".join(
+        f"{method}" + ("" if not any(ks) else f" schedule {', '.join(ks)}" if scheduled else f" K={', '.join(ks)}")
+        for (method, scheduled), ks in per_method.items()
+    )
 
 
 def describe(plan: SweepPlan, finished: int = 0) -> str:
@@ -84,16 +96,25 @@ def describe(plan: SweepPlan, finished: int = 0) -> str:
     spec, cells = plan.spec, plan.cells
     groups = len({cell.group for cell in cells})
     requests = {requests_of(spec, cell.concurrency) for cell in cells}
-    each = (f"{requests.pop()} requests a cell" if len(requests) == 1 and None not in requests else
-            "each prompt once a cell" if requests == {None} else
-            f"{spec.per_concurrency} requests a cell per concurrency slot")
+    each = (
+        f"{requests.pop()} requests a cell"
+        if len(requests) == 1 and None not in requests
+        else "each prompt once a cell"
+        if requests == {None}
+        else f"{spec.per_concurrency} requests a cell per concurrency slot"
+    )
     repeats = f", each cell {spec.repeats} times (in rounds)" if spec.repeats > 1 else ""
-    repeats += {"free": "", "constrained": ", constrained to the prompts' response formats",
-                "both": ", free and constrained to the prompts' response formats"}[spec.structured]
-    text = (f"{len(cells)} cell{'s' if len(cells) != 1 else ''} on {groups} server{'s' if groups != 1 else ''} "
-            f"({_servers(cells)}) at concurrency {_listed([str(c) for c in dict.fromkeys(spec.concurrencies)])}"
-            f"{repeats}: {each}, {spec.output_len or 'as many as the server gives'} output tokens each, on "
-            f"{plan.prompt_set.name} ({len(plan.prompt_set)} prompts).")
+    repeats += {
+        "free": "",
+        "constrained": ", constrained to the prompts' response formats",
+        "both": ", free and constrained to the prompts' response formats",
+    }[spec.structured]
+    text = (
+        f"{len(cells)} cell{'s' if len(cells) != 1 else ''} on {groups} server{'s' if groups != 1 else ''} "
+        f"({_servers(cells)}) at concurrency {_listed([str(c) for c in dict.fromkeys(spec.concurrencies)])}"
+        f"{repeats}: {each}, {spec.output_len or 'as many as the server gives'} output tokens each, on "
+        f"{plan.prompt_set.name} ({len(plan.prompt_set)} prompts)."
+    )
     if finished:
         text += f" {finished} of the cells finished in an earlier start of this sweep and are saved; the rest run."
     return text

@@ -65,7 +65,7 @@ def evict(pending: Pending, index: int, live: list[Group], limit: int | None, ke
     counted = [g for g in live if not (keep_baseline and g[0] == BASELINE_METHOD)]
     if limit is None or len(counted) < limit:
         return []
-    return furthest_ahead(pending, index, counted)[:len(counted) - limit + 1]
+    return furthest_ahead(pending, index, counted)[: len(counted) - limit + 1]
 
 
 def schedule_arg(text: str | None) -> dict[str, KSchedule]:
@@ -83,8 +83,7 @@ class ServerPool:
     ones included, for the hygiene checks), which of them sleep, and where the time went
     (``seconds``: start, wake, sleep)."""
 
-    def __init__(self, launcher: Launcher, cells: list[Cell], keep_baseline: bool = False,
-                 done: Collection[str] = ()):
+    def __init__(self, launcher: Launcher, cells: list[Cell], keep_baseline: bool = False, done: Collection[str] = ()):
         self.launcher = launcher
         self.cells = cells
         self.pending = Pending(cells, done)
@@ -154,8 +153,9 @@ class ServerPool:
         else:
             # a wave of several needs starts_at_once > 1, which only a launcher with start_many has
             many = cast(ManyLauncher, self.launcher)
-            started = many.start_many([(c.method, c.k, {**schedule_arg(c.k_schedule), **vllm_arg(c.vllm)})
-                                       for _, c in wave])
+            started = many.start_many(
+                [(c.method, c.k, {**schedule_arg(c.k_schedule), **vllm_arg(c.vllm)}) for _, c in wave]
+            )
         self.seconds["start"] += time.monotonic() - began
         for (g, _), outcome in zip(wave, started):
             if isinstance(outcome, SpecScopeError):
@@ -184,7 +184,7 @@ class ServerPool:
         """Put away the servers started ahead in a wave that are more than the launcher keeps awake
         (an idle awake server costs the measured one nothing but memory): those needed furthest ahead."""
         excess = len(self._awake()) - (self.limit or len(self.servers))
-        for group in furthest_ahead(self.pending, index, ahead)[:max(0, excess)]:
+        for group in furthest_ahead(self.pending, index, ahead)[: max(0, excess)]:
             self._put_away(group, index)
 
     def _start_one(self, cell: Cell) -> RunningServer | SpecScopeError:

@@ -20,8 +20,19 @@ from specscope.engine.provenance import is_synthetic
 from specscope.results import hygiene, writing
 from specscope.schema import BASELINE_METHOD, ResultRow
 
-__all__ = ["run_dir", "FinishedCell", "finished_cells", "read_cell", "SweepResult", "Recorder", "save_cell",
-           "with_hygiene", "run_hygiene", "write_run", "drop_if_empty"]
+__all__ = [
+    "run_dir",
+    "FinishedCell",
+    "finished_cells",
+    "read_cell",
+    "SweepResult",
+    "Recorder",
+    "save_cell",
+    "with_hygiene",
+    "run_hygiene",
+    "write_run",
+    "drop_if_empty",
+]
 
 
 def run_dir(run_id: str) -> Path:
@@ -54,8 +65,11 @@ class FinishedCell:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FinishedCell:
         """A checkpoint read back."""
-        return cls(cast(ResultRow, dict(data.get("row") or {})), list(data.get("requests") or []),
-                   dict(data.get("outputs") or {}))
+        return cls(
+            cast(ResultRow, dict(data.get("row") or {})),
+            list(data.get("requests") or []),
+            dict(data.get("outputs") or {}),
+        )
 
 
 def _path(run_id: str, cell_id: str) -> Path:
@@ -152,9 +166,15 @@ class Recorder:
 def with_hygiene(rows: list[ResultRow], outputs: list[dict[str, str]]) -> list[ResultRow]:
     """Rows with ``lossless_mismatches`` (against the run's baseline on the same vLLM) and ``hygiene`` filled in
     (``drift`` where the run's rounds drifted together)."""
+
     def key(row: ResultRow) -> tuple[Any, ...]:
-        return (row.get("method"), row.get("k"), row.get("concurrency"), row.get("response_format"),
-                row.get("vllm_version"))
+        return (
+            row.get("method"),
+            row.get("k"),
+            row.get("concurrency"),
+            row.get("response_format"),
+            row.get("vllm_version"),
+        )
 
     def setup(row: ResultRow) -> tuple[Any, ...]:
         return key(row)[2:]

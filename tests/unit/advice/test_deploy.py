@@ -21,15 +21,33 @@ AL = {1: 1.7, 2: 2.2, 3: 2.55, 4: 2.8, 5: 2.95}
 def _rows(points: dict[tuple[int, int], tuple], **extra) -> pd.DataFrame:
     """A family's SD rows: (concurrency, K) -> (speedup, low, high[, repeats]), acceptance from ``AL``."""
     (concs, ks), values = zip(*points), list(points.values())
-    return pd.DataFrame({
-        "source": "own", "model": "m", "draft_model": None, "method": "ngram", "dataset": "x",
-        "response_format": "none", "hardware": "cpu", "vllm_version": "0.32.0", "weights": "real",
-        "acceptance": "real", "k": list(ks), "concurrency": list(concs),
-        "acceptance_rate": [(AL[k] - 1) / k for k in ks], "acceptance_length": [AL[k] for k in ks],
-        "per_position_acceptance": None, "speedup": [v[0] for v in values],
-        "speedup_lo": [v[1] for v in values], "speedup_hi": [v[2] for v in values],
-        "repeats": [v[3] if len(v) > 3 else None for v in values], "baseline_throughput": 10.0,
-        "k_schedule": None, "method_params": '{"prompt_lookup_max": 4}', **extra})
+    return pd.DataFrame(
+        {
+            "source": "own",
+            "model": "m",
+            "draft_model": None,
+            "method": "ngram",
+            "dataset": "x",
+            "response_format": "none",
+            "hardware": "cpu",
+            "vllm_version": "0.32.0",
+            "weights": "real",
+            "acceptance": "real",
+            "k": list(ks),
+            "concurrency": list(concs),
+            "acceptance_rate": [(AL[k] - 1) / k for k in ks],
+            "acceptance_length": [AL[k] for k in ks],
+            "per_position_acceptance": None,
+            "speedup": [v[0] for v in values],
+            "speedup_lo": [v[1] for v in values],
+            "speedup_hi": [v[2] for v in values],
+            "repeats": [v[3] if len(v) > 3 else None for v in values],
+            "baseline_throughput": 10.0,
+            "k_schedule": None,
+            "method_params": '{"prompt_lookup_max": 4}',
+            **extra,
+        }
+    )
 
 
 def _fit(points) -> fitting.FamilyFit:
@@ -43,8 +61,9 @@ def test_a_tie_within_noise_goes_to_the_smaller_k_and_says_so():
     assert (choice.k, choice.source, choice.tied) == (2, "measured", (2, 4))
     assert found.fixed_k == 2 and not found.use_schedule and found.deploy == "K=2"
     assert found.config == {"method": "ngram", "prompt_lookup_max": 4, "num_speculative_tokens": 2}
-    assert found.sentence().startswith("Deploy ngram with K = 2 "
-                                       "(by concurrency, 1: K=2 1.210× [1.150, 1.270] measured)")
+    assert found.sentence().startswith(
+        "Deploy ngram with K = 2 (by concurrency, 1: K=2 1.210× [1.150, 1.270] measured)"
+    )
     # the fastest is K=4 by a hair: still a tie, still the smaller K, and the sentence names the fastest
     tied = deploy.answer(_fit({(1, 2): (1.203, 1.14, 1.26), (1, 4): (1.210, 1.15, 1.27)}))
     assert tied.choices[0].k == 2 and tied.fixed_k == 2
@@ -57,14 +76,18 @@ def test_the_answer_says_where_its_k_ties_or_loses_to_the_baseline():
     points = {(1, 2): (1.30, 1.25, 1.35), (8, 2): (1.02, 0.97, 1.07)}
     found = deploy.answer(_fit(points), ks=[2])
     assert found.fixed_k == 2 and not found.use_schedule and found.gain == "somewhere"
-    assert found.sentence().startswith("Deploy ngram with K = 2 for loads like concurrency 1, where it beats the "
-                                       "baseline beyond noise (by concurrency, 1: K=2 1.300× [1.250, 1.350] measured")
+    assert found.sentence().startswith(
+        "Deploy ngram with K = 2 for loads like concurrency 1, where it beats the "
+        "baseline beyond noise (by concurrency, 1: K=2 1.300× [1.250, 1.350] measured"
+    )
     assert "). K = 2 ties the baseline within noise at concurrency 8. " in found.sentence()
     # slower beyond noise at 32: a schedule drafting nothing there answers; without K=0 the fixed K says it loses
     slower = {**points, (32, 2): (0.90, 0.85, 0.95)}
     assert deploy.answer(_fit(slower), ks=[2]).use_schedule
-    assert ("K = 2 ties the baseline within noise at concurrency 8; it is slower than the baseline beyond noise at "
-            "concurrency 32.") in deploy.answer(_fit(slower), ks=[2], allow_zero=False).sentence()
+    assert (
+        "K = 2 ties the baseline within noise at concurrency 8; it is slower than the baseline beyond noise at "
+        "concurrency 32."
+    ) in deploy.answer(_fit(slower), ks=[2], allow_zero=False).sentence()
     everywhere = deploy.answer(_fit({(1, 2): (1.30, 1.25, 1.35)}), ks=[2])
     assert "baseline" not in everywhere.sentence() and everywhere.gain == "everywhere"
 
@@ -76,8 +99,9 @@ def test_an_answer_whose_k_beats_the_baseline_nowhere_is_no_deploy_and_says_what
     found = deploy.answer(_fit(rows), ks=[4])
     assert found.gain == "nowhere" and found.config is not None
     sentence = found.sentence()
-    assert sentence.startswith("Nothing measured shows a gain from ngram with K = 4 (by concurrency, 1: K=4 1.408× "
-                               "[0.900, 2.203] measured")
+    assert sentence.startswith(
+        "Nothing measured shows a gain from ngram with K = 4 (by concurrency, 1: K=4 1.408× [0.900, 2.203] measured"
+    )
     assert "K = 4 ties the baseline within noise at concurrency 1, 4 (about " in sentence
     assert "repeats would tell, if the measured spread holds)" in sentence and "Deploy" not in sentence.split(".")[0]
 
@@ -88,15 +112,20 @@ def test_single_runs_rank_by_their_points():
 
 
 def test_a_poor_fit_cannot_outvote_a_measurement():
-    zigzag = {(1, 1): (1.25, None, None), (1, 2): (1.0, None, None), (1, 3): (1.9, None, None),
-              (1, 4): (1.05, None, None)}
+    zigzag = {
+        (1, 1): (1.25, None, None),
+        (1, 2): (1.0, None, None),
+        (1, 3): (1.9, None, None),
+        (1, 4): (1.05, None, None),
+    }
     found = deploy.answer(_fit(zigzag))
     assert found.choices[0].k == 3 and found.choices[0].source == "measured" and found.fixed_k == 3
 
 
 def test_an_unmeasured_k_wins_only_beyond_the_fits_error():
-    fit = _fit({(1, 2): (1.5, 1.45, 1.55), (1, 4): (1.62, 1.57, 1.67), (4, 2): (1.4, 1.35, 1.45),
-                (4, 4): (1.47, 1.46, 1.48)})
+    fit = _fit(
+        {(1, 2): (1.5, 1.45, 1.55), (1, 4): (1.62, 1.57, 1.67), (4, 2): (1.4, 1.35, 1.45), (4, 4): (1.47, 1.46, 1.48)}
+    )
     near = k_choice.choose(fit, 1, ks=[1, 2, 3, 4])
     assert near.source == "measured" and near.k == 4  # K=3 is predicted, but not beyond the fit's error
     cheap = dataclasses.replace(fit, cost=theory.CostCurve((1.0, 4.0), (0.5, 0.5), (0.0, 0.0)))  # drafts free
@@ -105,15 +134,15 @@ def test_an_unmeasured_k_wins_only_beyond_the_fits_error():
 
 
 def test_a_schedule_only_where_the_best_k_moves_beyond_noise():
-    moving = _fit({(1, 2): (1.5, 1.45, 1.55), (1, 4): (1.9, 1.85, 1.95),
-                   (64, 2): (1.3, 1.25, 1.35), (64, 4): (1.0, 0.95, 1.05)})
+    moving = _fit(
+        {(1, 2): (1.5, 1.45, 1.55), (1, 4): (1.9, 1.85, 1.95), (64, 2): (1.3, 1.25, 1.35), (64, 4): (1.0, 0.95, 1.05)}
+    )
     found = deploy.answer(moving, ks=[2, 4], max_batch=64)
     assert [c.k for c in found.choices] == [4, 2] and found.use_schedule
     assert found.k_schedule.k_at(1) == 4 and found.k_schedule.k_at(64) == 2
     assert found.config[SCHEDULE_KEY] == found.k_schedule.as_vllm() and found.config["num_speculative_tokens"] == 4
     assert found.deploy.startswith("schedule ") and "moves with load beyond noise" in found.why
-    still = _fit({(1, 2): (1.5, 1.2, 1.8), (1, 4): (1.6, 1.3, 1.9), (64, 2): (1.3, 1.0, 1.6),
-                  (64, 4): (1.2, 0.9, 1.5)})
+    still = _fit({(1, 2): (1.5, 1.2, 1.8), (1, 4): (1.6, 1.3, 1.9), (64, 2): (1.3, 1.0, 1.6), (64, 4): (1.2, 0.9, 1.5)})
     fixed = deploy.answer(still, ks=[2, 4], max_batch=64)
     assert not fixed.use_schedule and fixed.fixed_k == 2 and fixed.config["num_speculative_tokens"] == 2
     assert "does not move with load beyond noise" in fixed.why
@@ -125,8 +154,14 @@ def test_a_k_only_predicted_never_wins_a_tie():
 
 
 def test_drafting_zero_counts_what_it_measured_not_the_baseline():
-    points = {(1, 1): (1.2, None, None), (1, 4): (1.4, None, None), (8, 1): (0.98, None, None),
-              (8, 4): (0.95, None, None), (32, 1): (0.90, None, None), (32, 4): (0.80, None, None)}
+    points = {
+        (1, 1): (1.2, None, None),
+        (1, 4): (1.4, None, None),
+        (8, 1): (0.98, None, None),
+        (8, 4): (0.95, None, None),
+        (32, 1): (0.90, None, None),
+        (32, 4): (0.80, None, None),
+    }
     fit = _fit(points)
     assumed = deploy.answer(fit, ks=[1, 4], max_batch=32)
     assert [c.k for c in assumed.choices] == [4, 0, 0]  # drafting nothing taken as the baseline's 1.0
@@ -137,8 +172,12 @@ def test_drafting_zero_counts_what_it_measured_not_the_baseline():
 
 
 def test_a_measured_schedule_decides_over_the_model():
-    points = {(1, 2): (1.5, 1.45, 1.55), (1, 4): (1.9, 1.85, 1.95), (64, 2): (1.3, 1.25, 1.35),
-              (64, 4): (1.0, 0.95, 1.05)}
+    points = {
+        (1, 2): (1.5, 1.45, 1.55),
+        (1, 4): (1.9, 1.85, 1.95),
+        (64, 2): (1.3, 1.25, 1.35),
+        (64, 4): (1.0, 0.95, 1.05),
+    }
     fit = _fit(points)
     slower = _rows({(1, 4): (1.6, 1.55, 1.65), (64, 4): (1.1, 1.05, 1.15)}).assign(k_schedule="1-8:4,9-256:2")
     found = deploy.answer(fit, max_batch=64, rows=pd.concat([fit.rows, slower]))
@@ -204,15 +243,25 @@ def test_bench_takes_a_curve_as_per_position_rates(specscope_home, monkeypatch):
     from specscope.cli import bench as bench_cli
     from specscope.cli import build_parser
 
-    args = build_parser().parse_args(["bench", "--preset", "shape-llama31-8b-shared", "--methods", "none,eagle3",
-                                      "--k", "2,4", "--prompts", "data/prompts/code-editing.jsonl",
-                                      "--synthetic-curve", "eagle3-kimi-k2.5"])
+    args = build_parser().parse_args(
+        [
+            "bench",
+            "--preset",
+            "shape-llama31-8b-shared",
+            "--methods",
+            "none,eagle3",
+            "--k",
+            "2,4",
+            "--prompts",
+            "data/prompts/code-editing.jsonl",
+            "--synthetic-curve",
+            "eagle3-kimi-k2.5",
+        ]
+    )
     sent = []
     monkeypatch.setattr(bench_cli, "run", lambda plan, *rest: sent.append(plan) or 0)  # the plan it would run
     bench_cli._bench(args)
     assert sent[0].spec.synthetic.keys(4)["synthetic_acceptance_rates"] == [0.83, 0.6, 0.45, 0.36]
-
-
 
 
 def test_the_carried_curves_are_their_sources_figures():
@@ -233,10 +282,15 @@ def test_the_carried_curves_are_their_sources_figures():
     ruiz = pd.read_parquet(next(SHARED_DATA.glob("tomasruizt_*.parquet")))
     medians = ruiz[ruiz["draft_model"] == "Qwen/Qwen3-1.7B"].groupby("num_spec_toks")["acceptance_length"].median()
     assert priors.PRIORS["draft-qwen3-1.7b-for-32b"].al == tuple(round(float(v), 2) for v in medians)
-    traces = [_json.loads(line) for line in (SHARED_DATA / "specdecode-bench_simulator_2fdccbd"
-                                            / "combined_instructcoder.jsonl").read_text().splitlines()]
-    used = [t["acc_eagle"]["acc_len"] for t in traces
-            if len(t["acc_eagle"]["acc_len"]) == len(t["generated_token_ids"])]
+    traces = [
+        _json.loads(line)
+        for line in (SHARED_DATA / "specdecode-bench_simulator_2fdccbd" / "combined_instructcoder.jsonl")
+        .read_text()
+        .splitlines()
+    ]
+    used = [
+        t["acc_eagle"]["acc_len"] for t in traces if len(t["acc_eagle"]["acc_len"]) == len(t["generated_token_ids"])
+    ]
 
     def tokens_per_step(k: int) -> float:
         tokens = steps = 0
@@ -254,13 +308,25 @@ def test_the_carried_curves_are_their_sources_figures():
 def test_a_concurrency_whose_own_pick_ties_the_fixed_k_reads_the_deployed_k_first():
     """One answer on the page: where a concurrency alone would pick a K tied with the deployed fixed K, its line
     leads with the deployed K's figure, and the K-by-batch-size sentence deploys the fixed K, not the schedule."""
-    found = deploy.answer(_fit({(1, 2): (1.40, 1.20, 1.60), (1, 4): (1.50, 1.30, 1.70),
-                                (4, 2): (1.10, 1.05, 1.15), (4, 4): (1.30, 1.25, 1.35)}), ks=[2, 4], max_batch=8)
+    found = deploy.answer(
+        _fit(
+            {
+                (1, 2): (1.40, 1.20, 1.60),
+                (1, 4): (1.50, 1.30, 1.70),
+                (4, 2): (1.10, 1.05, 1.15),
+                (4, 4): (1.30, 1.25, 1.35),
+            }
+        ),
+        ks=[2, 4],
+        max_batch=8,
+    )
     assert [c.k for c in found.choices] == [2, 4] and not found.use_schedule and found.fixed_k == 4
     here = found.here(1.0)
     assert here.startswith("deploy K = 4 here too (K=4 1.500×") and "alone would pick K = 2 (1.400×" in here
-    assert here.endswith("tied with K = 4 within noise; over the measured concurrencies together K = 4 is faster "
-                         "beyond noise (1.400× against 1.250× on average, their intervals pooled).")
+    assert here.endswith(
+        "tied with K = 4 within noise; over the measured concurrencies together K = 4 is faster "
+        "beyond noise (1.400× against 1.250× on average, their intervals pooled)."
+    )
     assert found.here(4.0) is None  # the concurrency's own answer is the deployed K
     assert found.schedule_sentence().startswith("Deploy the fixed K = 4 at every batch size")
     assert f"would read {found.k_schedule.text()}" in found.schedule_sentence()
@@ -276,9 +342,16 @@ def _bundled_loop(run_id: str, probe_ks: tuple[int, int]):
     from specscope.loop import deploy_plan
 
     data = DATA
-    return deploy_plan.Request(preset="shape-llama31-8b-shared", methods=("eagle3",), concurrencies=(1, 4, 16, 64),
-                               prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
-                               probe_ks=probe_ks, repeats=3, run_id=run_id)
+    return deploy_plan.Request(
+        preset="shape-llama31-8b-shared",
+        methods=("eagle3",),
+        concurrencies=(1, 4, 16, 64),
+        prompts=data / "prompts" / "code-editing.jsonl",
+        acceptance="eagle3-kimi-k2.5",
+        probe_ks=probe_ks,
+        repeats=3,
+        run_id=run_id,
+    )
 
 
 def test_the_bundled_h200_loop_answers_from_what_it_measured_and_says_why_its_schedule_was_not(specscope_home):
@@ -353,7 +426,8 @@ def test_a_schedule_on_another_model_runner_is_priced_by_the_probe_schedule_step
 
 
 def test_the_bundled_h200_run_priced_the_schedules_runner_and_answers_a_fixed_k_measured_best_everywhere(
-        specscope_home):
+    specscope_home,
+):
     """The loop's fifth GPU run (H200, vLLM 0.26.0): step 1 measured the probe schedule 1-63:3,64:2 on vLLM's V1
     runner beside K=3 and 6, so the schedule's prediction carries that runner's price; the schedule served in step
     3 lost. K=4 is the best measured fixed K at every load, but the answer is K=3, the smaller K it ties over the
@@ -383,10 +457,17 @@ def test_the_bundled_draft_model_loop_answers_the_measured_k_and_says_the_predic
     from specscope.loop import deploy_plan, deploy_run
 
     data = DATA
-    request = deploy_plan.Request(preset="shape-llama31-8b-shared", methods=("draft_model",), concurrencies=(1, 16, 64),
-                                  prompts=data / "prompts" / "code-editing.jsonl",
-                                  acceptance="draft-qwen3-1.7b-for-32b", ks=tuple(range(1, 7)), probe_ks=(3, 6),
-                                  repeats=3, run_id="gpu-deploy-8b-draft-r2-vllm0.26.0")
+    request = deploy_plan.Request(
+        preset="shape-llama31-8b-shared",
+        methods=("draft_model",),
+        concurrencies=(1, 16, 64),
+        prompts=data / "prompts" / "code-editing.jsonl",
+        acceptance="draft-qwen3-1.7b-for-32b",
+        ks=tuple(range(1, 7)),
+        probe_ks=(3, 6),
+        repeats=3,
+        run_id="gpu-deploy-8b-draft-r2-vllm0.26.0",
+    )
     outcome = deploy_run.report(request)
     assert outcome.plan.fixed_k == 1 and outcome.plan.schedule is None and outcome.plan.verify_ks == [1]
     assert not outcome.answer.use_schedule and outcome.answer.config["num_speculative_tokens"] == 1
@@ -406,10 +487,19 @@ def test_the_bundled_long_context_loop_answers_k4_at_every_load_within_its_predi
     from specscope.loop import deploy_plan, deploy_run
 
     data = DATA
-    request = deploy_plan.Request(preset="shape-llama31-8b-long", methods=("eagle3",), concurrencies=(1, 4, 16),
-                                  prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
-                                  ks=tuple(range(1, 9)), probe_ks=(3, 6), repeats=3, num_prompts=8, per_concurrency=4,
-                                  run_id="gpu-deploy-8b-eagle3-long3k-vllm0.26.0")
+    request = deploy_plan.Request(
+        preset="shape-llama31-8b-long",
+        methods=("eagle3",),
+        concurrencies=(1, 4, 16),
+        prompts=data / "prompts" / "code-editing.jsonl",
+        acceptance="eagle3-kimi-k2.5",
+        ks=tuple(range(1, 9)),
+        probe_ks=(3, 6),
+        repeats=3,
+        num_prompts=8,
+        per_concurrency=4,
+        run_id="gpu-deploy-8b-eagle3-long3k-vllm0.26.0",
+    )
     outcome = deploy_run.report(request)
     assert outcome.plan.fixed_k == 4 and set(outcome.plan.best_k.values()) == {4}
     assert outcome.answer.config["num_speculative_tokens"] == 4 and not outcome.answer.use_schedule

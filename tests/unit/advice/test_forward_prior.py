@@ -22,8 +22,12 @@ from specscope.errors import InputError
 from specscope.results import importers
 
 ALONE, K3, K1 = (CAPTURES / f"bench_forward_eagle3_{name}.json" for name in ("exclude_drafter", "k3", "k1"))
-GIVEN = {"model": "meta-llama/Llama-3.1-8B-Instruct", "hardware": "1xH100-80GB",
-         "draft_model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "vllm_version": "0.33.0"}
+GIVEN = {
+    "model": "meta-llama/Llama-3.1-8B-Instruct",
+    "hardware": "1xH100-80GB",
+    "draft_model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+    "vllm_version": "0.33.0",
+}
 
 
 def _us(path: Path, case: str) -> float:
@@ -42,8 +46,8 @@ def test_each_step_is_priced_in_plain_steps_of_forward_time():
     one = _cell(prior, 1, 3)
     plain = _us(ALONE, "plain1")
     assert one["plain_us"] == plain and one["step_us"] == _us(K3, "verify1")
-    assert one["cost"] == pytest.approx(_us(K3, "verify1") / plain)          # D = step / plain
-    assert one["verify"] == pytest.approx(_us(ALONE, "verify1") / plain)     # the target over K+1 tokens
+    assert one["cost"] == pytest.approx(_us(K3, "verify1") / plain)  # D = step / plain
+    assert one["verify"] == pytest.approx(_us(ALONE, "verify1") / plain)  # the target over K+1 tokens
     assert one["draft"] == pytest.approx((_us(K3, "verify1") - _us(ALONE, "verify1")) / plain)
     assert one["verify"] + one["draft"] == pytest.approx(one["cost"])
     assert one["context"] == 4096
@@ -84,24 +88,43 @@ def test_a_prior_is_kept_and_read_back(specscope_home):
     assert back.calibration().cost(3, 8) == pytest.approx(prior.calibration().cost(3, 8))
 
 
-@pytest.mark.parametrize("files, given, message", [
-    ([ALONE], {"model": "m", "hardware": "h"}, "The cases time the target alone (--exclude-drafter) and do not say "
-                                               "the method; give --method, e.g. ngram, whose drafter passes no model."),
-    ([ALONE], {"model": "m", "hardware": "h", "method": "eagle3"},
-     "The cases time the target alone, which is a whole step only for a drafter that passes no model (ngram, "
-     "suffix); a step of eagle3 also runs its drafter: run vllm bench forward with its --speculative-config, without "
-     "--exclude-drafter."),
-    ([ALONE], {"model": "m", "hardware": "h", "method": "draft_model"},
-     "The cases time the target alone, which is a whole step only for a drafter that passes no model (ngram, "
-     "suffix); vllm bench forward times no draft model's passes."),
-    ([K3], {"model": "m", "hardware": "h", "method": "mtp"},
-     "The files time the drafter of eagle3, but --method gives mtp; leave --method out (the files' method is used) or "
-     "import that method's files."),
-    ([K3], {"model": "m", "hardware": "h"},
-     "The cases price no eagle3 step: each needs a plain decode timed without the drafter and, at the same batch "
-     "size, a verify of K drafts timed with a drafter of K drafts."),
-    ([ALONE], {"hardware": "h"}, "vllm bench forward output does not name the model; give --model."),
-])
+@pytest.mark.parametrize(
+    "files, given, message",
+    [
+        (
+            [ALONE],
+            {"model": "m", "hardware": "h"},
+            "The cases time the target alone (--exclude-drafter) and do not say "
+            "the method; give --method, e.g. ngram, whose drafter passes no model.",
+        ),
+        (
+            [ALONE],
+            {"model": "m", "hardware": "h", "method": "eagle3"},
+            "The cases time the target alone, which is a whole step only for a drafter that passes no model (ngram, "
+            "suffix); a step of eagle3 also runs its drafter: run vllm bench forward with its --speculative-config, "
+            "without --exclude-drafter.",
+        ),
+        (
+            [ALONE],
+            {"model": "m", "hardware": "h", "method": "draft_model"},
+            "The cases time the target alone, which is a whole step only for a drafter that passes no model (ngram, "
+            "suffix); vllm bench forward times no draft model's passes.",
+        ),
+        (
+            [K3],
+            {"model": "m", "hardware": "h", "method": "mtp"},
+            "The files time the drafter of eagle3, but --method gives mtp; leave --method out (the files' method is "
+            "used) or import that method's files.",
+        ),
+        (
+            [K3],
+            {"model": "m", "hardware": "h"},
+            "The cases price no eagle3 step: each needs a plain decode timed without the drafter and, at the same "
+            "batch size, a verify of K drafts timed with a drafter of K drafts.",
+        ),
+        ([ALONE], {"hardware": "h"}, "vllm bench forward output does not name the model; give --model."),
+    ],
+)
 def test_what_prices_no_step_is_refused_in_one_sentence(files, given, message):
     with pytest.raises(InputError) as info:
         forward_prior.read(files, given)
@@ -113,14 +136,30 @@ def test_other_json_is_refused_and_a_forward_file_is_not_taken_for_results(tmp_p
     other.write_text(json.dumps({"model_id": "m", "output_throughput": 1.0}))
     with pytest.raises(InputError, match=r"^bench.json is not `vllm bench forward --output-json` output"):
         forward_prior.read([other], {"model": "m", "hardware": "h"})
-    with pytest.raises(InputError, match=r"is `vllm bench forward` output: forward times of exact batches, not "
-                                         r"results; import it as a step-cost prior with specscope calibrate --forward"):
+    with pytest.raises(
+        InputError,
+        match=r"is `vllm bench forward` output: forward times of exact batches, not "
+        r"results; import it as a step-cost prior with specscope calibrate --forward",
+    ):
         importers.read_rows(ALONE)
 
 
 def test_the_cli_imports_the_files_and_lists_the_prior_with_the_calibrations(specscope_home, capsys):
-    argv = ["calibrate", "--forward", str(ALONE), str(K3), str(K1), "--model", GIVEN["model"], "--hardware",
-            GIVEN["hardware"], "--draft-model", GIVEN["draft_model"], "--alpha", "0.7"]
+    argv = [
+        "calibrate",
+        "--forward",
+        str(ALONE),
+        str(K3),
+        str(K1),
+        "--model",
+        GIVEN["model"],
+        "--hardware",
+        GIVEN["hardware"],
+        "--draft-model",
+        GIVEN["draft_model"],
+        "--alpha",
+        "0.7",
+    ]
     assert cli_main(argv) == 0
     out = " ".join(capsys.readouterr().out.split())  # prose wraps to the terminal's width
     assert "kept as" in out and "a prior from vllm bench forward" in out and "c=8 K=3: D 1.3" in out

@@ -61,10 +61,10 @@ def test_tokens_per_step_rejects_bad_input(bad):
 def test_cost_curve_interpolates_in_log2_concurrency():
     curve = theory.CostCurve((1.0, 4.0, 16.0), (1.0, 1.2, 1.6), (0.1, 0.2, 0.4))
     assert curve.at(4) == pytest.approx((1.2, 0.2))
-    assert curve.at(2) == pytest.approx((1.1, 0.15))      # halfway in log2 between 1 and 4
-    assert curve.at(32) == pytest.approx((1.8, 0.5))      # end slope continues
+    assert curve.at(2) == pytest.approx((1.1, 0.15))  # halfway in log2 between 1 and 4
+    assert curve.at(32) == pytest.approx((1.8, 0.5))  # end slope continues
     assert curve.inside(8) and not curve.inside(32)
-    assert curve.at(0.25)[1] == 0.0                       # d1 never negative
+    assert curve.at(0.25)[1] == 0.0  # d1 never negative
     with pytest.raises(ValueError):
         curve.at(0)
 
@@ -76,8 +76,10 @@ def test_cost_curve_inside_the_measured_range_is_numpy_interp_figure_for_figure(
     curve = theory.CostCurve(concs, (1.31, 1.07, 2.9, 1.5, 0.8, 3.3), (0.013, 0.4, 0.07, 0.29, 0.0, 0.9))
     xs = np.log2(np.asarray(concs))
     for conc in [*concs, *np.exp2(np.linspace(0.0, 8.0, 997))]:
-        assert curve.at(float(conc)) == (max(0.5, float(np.interp(math.log2(conc), xs, curve.d0))),
-                                         max(0.0, float(np.interp(math.log2(conc), xs, curve.d1))))
+        assert curve.at(float(conc)) == (
+            max(0.5, float(np.interp(math.log2(conc), xs, curve.d0))),
+            max(0.0, float(np.interp(math.log2(conc), xs, curve.d1))),
+        )
 
 
 def test_cost_curve_single_point_is_flat():

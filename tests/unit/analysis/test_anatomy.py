@@ -14,17 +14,59 @@ from specscope.analysis import anatomy, anatomy_figure
 from specscope.engine import presets
 from specscope.errors import ConfigError
 
-SETUP = dict(source="specscope", hardware="cpu-2core", host="box", vllm_version="0.32.0", torch_version="2.13.0+cpu",
-             weights="real", dataset="copy", response_format="none", output_len=48, temperature=0.0, concurrency=1,
-             status="ok", created_at=pd.Timestamp("2026-11-26", tz="UTC"), k_schedule=None, method_params=None)
+SETUP = dict(
+    source="specscope",
+    hardware="cpu-2core",
+    host="box",
+    vllm_version="0.32.0",
+    torch_version="2.13.0+cpu",
+    weights="real",
+    dataset="copy",
+    response_format="none",
+    output_len=48,
+    temperature=0.0,
+    concurrency=1,
+    status="ok",
+    created_at=pd.Timestamp("2026-11-26", tz="UTC"),
+    k_schedule=None,
+    method_params=None,
+)
 
 
-def _row(method, k, tpot, *, model="target", draft_model=None, run_id="run", out=100, completed=2, accepted=0,
-         drafts=0, draft_tokens=0, al=None, acceptance=None, **extra):
-    return {**SETUP, "run_id": run_id, "model": model, "draft_model": draft_model, "method": method, "k": k,
-            "mean_tpot_ms": tpot, "total_output_tokens": out, "completed": completed, "accepted_tokens": accepted,
-            "num_drafts": drafts, "draft_tokens": draft_tokens, "acceptance_length": al, "acceptance": acceptance,
-            **extra}
+def _row(
+    method,
+    k,
+    tpot,
+    *,
+    model="target",
+    draft_model=None,
+    run_id="run",
+    out=100,
+    completed=2,
+    accepted=0,
+    drafts=0,
+    draft_tokens=0,
+    al=None,
+    acceptance=None,
+    **extra,
+):
+    return {
+        **SETUP,
+        "run_id": run_id,
+        "model": model,
+        "draft_model": draft_model,
+        "method": method,
+        "k": k,
+        "mean_tpot_ms": tpot,
+        "total_output_tokens": out,
+        "completed": completed,
+        "accepted_tokens": accepted,
+        "num_drafts": drafts,
+        "draft_tokens": draft_tokens,
+        "acceptance_length": al,
+        "acceptance": acceptance,
+        **extra,
+    }
 
 
 def _raw(*rows) -> pd.DataFrame:
@@ -36,12 +78,21 @@ def _demo(tpots=(10.0,), probe_tpot=8.0, method_tpot=12.0, drafter_tpot=3.0):
     accepts 49 in 49 steps (f = 1, 2 tokens a step)."""
     rows = []
     for n, t in enumerate(tpots):
-        rows += [_row("none", 0, t * (1 + 0.01 * n)),
-                 _row("ngram", 4, probe_tpot * (1 + 0.01 * n), accepted=48, drafts=40, draft_tokens=160,
-                      acceptance="real"),
-                 _row("draft_model", 4, method_tpot * (1 + 0.01 * n), draft_model="/models/draft", accepted=49,
-                      drafts=49, draft_tokens=196, acceptance="real"),
-                 _row("none", 0, drafter_tpot * (1 + 0.01 * n), model="draft", run_id="run-drafter")]
+        rows += [
+            _row("none", 0, t * (1 + 0.01 * n)),
+            _row("ngram", 4, probe_tpot * (1 + 0.01 * n), accepted=48, drafts=40, draft_tokens=160, acceptance="real"),
+            _row(
+                "draft_model",
+                4,
+                method_tpot * (1 + 0.01 * n),
+                draft_model="/models/draft",
+                accepted=49,
+                drafts=49,
+                draft_tokens=196,
+                acceptance="real",
+            ),
+            _row("none", 0, drafter_tpot * (1 + 0.01 * n), model="draft", run_id="run-drafter"),
+        ]
     return _raw(*rows)
 
 
@@ -76,9 +127,22 @@ def test_tokens_accepted_past_the_output_cap_do_not_make_a_step_longer():
     """8 requests of 128 tokens, every draft of K=2 accepted (3 tokens a step): 43 steps a request make 129
     tokens, the last 2 dropped at the cap but counted as accepted. A step yields 127/43 tokens, never more than
     K+1 = 3, and the step is TPOT x 127/43."""
-    raw = _raw(_row("none", 0, 6.0, out=1024, completed=8),
-               _row("eagle3", 2, 2.5, draft_model="head", out=1024, completed=8, accepted=688, drafts=344,
-                    draft_tokens=688, al=3.0, acceptance="synthetic"))
+    raw = _raw(
+        _row("none", 0, 6.0, out=1024, completed=8),
+        _row(
+            "eagle3",
+            2,
+            2.5,
+            draft_model="head",
+            out=1024,
+            completed=8,
+            accepted=688,
+            drafts=344,
+            draft_tokens=688,
+            al=3.0,
+            acceptance="synthetic",
+        ),
+    )
     row = anatomy.table(raw).iloc[0]
     assert row["tokens_per_step"] == pytest.approx(1016 / 344) and row["drafting_share"] == 1.0
     assert row["step_ms"] == pytest.approx(2.5 * 1016 / 344)
@@ -148,16 +212,29 @@ def test_a_head_is_not_served_alone_so_draft_and_overhead_come_together():
 def test_parts_come_only_from_the_same_setup():
     raw = _demo()
     raw.loc[raw["model"] == "draft", "vllm_version"] = "0.31.0"  # the drafter alone on another vLLM
-    raw.loc[raw["method"] == "ngram", "concurrency"] = 4         # the probe at another concurrency
+    raw.loc[raw["method"] == "ngram", "concurrency"] = 4  # the probe at another concurrency
     row = anatomy.table(raw).query("method == 'draft_model'").iloc[0]
     assert pd.isna(row["verify_ms"]) and "no ngram cell at K=4" in row["verify_how"]
     assert "not measured alone" in row["draft_how"]
 
 
 def test_d_is_tokens_per_step_over_the_speedup_with_its_interval():
-    speedups = pd.DataFrame([{**SETUP, "run_id": "run", "model": "target", "draft_model": "/models/draft",
-                              "method": "draft_model", "k": 4, "acceptance": "real", "speedup": 0.8,
-                              "speedup_lo": 0.5, "speedup_hi": 1.0}])
+    speedups = pd.DataFrame(
+        [
+            {
+                **SETUP,
+                "run_id": "run",
+                "model": "target",
+                "draft_model": "/models/draft",
+                "method": "draft_model",
+                "k": 4,
+                "acceptance": "real",
+                "speedup": 0.8,
+                "speedup_lo": 0.5,
+                "speedup_hi": 1.0,
+            }
+        ]
+    )
     row = anatomy.table(_demo(), speedups).query("method == 'draft_model'").iloc[0]
     assert row["d"] == pytest.approx(2.0 / 0.8)
     assert (row["d_lo"], row["d_hi"]) == pytest.approx((2.0 / 1.0, 2.0 / 0.5))
@@ -178,13 +255,24 @@ def test_as_records_are_json_ready():
 
 
 def test_cost_slopes_are_the_drafters_pass_plus_verifys_growth_in_plain_steps():
-    raw = pd.concat([_demo(), _demo().assign(k=lambda f: f["k"].where(f["k"] == 0, 2),
-                                             num_drafts=lambda f: f["num_drafts"],
-                                             mean_tpot_ms=lambda f: f["mean_tpot_ms"].where(
-                                                 f["method"] != "ngram", 7.0))])
+    raw = pd.concat(
+        [
+            _demo(),
+            _demo().assign(
+                k=lambda f: f["k"].where(f["k"] == 0, 2),
+                num_drafts=lambda f: f["num_drafts"],
+                mean_tpot_ms=lambda f: f["mean_tpot_ms"].where(f["method"] != "ngram", 7.0),
+            ),
+        ]
+    )
     table = anatomy.table(raw)
-    keys = {"model": "target", "draft_model": "/models/draft", "method": "draft_model", "hardware": "cpu-2core",
-            "vllm_version": "0.32.0"}
+    keys = {
+        "model": "target",
+        "draft_model": "/models/draft",
+        "method": "draft_model",
+        "hardware": "cpu-2core",
+        "vllm_version": "0.32.0",
+    }
     slope = anatomy.cost_slopes(table, keys)[1.0]
     rows = table[table["method"] == "draft_model"].sort_values("k")
     per_verify = list(rows["verify_ms"] / 10.0)
@@ -193,8 +281,12 @@ def test_cost_slopes_are_the_drafters_pass_plus_verifys_growth_in_plain_steps():
 
 
 def test_the_advisor_takes_the_measured_cost_per_token_where_one_k_was_measured():
-    groups = pd.DataFrame([{"concurrency": 1, "d0": 1.0, "d1": 0.35, "train_ks": [4], "baseline_step_ms": 10.0},
-                           {"concurrency": 4, "d0": 1.2, "d1": 0.2, "train_ks": [2, 4], "baseline_step_ms": 12.0}])
+    groups = pd.DataFrame(
+        [
+            {"concurrency": 1, "d0": 1.0, "d1": 0.35, "train_ks": [4], "baseline_step_ms": 10.0},
+            {"concurrency": 4, "d0": 1.2, "d1": 0.2, "train_ks": [2, 4], "baseline_step_ms": 12.0},
+        ]
+    )
     cost = theory.CostCurve((1.0, 4.0), (1.0, 1.2), (0.35, 0.2))
     fit = fitting.FamilyFit({"method": "draft_model"}, 0.7, 0.0, 0.7, 0.7, 0.0, cost, groups, pd.DataFrame(), None)
     changed = fitting.with_parts(fit, {1.0: 0.3, 4.0: 0.9})
@@ -244,6 +336,7 @@ def test_the_table_put_together_from_its_setups_is_the_table_of_all_rows(specsco
     whole = anatomy.table(frame)
     joined = pd.concat([anatomy.table(p) for p in parts], ignore_index=True)
     order = ["model", "hardware", "host", "vllm_version", "method", "concurrency", "k", "run_id"]
-    whole, joined = (f[whole.columns].sort_values(order, key=lambda s: s.astype(str)).reset_index(drop=True)
-                     for f in (whole, joined))
+    whole, joined = (
+        f[whole.columns].sort_values(order, key=lambda s: s.astype(str)).reset_index(drop=True) for f in (whole, joined)
+    )
     pd.testing.assert_frame_equal(*(f.astype(object).where(f.notna(), None) for f in (whole, joined)))

@@ -71,8 +71,9 @@ def test_a_mean_on_its_bound_reads_the_bound_and_one_value_has_no_interval():
 
 
 def test_text_says_why_a_group_has_no_interval_and_clips_only_what_it_clipped():
-    assert intervals.text(1.7089, unit="x", why_none=intervals.too_few(2)) == \
-        "1.709x (2 prompts: too few for an interval)"
+    assert (
+        intervals.text(1.7089, unit="x", why_none=intervals.too_few(2)) == "1.709x (2 prompts: too few for an interval)"
+    )
     assert intervals.too_few(1) == "1 prompt: too few for an interval"
     assert intervals.text(0.8, 0.0, 3.97, unit="×").endswith("(low end clipped at 0)")
     assert "clipped" not in intervals.text(2.0, 1.2, 3.1)
@@ -87,8 +88,11 @@ def test_a_real_run_with_two_prompts_a_category_gives_no_interval_and_no_tie(spe
     for column in ("speedup", "acceptance_length", "acceptance_rate"):
         assert ngram[f"{column}_lo"].isna().all() and ngram[f"{column}_hi"].isna().all()
     text = layout.render(per_prompt.report_by_category(db, {"run_id": [few_prompts_store.RUN]}), None)
-    assert "2 prompts: too few for an interval" in text and " tie " not in text and "-" not in \
-        "".join(line.split("x")[-1] for line in text.splitlines() if "ngram" in line)
+    assert (
+        "2 prompts: too few for an interval" in text
+        and " tie " not in text
+        and "-" not in "".join(line.split("x")[-1] for line in text.splitlines() if "ngram" in line)
+    )
 
 
 def test_real_groups_of_four_keep_their_acceptance_inside_its_bounds(specscope_home):

@@ -33,8 +33,9 @@ def test_speedup_vs_k_lines(ruiz_store):
 
 
 def test_crossovers_interpolate_between_measured_points():
-    best = pd.DataFrame({"setup": ["s"] * 3, "method": ["ngram"] * 3, "concurrency": [1, 4, 16],
-                         "speedup": [2.0, 1.5, 0.5]})
+    best = pd.DataFrame(
+        {"setup": ["s"] * 3, "method": ["ngram"] * 3, "concurrency": [1, 4, 16], "speedup": [2.0, 1.5, 0.5]}
+    )
     [row] = explore.crossovers(best).to_dict("records")
     # 1.5 at log2=2, 0.5 at log2=4: crosses 1 at log2=3
     assert row["crossover_concurrency"] == pytest.approx(8.0)
@@ -58,11 +59,14 @@ def test_every_chart_builds_and_escapes_names(ruiz_store):
     best = explore.by_concurrency(ruiz_store)
     drawn = k_charts.speedup_vs_k(vs_k, explore.k_sweep_setups(vs_k)[:2])
     assert [setup for setup, _ in drawn] == explore.k_sweep_setups(vs_k)[:2]
-    figs = [charts.speedup_by_method(best),
-            charts.speedup_vs_concurrency(best, explore.crossovers(best)),
-            charts.acceptance_vs_k(explore.acceptance_vs_k(ruiz_store)),
-            charts.throughput_vs_concurrency(best), charts.latency_vs_concurrency(best),
-            charts.per_position(explore.per_position(ruiz_store))]
+    figs = [
+        charts.speedup_by_method(best),
+        charts.speedup_vs_concurrency(best, explore.crossovers(best)),
+        charts.acceptance_vs_k(explore.acceptance_vs_k(ruiz_store)),
+        charts.throughput_vs_concurrency(best),
+        charts.latency_vs_concurrency(best),
+        charts.per_position(explore.per_position(ruiz_store)),
+    ]
     assert all(len(f.data) > 0 for f in figs[:-1])
     hostile = best.assign(setup="<img src=x onerror=alert(1)>", model="<script>x</script>")
     fig = charts.throughput_vs_concurrency(hostile)
@@ -80,15 +84,33 @@ def test_downloads_round_trip(ruiz_store):
 
 def _repeated_run(directory, run_id, ks, host="box"):
     """A run with four repeats per cell: baseline ~20 tok/s, K=2 and K=4 within noise, K=8 clearly lower."""
-    values = {0: [20.0, 21.0, 19.0, 20.5], 2: [30.0, 31.0, 29.5, 30.5], 4: [30.0, 29.0, 31.0, 30.0],
-              8: [22.0, 21.5, 22.5, 21.0]}
+    values = {
+        0: [20.0, 21.0, 19.0, 20.5],
+        2: [30.0, 31.0, 29.5, 30.5],
+        4: [30.0, 29.0, 31.0, 30.0],
+        8: [22.0, 21.5, 22.5, 21.0],
+    }
     rows = []
     for k in [0, *ks]:
         for i, v in enumerate(values[k]):
-            rows.append({"source": "specscope", "model": "m", "dataset": "d", "hardware": "cpu-2core",
-                         "host": host, "output_len": 64, "temperature": 0.0, "concurrency": 1,
-                         "method": "none" if k == 0 else "ngram", "k": k, "repeat": i,
-                         "output_throughput": v, "acceptance_length": 1.5 if k else None, "status": "ok"})
+            rows.append(
+                {
+                    "source": "specscope",
+                    "model": "m",
+                    "dataset": "d",
+                    "hardware": "cpu-2core",
+                    "host": host,
+                    "output_len": 64,
+                    "temperature": 0.0,
+                    "concurrency": 1,
+                    "method": "none" if k == 0 else "ngram",
+                    "k": k,
+                    "repeat": i,
+                    "output_throughput": v,
+                    "acceptance_length": 1.5 if k else None,
+                    "status": "ok",
+                }
+            )
     writing.write_results(rows, run_id=run_id, directory=directory)
 
 
@@ -118,7 +140,8 @@ def test_two_runs_of_one_setup_combine_their_own_intervals(tmp_path):
     _repeated_run(tmp_path, "second", [2])
     [point] = explore.speedup_vs_k(Store(result_dirs=[tmp_path], request_dirs=[])).to_dict("records")
     [one] = explore.speedup_vs_k(Store(result_dirs=[tmp_path], request_dirs=[]), {"run_id": ["first"]}).to_dict(
-        "records")
+        "records"
+    )
     assert point["runs"] == 2 and point["repeats"] == 8
     # identical runs: the same figure, and an interval narrower than one run's (twice the repeats)
     assert point["speedup"] == pytest.approx(one["speedup"])
@@ -127,8 +150,9 @@ def test_two_runs_of_one_setup_combine_their_own_intervals(tmp_path):
 
 def test_speedup_vs_k_colours_a_concurrency_alike_in_every_chart_and_keeps_names_as_data(ruiz_store):
     vs_k = explore.speedup_vs_k(ruiz_store)
-    hostile = vs_k.assign(setup=vs_k["setup"].where(vs_k["setup"] != vs_k["setup"].iloc[0],
-                                                    "<img src=x onerror=alert(1)>"))
+    hostile = vs_k.assign(
+        setup=vs_k["setup"].where(vs_k["setup"] != vs_k["setup"].iloc[0], "<img src=x onerror=alert(1)>")
+    )
     setups = explore.k_sweep_setups(hostile)[:3]
     drawn = k_charts.speedup_vs_k(hostile, setups)
     colours = {}
@@ -176,7 +200,9 @@ def test_the_landing_setups_are_one_per_setup_whatever_its_vllm_version():
     # the best setup of each hardware comes before a second of any: a CPU run beside the GPU's best
     cpu = vs_k[vs_k["method"] == "suffix"].assign(hardware="cpu-2core", setup="suffix · cpu")
     assert explore.default_setups(pd.concat([vs_k[vs_k["method"] != "suffix"], cpu]), 2) == [
-        "eagle3 · vLLM 0.24.0", "suffix · cpu"]
+        "eagle3 · vLLM 0.24.0",
+        "suffix · cpu",
+    ]
     assert explore.default_setups(vs_k.iloc[0:0]) == []
 
 
@@ -186,8 +212,12 @@ def test_the_landing_setup_is_a_real_drafter_like_the_headline_best():
     vs_k = _k_sweeps()
     synthetic = vs_k.assign(acceptance=vs_k["acceptance"].mask(vs_k["method"] == "eagle3", provenance.SYNTHETIC))
     assert explore.default_setups(synthetic) == ["ngram · vLLM 0.24.0"]
-    assert explore.default_setups(synthetic, 4) == ["ngram · vLLM 0.24.0", "suffix · vLLM 0.24.0",
-                                                    "eagle3 · vLLM 0.24.0", "eagle3 · vLLM 0.26.0"]
+    assert explore.default_setups(synthetic, 4) == [
+        "ngram · vLLM 0.24.0",
+        "suffix · vLLM 0.24.0",
+        "eagle3 · vLLM 0.24.0",
+        "eagle3 · vLLM 0.26.0",
+    ]
     calibrated = vs_k.assign(source=vs_k["source"].mask(vs_k["method"] != "suffix", CALIBRATION_SOURCE))
     assert explore.default_setups(calibrated) == ["suffix · vLLM 0.24.0"]
     assert explore.default_setups(synthetic.assign(acceptance=provenance.SYNTHETIC)) == ["eagle3 · vLLM 0.24.0"]
@@ -195,20 +225,41 @@ def test_the_landing_setup_is_a_real_drafter_like_the_headline_best():
 
 def _k_sweeps() -> pd.DataFrame:
     """Four setups measured at K 2 and 4 (eagle3 on two vLLM versions), best first: eagle3, ngram, suffix."""
+
     def point(method: str, version: str, k: int, speedup: float) -> dict:
         keys = dict.fromkeys(schema.SETUP_KEYS, "x")
-        return {**keys, "method": method, "vllm_version": version, "k": k, "speedup": speedup,
-                "setup": f"{method} · vLLM {version}"}
-    return pd.DataFrame([point(m, v, k, s * k) for m, v, s in (("eagle3", "0.24.0", 2.0), ("eagle3", "0.26.0", 1.9),
-                                                              ("ngram", "0.24.0", 1.5), ("suffix", "0.24.0", 1.2))
-                         for k in (2, 4)])
+        return {
+            **keys,
+            "method": method,
+            "vllm_version": version,
+            "k": k,
+            "speedup": speedup,
+            "setup": f"{method} · vLLM {version}",
+        }
 
-
+    return pd.DataFrame(
+        [
+            point(m, v, k, s * k)
+            for m, v, s in (
+                ("eagle3", "0.24.0", 2.0),
+                ("eagle3", "0.26.0", 1.9),
+                ("ngram", "0.24.0", 1.5),
+                ("suffix", "0.24.0", 1.2),
+            )
+            for k in (2, 4)
+        ]
+    )
 
 
 def test_two_setups_side_by_side_list_only_their_own_concurrencies_in_shared_colours():
-    frame = pd.DataFrame([{"setup": s, "k": k, "speedup": 1.1, "speedup_lo": None, "speedup_hi": None, "concurrency": c}
-                          for s, cs in (("a", (1, 4)), ("b", (1, 16))) for c in cs for k in (2, 4)])
+    frame = pd.DataFrame(
+        [
+            {"setup": s, "k": k, "speedup": 1.1, "speedup_lo": None, "speedup_hi": None, "concurrency": c}
+            for s, cs in (("a", (1, 4)), ("b", (1, 16)))
+            for c in cs
+            for k in (2, 4)
+        ]
+    )
     scales = {}
     for setup, chart in k_charts.speedup_vs_k(frame, ["a", "b"]):
         encoding = next(layer for layer in chart.to_dict()["layer"] if layer["mark"]["type"] == "line")["encoding"]
@@ -221,10 +272,19 @@ def test_two_setups_side_by_side_list_only_their_own_concurrencies_in_shared_col
 def test_the_best_k_tab_shows_short_headers_and_the_setup_whole():
     bundled = Store(result_dirs=[settings.bundled_data_dir() / "results"], request_dirs=[])
     filters = {"method": ["ngram"], "dataset": ["code-editing"]}
-    shown = k_charts.best_k_shown(explore_text.best_k_table(explore.by_concurrency(bundled, filters),
-                                                       explore.speedup_vs_k(bundled, filters)))
-    assert list(shown.columns[:8]) == ["setup", "concurrency", "K", "speedup [95%]", "tied with", "checks", "left out",
-                                       "AL"]
+    shown = k_charts.best_k_shown(
+        explore_text.best_k_table(explore.by_concurrency(bundled, filters), explore.speedup_vs_k(bundled, filters))
+    )
+    assert list(shown.columns[:8]) == [
+        "setup",
+        "concurrency",
+        "K",
+        "speedup [95%]",
+        "tied with",
+        "checks",
+        "left out",
+        "AL",
+    ]
     assert set(shown["tied with"]) <= {"", "K 2", "K 4"} and "K 2" in set(shown["tied with"])
     assert "⚠ prefix cache" in set(shown["checks"]) and "✓" in set(shown["checks"])  # the checks travel
     assert set(shown["baseline"]) == {"its run"} and all(" · " in s for s in shown["setup"])

@@ -40,12 +40,14 @@ def _nan_coordinates(fig) -> list[str]:
 def _figures(db: Store) -> dict:
     best = explore.by_concurrency(db)
     crossings = explore.crossovers(best)
-    return {"speedup_by_method": charts.speedup_by_method(best),
-            "speedup_vs_concurrency": charts.speedup_vs_concurrency(best, crossings),
-            "acceptance_vs_k": charts.acceptance_vs_k(explore.acceptance_vs_k(db)),
-            "throughput": charts.throughput_vs_concurrency(best),
-            "latency": charts.latency_vs_concurrency(best),
-            "per_position": charts.per_position(explore.per_position(db))}
+    return {
+        "speedup_by_method": charts.speedup_by_method(best),
+        "speedup_vs_concurrency": charts.speedup_vs_concurrency(best, crossings),
+        "acceptance_vs_k": charts.acceptance_vs_k(explore.acceptance_vs_k(db)),
+        "throughput": charts.throughput_vs_concurrency(best),
+        "latency": charts.latency_vs_concurrency(best),
+        "per_position": charts.per_position(explore.per_position(db)),
+    }
 
 
 def test_no_bundled_figure_draws_a_nan_coordinate(bundled):
@@ -53,8 +55,12 @@ def test_no_bundled_figure_draws_a_nan_coordinate(bundled):
     assert {name: _nan_coordinates(fig) for name, fig in figures.items()} == {name: [] for name in figures}
     vs_k = explore.speedup_vs_k(bundled)
     for _, chart in k_charts.speedup_vs_k(vs_k, explore.k_sweep_setups(vs_k)[:4]):
-        drawn = [(r.get("k"), r.get("speedup"), r.get("speedup_lo"), r.get("speedup_hi"))
-                 for rows in chart.to_dict()["datasets"].values() for r in rows if "k" in r]
+        drawn = [
+            (r.get("k"), r.get("speedup"), r.get("speedup_lo"), r.get("speedup_hi"))
+            for rows in chart.to_dict()["datasets"].values()
+            for r in rows
+            if "k" in r
+        ]
         assert drawn and all(v is not None and math.isfinite(v) for point in drawn for v in point[:2])
         assert all((lo is None) == (hi is None) for _, _, lo, hi in drawn)
     by_method = figures["speedup_by_method"]
@@ -66,12 +72,19 @@ def test_a_crossover_that_does_not_exist_is_not_printed(bundled):
     caption = explore_text.crossover_caption(explore.crossovers(best))
     assert "nan" not in caption.lower()
     # unknown concurrency, or below 1 from the first point on: no crossover
-    frame = pd.DataFrame({"setup": ["a", "b", "b", "c", "c"], "method": ["ngram"] * 5,
-                          "concurrency": [np.nan, 1, 4, 1, 4], "speedup": [0.9, 0.8, 0.7, 1.5, 0.5]})
+    frame = pd.DataFrame(
+        {
+            "setup": ["a", "b", "b", "c", "c"],
+            "method": ["ngram"] * 5,
+            "concurrency": [np.nan, 1, 4, 1, 4],
+            "speedup": [0.9, 0.8, 0.7, 1.5, 0.5],
+        }
+    )
     crossings = explore.crossovers(frame)
     assert crossings["setup"].tolist() == ["c"]
     assert explore_text.crossover_caption(crossings) == (
-        "Where speculation stops paying: c at concurrency ≈ 2 (first measured below 1× at 4).")
+        "Where speculation stops paying: c at concurrency ≈ 2 (first measured below 1× at 4)."
+    )
     assert explore_text.crossover_caption(explore.crossovers(frame[frame["setup"] != "c"])) == ""
 
 
@@ -93,8 +106,13 @@ def test_best_k_table_lists_speculative_rows_with_blanks_and_units(bundled):
     cells = table.astype(str).to_numpy().ravel().tolist()
     assert not [c for c in cells if c in ("None", "nan", "NaN", "<NA>")]
     assert "" in set(table["concurrency (requests)"])  # rate-limited article rows state none
-    for header in ("concurrency (requests)", "K (draft tokens)", "acceptance length (tokens/step)",
-                   "output (tok/s, 95%)", "p99 TPOT (ms)"):
+    for header in (
+        "concurrency (requests)",
+        "K (draft tokens)",
+        "acceptance length (tokens/step)",
+        "output (tok/s, 95%)",
+        "p99 TPOT (ms)",
+    ):
         assert header in table.columns
 
 
@@ -111,7 +129,8 @@ def test_bundled_sources_name_article_hardware_and_vllm_version(bundled):
     own = int((sources["from"] == "SpecScope's own measurements").sum())
     assert explore_text.bundled_label(sources.reset_index()) == (
         f"Where the bundled results come from ({len(sources)} files: {own} of SpecScope's own measurements "
-        f"and {len(sources) - own} from published articles)")
+        f"and {len(sources) - own} from published articles)"
+    )
 
 
 def test_the_best_point_names_only_what_its_source_states():

@@ -14,16 +14,27 @@ COUNTS = {"setups": 43, "slower": 9, "baselines": 24}
 
 
 def _top(**fields) -> pd.Series:
-    return pd.Series({"speedup": 1.6824, "speedup_lo": 1.358, "speedup_hi": 2.109, "hardware": "cpu-2core",
-                      "model": "HuggingFaceTB/SmolLM2-135M-Instruct", "setup": "SmolLM2 · ngram", "k": 4.0,
-                      "concurrency": 1.0, **fields})
+    return pd.Series(
+        {
+            "speedup": 1.6824,
+            "speedup_lo": 1.358,
+            "speedup_hi": 2.109,
+            "hardware": "cpu-2core",
+            "model": "HuggingFaceTB/SmolLM2-135M-Instruct",
+            "setup": "SmolLM2 · ngram",
+            "k": 4.0,
+            "concurrency": 1.0,
+            **fields,
+        }
+    )
 
 
 def test_the_sentence_leads_with_the_best_speedup_its_interval_and_where():
     assert headline.sentence(1234, COUNTS, _top()) == (
         "Best speedup **1.682×** [1.358, 2.109] 95% interval over repeats on cpu-2core · SmolLM2-135M-Instruct"
         " · **43** speculative setups with a baseline · **9 of 43** slower than their baseline at some "
-        "concurrency · **1,234** result rows")
+        "concurrency · **1,234** result rows"
+    )
 
 
 def test_a_single_run_says_it_has_no_interval_and_no_best_leaves_the_counts():
@@ -41,27 +52,67 @@ def test_names_from_result_files_stay_literal():
 
 def test_a_flagged_best_says_so_beside_the_number():
     text = headline.sentence(5, COUNTS, _top(valid_share=0.5, hygiene=""))
-    assert "**1.682×** [1.358, 2.109] 95% interval over repeats **⚠ fails hygiene checks: Invalid constrained " \
-           "answers** on cpu-2core" in text
+    assert (
+        "**1.682×** [1.358, 2.109] 95% interval over repeats **⚠ fails hygiene checks: Invalid constrained "
+        "answers** on cpu-2core" in text
+    )
 
 
 def test_the_headline_passes_over_a_flagged_cell_and_the_caption_names_it():
-    best = pd.DataFrame([
-        {"method": "ngram", "speedup": 1.21, "speedup_lo": 1.1, "speedup_hi": 1.3, "valid_share": 0.5, "hygiene": "",
-         "setup": "s · constrained (json_schema)", "k": 2.0, "concurrency": 1.0, "acceptance": "real",
-         "source": "specscope", "hardware": "cpu-2core", "model": "m"},
-        {"method": "ngram", "speedup": 1.15, "speedup_lo": 1.05, "speedup_hi": 1.25, "valid_share": None,
-         "hygiene": "", "setup": "s", "k": 2.0, "concurrency": 1.0, "acceptance": "real", "source": "specscope",
-         "hardware": "cpu-2core", "model": "m"},
-        {"method": "none", "speedup": 1.0, "setup": "s", "k": 0.0, "concurrency": 1.0, "acceptance": "real",
-         "source": "specscope", "hygiene": "", "valid_share": None}])
+    best = pd.DataFrame(
+        [
+            {
+                "method": "ngram",
+                "speedup": 1.21,
+                "speedup_lo": 1.1,
+                "speedup_hi": 1.3,
+                "valid_share": 0.5,
+                "hygiene": "",
+                "setup": "s · constrained (json_schema)",
+                "k": 2.0,
+                "concurrency": 1.0,
+                "acceptance": "real",
+                "source": "specscope",
+                "hardware": "cpu-2core",
+                "model": "m",
+            },
+            {
+                "method": "ngram",
+                "speedup": 1.15,
+                "speedup_lo": 1.05,
+                "speedup_hi": 1.25,
+                "valid_share": None,
+                "hygiene": "",
+                "setup": "s",
+                "k": 2.0,
+                "concurrency": 1.0,
+                "acceptance": "real",
+                "source": "specscope",
+                "hardware": "cpu-2core",
+                "model": "m",
+            },
+            {
+                "method": "none",
+                "speedup": 1.0,
+                "setup": "s",
+                "k": 0.0,
+                "concurrency": 1.0,
+                "acceptance": "real",
+                "source": "specscope",
+                "hygiene": "",
+                "valid_share": None,
+            },
+        ]
+    )
     top = explore.best_point(best)
     passed_over = explore.flagged_above(best, top)
     assert top["speedup"] == 1.15 and passed_over["speedup"] == 1.21
     caption = headline.caption(COUNTS, top, ("s", 3, False), passed_over)
     assert "The figure below draws it." in caption
-    assert ("A higher figure, 1.210× [1.100, 1.300] (s · constrained \\(json\\_schema\\), K=2, concurrency 1), is left "
-            "out: its cell fails hygiene checks (Invalid constrained answers).") in caption
+    assert (
+        "A higher figure, 1.210× [1.100, 1.300] (s · constrained \\(json\\_schema\\), K=2, concurrency 1), is left "
+        "out: its cell fails hygiene checks (Invalid constrained answers)."
+    ) in caption
     only_flagged = explore.best_point(best[best["valid_share"] == 0.5])
     assert only_flagged["speedup"] == 1.21 and "⚠ fails hygiene checks" in headline.sentence(5, COUNTS, only_flagged)
 

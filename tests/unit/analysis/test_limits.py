@@ -35,8 +35,11 @@ def test_a_cells_oracle_bound_beside_its_speedup(run, capsys):
     assert request["oracle_speedup"] == pytest.approx(10.0 / 6.28 * gain)
     assert main(["speedup", "--json", "--method", "ngram"]) == 0
     [row] = json.loads(capsys.readouterr().out)
-    assert row["oracle_speedup"] == pytest.approx(cell["oracle_speedup"]) and row["ceiling"] == pytest.approx(
-        cell["ceiling_tok_s"]) and row["k_ceiling"] == 5
+    assert (
+        row["oracle_speedup"] == pytest.approx(cell["oracle_speedup"])
+        and row["ceiling"] == pytest.approx(cell["ceiling_tok_s"])
+        and row["k_ceiling"] == 5
+    )
 
 
 def test_side_effects_against_the_baseline(run):
@@ -47,9 +50,18 @@ def test_side_effects_against_the_baseline(run):
 
 
 def test_the_pareto_front_of_users_and_gpus():
-    rows = pd.DataFrame([{**CELL, "method": m, "k": k, "concurrency": c, "output_throughput": t, "tp": None}
-                         for m, k, c, t in (("none", 0, 1, 100.0), ("ngram", 4, 1, 180.0), ("none", 0, 8, 700.0),
-                                            ("ngram", 4, 8, 650.0), ("ngram", 2, 8, 500.0))])
+    rows = pd.DataFrame(
+        [
+            {**CELL, "method": m, "k": k, "concurrency": c, "output_throughput": t, "tp": None}
+            for m, k, c, t in (
+                ("none", 0, 1, 100.0),
+                ("ngram", 4, 1, 180.0),
+                ("none", 0, 8, 700.0),
+                ("ngram", 4, 8, 650.0),
+                ("ngram", 2, 8, 500.0),
+            )
+        ]
+    )
     found = limits.pareto(rows)
     assert found["tokens_per_user"].tolist() == [100.0, 180.0, 87.5, 81.25, 62.5]
     assert found["on_front"].tolist() == [False, True, True, False, False]  # ngram c1: fastest user; none c8: most/GPU

@@ -12,9 +12,15 @@ from specscope.cli import main
 
 
 def _request(accepted, drafted, output_tokens, decode_ms, prompt_id="p1"):
-    return {"prompt_id": prompt_id, "per_step_accepted": accepted, "per_step_drafted": drafted,
-            "output_tokens": output_tokens, "ttft_ms": 20.0, "e2el_ms": 20.0 + decode_ms,
-            "tpot_ms": decode_ms / (output_tokens - 1)}
+    return {
+        "prompt_id": prompt_id,
+        "per_step_accepted": accepted,
+        "per_step_drafted": drafted,
+        "output_tokens": output_tokens,
+        "ttft_ms": 20.0,
+        "e2el_ms": 20.0 + decode_ms,
+        "tpot_ms": decode_ms / (output_tokens - 1),
+    }
 
 
 def test_steps_without_a_draft_are_the_rest_of_the_output():
@@ -69,8 +75,12 @@ def test_specdecode_bench_ngram_on_instructcoder_at_batch_1(specdecode_traces):
 
 def test_the_oracle_command_on_a_trace_file(tmp_path, capsys):
     path = tmp_path / "combined_x.jsonl"
-    path.write_text(json.dumps({"generated_token_ids": list(range(12)),
-                                "acc_ngram": {"acc_len": [1, 1, 6, 5, 4, 3, 2, 1, 3, 2, 1, 1]}}) + "\n")
+    path.write_text(
+        json.dumps(
+            {"generated_token_ids": list(range(12)), "acc_ngram": {"acc_len": [1, 1, 6, 5, 4, 3, 2, 1, 3, 2, 1, 1]}}
+        )
+        + "\n"
+    )
     assert main(["oracle", str(path), "--k", "1,4", "--k-max", "4", "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
     assert found["requests"] == 1 and found["best_k"] == 4 and found["oracle"] >= found["best_fixed"]

@@ -34,8 +34,9 @@ def test_bundled_requests_pair_every_prompt_with_its_runs_baseline(specscope_hom
     raw = raw[raw["success"]].assign(rate=lambda f: 1000 * f["output_tokens"] / f["e2el_ms"])
     means = raw.groupby(["method", "k", "concurrency", "prompt_id"])["rate"].mean()
     base = means.xs("none", level="method").droplevel("k")
-    row = rows[(rows["method"] == "suffix") & (rows["k"] == 4) & (rows["concurrency"] == 4)
-               & (rows["prompt_id"] == "code-03")].iloc[0]
+    row = rows[
+        (rows["method"] == "suffix") & (rows["k"] == 4) & (rows["concurrency"] == 4) & (rows["prompt_id"] == "code-03")
+    ].iloc[0]
     assert row["speedup"] == pytest.approx(means[("suffix", 4, 4, "code-03")] / base[(4, "code-03")], rel=1e-12)
     assert row["speedup_interval"] == "fieller" and row["speedup_lo"] < row["speedup"] < row["speedup_hi"]
 
@@ -65,23 +66,53 @@ def test_bundled_slower_list_holds_exactly_the_prompts_below_one(specscope_home)
 
 def _request(prompt_id, method, k, concurrency, e2el_ms, category=None, tokens=40, repeat=None, **extra):
     cell = sweep.Cell(method, k, concurrency, repeat).cell_id
-    return {"cell_id": cell, "prompt_id": prompt_id, "category": category, "method": method, "k": k,
-            "concurrency": concurrency, "success": True, "prompt_tokens": tokens, "output_tokens": 20,
-            "e2el_ms": e2el_ms, **extra}
+    return {
+        "cell_id": cell,
+        "prompt_id": prompt_id,
+        "category": category,
+        "method": method,
+        "k": k,
+        "concurrency": concurrency,
+        "success": True,
+        "prompt_tokens": tokens,
+        "output_tokens": 20,
+        "e2el_ms": e2el_ms,
+        **extra,
+    }
 
 
 def _run(run_id: str, requests: list[dict], dataset: str = "mine") -> None:
     cells = {(r["method"], r["k"], r["concurrency"]) for r in requests}
-    writing.write_results([{"source": "specscope", "model": "m", "dataset": dataset, "method": m, "k": k,
-                          "concurrency": c, "output_throughput": 10.0, "status": "ok"} for m, k, c in cells],
-                        run_id=run_id)
+    writing.write_results(
+        [
+            {
+                "source": "specscope",
+                "model": "m",
+                "dataset": dataset,
+                "method": m,
+                "k": k,
+                "concurrency": c,
+                "output_throughput": 10.0,
+                "status": "ok",
+            }
+            for m, k, c in cells
+        ],
+        run_id=run_id,
+    )
     writing.write_requests(requests, run_id=run_id)
 
 
 def test_a_prompt_pairs_with_the_baseline_of_its_own_run_and_concurrency(specscope_home, monkeypatch):
     monkeypatch.setenv("SPECSCOPE_DATA", str(specscope_home / "no-bundled"))
-    _run("a", [_request("p1", "none", 0, 1, 1000.0, "chat"), _request("p1", "none", 0, 2, 4000.0, "chat"),
-               _request("p1", "ngram", 4, 1, 500.0, "chat"), _request("p1", "ngram", 4, 2, 1000.0, "chat")])
+    _run(
+        "a",
+        [
+            _request("p1", "none", 0, 1, 1000.0, "chat"),
+            _request("p1", "none", 0, 2, 4000.0, "chat"),
+            _request("p1", "ngram", 4, 1, 500.0, "chat"),
+            _request("p1", "ngram", 4, 2, 1000.0, "chat"),
+        ],
+    )
     _run("b", [_request("p1", "none", 0, 1, 10.0, "chat")])  # another run's baseline is never used
     assert per_prompt.runs(per_prompt.per_prompt(Store())) == ["a"]  # b has no method cell to pair
     rows = per_prompt.per_prompt(Store()).set_index("concurrency")
@@ -92,11 +123,16 @@ def test_a_prompt_pairs_with_the_baseline_of_its_own_run_and_concurrency(specsco
 def test_small_groups_have_no_interval_and_lengths_fall_in_doubling_buckets(specscope_home, monkeypatch):
     monkeypatch.setenv("SPECSCOPE_DATA", str(specscope_home / "no-bundled"))
     requests = []
-    for prompt_id, category, tokens, base, sd in [("c1", "coding", 100, 1000.0, 500.0),
-                                                  ("c2", "coding", 120, 1000.0, 800.0),
-                                                  ("t1", "chat", 20, 1000.0, 1250.0), ("x", None, 3000, 900.0, 900.0)]:
-        requests += [_request(prompt_id, "none", 0, 1, base, category, tokens),
-                     _request(prompt_id, "ngram", 4, 1, sd, category, tokens, acceptance_length=2.0)]
+    for prompt_id, category, tokens, base, sd in [
+        ("c1", "coding", 100, 1000.0, 500.0),
+        ("c2", "coding", 120, 1000.0, 800.0),
+        ("t1", "chat", 20, 1000.0, 1250.0),
+        ("x", None, 3000, 900.0, 900.0),
+    ]:
+        requests += [
+            _request(prompt_id, "none", 0, 1, base, category, tokens),
+            _request(prompt_id, "ngram", 4, 1, sd, category, tokens, acceptance_length=2.0),
+        ]
     _run("r", requests)
     db = Store()
     categories = per_prompt.by(db, "category")
@@ -113,8 +149,16 @@ def test_small_groups_have_no_interval_and_lengths_fall_in_doubling_buckets(spec
 
 
 def test_length_buckets_double_from_64_tokens():
-    assert [per_prompt.length_bucket(t)[1] for t in (0, 63, 64, 127, 128, 8191, 8192, 100_000)] == \
-        ["<64", "<64", "64–127", "64–127", "128–255", "4096–8191", "≥8192", "≥8192"]
+    assert [per_prompt.length_bucket(t)[1] for t in (0, 63, 64, 127, 128, 8191, 8192, 100_000)] == [
+        "<64",
+        "<64",
+        "64–127",
+        "64–127",
+        "128–255",
+        "4096–8191",
+        "≥8192",
+        "≥8192",
+    ]
     assert per_prompt.length_bucket(None)[1] == "unknown"
     with pytest.raises(ConfigError, match="category or prompt_length"):
         per_prompt.by(None, "colour")
@@ -162,12 +206,23 @@ def test_a_prompt_pairs_with_the_baseline_of_its_own_format_and_vllm(specscope_h
 
     def request(method, k, e2el_ms, constrained=False, vllm=None):
         cell = sweep.Cell(method, k, 1, constrained=constrained, vllm=vllm).cell_id
-        return {**_request("p1", method, k, 1, e2el_ms, "chat"), "cell_id": cell,
-                "response_format": "json_schema" if constrained else "none"}
+        return {
+            **_request("p1", method, k, 1, e2el_ms, "chat"),
+            "cell_id": cell,
+            "response_format": "json_schema" if constrained else "none",
+        }
 
-    _run("v", [request("none", 0, 1000.0), request("ngram", 4, 500.0),
-               request("none", 0, 3000.0, constrained=True), request("ngram", 4, 1000.0, constrained=True),
-               request("none", 0, 800.0, vllm="0.31.0"), request("ngram", 4, 100.0, vllm="0.31.0")])
+    _run(
+        "v",
+        [
+            request("none", 0, 1000.0),
+            request("ngram", 4, 500.0),
+            request("none", 0, 3000.0, constrained=True),
+            request("ngram", 4, 1000.0, constrained=True),
+            request("none", 0, 800.0, vllm="0.31.0"),
+            request("ngram", 4, 100.0, vllm="0.31.0"),
+        ],
+    )
     rows = per_prompt.per_prompt(Store()).set_index("cell")
     assert len(rows) == 3  # one pair per variant, none across them
     assert rows.loc["ngram-k4-c1", "speedup"] == pytest.approx(2.0)
@@ -180,7 +235,10 @@ def test_a_prompt_pairs_with_the_baseline_of_its_own_format_and_vllm(specscope_h
     labels = {per_prompt.variant_label(row) for _, row in grouped.iterrows()}
     assert labels == {"", " constrained", " vLLM 0.31.0"}
     assert set(grouped.loc[grouped["method"] == "none", "cell"]) == {
-        "none-k0-c1", "none-k0-c1-constrained", "none-k0-c1-vllm0.31.0"}
+        "none-k0-c1",
+        "none-k0-c1-constrained",
+        "none-k0-c1-vllm0.31.0",
+    }
 
 
 def test_a_constrained_cell_is_a_trace_of_its_own_in_the_category_charts(specscope_home):

@@ -46,13 +46,45 @@ from specscope.analysis import explore
 from specscope.results import store  # noqa: E402
 
 FIXTURE = Path(__file__).resolve().parent / "speedups_before.json"
-PINNED = ("gpu-llama31-8b-eagle3-synthetic", "gpu-qwen3-32b-ruiz-replay", "pace-sd-lab",
-          "specscope-cpu-code-editing", "vllm-sd-guide")  # the bundled results files the numbers were pinned on
-KEYS = ["run_id", "label", "source", "model", "draft_model", "method", "dataset", "hardware", "host",
-        "temperature", "concurrency", "k", "k_schedule", "curve"]
-NUMBERS = ["speedup", "speedup_lo", "speedup_hi", "output_throughput", "output_throughput_lo",
-           "output_throughput_hi", "baseline_throughput", "baseline_repeats", "acceptance_length",
-           "repeats", "runs", "al_min", "al_max", "concurrencies"]
+PINNED = (
+    "gpu-llama31-8b-eagle3-synthetic",
+    "gpu-qwen3-32b-ruiz-replay",
+    "pace-sd-lab",
+    "specscope-cpu-code-editing",
+    "vllm-sd-guide",
+)  # the bundled results files the numbers were pinned on
+KEYS = [
+    "run_id",
+    "label",
+    "source",
+    "model",
+    "draft_model",
+    "method",
+    "dataset",
+    "hardware",
+    "host",
+    "temperature",
+    "concurrency",
+    "k",
+    "k_schedule",
+    "curve",
+]
+NUMBERS = [
+    "speedup",
+    "speedup_lo",
+    "speedup_hi",
+    "output_throughput",
+    "output_throughput_lo",
+    "output_throughput_hi",
+    "baseline_throughput",
+    "baseline_repeats",
+    "acceptance_length",
+    "repeats",
+    "runs",
+    "al_min",
+    "al_max",
+    "concurrencies",
+]
 TEXTS = ["speedup_interval", "baseline_run_id", "tied_ks"]
 
 
@@ -76,9 +108,13 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 
 
 def _figures(db: store.Store) -> dict[str, list[dict]]:
-    return {"cells": _records(db.speedup()), "best": _records(db.speedup(best=True)),
-            "vs_k": _records(explore.speedup_vs_k(db)), "curves": _records(explore.curves_vs_concurrency(db)),
-            "acceptance": _records(explore.acceptance_vs_k(db))}
+    return {
+        "cells": _records(db.speedup()),
+        "best": _records(db.speedup(best=True)),
+        "vs_k": _records(explore.speedup_vs_k(db)),
+        "curves": _records(explore.curves_vs_concurrency(db)),
+        "acceptance": _records(explore.acceptance_vs_k(db)),
+    }
 
 
 def current() -> dict[str, dict[str, list[dict]]]:
@@ -116,8 +152,10 @@ def test_numbers_are_those_of_the_per_sample_maths(name):
         _same_rows(rows, now[figure], f"{name}/{figure}")
 
 
-@pytest.mark.parametrize("filters", [{"method": ["ngram"], "host": ["h1"]}, {"run_id": ["run-c"]},
-                                     {"status": ["ok"], "concurrency": [4, 16]}])
+@pytest.mark.parametrize(
+    "filters",
+    [{"method": ["ngram"], "host": ["h1"]}, {"run_id": ["run-c"]}, {"status": ["ok"], "concurrency": [4, 16]}],
+)
 def test_filtered_points_are_the_points_of_the_filtered_cells(tmp_path, filters):
     """Filters pick cells after each found its baseline (run-c divides by run-b's)."""
     db = store.Store(result_dirs=[repeats_store.write_store(tmp_path)], request_dirs=[])

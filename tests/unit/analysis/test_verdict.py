@@ -20,8 +20,12 @@ def _verdicts(tmp_path, cells: dict[int, tuple[float, float, float, float]], jit
     for repeat in range(1, len(jitters) + 1):
         for c, (base, k1, k4, sched) in cells.items():
             j = [jitters[(repeat + i) % len(jitters)] for i in range(4)]
-            rows += [_row("none", 0, c, base + j[0], repeat), _row("ngram", 1, c, k1 + j[1], repeat),
-                     _row("ngram", 4, c, k4 + j[2], repeat), _row("ngram", 4, c, sched + j[3], repeat, SCHEDULE)]
+            rows += [
+                _row("none", 0, c, base + j[0], repeat),
+                _row("ngram", 1, c, k1 + j[1], repeat),
+                _row("ngram", 4, c, k4 + j[2], repeat),
+                _row("ngram", 4, c, sched + j[3], repeat, SCHEDULE),
+            ]
     write_results(rows, run_id="r1", directory=tmp_path)
     return verdict.verdicts(explore.curves_vs_concurrency(Store(result_dirs=[tmp_path], request_dirs=[])))
 
@@ -32,21 +36,27 @@ def test_a_schedule_faster_somewhere_and_slower_nowhere_is_deployed(tmp_path):
     assert v.fixed_k == 4 and v.fixed_mean == pytest.approx(1.325, abs=1e-3)
     assert [(c.concurrency, c.outcome, c.best_k) for c in v.comparisons] == [(1, "tie", 4), (4, "faster", 1)]
     assert v.deploy == f"schedule {SCHEDULE}" and v.intervals
-    assert v.speculative_config() == {"method": "ngram", "num_speculative_tokens": 4,
-                                      SCHEDULE_KEY: [[1, 2, 4], [3, 256, 1]]}
+    assert v.speculative_config() == {
+        "method": "ngram",
+        "num_speculative_tokens": 4,
+        SCHEDULE_KEY: [[1, 2, 4], [3, 256, 1]],
+    }
     assert v.sentence() == (
         f"Deploy the schedule {SCHEDULE}: against K=4 it was faster at concurrency 4 (1.143×) and slower nowhere "
         "(beyond the 95% intervals); mean speedup over concurrency 1–4: schedule 1.405×, K=4 1.325×; against the "
         "best fixed K at each concurrency the schedule keeps at least 1.006 (K=4 at 1). Measured up to "
-        "concurrency 4 only: at batch sizes above 4 the schedule's K is an extrapolation, not compared.")
+        "concurrency 4 only: at batch sizes above 4 the schedule's K is an extrapolation, not compared."
+    )
 
 
 def test_a_schedule_slower_somewhere_and_faster_nowhere_gives_the_best_single_k(tmp_path):
     [v] = _verdicts(tmp_path, {1: (100, 130, 160, 150), 4: (200, 230, 220, 218.5)})
     assert [c.outcome for c in v.comparisons] == ["slower", "tie"]
     assert v.deploy == "K=4" and v.speculative_config() == {"method": "ngram", "num_speculative_tokens": 4}
-    assert v.sentence().startswith(f"Deploy K=4 rather than the schedule {SCHEDULE}: against K=4 it was slower at "
-                                   "concurrency 1 (0.938×) and faster nowhere (beyond the 95% intervals)")
+    assert v.sentence().startswith(
+        f"Deploy K=4 rather than the schedule {SCHEDULE}: against K=4 it was slower at "
+        "concurrency 1 (0.938×) and faster nowhere (beyond the 95% intervals)"
+    )
 
 
 def test_faster_at_some_loads_and_slower_at_others_goes_by_the_mean(tmp_path):
@@ -54,22 +64,27 @@ def test_faster_at_some_loads_and_slower_at_others_goes_by_the_mean(tmp_path):
     assert [c.outcome for c in v.comparisons] == ["faster", "slower"] and v.schedule_mean > v.fixed_mean
     assert v.deploy_schedule and v.sentence().startswith(
         f"Deploy the schedule {SCHEDULE}, by mean speedup: against K=4 it was faster at concurrency 1 (1.094×) "
-        "and slower at concurrency 4 (0.932×)")
+        "and slower at concurrency 4 (0.932×)"
+    )
 
 
 def test_a_schedule_that_only_ties_leaves_the_simpler_fixed_k(tmp_path):
     [v] = _verdicts(tmp_path, {1: (100, 130, 160, 160.5), 4: (200, 230, 220, 220.5)})
     assert {c.outcome for c in v.comparisons} == {"tie"} and v.deploy == "K=4"
-    assert v.sentence().startswith(f"Deploy K=4 rather than the schedule {SCHEDULE}, the simpler server: it tied "
-                                   "K=4 everywhere (within the 95% intervals)")
+    assert v.sentence().startswith(
+        f"Deploy K=4 rather than the schedule {SCHEDULE}, the simpler server: it tied "
+        "K=4 everywhere (within the 95% intervals)"
+    )
 
 
 def test_a_single_run_compares_points_says_so_and_deploys_the_fixed_k(tmp_path):
     [v] = _verdicts(tmp_path, {1: (100, 130, 160, 160.5), 4: (200, 230, 150, 231)}, jitters=(0.0,))
     assert v.fixed_k == 1 and not v.intervals and [c.outcome for c in v.comparisons] == ["faster", "faster"]
     assert not v.deploy_schedule and v.deploy == "K=1"  # points alone never pick a schedule over the simpler server
-    assert v.sentence().startswith(f"Deploy K=1 rather than the schedule {SCHEDULE}, the simpler server: a single run "
-                                   "cannot tell them apart; against K=1 it was faster at concurrency 1")
+    assert v.sentence().startswith(
+        f"Deploy K=1 rather than the schedule {SCHEDULE}, the simpler server: a single run "
+        "cannot tell them apart; against K=1 it was faster at concurrency 1"
+    )
     assert "(single run: points compared, no interval)" in v.sentence()
 
 

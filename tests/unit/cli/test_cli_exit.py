@@ -28,8 +28,9 @@ RUNS = 12
 
 def _foreign_parquet(tmp_path: Path) -> Path:
     path = tmp_path / "foreign.parquet"
-    pq.write_table(pa.table({"Model": ["m", "m"], "Method": ["nosd", "ngram"], "Users": [4, 4],
-                             "TokPerSec": [100.0, 130.0]}), path)
+    pq.write_table(
+        pa.table({"Model": ["m", "m"], "Method": ["nosd", "ngram"], "Users": [4, 4], "TokPerSec": [100.0, 130.0]}), path
+    )
     return path
 
 
@@ -38,8 +39,13 @@ def _env(tmp_path: Path) -> dict:
 
 
 def test_a_failing_import_starts_no_thread_that_outlives_it(tmp_path):
-    done = subprocess.run([sys.executable, "-c", COUNTING, "import", str(_foreign_parquet(tmp_path))],
-                          env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", COUNTING, "import", str(_foreign_parquet(tmp_path))],
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     before, after, status = done.stdout.split()
     assert status == "1" and after == before, done.stdout + done.stderr
 
@@ -48,8 +54,13 @@ def test_a_file_needing_a_column_map_exits_1_with_its_message_every_time(tmp_pat
     path = _foreign_parquet(tmp_path)
 
     def run(_) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-c", SCRIPT, "import", str(path)], env=_env(tmp_path),
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-c", SCRIPT, "import", str(path)],
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     with ThreadPoolExecutor(4) as pool:  # separate processes, a few at a time: each exit is its own
         runs = list(pool.map(run, range(RUNS)))
@@ -62,6 +73,7 @@ def test_a_file_needing_a_column_map_exits_1_with_its_message_every_time(tmp_pat
 
 def test_help_reads_as_plain_text():
     env = {**os.environ, "PYTHONPATH": str(APP)}
-    shown = subprocess.run([sys.executable, "-c", SCRIPT, "--help"], capture_output=True, text=True, env=env,
-                           timeout=120)
+    shown = subprocess.run(
+        [sys.executable, "-c", SCRIPT, "--help"], capture_output=True, text=True, env=env, timeout=120
+    )
     assert shown.returncode == 0 and "specscope" in shown.stdout and "``" not in shown.stdout

@@ -12,11 +12,17 @@ from helpers.paths import DATA
 from specscope.cli import layout
 from specscope.cli import main as cli_main
 
-WIDE = pd.DataFrame({
-    "setup": ["Llama-3.1-70B-Instruct · draft_model (Llama-3.2-1B-Instruct) · 4xH100 · vLLM 0.19.0 · sharegpt",
-              "SmolLM2-135M-Instruct · ngram · code-editing · cpu-2core"],
-    "concurrency": [16, 1], "speedup": ["0.817× [0.700, 0.950]", "1.682× [1.358, 2.109]"],
-    "measured by": ["run pace-sd-lab, one of 2 runs of this point (their mean 1.618× [1.446, 1.810])", "run r1"]})
+WIDE = pd.DataFrame(
+    {
+        "setup": [
+            "Llama-3.1-70B-Instruct · draft_model (Llama-3.2-1B-Instruct) · 4xH100 · vLLM 0.19.0 · sharegpt",
+            "SmolLM2-135M-Instruct · ngram · code-editing · cpu-2core",
+        ],
+        "concurrency": [16, 1],
+        "speedup": ["0.817× [0.700, 0.950]", "1.682× [1.358, 2.109]"],
+        "measured by": ["run pace-sd-lab, one of 2 runs of this point (their mean 1.618× [1.446, 1.810])", "run r1"],
+    }
+)
 
 
 def _words(text: str) -> list[str]:
@@ -42,8 +48,9 @@ def test_columns_that_cannot_fit_are_left_out_and_named():
     text = layout.fit_table(ids, 40)
     assert max(len(line) for line in text.splitlines()) <= 40
     assert "sweep-cpu-smollm2-aaaaaaaa" in text and "bbbbbbbb" not in text
-    assert " ".join(text.split()).endswith("(1 column left out to fit 40 columns: baseline run; --wide or --json "
-                                           "shows them)")
+    assert " ".join(text.split()).endswith(
+        "(1 column left out to fit 40 columns: baseline run; --wide or --json shows them)"
+    )
 
 
 def test_prose_wraps_to_the_terminal_and_keeps_its_indent(monkeypatch):
@@ -53,10 +60,19 @@ def test_prose_wraps_to_the_terminal_and_keeps_its_indent(monkeypatch):
     assert all(len(line) <= 50 and line.startswith("    ") for line in text.splitlines())
 
 
-@pytest.mark.parametrize("args", [["--best"], [], ["--by", "category"], ["--by", "vllm_version"],
-                                  ["--by", "prompt_length"], ["--by", "response_format"], ["--slower"]])
-def test_every_speedup_table_fits_160_columns_where_output_is_no_terminal(specscope_home, monkeypatch, capsys,
-                                                                          args):
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--best"],
+        [],
+        ["--by", "category"],
+        ["--by", "vllm_version"],
+        ["--by", "prompt_length"],
+        ["--by", "response_format"],
+        ["--slower"],
+    ],
+)
+def test_every_speedup_table_fits_160_columns_where_output_is_no_terminal(specscope_home, monkeypatch, capsys, args):
     monkeypatch.delenv("COLUMNS", raising=False)
     assert cli_main(["speedup", *args]) == 0
     out, err = capsys.readouterr()
@@ -88,18 +104,36 @@ def test_advise_advise_schedule_and_deploy_fit_160_columns_in_a_pipe(specscope_h
         out = capsys.readouterr().out
         assert out and max(len(line) for line in out.splitlines()) <= 160, argv
     data = DATA
-    request = deploy_plan.Request(preset="shape-llama31-8b-shared", methods=("eagle3",), concurrencies=(1, 4, 16, 64),
-                                  prompts=data / "prompts" / "code-editing.jsonl", acceptance="eagle3-kimi-k2.5",
-                                  probe_ks=(3, 6), repeats=3, run_id="gpu-deploy-8b-eagle3-vllm0.32.0")
+    request = deploy_plan.Request(
+        preset="shape-llama31-8b-shared",
+        methods=("eagle3",),
+        concurrencies=(1, 4, 16, 64),
+        prompts=data / "prompts" / "code-editing.jsonl",
+        acceptance="eagle3-kimi-k2.5",
+        probe_ks=(3, 6),
+        repeats=3,
+        run_id="gpu-deploy-8b-eagle3-vllm0.32.0",
+    )
     printed = deploy_cli.shown(deploy_run.report(request))
     assert max(len(line) for line in printed.splitlines()) <= 160
-    flag = printed[printed.index("--speculative-config '") + len("--speculative-config '"):]
-    assert json.loads(flag[:flag.index("'")]) == {"method": "eagle3", "model": "shape-Llama-3.1-8B-eagle3",
-                                                   "num_speculative_tokens": 4}
-    narrow = layout.json_flag("--speculative-config", {"method": "eagle3", "num_speculative_tokens": 4,
-                                                       "num_speculative_tokens_per_batch_size": [[1, 42, 4],
-                                                                                                 [43, 64, 3]]},
-                              width=60)
+    flag = printed[printed.index("--speculative-config '") + len("--speculative-config '") :]
+    assert json.loads(flag[: flag.index("'")]) == {
+        "method": "eagle3",
+        "model": "shape-Llama-3.1-8B-eagle3",
+        "num_speculative_tokens": 4,
+    }
+    narrow = layout.json_flag(
+        "--speculative-config",
+        {
+            "method": "eagle3",
+            "num_speculative_tokens": 4,
+            "num_speculative_tokens_per_batch_size": [[1, 42, 4], [43, 64, 3]],
+        },
+        width=60,
+    )
     assert max(len(line) for line in narrow.splitlines()) <= 60 and len(narrow.splitlines()) > 2
-    assert json.loads(narrow.split("'", 1)[1].rsplit("'", 1)[0])["num_speculative_tokens_per_batch_size"][1] == \
-        [43, 64, 3]
+    assert json.loads(narrow.split("'", 1)[1].rsplit("'", 1)[0])["num_speculative_tokens_per_batch_size"][1] == [
+        43,
+        64,
+        3,
+    ]

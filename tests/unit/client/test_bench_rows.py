@@ -21,9 +21,16 @@ SPEC = LoadSpec(base_url="http://127.0.0.1:8000/v1", max_concurrency=2, output_l
 
 
 def done(prompt_id, ttft, gaps, tokens, sd=None, prompt_tokens=10):
-    return RequestResult(prompt_id=prompt_id, success=True, prompt_tokens=prompt_tokens,
-                         output_tokens=tokens, ttft=ttft, itl=list(gaps),
-                         latency=ttft + sum(gaps), spec_decode=sd)
+    return RequestResult(
+        prompt_id=prompt_id,
+        success=True,
+        prompt_tokens=prompt_tokens,
+        output_tokens=tokens,
+        ttft=ttft,
+        itl=list(gaps),
+        latency=ttft + sum(gaps),
+        spec_decode=sd,
+    )
 
 
 def cell(requests, duration=2.0, delta=None, alive=True):
@@ -31,7 +38,7 @@ def cell(requests, duration=2.0, delta=None, alive=True):
 
 
 def test_row_matches_vllm_definitions():
-    a = done("a", 0.1, [0.02, 0.04], 5)            # 3 chunks carry 5 tokens (SD steps)
+    a = done("a", 0.1, [0.02, 0.04], 5)  # 3 chunks carry 5 tokens (SD steps)
     b = done("b", 0.3, [0.05], 5)
     failed = RequestResult(prompt_id="c", error="HTTP 400: too long")
     row = cell([a, b, failed]).row()
@@ -69,10 +76,16 @@ def test_a_dead_server_or_no_success_fails_the_cell_with_its_reason():
 
 
 def test_request_rows_carry_per_request_sd_metrics():
-    sd = {"mean_acceptance_length": 2.25, "draft_acceptance_rate": 0.3125, "num_spec_steps": 4,
-          "num_accepted_draft_tokens": 5, "num_draft_tokens": 16}
-    rows = cell([done("p1", 0.1, [0.1, 0.2], 5, sd), RequestResult(prompt_id="p2", error="x")]
-                ).request_rows(cell_id="ngram-k4-c2", method="ngram", k=4)
+    sd = {
+        "mean_acceptance_length": 2.25,
+        "draft_acceptance_rate": 0.3125,
+        "num_spec_steps": 4,
+        "num_accepted_draft_tokens": 5,
+        "num_draft_tokens": 16,
+    }
+    rows = cell([done("p1", 0.1, [0.1, 0.2], 5, sd), RequestResult(prompt_id="p2", error="x")]).request_rows(
+        cell_id="ngram-k4-c2", method="ngram", k=4
+    )
     first, second = rows
     assert first["acceptance_rate"] == 0.3125 and first["acceptance_length"] == 2.25
     assert first["num_drafts"] == 4 and first["draft_tokens"] == 16 and first["accepted_tokens"] == 5
@@ -99,15 +112,16 @@ def test_schedule_is_poisson_at_the_request_rate():
     assert np.mean(delays) == pytest.approx(0.25, rel=0.05)
 
 
-@pytest.mark.parametrize("kwargs", [{"max_concurrency": 0}, {"num_prompts": 0}, {"output_len": 0},
-                                    {"request_rate": 0}, {"endpoint": "responses"}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"max_concurrency": 0}, {"num_prompts": 0}, {"output_len": 0}, {"request_rate": 0}, {"endpoint": "responses"}],
+)
 def test_bad_specs_are_config_errors(kwargs):
     with pytest.raises(ConfigError):
         LoadSpec(base_url="http://h", **kwargs)
 
 
 def test_progress_fraction():
-    event = ProgressEvent("request", "c", cells_done=1, cells_total=4, requests_done=5,
-                          requests_total=10)
+    event = ProgressEvent("request", "c", cells_done=1, cells_total=4, requests_done=5, requests_total=10)
     assert event.fraction == pytest.approx(1.5 / 4)
     assert ProgressEvent("cell_done", cells_done=4, cells_total=4).fraction == 1.0

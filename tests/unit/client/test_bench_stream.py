@@ -53,7 +53,7 @@ def test_server_error_answer_fails_the_request_with_its_text():
 
 def test_a_stream_cut_before_any_token_is_a_failure():
     data = (CAPTURES / "sse_chat_ngram_k4.txt").read_bytes()
-    result = replay(200, data[:data.index(b"data:", 10)][:20])
+    result = replay(200, data[: data.index(b"data:", 10)][:20])
     assert not result.success and result.error
 
 
@@ -90,8 +90,7 @@ def test_both_per_request_formats_give_the_same_row_and_name_their_source():
     assert new.success and new.spec_decode is not None
     cell = CellResult(SPEC, [old, new], duration_s=1.0, spec_delta=None)
     rows = cell.request_rows(cell_id="ngram-k4-c1", method="ngram", k=4)
-    assert [r["spec_decode_format"] for r in rows] == ["metrics.speculative_decoding",
-                                                       "speculative_decoding_stats"]
+    assert [r["spec_decode_format"] for r in rows] == ["metrics.speculative_decoding", "speculative_decoding_stats"]
     figures = ("num_drafts", "draft_tokens", "accepted_tokens", "acceptance_rate", "acceptance_length")
     assert [rows[0][f] for f in figures] == [rows[1][f] for f in figures]
     assert rows[0]["draft_tokens"] == 16

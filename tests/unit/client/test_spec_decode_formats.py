@@ -21,20 +21,34 @@ from specscope.live.steps import label_steps
 METRICS_SUMMARY = {
     "choices": [{"index": 0, "message": {"role": "assistant", "content": "..."}, "finish_reason": "stop"}],
     "usage": {"prompt_tokens": 12, "completion_tokens": 53, "total_tokens": 65},
-    "metrics": {"speculative_decoding": {
-        "mean_acceptance_length": 1.2325581395348837, "draft_acceptance_rate": 0.07751937984496124,
-        "acceptance_histogram": [39, 1, 0, 3], "acceptance_histogram_by_draft_length": {"3": [39, 1, 0, 3]},
-        "num_spec_steps": 43, "num_accepted_draft_tokens": 10, "num_draft_tokens": 129,
-        "num_spec_tokens": 3}},
+    "metrics": {
+        "speculative_decoding": {
+            "mean_acceptance_length": 1.2325581395348837,
+            "draft_acceptance_rate": 0.07751937984496124,
+            "acceptance_histogram": [39, 1, 0, 3],
+            "acceptance_histogram_by_draft_length": {"3": [39, 1, 0, 3]},
+            "num_spec_steps": 43,
+            "num_accepted_draft_tokens": 10,
+            "num_draft_tokens": 129,
+            "num_spec_tokens": 3,
+        }
+    },
 }
 
 # The summary choice of the stats format's docs.
 STATS_CHOICE = {
-    "index": 0, "message": {"role": "assistant", "content": "..."}, "finish_reason": "stop",
+    "index": 0,
+    "message": {"role": "assistant", "content": "..."},
+    "finish_reason": "stop",
     "speculative_decoding_stats": {
-        "mean_acceptance_length": 1.2325581395348837, "draft_acceptance_rate": 0.07751937984496124,
-        "acceptance_histogram": {"0": 39, "1": 1, "3": 3}, "num_spec_steps": 43,
-        "num_accepted_draft_tokens": 10, "num_draft_tokens": 129, "num_spec_tokens": 3},
+        "mean_acceptance_length": 1.2325581395348837,
+        "draft_acceptance_rate": 0.07751937984496124,
+        "acceptance_histogram": {"0": 39, "1": 1, "3": 3},
+        "num_spec_steps": 43,
+        "num_accepted_draft_tokens": 10,
+        "num_draft_tokens": 129,
+        "num_spec_tokens": 3,
+    },
 }
 
 
@@ -55,7 +69,8 @@ def test_stats_format_summary_reads_into_the_same_figures():
     assert stats["acceptance_histogram"] == [39, 1, 0, 3]
     old = spec_decode_stats(METRICS_SUMMARY)
     assert {k: v for k, v in stats.items() if k != "format"} == {
-        k: v for k, v in old.items() if k not in ("format", "acceptance_histogram_by_draft_length")}
+        k: v for k, v in old.items() if k not in ("format", "acceptance_histogram_by_draft_length")
+    }
 
 
 def test_null_or_absent_figures_are_none():
@@ -72,8 +87,9 @@ def test_a_histogram_key_that_is_not_a_count_is_one_sentence():
 
 def _events(name: str) -> list[dict]:
     text = (CAPTURES / name).read_text()
-    return [json.loads(line[5:]) for line in text.splitlines()
-            if line.startswith("data:") and line[5:].strip() != "[DONE]"]
+    return [
+        json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:") and line[5:].strip() != "[DONE]"
+    ]
 
 
 def _as_stats_format(events: list[dict]) -> list[dict]:

@@ -22,6 +22,7 @@ def replay(sse: bytes, seen: list | None = None, status: int = 200) -> httpx.Moc
             seen.append((request.url.path, json.loads(request.content)))
         kind = "text/event-stream" if status == 200 else "application/json"
         return httpx.Response(status, content=sse, headers={"content-type": kind})
+
     return httpx.MockTransport(handler)
 
 
@@ -31,8 +32,9 @@ def stream_capture(name: str, chat: bool = False, seen: list | None = None):
         return list(client.stream(GenerationRequest(prompt="p", max_tokens=64, chat=chat)))
 
 
-@pytest.mark.parametrize("name, chat", [("ngram_completion.sse", False), ("ngram_chat.sse", True),
-                                        ("none_completion.sse", False)])
+@pytest.mark.parametrize(
+    "name, chat", [("ngram_completion.sse", False), ("ngram_chat.sse", True), ("none_completion.sse", False)]
+)
 def test_every_token_arrives_with_id_text_and_logprob(name, chat):
     seen: list = []
     chunks = stream_capture(name, chat, seen)

@@ -32,8 +32,15 @@ def test_a_ramp_sends_a_batch_of_two_then_three_each_request_shorter_than_the_la
 
 def test_only_a_gpu_server_that_drafts_and_is_measured_above_one_request_gets_a_ramp():
     def cells(*concurrencies):
-        spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(2,),
-                               concurrencies=concurrencies, prompts=PROMPTS, num_prompts=4, output_len=16)
+        spec = sweep.SweepSpec(
+            preset="cpu-smollm2",
+            methods=("none", "ngram"),
+            ks=(2,),
+            concurrencies=concurrencies,
+            prompts=PROMPTS,
+            num_prompts=4,
+            output_len=16,
+        )
         return sweep.plan_cells(spec)
 
     planned = cells(1, 16)

@@ -112,9 +112,25 @@ def _refusals(tmp_path, plan):
     }
 
 
-@pytest.mark.parametrize("action", ["stop", "stop_all", "attach", "forget", "cleanup", "start", "import", "ruiz",
-                                    "prompt set", "models", "sweep", "sweep on a cluster", "live",
-                                    "live session"])
+@pytest.mark.parametrize(
+    "action",
+    [
+        "stop",
+        "stop_all",
+        "attach",
+        "forget",
+        "cleanup",
+        "start",
+        "import",
+        "ruiz",
+        "prompt set",
+        "models",
+        "sweep",
+        "sweep on a cluster",
+        "live",
+        "live session",
+    ],
+)
 def test_every_changing_call_refuses_a_viewer_before_it_does_anything(specscope_home, tmp_path, action):
     plan = launch.plan_for("cpu-smollm2", "none") if action == "start" else None  # needs vLLM installed
     call = _refusals(tmp_path, plan)[action]
@@ -146,7 +162,7 @@ class _Answers(Answering):
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
                 for start in range(0, len(body), 65536):
-                    part = body[start:start + 65536]
+                    part = body[start : start + 65536]
                     self.wfile.write(f"{len(part):x}\r\n".encode() + part + b"\r\n")
                 self.wfile.write(b"0\r\n\r\n")
                 return
@@ -167,8 +183,9 @@ def answers_url():
         yield url
 
 
-@pytest.mark.parametrize("url", ["file:///etc/passwd", "gopher://127.0.0.1:70/_stats", "ftp://host/x",
-                                 "127.0.0.1:8000", "http://"])
+@pytest.mark.parametrize(
+    "url", ["file:///etc/passwd", "gopher://127.0.0.1:70/_stats", "ftp://host/x", "127.0.0.1:8000", "http://"]
+)
 def test_attach_refuses_anything_but_http(specscope_home, url):
     with pytest.raises(ConfigError, match="over http\\(s\\) only") as caught:
         launch.attach(url)
@@ -189,11 +206,14 @@ def test_attach_records_who_attached(specscope_home, answers_url):
     assert launch.find(state.name).started_by == OPERATOR.who
 
 
-@pytest.mark.parametrize("store, endpoint", [
-    ("s3://AKIAEXAMPLE:very-secret-key@team/specscope", ""),
-    ("s3://team/specscope?secret=very-secret-key", ""),
-    ("s3://team/specscope", "https://AKIAEXAMPLE:very-secret-key@s3.example.internal"),
-])
+@pytest.mark.parametrize(
+    "store, endpoint",
+    [
+        ("s3://AKIAEXAMPLE:very-secret-key@team/specscope", ""),
+        ("s3://team/specscope?secret=very-secret-key", ""),
+        ("s3://team/specscope", "https://AKIAEXAMPLE:very-secret-key@s3.example.internal"),
+    ],
+)
 def test_s3_keys_in_a_url_are_refused_without_repeating_them(monkeypatch, store, endpoint):
     from specscope.results import shared
 
@@ -257,11 +277,16 @@ def test_the_address_handed_out_is_the_public_url_where_one_is_set(monkeypatch):
     assert access.public_url(8502, "10.1.2.3") == "http://10.1.2.3:8502"
     monkeypatch.setenv(access.PUBLIC_URL_ENV, "http://demo-host:8501/")  # a container published on demo-host
     assert access.public_url(8501, "0.0.0.0") == "http://demo-host:8501"
-    assert access.public_url(8501, "0.0.0.0", setting="https://proxy.example/specscope") == \
-        "https://proxy.example/specscope"
+    assert (
+        access.public_url(8501, "0.0.0.0", setting="https://proxy.example/specscope")
+        == "https://proxy.example/specscope"
+    )
     assert access.public_url(8501, "10.1.2.3", setting="") == "http://10.1.2.3:8501"
     for wrong in ("demo-host:8501", "ftp://demo-host", "http://demo-host:port", "http://demo-host/?a=1"):
         monkeypatch.setenv(access.PUBLIC_URL_ENV, wrong)
-        with pytest.raises(ConfigError, match=rf"^SPECSCOPE_PUBLIC_URL='{re.escape(wrong)}' is not an address "
-                                              r"viewers can open; give one such as http://demo-host:8501 \(.*\)\.$"):
+        with pytest.raises(
+            ConfigError,
+            match=rf"^SPECSCOPE_PUBLIC_URL='{re.escape(wrong)}' is not an address "
+            r"viewers can open; give one such as http://demo-host:8501 \(.*\)\.$",
+        ):
             access.public_url(8501)

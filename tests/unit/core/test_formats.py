@@ -22,17 +22,28 @@ from specscope.errors import InputError
 from specscope.sweep import measure
 
 BUNDLED = PROMPTS / "json-extraction.jsonl"
-PERSON = {"type": "json_schema", "json_schema": {"name": "person", "schema": {
-    "type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
-    "required": ["name", "age"], "additionalProperties": False}}}
+PERSON = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "person",
+        "schema": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+            "required": ["name", "age"],
+            "additionalProperties": False,
+        },
+    },
+}
 
 
 def test_each_kind_becomes_the_request_field_vllm_reads():
     assert formats.parse(PERSON).request_fields() == {"response_format": PERSON}
     assert formats.parse({"type": "regex", "regex": r"\d+"}).request_fields() == {
-        "structured_outputs": {"regex": r"\d+"}}
+        "structured_outputs": {"regex": r"\d+"}
+    }
     assert formats.parse('{"type": "choice", "choice": ["yes", "no"]}').request_fields() == {
-        "structured_outputs": {"choice": ["yes", "no"]}}
+        "structured_outputs": {"choice": ["yes", "no"]}
+    }
 
 
 def test_a_schema_keeps_its_key_order_which_orders_the_answer():
@@ -41,17 +52,20 @@ def test_a_schema_keeps_its_key_order_which_orders_the_answer():
     assert formats.parse(fmt.as_record()) == fmt
 
 
-@pytest.mark.parametrize("value, words", [
-    ({"type": "grammar"}, "type is one of json_schema, regex, choice"),
-    ("{not json", "is not JSON"),
-    ({"type": "json_schema", "schema": {}}, '"json_schema": {"name": ..., "schema": {...}}'),
-    ({"type": "json_schema", "json_schema": {"name": "a b", "schema": {}}}, "json_schema name"),
-    ({"type": "json_schema", "json_schema": {"schema": {"type": "nonsense"}}}, "JSON schema that is not valid"),
-    ({"type": "regex", "regex": "(unclosed"}, "does not compile"),
-    ({"type": "regex"}, "non-empty 'regex'"),
-    ({"type": "choice", "choice": []}, "'choice' list of non-empty strings"),
-    ({"type": "choice", "choice": ["a", 3]}, "'choice' list of non-empty strings"),
-])
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        ({"type": "grammar"}, "type is one of json_schema, regex, choice"),
+        ("{not json", "is not JSON"),
+        ({"type": "json_schema", "schema": {}}, '"json_schema": {"name": ..., "schema": {...}}'),
+        ({"type": "json_schema", "json_schema": {"name": "a b", "schema": {}}}, "json_schema name"),
+        ({"type": "json_schema", "json_schema": {"schema": {"type": "nonsense"}}}, "JSON schema that is not valid"),
+        ({"type": "regex", "regex": "(unclosed"}, "does not compile"),
+        ({"type": "regex"}, "non-empty 'regex'"),
+        ({"type": "choice", "choice": []}, "'choice' list of non-empty strings"),
+        ({"type": "choice", "choice": ["a", 3]}, "'choice' list of non-empty strings"),
+    ],
+)
 def test_a_malformed_format_is_one_sentence(value, words):
     with pytest.raises(ValueError, match=None) as info:
         formats.parse(value)
@@ -74,8 +88,12 @@ def test_validity_of_each_kind():
 
 
 def test_prompt_sets_read_the_field_and_report_a_bad_one_by_line():
-    data = (json.dumps({"id": "a", "prompt": "Who?", "response_format": PERSON, "category": "extraction"})
-            + "\n" + json.dumps({"id": "b", "prompt": "Free."}) + "\n").encode()
+    data = (
+        json.dumps({"id": "a", "prompt": "Who?", "response_format": PERSON, "category": "extraction"})
+        + "\n"
+        + json.dumps({"id": "b", "prompt": "Free."})
+        + "\n"
+    ).encode()
     prompt_set = prompts.parse(data, "s.jsonl")
     assert prompt_set.has_formats and prompt_set.prompts[0].response_format == formats.parse(PERSON)
     assert prompt_set.prompts[1].response_format is None
@@ -140,8 +158,9 @@ def test_a_free_request_of_the_same_prompt_sends_no_format_and_has_no_validity()
 
 
 def test_an_answer_that_breaks_its_format_says_why():
-    yes_no = prompts.parse(b'{"prompt": "Sky blue?", "response_format": {"type": "choice", "choice": ["maybe"]}}',
-                           "s.jsonl").prompts[0]
+    yes_no = prompts.parse(
+        b'{"prompt": "Sky blue?", "response_format": {"type": "choice", "choice": ["maybe"]}}', "s.jsonl"
+    ).prompts[0]
     seen: list = []
     result = _replay("sse_chat_ngram_choice.sse", yes_no, True, seen)
     assert seen[0]["structured_outputs"] == {"choice": ["maybe"]}
@@ -153,8 +172,9 @@ def _chunks(capture: str) -> list:
     from specscope.client import sse, stream
 
     lines = (CAPTURES / capture).read_bytes().decode().splitlines()
-    parsed = [stream.parse_event(data, i / 10) for i, data in
-              enumerate(d for d in map(sse.data_of, lines) if d is not None)]
+    parsed = [
+        stream.parse_event(data, i / 10) for i, data in enumerate(d for d in map(sse.data_of, lines) if d is not None)
+    ]
     return [c for c in parsed if c is not None]
 
 
@@ -163,13 +183,16 @@ def test_live_sends_the_format_and_says_whether_each_real_answer_follows_it():
     from specscope.client import stream
 
     prompt = prompts.load(BUNDLED).prompts[0]
-    request = stream.GenerationRequest(prompt=prompt.text, chat=True,
-                                       response_format=json.dumps(prompt.response_format.as_record()))
+    request = stream.GenerationRequest(
+        prompt=prompt.text, chat=True, response_format=json.dumps(prompt.response_format.as_record())
+    )
     body = stream.request_body(request, "smol")
     assert body["response_format"] == prompt.response_format.request_fields()["response_format"]
     assert live.answer_problem(request, _chunks("sse_chat_ngram_json_schema.sse")) == ""
-    assert live.answer_problem(request, _chunks("sse_chat_suffix_json_schema_cut.sse")) == \
-        "The answer was cut by max_tokens before the format closed."
+    assert (
+        live.answer_problem(request, _chunks("sse_chat_suffix_json_schema_cut.sse"))
+        == "The answer was cut by max_tokens before the format closed."
+    )
     free = stream.GenerationRequest(prompt=prompt.text, chat=True)
     assert "response_format" not in stream.request_body(free, "smol")
     assert live.answer_problem(free, _chunks("sse_chat_ngram_json_schema.sse")) is None
@@ -202,19 +225,33 @@ def test_constrained_cells_run_only_the_prompts_that_carry_a_format():
         b'{"id": "b", "prompt": "Name and age of Ann, 30.", "response_format": {"type": "json_schema", '
         b'"json_schema": {"name": "p", "schema": {"type": "object", "properties": {"age": {"type": "integer"}}}}}}\n'
         b'{"id": "c", "prompt": "Yes or no?", "response_format": {"type": "choice", "choice": ["yes", "no"]}}\n',
-        "mixed.jsonl")
+        "mixed.jsonl",
+    )
     assert [p.prompt_id for p in mixed.with_formats().prompts] == ["b", "c"]
-    assert mixed.split_note() == ("Only 2 of the 3 prompts carry a response format: constrained cells (and their "
-                                  "baseline) run those 2, free cells all 3.")
+    assert mixed.split_note() == (
+        "Only 2 of the 3 prompts carry a response format: constrained cells (and their "
+        "baseline) run those 2, free cells all 3."
+    )
     assert mixed.with_formats().split_note() == "" and prompts.load(BUNDLED).split_note() == ""
-    one = prompts.parse(b'{"id": "a", "prompt": "Say hi."}\n{"id": "c", "prompt": "Yes or no?", "response_format": '
-                        b'{"type": "choice", "choice": ["yes", "no"]}}\n', "one.jsonl")
-    assert one.split_note() == ("Only 1 of the 2 prompts carries a response format: constrained cells (and their "
-                                "baseline) run that one, free cells all 2.")  # not "carry ... run those 1"
+    one = prompts.parse(
+        b'{"id": "a", "prompt": "Say hi."}\n{"id": "c", "prompt": "Yes or no?", "response_format": '
+        b'{"type": "choice", "choice": ["yes", "no"]}}\n',
+        "one.jsonl",
+    )
+    assert one.split_note() == (
+        "Only 1 of the 2 prompts carries a response format: constrained cells (and their "
+        "baseline) run that one, free cells all 2."
+    )  # not "carry ... run those 1"
     free, bound = sweep.Cell("none", 0, 1), sweep.Cell("none", 0, 1, constrained=True)
     assert measure.cell_prompts(mixed, free) is mixed and len(measure.cell_prompts(mixed, bound)) == 2
-    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none",), ks=(), concurrencies=(1,),
-                           prompts=Path("mixed.jsonl"), structured="both")
+    spec = sweep.SweepSpec(
+        preset="cpu-smollm2",
+        methods=("none",),
+        ks=(),
+        concurrencies=(1,),
+        prompts=Path("mixed.jsonl"),
+        structured="both",
+    )
     assert (measure.cell_requests(spec, mixed, free), measure.cell_requests(spec, mixed, bound)) == (None, None)
     six = replace(spec, num_prompts=6)  # each prompt twice, free and constrained alike
     assert (measure.cell_requests(six, mixed, free), measure.cell_requests(six, mixed, bound)) == (6, 4)
@@ -231,8 +268,9 @@ def test_a_server_warm_up_sends_each_format_the_sweep_will_measure():
     chosen = prompts.load(BUNDLED).prompts[:3]
     kinds = list(dict.fromkeys(p.response_format for p in chosen))
     with local_http.serving(local_http.recording_chat(body, arrivals)) as url:
-        done = warmup.warm_up(url, concurrency=2, output_len=32, live=False,
-                              formats=[*(p.response_format for p in chosen), None])
+        done = warmup.warm_up(
+            url, concurrency=2, output_len=32, live=False, formats=[*(p.response_format for p in chosen), None]
+        )
     seen = [request for _, request in arrivals]
     assert done.answered == 2 + len(kinds) and done.failed == 0
     free, constrained = seen[:2], seen[2:]
@@ -248,10 +286,16 @@ def test_a_server_warm_up_sends_each_format_the_sweep_will_measure():
 def test_a_schema_with_three_errors_reports_all_three_each_where_it_is():
     from specscope import prompts
 
-    schema = {"type": "object", "properties": {"age": {"type": "integr"}, "name": {"maxLength": -1}},
-              "required": "name"}
-    record = {"id": "p1", "prompt": "Extract the person.",
-              "response_format": {"type": "json_schema", "json_schema": {"name": "person", "schema": schema}}}
+    schema = {
+        "type": "object",
+        "properties": {"age": {"type": "integr"}, "name": {"maxLength": -1}},
+        "required": "name",
+    }
+    record = {
+        "id": "p1",
+        "prompt": "Extract the person.",
+        "response_format": {"type": "json_schema", "json_schema": {"name": "person", "schema": schema}},
+    }
     found = prompts.problems((json.dumps(record) + "\n").encode(), "people.jsonl")
     assert [(p.line, p.field) for p in found] == [(1, "response_format")] * 3
     texts = [str(p) for p in found]

@@ -21,8 +21,7 @@ def _documented(section_title: str) -> list[str]:
     return re.findall(r"^\| `([a-z0-9_]+)` \|", matches[0], flags=re.M)
 
 
-@pytest.mark.parametrize("title, schema", [("RESULT_SCHEMA", RESULT_SCHEMA),
-                                           ("REQUEST_SCHEMA", REQUEST_SCHEMA)])
+@pytest.mark.parametrize("title, schema", [("RESULT_SCHEMA", RESULT_SCHEMA), ("REQUEST_SCHEMA", REQUEST_SCHEMA)])
 def test_every_column_is_documented_once(title, schema):
     documented = _documented(title)
     missing = [name for name in schema.names if name not in documented]
@@ -33,8 +32,7 @@ def test_every_column_is_documented_once(title, schema):
 
 
 def test_documented_types_match_the_schema():
-    names = {"string": "string", "int32": "int32", "int64": "int64", "double": "float64",
-             "bool": "bool"}
+    names = {"string": "string", "int32": "int32", "int64": "int64", "double": "float64", "bool": "bool"}
     text = SCHEMA_MD.read_text(encoding="utf-8")
     for schema in (RESULT_SCHEMA, REQUEST_SCHEMA):
         for field in schema:

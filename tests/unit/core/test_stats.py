@@ -126,7 +126,7 @@ def test_prediction_interval_narrows_when_the_rerun_has_more_repeats():
 
 
 def test_a_throughput_or_speedup_bound_never_goes_below_zero():
-    wide = [1.0, 40.0, 2.0]   # a noisy throughput: the plain t-interval reaches below 0
+    wide = [1.0, 40.0, 2.0]  # a noisy throughput: the plain t-interval reaches below 0
     assert mean_interval(wide).low < 0
     clipped = mean_interval(wide, lower=0.0)
     assert clipped.low == 0.0 and clipped.high == mean_interval(wide).high
@@ -137,16 +137,22 @@ def test_a_throughput_or_speedup_bound_never_goes_below_zero():
 
 def _runs(samples):
     """(a, n_a, var_a, b, n_b, var_b) of runs given as (method repeats, baseline repeats)."""
-    return [np.array(v, dtype=float) for v in zip(*[
-        (np.mean(m), len(m), np.var(m, ddof=1), np.mean(b), len(b), np.var(b, ddof=1)) for m, b in samples])]
+    return [
+        np.array(v, dtype=float)
+        for v in zip(
+            *[(np.mean(m), len(m), np.var(m, ddof=1), np.mean(b), len(b), np.var(b, ddof=1)) for m, b in samples]
+        )
+    ]
 
 
 def test_two_runs_that_agree_combine_into_an_interval_narrower_than_either():
     """The bundled ngram K=4 point: two runs of 3 repeats each (1.658x and 1.516x), each over its own baseline.
     A t-interval over the two runs' figures (one degree of freedom) read 1.587x [0.679, 2.495], a tie with
     anything; combined by their own spreads it sits between them and is narrower than either run's own."""
-    runs = [([14.396059, 14.589284, 12.794178], [8.704953, 7.785578, 8.701404]),
-            ([18.627750, 21.850542, 21.218261], [11.869038, 15.393583, 13.447192])]
+    runs = [
+        ([14.396059, 14.589284, 12.794178], [8.704953, 7.785578, 8.701404]),
+        ([18.627750, 21.850542, 21.218261], [11.869038, 15.393583, 13.447192]),
+    ]
     a, n_a, var_a, b, n_b, var_b = _runs(runs)
     speedup, low, high = combined_ratios(a, n_a, var_a, b, n_b, var_b)
     own = [ratio_interval(m, base) for m, base in runs]
@@ -175,8 +181,7 @@ def test_combined_runs_cover_the_true_speedup_about_as_often_as_claimed():
 
 
 def test_runs_without_repeats_give_no_combined_interval():
-    speedup, low, high = combined_ratios([15.0, 16.0], [1, 1], [np.nan, np.nan], [10.0, 10.0], [1, 1],
-                                         [np.nan, np.nan])
+    speedup, low, high = combined_ratios([15.0, 16.0], [1, 1], [np.nan, np.nan], [10.0, 10.0], [1, 1], [np.nan, np.nan])
     assert np.isnan(speedup) and np.isnan(low) and np.isnan(high)  # the store falls back to the runs' spread
 
 
@@ -189,8 +194,9 @@ def test_combined_log_ratios_fold_many_points_as_one_at_a_time():
     a, b = rng.uniform(10, 20, n), rng.uniform(8, 12, n)
     n_a, n_b = rng.integers(2, 6, n), rng.integers(2, 6, n)
     var_a, var_b = rng.uniform(0.1, 9, n), rng.uniform(0.1, 9, n)
-    together = combined_log_ratios(groups, np.log(a / b), var_a / (n_a * a * a), n_a - 1, var_b / (n_b * b * b),
-                                   n_b - 1)
+    together = combined_log_ratios(
+        groups, np.log(a / b), var_a / (n_a * a * a), n_a - 1, var_b / (n_b * b * b), n_b - 1
+    )
     for g in range(40):
         at = groups == g
         alone = combined_ratios(a[at], n_a[at], var_a[at], b[at], n_b[at], var_b[at])

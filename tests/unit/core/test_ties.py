@@ -11,8 +11,10 @@ from specscope import ties
 from specscope.ties import Figure
 
 
-@pytest.mark.parametrize("lo, hi, expected", [(1.05, 1.35, ties.FASTER), (0.95, 1.35, ties.TIE),
-                                              (0.70, 0.98, ties.SLOWER), (1.0, 1.3, ties.TIE)])
+@pytest.mark.parametrize(
+    "lo, hi, expected",
+    [(1.05, 1.35, ties.FASTER), (0.95, 1.35, ties.TIE), (0.70, 0.98, ties.SLOWER), (1.0, 1.3, ties.TIE)],
+)
 def test_against_the_baseline_a_figure_is_apart_exactly_when_its_interval_excludes_one(lo, hi, expected):
     value = (lo * hi) ** 0.5
     assert ties.outcome(Figure(value, lo, hi, 2)) == expected

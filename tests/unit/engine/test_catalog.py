@@ -7,29 +7,64 @@ import pytest
 from specscope.engine import catalog, vllms
 from specscope.errors import ConfigError
 
-SEED_AND_VLLM_METHODS = {"none", "ngram", "ngram_gpu", "suffix", "draft_model", "eagle", "eagle3", "mtp",
-                         "dflash", "dspark", "medusa", "mlp_speculator"}
+SEED_AND_VLLM_METHODS = {
+    "none",
+    "ngram",
+    "ngram_gpu",
+    "suffix",
+    "draft_model",
+    "eagle",
+    "eagle3",
+    "mtp",
+    "dflash",
+    "dspark",
+    "medusa",
+    "mlp_speculator",
+}
 
 
 def test_every_method_is_registered():
     assert set(catalog.METHODS) == SEED_AND_VLLM_METHODS
 
 
-@pytest.mark.parametrize("kind, k, params, expected", [
-    ("none", None, {}, {}),
-    ("ngram", 4, {"prompt_lookup_min": 2, "prompt_lookup_max": 4},
-     {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2, "prompt_lookup_max": 4}),
-    ("ngram", None, {}, {"method": "ngram", "num_speculative_tokens": 4}),
-    ("suffix", None, {}, {"method": "suffix", "num_speculative_tokens": 24}),
-    ("suffix", 16, {"suffix_decoding_max_tree_depth": 24},
-     {"method": "suffix", "num_speculative_tokens": 16, "suffix_decoding_max_tree_depth": 24}),
-    ("draft_model", 7, {"model": "meta-llama/Llama-3.2-1B-Instruct", "draft_tensor_parallel_size": 1},
-     {"method": "draft_model", "model": "meta-llama/Llama-3.2-1B-Instruct", "num_speculative_tokens": 7,
-      "draft_tensor_parallel_size": 1}),
-    ("eagle3", None, {"model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"},
-     {"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}),
-    ("mtp", None, {}, {"method": "mtp", "num_speculative_tokens": 1}),
-])
+@pytest.mark.parametrize(
+    "kind, k, params, expected",
+    [
+        ("none", None, {}, {}),
+        (
+            "ngram",
+            4,
+            {"prompt_lookup_min": 2, "prompt_lookup_max": 4},
+            {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2, "prompt_lookup_max": 4},
+        ),
+        ("ngram", None, {}, {"method": "ngram", "num_speculative_tokens": 4}),
+        ("suffix", None, {}, {"method": "suffix", "num_speculative_tokens": 24}),
+        (
+            "suffix",
+            16,
+            {"suffix_decoding_max_tree_depth": 24},
+            {"method": "suffix", "num_speculative_tokens": 16, "suffix_decoding_max_tree_depth": 24},
+        ),
+        (
+            "draft_model",
+            7,
+            {"model": "meta-llama/Llama-3.2-1B-Instruct", "draft_tensor_parallel_size": 1},
+            {
+                "method": "draft_model",
+                "model": "meta-llama/Llama-3.2-1B-Instruct",
+                "num_speculative_tokens": 7,
+                "draft_tensor_parallel_size": 1,
+            },
+        ),
+        (
+            "eagle3",
+            None,
+            {"model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"},
+            {"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3},
+        ),
+        ("mtp", None, {}, {"method": "mtp", "num_speculative_tokens": 1}),
+    ],
+)
 def test_build_returns_the_exact_config(kind, k, params, expected):
     config = catalog.build(kind, k, params)
     assert config == expected
@@ -79,8 +114,9 @@ def test_methods_removed_in_0_33_name_the_versions_that_accept_them(kind):
     assert catalog.build(kind, 3, {"model": "some/heads"}, vllm_version="0.32.0")["method"] == kind
     with pytest.raises(ConfigError) as info:
         catalog.build(kind, 3, {"model": "some/heads"}, vllm_version="0.33.0")
-    assert str(info.value).startswith(f"vLLM 0.33.0 does not accept method '{kind}'; "
-                                      "it is accepted by vLLM before 0.33.0")
+    assert str(info.value).startswith(
+        f"vLLM 0.33.0 does not accept method '{kind}'; it is accepted by vLLM before 0.33.0"
+    )
 
 
 def test_installed_method_set_gates_too():
@@ -115,9 +151,15 @@ def test_installed_vllm_introspection_matches_its_source():
 
 def test_dspark_takes_its_k_from_the_drafter_unless_given():
     assert catalog.build("dspark", params={"model": "org/dspark-drafter"}) == {
-        "method": "dspark", "model": "org/dspark-drafter"}
+        "method": "dspark",
+        "model": "org/dspark-drafter",
+    }
     assert catalog.build("dspark", 7, {"model": "org/dspark-drafter", "dspark_draft_topk": 8}) == {
-        "method": "dspark", "model": "org/dspark-drafter", "num_speculative_tokens": 7, "dspark_draft_topk": 8}
+        "method": "dspark",
+        "model": "org/dspark-drafter",
+        "num_speculative_tokens": 7,
+        "dspark_draft_topk": 8,
+    }
 
 
 @pytest.mark.parametrize("kind", ["dflash", "dspark", "ngram_gpu"])
@@ -125,9 +167,12 @@ def test_newer_methods_are_gated_by_version_when_the_source_cannot_be_read(kind)
     params = {} if kind == "ngram_gpu" else {"model": "org/drafter"}
     assert catalog.build(kind, 4, params, vllm_version="0.33.0")["method"] == kind
     since = catalog.method_class(kind).since
-    with pytest.raises(ConfigError, match=rf"Method '{kind}' is accepted by vLLM {since} and later \(SpecScope "
-                                          r"checked 0.24.0, 0.30.0, 0.31.0, 0.32.0, 0.33.0 and 0.34.0\); "
-                                          r"vLLM 0.19.0 is older"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"Method '{kind}' is accepted by vLLM {since} and later \(SpecScope "
+        r"checked 0.24.0, 0.30.0, 0.31.0, 0.32.0, 0.33.0 and 0.34.0\); "
+        r"vLLM 0.19.0 is older",
+    ):
         catalog.build(kind, 4, params, vllm_version="0.19.0")
     # read in vLLM 0.24.0's source: dflash and ngram_gpu are there, dspark is not
     assert (since == "0.24.0") == (kind != "dspark")
@@ -136,8 +181,9 @@ def test_newer_methods_are_gated_by_version_when_the_source_cannot_be_read(kind)
 
 
 def test_parallel_drafting_key_is_gated_and_limited_to_draft_and_eagle_methods():
-    config = catalog.build("draft_model", 4, {"model": "amd/PARD-Llama-3.2-1B", "parallel_drafting": True},
-                           vllm_version="0.32.0")
+    config = catalog.build(
+        "draft_model", 4, {"model": "amd/PARD-Llama-3.2-1B", "parallel_drafting": True}, vllm_version="0.32.0"
+    )
     assert config["parallel_drafting"] is True
     with pytest.raises(ConfigError, match="'parallel_drafting' is accepted by vLLM 0.24.0 and later"):
         catalog.build("draft_model", 4, {"model": "m", "parallel_drafting": True}, vllm_version="0.20.0")

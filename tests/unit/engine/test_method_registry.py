@@ -21,8 +21,10 @@ from specscope.engine.version_facts import CHECKED_VERSIONS, method_fact, versio
 from specscope.errors import ConfigError
 from specscope.launch.command import VllmInstall, build
 
-CAPTURED = {version: frozenset(read["methods"]) for version, read in
-            json.loads((REPO / "tests/captures/vllm_speculative_config.json").read_text()).items()}
+CAPTURED = {
+    version: frozenset(read["methods"])
+    for version, read in json.loads((REPO / "tests/captures/vllm_speculative_config.json").read_text()).items()
+}
 DRAFTING = ("match", "model", "head")
 # the door itself: where method names are written
 DOOR = {"specscope/engine/methods.py", "specscope/engine/version_facts.py"}
@@ -33,16 +35,24 @@ ALLOWED = {("specscope/results/importers.py", "none")}  # BASELINE_LABELS: "none
 
 def _offered(cls: type[methods.MethodSpec], version: str) -> bool:
     v = version_tuple(version)
-    return (cls.since is None or v >= version_tuple(cls.since)) and \
-        (cls.removed_in is None or v < version_tuple(cls.removed_in))
+    return (cls.since is None or v >= version_tuple(cls.since)) and (
+        cls.removed_in is None or v < version_tuple(cls.removed_in)
+    )
 
 
 def _launch(cls: type[methods.MethodSpec], version: str) -> list[str]:
     """The argv of a GPU server of vLLM ``version`` running ``cls`` at its default K (what the wheel accepts, where
     SpecScope captured it)."""
     params = {"model": f"org/{cls.kind}-drafter"} if "model" in cls.model_fields else {}
-    preset = Preset(name="door", path=Path("door.toml"), engine="vllm", model="org/Target-8B", engine_args={},
-                    env={}, methods={cls.kind: MethodEntry(name=cls.kind, kind=cls.kind, params=params)})
+    preset = Preset(
+        name="door",
+        path=Path("door.toml"),
+        engine="vllm",
+        model="org/Target-8B",
+        engine_args={},
+        env={},
+        methods={cls.kind: MethodEntry(name=cls.kind, kind=cls.kind, params=params)},
+    )
     vllm = VllmInstall("vllm", version, methods=CAPTURED.get(version), python="/opt/env/bin/python")
     return build(preset, cls.kind, vllm=vllm, port=8123, log_dir=Path("servers")).state.argv
 
@@ -57,8 +67,10 @@ def _launch_problems(cls: type[methods.MethodSpec]) -> list[str]:
                 problems.append(f"no launch arguments on vLLM {version}, which offers it: {exc}")
             continue
         if not _offered(cls, version):
-            problems.append(f"launches on vLLM {version}, which does not offer it (since={cls.since}, "
-                            f"removed_in={cls.removed_in}): date it in version_facts.VERSION_FACTS")
+            problems.append(
+                f"launches on vLLM {version}, which does not offer it (since={cls.since}, "
+                f"removed_in={cls.removed_in}): date it in version_facts.VERSION_FACTS"
+            )
         elif cls.speculates and json.loads(argv[argv.index("--speculative-config") + 1])["method"] != cls.kind:
             problems.append(f"vLLM {version}'s --speculative-config does not name method '{cls.kind}'")
     return problems
@@ -72,8 +84,10 @@ def unwired(cls: type[methods.MethodSpec]) -> list[str]:
     if (cls.model_required or cls.gpu_only or cls.package) and not cls.needs.strip():
         problems.append("no 'needs' wording for what it requires (a drafter, a GPU or a package)")
     if cls.speculates and cls.drafts_by not in DRAFTING and cls.removed_in is None:
-        problems.append(f"drafts_by is {cls.drafts_by!r}, not one of {DRAFTING}: calibration, anatomy, hygiene "
-                        "and the forward prior sort methods by it")
+        problems.append(
+            f"drafts_by is {cls.drafts_by!r}, not one of {DRAFTING}: calibration, anatomy, hygiene "
+            "and the forward prior sort methods by it"
+        )
     if cls.rebuilt_live and cls.drafts_by != "match":
         problems.append("rebuilt_live needs a drafter that copies from the context (drafts_by 'match')")
     if cls.verify_probe and cls.drafts_by != "match":
@@ -83,9 +97,11 @@ def unwired(cls: type[methods.MethodSpec]) -> list[str]:
             problems.append(f"{field}={getattr(cls, field)!r} but version_facts says {method_fact(cls.kind, field)!r}")
     for version, accepted in CAPTURED.items():
         if cls.speculates and (cls.kind in accepted) != _offered(cls, version):
-            problems.append(f"the vLLM {version} wheel {'accepts' if cls.kind in accepted else 'lacks'} it, but its "
-                            f"since/removed_in say otherwise: date it, VersionFact('method', '{cls.kind}', since, "
-                            "removed_in, ...) in version_facts.VERSION_FACTS")
+            problems.append(
+                f"the vLLM {version} wheel {'accepts' if cls.kind in accepted else 'lacks'} it, but its "
+                f"since/removed_in say otherwise: date it, VersionFact('method', '{cls.kind}', since, "
+                "removed_in, ...) in version_facts.VERSION_FACTS"
+            )
     if cls.kind not in {row["kind"] for row in catalog.describe()}:
         problems.append("missing from catalog.describe()")
     return problems + _launch_problems(cls)
@@ -138,8 +154,13 @@ def _names(node: ast.AST, kinds: frozenset[str], containers: dict[str, set[str]]
 def name_comparisons(source: str, kinds: frozenset[str]) -> list[tuple[int, str, str]]:
     """(line, method name, code) for each comparison of a method or kind against written-out method names."""
     tree = ast.parse(source)
-    containers = {t.id: _names(node.value, kinds, {}) for node in tree.body if isinstance(node, ast.Assign)
-                  for t in node.targets if isinstance(t, ast.Name)}
+    containers = {
+        t.id: _names(node.value, kinds, {})
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
     found = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Compare):
@@ -163,20 +184,31 @@ def test_no_module_decides_by_a_method_name():
         where = path.relative_to(app).as_posix()
         if where in DOOR:
             continue
-        found += sorted({f"app/{where}:{line}: {code}" for line, name, code in name_comparisons(path.read_text(), kinds)
-                         if (where, name) not in ALLOWED})
-    assert not found, ("compares with a method's name; give the method's class a trait in engine/methods.py and ask "
-                       "for it (e.g. methods.ANSWER_DRAFTERS, or schema.BASELINE_METHOD for the baseline):\n"
-                       + "\n".join(found))
+        found += sorted(
+            {
+                f"app/{where}:{line}: {code}"
+                for line, name, code in name_comparisons(path.read_text(), kinds)
+                if (where, name) not in ALLOWED
+            }
+        )
+    assert not found, (
+        "compares with a method's name; give the method's class a trait in engine/methods.py and ask "
+        "for it (e.g. methods.ANSWER_DRAFTERS, or schema.BASELINE_METHOD for the baseline):\n" + "\n".join(found)
+    )
 
 
 def test_the_name_scan_sees_literals_tuples_and_module_sets():
     kinds = frozenset({"none", "suffix", "eagle"})
-    code = ('ONES = frozenset({"eagle"})\n'
-            'a = row.get("method") == "suffix"\n'
-            'b = kind in ("eagle", "x")\n'
-            'c = cls.kind not in ONES\n'
-            'd = row.get("response_format") != "none"\n'
-            'e = source == "suffix"\n')
-    assert [(line, name) for line, name, _ in name_comparisons(code, kinds)] == [(2, "suffix"), (3, "eagle"),
-                                                                                   (4, "eagle")]
+    code = (
+        'ONES = frozenset({"eagle"})\n'
+        'a = row.get("method") == "suffix"\n'
+        'b = kind in ("eagle", "x")\n'
+        "c = cls.kind not in ONES\n"
+        'd = row.get("response_format") != "none"\n'
+        'e = source == "suffix"\n'
+    )
+    assert [(line, name) for line, name, _ in name_comparisons(code, kinds)] == [
+        (2, "suffix"),
+        (3, "eagle"),
+        (4, "eagle"),
+    ]

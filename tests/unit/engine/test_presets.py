@@ -52,14 +52,17 @@ def test_user_presets_sit_beside_the_bundled_ones(tmp_path, monkeypatch):
     assert "cpu-smollm2" in presets.load_presets()
 
 
-@pytest.mark.parametrize("text, message", [
-    ('model = "m"\n[methods.eagle]\n', r"Preset bad.toml, method 'eagle': .*needs a trained EAGLE head"),
-    ('model = "m"\n[methods.ngram]\nk = 0\n', r"method 'ngram': .*K=0 is outside"),
-    ('model = "m"\n[methods.ngram]\nlookup = 3\n', r"unknown key 'lookup'"),
-    ('model = "m"\n', r"lists no \[methods.\*\] tables"),
-    ('model = "m"\nengine = "tgi"\n[methods.none]\n', r"Preset bad.toml is invalid at 'engine'"),
-    ('model = \n', r"Cannot read preset"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('model = "m"\n[methods.eagle]\n', r"Preset bad.toml, method 'eagle': .*needs a trained EAGLE head"),
+        ('model = "m"\n[methods.ngram]\nk = 0\n', r"method 'ngram': .*K=0 is outside"),
+        ('model = "m"\n[methods.ngram]\nlookup = 3\n', r"unknown key 'lookup'"),
+        ('model = "m"\n', r"lists no \[methods.\*\] tables"),
+        ('model = "m"\nengine = "tgi"\n[methods.none]\n', r"Preset bad.toml is invalid at 'engine'"),
+        ("model = \n", r"Cannot read preset"),
+    ],
+)
 def test_broken_presets_fail_with_their_file_named(tmp_path, text, message):
     path = tmp_path / "bad.toml"
     path.write_text(text)

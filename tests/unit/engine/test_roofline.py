@@ -15,7 +15,7 @@ LLAMA_8B = roofline.shape_from_config(SHAPES["Llama-3.1-8B"], "Llama-3.1-8B")
 
 def test_llama_8b_on_an_h100_is_4_79_ms_and_209_tokens_a_second_at_batch_1():
     assert LLAMA_8B.weight_bytes / 1e9 == pytest.approx(16.06, abs=0.005)  # 8.03 B parameters in bf16
-    assert LLAMA_8B.kv_bytes_per_token == 128 * 1024                       # 2 x 32 layers x 8 KV heads x 128 x 2 B
+    assert LLAMA_8B.kv_bytes_per_token == 128 * 1024  # 2 x 32 layers x 8 KV heads x 128 x 2 B
     found = roofline.ceiling(LLAMA_8B, H100)
     assert found.step_ms == pytest.approx(16.0605 / 3.35, abs=0.001) and round(found.step_ms, 2) == 4.79
     assert round(found.tokens_per_s) == 209 and found.bound == "memory"
@@ -62,16 +62,36 @@ def test_the_users_table_adds_hardware_and_models(tmp_path):
     assert found.tokens_per_s == pytest.approx(20e9 / LLAMA_8B.weight_bytes) and found.bound == "memory"
 
 
-@pytest.mark.parametrize("row, why", [
-    ({"model": "org/unknown-7B", "hardware": "1xH100-80GB", "concurrency": 1, "method": "none"}, "no config known"),
-    ({"model": "meta-llama/Llama-3.1-8B-Instruct", "hardware": "cpu-2core", "concurrency": 1, "method": "none"},
-     "no bandwidth known"),
-    ({"model": "meta-llama/Llama-3.1-8B-Instruct", "hardware": "1xH100-80GB", "concurrency": None, "method": "none"},
-     "concurrency not stated"),
-    ({"model": "meta-llama/Llama-3.1-8B-Instruct", "hardware": "1xH100-80GB", "concurrency": 1, "method": "suffix",
-      "k": None}, "K not stated"),
-    ({"model": "Qwen/Qwen3-30B-A3B", "hardware": "1xH100-80GB", "concurrency": 1, "method": "none"}, "no config"),
-])
+@pytest.mark.parametrize(
+    "row, why",
+    [
+        ({"model": "org/unknown-7B", "hardware": "1xH100-80GB", "concurrency": 1, "method": "none"}, "no config known"),
+        (
+            {"model": "meta-llama/Llama-3.1-8B-Instruct", "hardware": "cpu-2core", "concurrency": 1, "method": "none"},
+            "no bandwidth known",
+        ),
+        (
+            {
+                "model": "meta-llama/Llama-3.1-8B-Instruct",
+                "hardware": "1xH100-80GB",
+                "concurrency": None,
+                "method": "none",
+            },
+            "concurrency not stated",
+        ),
+        (
+            {
+                "model": "meta-llama/Llama-3.1-8B-Instruct",
+                "hardware": "1xH100-80GB",
+                "concurrency": 1,
+                "method": "suffix",
+                "k": None,
+            },
+            "K not stated",
+        ),
+        ({"model": "Qwen/Qwen3-30B-A3B", "hardware": "1xH100-80GB", "concurrency": 1, "method": "none"}, "no config"),
+    ],
+)
 def test_no_ceiling_where_model_hardware_concurrency_or_k_is_unknown(row, why):
     found = roofline.limit_of(row, {})
     assert found.ceiling is None and why in found.why
@@ -83,27 +103,63 @@ def test_a_mixture_of_experts_is_refused_not_guessed():
 
 
 def test_each_row_shows_its_share_of_the_ceiling_and_k_plus_1():
-    rows = pd.DataFrame([
-        {"model": "shape-Llama-3.1-8B", "hardware": "1xH100-80GB", "method": "none", "k": 0, "concurrency": 1,
-         "output_throughput": 156.0, "total_input_tokens": None, "completed": 8, "output_len": 0},
-        {"model": "shape-Llama-3.1-8B", "hardware": "1xH100-80GB", "method": "eagle3", "k": 3, "concurrency": 1,
-         "output_throughput": 400.0, "total_input_tokens": None, "completed": 8, "output_len": 0}])
+    rows = pd.DataFrame(
+        [
+            {
+                "model": "shape-Llama-3.1-8B",
+                "hardware": "1xH100-80GB",
+                "method": "none",
+                "k": 0,
+                "concurrency": 1,
+                "output_throughput": 156.0,
+                "total_input_tokens": None,
+                "completed": 8,
+                "output_len": 0,
+            },
+            {
+                "model": "shape-Llama-3.1-8B",
+                "hardware": "1xH100-80GB",
+                "method": "eagle3",
+                "k": 3,
+                "concurrency": 1,
+                "output_throughput": 400.0,
+                "total_input_tokens": None,
+                "completed": 8,
+                "output_len": 0,
+            },
+        ]
+    )
     out = roofline.with_ceilings(rows, {})
     assert out["ceiling_share"].round(3).tolist() == [round(156 / 208.586, 3), round(400 / (4 * 208.586), 3)]
     assert pd.isna(out["k_ceiling"][0]) and out["k_ceiling"][1] == 4
 
 
 def test_above_names_what_passes_its_ceiling():
-    row = {"model": "meta-llama/Llama-3.3-70B-Instruct", "hardware": "1xH200", "method": "eagle3", "k": 3,
-           "concurrency": 4, "output_throughput": 6200.0, "mean_tpot_ms": 0.6, "acceptance_length": 4.5}
+    row = {
+        "model": "meta-llama/Llama-3.3-70B-Instruct",
+        "hardware": "1xH200",
+        "method": "eagle3",
+        "k": 3,
+        "concurrency": 4,
+        "output_throughput": 6200.0,
+        "mean_tpot_ms": 0.6,
+        "acceptance_length": 4.5,
+    }
     found = roofline.above(row, {})
-    assert any("> K+1 = 4" in f for f in found) and any("roofline" in f for f in found) \
-        and any("TPOT" in f for f in found), found
+    assert (
+        any("> K+1 = 4" in f for f in found) and any("roofline" in f for f in found) and any("TPOT" in f for f in found)
+    ), found
     assert roofline.above({**row, "output_throughput": 300.0, "mean_tpot_ms": 40.0, "acceptance_length": 3.0}, {}) == []
     # the public ceiling counts the whole embedding table; a step reads only its rows: no flag in that gap
     plain = roofline.ceiling(LLAMA_8B, H100)
-    between = {"model": "meta-llama/Llama-3.1-8B-Instruct", "hardware": "1xH100-80GB", "method": "none", "k": 0,
-               "concurrency": 1, "output_throughput": (plain.tokens_per_s + plain.strict_tokens_per_s) / 2}
+    between = {
+        "model": "meta-llama/Llama-3.1-8B-Instruct",
+        "hardware": "1xH100-80GB",
+        "method": "none",
+        "k": 0,
+        "concurrency": 1,
+        "output_throughput": (plain.tokens_per_s + plain.strict_tokens_per_s) / 2,
+    }
     assert roofline.above(between, {}) == []
     assert LLAMA_8B.embedding_params == 128256 * 4096  # the untied input table the strict bound leaves out
 

@@ -37,14 +37,16 @@ PREVIOUS = {"0.33.0": "0.32.0", "0.34.0": "0.33.0"}
 
 
 def _vllm(version: str) -> VllmInstall:
-    return VllmInstall("vllm", version, methods=frozenset(MANIFEST[version]["methods"]), k_schedule=True,
-                       python="/opt/env/bin/python")
+    return VllmInstall(
+        "vllm", version, methods=frozenset(MANIFEST[version]["methods"]), k_schedule=True, python="/opt/env/bin/python"
+    )
 
 
 def _accepted(fact, version: str) -> bool:
     v = version_tuple(version)
-    return (fact.since is None or v >= version_tuple(fact.since)) and \
-        (fact.removed_in is None or v < version_tuple(fact.removed_in))
+    return (fact.since is None or v >= version_tuple(fact.since)) and (
+        fact.removed_in is None or v < version_tuple(fact.removed_in)
+    )
 
 
 def _one_sentence(message: str) -> str:
@@ -82,8 +84,9 @@ def _values(read: dict) -> set[tuple[str, str | None]]:
 def test_every_method_key_and_value_that_came_or_went_is_dated_with_its_version(version):
     before, after = _values(MANIFEST[PREVIOUS[version]]), _values(MANIFEST[version])
     whole = {key for key, value in after ^ before if value is None}  # a key's values come and go with it
-    before, after = ({(key, value) for key, value in items if value is None or key not in whole}
-                     for items in (before, after))
+    before, after = (
+        {(key, value) for key, value in items if value is None or key not in whole} for items in (before, after)
+    )
     since = {(f.key, f.value): f.since for f in VERSION_FACTS if not f.methods}
     removed = {(f.key, f.value): f.removed_in for f in VERSION_FACTS if not f.methods}
     assert {item: since.get(item) for item in after - before} == dict.fromkeys(after - before, version)
@@ -103,18 +106,23 @@ def test_what_else_each_version_changed_is_read_from_its_source(version):
     assert markers["parallel_drafting_only_dflash_dspark"] == (v >= version_tuple(rule.removed_in))
 
 
-@pytest.mark.parametrize("kind, key, value", [
-    ("draft_model", "use_heterogeneous_vocab", True),
-    ("eagle3", "disable_padded_drafter_batch", True),
-    ("draft_model", "disable_padded_drafter_batch", False),  # 0.34.0 forbids unknown keys, false ones too
-])
+@pytest.mark.parametrize(
+    "kind, key, value",
+    [
+        ("draft_model", "use_heterogeneous_vocab", True),
+        ("eagle3", "disable_padded_drafter_batch", True),
+        ("draft_model", "disable_padded_drafter_batch", False),  # 0.34.0 forbids unknown keys, false ones too
+    ],
+)
 def test_keys_0_34_removed_are_refused_there_in_one_sentence(kind, key, value):
     params = {"model": "org/drafter", key: value}
     assert catalog.build(kind, 3, params, vllm_version="0.33.0")[key] is value
     with pytest.raises(ConfigError) as info:
         catalog.build(kind, 3, params, vllm_version="0.34.0")
-    assert _one_sentence(str(info.value)) == (f"The key '{key}' is not accepted by vLLM 0.34.0 (absent from 0.34.0 "
-                                              "on); leave it out, or run vLLM 0.33.0 or older.")
+    assert _one_sentence(str(info.value)) == (
+        f"The key '{key}' is not accepted by vLLM 0.34.0 (absent from 0.34.0 "
+        "on); leave it out, or run vLLM 0.33.0 or older."
+    )
 
 
 @pytest.mark.parametrize("kind", ["draft_model", "eagle", "eagle3"])
@@ -126,19 +134,23 @@ def test_p_eagle_and_pard_are_refused_on_0_34_in_one_sentence(kind):
     assert _one_sentence(str(info.value)) == (
         f"'parallel_drafting': true with method '{kind}' is refused by vLLM 0.34.0: from 0.34.0 on P-EAGLE (eagle, "
         "eagle3) and PARD (draft_model) are gone, only dflash and dspark draft in parallel and always do; leave it "
-        "out, or run vLLM 0.33.0 or older.")
+        "out, or run vLLM 0.33.0 or older."
+    )
     # false is deprecated there, not an error (config/speculative.py:1688-1697)
     off = catalog.build(kind, 4, {**params, "parallel_drafting": False}, vllm_version="0.34.0")
     assert off["parallel_drafting"] is False
 
 
-@pytest.mark.parametrize("kind, key, value, since", [
-    ("suffix", "suffix_decoding_corpus_tokens", 0, "0.34.0"),
-    ("draft_model", "draft_decode_context_parallel_size", 1, "0.34.0"),
-    ("eagle3", "draft_lm_head_quantization", "nvfp4", "0.33.0"),
-    ("mtp", "disable_lookahead_block_hashes", True, "0.33.0"),
-    ("dflash", "xpress_topc", 16, "0.33.0"),
-])
+@pytest.mark.parametrize(
+    "kind, key, value, since",
+    [
+        ("suffix", "suffix_decoding_corpus_tokens", 0, "0.34.0"),
+        ("draft_model", "draft_decode_context_parallel_size", 1, "0.34.0"),
+        ("eagle3", "draft_lm_head_quantization", "nvfp4", "0.33.0"),
+        ("mtp", "disable_lookahead_block_hashes", True, "0.33.0"),
+        ("dflash", "xpress_topc", 16, "0.33.0"),
+    ],
+)
 def test_keys_new_in_0_33_and_0_34_build_there_and_are_refused_before(kind, key, value, since):
     params = {key: value} | ({"model": "org/drafter"} if catalog.method_class(kind).model_required else {})
     config = catalog.build(kind, None, params, vllm_version=since)
@@ -146,8 +158,10 @@ def test_keys_new_in_0_33_and_0_34_build_there_and_are_refused_before(kind, key,
     older = PREVIOUS[since]
     with pytest.raises(ConfigError) as info:
         catalog.build(kind, None, params, vllm_version=older)
-    assert _one_sentence(str(info.value)) == (f"The key '{key}' is accepted by vLLM {since} and later; vLLM {older} "
-                                              "is older and may not know it: upgrade vLLM or leave it out.")
+    assert _one_sentence(str(info.value)) == (
+        f"The key '{key}' is accepted by vLLM {since} and later; vLLM {older} "
+        "is older and may not know it: upgrade vLLM or leave it out."
+    )
 
 
 def test_methods_0_33_and_0_34_brought_or_took_are_dated():
@@ -155,9 +169,12 @@ def test_methods_0_33_and_0_34_brought_or_took_are_dated():
     assert facts["medusa"] == facts["mlp_speculator"] == (None, "0.33.0")
     assert facts["custom_class"] == (None, "0.34.0")
     assert facts["step5_mtp"] == ("0.33.0", None) and facts["nemotron3_5_transcribe_mtp"] == ("0.34.0", None)
-    with pytest.raises(ConfigError, match=r"^vLLM 0\.34\.0 does not accept method 'medusa'; it is accepted by vLLM "
-                                          r"before 0\.33\.0 \(SpecScope checked 0\.24\.0, 0\.30\.0, 0\.31\.0 and "
-                                          r"0\.32\.0\)\.$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^vLLM 0\.34\.0 does not accept method 'medusa'; it is accepted by vLLM "
+        r"before 0\.33\.0 \(SpecScope checked 0\.24\.0, 0\.30\.0, 0\.31\.0 and "
+        r"0\.32\.0\)\.$",
+    ):
         catalog.build("medusa", 3, {"model": "org/heads"}, vllm_version="0.34.0")
 
 
@@ -165,20 +182,28 @@ def test_suffix_needs_arctic_inference_only_before_0_34():
     rows = {row["kind"]: row for row in catalog.describe("0.34.0")}
     assert rows["suffix"]["needs"] == "" and rows["suffix"]["needs_before"] == "0.34.0"
     assert {row["kind"]: row for row in catalog.describe("0.33.0")}["suffix"]["needs"] == "the arctic-inference package"
-    preset = Preset(name="gpu", path=Path("gpu.toml"), model="org/Target",
-                    methods={"suffix": MethodEntry(name="suffix", kind="suffix", k=8)})
+    preset = Preset(
+        name="gpu",
+        path=Path("gpu.toml"),
+        model="org/Target",
+        methods={"suffix": MethodEntry(name="suffix", kind="suffix", k=8)},
+    )
     with pytest.raises(ConfigError) as info:
         build(preset, "suffix", vllm=_vllm("0.33.0"), port=8001, log_dir=Path("logs"), importable=lambda p: False)
-    assert _one_sentence(str(info.value)) == ("Method 'suffix' needs the arctic-inference package before vLLM 0.34.0 "
-                                              "(vllm 0.33.0 here); install it with launchers/install.sh and start "
-                                              "again.")
+    assert _one_sentence(str(info.value)) == (
+        "Method 'suffix' needs the arctic-inference package before vLLM 0.34.0 "
+        "(vllm 0.33.0 here); install it with launchers/install.sh and start "
+        "again."
+    )
     native = build(preset, "suffix", vllm=_vllm("0.34.0"), port=8001, log_dir=Path("logs"), importable=lambda p: False)
     assert native.state.speculative_config == {"method": "suffix", "num_speculative_tokens": 8}
 
 
-V1_REFUSED = ("vLLM 0.34.0 has no V1 model runner, so VLLM_USE_V2_MODEL_RUNNER=0 {where} would stop the server at "
-              "start; remove it (the default runner takes a K schedule from vLLM 0.32.0 on) or run vLLM 0.33.0 or "
-              "older.")
+V1_REFUSED = (
+    "vLLM 0.34.0 has no V1 model runner, so VLLM_USE_V2_MODEL_RUNNER=0 {where} would stop the server at "
+    "start; remove it (the default runner takes a K schedule from vLLM 0.32.0 on) or run vLLM 0.33.0 or "
+    "older."
+)
 
 
 def test_the_v1_runner_preset_is_refused_on_0_34_in_one_sentence_and_runs_before():
@@ -188,20 +213,40 @@ def test_the_v1_runner_preset_is_refused_on_0_34_in_one_sentence_and_runs_before
         build(preset, "none", vllm=_vllm("0.34.0"), port=8001, log_dir=Path("logs"))
     assert _one_sentence(str(info.value)) == V1_REFUSED.format(where="in preset shape-llama31-8b-v1runner's [env]")
     served = preset.model_copy(update={"model": "org/Llama-3.1-8B"})  # no prepared shape here: a hub name
-    assert build(served, "none", vllm=_vllm("0.33.0"), port=8001,
-                 log_dir=Path("logs")).extra_env["VLLM_USE_V2_MODEL_RUNNER"] == "0"
+    assert (
+        build(served, "none", vllm=_vllm("0.33.0"), port=8001, log_dir=Path("logs")).extra_env[
+            "VLLM_USE_V2_MODEL_RUNNER"
+        ]
+        == "0"
+    )
 
 
 def test_a_v1_runner_asked_by_the_shell_is_refused_unless_the_preset_overrides_it():
-    plain = Preset(name="gpu", path=Path("gpu.toml"), model="org/Target",
-                   methods={"none": MethodEntry(name="none", kind="none")})
+    plain = Preset(
+        name="gpu", path=Path("gpu.toml"), model="org/Target", methods={"none": MethodEntry(name="none", kind="none")}
+    )
     with pytest.raises(ConfigError) as info:
-        build(plain, "none", vllm=_vllm("0.34.0"), port=8001, log_dir=Path("logs"),
-              inherited={"VLLM_USE_V2_MODEL_RUNNER": "0"})
+        build(
+            plain,
+            "none",
+            vllm=_vllm("0.34.0"),
+            port=8001,
+            log_dir=Path("logs"),
+            inherited={"VLLM_USE_V2_MODEL_RUNNER": "0"},
+        )
     assert _one_sentence(str(info.value)) == V1_REFUSED.format(where="in this shell's environment")
     overriding = plain.model_copy(update={"env": {"VLLM_USE_V2_MODEL_RUNNER": "1"}})
-    assert build(overriding, "none", vllm=_vllm("0.34.0"), port=8001, log_dir=Path("logs"),
-                 inherited={"VLLM_USE_V2_MODEL_RUNNER": "0"}).state.kind == "none"
+    assert (
+        build(
+            overriding,
+            "none",
+            vllm=_vllm("0.34.0"),
+            port=8001,
+            log_dir=Path("logs"),
+            inherited={"VLLM_USE_V2_MODEL_RUNNER": "0"},
+        ).state.kind
+        == "none"
+    )
 
 
 def _installed_vllm(folder: Path, version: str) -> Path:
@@ -209,8 +254,9 @@ def _installed_vllm(folder: Path, version: str) -> Path:
     (those the wheel holds), on the path of this interpreter run without site-packages."""
     site = folder / "site"
     (site / f"vllm-{version}.dist-info").mkdir(parents=True)
-    (site / f"vllm-{version}.dist-info" / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\n"
-                                                                 f"Version: {version}\n")
+    (site / f"vllm-{version}.dist-info" / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n"
+    )
     (site / "vllm" / "config").mkdir(parents=True)
     (site / "vllm" / "__init__.py").write_text("")
     methods = ", ".join(json.dumps(m) for m in MANIFEST[version]["methods"])

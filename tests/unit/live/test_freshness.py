@@ -36,13 +36,13 @@ def test_a_variant_changes_the_first_tokens():
 
 def test_answer_overlap_counts_runs_an_earlier_answer_holds():
     earlier = [list(range(100, 140))]
-    assert freshness.answer_overlap(list(range(100, 140)), earlier) == 1.0     # the same answer
-    assert freshness.answer_overlap(list(range(0, 40)), earlier) == 0.0        # a new one
-    half = list(range(100, 120)) + list(range(0, 20))                          # half of it repeats
+    assert freshness.answer_overlap(list(range(100, 140)), earlier) == 1.0  # the same answer
+    assert freshness.answer_overlap(list(range(0, 40)), earlier) == 0.0  # a new one
+    half = list(range(100, 120)) + list(range(0, 20))  # half of it repeats
     assert freshness.answer_overlap(half, earlier) == 0.5
-    scattered = [100, 0, 101, 1, 102, 2, 103, 3, 104, 4]                       # shared tokens, no runs
+    scattered = [100, 0, 101, 1, 102, 2, 103, 3, 104, 4]  # shared tokens, no runs
     assert freshness.answer_overlap(scattered, earlier) == 0.0
-    assert freshness.answer_overlap([100, 101, 102], earlier) == 1.0          # shorter than a run: whole
+    assert freshness.answer_overlap([100, 101, 102], earlier) == 1.0  # shorter than a run: whole
     assert freshness.answer_overlap([], earlier) is None
 
 
@@ -57,8 +57,9 @@ def test_badges_follow_what_the_server_reused():
     assert "97% of this answer" in suffix.explanation
     assert Freshness(drafts_from_answers=True, answer_overlap=0.2).badge is None
     assert Freshness(drafts_from_answers=False, answer_overlap=1.0).badge is None  # only suffix drafts from answers
-    rate = metrics.prefix_cache_hit_rate(snapshot("metrics_prefix_hit_before.txt"),
-                                         snapshot("metrics_prefix_hit_after.txt"))
+    rate = metrics.prefix_cache_hit_rate(
+        snapshot("metrics_prefix_hit_before.txt"), snapshot("metrics_prefix_hit_after.txt")
+    )
     assert Freshness(prefix_hit_rate=rate).repeated == (rate > 0.5)
     assert freshness.drafts_from_answers("speculative", {"method": "suffix"})
     assert not freshness.drafts_from_answers("ngram", None)

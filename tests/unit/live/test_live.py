@@ -22,6 +22,7 @@ REQUEST = GenerationRequest(prompt="p", max_tokens=64)
 
 def server(capture: str, detokenized: list | None = None, status: int = 200) -> httpx.MockTransport:
     """A transport answering /v1/models, /detokenize and the recorded stream."""
+
     def handler(request: httpx.Request) -> httpx.Response:
         if request.url.path == "/v1/models":
             return httpx.Response(200, json=MODEL)
@@ -30,8 +31,10 @@ def server(capture: str, detokenized: list | None = None, status: int = 200) -> 
             if detokenized is not None:
                 detokenized.append(token)
             return httpx.Response(200, json={"prompt": f"<{token}>"})
-        return httpx.Response(status, content=(CAPTURES / capture).read_bytes(),
-                              headers={"content-type": "text/event-stream"})
+        return httpx.Response(
+            status, content=(CAPTURES / capture).read_bytes(), headers={"content-type": "text/event-stream"}
+        )
+
     return httpx.MockTransport(handler)
 
 
@@ -63,8 +66,7 @@ def test_race_of_recorded_streams_is_lossless_with_accepted_drafts():
 
 
 def test_a_pane_whose_server_refuses_keeps_the_others_going():
-    run = session(baseline=server("none_completion.sse"),
-                  ngram=server("error_max_tokens_400.json", status=400))
+    run = session(baseline=server("none_completion.sse"), ngram=server("error_max_tokens_400.json", status=400))
     baseline, ngram = run.views()
     assert baseline.error is None and baseline.metrics.tokens == 55
     assert ngram.error.startswith("http://ngram refused the request (HTTP 400)")
@@ -110,11 +112,14 @@ def test_recording_round_trip(tmp_path):
     assert live.load_recording(path.read_bytes()).panes[0].spec == run.panes[0].spec
 
 
-@pytest.mark.parametrize("data, message", [
-    (b"not json", "The recording cannot be read"),
-    (b'{"specscope_recording": 7}', "This file is not a SpecScope recording"),
-    (b'{"specscope_recording": 1, "panes": [{"spec": {}}]}', "The recording is damaged"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"not json", "The recording cannot be read"),
+        (b'{"specscope_recording": 7}', "This file is not a SpecScope recording"),
+        (b'{"specscope_recording": 1, "panes": [{"spec": {}}]}', "The recording is damaged"),
+    ],
+)
 def test_bad_recordings_are_one_input_error(data, message):
     with pytest.raises(InputError, match=message):
         live.load_recording(data)
@@ -132,12 +137,15 @@ def test_pane_metrics_follow_vllm_bench_definitions():
     assert m.acceptance_length is None and live.pane_metrics([], provenance) == live.PaneMetrics()
 
 
-@pytest.mark.parametrize("base, other, complete, expected", [
-    ([1, 2, 3], [1, 2, 3], True, (True, None)),
-    ([1, 2, 3], [1, 9, 3], False, (False, 1)),
-    ([1, 2, 3], [1, 2], False, (None, None)),
-    ([1, 2, 3], [1, 2], True, (False, 2)),
-])
+@pytest.mark.parametrize(
+    "base, other, complete, expected",
+    [
+        ([1, 2, 3], [1, 2, 3], True, (True, None)),
+        ([1, 2, 3], [1, 9, 3], False, (False, 1)),
+        ([1, 2, 3], [1, 2], False, (None, None)),
+        ([1, 2, 3], [1, 2], True, (False, 2)),
+    ],
+)
 def test_compare_lossless(base, other, complete, expected):
     assert live.compare_lossless(base, other, complete) == expected
 
@@ -145,9 +153,13 @@ def test_compare_lossless(base, other, complete, expected):
 def test_server_lines():
     specs = live.parse_server_lines(
         "# two servers\nbase http://127.0.0.1:8001 none\n\n"
-        'ng https://gpu:8000 {"method": "ngram", "num_speculative_tokens": 4}\nsfx http://h:1')
+        'ng https://gpu:8000 {"method": "ngram", "num_speculative_tokens": 4}\nsfx http://h:1'
+    )
     assert [(s.label, s.url, s.method) for s in specs] == [
-        ("base", "http://127.0.0.1:8001", "none"), ("ng", "https://gpu:8000", "ngram"), ("sfx", "http://h:1", "auto")]
+        ("base", "http://127.0.0.1:8001", "none"),
+        ("ng", "https://gpu:8000", "ngram"),
+        ("sfx", "http://h:1", "auto"),
+    ]
     assert specs[1].speculative_config["num_speculative_tokens"] == 4 and not specs[0].speculative
     with pytest.raises(ConfigError, match="Server line 2 needs 'label URL"):
         live.parse_server_lines("a http://x\nonly-a-label")
@@ -155,11 +167,14 @@ def test_server_lines():
         live.parse_server_lines("a http://x {bad")
 
 
-@pytest.mark.parametrize("specs, mode, message", [
-    ([live.PaneSpec("a", "http://a")] * 2, "sprint", "Unknown mode 'sprint'"),
-    ([live.PaneSpec("a", "http://a")], "race", "Pick between 2 and 6 servers"),
-    ([live.PaneSpec("a", "http://a")] * 2, "race", "Two panes have the same label"),
-])
+@pytest.mark.parametrize(
+    "specs, mode, message",
+    [
+        ([live.PaneSpec("a", "http://a")] * 2, "sprint", "Unknown mode 'sprint'"),
+        ([live.PaneSpec("a", "http://a")], "race", "Pick between 2 and 6 servers"),
+        ([live.PaneSpec("a", "http://a")] * 2, "race", "Two panes have the same label"),
+    ],
+)
 def test_sessions_refuse_bad_setups(specs, mode, message):
     with pytest.raises(ConfigError, match=message):
         live.LiveSession.create(specs, REQUEST, mode)
@@ -206,9 +221,12 @@ def test_decode_speed_is_apart_from_ttft_which_may_decide_the_end_to_end_figure(
 def test_repeated_runs_of_a_setup_give_an_interval_that_stays_above_zero():
     history = live.RunHistory()
     for speedup, decode in [(1.12, 2.0), (0.86, 2.1), (1.35, 1.9)]:
-        assert (history.repeats("k", "ngram") is None or history.repeats("k", "ngram").interval() is None)
-        history.record("k", {"ngram": live.PaneMetrics(speedup=speedup, decode_speedup=decode),
-                             "none": live.PaneMetrics(speedup=1.0)}, cached=["ngram"] if speedup > 1.3 else [])
+        assert history.repeats("k", "ngram") is None or history.repeats("k", "ngram").interval() is None
+        history.record(
+            "k",
+            {"ngram": live.PaneMetrics(speedup=speedup, decode_speedup=decode), "none": live.PaneMetrics(speedup=1.0)},
+            cached=["ngram"] if speedup > 1.3 else [],
+        )
     repeats = history.repeats("k", "ngram")
     mean, low, high = repeats.interval()
     assert repeats.count == 3 and 0 < low < 0.86 and 1.35 < high and low < mean < high and repeats.cached == 1

@@ -20,8 +20,10 @@ def cpu_server(name: str, port: int, binding: str | None) -> ServerState:
 
 
 def specs(*ports: int) -> list[live.PaneSpec]:
-    return [live.PaneSpec(f"s{port}", f"http://127.0.0.1:{port}", "none" if i == 0 else "ngram")
-            for i, port in enumerate(ports)]
+    return [
+        live.PaneSpec(f"s{port}", f"http://127.0.0.1:{port}", "none" if i == 0 else "ngram")
+        for i, port in enumerate(ports)
+    ]
 
 
 def test_four_servers_on_two_cores_share_them_and_default_to_fair_replay():
@@ -38,8 +40,12 @@ def test_servers_on_their_own_cores_race():
 
 
 def test_bindings_in_vllm_cpu_syntax_and_unbound_servers():
-    states = [cpu_server("a", 8001, "0-1|4"), cpu_server("b", 8002, "1,5"), cpu_server("c", 8003, None),
-              cpu_server("d", 8004, str(HOST_CORES[-1]))]
+    states = [
+        cpu_server("a", 8001, "0-1|4"),
+        cpu_server("b", 8002, "1,5"),
+        cpu_server("c", 8003, None),
+        cpu_server("d", 8004, str(HOST_CORES[-1])),
+    ]
     assert live.shared_cores(specs(8001, 8002), states) == {"s8001": {0, 1, 4}, "s8002": {1, 5}}
     # a server without a binding may run on every core of the host
     assert live.shared_cores(specs(8003, 8004), states) == {"s8003": set(HOST_CORES), "s8004": {HOST_CORES[-1]}}

@@ -19,8 +19,13 @@ from specscope.launch import registry
 from specscope.launch.registry import ServerState
 
 GPU_RECORDING = CAPTURES / "live_gpu_h100_eagle3_synthetic.json"
-EAGLE3 = {"method": "eagle3", "num_speculative_tokens": 4, "model": "shape-Llama-3.1-8B-eagle3",
-          "rejection_sample_method": "synthetic", "synthetic_acceptance_length": 3.0}
+EAGLE3 = {
+    "method": "eagle3",
+    "num_speculative_tokens": 4,
+    "model": "shape-Llama-3.1-8B-eagle3",
+    "rejection_sample_method": "synthetic",
+    "synthetic_acceptance_length": 3.0,
+}
 
 
 def _free_port() -> int:
@@ -31,9 +36,19 @@ def _free_port() -> int:
 
 def test_the_method_comes_from_specscopes_registry(specscope_home):
     port = _free_port()
-    registry.write_state(ServerState(name="gpu-eagle3", url=f"http://127.0.0.1:{port}", port=port, engine="vllm",
-                                     method="eagle3", kind="eagle3", vllm_version="0.26.0", attached=True,
-                                     speculative_config=EAGLE3))
+    registry.write_state(
+        ServerState(
+            name="gpu-eagle3",
+            url=f"http://127.0.0.1:{port}",
+            port=port,
+            engine="vllm",
+            method="eagle3",
+            kind="eagle3",
+            vllm_version="0.26.0",
+            attached=True,
+            speculative_config=EAGLE3,
+        )
+    )
     spec = live.resolve_method(live.PaneSpec("eagle3", f"http://localhost:{port}", "auto"))
     assert spec.method == "eagle3" and spec.speculative_config == EAGLE3 and spec.vllm_version == "0.26.0"
     assert spec.synthetic
@@ -41,8 +56,10 @@ def test_the_method_comes_from_specscopes_registry(specscope_home):
 
 def test_the_method_comes_from_the_servers_command_line(specscope_home):
     port = _free_port()
-    server = ("import socket, sys, time; s = socket.socket(); s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(); "
-              "time.sleep(60)")
+    server = (
+        "import socket, sys, time; s = socket.socket(); s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(); "
+        "time.sleep(60)"
+    )
     argv = [sys.executable, "-c", server, str(port), "--model", "m", "--speculative-config", json.dumps(EAGLE3)]
     proc = subprocess.Popen(argv)
     try:

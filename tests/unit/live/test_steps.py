@@ -33,8 +33,9 @@ def test_ngram_rebuild_agrees_with_server_step_by_step():
         assert [len(s.draft) for s in rebuilt] == spec["per_step_drafted"], name
         for step, accepted in zip(rebuilt, spec["per_step_accepted"]):
             # a last step cut by max_tokens sent fewer tokens than the server accepted
-            assert step.accepted == accepted or (step.truncated and step is rebuilt[-1]
-                                                 and step.accepted < accepted), name
+            assert step.accepted == accepted or (step.truncated and step is rebuilt[-1] and step.accepted < accepted), (
+                name
+            )
         result = label_steps(chunks, NGRAM)
         assert (result.source, result.estimated, result.notes) == ("server", False, []), name
         assert [s.accepted for s in result.steps if s.drafted] == spec["per_step_accepted"], name
@@ -126,6 +127,7 @@ def test_server_leaves_out_empty_arrays_when_nothing_was_drafted():
     last = chunks_of("ngram_chat.sse")[-1]
     empty = {"num_spec_steps": 0, "num_draft_tokens": 0, "num_accepted_draft_tokens": 0}
     from dataclasses import replace
+
     result = label_steps(chunks + [replace(last, spec_decoding=empty)], None)
     assert result.source == "server" and not result.estimated
     assert all(s.drafted == 0 for s in result.steps) and {t.kind for t in result.tokens} == {TARGET}

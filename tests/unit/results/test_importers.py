@@ -36,8 +36,17 @@ def test_ruiz_headline_values_through_the_cli(specscope_home, ruiz_parquet, caps
     assert round(_pick(rows, qwen, "Qwen/Qwen3-1.7B", 256)["speedup"], 3) == 0.800
     r = _pick(rows, llama, "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B", 1)
     assert (r["method"], r["k"], round(r["speedup"], 3)) == ("eagle3", 7, 2.946)
-    for key in ("source", "model", "draft_model", "method", "dataset", "concurrency", "k", "speedup",
-                "acceptance_length"):
+    for key in (
+        "source",
+        "model",
+        "draft_model",
+        "method",
+        "dataset",
+        "concurrency",
+        "k",
+        "speedup",
+        "acceptance_length",
+    ):
         assert key in r
 
 
@@ -59,16 +68,22 @@ def test_vllm_bench_json_from_a_real_run(specscope_home, capture):
     assert row["mean_tpot_ms"] == pytest.approx(raw["mean_tpot_ms"])
     if raw.get("spec_decode_acceptance_rate") is not None:
         assert row["acceptance_rate"] == pytest.approx(raw["spec_decode_acceptance_rate"] / 100)
-        assert list(row["per_position_acceptance"]) == pytest.approx(
-            raw["spec_decode_per_position_acceptance_rates"])
+        assert list(row["per_position_acceptance"]) == pytest.approx(raw["spec_decode_per_position_acceptance_rates"])
 
 
 def test_csv_with_a_column_map(specscope_home, tmp_path):
     path = tmp_path / "mine.csv"
     path.write_text("Model,Method,Users,TokPerSec,K\nm,none,4,100,\nm,ngram,4,130,3\n")
-    result = importers.import_file(path, column_map={"model": "Model", "method": "Method",
-                                                     "concurrency": "Users",
-                                                     "output_throughput": "TokPerSec", "k": "K"})
+    result = importers.import_file(
+        path,
+        column_map={
+            "model": "Model",
+            "method": "Method",
+            "concurrency": "Users",
+            "output_throughput": "TokPerSec",
+            "k": "K",
+        },
+    )
     assert result.rows == 2
     frame = Store().speedup({"method": ["ngram"], "source": ["import"]})
     assert frame["speedup"].round(3).tolist() == [1.3]
@@ -85,10 +100,17 @@ def _malformed(tmp_path, ruiz_parquet):
     empty.write_bytes(b"")
     csv = tmp_path / "missing.csv"
     csv.write_text("Model,Method,Users\nm,none,4\n")
-    return [(truncated, None, "truncated"), (wrong_json, None, "not a `vllm bench serve"),
-            (list_json, None, "not a `vllm bench serve"), (empty, None, "empty"),
-            (csv, {"model": "Model", "method": "Method", "concurrency": "Users",
-                   "output_throughput": "TokPerSec"}, "lacks the mapped column")]
+    return [
+        (truncated, None, "truncated"),
+        (wrong_json, None, "not a `vllm bench serve"),
+        (list_json, None, "not a `vllm bench serve"),
+        (empty, None, "empty"),
+        (
+            csv,
+            {"model": "Model", "method": "Method", "concurrency": "Users", "output_throughput": "TokPerSec"},
+            "lacks the mapped column",
+        ),
+    ]
 
 
 def test_malformed_inputs_give_one_sentence_and_change_nothing(specscope_home, tmp_path, ruiz_parquet):
@@ -120,8 +142,16 @@ def test_upload_names_never_become_paths(specscope_home, ruiz_parquet):
 def test_a_mapped_import_recognises_the_baseline_label_and_says_so(specscope_home, tmp_path, label):
     path = tmp_path / "foreign.csv"
     path.write_text(f"Model,Method,Users,TokPerSec,K\nm,{label},4,100,\nm,ngram,4,130,3\n")
-    result = importers.import_file(path, column_map={"model": "Model", "method": "Method", "concurrency": "Users",
-                                                     "output_throughput": "TokPerSec", "k": "K"})
+    result = importers.import_file(
+        path,
+        column_map={
+            "model": "Model",
+            "method": "Method",
+            "concurrency": "Users",
+            "output_throughput": "TokPerSec",
+            "k": "K",
+        },
+    )
     shown = repr(label) if label else "'(empty)'"
     assert result.notes == (f"Took method {shown} as the baseline (no speculative decoding).",)
     frame = Store().speedup({"source": ["import"]}).set_index("method")
@@ -131,8 +161,19 @@ def test_a_mapped_import_recognises_the_baseline_label_and_says_so(specscope_hom
 def test_a_flag_stands_in_for_a_required_column_the_file_lacks(specscope_home, tmp_path, capsys):
     path = tmp_path / "no-model.csv"
     path.write_text("Method,Users,TokPerSec\nnosd,1,50\nsuffix,1,80\n")
-    assert main(["import", str(path), "--map", "method=Method,concurrency=Users,output_throughput=TokPerSec",
-                 "--model", "org/m"]) == 0
+    assert (
+        main(
+            [
+                "import",
+                str(path),
+                "--map",
+                "method=Method,concurrency=Users,output_throughput=TokPerSec",
+                "--model",
+                "org/m",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "imported 2 rows" in out and "Took method 'nosd' as the baseline" in out
     canonical = tmp_path / "canonical-no-model.csv"
@@ -163,7 +204,11 @@ def test_a_file_needing_a_column_map_says_how_on_page_and_command_line(specscope
     assert info.value.columns == ["Model", "Method", "Users", "TokPerSec"]
     assert "Explorer's import" in str(info.value) and "--map" in str(info.value)
     assert importers.guess_map(["Model", "Method", "Users", "output throughput", "K"]) == {
-        "model": "Model", "method": "Method", "output_throughput": "output throughput", "k": "K"}
+        "model": "Model",
+        "method": "Method",
+        "output_throughput": "output throughput",
+        "k": "K",
+    }
 
 
 def test_an_earlier_ruiz_export_is_recognised_and_told_apart(specscope_home, tmp_path):
@@ -171,19 +216,36 @@ def test_an_earlier_ruiz_export_is_recognised_and_told_apart(specscope_home, tmp
     import pyarrow.parquet as pq
 
     # the columns of vllm-scripts' results/data-2026-01-23.parquet (commit fccb861), before full-bench-data
-    earlier = {"directory": ["vllm-throughput-InstructCoder-nosd-t0.0-tp1"], "temp": [0.0], "tp": [1],
-               "sd_method": ["None"], "num_spec_toks": [0], "draft_model": ["None"], "dataset": ["InstructCoder"],
-               "concurrency": [1], "n_reqs": [100], "total_token_throughput": [900.0]}
+    earlier = {
+        "directory": ["vllm-throughput-InstructCoder-nosd-t0.0-tp1"],
+        "temp": [0.0],
+        "tp": [1],
+        "sd_method": ["None"],
+        "num_spec_toks": [0],
+        "draft_model": ["None"],
+        "dataset": ["InstructCoder"],
+        "concurrency": [1],
+        "n_reqs": [100],
+        "total_token_throughput": [900.0],
+    }
     old = tmp_path / "data-2026-01-23.parquet"
     pq.write_table(pa.table(earlier), old)
     with pytest.raises(InputError, match="earlier Ruiz export: it has total_token_throughput"):
         importers.import_file(old)
     # a Ruiz export without `analysis`: the model comes from --model
     no_setup = tmp_path / "no-analysis.parquet"
-    pq.write_table(pa.table({**{k: v * 2 for k, v in earlier.items() if k != "total_token_throughput"},
-                             "sd_method": ["None", "draft_model"], "num_spec_toks": [0, 4],
-                             "draft_model": ["None", "Qwen/Qwen3-1.7B"], "output_token_throughput": [100.0, 150.0]}),
-                   no_setup)
+    pq.write_table(
+        pa.table(
+            {
+                **{k: v * 2 for k, v in earlier.items() if k != "total_token_throughput"},
+                "sd_method": ["None", "draft_model"],
+                "num_spec_toks": [0, 4],
+                "draft_model": ["None", "Qwen/Qwen3-1.7B"],
+                "output_token_throughput": [100.0, 150.0],
+            }
+        ),
+        no_setup,
+    )
     with pytest.raises(InputError, match="without the analysis column"):
         importers.import_file(no_setup)
     result = importers.import_file(no_setup, overrides={"model": "Qwen/Qwen3-32B", "hardware": "1xH100"})

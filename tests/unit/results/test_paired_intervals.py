@@ -15,9 +15,22 @@ from specscope.results import hygiene, store, writing
 
 
 def _row(method, k, tput, repeat, conc=1, **extra):
-    return {"source": "specscope", "model": "m", "dataset": "d", "hardware": "cpu-2core", "host": "box",
-            "output_len": 64, "temperature": 0.0, "method": method, "k": k, "concurrency": conc,
-            "repeat": repeat, "output_throughput": tput, "status": "ok", **extra}
+    return {
+        "source": "specscope",
+        "model": "m",
+        "dataset": "d",
+        "hardware": "cpu-2core",
+        "host": "box",
+        "output_len": 64,
+        "temperature": 0.0,
+        "method": method,
+        "k": k,
+        "concurrency": conc,
+        "repeat": repeat,
+        "output_throughput": tput,
+        "status": "ok",
+        **extra,
+    }
 
 
 # one run, 3 rounds, round 0 slowed 2x for every cell alike (a neighbour): the ratios within a round steady
@@ -43,8 +56,10 @@ def test_the_paired_interval_is_the_t_interval_of_the_per_round_log_ratios_about
     half = distributions.t_quantile(0.975, 2) * np.std(logs, ddof=1) / math.sqrt(3)
     speedup = np.mean(CELLS[4]) / np.mean(BASE)  # the ratio of the means every view quotes, inside the interval
     assert cell["speedup"] == pytest.approx(speedup)
-    assert (cell["speedup_lo"], cell["speedup_hi"]) == (pytest.approx(speedup * math.exp(-half)),
-                                                        pytest.approx(speedup * math.exp(half)))
+    assert (cell["speedup_lo"], cell["speedup_hi"]) == (
+        pytest.approx(speedup * math.exp(-half)),
+        pytest.approx(speedup * math.exp(half)),
+    )
     assert cell["speedup_interval"] == "paired"
 
 
@@ -86,20 +101,24 @@ def test_a_point_over_runs_weighs_a_paired_run_by_its_paired_spread(tmp_path):
     db = store.Store(result_dirs=[tmp_path], request_dirs=[])
     [point] = explore.speedup_vs_k(db, {"k": [4]}).to_dict("records")
     own = db.speedup({"method": ["ngram"], "k": [4]}).set_index("run_id")
-    logs = [np.log(np.array(CELLS[4]) / np.array(BASE)), np.log(np.array([29.0, 28.5, 29.5]) /
-                                                               np.array([20.0, 20.5, 19.5]))]
+    logs = [
+        np.log(np.array(CELLS[4]) / np.array(BASE)),
+        np.log(np.array([29.0, 28.5, 29.5]) / np.array([20.0, 20.5, 19.5])),
+    ]
     means = [(np.mean(CELLS[4]), np.mean(BASE)), (29.0, 20.0)]
-    expected = stats.combined_log_ratios([0, 0], [np.log(a / b) for a, b in means],
-                                         [np.var(v, ddof=1) / 3 for v in logs], [2, 2], [0.0, 0.0], [1, 1])
+    expected = stats.combined_log_ratios(
+        [0, 0], [np.log(a / b) for a, b in means], [np.var(v, ddof=1) / 3 for v in logs], [2, 2], [0.0, 0.0], [1, 1]
+    )
     assert point["runs"] == 2 and set(own["speedup_interval"]) == {"paired"}
     assert (point["speedup"], point["speedup_lo"], point["speedup_hi"]) == tuple(
-        pytest.approx(float(v[0])) for v in expected)
+        pytest.approx(float(v[0])) for v in expected
+    )
 
 
 def test_paired_intervals_need_two_rounds_and_never_reach_zero():
     low, high = stats.paired_ratio_intervals([1.5, 1.5, 0.8], [1, 3, 3], [0.01, 0.01, 4.0])
     assert math.isnan(low[0]) and math.isnan(high[0])
-    assert 0 < low[1] < 1.5 < high[1] and low[1] * high[1] == pytest.approx(1.5 ** 2)  # symmetric in logs
+    assert 0 < low[1] < 1.5 < high[1] and low[1] * high[1] == pytest.approx(1.5**2)  # symmetric in logs
     assert 0 < low[2] < 0.8 < high[2]
 
 
@@ -112,8 +131,11 @@ def test_f_survival_matches_published_critical_values():
 
 def _rounds(factors, noise=0.0, cells=4, seed=0):
     rng = np.random.default_rng(seed)
-    return [_row("ngram", k, 20.0 * (1 + k / 10) * f * math.exp(rng.normal(0, noise)), i, hygiene="")
-            for k in range(1, cells + 1) for i, f in enumerate(factors)]
+    return [
+        _row("ngram", k, 20.0 * (1 + k / 10) * f * math.exp(rng.normal(0, noise)), i, hygiene="")
+        for k in range(1, cells + 1)
+        for i, f in enumerate(factors)
+    ]
 
 
 def test_rounds_that_drift_together_are_flagged_on_every_round_of_the_run():
@@ -140,8 +162,10 @@ def test_sweeps_default_to_three_repeats_and_two_say_what_they_buy():
     assert args.repeats == intervals.DEFAULT_REPEATS == 3
     factor = (distributions.t_quantile(0.975, 1) / math.sqrt(2)) / (distributions.t_quantile(0.975, 2) / math.sqrt(3))
     assert intervals.width_factor(2) == pytest.approx(factor) and 3.6 < factor < 3.7
-    assert intervals.repeats_note(2) == ("With 2 repeats an interval rests on 1 degree of freedom (t = 12.7): "
-                                         "about 3.6x as wide as with 3, for one round less.")
+    assert intervals.repeats_note(2) == (
+        "With 2 repeats an interval rests on 1 degree of freedom (t = 12.7): "
+        "about 3.6x as wide as with 3, for one round less."
+    )
     assert intervals.repeats_note(3) == intervals.repeats_note(5) == ""
 
 
@@ -177,10 +201,11 @@ def test_rounds_pair_only_when_measured_in_the_baselines_round(tmp_path):
 def test_two_runs_that_barely_disagree_do_not_jump_to_one_degree_of_freedom():
     """The random-effects term's degrees of freedom (the runs less one) weigh in as its share of the variance
     grows: two paired runs whose figures differ by just more than their noise read about as wide as by just less."""
+
     def width(gap):
-        _, low, high = stats.combined_log_ratios([0, 0], [0.40, 0.40 + gap], [0.002, 0.002], [2, 2], [0.0, 0.0],
-                                                 [1, 1])
+        _, low, high = stats.combined_log_ratios([0, 0], [0.40, 0.40 + gap], [0.002, 0.002], [2, 2], [0.0, 0.0], [1, 1])
         return float(np.log(high[0] / low[0]))
+
     below, above = width(0.062), width(0.065)  # Q = gap^2 / 0.004: 0.96 and 1.06 against 1 degree of freedom
     assert above < 1.2 * below
     assert width(0.3) > 3 * below  # runs far apart beyond their noise: wide, on few degrees of freedom

@@ -17,8 +17,12 @@ def _rows() -> list[dict]:
     rows = []
     for r, jitter in ((1, -1.0), (2, 0.0), (3, 1.0)):
         for c, base, k1, k4, sched in ((1, 100, 130, 160, 161), (4, 200, 230, 150, 240)):
-            rows += [_row("none", 0, c, base + jitter, r), _row("ngram", 1, c, k1 + jitter, r),
-                     _row("ngram", 4, c, k4 + jitter, r), _row("ngram", 4, c, sched + jitter, r, SCHEDULE)]
+            rows += [
+                _row("none", 0, c, base + jitter, r),
+                _row("ngram", 1, c, k1 + jitter, r),
+                _row("ngram", 4, c, k4 + jitter, r),
+                _row("ngram", 4, c, sched + jitter, r, SCHEDULE),
+            ]
     return rows
 
 
@@ -85,8 +89,16 @@ def test_the_runs_table_tells_a_schedule_cell_from_the_fixed_k_one(tmp_path):
     cells = run_results.cell_table(Store(result_dirs=[tmp_path], request_dirs=[]), "r1")
     table = run_table.display_table(cells)
     shown = table[["method", "K", "K schedule", "concurrency"]].astype(str).agg(" ".join, axis=1).tolist()
-    assert shown == ["none 0 – 1", "none 0 – 4", "ngram 1 fixed 1", "ngram 1 fixed 4", "ngram 4 fixed 1",
-                     "ngram 4 fixed 4", f"ngram 4 {SCHEDULE} 1", f"ngram 4 {SCHEDULE} 4"]
+    assert shown == [
+        "none 0 – 1",
+        "none 0 – 4",
+        "ngram 1 fixed 1",
+        "ngram 1 fixed 4",
+        "ngram 4 fixed 1",
+        "ngram 4 fixed 4",
+        f"ngram 4 {SCHEDULE} 1",
+        f"ngram 4 {SCHEDULE} 4",
+    ]
     assert len(set(shown)) == len(shown)
     plain = run_table.display_table(cells[cells["k_schedule"].isna()])
     assert "K schedule" not in plain  # a run without a schedule keeps its table as it was

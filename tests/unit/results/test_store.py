@@ -20,9 +20,19 @@ from specscope.schema import RESULT_COLUMNS
 
 
 def _row(method, k, conc, tput, **extra):
-    return {"source": "t", "model": "m", "dataset": "d", "hardware": "h", "output_len": 200,
-            "method": method, "k": k, "concurrency": conc, "output_throughput": tput, "status": "ok",
-            **extra}
+    return {
+        "source": "t",
+        "model": "m",
+        "dataset": "d",
+        "hardware": "h",
+        "output_len": 200,
+        "method": method,
+        "k": k,
+        "concurrency": conc,
+        "output_throughput": tput,
+        "status": "ok",
+        **extra,
+    }
 
 
 def test_write_is_one_file_per_run_with_every_column(tmp_path):
@@ -36,9 +46,17 @@ def test_write_is_one_file_per_run_with_every_column(tmp_path):
 
 
 def test_speedup_is_throughput_over_matching_baseline(tmp_path):
-    writing.write_results([_row("none", 0, 1, 100.0), _row("none", 0, 8, 400.0),
-                         _row("ngram", 2, 1, 150.0), _row("ngram", 4, 1, 180.0),
-                         _row("ngram", 4, 8, 300.0)], run_id="a", directory=tmp_path)
+    writing.write_results(
+        [
+            _row("none", 0, 1, 100.0),
+            _row("none", 0, 8, 400.0),
+            _row("ngram", 2, 1, 150.0),
+            _row("ngram", 4, 1, 180.0),
+            _row("ngram", 4, 8, 300.0),
+        ],
+        run_id="a",
+        directory=tmp_path,
+    )
     # another source's baseline must not be used
     writing.write_results([_row("none", 0, 1, 1.0, source="other")], run_id="b", directory=tmp_path)
     db = store.Store(result_dirs=[tmp_path], request_dirs=[])
@@ -50,9 +68,11 @@ def test_speedup_is_throughput_over_matching_baseline(tmp_path):
 
 
 def test_failed_cells_are_saved_on_disk_but_left_out_of_speedup(tmp_path):
-    writing.write_results([_row("none", 0, 1, 100.0),
-                         _row("ngram", 2, 1, None, status="failed", error="server died")],
-                        run_id="a", directory=tmp_path)
+    writing.write_results(
+        [_row("none", 0, 1, 100.0), _row("ngram", 2, 1, None, status="failed", error="server died")],
+        run_id="a",
+        directory=tmp_path,
+    )
     db = store.Store(result_dirs=[tmp_path], request_dirs=[])
     assert db.count() == 2
     assert db.speedup({"method": ["ngram"]}).empty
@@ -86,21 +106,40 @@ def test_damaged_file_gives_one_sentence(tmp_path):
 
 def _cpu_row(method, k, conc, tput, **extra):
     """A row of a SpecScope CPU sweep, labelled as the bundled CPU demo is."""
-    return _row(method, k, conc, tput, source="specscope", model="SmolLM2-135M-Instruct",
-                dataset="code-editing", hardware="cpu-2core", output_len=64, temperature=0.0, **extra)
+    return _row(
+        method,
+        k,
+        conc,
+        tput,
+        source="specscope",
+        model="SmolLM2-135M-Instruct",
+        dataset="code-editing",
+        hardware="cpu-2core",
+        output_len=64,
+        temperature=0.0,
+        **extra,
+    )
 
 
 def test_each_run_divides_by_its_own_baseline_and_reads_one(tmp_path):
     # Two runs with the same labels, measured under different load: 21.5 and 36.7 tok/s baselines.
     # Averaging the two baselines made the second run's baseline read 1.261x and ngram K=4 1.70x.
-    writing.write_results([_cpu_row("none", 0, 1, 21.5, host="bundled:cpu"),
-                         _cpu_row("ngram", 4, 1, 30.0, host="bundled:cpu")],
-                        run_id="old", directory=tmp_path)
-    writing.write_results([_cpu_row("none", 0, 1, 36.7, host="box"),
-                         _cpu_row("ngram", 4, 1, 49.6, host="box")], run_id="new", directory=tmp_path)
+    writing.write_results(
+        [_cpu_row("none", 0, 1, 21.5, host="bundled:cpu"), _cpu_row("ngram", 4, 1, 30.0, host="bundled:cpu")],
+        run_id="old",
+        directory=tmp_path,
+    )
+    writing.write_results(
+        [_cpu_row("none", 0, 1, 36.7, host="box"), _cpu_row("ngram", 4, 1, 49.6, host="box")],
+        run_id="new",
+        directory=tmp_path,
+    )
     # Same labels and host as "new", its baselines measured twice: still no mixing.
-    writing.write_results([_cpu_row("none", 0, 1, 20.0, host="box"),
-                         _cpu_row("ngram", 4, 1, 25.0, host="box")], run_id="third", directory=tmp_path)
+    writing.write_results(
+        [_cpu_row("none", 0, 1, 20.0, host="box"), _cpu_row("ngram", 4, 1, 25.0, host="box")],
+        run_id="third",
+        directory=tmp_path,
+    )
     frame = store.Store(result_dirs=[tmp_path], request_dirs=[]).speedup()
     got = {(r.run_id, r.method): (r.speedup, r.baseline_run_id) for r in frame.itertuples()}
     assert got[("new", "none")] == (1.0, "new")
@@ -114,16 +153,13 @@ def test_each_run_divides_by_its_own_baseline_and_reads_one(tmp_path):
 def test_run_without_baseline_falls_back_to_newest_on_the_same_host(tmp_path):
     early = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     late = dt.datetime(2026, 1, 2, tzinfo=dt.UTC)
-    writing.write_results([_cpu_row("none", 0, 1, 40.0, host="box", created_at=early)], run_id="b1",
-                        directory=tmp_path)
-    writing.write_results([_cpu_row("none", 0, 1, 50.0, host="box", created_at=late)], run_id="b2",
-                        directory=tmp_path)
-    writing.write_results([_cpu_row("none", 0, 1, 10.0, host="other-box", created_at=late)], run_id="elsewhere",
-                        directory=tmp_path)
-    writing.write_results([_cpu_row("suffix", 8, 1, 75.0, host="box")], run_id="only-suffix",
-                        directory=tmp_path)
-    writing.write_results([_cpu_row("suffix", 8, 1, 75.0, host="third-box")], run_id="no-match",
-                        directory=tmp_path)
+    writing.write_results([_cpu_row("none", 0, 1, 40.0, host="box", created_at=early)], run_id="b1", directory=tmp_path)
+    writing.write_results([_cpu_row("none", 0, 1, 50.0, host="box", created_at=late)], run_id="b2", directory=tmp_path)
+    writing.write_results(
+        [_cpu_row("none", 0, 1, 10.0, host="other-box", created_at=late)], run_id="elsewhere", directory=tmp_path
+    )
+    writing.write_results([_cpu_row("suffix", 8, 1, 75.0, host="box")], run_id="only-suffix", directory=tmp_path)
+    writing.write_results([_cpu_row("suffix", 8, 1, 75.0, host="third-box")], run_id="no-match", directory=tmp_path)
     frame = store.Store(result_dirs=[tmp_path], request_dirs=[]).speedup({"method": ["suffix"]})
     by_run = frame.set_index("run_id")
     assert by_run.loc["only-suffix", "baseline_run_id"] == "b2"
@@ -154,8 +190,7 @@ def test_repeats_fold_into_a_mean_with_intervals(tmp_path):
 
 
 def test_single_runs_have_no_interval(tmp_path):
-    writing.write_results([_row("none", 0, 1, 100.0), _row("ngram", 2, 1, 150.0)], run_id="a",
-                        directory=tmp_path)
+    writing.write_results([_row("none", 0, 1, 100.0), _row("ngram", 2, 1, 150.0)], run_id="a", directory=tmp_path)
     spec = store.Store(result_dirs=[tmp_path], request_dirs=[]).speedup({"method": ["ngram"]}).iloc[0]
     assert spec["repeats"] == 1 and spec["speedup_interval"] == "none"
     assert pd.isna(spec["speedup_lo"]) and pd.isna(spec["output_throughput_lo"])
@@ -164,12 +199,14 @@ def test_single_runs_have_no_interval(tmp_path):
 def test_best_k_lists_the_k_it_cannot_tell_apart(tmp_path):
     base = [20.0, 21.0, 19.0, 20.5]
     rows = [_cpu_row("none", 0, 1, v, repeat=i, host="box") for i, v in enumerate(base)]
-    for k, values in {2: [30.0, 31.0, 29.5, 30.5], 4: [30.0, 29.0, 31.0, 30.0],
-                      8: [22.0, 21.5, 22.5, 21.0]}.items():
+    for k, values in {2: [30.0, 31.0, 29.5, 30.5], 4: [30.0, 29.0, 31.0, 30.0], 8: [22.0, 21.5, 22.5, 21.0]}.items():
         rows += [_cpu_row("ngram", k, 1, v, repeat=i, host="box") for i, v in enumerate(values)]
     writing.write_results(rows, run_id="ties", directory=tmp_path)
-    [best] = store.Store(result_dirs=[tmp_path], request_dirs=[]).speedup(
-        {"method": ["ngram"]}, best=True).to_dict("records")
+    [best] = (
+        store.Store(result_dirs=[tmp_path], request_dirs=[])
+        .speedup({"method": ["ngram"]}, best=True)
+        .to_dict("records")
+    )
     assert best["k"] == 2 and best["tied_ks"] == [4]
 
 
@@ -210,8 +247,9 @@ def test_duckdb_holds_a_memory_limit_and_spills_under_the_cache(tmp_path, monkey
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("SPECSCOPE_DUCKDB_MEMORY", "512MB")
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True, check=True).stdout.strip()
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     stale = tmp_path / "cache" / "specscope" / "duckdb" / gone
     stale.mkdir(parents=True)
     (stale / "duckdb_temp_storage-0.tmp").write_bytes(b"left by a killed process")
@@ -232,10 +270,12 @@ def test_a_store_that_never_spilled_leaves_no_folder_when_a_signal_ends_it(tmp_p
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     writing.write_results([_row("none", 0, 1, 100.0)], run_id="a", directory=tmp_path / "results")
-    code = ("import os, signal; from pathlib import Path; from specscope.results import store; "
-            f"print(store.Store(result_dirs=[Path({str(tmp_path / 'results')!r})], request_dirs=[]).count(), "
-            "flush=True); "
-            "os.kill(os.getpid(), signal.SIGTERM)")
+    code = (
+        "import os, signal; from pathlib import Path; from specscope.results import store; "
+        f"print(store.Store(result_dirs=[Path({str(tmp_path / 'results')!r})], request_dirs=[]).count(), "
+        "flush=True); "
+        "os.kill(os.getpid(), signal.SIGTERM)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == -signal.SIGTERM and done.stdout.strip() == "1", done.stderr
     assert list((tmp_path / "cache" / "specscope" / "duckdb").iterdir()) == []
@@ -250,10 +290,15 @@ def test_a_bad_memory_limit_is_one_sentence(tmp_path, monkeypatch):
 
 def test_cells_alike_but_for_their_k_schedule_come_in_one_order_and_their_flags_in_one_text(tmp_path):
     """The dashboard keeps work per content of a part's rows: the same cells must read the same in every query."""
-    rows = [_row("none", 0, 1, 100.0), _row("ngram", 4, 1, 150.0, hygiene="waves"),
-            _row("ngram", 4, 1, 160.0, k_schedule="1-64:4")]
-    repeats = [_row("ngram", 2, 1, 120.0, repeat=i, hygiene=flags) for i, flags in
-               enumerate(["waves", "few_requests", "waves", "few_requests"])]
+    rows = [
+        _row("none", 0, 1, 100.0),
+        _row("ngram", 4, 1, 150.0, hygiene="waves"),
+        _row("ngram", 4, 1, 160.0, k_schedule="1-64:4"),
+    ]
+    repeats = [
+        _row("ngram", 2, 1, 120.0, repeat=i, hygiene=flags)
+        for i, flags in enumerate(["waves", "few_requests", "waves", "few_requests"])
+    ]
     writing.write_results(rows + repeats, run_id="a", directory=tmp_path)
     for _ in range(5):  # a fresh store each time: another load, another plan
         frame = store.Store(result_dirs=[tmp_path], request_dirs=[]).speedup({"method": ["ngram"]})

@@ -9,9 +9,21 @@ from specscope.results import store, writing
 
 
 def _rows(n: int, model: str = "m") -> list[dict]:
-    return [{"source": "t", "model": model, "dataset": "d", "hardware": "h", "output_len": 200,
-             "method": "none" if i == 0 else "ngram", "k": i, "concurrency": 1,
-             "output_throughput": 100.0 + i, "status": "ok"} for i in range(n)]
+    return [
+        {
+            "source": "t",
+            "model": model,
+            "dataset": "d",
+            "hardware": "h",
+            "output_len": 200,
+            "method": "none" if i == 0 else "ngram",
+            "k": i,
+            "concurrency": 1,
+            "output_throughput": 100.0 + i,
+            "status": "ok",
+        }
+        for i in range(n)
+    ]
 
 
 def test_version_changes_exactly_when_files_do(tmp_path):

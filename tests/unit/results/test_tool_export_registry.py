@@ -37,28 +37,43 @@ def _captures(entry: Importer) -> list[Path]:
 def _capture_problems(entry: Importer) -> list[str]:
     files = _captures(entry)
     if not files:
-        return [f"has no capture: save what the real tool wrote as tests/captures/{entry.source}_<version>_... "
-                "(tests/captures/TOOLS.md says how)"]
-    problems = [f"does not take its capture {p.relative_to(TESTS)}: format detection gives it to "
-                f"{importers.upload_tool(p.name, p.read_bytes())!r} (check its formats and the others' tests)"
-                for p in files if p.suffix.lower() in entry.formats
-                and importers.upload_tool(p.name, p.read_bytes()) != entry.source]
-    fed = [t for t in TESTS.rglob("test_*.py") if t.name != Path(__file__).name
-           and f"{entry.source}_" in t.read_text(encoding="utf-8")]
+        return [
+            f"has no capture: save what the real tool wrote as tests/captures/{entry.source}_<version>_... "
+            "(tests/captures/TOOLS.md says how)"
+        ]
+    problems = [
+        f"does not take its capture {p.relative_to(TESTS)}: format detection gives it to "
+        f"{importers.upload_tool(p.name, p.read_bytes())!r} (check its formats and the others' tests)"
+        for p in files
+        if p.suffix.lower() in entry.formats and importers.upload_tool(p.name, p.read_bytes()) != entry.source
+    ]
+    fed = [
+        t
+        for t in TESTS.rglob("test_*.py")
+        if t.name != Path(__file__).name and f"{entry.source}_" in t.read_text(encoding="utf-8")
+    ]
     if not fed:
-        problems.append(f"has no test that feeds it its capture: add a test under tests/unit that reads "
-                        f"tests/captures/{entry.source}_... and checks the rows it gives")
+        problems.append(
+            f"has no test that feeds it its capture: add a test under tests/unit that reads "
+            f"tests/captures/{entry.source}_... and checks the rows it gives"
+        )
     return problems
 
 
 def _entry_problems(entry: Importer) -> list[str]:
-    problems = [] if entry.source.isidentifier() and entry.source.islower() else [
-        "needs a source of lower-case letters, digits and _ (its rows' source and its captures' prefix)"]
+    problems = (
+        []
+        if entry.source.isidentifier() and entry.source.islower()
+        else ["needs a source of lower-case letters, digits and _ (its rows' source and its captures' prefix)"]
+    )
     for field in ("label", "files", "suffixes", "formats"):
         if not getattr(entry, field):
             problems.append(f"lacks {field}: give it in its Importer(...)")
-    problems += [f"offers {s} to the uploader but reads no {s} file: add it to formats"
-                 for s in entry.suffixes if s not in entry.formats]
+    problems += [
+        f"offers {s} to the uploader but reads no {s} file: add it to formats"
+        for s in entry.suffixes
+        if s not in entry.formats
+    ]
     return problems
 
 
@@ -66,21 +81,31 @@ def _offered_problems(entry: Importer) -> list[str]:
     """The CLI and the Explorer offer the tool, name it, and ask for what its files never state."""
     command, help_text = _import_command()
     options = {a.dest: a for a in command._actions}
-    problems = [f"is not named by `specscope import --help` ({where})" for where, text in
-                (("help", help_text), ("description", command.description)) if entry.label not in (text or "")]
+    problems = [
+        f"is not named by `specscope import --help` ({where})"
+        for where, text in (("help", help_text), ("description", command.description))
+        if entry.label not in (text or "")
+    ]
     if entry.label not in import_form.uploader_label(200):
         problems.append("is not named by the Explorer's uploader label (import_form.uploader_label)")
-    problems += [f"reads {s} files the Explorer's uploader does not take (import_form.TYPES)"
-                 for s in entry.suffixes if s.lstrip(".") not in import_form.TYPES]
-    if identity.setup_label({"model": "m", "method": "none", "source": entry.source}).split(" · ")[-1] != \
-            f"via {entry.label}":
+    problems += [
+        f"reads {s} files the Explorer's uploader does not take (import_form.TYPES)"
+        for s in entry.suffixes
+        if s.lstrip(".") not in import_form.TYPES
+    ]
+    if (
+        identity.setup_label({"model": "m", "method": "none", "source": entry.source}).split(" · ")[-1]
+        != f"via {entry.label}"
+    ):
         problems.append("is not named on its rows' labels in the Explorer (identity.setup_label)")
     for field, files in entry.unstated.items():
         if field not in options or files not in (options[field].help or ""):
             problems.append(f"says {files} lacks {field}, but `specscope import` has no --{field} naming it")
         if field not in import_form.TOOL_GIVEN or files not in import_form.TOOL_HELP.get(field, ""):
-            problems.append(f"says {files} lacks {field}, but the Explorer's import form does not ask for it "
-                            "(import_form.TOOL_GIVEN, TOOL_HELP)")
+            problems.append(
+                f"says {files} lacks {field}, but the Explorer's import form does not ask for it "
+                "(import_form.TOOL_GIVEN, TOOL_HELP)"
+            )
     return problems
 
 
@@ -92,9 +117,13 @@ def test_a_registered_importer_is_wired_everywhere(entry):
 
 def test_every_module_with_an_importer_is_registered():
     """Discovery finds every ``IMPORTER`` of the package, guidellm's and AIPerf's among them."""
-    found = {module.name for module in pkgutil.iter_modules(tool_exports.__path__)
-             if isinstance(getattr(importlib.import_module(f"{tool_exports.__name__}.{module.name}"), "IMPORTER",
-                                   None), Importer)}
+    found = {
+        module.name
+        for module in pkgutil.iter_modules(tool_exports.__path__)
+        if isinstance(
+            getattr(importlib.import_module(f"{tool_exports.__name__}.{module.name}"), "IMPORTER", None), Importer
+        )
+    }
     assert [entry.source for entry in tool_exports.IMPORTERS] == sorted(found)
     assert {"aiperf": "AIPerf", "guidellm": "guidellm"}.items() <= tool_exports.MARKS.items()
 

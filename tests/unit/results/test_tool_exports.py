@@ -47,8 +47,10 @@ def _import_pair(files: dict, capsys, *extra) -> str:
 
 def _guidellm_throughputs(path: Path) -> dict[int, float]:
     report = json.loads(path.read_text())
-    return {b["config"]["strategy"]["streams"]: b["metrics"]["output_tokens_per_second"]["successful"]["mean"]
-            for b in report["benchmarks"]}
+    return {
+        b["config"]["strategy"]["streams"]: b["metrics"]["output_tokens_per_second"]["successful"]["mean"]
+        for b in report["benchmarks"]
+    }
 
 
 def test_guidellm_pair_speedup_is_the_ratio_of_the_files_throughputs(capsys):
@@ -76,8 +78,12 @@ def test_the_interval_is_the_t_interval_of_the_linearised_requests():
         seconds = np.array([r["request_latency"] for r in done], float)
         own = bench["metrics"]["output_tokens_per_second"]["successful"]["mean"]
         ratio = tokens.sum() / seconds.sum()
-        half = distributions.t_quantile(0.975, len(done) - 1) * own * np.std(tokens - ratio * seconds, ddof=1) / (
-            ratio * seconds.mean() * np.sqrt(len(done)))
+        half = (
+            distributions.t_quantile(0.975, len(done) - 1)
+            * own
+            * np.std(tokens - ratio * seconds, ddof=1)
+            / (ratio * seconds.mean() * np.sqrt(len(done)))
+        )
         [row] = frame[frame["concurrency"] == bench["config"]["strategy"]["streams"]].to_dict("records")
         assert row["output_throughput"] == pytest.approx(own)
         assert (row["output_throughput_lo"], row["output_throughput_hi"]) == pytest.approx((own - half, own + half))
@@ -91,8 +97,20 @@ def test_guidellm_yaml_and_csv_read_as_the_json():
     _, csv_rows, _ = importers.read_rows(stem.with_suffix(".csv"), overrides=given)
     assert yaml_rows == json_rows
     for from_json, from_csv in zip(json_rows, csv_rows):
-        for key in ("model", "method", "k", "dataset", "output_len", "concurrency", "output_throughput",
-                    "completed", "mean_ttft_ms", "median_tpot_ms", "p99_ttft_ms", "p99_e2el_ms"):
+        for key in (
+            "model",
+            "method",
+            "k",
+            "dataset",
+            "output_len",
+            "concurrency",
+            "output_throughput",
+            "completed",
+            "mean_ttft_ms",
+            "median_tpot_ms",
+            "p99_ttft_ms",
+            "p99_e2el_ms",
+        ):
             assert from_csv[key] == pytest.approx(from_json[key]), key
         assert from_csv.get("output_throughput_n") is None  # the CSV keeps no requests
 
@@ -138,8 +156,11 @@ def test_aiperf_pair_speedup_and_speculative_decoding_columns(capsys, specscope_
     requests = pq.read_table(specscope_home / "requests" / f"{stored['run_id']}.parquet").to_pandas()
     assert len(requests) == stored["num_prompts"]
     records = [json.loads(line) for line in AIPERF["ngram"].with_name("profile_export.jsonl").read_text().splitlines()]
-    drafted = [r["metrics"]["spec_decode_draft_tokens"]["value"] for r in records
-               if r["metadata"]["benchmark_phase"] == "profiling"]  # the warm-up request is left out
+    drafted = [
+        r["metrics"]["spec_decode_draft_tokens"]["value"]
+        for r in records
+        if r["metadata"]["benchmark_phase"] == "profiling"
+    ]  # the warm-up request is left out
     assert requests["draft_tokens"].tolist() == drafted and sum(drafted) == export["total_draft_tokens"]["avg"]
 
 
@@ -161,18 +182,22 @@ def test_aiperf_csv_needs_the_model_and_concurrency_it_does_not_state():
     export = json.loads(AIPERF["ngram"].read_text())
     assert fmt == "aiperf-csv"
     assert row["output_throughput"] == pytest.approx(export["output_token_throughput"]["avg"], abs=0.005)
-    assert row["acceptance_length"] == pytest.approx(1 + export["total_accepted_draft_tokens"]["avg"]
-                                                     / export["total_spec_decode_steps"]["avg"], abs=0.01)
+    assert row["acceptance_length"] == pytest.approx(
+        1 + export["total_accepted_draft_tokens"]["avg"] / export["total_spec_decode_steps"]["avg"], abs=0.01
+    )
 
 
-@pytest.mark.parametrize(("path", "given", "says"), [
-    (GUIDELLM["ngram"], {}, "does not say which speculative decoding"),
-    (GUIDELLM["ngram"], {"method": "ngram", "k": 4, "model": "org/other"}, "states model"),
-    (GUIDELLM["none"], {"method": "none", "k": 4}, "a baseline drafts no tokens"),
-    (GUIDELLM["ngram"], {"method": "ngram", "k": 4, "concurrency": 8}, "states concurrency"),
-    (AIPERF["ngram"], {"method": "none"}, "reports speculative decoding"),
-    (AIPERF["ngram"], {"method": "ngram", "k": 3}, "4 draft tokens or more, more than --k 3 allows"),
-])
+@pytest.mark.parametrize(
+    ("path", "given", "says"),
+    [
+        (GUIDELLM["ngram"], {}, "does not say which speculative decoding"),
+        (GUIDELLM["ngram"], {"method": "ngram", "k": 4, "model": "org/other"}, "states model"),
+        (GUIDELLM["none"], {"method": "none", "k": 4}, "a baseline drafts no tokens"),
+        (GUIDELLM["ngram"], {"method": "ngram", "k": 4, "concurrency": 8}, "states concurrency"),
+        (AIPERF["ngram"], {"method": "none"}, "reports speculative decoding"),
+        (AIPERF["ngram"], {"method": "ngram", "k": 3}, "4 draft tokens or more, more than --k 3 allows"),
+    ],
+)
 def test_what_the_user_gives_never_overrides_the_file(path, given, says, specscope_home):
     with pytest.raises(InputError, match=says) as caught:
         importers.import_file(path, overrides=given)
@@ -203,18 +228,38 @@ def test_a_rate_limited_cell_pairs_only_with_a_baseline_at_its_rate():
     """guidellm's constant and poisson benchmarks set a request rate: the baseline match keys on it, so a
     newer baseline at another rate is not taken."""
     setup = {"source": "guidellm", "model": "m", "hardware": "cpu", "dataset": "d", "status": "ok"}
-    cells = [("base-2", "none", 2.0, 90.0, "2026-01-01"), ("base-1", "none", 1.0, 50.0, "2026-01-02"),
-             ("spec-2", "ngram", 2.0, 120.0, "2026-01-03")]
+    cells = [
+        ("base-2", "none", 2.0, 90.0, "2026-01-01"),
+        ("base-1", "none", 1.0, 50.0, "2026-01-02"),
+        ("spec-2", "ngram", 2.0, 120.0, "2026-01-03"),
+    ]
     for run_id, method, rate, throughput, day in cells:
-        write_results([{**setup, "method": method, "k": 0 if method == "none" else 4, "request_rate": rate,
-                        "output_throughput": throughput, "created_at": pd.Timestamp(day, tz="UTC")}], run_id=run_id)
+        write_results(
+            [
+                {
+                    **setup,
+                    "method": method,
+                    "k": 0 if method == "none" else 4,
+                    "request_rate": rate,
+                    "output_throughput": throughput,
+                    "created_at": pd.Timestamp(day, tz="UTC"),
+                }
+            ],
+            run_id=run_id,
+        )
     [row] = Store().speedup({"method": ["ngram"]}).to_dict("records")
     assert (row["baseline_run_id"], row["speedup"]) == ("base-2", pytest.approx(120.0 / 90.0))
 
 
 def test_an_imported_runs_interval_says_it_is_over_its_requests():
-    row = {"speedup": 1.133, "speedup_lo": 1.046, "speedup_hi": 1.234, "method": "ngram", "source": "aiperf",
-           "repeats": 1}
+    row = {
+        "speedup": 1.133,
+        "speedup_lo": 1.046,
+        "speedup_hi": 1.234,
+        "method": "ngram",
+        "source": "aiperf",
+        "repeats": 1,
+    }
     assert intervals.value_text(row) == "1.133× [1.046, 1.234] (over one run's requests)"
     own = {**row, "source": "specscope", "repeats": 3}
     assert intervals.value_text(own) == "1.133× [1.046, 1.234]"

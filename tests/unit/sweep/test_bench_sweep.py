@@ -24,16 +24,31 @@ PROMPTS = DATA / "prompts" / "open-chat.jsonl"
 
 
 def spec(**overrides) -> sweep.SweepSpec:
-    values = dict(preset="cpu-smollm2", methods=("none", "ngram"), ks=(1, 2, 4), concurrencies=(1, 4),
-                  prompts=PROMPTS, num_prompts=4, output_len=16)
+    values = dict(
+        preset="cpu-smollm2",
+        methods=("none", "ngram"),
+        ks=(1, 2, 4),
+        concurrencies=(1, 4),
+        prompts=PROMPTS,
+        num_prompts=4,
+        output_len=16,
+    )
     values.update(overrides)
     return sweep.SweepSpec(**values)
 
 
 def test_plan_runs_the_baseline_once_and_groups_by_method_and_k():
     cells = [c.cell_id for c in sweep.plan_cells(spec())]
-    assert cells == ["none-k0-c1", "none-k0-c4", "ngram-k1-c1", "ngram-k1-c4", "ngram-k2-c1",
-                     "ngram-k2-c4", "ngram-k4-c1", "ngram-k4-c4"]
+    assert cells == [
+        "none-k0-c1",
+        "none-k0-c4",
+        "ngram-k1-c1",
+        "ngram-k1-c4",
+        "ngram-k2-c1",
+        "ngram-k2-c4",
+        "ngram-k4-c1",
+        "ngram-k4-c4",
+    ]
 
 
 def test_run_id_is_stable_for_equal_sweeps_and_changes_with_them():
@@ -45,18 +60,29 @@ def test_run_id_is_stable_for_equal_sweeps_and_changes_with_them():
 
 
 def test_a_method_written_with_its_own_k_runs_only_at_those():
-    groups = dict.fromkeys(c.group[:2] for c in sweep.plan_cells(spec(methods=("none", "ngram", "suffix:4"),
-                                                                       ks=(2, 4))))
+    groups = dict.fromkeys(
+        c.group[:2] for c in sweep.plan_cells(spec(methods=("none", "ngram", "suffix:4"), ks=(2, 4)))
+    )
     assert list(groups) == [("none", 0), ("ngram", 2), ("ngram", 4), ("suffix", 4)]
     own = spec(methods=("none", "ngram:1/3"), ks=())
     assert [c.group[:2] for c in sweep.plan_cells(own)][::2] == [("none", 0), ("ngram", 1), ("ngram", 3)]
 
 
-@pytest.mark.parametrize("overrides", [{"methods": ()}, {"ks": (0,)}, {"concurrencies": ()},
-                                       {"concurrencies": (0,)}, {"ks": ()}, {"methods": ("suffix:four",)},
-                                       {"methods": ("none", "suffix:0")},
-                                       {"methods": ("none", "suffix:4", "ngram"), "ks": ()},
-                                       {"num_prompts": 0}, {"output_len": 0}])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"methods": ()},
+        {"ks": (0,)},
+        {"concurrencies": ()},
+        {"concurrencies": (0,)},
+        {"ks": ()},
+        {"methods": ("suffix:four",)},
+        {"methods": ("none", "suffix:0")},
+        {"methods": ("none", "suffix:4", "ngram"), "ks": ()},
+        {"num_prompts": 0},
+        {"output_len": 0},
+    ],
+)
 def test_bad_sweeps_are_config_errors(overrides):
     with pytest.raises(ConfigError):
         spec(**overrides)
@@ -64,17 +90,47 @@ def test_bad_sweeps_are_config_errors(overrides):
 
 def test_finished_cells_become_the_runs_parquet_with_speedups(specscope_home):
     run_id = "sweep-unit"
-    base = {"source": "specscope", "model": "m", "dataset": "open-chat", "hardware": "cpu-2core",
-            "output_len": 16, "concurrency": 1, "status": "ok", "error": None,
-            "created_at": "2026-11-21T22:00:00+00:00", "request_rate": float("inf")}
-    sweep.save_cell(run_id, "none-k0-c1",
-                    sweep.FinishedCell({**base, "method": "none", "k": 0, "output_throughput": 40.0}))
-    sweep.save_cell(run_id, "ngram-k4-c1", sweep.FinishedCell(
-        {**base, "method": "ngram", "k": 4, "output_throughput": 60.0},
-        [{"cell_id": "ngram-k4-c1", "prompt_id": "p", "method": "ngram", "k": 4,
-          "concurrency": 1, "success": True, "e2el_ms": 100.0, "acceptance_rate": 0.5}]))
-    sweep.save_cell(run_id, "ngram-k2-c1", sweep.FinishedCell({**base, "method": "ngram", "k": 2, "status": "failed",
-                                                              "error": "The server stopped answering."}))
+    base = {
+        "source": "specscope",
+        "model": "m",
+        "dataset": "open-chat",
+        "hardware": "cpu-2core",
+        "output_len": 16,
+        "concurrency": 1,
+        "status": "ok",
+        "error": None,
+        "created_at": "2026-11-21T22:00:00+00:00",
+        "request_rate": float("inf"),
+    }
+    sweep.save_cell(
+        run_id, "none-k0-c1", sweep.FinishedCell({**base, "method": "none", "k": 0, "output_throughput": 40.0})
+    )
+    sweep.save_cell(
+        run_id,
+        "ngram-k4-c1",
+        sweep.FinishedCell(
+            {**base, "method": "ngram", "k": 4, "output_throughput": 60.0},
+            [
+                {
+                    "cell_id": "ngram-k4-c1",
+                    "prompt_id": "p",
+                    "method": "ngram",
+                    "k": 4,
+                    "concurrency": 1,
+                    "success": True,
+                    "e2el_ms": 100.0,
+                    "acceptance_rate": 0.5,
+                }
+            ],
+        ),
+    )
+    sweep.save_cell(
+        run_id,
+        "ngram-k2-c1",
+        sweep.FinishedCell(
+            {**base, "method": "ngram", "k": 2, "status": "failed", "error": "The server stopped answering."}
+        ),
+    )
     path = sweep.write_run(run_id)
     assert path.name == f"{run_id}.parquet"
     table = run_results.cell_table(Store(), run_id)
@@ -98,15 +154,32 @@ def test_lock_refuses_a_second_live_sweep(specscope_home):
 
 
 def test_cli_parses_lists_and_checks_prompt_files(tmp_path, capsys):
-    args = build_parser().parse_args(["bench", "--preset", "p", "--methods", "none,ngram", "--k", "1,2",
-                                      "--concurrency", "1,4,16", "--prompts", "x.jsonl"])
+    args = build_parser().parse_args(
+        [
+            "bench",
+            "--preset",
+            "p",
+            "--methods",
+            "none,ngram",
+            "--k",
+            "1,2",
+            "--concurrency",
+            "1,4,16",
+            "--prompts",
+            "x.jsonl",
+        ]
+    )
     assert args.methods == ("none", "ngram") and args.k == (1, 2) and args.concurrency == (1, 4, 16)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["bench", "--preset", "p", "--k", "1,x", "--prompts", "x.jsonl"])
     bad = tmp_path / "bad.csv"
     bad.write_text("prompt,id\nhello,1\nhi\n")
-    assert build_parser().parse_args(["prompts", "check", str(bad)]).func(
-        build_parser().parse_args(["prompts", "check", str(bad)])) == 1
+    assert (
+        build_parser()
+        .parse_args(["prompts", "check", str(bad)])
+        .func(build_parser().parse_args(["prompts", "check", str(bad)]))
+        == 1
+    )
     assert "bad.csv line 3" in capsys.readouterr().out
 
 
@@ -161,13 +234,28 @@ def test_a_lock_held_by_another_users_live_process_is_not_taken_over(specscope_h
 
 def test_repeats_run_in_rounds_of_every_cell_and_keep_the_old_cell_ids_without_them():
     cells = [c.cell_id for c in sweep.plan_cells(spec(ks=(4,), repeats=2))]
-    assert cells == ["none-k0-c1-r1", "none-k0-c4-r1", "ngram-k4-c1-r1", "ngram-k4-c4-r1",
-                     "none-k0-c1-r2", "none-k0-c4-r2", "ngram-k4-c1-r2", "ngram-k4-c4-r2"]
+    assert cells == [
+        "none-k0-c1-r1",
+        "none-k0-c4-r1",
+        "ngram-k4-c1-r1",
+        "ngram-k4-c4-r1",
+        "none-k0-c1-r2",
+        "none-k0-c4-r2",
+        "ngram-k4-c1-r2",
+        "ngram-k4-c4-r2",
+    ]
     assert sweep.Cell("ngram", 4, 1).cell_id == "ngram-k4-c1"
-    scheduled = [c.cell_id for c in sweep.plan_cells(spec(ks=(4,), concurrencies=(1,), repeats=2,
-                                                          k_schedule="1-2:4,3-256:1"))]
-    assert scheduled == ["none-k0-c1-r1", "ngram-k4-c1-r1", "ngram-schedule-1-2k4_3-256k1-c1-r1",
-                         "none-k0-c1-r2", "ngram-k4-c1-r2", "ngram-schedule-1-2k4_3-256k1-c1-r2"]
+    scheduled = [
+        c.cell_id for c in sweep.plan_cells(spec(ks=(4,), concurrencies=(1,), repeats=2, k_schedule="1-2:4,3-256:1"))
+    ]
+    assert scheduled == [
+        "none-k0-c1-r1",
+        "ngram-k4-c1-r1",
+        "ngram-schedule-1-2k4_3-256k1-c1-r1",
+        "none-k0-c1-r2",
+        "ngram-k4-c1-r2",
+        "ngram-schedule-1-2k4_3-256k1-c1-r2",
+    ]
 
 
 def test_a_launcher_holding_one_server_restarts_them_by_round_and_may_keep_the_baseline():
@@ -184,8 +272,9 @@ def test_a_launcher_holding_one_server_restarts_them_by_round_and_may_keep_the_b
     # the baseline kept beside one method server: only the method servers restart
     pending = sweep.pool.Pending(cells)
     assert sweep.pool.evict(pending, 1, [("none", 0, None)], 1, keep_baseline=True) == []
-    assert sweep.pool.evict(pending, 2, [("none", 0, None), ("ngram", 2, None)], 1, keep_baseline=True) == \
-        [("ngram", 2, None)]
+    assert sweep.pool.evict(pending, 2, [("none", 0, None), ("ngram", 2, None)], 1, keep_baseline=True) == [
+        ("ngram", 2, None)
+    ]
     assert sweep.pool.evict(pending, 2, [("none", 0, None), ("ngram", 2, None)], None, keep_baseline=False) == []
 
 
@@ -229,22 +318,39 @@ def test_repeats_and_alongside_change_the_run_id_only_when_used():
 
 def test_written_runs_carry_lossless_mismatches_and_hygiene_flags(specscope_home):
     run_id = "sweep-hygiene"
-    base = {"source": "specscope", "model": "m", "dataset": "open-chat", "hardware": "cpu-2core",
-            "output_len": 16, "concurrency": 4, "status": "ok", "error": None, "temperature": 0.0,
-            "created_at": "2026-11-21T22:00:00+00:00", "request_rate": float("inf"), "completed": 8,
-            "warmups": 1, "wave_share": 1.0, "max_num_seqs": 8}
+    base = {
+        "source": "specscope",
+        "model": "m",
+        "dataset": "open-chat",
+        "hardware": "cpu-2core",
+        "output_len": 16,
+        "concurrency": 4,
+        "status": "ok",
+        "error": None,
+        "temperature": 0.0,
+        "created_at": "2026-11-21T22:00:00+00:00",
+        "request_rate": float("inf"),
+        "completed": 8,
+        "warmups": 1,
+        "wave_share": 1.0,
+        "max_num_seqs": 8,
+    }
     same, other = {"p1": "aa", "p2": "bb"}, {"p1": "aa", "p2": "cc"}
     for r, tps in ((1, 40.0), (2, 42.0)):
         row = {**base, "method": "none", "k": 0, "repeat": r, "output_throughput": tps}
         sweep.save_cell(run_id, f"none-k0-c4-r{r}", sweep.FinishedCell(row, [], same))
-    sweep.save_cell(run_id, "ngram-k4-c4-r1",
-                    sweep.FinishedCell({**base, "method": "ngram", "k": 4, "repeat": 1, "output_throughput": 60.0}, [],
-                                       same))
+    sweep.save_cell(
+        run_id,
+        "ngram-k4-c4-r1",
+        sweep.FinishedCell({**base, "method": "ngram", "k": 4, "repeat": 1, "output_throughput": 60.0}, [], same),
+    )
     suffix = {**base, "method": "suffix", "k": 4, "repeat": 1, "output_throughput": 70.0, "prior_requests": 8}
     sweep.save_cell(run_id, "suffix-k4-c4-r1", sweep.FinishedCell(suffix, [], other))
     sweep.write_run(run_id)
-    rows = Store().query("SELECT method, repeat, lossless_mismatches, hygiene FROM results "
-                         "WHERE run_id = ? ORDER BY method, repeat", [run_id])
+    rows = Store().query(
+        "SELECT method, repeat, lossless_mismatches, hygiene FROM results WHERE run_id = ? ORDER BY method, repeat",
+        [run_id],
+    )
     got = {(m, r): (lm, h) for m, r, lm, h in rows.itertuples(index=False)}
     assert got[("none", 1)][1] == "waves"  # two repeats: enough for an interval
     assert got[("ngram", 1)] == (0, "waves,few_requests")
@@ -260,8 +366,14 @@ def test_written_runs_carry_lossless_mismatches_and_hygiene_flags(specscope_home
 
 def test_a_schedule_is_its_own_server_after_the_fixed_k():
     planned = sweep.plan_cells(spec(ks=(4,), k_schedule="1-2:4, 3-256:1"))
-    assert [c.cell_id for c in planned] == ["none-k0-c1", "none-k0-c4", "ngram-k4-c1", "ngram-k4-c4",
-                                            "ngram-schedule-1-2k4_3-256k1-c1", "ngram-schedule-1-2k4_3-256k1-c4"]
+    assert [c.cell_id for c in planned] == [
+        "none-k0-c1",
+        "none-k0-c4",
+        "ngram-k4-c1",
+        "ngram-k4-c4",
+        "ngram-schedule-1-2k4_3-256k1-c1",
+        "ngram-schedule-1-2k4_3-256k1-c4",
+    ]
     fixed, scheduled = planned[2], planned[4]
     assert (scheduled.k, scheduled.k_schedule) == (4, "1-2:4,3-256:1")  # canonical text, K = its maximum
     assert fixed.group != scheduled.group and len({c.group for c in planned}) == 3
@@ -269,8 +381,9 @@ def test_a_schedule_is_its_own_server_after_the_fixed_k():
     assert spec(k_schedule="auto").resolved_run_id("abc") != spec().resolved_run_id("abc")
 
 
-@pytest.mark.parametrize("overrides", [{"k_schedule": "1-2:x"}, {"methods": ("none",), "k_schedule": "auto"},
-                                       {"k_schedule": "3-8:2"}])
+@pytest.mark.parametrize(
+    "overrides", [{"k_schedule": "1-2:x"}, {"methods": ("none",), "k_schedule": "auto"}, {"k_schedule": "3-8:2"}]
+)
 def test_bad_schedules_are_config_errors(overrides):
     with pytest.raises(ConfigError):
         spec(**overrides)
@@ -278,8 +391,9 @@ def test_bad_schedules_are_config_errors(overrides):
 
 def test_auto_schedule_without_measured_cells_says_what_to_do(specscope_home):
     with pytest.raises(ConfigError, match="give the schedule itself"):
-        sweep.lane.advised_cell(sweep.Cell("ngram", 0, 1, None, "auto"), "sweep-empty", "open-chat",
-                                deploy.from_results)
+        sweep.lane.advised_cell(
+            sweep.Cell("ngram", 0, 1, None, "auto"), "sweep-empty", "open-chat", deploy.from_results
+        )
 
 
 def test_a_run_keeps_each_schedule_apart():
@@ -289,7 +403,8 @@ def test_a_run_keeps_each_schedule_apart():
     second = {c.cell_id for c in sweep.plan_cells(spec(ks=(4,), k_schedule="1-4:2"))}
     assert first & second == {"none-k0-c1", "none-k0-c4", "ngram-k4-c1", "ngram-k4-c4"}
     assert "ngram-schedule-1-4k2-c1" in second and "ngram-schedule-auto-c1" in {
-        c.cell_id for c in sweep.plan_cells(spec(ks=(4,), k_schedule="auto"))}
+        c.cell_id for c in sweep.plan_cells(spec(ks=(4,), k_schedule="auto"))
+    }
 
 
 def test_cli_passes_the_schedule():
@@ -306,8 +421,14 @@ def test_preflight_plans_the_baseline_without_k_and_an_auto_schedule_as_k1():
                 raise ConfigError("method 'none' takes no K.")
             checked.append((method, k, k_schedule.text() if k_schedule else None))
 
-    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(2,), concurrencies=(1,),
-                           prompts=Path("p.jsonl"), k_schedule="auto")
+    spec = sweep.SweepSpec(
+        preset="cpu-smollm2",
+        methods=("none", "ngram"),
+        ks=(2,),
+        concurrencies=(1,),
+        prompts=Path("p.jsonl"),
+        k_schedule="auto",
+    )
     sweep.run.preflight(Recorder(), list(dict.fromkeys(cell.group for cell in sweep.plan_cells(spec))))
     assert checked == [("none", 0, None), ("ngram", 2, None), ("ngram", 1, "1:1")]
 
@@ -324,8 +445,14 @@ def test_cpu_servers_run_side_by_side_as_memory_allows(monkeypatch):
 def test_keep_on_a_ray_sweep_is_refused_in_one_sentence_before_any_cluster_is_reached():
     from specscope.sweep import on_ray
 
-    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none",), ks=(), concurrencies=(1,),
-                           prompts=DATA / "prompts" / "code-editing.jsonl",
-                           num_prompts=1, output_len=4)
+    spec = sweep.SweepSpec(
+        preset="cpu-smollm2",
+        methods=("none",),
+        ks=(),
+        concurrencies=(1,),
+        prompts=DATA / "prompts" / "code-editing.jsonl",
+        num_prompts=1,
+        output_len=4,
+    )
     with pytest.raises(ConfigError, match="none can be kept; leave out --keep"):
         on_ray.run_on_ray(sweep.as_plan(spec), "127.0.0.1:9", sweep.LaunchOptions(keep=True))

@@ -66,8 +66,13 @@ def test_a_kept_server_found_asleep_is_woken_before_its_cell():
 
 
 def test_launchers_keep_a_gpus_servers_not_a_ray_tasks_nor_fresh_ones(specscope_home):
-    spec = sweep.SweepSpec(preset="shape-llama31-8b-shared", methods=("none",), ks=(), concurrencies=(1,),
-                           prompts=Path("data/prompts/code-editing.jsonl"))
+    spec = sweep.SweepSpec(
+        preset="shape-llama31-8b-shared",
+        methods=("none",),
+        ks=(),
+        concurrencies=(1,),
+        prompts=Path("data/prompts/code-editing.jsonl"),
+    )
     gpu = sweep.launcher_for(spec)
     assert gpu.keep and not gpu.die_with_parent  # servers that sleep stay for the lease
     assert not sweep.launcher_for(spec, sweep.LaunchOptions(keep=False)).keep
@@ -82,8 +87,9 @@ def test_an_idle_guard_ends_a_server_unused_for_its_limit_and_forgets_it(tmp_pat
     state_file.write_text("{}")
     served = iter([(3.0, 0.0), (4.0, 0.0)] + [(4.0, 0.0)] * 100)  # one more answered, then nothing
     began = time.monotonic()
-    guard.watch_idle("http://unused", proc.pid, limit_s=0.3, state_file=str(state_file), every=0.05,
-                     served=lambda url: next(served))
+    guard.watch_idle(
+        "http://unused", proc.pid, limit_s=0.3, state_file=str(state_file), every=0.05, served=lambda url: next(served)
+    )
     proc.wait(timeout=10)
     assert proc.returncode is not None and not state_file.exists()
     assert time.monotonic() - began >= 0.3  # not before its limit
@@ -133,8 +139,13 @@ def test_a_server_put_to_sleep_behind_the_pools_back_is_woken_before_its_next_ce
 
 
 def test_a_gpu_launcher_makes_room_without_sleeping_the_servers_it_handed_out(specscope_home, monkeypatch):
-    spec = sweep.SweepSpec(preset="shape-llama31-8b-shared", methods=("none",), ks=(), concurrencies=(1,),
-                           prompts=Path("data/prompts/code-editing.jsonl"))
+    spec = sweep.SweepSpec(
+        preset="shape-llama31-8b-shared",
+        methods=("none",),
+        ks=(),
+        concurrencies=(1,),
+        prompts=Path("data/prompts/code-editing.jsonl"),
+    )
     launcher = sweep.launcher_for(spec)
     spared: list[set[str]] = []
     monkeypatch.setattr(kept, "make_room", lambda using=(): spared.append(set(using)) or [])
@@ -157,12 +168,24 @@ def test_a_start_short_of_gpu_memory_stops_sleeping_kept_servers_oldest_first(sp
     procs = {}
     with serving(_VllmSleep) as url:
         _VllmSleep.sleeping = {"/old", "/new"}
-        for name, started in (("awake", "2026-12-07T16:00"), ("new", "2026-12-07T16:30"),
-                              ("old", "2026-12-07T16:10"), ("spared", "2026-12-07T15:00")):
+        for name, started in (
+            ("awake", "2026-12-07T16:00"),
+            ("new", "2026-12-07T16:30"),
+            ("old", "2026-12-07T16:10"),
+            ("spared", "2026-12-07T15:00"),
+        ):
             procs[name] = subprocess.Popen(["sleep", "60"], start_new_session=True)
-            registry.write_state(ServerState(name=name, url=f"{url}/{name}", pid=procs[name].pid,
-                                             pgid=procs[name].pid, started_at=started, idle_limit_s=1800.0,
-                                             argv=[sleepmode.SLEEP_FLAG]))
+            registry.write_state(
+                ServerState(
+                    name=name,
+                    url=f"{url}/{name}",
+                    pid=procs[name].pid,
+                    pgid=procs[name].pid,
+                    started_at=started,
+                    idle_limit_s=1800.0,
+                    argv=[sleepmode.SLEEP_FLAG],
+                )
+            )
         held = {"free": 20 * gib}
 
         def free_bytes():  # each stopped server gives its 3 GiB back

@@ -49,8 +49,16 @@ def test_a_cell_counts_this_process_busy_on_its_core_beside_the_load_generator(s
             super().do_POST()
 
     prompt_set = prompts.load(PROMPTS)
-    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none",), ks=(), concurrencies=(1,), prompts=PROMPTS,
-                           num_prompts=4, warmups=0, output_len=16)
+    spec = sweep.SweepSpec(
+        preset="cpu-smollm2",
+        methods=("none",),
+        ks=(),
+        concurrencies=(1,),
+        prompts=PROMPTS,
+        num_prompts=4,
+        warmups=0,
+        output_len=16,
+    )
     stop = threading.Event()
     spinner = threading.Thread(target=_spin, args=(stop, 0), name="dashboard-page", daemon=True)
     samples: list[tuple[procfs.CpuSample, int, int]] = []  # each sample, the spinner's ticks then, this process's
@@ -66,9 +74,17 @@ def test_a_cell_counts_this_process_busy_on_its_core_beside_the_load_generator(s
     with local_http.serving(Probing) as url:
         spinner.start()
         try:
-            row, _, _ = measure.run_cell(spec, prompt_set, sweep.Cell("none", 0, 1),
-                                         sweep.RunningServer(url=url, cores=frozenset({0})), _Launcher(),
-                                         lambda event: None, 0, 1, 0)
+            row, _, _ = measure.run_cell(
+                spec,
+                prompt_set,
+                sweep.Cell("none", 0, 1),
+                sweep.RunningServer(url=url, cores=frozenset({0})),
+                _Launcher(),
+                lambda event: None,
+                0,
+                1,
+                0,
+            )
         finally:
             stop.set()
             spinner.join(5)

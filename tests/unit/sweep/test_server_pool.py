@@ -50,8 +50,7 @@ class _GpuLauncher:
 
     def start_many(self, wanted):
         self.waves.append([method for method, _, _ in wanted])
-        return [self._server(method) if method != "broken" else LaunchFailed("it died")
-                for method, _, _ in wanted]
+        return [self._server(method) if method != "broken" else LaunchFailed("it died") for method, _, _ in wanted]
 
     def stop(self, server):
         self.stopped.append(server.url.rsplit("/", 1)[1])
@@ -71,8 +70,14 @@ def _walk(pool: ServerPool, cells: list[sweep.Cell], done: Collection[str] = ())
 
 
 def _cells(repeats: int) -> list[sweep.Cell]:
-    spec = sweep.SweepSpec(preset="shape", methods=("none", "ngram", "eagle3", "draft_model"), ks=(4,),
-                           concurrencies=(1, 16), prompts=Path("p.jsonl"), repeats=repeats)
+    spec = sweep.SweepSpec(
+        preset="shape",
+        methods=("none", "ngram", "eagle3", "draft_model"),
+        ks=(4,),
+        concurrencies=(1, 16),
+        prompts=Path("p.jsonl"),
+        repeats=repeats,
+    )
     return sweep.plan_cells(spec)
 
 
@@ -84,20 +89,28 @@ def test_servers_start_in_waves_sleep_between_their_cells_and_wake_for_them():
         _walk(pool, pool.cells)
     assert launcher.waves == [["none", "ngram"], ["eagle3", "draft_model"]]  # 4 starts for 16 cells
     assert CALLS == [
-        "/ngram/sleep",                             # started beside the baseline, asleep until its turn
-        "/none/sleep", "/ngram/wake_up",            # the baseline is needed again in round 2
-        "/ngram/sleep", "/draft_model/sleep",       # room for the second wave; its second server sleeps
-        "/eagle3/sleep", "/draft_model/wake_up",
-        "/draft_model/sleep", "/none/wake_up",      # round 2: every server is woken, none started again
-        "/ngram/wake_up", "/eagle3/wake_up", "/draft_model/wake_up"]
+        "/ngram/sleep",  # started beside the baseline, asleep until its turn
+        "/none/sleep",
+        "/ngram/wake_up",  # the baseline is needed again in round 2
+        "/ngram/sleep",
+        "/draft_model/sleep",  # room for the second wave; its second server sleeps
+        "/eagle3/sleep",
+        "/draft_model/wake_up",
+        "/draft_model/sleep",
+        "/none/wake_up",  # round 2: every server is woken, none started again
+        "/ngram/wake_up",
+        "/eagle3/wake_up",
+        "/draft_model/wake_up",
+    ]
     assert sorted(launcher.stopped) == ["draft_model", "eagle3", "ngram", "none"]
     assert pool.seconds["sleep"] >= 0 and pool.seconds["wake"] > 0 and pool.seconds["start"] >= 0
 
 
 def test_a_server_that_did_not_start_in_a_wave_fails_only_its_own_cells():
     CALLS.clear()
-    spec = sweep.SweepSpec(preset="shape", methods=("none", "broken"), ks=(4,), concurrencies=(1,),
-                           prompts=Path("p.jsonl"))
+    spec = sweep.SweepSpec(
+        preset="shape", methods=("none", "broken"), ks=(4,), concurrencies=(1,), prompts=Path("p.jsonl")
+    )
     cells = sweep.plan_cells(spec)
     with serving(_SleepingServers) as url:
         pool = ServerPool(_GpuLauncher(url, at_once=2), cells)
@@ -137,17 +150,21 @@ def test_gpu_slots_split_server_groups_into_lanes_of_about_equal_work():
     assert [sorted({c.method for c in lane}) for lane in lanes] == [["eagle3", "none"], ["draft_model", "ngram"]]
     assert all(lane == sorted(lane, key=_cells(1).index) for lane in lanes)  # each lane keeps plan order
     assert gpus.slots(["0", "1", "2", "3", "4"], tp=2) == ["0,1", "2,3"]
-    assert time_split({"start": 270.4, "wake": 0.9, "measure": 61.0}, lanes=2) == \
-        "starts 270 s, wake-ups 1 s, measuring 61 s (summed over 2 GPU slots side by side)"
+    assert (
+        time_split({"start": 270.4, "wake": 0.9, "measure": 61.0}, lanes=2)
+        == "starts 270 s, wake-ups 1 s, measuring 61 s (summed over 2 GPU slots side by side)"
+    )
 
 
-@pytest.mark.parametrize("smi, at_once", [
-    ("NVIDIA H100 80GB HBM3, 81559\n", 3),   # 23.8 GiB a server (the 8B shape, the 1B draft, 4 GiB KV)
-    ("NVIDIA H200, 143771\n", 5),             # the H200 lease ran four at once: 20-24 GiB each in `ps`
-    ("", 3),                                  # no card: three shares of 0.3
-])
-def test_a_fixed_kv_cache_starts_as_many_servers_as_their_weights_and_cache_fit_on_the_card(monkeypatch, smi,
-                                                                                            at_once):
+@pytest.mark.parametrize(
+    "smi, at_once",
+    [
+        ("NVIDIA H100 80GB HBM3, 81559\n", 3),  # 23.8 GiB a server (the 8B shape, the 1B draft, 4 GiB KV)
+        ("NVIDIA H200, 143771\n", 5),  # the H200 lease ran four at once: 20-24 GiB each in `ps`
+        ("", 3),  # no card: three shares of 0.3
+    ],
+)
+def test_a_fixed_kv_cache_starts_as_many_servers_as_their_weights_and_cache_fit_on_the_card(monkeypatch, smi, at_once):
     monkeypatch.setattr(provenance, "nvidia_smi", lambda: smi)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     shared = get_preset("shape-llama31-8b-shared")
@@ -163,11 +180,26 @@ def test_a_fixed_kv_cache_starts_as_many_servers_as_their_weights_and_cache_fit_
 def test_a_gpu_server_is_placed_sleeps_and_keeps_its_compile_cache_under_the_home(tmp_path):
     gpu = command.VllmInstall("vllm", "0.24.0", python="/env/bin/python")
     methods = {"none": MethodEntry(name="none", kind="none"), "ngram": MethodEntry(name="ngram", kind="ngram", k=4)}
-    gpu_preset = Preset(name="shape", path=Path("shape.toml"), engine="vllm", model="org/Shape",
-                        engine_args={"tensor_parallel_size": 2}, methods=methods)
+    gpu_preset = Preset(
+        name="shape",
+        path=Path("shape.toml"),
+        engine="vllm",
+        model="org/Shape",
+        engine_args={"tensor_parallel_size": 2},
+        methods=methods,
+    )
     cpu_preset = Preset(name="cpu", path=Path("cpu.toml"), engine="vllm-cpu", model="org/Small", methods=methods)
-    plan = command.build(gpu_preset, "ngram", 4, vllm=gpu, port=8001, log_dir=tmp_path, gpus="2,3",
-                         sleep_mode=True, cache_dir=tmp_path / "vllm-cache")
+    plan = command.build(
+        gpu_preset,
+        "ngram",
+        4,
+        vllm=gpu,
+        port=8001,
+        log_dir=tmp_path,
+        gpus="2,3",
+        sleep_mode=True,
+        cache_dir=tmp_path / "vllm-cache",
+    )
     assert plan.extra_env["CUDA_VISIBLE_DEVICES"] == "2,3" and plan.extra_env["VLLM_SERVER_DEV_MODE"] == "1"
     assert plan.extra_env["VLLM_CACHE_ROOT"] == str(tmp_path / "vllm-cache")
     assert "--enable-sleep-mode" in plan.state.argv and plan.state.tp == 2
@@ -186,8 +218,10 @@ def test_servers_that_fit_stay_awake_and_only_the_one_without_room_makes_a_serve
         pool = ServerPool(launcher, _cells(repeats=2))
         _walk(pool, pool.cells)
     assert launcher.waves == [["none", "ngram", "eagle3"], ["draft_model"]]
-    assert CALLS == ["/eagle3/sleep",     # room for the draft model: EAGLE-3 is needed furthest ahead
-                     "/eagle3/wake_up"]   # round 2: the baseline and ngram are done by then, so nobody sleeps
+    assert CALLS == [
+        "/eagle3/sleep",  # room for the draft model: EAGLE-3 is needed furthest ahead
+        "/eagle3/wake_up",
+    ]  # round 2: the baseline and ngram are done by then, so nobody sleeps
     assert sorted(launcher.stopped) == ["draft_model", "eagle3", "ngram", "none"]
 
 
@@ -243,8 +277,10 @@ def test_a_server_that_will_not_wake_is_restarted_and_says_why_from_its_log(tmp_
         def do_POST(self):  # noqa: N802 - the http.server API
             if self.path.startswith("/ngram/wake_up"):
                 with log.open("a") as out:
-                    out.write("(EngineCore_DP0 pid=4242) ERROR 12-07 16:01:02 [core.py:1012] RuntimeError: "
-                              "CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:62\n")
+                    out.write(
+                        "(EngineCore_DP0 pid=4242) ERROR 12-07 16:01:02 [core.py:1012] RuntimeError: "
+                        "CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:62\n"
+                    )
                 self.answer(b"Internal Server Error", 500)
             else:
                 super().do_POST()
@@ -258,12 +294,12 @@ def test_a_server_that_will_not_wake_is_restarted_and_says_why_from_its_log(tmp_
     with serving(_WontWake) as url:
         launcher = _Logged(url, at_once=2)
         pool = ServerPool(launcher, cells)
-        pool.start(0, cells[0].group, cells[0])              # the baseline, with ngram started beside it, asleep
+        pool.start(0, cells[0].group, cells[0])  # the baseline, with ngram started beside it, asleep
         ngram = next(i for i, c in enumerate(cells) if c.method == "ngram")
         with pytest.raises(WakeFailed, match="HTTP 500.*Its log says: RuntimeError: CUDA Error: out of memory"):
             pool.wake(ngram, cells[ngram].group)
         pool.drop_unwakeable(cells[ngram].group)
         assert pool.get(cells[ngram].group) is None and "ngram" in launcher.stopped and pool.restarts == 1
-        pool.start(ngram, cells[ngram].group, cells[ngram])   # its cell gets a fresh server
+        pool.start(ngram, cells[ngram].group, cells[ngram])  # its cell gets a fresh server
         assert launcher.waves[-1][0] == "ngram" and pool.get(cells[ngram].group) is not None
         pool.close()

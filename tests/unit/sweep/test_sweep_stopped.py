@@ -30,11 +30,20 @@ class _Answering:
 
 def test_a_sweep_stopped_after_its_first_cell_reads_stopped_and_how_to_resume(specscope_home):
     events: list = []
-    spec = sweep.SweepSpec(preset="cpu-smollm2", methods=("none", "ngram"), ks=(2,), concurrencies=(1, 2),
-                           prompts=PROMPTS, num_prompts=2, warmups=0, output_len=16)
+    spec = sweep.SweepSpec(
+        preset="cpu-smollm2",
+        methods=("none", "ngram"),
+        ks=(2,),
+        concurrencies=(1, 2),
+        prompts=PROMPTS,
+        num_prompts=2,
+        warmups=0,
+        output_len=16,
+    )
     with local_http.serving(local_http.measurable_chat((CAPTURES / "ngram_chat.sse").read_bytes(), [])) as url:
-        result = sweep.run_sweep(spec, _Answering(url), events.append,
-                                 stop=lambda: any(e.stage == "cell_done" for e in events))
+        result = sweep.run_sweep(
+            spec, _Answering(url), events.append, stop=lambda: any(e.stage == "cell_done" for e in events)
+        )
     assert result.stopped and result.ran == ["none-k0-c1"]
     last = events[-1]
     assert last.stage == "sweep_done"

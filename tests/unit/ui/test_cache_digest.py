@@ -9,9 +9,14 @@ from ui.cache import digest, labels_digest
 
 
 def _frame() -> pd.DataFrame:
-    return pd.DataFrame({"setup": ["a", "b"], "k": pd.array([2, None], dtype="Int32"),
-                         "speedup": [1.5, np.nan],
-                         "per_position_acceptance": [np.array([0.7, 0.5]), None]})
+    return pd.DataFrame(
+        {
+            "setup": ["a", "b"],
+            "k": pd.array([2, None], dtype="Int32"),
+            "speedup": [1.5, np.nan],
+            "per_position_acceptance": [np.array([0.7, 0.5]), None],
+        }
+    )
 
 
 def test_equal_content_built_twice_has_one_digest():
@@ -24,8 +29,18 @@ def test_any_changed_cell_or_option_changes_the_digest():
     changed_list.at[0, "per_position_acceptance"] = np.array([0.7, 0.4])
     changed_number = _frame()
     changed_number.loc[1, "speedup"] = 0.9
-    assert len({base, digest(changed_list, ["a"]), digest(changed_number, ["a"]),
-                digest(_frame(), ["b"]), digest(_frame().iloc[:1], ["a"])}) == 5
+    assert (
+        len(
+            {
+                base,
+                digest(changed_list, ["a"]),
+                digest(changed_number, ["a"]),
+                digest(_frame(), ["b"]),
+                digest(_frame().iloc[:1], ["a"]),
+            }
+        )
+        == 5
+    )
 
 
 def test_a_subset_digests_alike_by_its_labels_and_repeated_labels_fall_back_to_the_rows():

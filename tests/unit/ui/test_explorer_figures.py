@@ -28,12 +28,15 @@ def bundled() -> Store:
 def test_every_registered_figure_is_drawn_by_the_explorer():
     """The Explorer draws ``figures.registered()``: a figure registered outside a chart module (``*charts``) would
     only show where something else happened to import its module."""
-    assert figures.registered() == FIGURES and [f.key for f in FIGURES][:2] == ["speedup_by_method",
-                                                                                "speedup_vs_concurrency"]
+    assert figures.registered() == FIGURES and [f.key for f in FIGURES][:2] == [
+        "speedup_by_method",
+        "speedup_vs_concurrency",
+    ]
     for entry in FIGURES:
-        assert entry.draw.__module__ in figures.chart_modules(), \
-            f"{entry.key} is registered in {entry.draw.__module__}, which the Explorer does not import: move it " \
+        assert entry.draw.__module__ in figures.chart_modules(), (
+            f"{entry.key} is registered in {entry.draw.__module__}, which the Explorer does not import: move it "
             "to a chart module (ui/*charts.py)"
+        )
     assert len({f.tab for f in FIGURES}) == len(FIGURES)  # one tab each
 
 

@@ -52,8 +52,10 @@ def test_where_the_colours_come_from_is_a_plain_sentence_with_the_detail_on_hove
     estimated = views["draft_model"]
     assert estimated.provenance.ambiguous == 1
     plain, detail = describe_source(estimated.provenance)
-    assert plain == ("Colours come from the server's counts, which fit the text in more than one way at "
-                     "1 place: the colours there are a best guess.")
+    assert plain == (
+        "Colours come from the server's counts, which fit the text in more than one way at "
+        "1 place: the colours there are a best guess."
+    )
     assert "1 step that drafted nothing could sit in more than one place" in detail
     tags = parsed(pane_html(estimated, show_rejected=True))
     source = next(a for t, a in tags.tags if "data-source" in a)
@@ -69,8 +71,17 @@ def test_where_the_colours_come_from_is_a_plain_sentence_with_the_detail_on_hove
 def test_every_metric_has_a_definition_on_hover():
     tags = parsed(pane_html(finished_views()[1], show_rejected=True))
     cells = [a for t, a in tags.tags if "data-metric" in a]
-    assert {a["data-metric"] for a in cells} >= {"tokens", "ttft", "tpot", "itl", "tok/s", "AL", "acceptance",
-                                                 "speedup", "per-position"}
+    assert {a["data-metric"] for a in cells} >= {
+        "tokens",
+        "ttft",
+        "tpot",
+        "itl",
+        "tok/s",
+        "AL",
+        "acceptance",
+        "speedup",
+        "per-position",
+    }
     assert all(a.get("title") for a in cells)
 
 
@@ -84,10 +95,10 @@ def test_while_streaming_the_sentence_does_not_claim_what_the_end_may_change():
 
 def test_a_pane_says_whether_its_answer_follows_the_response_format_escaped():
     view = finished_views()[0]
-    assert 'data-valid' not in pane_html(view, show_rejected=True)  # no format: no badge
+    assert "data-valid" not in pane_html(view, show_rejected=True)  # no format: no badge
     valid = parsed(pane_html(replace(view, valid=True), show_rejected=True))
     assert [a for t, a in valid.tags if a.get("data-valid") == "pass"]
-    reason = 'The answer fails the schema at name: <b>"x"</b> is not of type \'integer\'.'
+    reason = "The answer fails the schema at name: <b>\"x\"</b> is not of type 'integer'."
     invalid = parsed(pane_html(replace(view, valid=False, invalid_reason=reason), show_rejected=True))
     badge = [a for t, a in invalid.tags if a.get("data-valid") == "fail"]
     assert badge and badge[0]["title"] == reason and "<b>" not in [t for t, a in invalid.tags]
@@ -114,8 +125,10 @@ def test_figures_are_provisional_until_done_then_decode_apart_from_ttft_and_repe
     cell = next(a for _, a in tags.tags if a.get("data-metric") == "speedup")
     assert "time to first token decides the end-to-end figure" in cell["title"] and "2.00×" in cell["title"]
     one = replace(view, repeats=live.Repeats((1.1,), (2.0,)))
-    assert "1 run of this prompt on these servers; 2 more give an interval" in parsed(
-        pane_html(one, show_rejected=True)).text
+    assert (
+        "1 run of this prompt on these servers; 2 more give an interval"
+        in parsed(pane_html(one, show_rejected=True)).text
+    )
     three = replace(view, repeats=live.Repeats((1.12, 0.86, 1.35), (2.0, 2.1, 1.9), cached=2))
     text = parsed(pane_html(three, show_rejected=True)).text
     assert "over 3 runs of this prompt: end to end 1.09× [" in text and "decode 2.00× [" in text

@@ -7,14 +7,40 @@ import pandas as pd
 from ui import run_charts, run_table
 from ui.chart_style import k_axis
 
-FRAME = pd.DataFrame([
-    {"method": "ngram", "k": 4, "concurrency": 1, "variant": "", "prompt_id": "<b>p1</b>", "acceptance_rate": 0.4,
-     "speedup": 1.2, "spec_decode_format": "metrics.speculative_decoding"},
-    {"method": "ngram", "k": 4, "concurrency": 1, "variant": "-vllm0.31.0", "prompt_id": "<b>p1</b>",
-     "acceptance_rate": 0.5, "speedup": 1.4, "spec_decode_format": "metrics.speculative_decoding"},
-    {"method": "none", "k": 0, "concurrency": 1, "variant": "", "prompt_id": "<b>p1</b>", "acceptance_rate": None,
-     "speedup": 1.0, "spec_decode_format": None},
-])
+FRAME = pd.DataFrame(
+    [
+        {
+            "method": "ngram",
+            "k": 4,
+            "concurrency": 1,
+            "variant": "",
+            "prompt_id": "<b>p1</b>",
+            "acceptance_rate": 0.4,
+            "speedup": 1.2,
+            "spec_decode_format": "metrics.speculative_decoding",
+        },
+        {
+            "method": "ngram",
+            "k": 4,
+            "concurrency": 1,
+            "variant": "-vllm0.31.0",
+            "prompt_id": "<b>p1</b>",
+            "acceptance_rate": 0.5,
+            "speedup": 1.4,
+            "spec_decode_format": "metrics.speculative_decoding",
+        },
+        {
+            "method": "none",
+            "k": 0,
+            "concurrency": 1,
+            "variant": "",
+            "prompt_id": "<b>p1</b>",
+            "acceptance_rate": None,
+            "speedup": 1.0,
+            "spec_decode_format": None,
+        },
+    ]
+)
 
 
 def test_per_prompt_acceptance_names_the_per_request_format_and_escapes_prompt_ids():
@@ -40,24 +66,69 @@ def test_without_per_request_figures_the_chart_says_so():
 
 
 def test_table_text_for_repeats_single_runs_and_unbounded_speedups():
-    cells = pd.DataFrame([
-        {"method": "none", "k": 0, "concurrency": 1, "status": "ok", "repeats": 3,
-         "output_throughput": 40.0, "output_throughput_lo": 38.0, "output_throughput_hi": 42.0,
-         "speedup": 1.0, "hygiene": ""},
-        {"method": "ngram", "k": 4, "concurrency": 1, "status": "ok", "repeats": 3,
-         "output_throughput": 60.0, "output_throughput_lo": 55.0, "output_throughput_hi": 65.0,
-         "speedup": 1.5, "speedup_lo": 1.3, "speedup_hi": 1.7, "speedup_interval": "fieller",
-         "hygiene": "waves; few_requests"},
-        {"method": "suffix", "k": 4, "concurrency": 1, "status": "ok", "repeats": 1,
-         "output_throughput": 70.0, "speedup": 1.75, "speedup_interval": "none", "hygiene": "few_requests"},
-        {"method": "suffix", "k": 8, "concurrency": 1, "status": "ok", "repeats": 2,
-         "output_throughput": 50.0, "output_throughput_lo": 10.0, "output_throughput_hi": 90.0,
-         "speedup": 1.25, "speedup_interval": "unbounded", "hygiene": None},
-    ])
+    cells = pd.DataFrame(
+        [
+            {
+                "method": "none",
+                "k": 0,
+                "concurrency": 1,
+                "status": "ok",
+                "repeats": 3,
+                "output_throughput": 40.0,
+                "output_throughput_lo": 38.0,
+                "output_throughput_hi": 42.0,
+                "speedup": 1.0,
+                "hygiene": "",
+            },
+            {
+                "method": "ngram",
+                "k": 4,
+                "concurrency": 1,
+                "status": "ok",
+                "repeats": 3,
+                "output_throughput": 60.0,
+                "output_throughput_lo": 55.0,
+                "output_throughput_hi": 65.0,
+                "speedup": 1.5,
+                "speedup_lo": 1.3,
+                "speedup_hi": 1.7,
+                "speedup_interval": "fieller",
+                "hygiene": "waves; few_requests",
+            },
+            {
+                "method": "suffix",
+                "k": 4,
+                "concurrency": 1,
+                "status": "ok",
+                "repeats": 1,
+                "output_throughput": 70.0,
+                "speedup": 1.75,
+                "speedup_interval": "none",
+                "hygiene": "few_requests",
+            },
+            {
+                "method": "suffix",
+                "k": 8,
+                "concurrency": 1,
+                "status": "ok",
+                "repeats": 2,
+                "output_throughput": 50.0,
+                "output_throughput_lo": 10.0,
+                "output_throughput_hi": 90.0,
+                "speedup": 1.25,
+                "speedup_interval": "unbounded",
+                "hygiene": None,
+            },
+        ]
+    )
     table = run_table.display_table(cells)
     assert table["tok/s [95%]"].tolist()[:3] == ["40.0 [38.0, 42.0]", "60.0 [55.0, 65.0]", "70.0"]  # once: repeats 1
-    assert table["speedup [95%]"].tolist() == ["1.000× (baseline)", "1.500× [1.300, 1.700]", "1.750×",
-                                               "1.250× (baseline too noisy for an interval)"]
+    assert table["speedup [95%]"].tolist() == [
+        "1.000× (baseline)",
+        "1.500× [1.300, 1.700]",
+        "1.750×",
+        "1.250× (baseline too noisy for an interval)",
+    ]
     assert table["checks"].tolist() == ["✓", "⚠ waves · few requests", "⚠ few requests", "–"]
     assert "status" not in table and "error" not in table  # every cell ok
     counts = run_table.hygiene_counts(cells)
@@ -85,4 +156,5 @@ def test_a_run_without_per_request_rows_says_that_not_that_it_lacks_a_baseline()
         assert said.replace(" ", "") == run_charts.NO_REQUESTS.replace(" ", "") and "baseline" not in said
     only_sd = run_charts.per_prompt_speedup(FRAME[FRAME["method"] != "none"].assign(speedup=None))
     assert "have no baseline (none) requests at the same concurrency" in html.unescape(
-        only_sd.layout.annotations[0].text.replace("<br>", " "))
+        only_sd.layout.annotations[0].text.replace("<br>", " ")
+    )

@@ -59,7 +59,7 @@ def test_rejected_whitespace_is_visible_and_explained():
 
 
 def test_model_text_with_markup_stays_text():
-    payloads = ['<script>window.pwned=1</script>', '<img src=x onerror="window.pwned=1">', '" onmouseover="x']
+    payloads = ["<script>window.pwned=1</script>", '<img src=x onerror="window.pwned=1">', '" onmouseover="x']
     tokens = [Token(id=i, text=p, logprob=-0.5, step=i, kind="target", arrival_s=0.0) for i, p in enumerate(payloads)]
     steps = [Step(index=0, start=0, size=1, drafted=2, accepted=0, arrival_s=0.0, rejected_ids=(7, 8))]
     markup = tokens_html(tokens, steps, token_texts={7: "<b>x</b>", 8: "</div><script>1</script>"})
@@ -79,8 +79,10 @@ def test_first_divergence_is_marked():
 
 
 def test_special_tokens_show_a_mark_with_their_text_on_hover():
-    tokens = [Token(id=i, text=t, logprob=None, step=i, kind="target", arrival_s=0.0)
-              for i, t in enumerate(["Hi", "<|im_start|>", "<|im_end|>"])]
+    tokens = [
+        Token(id=i, text=t, logprob=None, step=i, kind="target", arrival_s=0.0)
+        for i, t in enumerate(["Hi", "<|im_start|>", "<|im_end|>"])
+    ]
     tags = parsed(tokens_html(tokens, [], special={1, 2}))
     assert tags.text == "Hi"
     marks = [a for t, a in tags.tags if a.get("data-special")]

@@ -21,8 +21,18 @@ from pathlib import Path
 from specscope.results.tool_exports.importer import Export, Importer
 from specscope.schema import ResultRow, result_row
 
-__all__ = ["ToolExport", "Importer", "IMPORTERS", "read", "recognise", "names", "listing", "unstated",
-           "MARKS", "SUFFIXES"]
+__all__ = [
+    "ToolExport",
+    "Importer",
+    "IMPORTERS",
+    "read",
+    "recognise",
+    "names",
+    "listing",
+    "unstated",
+    "MARKS",
+    "SUFFIXES",
+]
 
 
 def _discover() -> tuple[Importer, ...]:

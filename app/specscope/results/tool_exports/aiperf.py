@@ -35,31 +35,54 @@ from specscope.results.tool_exports.importer import Export, Importer, Rows, ever
 from specscope.results.tool_exports.spread import throughput_spread
 from specscope.schema import BASELINE_METHOD
 
-__all__ = ["rows_from_export", "rows_from_csv", "is_export", "is_csv", "is_records", "records_beside",
-           "read_records", "per_position", "SOURCE", "SCHEMA_MAJOR", "IMPORTER"]
+__all__ = [
+    "rows_from_export",
+    "rows_from_csv",
+    "is_export",
+    "is_csv",
+    "is_records",
+    "records_beside",
+    "read_records",
+    "per_position",
+    "SOURCE",
+    "SCHEMA_MAJOR",
+    "IMPORTER",
+]
 
 SOURCE = "aiperf"
 SCHEMA_MAJOR = "1"
-_LATENCIES = {"ttft": "time_to_first_token", "tpot": "inter_token_latency", "itl": "inter_chunk_latency",
-              "e2el": "request_latency"}
+_LATENCIES = {
+    "ttft": "time_to_first_token",
+    "tpot": "inter_token_latency",
+    "itl": "inter_chunk_latency",
+    "e2el": "request_latency",
+}
 _STATS = {"mean": "avg", "median": "p50", "p99": "p99"}
 # The CSV's metric names (unit in brackets dropped) for the JSON's tags this importer reads.
-_CSV_NAMES = {"Request Latency": "request_latency", "Time to First Token": "time_to_first_token",
-              "Inter Token Latency": "inter_token_latency", "Inter Chunk Latency": "inter_chunk_latency",
-              "Output Token Throughput": "output_token_throughput", "Request Throughput": "request_throughput",
-              "Benchmark Duration": "benchmark_duration", "Request Count": "request_count",
-              "Completed Requests": "completed_request_count", "Total Output Tokens": "total_output_tokens",
-              "Total Input Sequence Length": "total_isl", "Total Spec Decode Steps": "total_spec_decode_steps",
-              "Total Draft Tokens": "total_draft_tokens", "Total Accepted Draft Tokens": "total_accepted_draft_tokens",
-              "Token-Weighted Acceptance Length": "spec_decode_token_weighted_acceptance_length",
-              "Overall Draft Acceptance Rate": "spec_decode_overall_draft_acceptance_rate"}
+_CSV_NAMES = {
+    "Request Latency": "request_latency",
+    "Time to First Token": "time_to_first_token",
+    "Inter Token Latency": "inter_token_latency",
+    "Inter Chunk Latency": "inter_chunk_latency",
+    "Output Token Throughput": "output_token_throughput",
+    "Request Throughput": "request_throughput",
+    "Benchmark Duration": "benchmark_duration",
+    "Request Count": "request_count",
+    "Completed Requests": "completed_request_count",
+    "Total Output Tokens": "total_output_tokens",
+    "Total Input Sequence Length": "total_isl",
+    "Total Spec Decode Steps": "total_spec_decode_steps",
+    "Total Draft Tokens": "total_draft_tokens",
+    "Total Accepted Draft Tokens": "total_accepted_draft_tokens",
+    "Token-Weighted Acceptance Length": "spec_decode_token_weighted_acceptance_length",
+    "Overall Draft Acceptance Rate": "spec_decode_overall_draft_acceptance_rate",
+}
 _CSV_STATS = {"avg": "avg", "p50": "p50", "p99": "p99", "max": "max", "Value": "avg"}
 
 
 def is_export(obj) -> bool:
     """Whether a parsed JSON document is an AIPerf metrics export."""
-    return isinstance(obj, dict) and "aiperf_version" in obj and isinstance(obj.get("output_token_throughput"),
-                                                                            dict)
+    return isinstance(obj, dict) and "aiperf_version" in obj and isinstance(obj.get("output_token_throughput"), dict)
 
 
 def is_csv(first_line: str) -> bool:
@@ -108,21 +131,33 @@ def _request_row(record: Mapping, cell: Mapping) -> dict:
     chunks = _value(record, "inter_chunk_latency")
     chunks = chunks if isinstance(chunks, list) and chunks else None
     error = record.get("error")
-    steps, drafted, accepted = (_value(record, k) for k in ("spec_decode_steps", "spec_decode_draft_tokens",
-                                                             "spec_decode_accepted_draft_tokens"))
-    return {"cell_id": cell["cell_id"], "prompt_id": (record.get("metadata") or {}).get("conversation_id"),
-            "method": cell["method"], "k": cell["k"], "concurrency": cell["concurrency"], "success": not error,
-            "error": None if not error else str(error.get("message") if isinstance(error, Mapping) else error),
-            "prompt_tokens": _value(record, "input_sequence_length"),
-            "output_tokens": _value(record, "output_sequence_length"),
-            "ttft_ms": _value(record, "time_to_first_token"), "tpot_ms": _value(record, "inter_token_latency"),
-            "mean_itl_ms": sum(chunks) / len(chunks) if chunks else None,
-            "max_itl_ms": max(chunks) if chunks else None, "e2el_ms": _value(record, "request_latency"),
-            "num_drafts": steps, "draft_tokens": drafted, "accepted_tokens": accepted,
-            "acceptance_rate": accepted / drafted if drafted else None,
-            "acceptance_length": 1 + accepted / steps if steps and accepted is not None else None,
-            "spec_decode_format": "metrics.speculative_decoding" if steps is not None else None,
-            "response_format": "none"}
+    steps, drafted, accepted = (
+        _value(record, k)
+        for k in ("spec_decode_steps", "spec_decode_draft_tokens", "spec_decode_accepted_draft_tokens")
+    )
+    return {
+        "cell_id": cell["cell_id"],
+        "prompt_id": (record.get("metadata") or {}).get("conversation_id"),
+        "method": cell["method"],
+        "k": cell["k"],
+        "concurrency": cell["concurrency"],
+        "success": not error,
+        "error": None if not error else str(error.get("message") if isinstance(error, Mapping) else error),
+        "prompt_tokens": _value(record, "input_sequence_length"),
+        "output_tokens": _value(record, "output_sequence_length"),
+        "ttft_ms": _value(record, "time_to_first_token"),
+        "tpot_ms": _value(record, "inter_token_latency"),
+        "mean_itl_ms": sum(chunks) / len(chunks) if chunks else None,
+        "max_itl_ms": max(chunks) if chunks else None,
+        "e2el_ms": _value(record, "request_latency"),
+        "num_drafts": steps,
+        "draft_tokens": drafted,
+        "accepted_tokens": accepted,
+        "acceptance_rate": accepted / drafted if drafted else None,
+        "acceptance_length": 1 + accepted / steps if steps and accepted is not None else None,
+        "spec_decode_format": "metrics.speculative_decoding" if steps is not None else None,
+        "response_format": "none",
+    }
 
 
 def per_position(histogram: Mapping | None, k: int | None) -> list[float] | None:
@@ -163,17 +198,21 @@ def _dataset(config: Mapping) -> tuple[str | None, int | None]:
 
 
 def _speculation_fields(export: Mapping, k: int | None) -> dict:
-    steps, drafted, accepted = (_metric(export, t) for t in ("total_spec_decode_steps", "total_draft_tokens",
-                                                            "total_accepted_draft_tokens"))
+    steps, drafted, accepted = (
+        _metric(export, t) for t in ("total_spec_decode_steps", "total_draft_tokens", "total_accepted_draft_tokens")
+    )
     length = _metric(export, "spec_decode_token_weighted_acceptance_length")
     rate = _metric(export, "spec_decode_overall_draft_acceptance_rate")
-    return {"num_drafts": None if steps is None else int(steps),
-            "draft_tokens": None if drafted is None else int(drafted),
-            "accepted_tokens": None if accepted is None else int(accepted),
-            "acceptance_rate": accepted / drafted if drafted and accepted is not None else (
-                None if rate is None else rate / 100.0),
-            "acceptance_length": 1 + accepted / steps if steps and accepted is not None else length,
-            "per_position_acceptance": per_position(export.get("pooled_spec_decode_acceptance_histogram"), k)}
+    return {
+        "num_drafts": None if steps is None else int(steps),
+        "draft_tokens": None if drafted is None else int(drafted),
+        "accepted_tokens": None if accepted is None else int(accepted),
+        "acceptance_rate": accepted / drafted
+        if drafted and accepted is not None
+        else (None if rate is None else rate / 100.0),
+        "acceptance_length": 1 + accepted / steps if steps and accepted is not None else length,
+        "per_position_acceptance": per_position(export.get("pooled_spec_decode_acceptance_histogram"), k),
+    }
 
 
 def _row(name: str, export: Mapping, given: Mapping, stated: Mapping) -> dict:
@@ -181,30 +220,43 @@ def _row(name: str, export: Mapping, given: Mapping, stated: Mapping) -> dict:
     file ``stated`` (model, concurrency, dataset, ...)."""
     histogram = export.get("pooled_spec_decode_acceptance_histogram") or {}
     drafts, steps = _metric(export, "total_draft_tokens"), _metric(export, "total_spec_decode_steps")
-    least = max([int(j) for j in histogram] + ([math.ceil(drafts / steps - 1e-9)] if drafts and steps else []),
-                default=None)
+    least = max(
+        [int(j) for j in histogram] + ([math.ceil(drafts / steps - 1e-9)] if drafts and steps else []), default=None
+    )
     method, k = speculation(name, given, "AIPerf", drafted=bool(drafts) or bool(least), least_k=least)
     model = settle(name, "model", stated.get("model"), given.get("model"))
     if not model:
         raise InputError(f"{name} does not name its model; give it for the whole file with --model.", field="model")
     concurrency = settle(name, "concurrency", stated.get("concurrency"), given.get("concurrency"))
     if concurrency is None and stated.get("request_rate") is None:
-        raise InputError(f"{name} does not say the concurrency it ran at; give it with --concurrency.",
-                         field="concurrency")
+        raise InputError(
+            f"{name} does not say the concurrency it ran at; give it with --concurrency.", field="concurrency"
+        )
     done, total = _metric(export, "request_count"), _metric(export, "completed_request_count")
-    row = {"source": SOURCE, "label": given.get("label") or f"AIPerf {stated.get('version') or ''}".strip(),
-           "model": model, "method": method, "k": k, "hardware": given.get("hardware"), "host": stated.get("host"),
-           "draft_model": None if method == BASELINE_METHOD else given.get("draft_model"),
-           "dataset": settle(name, "dataset", stated.get("dataset"), given.get("dataset")),
-           "output_len": stated.get("output_len"), "concurrency": None if concurrency is None else int(concurrency),
-           "request_rate": stated.get("request_rate"), "duration_s": _metric(export, "benchmark_duration"),
-           "num_prompts": None if total is None else int(total), "completed": None if done is None else int(done),
-           "failed": None if done is None or total is None else int(total - done),
-           "total_input_tokens": _int(_metric(export, "total_isl")),
-           "total_output_tokens": _int(_metric(export, "total_output_tokens")),
-           "request_throughput": _metric(export, "request_throughput"),
-           "output_throughput": _metric(export, "output_token_throughput"),
-           "max_itl_ms": _metric(export, "inter_chunk_latency", "max"), "status": "ok"}
+    row = {
+        "source": SOURCE,
+        "label": given.get("label") or f"AIPerf {stated.get('version') or ''}".strip(),
+        "model": model,
+        "method": method,
+        "k": k,
+        "hardware": given.get("hardware"),
+        "host": stated.get("host"),
+        "draft_model": None if method == BASELINE_METHOD else given.get("draft_model"),
+        "dataset": settle(name, "dataset", stated.get("dataset"), given.get("dataset")),
+        "output_len": stated.get("output_len"),
+        "concurrency": None if concurrency is None else int(concurrency),
+        "request_rate": stated.get("request_rate"),
+        "duration_s": _metric(export, "benchmark_duration"),
+        "num_prompts": None if total is None else int(total),
+        "completed": None if done is None else int(done),
+        "failed": None if done is None or total is None else int(total - done),
+        "total_input_tokens": _int(_metric(export, "total_isl")),
+        "total_output_tokens": _int(_metric(export, "total_output_tokens")),
+        "request_throughput": _metric(export, "request_throughput"),
+        "output_throughput": _metric(export, "output_token_throughput"),
+        "max_itl_ms": _metric(export, "inter_chunk_latency", "max"),
+        "status": "ok",
+    }
     for metric, tag in _LATENCIES.items():
         for stat, theirs in _STATS.items():
             row[f"{stat}_{metric}_ms"] = _metric(export, tag, theirs)
@@ -219,42 +271,71 @@ def _int(value):
     return None if value is None else int(round(value))
 
 
-def rows_from_export(name: str, export: Mapping, given: Mapping,
-                     records: list[dict] | None = None) -> tuple[list[dict], list[dict], tuple[str, ...]]:
+def rows_from_export(
+    name: str, export: Mapping, given: Mapping, records: list[dict] | None = None
+) -> tuple[list[dict], list[dict], tuple[str, ...]]:
     """(the result row, request rows, notes) of an AIPerf JSON export and its per-request ``records``
     (None: none were found)."""
     schema = str(export.get("schema_version", ""))
     if schema.split(".")[0] != SCHEMA_MAJOR:
-        raise InputError(f"{name} is an AIPerf export of schema {schema or '?'}; SpecScope reads schema "
-                         f"{SCHEMA_MAJOR}.x (AIPerf 0.13).")
+        raise InputError(
+            f"{name} is an AIPerf export of schema {schema or '?'}; SpecScope reads schema "
+            f"{SCHEMA_MAJOR}.x (AIPerf 0.13)."
+        )
     config = export.get("input_config") or {}
     models = [m.get("name") for m in (config.get("models") or {}).get("items") or []]
     if len(models) > 1:
-        raise InputError(f"{name} measured several models ({', '.join(map(str, models))}) in one run; SpecScope "
-                         "compares one model a row: profile each model on its own.")
+        raise InputError(
+            f"{name} measured several models ({', '.join(map(str, models))}) in one run; SpecScope "
+            "compares one model a row: profile each model on its own."
+        )
     phase: Mapping[str, Any] = next((p for p in config.get("phases") or [] if p.get("kind") == "profiling"), {})
     dataset, output_len = _dataset(config)
     rate = phase.get("request_rate") or phase.get("rate")
-    row = _row(name, export, given, {"model": models[0] if models else None, "concurrency": phase.get("concurrency"),
-                                     "request_rate": None if rate is None else float(rate), "dataset": dataset,
-                                     "output_len": output_len, "version": export.get("aiperf_version"),
-                                     "host": remote_host(((config.get("endpoint") or {}).get("urls") or [None])[0])})
-    notes: tuple[str, ...] = (f"Read AIPerf {export.get('aiperf_version')} as method {row['method']}"
-             f"{'' if row['k'] is None else ' K ' + str(row['k'])}.",)
+    row = _row(
+        name,
+        export,
+        given,
+        {
+            "model": models[0] if models else None,
+            "concurrency": phase.get("concurrency"),
+            "request_rate": None if rate is None else float(rate),
+            "dataset": dataset,
+            "output_len": output_len,
+            "version": export.get("aiperf_version"),
+            "host": remote_host(((config.get("endpoint") or {}).get("urls") or [None])[0]),
+        },
+    )
+    notes: tuple[str, ...] = (
+        f"Read AIPerf {export.get('aiperf_version')} as method {row['method']}"
+        f"{'' if row['k'] is None else ' K ' + str(row['k'])}.",
+    )
     if row["method"] != BASELINE_METHOD and row.get("num_drafts") is None:
-        notes += ("The export reports no speculative decoding figures (the server sends them per request when "
-                  "started with --per-request-spec-decode-metrics), so acceptance is not known.",)
+        notes += (
+            "The export reports no speculative decoding figures (the server sends them per request when "
+            "started with --per-request-spec-decode-metrics), so acceptance is not known.",
+        )
     if records is None:
         return [row], [], notes + ("No per-request records beside it (profile_export.jsonl): no interval.",)
     if len(records) != row["num_prompts"]:
-        return [row], [], notes + (f"The per-request records beside it hold {len(records)} requests, not the "
-                                   f"export's {row['num_prompts']}: left out (no interval).",)
+        return (
+            [row],
+            [],
+            notes
+            + (
+                f"The per-request records beside it hold {len(records)} requests, not the "
+                f"export's {row['num_prompts']}: left out (no interval).",
+            ),
+        )
     cell = {**row, "cell_id": cell_id(row)}
     requests = [_request_row(r, cell) for r in records]
     done = [r for r in requests if r["success"]]
     row["output_throughput_n"], row["output_throughput_var"] = throughput_spread(
-        [r["output_tokens"] for r in done], [None if r["e2el_ms"] is None else r["e2el_ms"] / 1000.0 for r in done],
-        row["concurrency"], row["output_throughput"])
+        [r["output_tokens"] for r in done],
+        [None if r["e2el_ms"] is None else r["e2el_ms"] / 1000.0 for r in done],
+        row["concurrency"],
+        row["output_throughput"],
+    )
     return [row], requests, notes + (f"Read {len(requests)} per-request records.",)
 
 
@@ -274,8 +355,11 @@ def rows_from_csv(name: str, data: bytes, given: Mapping) -> tuple[list[dict], l
             continue
         tag = _CSV_NAMES.get(line[0].split(" (")[0].strip())
         if tag:
-            export[tag] = {_CSV_STATS[h]: float(v) for h, v in zip(header[1:], line[1:])
-                           if h in _CSV_STATS and v not in ("", "N/A")}
+            export[tag] = {
+                _CSV_STATS[h]: float(v)
+                for h, v in zip(header[1:], line[1:])
+                if h in _CSV_STATS and v not in ("", "N/A")
+            }
     row = _row(name, export, given, {})
     return [row], [], ("AIPerf's CSV keeps 2 decimals and no run config or requests: the JSON export has more.",)
 
@@ -288,14 +372,24 @@ def _read(export: Export, fmt: str, given: Mapping) -> Rows:
     if fmt == "aiperf-csv":
         return rows_from_csv(export.name, export.data, given)
     if is_records(export.first_line):
-        raise InputError(f"{export.name} holds AIPerf's per-request records; import the profile_export_aiperf.json "
-                         "beside it, which reads them too.")
+        raise InputError(
+            f"{export.name} holds AIPerf's per-request records; import the profile_export_aiperf.json "
+            "beside it, which reads them too."
+        )
     raise InputError(f"{export.name} is not an AIPerf per-request file; SpecScope reads JSON-lines from AIPerf only.")
 
 
 # Every JSON-lines file is AIPerf's: SpecScope reads them from AIPerf only (_read points one to its export).
-IMPORTER = Importer(source=SOURCE, label="AIPerf", files="JSON/CSV", suffixes=(".json", ".csv"),
-                    formats={".json": ("aiperf-json", lambda export: is_export(export.json)),
-                             ".jsonl": ("aiperf-records", every_file),
-                             ".csv": ("aiperf-csv", lambda export: is_csv(export.first_line))},
-                    read=_read, unstated={"concurrency": "an AIPerf CSV"})
+IMPORTER = Importer(
+    source=SOURCE,
+    label="AIPerf",
+    files="JSON/CSV",
+    suffixes=(".json", ".csv"),
+    formats={
+        ".json": ("aiperf-json", lambda export: is_export(export.json)),
+        ".jsonl": ("aiperf-records", every_file),
+        ".csv": ("aiperf-csv", lambda export: is_csv(export.first_line)),
+    },
+    read=_read,
+    unstated={"concurrency": "an AIPerf CSV"},
+)

@@ -21,14 +21,14 @@ import numpy as np
 __all__ = ["throughput_spread"]
 
 
-def throughput_spread(tokens: Sequence[float | None], latencies_s: Sequence[float | None], concurrency,
-                      throughput) -> tuple[int, float] | tuple[None, None]:
+def throughput_spread(
+    tokens: Sequence[float | None], latencies_s: Sequence[float | None], concurrency, throughput
+) -> tuple[int, float] | tuple[None, None]:
     """(requests, variance of their linearised throughputs) for a cell at a fixed concurrency; (None,
     None) without a concurrency, a throughput, or two requests with output and time."""
     if concurrency is None or not throughput or throughput <= 0:
         return None, None
-    pairs = [(float(t), float(s)) for t, s in zip(tokens, latencies_s)
-             if t is not None and s is not None and s > 0]
+    pairs = [(float(t), float(s)) for t, s in zip(tokens, latencies_s) if t is not None and s is not None and s > 0]
     if len(pairs) < 2:
         return None, None
     out, time = np.array(pairs).T
