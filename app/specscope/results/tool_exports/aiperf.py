@@ -33,7 +33,7 @@ from specscope.results.tool_exports.given import remote_host, settle, speculatio
 from specscope.results.tool_exports.guidellm import cell_id
 from specscope.results.tool_exports.importer import Export, Importer, Rows, every_file
 from specscope.results.tool_exports.spread import throughput_spread
-from specscope.schema import BASELINE_METHOD
+from specscope.schema import BASELINE_METHOD, latency_columns
 
 __all__ = [
     "rows_from_export",
@@ -256,10 +256,8 @@ def _row(name: str, export: Mapping, given: Mapping, stated: Mapping) -> dict:
         "output_throughput": _metric(export, "output_token_throughput"),
         "max_itl_ms": _metric(export, "inter_chunk_latency", "max"),
         "status": "ok",
+        **latency_columns(lambda stat, metric: _metric(export, _LATENCIES[metric], _STATS[stat])),
     }
-    for metric, tag in _LATENCIES.items():
-        for stat, theirs in _STATS.items():
-            row[f"{stat}_{metric}_ms"] = _metric(export, tag, theirs)
     if method != BASELINE_METHOD:
         row.update(_speculation_fields(export, k))
     if row["output_throughput"] is None:

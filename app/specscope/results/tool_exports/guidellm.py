@@ -31,7 +31,7 @@ from specscope.errors import InputError
 from specscope.results.tool_exports.given import remote_host, settle, speculation
 from specscope.results.tool_exports.importer import Export, Importer, Rows, every_file
 from specscope.results.tool_exports.spread import throughput_spread
-from specscope.schema import BASELINE_METHOD
+from specscope.schema import BASELINE_METHOD, latency_columns
 
 __all__ = [
     "rows_from_report",
@@ -48,7 +48,6 @@ __all__ = [
 
 SOURCE = "guidellm"
 REPORT_VERSION = 2
-_STATS = {"mean": "mean", "median": "median", "p99": "p99"}
 _LATENCIES = {
     "ttft": ("time_to_first_token_ms", 1.0),
     "tpot": ("inter_token_latency_ms", 1.0),
@@ -267,10 +266,11 @@ def _benchmark_row(name: str, bench: Mapping, setup: Mapping, given: Mapping) ->
         "total_output_tokens": _total(metrics.get("output_token_count")),
         "request_throughput": _stat(metrics.get("requests_per_second"), "mean"),
         "output_throughput": _stat(metrics.get("output_tokens_per_second"), "mean"),
+        **latency_columns(
+            lambda stat, metric: _stat(metrics.get(_LATENCIES[metric][0]), stat, _LATENCIES[metric][1]),
+            tuple(_LATENCIES),
+        ),
     }
-    for metric, (key, scale) in _LATENCIES.items():
-        for stat in _STATS:
-            row[f"{stat}_{metric}_ms"] = _stat(metrics.get(key), stat, scale)
     breakdown = bench.get("requests") or {}
     done = [r for r in breakdown.get("successful") or [] if isinstance(r, Mapping)]
     row["mean_itl_ms"] = _itl_mean(done)
