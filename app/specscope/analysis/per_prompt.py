@@ -71,6 +71,23 @@ _OK_CELL = """EXISTS (SELECT 1 FROM results r WHERE r.run_id = q.run_id AND r.me
               AND r.k IS NOT DISTINCT FROM q.k AND r.concurrency IS NOT DISTINCT FROM q.concurrency
               AND coalesce(r.status, 'ok') = 'ok'{where})"""
 
+# what a group's row holds about it: a summary frame's columns after its keys, and its JSON's
+_GROUP_FIGURES = (
+    "group",
+    "prompts",
+    "speedup",
+    "speedup_lo",
+    "speedup_hi",
+    "verdict",
+    "slower_prompts",
+    "acceptance_length",
+    "acceptance_length_lo",
+    "acceptance_length_hi",
+    "acceptance_rate",
+    "acceptance_rate_lo",
+    "acceptance_rate_hi",
+)
+
 
 def length_bucket(tokens) -> tuple[int, str]:
     """A prompt length's bucket: its order and its label (``64-127`` tokens)."""
@@ -199,24 +216,7 @@ def group(rows: pd.DataFrame, dimension: str) -> pd.DataFrame:
     column = _column(dimension)
     names = ["dataset", "model", "label", *REQUEST_CELL_KEYS]
     if rows.empty:
-        return pd.DataFrame(
-            columns=[
-                *names,
-                "group",
-                "prompts",
-                "speedup",
-                "speedup_lo",
-                "speedup_hi",
-                "verdict",
-                "slower_prompts",
-                "acceptance_length",
-                "acceptance_length_lo",
-                "acceptance_length_hi",
-                "acceptance_rate",
-                "acceptance_rate_lo",
-                "acceptance_rate_hi",
-            ]
-        )
+        return pd.DataFrame(columns=[*names, *_GROUP_FIGURES])
     rows = rows.assign(
         group=rows[column],
         _log=np.log(rows["speedup"]),
@@ -319,28 +319,7 @@ def variant_label(row) -> str:
     return "".join(f" {part}" for part in (constrained, vllm and identity.vllm_text(vllm.group(1))) if part)
 
 
-_GROUP_JSON = (
-    "run_id",
-    "dataset",
-    "model",
-    "cell",
-    "method",
-    "k",
-    "concurrency",
-    "group",
-    "prompts",
-    "speedup",
-    "speedup_lo",
-    "speedup_hi",
-    "verdict",
-    "slower_prompts",
-    "acceptance_length",
-    "acceptance_length_lo",
-    "acceptance_length_hi",
-    "acceptance_rate",
-    "acceptance_rate_lo",
-    "acceptance_rate_hi",
-)
+_GROUP_JSON = ("run_id", "dataset", "model", "cell", "method", "k", "concurrency", *_GROUP_FIGURES)
 _SLOWER_JSON = (
     "run_id",
     "dataset",
